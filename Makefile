@@ -1,0 +1,49 @@
+# kvcheck: see README.md. `make demo` runs the main job on an emulated fleet; `make test` runs
+# every test, installing what the integration tests need on Debian when it is missing.
+GO      ?= go
+BIN     ?= bin/kvcheck
+# The shared corpus of real dashboards, dumps, templates and traces, when it sits beside the repo.
+KVCHECK_CORPUS ?= $(abspath $(wildcard ../shared/corpus))
+export KVCHECK_CORPUS
+FUZZTIME ?= 20s
+
+.PHONY: all build test deps lint fmt fmt-check bench fuzz demo clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/kvcheck
+
+deps:
+	@bash scripts/install-deps.sh
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+lint:
+	$(GO) vet ./...
+	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...
+
+fmt:
+	gofmt -w cmd internal
+
+fmt-check:
+	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "run make fmt"; exit 1; }
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Runs every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+demo:
+	$(GO) run ./cmd/kvcheck demo
+
+clean:
+	rm -rf bin

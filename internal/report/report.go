@@ -1,0 +1,165 @@
+// Package report renders analysis results: text tables for people, JSON, SARIF and GitHub
+// annotations for machines. It is the only package that writes output.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"golang.org/x/term"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// SchemaVersion is the version of every JSON document kvcheck writes. It changes only when a
+// field changes meaning or disappears; new fields do not change it.
+const SchemaVersion = 1
+
+// Format is an output format name.
+type Format string
+
+// The output formats. Commands accept the subset that makes sense for them.
+const (
+	FormatText   Format = "text"
+	FormatJSON   Format = "json"
+	FormatSARIF  Format = "sarif"
+	FormatGitHub Format = "github"
+)
+
+// Text writes human-readable output. On a terminal it draws boxed tables and colour; when piped
+// it writes tab-separated tables and no escape codes, so the output greps and cuts cleanly.
+type Text struct {
+	w        io.Writer
+	terminal bool
+	r        *lipgloss.Renderer
+}
+
+// NewText returns a text writer for w. Colour and boxed tables are used only when w is a
+// terminal and color is true (the caller folds in --no-color and NO_COLOR).
+func NewText(w io.Writer, color bool) *Text {
+	t := &Text{w: w, terminal: IsTerminal(w)}
+	t.r = lipgloss.NewRenderer(w)
+	if !t.terminal || !color {
+		t.r.SetColorProfile(termenv.Ascii)
+	}
+	return t
+}
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Terminal reports whether the writer draws for a person at a terminal.
+func (t *Text) Terminal() bool { return t.terminal }
+
+// Heading writes a section heading.
+func (t *Text) Heading(s string) {
+	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleHeading).Render(s))
+}
+
+// Line writes one line of plain text.
+func (t *Text) Line(format string, args ...any) {
+	fmt.Fprintf(t.w, format+"\n", args...)
+}
+
+// Muted writes one line of secondary text (hints, provenance).
+func (t *Text) Muted(format string, args ...any) {
+	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleMuted).Render(fmt.Sprintf(format, args...)))
+}
+
+// Verdict writes a highlighted conclusion line.
+func (t *Text) Verdict(s string) {
+	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleVerdict).Render(s))
+}
+
+// Good renders s in the style of a healthy value.
+func (t *Text) Good(s string) string { return t.r.NewStyle().Inherit(styleGood).Render(s) }
+
+// Badge renders a severity as a short coloured label.
+func (t *Text) Badge(s finding.Severity) string {
+	var st lipgloss.Style
+	switch s {
+	case finding.Error:
+		st = styleError
+	case finding.Warning:
+		st = styleWarning
+	default:
+		st = styleInfo
+	}
+	return t.r.NewStyle().Inherit(st).Render(strings.ToUpper(s.String()))
+}
+
+// Finding writes one finding as "SEVERITY code subject: message".
+func (t *Text) Finding(f finding.Finding) {
+	subject := ""
+	if f.Subject != "" {
+		subject = " " + f.Subject
+	}
+	fmt.Fprintf(t.w, "%s %s%s: %s\n", t.Badge(f.Severity), f.Code, subject, f.Message)
+}
+
+// Table writes rows under a header: boxed on a terminal, tab-separated otherwise.
+// Cells are written as given; callers format numbers.
+func (t *Text) Table(header []string, rows [][]string) error {
+	if !t.terminal {
+		fmt.Fprintln(t.w, strings.Join(header, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(t.w, strings.Join(cleanCells(r), "\t"))
+		}
+		return nil
+	}
+	tbl := tablewriter.NewTable(t.w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignment(tw.AlignRight),
+		tablewriter.WithHeaderAlignment(tw.AlignCenter),
+	)
+	h := make([]any, len(header))
+	for i, s := range header {
+		h[i] = s
+	}
+	tbl.Header(h...)
+	for _, r := range rows {
+		if err := tbl.Append(r); err != nil {
+			return fmt.Errorf("render table: %w", err)
+		}
+	}
+	return tbl.Render()
+}
+
+// cleanCells keeps tab-separated output parseable: a tab or newline inside a cell becomes a space.
+func cleanCells(r []string) []string {
+	out := make([]string, len(r))
+	for i, c := range r {
+		out[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+	}
+	return out
+}
+
+// JSON writes v as indented JSON followed by a newline. Callers put SchemaVersion in their
+// document struct and initialise slices so that empty lists render as [] rather than null.
+func JSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write json: %w", err)
+	}
+	return nil
+}
+
+// Ratio formats a fraction 0..1 as a percentage with one decimal, or "-" when unknown.
+func Ratio(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", *v*100)
+}

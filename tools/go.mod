@@ -1,0 +1,3 @@
+module github.com/kvcheck/kvcheck/tools
+
+go 1.26
