@@ -14,7 +14,7 @@ type PolicyInfo struct {
 	// About says in one line what the policy does.
 	About string
 	// Baseline is true for the policy that "prefill tokens saved" is measured against.
-	Baseline bool
+	Baseline  bool
 	newPolicy func(c Config, blockSize int) policy
 }
 

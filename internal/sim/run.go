@@ -55,8 +55,14 @@ type Result struct {
 
 // Simulate replays the trace through one fleet under one policy.
 func Simulate(t *Trace, c Config, policyName string) (Result, error) {
+	res, _, err := simulate(t, c, policyName)
+	return res, err
+}
+
+// simulate is Simulate that also returns every job, for tests to check routes and hits.
+func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 	if err := c.validate(); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	var info *PolicyInfo
 	for _, p := range Policies() {
@@ -66,10 +72,10 @@ func Simulate(t *Trace, c Config, policyName string) (Result, error) {
 		}
 	}
 	if info == nil {
-		return Result{}, fmt.Errorf("unknown policy %q: use one of %v", policyName, PolicyNames())
+		return Result{}, nil, fmt.Errorf("unknown policy %q: use one of %v", policyName, PolicyNames())
 	}
 	if t.BlockSize <= 0 {
-		return Result{}, fmt.Errorf("trace %s: block size %d", t.Name, t.BlockSize)
+		return Result{}, nil, fmt.Errorf("trace %s: block size %d", t.Name, t.BlockSize)
 	}
 	f := newFleet(c, t.BlockSize)
 	p := info.newPolicy(c, t.BlockSize)
@@ -95,7 +101,7 @@ func Simulate(t *Trace, c Config, policyName string) (Result, error) {
 			j := &jobs[len(jobs)-1]
 			j.rep = p.route(f, r)
 			if j.rep < 0 || j.rep >= f.size() {
-				return Result{}, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.size())
+				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.size())
 			}
 			if added && c.AddReplicaAt >= 0 {
 				afterAdd++
@@ -149,7 +155,7 @@ func Simulate(t *Trace, c Config, policyName string) (Result, error) {
 		s := float64(f.reps[freshFrom].routed) / float64(afterAdd)
 		res.FreshShare = &s
 	}
-	return res, nil
+	return res, jobs, nil
 }
 
 func siblings(r *Request, c Config) int {
