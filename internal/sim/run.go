@@ -12,45 +12,45 @@ import (
 
 // Result is what one policy gave on one fleet.
 type Result struct {
-	Policy   string `json:"policy"`
-	Replicas int    `json:"replicas"`
-	KVBlocks int    `json:"kv_blocks"`
+	Policy   string
+	Replicas int
+	KVBlocks int
 	// Requests counts routed requests, siblings included.
-	Requests int `json:"requests"`
+	Requests int
 	// InputTokens, HitTokens: prompt tokens, and those found in the prefix cache.
-	InputTokens int64 `json:"input_tokens"`
-	HitTokens   int64 `json:"hit_tokens"`
+	InputTokens int64
+	HitTokens   int64
 	// HitRate is HitTokens/InputTokens, what vllm:prefix_cache_hits/queries would show.
-	HitRate float64 `json:"hit_rate"`
+	HitRate float64
 	// BlockRefs and HitBlocks count blocks; BlockHitRate compares with the trace's ceiling.
-	BlockRefs    int64   `json:"block_refs"`
-	HitBlocks    int64   `json:"hit_blocks"`
-	BlockHitRate float64 `json:"block_hit_rate"`
+	BlockRefs    int64
+	HitBlocks    int64
+	BlockHitRate float64
 	// PrefillSaved is the fraction of round-robin's prefill tokens this policy did not compute
 	// (negative when it computed more).
-	PrefillSaved float64 `json:"prefill_saved_vs_round_robin"`
+	PrefillSaved float64
 	// PerReplica is the number of requests each replica received.
-	PerReplica []int `json:"per_replica"`
+	PerReplica []int
 	// LoadMaxOverMean and LoadCV describe how unevenly requests were spread.
-	LoadMaxOverMean float64 `json:"load_max_over_mean"`
-	LoadCV          float64 `json:"load_cv"`
+	LoadMaxOverMean float64
+	LoadCV          float64
 	// QueueMean and QueueMax: requests ahead of an arriving request at its replica.
-	QueueMean float64 `json:"queue_mean"`
-	QueueMax  int     `json:"queue_max"`
+	QueueMean float64
+	QueueMax  int
 	// TTFTP50 and TTFTP99 are the TTFT proxy (queueing plus uncached prefill), in seconds.
-	TTFTP50 float64 `json:"ttft_p50"`
-	TTFTP99 float64 `json:"ttft_p99"`
+	TTFTP50 float64
+	TTFTP99 float64
 	// DuplicateBlocks is the number of extra copies of blocks held by more than one replica at
 	// the end of the run; DuplicateFraction relates it to all cached blocks.
-	DuplicateBlocks   int64   `json:"duplicate_blocks"`
-	DuplicateFraction float64 `json:"duplicate_fraction"`
+	DuplicateBlocks   int64
+	DuplicateFraction float64
 	// Evictions counts blocks evicted from replica caches.
-	Evictions int64 `json:"evictions"`
+	Evictions int64
 	// Uncacheable counts computed blocks that could not be cached because every slot was pinned.
-	Uncacheable int64 `json:"uncacheable_blocks"`
+	Uncacheable int64
 	// FreshShare is the share of requests the added replica received after it joined, when
 	// Config.AddReplicaAt is set; a fair share is 1/(Replicas+1).
-	FreshShare *float64 `json:"fresh_replica_share,omitempty"`
+	FreshShare *float64
 }
 
 // Simulate replays the trace through one fleet under one policy.

@@ -3,21 +3,21 @@ package sim
 // TraceStats describes a trace independently of any fleet or policy.
 type TraceStats struct {
 	// Requests is the number of requests in the trace (before sibling expansion).
-	Requests int `json:"requests"`
+	Requests int
 	// BlockRefs counts every block of every prompt, partial last blocks included.
-	BlockRefs int64 `json:"block_refs"`
+	BlockRefs int64
 	// DistinctBlocks is the number of different block keys.
-	DistinctBlocks int64 `json:"distinct_blocks"`
+	DistinctBlocks int64
 	// Repeats counts the references to a block seen earlier in the trace.
-	Repeats int64 `json:"repeats"`
+	Repeats int64
 	// Ceiling is Repeats/BlockRefs: the block hit rate of one unbounded cache that sees every
 	// request, an upper bound for any fleet and any policy.
-	Ceiling float64 `json:"ceiling"`
+	Ceiling float64
 	// InputTokens and OutputTokens are the totals over the trace.
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens  int64
+	OutputTokens int64
 	// Duration is the time from the first to the last arrival, in seconds.
-	Duration float64 `json:"duration_s"`
+	Duration float64
 }
 
 // Stats computes the trace's own figures, including its hit-rate ceiling.
