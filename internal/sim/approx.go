@@ -37,17 +37,18 @@ func newApproxPolicy(c Config, blockSize int) *approxPolicy {
 
 // chunkKey names chunk k of a prompt by the key of its last block: block keys are chains, so
 // the last key identifies the whole prefix.
-func (p *approxPolicy) chunkKey(r *Request, k int) uint64 { return r.Blocks[(k+1)*p.chunk-1] }
+func (p *approxPolicy) chunkKey(j *job, k int) int32 { return j.ids[(k+1)*p.chunk-1] }
 
-func (p *approxPolicy) route(f *fleet, r *Request) int {
+func (p *approxPolicy) route(f *fleet, j *job) int {
+	r := j.req
 	for len(p.index) < f.size() {
-		p.index = append(p.index, newCache(p.perRep))
+		p.index = append(p.index, newCache(p.perRep, f.universe))
 		p.matched = append(p.matched, 0)
 	}
 	chunks := hitLimit(r, f.blockSize) / p.chunk
 	for i := range f.size() {
 		m := 0
-		for m < chunks && p.index[i].has(p.chunkKey(r, m)) {
+		for m < chunks && p.index[i].has(p.chunkKey(j, m)) {
 			m++
 		}
 		p.matched[i] = m * p.chunk
@@ -56,7 +57,7 @@ func (p *approxPolicy) route(f *fleet, r *Request) int {
 	idx := &p.index[best]
 	for k := range fullBlocks(r, f.blockSize) / p.chunk {
 		// insert pins and unpin makes the chunk most recently used.
-		key := p.chunkKey(r, k)
+		key := p.chunkKey(j, k)
 		idx.insert(key)
 		idx.unpin(key)
 	}

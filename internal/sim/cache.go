@@ -2,10 +2,12 @@ package sim
 
 // cache is one replica's prefix cache: a fixed number of block slots, blocks in use by a running
 // request pinned, unpinned blocks evictable in LRU order. This is vLLM's free-block queue: a
-// freed block goes to the back and the front is evicted first.
+// freed block goes to the back and the front is evicted first. Blocks are the trace's dense ids
+// (see Trace.intern), so the index is a slice rather than a map: 4 bytes per distinct block of
+// the trace, which is what makes a replay fast.
 type cache struct {
 	capacity int
-	idx      map[uint64]int32
+	slot     []int32 // dense id -> node, 0 when not cached
 	nodes    []cacheNode // nodes[0] is the sentinel of the evictable list
 	free     []int32
 	used     int // blocks held, pinned or not
@@ -13,21 +15,19 @@ type cache struct {
 }
 
 type cacheNode struct {
-	key        uint64
+	key        int32
 	prev, next int32
 	refs       int32
 }
 
-func newCache(capacity int) cache {
-	c := cache{capacity: capacity, idx: make(map[uint64]int32, min(capacity, 1<<16))}
+// newCache returns an empty cache of capacity blocks for ids below universe.
+func newCache(capacity, universe int) cache {
+	c := cache{capacity: capacity, slot: make([]int32, universe)}
 	c.nodes = append(c.nodes, cacheNode{})
 	return c
 }
 
-func (c *cache) has(key uint64) bool {
-	_, ok := c.idx[key]
-	return ok
-}
+func (c *cache) has(key int32) bool { return c.slot[key] != 0 }
 
 func (c *cache) unlink(n int32) {
 	p, nx := c.nodes[n].prev, c.nodes[n].next
@@ -44,9 +44,9 @@ func (c *cache) pushBack(n int32) {
 
 // pin marks a cached block as in use, taking it off the evictable list. It reports whether the
 // block was cached.
-func (c *cache) pin(key uint64) bool {
-	n, ok := c.idx[key]
-	if !ok {
+func (c *cache) pin(key int32) bool {
+	n := c.slot[key]
+	if n == 0 {
 		return false
 	}
 	if c.nodes[n].refs == 0 {
@@ -59,7 +59,7 @@ func (c *cache) pin(key uint64) bool {
 // insert adds a block pinned, evicting the least recently freed block when full. ok is false
 // when every slot is pinned: the block is then not cached. When a block was evicted to make
 // room, its key is returned with evicted true.
-func (c *cache) insert(key uint64) (ok bool, victim uint64, evicted bool) {
+func (c *cache) insert(key int32) (ok bool, victim int32, evicted bool) {
 	if c.pin(key) {
 		return true, 0, false
 	}
@@ -73,7 +73,7 @@ func (c *cache) insert(key uint64) (ok bool, victim uint64, evicted bool) {
 		}
 		c.unlink(v)
 		victim, evicted = c.nodes[v].key, true
-		delete(c.idx, victim)
+		c.slot[victim] = 0
 		c.free = append(c.free, v)
 		c.used--
 		c.evicted++
@@ -87,15 +87,15 @@ func (c *cache) insert(key uint64) (ok bool, victim uint64, evicted bool) {
 		n = int32(len(c.nodes) - 1)
 	}
 	c.nodes[n] = cacheNode{key: key, refs: 1}
-	c.idx[key] = n
+	c.slot[key] = n
 	c.used++
 	return true, victim, evicted
 }
 
 // unpin releases one use of a cached block; the last release makes it evictable.
-func (c *cache) unpin(key uint64) {
-	n, ok := c.idx[key]
-	if !ok || c.nodes[n].refs == 0 {
+func (c *cache) unpin(key int32) {
+	n := c.slot[key]
+	if n == 0 || c.nodes[n].refs == 0 {
 		return
 	}
 	c.nodes[n].refs--

@@ -7,8 +7,8 @@ import (
 )
 
 // lruOrder lists the evictable blocks, next victim first.
-func lruOrder(c *cache) []uint64 {
-	var out []uint64
+func lruOrder(c *cache) []int32 {
+	var out []int32
 	for n := c.nodes[0].next; n != 0; n = c.nodes[n].next {
 		out = append(out, c.nodes[n].key)
 	}
@@ -17,7 +17,7 @@ func lruOrder(c *cache) []uint64 {
 
 func TestCache(t *testing.T) {
 	t.Run("pinned blocks are never evicted", func(t *testing.T) {
-		c := newCache(2)
+		c := newCache(2, 16)
 		c.insert(1)
 		c.insert(2)
 		if ok, _, _ := c.insert(3); ok {
@@ -33,26 +33,26 @@ func TestCache(t *testing.T) {
 		}
 	})
 	t.Run("freed blocks are evicted in the order freed", func(t *testing.T) {
-		c := newCache(4)
-		for k := uint64(1); k <= 3; k++ {
+		c := newCache(4, 16)
+		for k := int32(1); k <= 3; k++ {
 			c.insert(k)
 		}
 		// A request frees its chain tail first, as vLLM does: 3, 2, 1.
-		for k := uint64(3); k >= 1; k-- {
+		for k := int32(3); k >= 1; k-- {
 			c.unpin(k)
 		}
-		if d := cmp.Diff([]uint64{3, 2, 1}, lruOrder(&c)); d != "" {
+		if d := cmp.Diff([]int32{3, 2, 1}, lruOrder(&c)); d != "" {
 			t.Errorf("eviction order (-want +got):\n%s", d)
 		}
 		// A hit pins block 2; releasing it makes it the most recent.
 		c.pin(2)
 		c.unpin(2)
-		if d := cmp.Diff([]uint64{3, 1, 2}, lruOrder(&c)); d != "" {
+		if d := cmp.Diff([]int32{3, 1, 2}, lruOrder(&c)); d != "" {
 			t.Errorf("eviction order after a hit (-want +got):\n%s", d)
 		}
 	})
 	t.Run("a block shared by two requests stays pinned until both finish", func(t *testing.T) {
-		c := newCache(1)
+		c := newCache(1, 16)
 		c.insert(7)
 		c.pin(7)
 		c.unpin(7)
@@ -65,7 +65,7 @@ func TestCache(t *testing.T) {
 		}
 	})
 	t.Run("zero capacity caches nothing", func(t *testing.T) {
-		c := newCache(0)
+		c := newCache(0, 16)
 		if ok, _, _ := c.insert(1); ok {
 			t.Errorf("insert into a zero-capacity cache succeeded")
 		}

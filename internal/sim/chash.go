@@ -51,7 +51,8 @@ func (p *consistentHashPolicy) build(n int) {
 	p.n = n
 }
 
-func (p *consistentHashPolicy) route(f *fleet, r *Request) int {
+func (p *consistentHashPolicy) route(f *fleet, j *job) int {
+	r := j.req
 	if p.n != f.size() {
 		p.build(f.size())
 	}

@@ -8,6 +8,7 @@ import (
 // job is one request (or one sibling of an n > 1 request) on its way through a replica.
 type job struct {
 	req     *Request
+	ids     []int32 // req.Blocks as the trace's dense ids
 	id      int // arrival order, for deterministic tie-breaking
 	rep     int
 	arrival float64
@@ -51,9 +52,10 @@ type fleet struct {
 	cfg       Config
 	blockSize int
 	reps      []replica
-	// where maps a block key to the set of replicas holding it, one bit each, so that the
-	// cached prefix on every replica is found with one map lookup per block.
-	where   map[uint64]uint64
+	// where holds, per dense block id, the set of replicas caching it, one bit each, so that
+	// the cached prefix on every replica is found with one lookup per block.
+	where    []uint64
+	universe int
 	rng     *rand.Rand
 	events  eventHeap
 	seq     uint64
@@ -61,11 +63,12 @@ type fleet struct {
 	overflo int64
 }
 
-func newFleet(cfg Config, blockSize int) *fleet {
+func newFleet(cfg Config, blockSize, universe int) *fleet {
 	f := &fleet{
 		cfg:       cfg,
 		blockSize: blockSize,
-		where:     make(map[uint64]uint64, min(cfg.KVBlocks*cfg.Replicas, 1<<20)),
+		where:     make([]uint64, universe),
+		universe:  universe,
 		rng:       rand.New(rand.NewPCG(cfg.Seed, 0x6b76636865636b)),
 	}
 	for range cfg.Replicas {
@@ -75,7 +78,7 @@ func newFleet(cfg Config, blockSize int) *fleet {
 }
 
 func (f *fleet) addReplica() {
-	f.reps = append(f.reps, replica{cache: newCache(f.cfg.KVBlocks)})
+	f.reps = append(f.reps, replica{cache: newCache(f.cfg.KVBlocks, f.universe)})
 	f.ovl = make([]int, len(f.reps))
 }
 
@@ -99,17 +102,17 @@ func (f *fleet) usage(i int) float64 {
 
 // overlaps returns, for every replica, how many blocks of the request's prefix it holds now
 // (consecutive from block 0, at most the hit limit). The slice is reused by the next call.
-func (f *fleet) overlaps(r *Request) []int {
+func (f *fleet) overlaps(j *job) []int {
 	out := f.ovl
 	clear(out)
-	lim := hitLimit(r, f.blockSize)
+	lim := hitLimit(j.req, f.blockSize)
 	alive := uint64(1)<<len(f.reps) - 1
 	if len(f.reps) == 64 {
 		alive = ^uint64(0)
 	}
 	i := 0
 	for ; i < lim && alive != 0; i++ {
-		m := f.where[r.Blocks[i]] & alive
+		m := f.where[j.ids[i]] & alive
 		for d := alive &^ m; d != 0; d &= d - 1 {
 			out[bits.TrailingZeros64(d)] = i
 		}
@@ -243,7 +246,7 @@ func (f *fleet) startPrefill(i int, t float64) {
 	j := r.prefillQ.pop()
 	lim := hitLimit(j.req, f.blockSize)
 	hit := 0
-	for hit < lim && r.cache.pin(j.req.Blocks[hit]) {
+	for hit < lim && r.cache.pin(j.ids[hit]) {
 		hit++
 	}
 	j.hit, j.pinned = hit, hit
@@ -256,14 +259,10 @@ func (f *fleet) prefillDone(j *job, t float64) {
 	r := &f.reps[j.rep]
 	bit := uint64(1) << j.rep
 	for k := j.pinned; k < fullBlocks(j.req, f.blockSize); k++ {
-		key := j.req.Blocks[k]
+		key := j.ids[k]
 		ok, victim, evicted := r.cache.insert(key)
 		if evicted {
-			if m := f.where[victim] &^ bit; m == 0 {
-				delete(f.where, victim)
-			} else {
-				f.where[victim] = m
-			}
+			f.where[victim] &^= bit
 		}
 		if !ok {
 			// Every slot is pinned by requests in flight; later blocks would be unreachable
@@ -285,7 +284,7 @@ func (f *fleet) finish(j *job, t float64) {
 	// vLLM frees a request's blocks tail first, so a chain's last blocks are evicted before
 	// its shared head.
 	for k := j.pinned - 1; k >= 0; k-- {
-		r.cache.unpin(j.req.Blocks[k])
+		r.cache.unpin(j.ids[k])
 	}
 	r.running--
 	r.active -= len(j.req.Blocks)

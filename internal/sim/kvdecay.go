@@ -14,8 +14,9 @@ var kvDecayInfo = PolicyInfo{
 // the credit. This is our reading of the idea, not Dynamo's exact formula.
 type kvDecayPolicy struct{ weight, decay float64 }
 
-func (p kvDecayPolicy) route(f *fleet, r *Request) int {
-	ovl := f.overlaps(r)
+func (p kvDecayPolicy) route(f *fleet, j *job) int {
+	r := j.req
+	ovl := f.overlaps(j)
 	return f.best(func(i int) float64 {
 		credit := float64(ovl[i]) / (1 + p.decay*float64(f.queued(i)))
 		return -dynamoCost(f, r, i, credit, p.weight)

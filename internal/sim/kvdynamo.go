@@ -13,8 +13,9 @@ var kvDynamoInfo = PolicyInfo{
 // blocks it would hold for decoding (its active blocks plus this request's).
 type kvDynamoPolicy struct{ weight float64 }
 
-func (p kvDynamoPolicy) route(f *fleet, r *Request) int {
-	ovl := f.overlaps(r)
+func (p kvDynamoPolicy) route(f *fleet, j *job) int {
+	r := j.req
+	ovl := f.overlaps(j)
 	return f.best(func(i int) float64 { return -dynamoCost(f, r, i, float64(ovl[i]), p.weight) })
 }
 

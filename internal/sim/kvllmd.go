@@ -17,8 +17,9 @@ const (
 // prefix index: each scorer gives 0..1, the weighted sum wins.
 type kvLLMDPolicy struct{}
 
-func (kvLLMDPolicy) route(f *fleet, r *Request) int {
-	ovl := f.overlaps(r)
+func (kvLLMDPolicy) route(f *fleet, j *job) int {
+	r := j.req
+	ovl := f.overlaps(j)
 	return llmdPick(f, func(i int) float64 { return prefixFraction(ovl[i], len(r.Blocks)) })
 }
 

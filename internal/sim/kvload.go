@@ -13,8 +13,9 @@ var kvLoadInfo = PolicyInfo{
 // in flight over the busiest replica's.
 type kvLoadPolicy struct{ beta float64 }
 
-func (p kvLoadPolicy) route(f *fleet, r *Request) int {
-	ovl := f.overlaps(r)
+func (p kvLoadPolicy) route(f *fleet, j *job) int {
+	r := j.req
+	ovl := f.overlaps(j)
 	busiest := 1
 	for i := range f.size() {
 		busiest = max(busiest, f.inflight(i))

@@ -11,8 +11,8 @@ var kvLongestInfo = PolicyInfo{
 // every Mooncake conversation request), the first replica to cache it wins every later request.
 type kvLongestPolicy struct{}
 
-func (kvLongestPolicy) route(f *fleet, r *Request) int {
-	ovl := f.overlaps(r)
+func (kvLongestPolicy) route(f *fleet, j *job) int {
+	ovl := f.overlaps(j)
 	bi := 0
 	for i := 1; i < len(ovl); i++ {
 		if ovl[i] > ovl[bi] {

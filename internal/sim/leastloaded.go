@@ -8,6 +8,6 @@ var leastLoadedInfo = PolicyInfo{
 
 type leastLoadedPolicy struct{}
 
-func (leastLoadedPolicy) route(f *fleet, _ *Request) int {
+func (leastLoadedPolicy) route(f *fleet, _ *job) int {
 	return f.best(func(i int) float64 { return -float64(f.inflight(i)) })
 }

@@ -4,7 +4,7 @@ package sim
 // Implementations keep their own state (counters, rings, indexes) and must be deterministic for
 // a given Config.Seed.
 type policy interface {
-	route(f *fleet, r *Request) int
+	route(f *fleet, j *job) int
 }
 
 // PolicyInfo describes one routing policy.

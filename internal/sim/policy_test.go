@@ -23,14 +23,12 @@ func tinyTrace(rs ...Request) *Trace {
 // scaled returns the trace with blocks of bs tokens instead of 4: the approximate router
 // ignores anything shorter than 64 tokens.
 func scaled(t *Trace, bs int) *Trace {
-	c := *t
-	c.BlockSize = bs
-	c.Requests = make([]Request, len(t.Requests))
+	c := &Trace{Name: t.Name, Format: t.Format, BlockSize: bs, PrefixInfo: t.PrefixInfo, Requests: make([]Request, len(t.Requests))}
 	for i, r := range t.Requests {
 		r.InputTokens = len(r.Blocks) * bs
 		c.Requests[i] = r
 	}
-	return &c
+	return c
 }
 
 // tinyConfig: prefill 10 ms per token, decode 1 s per output token, so a request with output

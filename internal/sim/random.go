@@ -12,4 +12,4 @@ var randomInfo = PolicyInfo{
 
 type randomPolicy struct{ rng *rand.Rand }
 
-func (p *randomPolicy) route(f *fleet, _ *Request) int { return p.rng.IntN(f.size()) }
+func (p *randomPolicy) route(f *fleet, _ *job) int { return p.rng.IntN(f.size()) }

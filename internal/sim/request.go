@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"slices"
+	"sync"
 )
 
 // Request is one request as the simulator sees it, whatever the trace source. Every adapter
@@ -38,6 +39,37 @@ type Trace struct {
 	// Notes are things the adapter saw and adjusted (reordering, inconsistent lengths) that a
 	// reader of the results should know.
 	Notes []string
+
+	internOnce sync.Once
+	ids        [][]int32 // per request, its blocks as dense ids 0..distinct-1
+	distinct   int
+}
+
+// intern numbers the trace's distinct block keys densely, once, so that caches and the block
+// index are slices rather than maps. It must run before the trace is simulated.
+func (t *Trace) intern() {
+	t.internOnce.Do(func() {
+		n := 0
+		for i := range t.Requests {
+			n += len(t.Requests[i].Blocks)
+		}
+		dense := make(map[uint64]int32, n/2)
+		all := make([]int32, 0, n)
+		t.ids = make([][]int32, len(t.Requests))
+		for i := range t.Requests {
+			from := len(all)
+			for _, b := range t.Requests[i].Blocks {
+				id, ok := dense[b]
+				if !ok {
+					id = int32(len(dense))
+					dense[b] = id
+				}
+				all = append(all, id)
+			}
+			t.ids[i] = all[from:len(all):len(all)]
+		}
+		t.distinct = len(dense)
+	})
 }
 
 // sortByArrival orders requests by arrival, keeping the source order for ties, and reports

@@ -9,7 +9,7 @@ var roundRobinInfo = PolicyInfo{
 
 type roundRobinPolicy struct{ next int }
 
-func (p *roundRobinPolicy) route(f *fleet, _ *Request) int {
+func (p *roundRobinPolicy) route(f *fleet, _ *job) int {
 	i := p.next % f.size()
 	p.next = i + 1
 	return i

@@ -77,7 +77,8 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 	if t.BlockSize <= 0 {
 		return Result{}, nil, fmt.Errorf("trace %s: block size %d", t.Name, t.BlockSize)
 	}
-	f := newFleet(c, t.BlockSize)
+	t.intern()
+	f := newFleet(c, t.BlockSize, t.distinct)
 	p := info.newPolicy(c, t.BlockSize)
 
 	n := 0
@@ -97,9 +98,9 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 				freshFrom = len(f.reps) - 1
 			}
 			f.advance(r.Arrival)
-			jobs = append(jobs, job{req: r, id: len(jobs), arrival: r.Arrival})
+			jobs = append(jobs, job{req: r, ids: t.ids[i], id: len(jobs), arrival: r.Arrival})
 			j := &jobs[len(jobs)-1]
-			j.rep = p.route(f, r)
+			j.rep = p.route(f, j)
 			if j.rep < 0 || j.rep >= f.size() {
 				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.size())
 			}
@@ -145,7 +146,9 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 	}
 	res.LoadMaxOverMean, res.LoadCV = spread(res.PerReplica)
 	for _, m := range f.where {
-		res.DuplicateBlocks += int64(bits.OnesCount64(m) - 1)
+		if m != 0 {
+			res.DuplicateBlocks += int64(bits.OnesCount64(m) - 1)
+		}
 	}
 	if cached > 0 {
 		res.DuplicateFraction = float64(res.DuplicateBlocks) / float64(cached)
@@ -213,6 +216,7 @@ func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 			baseline = p.Name
 		}
 	}
+	t.intern() // once, before the workers share the trace
 	policies := s.Policies
 	if !slices.Contains(policies, baseline) {
 		policies = append(slices.Clip(policies), baseline)

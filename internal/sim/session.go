@@ -16,7 +16,8 @@ type sessionPolicy struct {
 	next int // for requests with neither a session nor a block
 }
 
-func (p *sessionPolicy) route(f *fleet, r *Request) int {
+func (p *sessionPolicy) route(f *fleet, j *job) int {
+	r := j.req
 	h, ok := keyHash(r, p.seed)
 	if !ok {
 		p.next++
