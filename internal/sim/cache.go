@@ -7,7 +7,7 @@ package sim
 // the trace, which is what makes a replay fast.
 type cache struct {
 	capacity int
-	slot     []int32 // dense id -> node, 0 when not cached
+	slot     []int32     // dense id -> node, 0 when not cached
 	nodes    []cacheNode // nodes[0] is the sentinel of the evictable list
 	free     []int32
 	used     int // blocks held, pinned or not

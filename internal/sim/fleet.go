@@ -9,7 +9,7 @@ import (
 type job struct {
 	req     *Request
 	ids     []int32 // req.Blocks as the trace's dense ids
-	id      int // arrival order, for deterministic tie-breaking
+	id      int     // arrival order, for deterministic tie-breaking
 	rep     int
 	arrival float64
 	queue   int // requests ahead of it at its replica when it arrived
@@ -56,11 +56,11 @@ type fleet struct {
 	// the cached prefix on every replica is found with one lookup per block.
 	where    []uint64
 	universe int
-	rng     *rand.Rand
-	events  eventHeap
-	seq     uint64
-	ovl     []int
-	overflo int64
+	rng      *rand.Rand
+	events   eventHeap
+	seq      uint64
+	ovl      []int
+	overflo  int64
 }
 
 func newFleet(cfg Config, blockSize, universe int) *fleet {
