@@ -1,15 +1,11 @@
 package sim
 
-import (
-	"math/bits"
-	"math/rand/v2"
-)
+import "math/bits"
 
 // job is one request (or one sibling of an n > 1 request) on its way through a replica.
 type job struct {
 	req     *Request
 	ids     []int32 // req.Blocks as the trace's dense ids
-	id      int     // arrival order, for deterministic tie-breaking
 	rep     int
 	arrival float64
 	queue   int // requests ahead of it at its replica when it arrived
@@ -54,13 +50,12 @@ type fleet struct {
 	reps      []replica
 	// where holds, per dense block id, the set of replicas caching it, one bit each, so that
 	// the cached prefix on every replica is found with one lookup per block.
-	where    []uint64
-	universe int
-	rng      *rand.Rand
-	events   eventHeap
-	seq      uint64
-	ovl      []int
-	overflo  int64
+	where       []uint64
+	universe    int
+	events      eventHeap
+	seq         uint64
+	ovl         []int
+	uncacheable int64 // computed blocks not cached because every slot was pinned
 }
 
 func newFleet(cfg Config, blockSize, universe int) *fleet {
@@ -69,7 +64,6 @@ func newFleet(cfg Config, blockSize, universe int) *fleet {
 		blockSize: blockSize,
 		where:     make([]uint64, universe),
 		universe:  universe,
-		rng:       rand.New(rand.NewPCG(cfg.Seed, 0x6b76636865636b)),
 	}
 	for range cfg.Replicas {
 		f.addReplica()
@@ -267,7 +261,7 @@ func (f *fleet) prefillDone(j *job, t float64) {
 		if !ok {
 			// Every slot is pinned by requests in flight; later blocks would be unreachable
 			// without this one, so stop caching this prompt.
-			f.overflo += int64(fullBlocks(j.req, f.blockSize) - k)
+			f.uncacheable += int64(fullBlocks(j.req, f.blockSize) - k)
 			break
 		}
 		f.where[key] |= bit

@@ -98,7 +98,7 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 				freshFrom = len(f.reps) - 1
 			}
 			f.advance(r.Arrival)
-			jobs = append(jobs, job{req: r, ids: t.ids[i], id: len(jobs), arrival: r.Arrival})
+			jobs = append(jobs, job{req: r, ids: t.ids[i], arrival: r.Arrival})
 			j := &jobs[len(jobs)-1]
 			j.rep = p.route(f, j)
 			if j.rep < 0 || j.rep >= f.size() {
@@ -153,7 +153,7 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 	if cached > 0 {
 		res.DuplicateFraction = float64(res.DuplicateBlocks) / float64(cached)
 	}
-	res.Uncacheable = f.overflo
+	res.Uncacheable = f.uncacheable
 	if c.AddReplicaAt >= 0 && added && afterAdd > 0 {
 		s := float64(f.reps[freshFrom].routed) / float64(afterAdd)
 		res.FreshShare = &s
