@@ -13,6 +13,10 @@ import (
 // azureTime is the TIMESTAMP layout of the Azure LLM inference traces (100 ns resolution).
 const azureTime = "2006-01-02 15:04:05.9999999"
 
+// maxUniqueBlocks bounds the blocks a lengths-only trace may expand to: each costs 12 bytes in
+// memory, and a short CSV line can claim a huge prompt.
+const maxUniqueBlocks = 1 << 26
+
 // uniqueKeyBase starts the keys made up for lengths-only traces, far from any real hash id, so
 // that they never collide with each other or with a prefix-aware trace's keys.
 const uniqueKeyBase = uint64(1) << 62
@@ -76,6 +80,9 @@ func ReadAzure(r io.Reader, name string, blockSize int) (*Trace, error) {
 		}
 		if len(spans) == 0 {
 			start = ts
+		}
+		if len(keys)+(in+blockSize-1)/blockSize > maxUniqueBlocks {
+			return nil, fmt.Errorf("azure trace %s line %d: the trace expands to more than %d blocks of %d tokens; use a larger --block-size or a shorter trace", name, line, maxUniqueBlocks, blockSize)
 		}
 		from := len(keys)
 		for range (in + blockSize - 1) / blockSize {

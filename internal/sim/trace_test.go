@@ -95,6 +95,7 @@ func TestReadAzure(t *testing.T) {
 		{name: "missing column", in: "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.68,1\n", wantErr: "no generatedtokens column"},
 		{name: "bad time", in: "TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,1,1\n", wantErr: "line 2"},
 		{name: "bad count", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,-4,1\n", wantErr: "non-negative"},
+		{name: "prompt too large to expand", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,1073741824,1\n", wantErr: "larger --block-size"},
 		{name: "header only", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n", wantErr: "no requests"},
 		{name: "empty", in: "", wantErr: "empty"},
 	}
