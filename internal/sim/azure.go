@@ -15,7 +15,7 @@ const azureTime = "2006-01-02 15:04:05.9999999"
 
 // maxUniqueBlocks bounds the blocks a lengths-only trace may expand to: each costs 12 bytes in
 // memory, and a short CSV line can claim a huge prompt.
-const maxUniqueBlocks = 1 << 26
+const maxUniqueBlocks = 1 << 24
 
 // uniqueKeyBase starts the keys made up for lengths-only traces, far from any real hash id, so
 // that they never collide with each other or with a prefix-aware trace's keys.
