@@ -62,8 +62,8 @@ Traces: Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids of 5
 blocks) and CSV with lengths only (Azure LLM inference format: no prefix information, the
 unique-prefix case). Comma-separated --replicas and --kv-blocks run a sweep.
 
-Policies: ` + strings.Join(sim.PolicyNames(), ", ") + `.
-
+Policies (--policies):
+` + policyHelp() + `
 ` + exitCodesHelp,
 		Example: `  kvcheck simulate --trace mooncake_conversation_trace.jsonl --replicas 8
   kvcheck simulate --trace conv.jsonl --replicas 2,4,8,16 --kv-blocks 1024,8192 --plot sweep.svg
@@ -310,6 +310,15 @@ func policyList(s string) ([]string, error) {
 	// Results follow the documented policy order, whatever order the flag gave.
 	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(all, a) - slices.Index(all, b) })
 	return out, nil
+}
+
+// policyHelp lists the policies with their one-line descriptions.
+func policyHelp() string {
+	var b strings.Builder
+	for _, p := range sim.Policies() {
+		fmt.Fprintf(&b, "  %-14s %s\n", p.Name, p.About)
+	}
+	return b.String()
 }
 
 func writePlot(path string, rep sim.Report) error {
