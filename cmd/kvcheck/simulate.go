@@ -147,7 +147,12 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if cmd.Flags().Changed("add-replica-at") && slices.Max(replicas) >= sim.MaxReplicas {
 		return usageErrorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
 	}
-	kind := o.format
+	kind := strings.ToLower(o.format)
+	switch kind {
+	case "auto", "mooncake", "azure":
+	default:
+		return usageErrorf("--format %q: use auto, mooncake or azure", o.format)
+	}
 	if kind == "auto" {
 		switch strings.ToLower(filepath.Ext(o.trace)) {
 		case ".jsonl", ".json", ".ndjson":
@@ -237,13 +242,12 @@ func readTrace(path, kind string, blockSize int) (*sim.Trace, error) {
 			blockSize = sim.MooncakeBlockSize
 		}
 		return sim.ReadMooncake(f, path, blockSize)
-	case "azure", "csv":
+	default:
 		if blockSize == 0 {
 			blockSize = 16
 		}
 		return sim.ReadAzure(f, path, blockSize)
 	}
-	return nil, usageErrorf("--format %q: use auto, mooncake or azure", kind)
 }
 
 // kvBlocks resolves --kv-blocks, or --kv-tokens in the trace's block size.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,6 +131,7 @@ func TestSimulationSVG(t *testing.T) {
 	d := xml.NewDecoder(bytes.NewReader(b.Bytes()))
 	d.Strict = true
 	var root string
+	var width, height float64
 	lines := 0
 	for {
 		tok, err := d.Token()
@@ -148,6 +150,24 @@ func TestSimulationSVG(t *testing.T) {
 			}
 			if se.Name.Local == "polyline" {
 				lines++
+			}
+			for _, a := range se.Attr {
+				v, err := strconv.ParseFloat(a.Value, 64)
+				switch {
+				case se.Name.Local == "svg" && a.Name.Local == "width":
+					width = v
+				case se.Name.Local == "svg" && a.Name.Local == "height":
+					height = v
+				case err != nil:
+				case strings.HasPrefix(a.Name.Local, "x") || a.Name.Local == "cx":
+					if v < 0 || v > width {
+						t.Errorf("<%s %s=%v> outside the %v-wide canvas", se.Name.Local, a.Name.Local, v, width)
+					}
+				case strings.HasPrefix(a.Name.Local, "y") || a.Name.Local == "cy":
+					if v < 0 || v > height {
+						t.Errorf("<%s %s=%v> outside the %v-high canvas", se.Name.Local, a.Name.Local, v, height)
+					}
+				}
 			}
 		}
 	}
