@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,11 @@ func ReadAzure(r io.Reader, name string, blockSize int) (*Trace, error) {
 		idx[i] = c
 	}
 	t := &Trace{Name: name, Format: "azure", BlockSize: blockSize}
+	for i, h := range header {
+		if !slices.Contains(idx, i) {
+			t.Notes = append(t.Notes, fmt.Sprintf("column %q is not used by the simulator", h))
+		}
+	}
 	var (
 		start time.Time
 		keys  []uint64

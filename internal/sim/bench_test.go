@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"io"
 	"sync"
 	"syscall"
 	"testing"
@@ -34,6 +36,21 @@ func BenchmarkPolicies(b *testing.B) {
 			b.ReportMetric(float64(st.Requests)*float64(b.N)/s, "requests/s")
 			b.ReportMetric(float64(st.BlockRefs)*float64(b.N)/s, "blockrefs/s")
 		})
+	}
+}
+
+// BenchmarkReadMooncake measures the JSONL reader on the conversation trace.
+func BenchmarkReadMooncake(b *testing.B) {
+	data, err := io.ReadAll(corpusTrace(b, "mooncake_conversation_trace.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ReadMooncake(bytes.NewReader(data), "mooncake", MooncakeBlockSize); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

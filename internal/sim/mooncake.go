@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // MooncakeBlockSize is the number of tokens per hash_id in the Mooncake FAST'25 traces.
@@ -41,6 +43,8 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 		inconsistent int
 		firstBad     int
 		keys         []uint64 // one backing array for all requests' blocks
+		unknown      = map[string]int{}
+		unknownOrder []string
 	)
 	type span struct{ from, to int }
 	var spans []span
@@ -50,9 +54,15 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var row mooncakeRow
-		if err := json.Unmarshal(b, &row); err != nil {
+		row, extra, err := decodeMooncakeRow(b)
+		if err != nil {
 			return nil, fmt.Errorf("mooncake trace %s line %d: %w (want one JSON object per line)", name, line, err)
+		}
+		for _, k := range extra {
+			if unknown[k] == 0 {
+				unknownOrder = append(unknownOrder, k)
+			}
+			unknown[k]++
 		}
 		if row.Timestamp == nil {
 			return nil, fmt.Errorf("mooncake trace %s line %d: no timestamp field", name, line)
@@ -103,10 +113,49 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 	if inconsistent > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d requests (first on line %d) have a hash_ids count that does not match input_length at %d tokens per block; only blocks covered by input_length are cached", inconsistent, firstBad, blockSize))
 	}
+	for _, k := range unknownOrder {
+		t.Notes = append(t.Notes, fmt.Sprintf("field %q (on %d rows) is not used by the simulator", k, unknown[k]))
+	}
 	if sortByArrival(t.Requests) {
 		t.Notes = append(t.Notes, "timestamps were not in order; requests were sorted by timestamp")
 	}
 	return t, nil
+}
+
+// decodeMooncakeRow decodes one line and names the fields it does not know. Rows without
+// unknown fields, the common case, are decoded once.
+func decodeMooncakeRow(b []byte) (mooncakeRow, []string, error) {
+	var row mooncakeRow
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	err := d.Decode(&row)
+	if err == nil {
+		if d.More() {
+			return row, nil, errors.New("more than one JSON value on the line")
+		}
+		return row, nil, nil
+	}
+	if !strings.Contains(err.Error(), "unknown field") {
+		return row, nil, err
+	}
+	row = mooncakeRow{}
+	if err := json.Unmarshal(b, &row); err != nil {
+		return row, nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return row, nil, err
+	}
+	var extra []string
+	for k := range fields {
+		switch k {
+		case "timestamp", "input_length", "output_length", "hash_ids", "session_id", "chat_id":
+		default:
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return row, extra, nil
 }
 
 // sessionString renders a session id that may be a JSON string or number.

@@ -27,6 +27,7 @@ func TestReadMooncake(t *testing.T) {
 				{Arrival: 0, Blocks: []uint64{0, 1}, InputTokens: 600, OutputTokens: 5, N: 1},
 				{Arrival: 1.5, Session: "42", Blocks: []uint64{0, 2}, InputTokens: 1024, OutputTokens: 7, N: 1},
 			},
+			notes: 1,
 		},
 		{
 			name: "out of order rows are sorted and noted",
@@ -52,6 +53,7 @@ func TestReadMooncake(t *testing.T) {
 		{name: "negative length", in: `{"timestamp": 0, "input_length": -1, "hash_ids": []}`, wantErr: "negative length"},
 		{name: "fractional hash id", in: `{"timestamp": 0, "input_length": 1, "hash_ids": [1.5]}`, wantErr: "line 1"},
 		{name: "empty", in: "", wantErr: "no requests"},
+		{name: "two values on a line", in: `{"timestamp": 0, "input_length": 1, "hash_ids": []} {}`, wantErr: "more than one JSON value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
