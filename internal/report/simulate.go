@@ -15,8 +15,8 @@ import (
 func (t *Text) Simulation(r sim.Report) error {
 	tr, st := r.Trace, r.Stats
 	t.Heading(fmt.Sprintf("Trace %s (%s, %d-token blocks)", tr.Name, tr.Format, tr.BlockSize))
-	t.Line("  %d requests over %s; %d block references, %d distinct, %d repeats",
-		st.Requests, seconds(st.Duration), st.BlockRefs, st.DistinctBlocks, st.Repeats)
+	t.Line("  %d %s over %s; %d block references, %d distinct, %d repeats",
+		st.Requests, plural(st.Requests, "request"), seconds(st.Duration), st.BlockRefs, st.DistinctBlocks, st.Repeats)
 	t.Line("  ceiling: %s of block references repeat an earlier one (what one unbounded cache could hit)", pct(st.Ceiling))
 	for _, n := range tr.Notes {
 		t.Muted("  note: %s", n)
