@@ -206,9 +206,10 @@ type Sweep struct {
 }
 
 // Run simulates every point of the sweep, in parallel, and returns results ordered by kv
-// blocks, replicas, then policy as listed. The baseline policy is always simulated so that
-// PrefillSaved can be filled in; it is returned only when asked for. progress, when not nil,
-// is called after each simulation with the number done and the total.
+// blocks, replicas, then policy as listed. The baseline policy (round-robin) is always
+// simulated and returned, last when it was not asked for: savings and hot spots are measured
+// against it. progress, when not nil, is called after each simulation with the number done and
+// the total.
 func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int)) ([]Result, error) {
 	baseline := ""
 	for _, p := range Policies() {
@@ -281,9 +282,6 @@ feed:
 	for _, r := range results {
 		if b := base[[2]int{r.Replicas, r.KVBlocks}]; b > 0 {
 			r.PrefillSaved = float64(b-(r.InputTokens-r.HitTokens)) / float64(b)
-		}
-		if r.Policy == baseline && !slices.Contains(s.Policies, baseline) {
-			continue
 		}
 		out = append(out, r)
 	}

@@ -10,8 +10,15 @@ import (
 // caching; the lower TTFT p99 then decides.
 const BestMargin = 0.005
 
-// HotSpotRatio is the load max/mean at and above which a policy is said to make a hot spot.
-const HotSpotRatio = 2.0
+// A policy makes a hot spot when its load max/mean reaches HotSpotRatio and its TTFT p99 is
+// more than HotSpotSlowdown times, and HotSpotDelay seconds above, round-robin's on the same
+// fleet: imbalance that costs latency. Imbalance alone is not enough: on a large, lightly loaded
+// fleet a prefix-aware policy may spread unevenly and still be the fastest.
+const (
+	HotSpotRatio    = 2.0
+	HotSpotSlowdown = 2.0
+	HotSpotDelay    = 1.0
+)
 
 // Fleet is one point of a sweep: the results of every policy on the same fleet, and which won.
 type Fleet struct {
@@ -25,7 +32,7 @@ type Fleet struct {
 	Best string
 	// Baseline is the baseline policy's result (round-robin).
 	Baseline *Result
-	// HotSpots lists the policies whose load max/mean reached HotSpotRatio.
+	// HotSpots lists the policies that made a hot spot (see HotSpotRatio).
 	HotSpots []string
 }
 
@@ -60,20 +67,23 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 	}
 	for fi := range rep.Fleets {
 		f := &rep.Fleets[fi]
+		for ri := range f.Results {
+			if f.Results[ri].Policy == baseline {
+				f.Baseline = &f.Results[ri]
+			}
+		}
 		var balanced []*Result
 		for ri := range f.Results {
 			r := &f.Results[ri]
-			if r.Policy == baseline {
-				f.Baseline = r
-			}
-			if r.LoadMaxOverMean >= HotSpotRatio {
+			if f.Baseline != nil && r.LoadMaxOverMean >= HotSpotRatio &&
+				r.TTFTP99 > HotSpotSlowdown*f.Baseline.TTFTP99 && r.TTFTP99 > f.Baseline.TTFTP99+HotSpotDelay {
 				f.HotSpots = append(f.HotSpots, r.Policy)
 				rep.Findings = append(rep.Findings, finding.Finding{
 					Severity: finding.Warning,
 					Code:     "hot-spot",
 					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
-					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (max/mean %.2f, TTFT p99 %.1f s): affinity without a load bound melts one replica",
-						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, r.TTFTP99),
+					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), TTFT p99 %.1f s against %.2f s with round-robin: affinity without a load bound melts one replica",
+						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, r.TTFTP99, f.Baseline.TTFTP99),
 				})
 				continue
 			}
