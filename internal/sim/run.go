@@ -206,9 +206,9 @@ type Sweep struct {
 }
 
 // Run simulates every point of the sweep, in parallel, and returns results ordered by kv
-// blocks, replicas, then policy as listed. The baseline policy (round-robin) is always
-// simulated and returned, last when it was not asked for: savings and hot spots are measured
-// against it. progress, when not nil, is called after each simulation with the number done and
+// blocks, replicas, then policy in the order of Policies. The baseline policy (round-robin) is
+// always simulated and returned, asked for or not: savings and hot spots are measured against
+// it. progress, when not nil, is called after each simulation with the number done and
 // the total.
 func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int)) ([]Result, error) {
 	baseline := ""
@@ -218,10 +218,12 @@ func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 		}
 	}
 	t.intern() // once, before the workers share the trace
-	policies := s.Policies
+	policies := slices.Clone(s.Policies)
 	if !slices.Contains(policies, baseline) {
-		policies = append(slices.Clip(policies), baseline)
+		policies = append(policies, baseline)
 	}
+	order := PolicyNames()
+	slices.SortStableFunc(policies, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	type point struct{ replicas, kv, pol int }
 	var points []point
 	for ki := range s.KVBlocks {
