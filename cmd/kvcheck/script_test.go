@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -29,5 +31,12 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: false,
+		// [env:NAME] holds when NAME is set and non-empty, as the comment above promises.
+		Condition: func(cond string) (bool, error) {
+			if name, ok := strings.CutPrefix(cond, "env:"); ok {
+				return os.Getenv(name) != "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }

@@ -1,0 +1,204 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got); run go test -update if the change is intended:\n%s", name, d)
+	}
+}
+
+// tinyReport simulates a small hand-made trace: two conversations that share block 1, on 1 and
+// 2 replicas, under three policies.
+func tinyReport(t *testing.T, addAt float64) sim.Report {
+	t.Helper()
+	var rs []sim.Request
+	for i := range 12 {
+		conv := uint64(i%2 + 10)
+		blocks := []uint64{1, conv}
+		for k := range i / 2 {
+			blocks = append(blocks, conv*100+uint64(k))
+		}
+		rs = append(rs, sim.Request{Arrival: float64(i), Blocks: blocks, InputTokens: len(blocks)*16 + 3, OutputTokens: 20, N: 1})
+	}
+	tr := &sim.Trace{Name: "tiny.jsonl", Format: "mooncake", BlockSize: 16, PrefixInfo: true, Requests: rs}
+	sw := sim.Sweep{
+		Replicas: []int{1, 2},
+		KVBlocks: []int{8},
+		Policies: []string{"round-robin", "kv-longest", "kv-llmd"},
+		Base:     sim.Config{Model: sim.DefaultModel(), Params: sim.DefaultParams(), Seed: 1, AddReplicaAt: addAt},
+	}
+	res, err := sim.Run(t.Context(), tr, sw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim.NewReport(tr, sim.Stats(tr), sw, res)
+}
+
+func TestSimulationText(t *testing.T) {
+	cases := []struct {
+		name  string
+		addAt float64
+	}{
+		{"simulate.txt", -1},
+		{"simulate_add_replica.txt", 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := NewText(&b, false).Simulation(tinyReport(t, tc.addAt)); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name+".golden", b.Bytes())
+		})
+	}
+}
+
+func TestSimulationJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := SimulationJSON(&b, tinyReport(t, -1)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "simulate.json.golden", b.Bytes())
+
+	var doc map[string]any
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["schema_version"] != float64(SchemaVersion) {
+		t.Errorf("schema_version = %v, want %d", doc["schema_version"], SchemaVersion)
+	}
+	for _, k := range []string{"results", "findings", "fleets"} {
+		if _, ok := doc[k].([]any); !ok {
+			t.Errorf("%s = %v, want a list (never null)", k, doc[k])
+		}
+	}
+	trace := doc["trace"].(map[string]any)
+	for _, k := range []string{"requests", "block_refs", "distinct_blocks", "ceiling"} {
+		if _, ok := trace[k]; !ok {
+			t.Errorf("trace.%s missing", k)
+		}
+	}
+	r0 := doc["results"].([]any)[0].(map[string]any)
+	for _, k := range []string{"policy", "replicas", "kv_blocks", "hit_rate", "block_hit_rate", "load_max_over_mean", "ttft_p99"} {
+		if _, ok := r0[k]; !ok {
+			t.Errorf("results[0].%s missing", k)
+		}
+	}
+}
+
+// TestSimulationSVG checks that the chart is well-formed XML with an svg root, one polyline per
+// policy and KV size and panel, and matches its golden file.
+func TestSimulationSVG(t *testing.T) {
+	var b bytes.Buffer
+	if err := SimulationSVG(&b, tinyReport(t, -1)); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b.Bytes()))
+	d.Strict = true
+	var root string
+	var width, height float64
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+				if se.Name.Space != "http://www.w3.org/2000/svg" {
+					t.Errorf("root namespace = %q, want the SVG namespace", se.Name.Space)
+				}
+			}
+			if se.Name.Local == "polyline" {
+				lines++
+			}
+			for _, a := range se.Attr {
+				v, err := strconv.ParseFloat(a.Value, 64)
+				switch {
+				case se.Name.Local == "svg" && a.Name.Local == "width":
+					width = v
+				case se.Name.Local == "svg" && a.Name.Local == "height":
+					height = v
+				case err != nil:
+				case strings.HasPrefix(a.Name.Local, "x") || a.Name.Local == "cx":
+					if v < 0 || v > width {
+						t.Errorf("<%s %s=%v> outside the %v-wide canvas", se.Name.Local, a.Name.Local, v, width)
+					}
+				case strings.HasPrefix(a.Name.Local, "y") || a.Name.Local == "cy":
+					if v < 0 || v > height {
+						t.Errorf("<%s %s=%v> outside the %v-high canvas", se.Name.Local, a.Name.Local, v, height)
+					}
+				}
+			}
+		}
+	}
+	if root != "svg" {
+		t.Errorf("root element = %q, want svg", root)
+	}
+	if want := 3 * 2; lines != want { // 3 policies x 2 panels x 1 KV size
+		t.Errorf("%d polylines, want %d", lines, want)
+	}
+	if !strings.Contains(b.String(), "tiny.jsonl") {
+		t.Errorf("chart title does not name the trace")
+	}
+	golden(t, "simulate.svg.golden", b.Bytes())
+}
+
+// TestSVGEscapes checks that names with XML metacharacters cannot break the document.
+func TestSVGEscapes(t *testing.T) {
+	r := tinyReport(t, -1)
+	r.Trace.Name = `a<b>&"c".jsonl`
+	var b bytes.Buffer
+	if err := SimulationSVG(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(&b)
+	for {
+		_, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("SVG with an odd trace name is not well-formed: %v", err)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// azureTime is the TIMESTAMP layout of the Azure LLM inference traces (100 ns resolution).
+const azureTime = "2006-01-02 15:04:05.9999999"
+
+// maxUniqueBlocks bounds the blocks a lengths-only trace may expand to: each costs 12 bytes in
+// memory, and a short CSV line can claim a huge prompt.
+const maxUniqueBlocks = 1 << 24
+
+// uniqueKeyBase starts the keys made up for lengths-only traces, far from any real hash id, so
+// that they never collide with each other or with a prefix-aware trace's keys.
+const uniqueKeyBase = uint64(1) << 62
+
+// ReadAzure reads a CSV trace with lengths only, like the Azure LLM inference traces
+// (TIMESTAMP, ContextTokens, GeneratedTokens). There is no prefix information: every block gets a
+// key of its own, so the trace is the unique-prefix case. blockSize is the fleet's block size.
+func ReadAzure(r io.Reader, name string, blockSize int) (*Trace, error) {
+	if blockSize <= 0 {
+		return nil, fmt.Errorf("azure trace %s: block size %d must be positive", name, blockSize)
+	}
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("azure trace %s: empty file", name)
+		}
+		return nil, fmt.Errorf("azure trace %s: header: %w", name, err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))] = i
+	}
+	need := []string{"timestamp", "contexttokens", "generatedtokens"}
+	idx := make([]int, len(need))
+	for i, n := range need {
+		c, ok := col[n]
+		if !ok {
+			return nil, fmt.Errorf("azure trace %s: no %s column in header %q: want TIMESTAMP,ContextTokens,GeneratedTokens", name, n, strings.Join(header, ","))
+		}
+		idx[i] = c
+	}
+	t := &Trace{Name: name, Format: "azure", BlockSize: blockSize}
+	for i, h := range header {
+		if !slices.Contains(idx, i) {
+			t.Notes = append(t.Notes, fmt.Sprintf("column %q is not used by the simulator", h))
+		}
+	}
+	var (
+		start time.Time
+		keys  []uint64
+		next  = uniqueKeyBase
+	)
+	type span struct{ from, to int }
+	var spans []span
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("azure trace %s: %w", name, err)
+		}
+		if len(rec) != len(header) {
+			return nil, fmt.Errorf("azure trace %s line %d: %d fields, header has %d", name, line, len(rec), len(header))
+		}
+		ts, err := time.Parse(azureTime, strings.TrimSpace(rec[idx[0]]))
+		if err != nil {
+			return nil, fmt.Errorf("azure trace %s line %d: timestamp %q: want YYYY-MM-DD hh:mm:ss.fffffff", name, line, rec[idx[0]])
+		}
+		in, err1 := strconv.Atoi(strings.TrimSpace(rec[idx[1]]))
+		out, err2 := strconv.Atoi(strings.TrimSpace(rec[idx[2]]))
+		if err1 != nil || err2 != nil || in < 0 || out < 0 || in > 1<<30 || out > 1<<30 {
+			return nil, fmt.Errorf("azure trace %s line %d: token counts %q, %q: want non-negative integers", name, line, rec[idx[1]], rec[idx[2]])
+		}
+		if len(spans) == 0 {
+			start = ts
+		}
+		if len(keys)+(in+blockSize-1)/blockSize > maxUniqueBlocks {
+			return nil, fmt.Errorf("azure trace %s line %d: the trace expands to more than %d blocks of %d tokens; use a larger --block-size or a shorter trace", name, line, maxUniqueBlocks, blockSize)
+		}
+		from := len(keys)
+		for range (in + blockSize - 1) / blockSize {
+			keys = append(keys, next)
+			next++
+		}
+		spans = append(spans, span{from, len(keys)})
+		t.Requests = append(t.Requests, Request{
+			Arrival:      ts.Sub(start).Seconds(),
+			InputTokens:  in,
+			OutputTokens: out,
+			N:            1,
+		})
+	}
+	if len(t.Requests) == 0 {
+		return nil, fmt.Errorf("azure trace %s: no requests after the header", name)
+	}
+	for i, s := range spans {
+		t.Requests[i].Blocks = keys[s.from:s.to:s.to]
+	}
+	if sortByArrival(t.Requests) {
+		// Arrivals before the first row are negative; shift so the trace starts at 0.
+		first := t.Requests[0].Arrival
+		for i := range t.Requests {
+			t.Requests[i].Arrival -= first
+		}
+		t.Notes = append(t.Notes, "timestamps were not in order; requests were sorted by timestamp")
+	}
+	t.Notes = append(t.Notes, "lengths only: no prefix information, every block is unique (the unique-prefix case), so no policy can hit")
+	return t, nil
+}

@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"math"
+	"slices"
+)
+
+var consistentHashInfo = PolicyInfo{
+	Name:  "chash-bounded",
+	About: "consistent hashing of the session (else block 0) with bounded load (1+epsilon)",
+	newPolicy: func(c Config, _ int) policy {
+		return &consistentHashPolicy{seed: c.Seed, epsilon: c.Params.Epsilon}
+	},
+}
+
+// vnodes is the number of ring points per replica.
+const vnodes = 64
+
+// consistentHashPolicy is consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam):
+// walk the ring from the key's point to the first replica whose load stays within
+// ceil((1+epsilon) * average). A hot key spills to its ring successors instead of melting one
+// replica, and adding a replica moves only the keys next to its points.
+type consistentHashPolicy struct {
+	seed    uint64
+	epsilon float64
+	ring    []ringPoint
+	n       int
+}
+
+type ringPoint struct {
+	h   uint64
+	rep int
+}
+
+func (p *consistentHashPolicy) build(n int) {
+	p.ring = p.ring[:0]
+	for i := range n {
+		for v := range vnodes {
+			p.ring = append(p.ring, ringPoint{h: mix64(p.seed ^ mix64(uint64(i)<<32|uint64(v))), rep: i})
+		}
+	}
+	slices.SortFunc(p.ring, func(a, b ringPoint) int {
+		if a.h != b.h {
+			if a.h < b.h {
+				return -1
+			}
+			return 1
+		}
+		return a.rep - b.rep
+	})
+	p.n = n
+}
+
+func (p *consistentHashPolicy) route(f *fleet, j *job) int {
+	r := j.req
+	if p.n != f.size() {
+		p.build(f.size())
+	}
+	h, _ := keyHash(r, p.seed)
+	total := 0
+	for i := range f.size() {
+		total += f.inflight(i)
+	}
+	bound := int(math.Ceil((1 + p.epsilon) * float64(total+1) / float64(f.size())))
+	start, _ := slices.BinarySearchFunc(p.ring, h, func(pt ringPoint, h uint64) int {
+		switch {
+		case pt.h < h:
+			return -1
+		case pt.h > h:
+			return 1
+		}
+		return 0
+	})
+	for k := range len(p.ring) {
+		pt := p.ring[(start+k)%len(p.ring)]
+		if f.inflight(pt.rep)+1 <= bound {
+			return pt.rep
+		}
+	}
+	// Unreachable: some replica is always at or below the average.
+	return p.ring[start%len(p.ring)].rep
+}

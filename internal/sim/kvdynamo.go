@@ -1,0 +1,28 @@
+package sim
+
+var kvDynamoInfo = PolicyInfo{
+	Name:  "kv-dynamo",
+	About: "exact KV-aware, Dynamo cost: overlap-weight * prefill blocks + decode blocks (lowest wins)",
+	newPolicy: func(c Config, _ int) policy {
+		return kvDynamoPolicy{weight: c.Params.OverlapWeight}
+	},
+}
+
+// kvDynamoPolicy is Dynamo's KV router at temperature 0: the cost of a replica is the blocks it
+// would have to prefill (prompt blocks not cached there) times the overlap weight, plus the
+// blocks it would hold for decoding (its active blocks plus this request's).
+type kvDynamoPolicy struct{ weight float64 }
+
+func (p kvDynamoPolicy) route(f *fleet, j *job) int {
+	r := j.req
+	ovl := f.overlaps(j)
+	return f.best(func(i int) float64 { return -dynamoCost(f, r, i, float64(ovl[i]), p.weight) })
+}
+
+// dynamoCost is the cost of sending r to replica i when overlap blocks are credited as cached.
+func dynamoCost(f *fleet, r *Request, i int, overlap, weight float64) float64 {
+	bs := float64(f.blockSize)
+	prefill := (float64(r.InputTokens) - overlap*bs) / bs
+	decode := float64(f.reps[i].active) + float64(len(r.Blocks))
+	return weight*prefill + decode
+}

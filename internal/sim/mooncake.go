@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MooncakeBlockSize is the number of tokens per hash_id in the Mooncake FAST'25 traces.
+const MooncakeBlockSize = 512
+
+// maxLine bounds one JSONL line, so a file without newlines cannot take all memory.
+const maxLine = 64 << 20
+
+// mooncakeRow is one JSONL line. Unknown fields are ignored: newer traces add some.
+type mooncakeRow struct {
+	Timestamp    *float64        `json:"timestamp"`
+	InputLength  *int            `json:"input_length"`
+	OutputLength int             `json:"output_length"`
+	HashIDs      []int64         `json:"hash_ids"`
+	SessionID    json.RawMessage `json:"session_id"`
+	ChatID       json.RawMessage `json:"chat_id"`
+}
+
+// ReadMooncake reads a Mooncake trace: JSON lines with timestamp (ms), input_length,
+// output_length, hash_ids (one per block of blockSize tokens, block 0 first) and, when present,
+// a session_id or chat_id. name is used in errors and notes.
+func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
+	if blockSize <= 0 {
+		return nil, fmt.Errorf("mooncake trace %s: block size %d must be positive", name, blockSize)
+	}
+	t := &Trace{Name: name, Format: "mooncake", BlockSize: blockSize, PrefixInfo: true}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	var (
+		line         int
+		inconsistent int
+		firstBad     int
+		keys         []uint64 // one backing array for all requests' blocks
+		unknown      = map[string]int{}
+		unknownOrder []string
+	)
+	type span struct{ from, to int }
+	var spans []span
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		row, extra, err := decodeMooncakeRow(b)
+		if err != nil {
+			return nil, fmt.Errorf("mooncake trace %s line %d: %w (want one JSON object per line)", name, line, err)
+		}
+		for _, k := range extra {
+			if unknown[k] == 0 {
+				unknownOrder = append(unknownOrder, k)
+			}
+			unknown[k]++
+		}
+		if row.Timestamp == nil {
+			return nil, fmt.Errorf("mooncake trace %s line %d: no timestamp field", name, line)
+		}
+		if row.InputLength == nil {
+			return nil, fmt.Errorf("mooncake trace %s line %d: no input_length field", name, line)
+		}
+		if row.HashIDs == nil {
+			return nil, fmt.Errorf("mooncake trace %s line %d: no hash_ids field: a trace with lengths only is the Azure CSV format (--format azure)", name, line)
+		}
+		if *row.InputLength < 0 || row.OutputLength < 0 {
+			return nil, fmt.Errorf("mooncake trace %s line %d: negative length (input %d, output %d)", name, line, *row.InputLength, row.OutputLength)
+		}
+		if ts := *row.Timestamp; ts < 0 || ts != ts || ts > 1e15 {
+			return nil, fmt.Errorf("mooncake trace %s line %d: timestamp %v is not a time in milliseconds", name, line, ts)
+		}
+		if want := (*row.InputLength + blockSize - 1) / blockSize; want != len(row.HashIDs) {
+			inconsistent++
+			if firstBad == 0 {
+				firstBad = line
+			}
+		}
+		from := len(keys)
+		for _, h := range row.HashIDs {
+			keys = append(keys, uint64(h))
+		}
+		spans = append(spans, span{from, len(keys)})
+		t.Requests = append(t.Requests, Request{
+			Arrival:      *row.Timestamp / 1000,
+			Session:      sessionString(row.SessionID, row.ChatID),
+			InputTokens:  *row.InputLength,
+			OutputTokens: row.OutputLength,
+			N:            1,
+		})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("mooncake trace %s line %d: line longer than %d bytes", name, line+1, maxLine)
+		}
+		return nil, fmt.Errorf("read mooncake trace %s: %w", name, err)
+	}
+	if len(t.Requests) == 0 {
+		return nil, fmt.Errorf("mooncake trace %s: no requests", name)
+	}
+	for i, s := range spans {
+		t.Requests[i].Blocks = keys[s.from:s.to:s.to]
+	}
+	if inconsistent > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d requests (first on line %d) have a hash_ids count that does not match input_length at %d tokens per block; only blocks covered by input_length are cached", inconsistent, firstBad, blockSize))
+	}
+	for _, k := range unknownOrder {
+		t.Notes = append(t.Notes, fmt.Sprintf("field %q (on %d rows) is not used by the simulator", k, unknown[k]))
+	}
+	if sortByArrival(t.Requests) {
+		t.Notes = append(t.Notes, "timestamps were not in order; requests were sorted by timestamp")
+	}
+	return t, nil
+}
+
+// decodeMooncakeRow decodes one line and names the fields it does not know. Rows without
+// unknown fields, the common case, are decoded once.
+func decodeMooncakeRow(b []byte) (mooncakeRow, []string, error) {
+	var row mooncakeRow
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	err := d.Decode(&row)
+	if err == nil {
+		if d.More() {
+			return row, nil, errors.New("more than one JSON value on the line")
+		}
+		return row, nil, nil
+	}
+	if !strings.Contains(err.Error(), "unknown field") {
+		return row, nil, err
+	}
+	row = mooncakeRow{}
+	if err := json.Unmarshal(b, &row); err != nil {
+		return row, nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return row, nil, err
+	}
+	var extra []string
+	for k := range fields {
+		switch k {
+		case "timestamp", "input_length", "output_length", "hash_ids", "session_id", "chat_id":
+		default:
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return row, extra, nil
+}
+
+// sessionString renders a session id that may be a JSON string or number.
+func sessionString(vs ...json.RawMessage) string {
+	for _, v := range vs {
+		if len(v) == 0 || string(v) == "null" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+		var n json.Number
+		if json.Unmarshal(v, &n) == nil {
+			return n.String()
+		}
+		return strconv.Quote(string(v))
+	}
+	return ""
+}

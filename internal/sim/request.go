@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+)
+
+// Request is one request as the simulator sees it, whatever the trace source. Every adapter
+// (Mooncake JSONL, Azure CSV, and later audit logs and tap recordings) produces these.
+type Request struct {
+	// Arrival is the time the request reaches the router, in seconds from the trace start.
+	Arrival float64
+	// Session identifies a conversation or user when the source knows it; empty otherwise.
+	Session string
+	// Blocks are the content keys of the prompt's blocks, block 0 first: equal keys mean equal
+	// content from token 0 up to the end of that block (a chain, like vLLM's block hashes). The
+	// last block may be partial (InputTokens not a multiple of the block size).
+	Blocks []uint64
+	// InputTokens and OutputTokens are the prompt and completion lengths.
+	InputTokens, OutputTokens int
+	// N is the number of parallel samples; n > 1 arrives as n sibling requests at once.
+	N int
+}
+
+// Trace is a sequence of requests ordered by arrival time.
+type Trace struct {
+	// Name is what the user called the trace (usually its path).
+	Name string
+	// Format names the adapter that read it: "mooncake", "azure".
+	Format string
+	// BlockSize is the number of tokens per block of Request.Blocks.
+	BlockSize int
+	// PrefixInfo is false when the source has lengths only: every block is then unique, the
+	// unique-prefix case, and no policy can hit.
+	PrefixInfo bool
+	// Requests, in arrival order (ties keep the source's order).
+	Requests []Request
+	// Notes are things the adapter saw and adjusted (reordering, inconsistent lengths) that a
+	// reader of the results should know.
+	Notes []string
+
+	internOnce sync.Once
+	ids        [][]int32 // per request, its blocks as dense ids 0..distinct-1
+	distinct   int
+}
+
+// intern numbers the trace's distinct block keys densely, once, so that caches and the block
+// index are slices rather than maps. It must run before the trace is simulated.
+func (t *Trace) intern() {
+	t.internOnce.Do(func() {
+		n := 0
+		for i := range t.Requests {
+			n += len(t.Requests[i].Blocks)
+		}
+		dense := make(map[uint64]int32, n/2)
+		all := make([]int32, 0, n)
+		t.ids = make([][]int32, len(t.Requests))
+		for i := range t.Requests {
+			from := len(all)
+			for _, b := range t.Requests[i].Blocks {
+				id, ok := dense[b]
+				if !ok {
+					id = int32(len(dense))
+					dense[b] = id
+				}
+				all = append(all, id)
+			}
+			t.ids[i] = all[from:len(all):len(all)]
+		}
+		t.distinct = len(dense)
+	})
+}
+
+// sortByArrival orders requests by arrival, keeping the source order for ties, and reports
+// whether it had to move anything.
+func sortByArrival(rs []Request) bool {
+	if slices.IsSortedFunc(rs, func(a, b Request) int { return cmp.Compare(a.Arrival, b.Arrival) }) {
+		return false
+	}
+	slices.SortStableFunc(rs, func(a, b Request) int { return cmp.Compare(a.Arrival, b.Arrival) })
+	return true
+}
+
+// fullBlocks is the number of complete blocks in a prompt: only those are ever cached.
+func fullBlocks(r *Request, blockSize int) int {
+	return min(len(r.Blocks), r.InputTokens/blockSize)
+}
+
+// hitLimit is the largest number of blocks a prompt can hit: the last token is always
+// recomputed, so at most floor((N-1)/block_size) blocks (SPEC §5).
+func hitLimit(r *Request, blockSize int) int {
+	if r.InputTokens <= 0 {
+		return 0
+	}
+	return min(len(r.Blocks), (r.InputTokens-1)/blockSize)
+}

@@ -1,0 +1,291 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// Result is what one policy gave on one fleet.
+type Result struct {
+	Policy   string
+	Replicas int
+	KVBlocks int
+	// Requests counts routed requests, siblings included.
+	Requests int
+	// InputTokens, HitTokens: prompt tokens, and those found in the prefix cache.
+	InputTokens int64
+	HitTokens   int64
+	// HitRate is HitTokens/InputTokens, what vllm:prefix_cache_hits/queries would show.
+	HitRate float64
+	// BlockRefs and HitBlocks count blocks; BlockHitRate compares with the trace's ceiling.
+	BlockRefs    int64
+	HitBlocks    int64
+	BlockHitRate float64
+	// PrefillSaved is the fraction of round-robin's prefill tokens this policy did not compute
+	// (negative when it computed more).
+	PrefillSaved float64
+	// PerReplica is the number of requests each replica received.
+	PerReplica []int
+	// LoadMaxOverMean and LoadCV describe how unevenly requests were spread.
+	LoadMaxOverMean float64
+	LoadCV          float64
+	// QueueMean and QueueMax: requests ahead of an arriving request at its replica.
+	QueueMean float64
+	QueueMax  int
+	// TTFTP50 and TTFTP99 are the TTFT proxy (queueing plus uncached prefill), in seconds.
+	TTFTP50 float64
+	TTFTP99 float64
+	// DuplicateBlocks is the number of extra copies of blocks held by more than one replica at
+	// the end of the run; DuplicateFraction relates it to all cached blocks.
+	DuplicateBlocks   int64
+	DuplicateFraction float64
+	// Evictions counts blocks evicted from replica caches.
+	Evictions int64
+	// Uncacheable counts computed blocks that could not be cached because every slot was pinned.
+	Uncacheable int64
+	// FreshShare is the share of requests the added replica received after it joined, when
+	// Config.AddReplicaAt is set; a fair share is 1/(Replicas+1).
+	FreshShare *float64
+}
+
+// Simulate replays the trace through one fleet under one policy.
+func Simulate(t *Trace, c Config, policyName string) (Result, error) {
+	res, _, err := simulate(t, c, policyName)
+	return res, err
+}
+
+// simulate is Simulate that also returns every job, for tests to check routes and hits.
+func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
+	if err := c.validate(); err != nil {
+		return Result{}, nil, err
+	}
+	var info *PolicyInfo
+	for _, p := range Policies() {
+		if p.Name == policyName {
+			info = &p
+			break
+		}
+	}
+	if info == nil {
+		return Result{}, nil, fmt.Errorf("unknown policy %q: use one of %v", policyName, PolicyNames())
+	}
+	if t.BlockSize <= 0 {
+		return Result{}, nil, fmt.Errorf("trace %s: block size %d", t.Name, t.BlockSize)
+	}
+	t.intern()
+	f := newFleet(c, t.BlockSize, t.distinct)
+	p := info.newPolicy(c, t.BlockSize)
+
+	n := 0
+	for i := range t.Requests {
+		n += siblings(&t.Requests[i], c)
+	}
+	jobs := make([]job, 0, n)
+	added := c.AddReplicaAt < 0
+	freshFrom, afterAdd := 0, 0
+	for i := range t.Requests {
+		r := &t.Requests[i]
+		for range siblings(r, c) {
+			if !added && r.Arrival >= c.AddReplicaAt {
+				f.advance(c.AddReplicaAt)
+				f.addReplica()
+				added = true
+				freshFrom = len(f.reps) - 1
+			}
+			f.advance(r.Arrival)
+			jobs = append(jobs, job{req: r, ids: t.ids[i], arrival: r.Arrival})
+			j := &jobs[len(jobs)-1]
+			j.rep = p.route(f, j)
+			if j.rep < 0 || j.rep >= f.size() {
+				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.size())
+			}
+			if added && c.AddReplicaAt >= 0 {
+				afterAdd++
+			}
+			f.arrive(j, r.Arrival)
+		}
+	}
+	f.advance(math.Inf(1))
+
+	res := Result{Policy: policyName, Replicas: c.Replicas, KVBlocks: c.KVBlocks, Requests: len(jobs)}
+	ttft := make([]float64, len(jobs))
+	var queueSum int64
+	for k := range jobs {
+		j := &jobs[k]
+		res.InputTokens += int64(j.req.InputTokens)
+		res.HitTokens += int64(j.hit * t.BlockSize)
+		res.BlockRefs += int64(len(j.req.Blocks))
+		res.HitBlocks += int64(j.hit)
+		ttft[k] = j.ttft
+		queueSum += int64(j.queue)
+		res.QueueMax = max(res.QueueMax, j.queue)
+	}
+	if res.InputTokens > 0 {
+		res.HitRate = float64(res.HitTokens) / float64(res.InputTokens)
+	}
+	if res.BlockRefs > 0 {
+		res.BlockHitRate = float64(res.HitBlocks) / float64(res.BlockRefs)
+	}
+	if len(jobs) > 0 {
+		res.QueueMean = float64(queueSum) / float64(len(jobs))
+	}
+	slices.Sort(ttft)
+	res.TTFTP50, res.TTFTP99 = quantile(ttft, 0.50), quantile(ttft, 0.99)
+
+	res.PerReplica = make([]int, f.size())
+	var cached int64
+	for i := range f.reps {
+		res.PerReplica[i] = f.reps[i].routed
+		res.Evictions += f.reps[i].cache.evicted
+		cached += int64(f.reps[i].cache.used)
+	}
+	res.LoadMaxOverMean, res.LoadCV = spread(res.PerReplica)
+	for _, m := range f.where {
+		if m != 0 {
+			res.DuplicateBlocks += int64(bits.OnesCount64(m) - 1)
+		}
+	}
+	if cached > 0 {
+		res.DuplicateFraction = float64(res.DuplicateBlocks) / float64(cached)
+	}
+	res.Uncacheable = f.uncacheable
+	if c.AddReplicaAt >= 0 && added && afterAdd > 0 {
+		s := float64(f.reps[freshFrom].routed) / float64(afterAdd)
+		res.FreshShare = &s
+	}
+	return res, jobs, nil
+}
+
+func siblings(r *Request, c Config) int {
+	return max(1, r.N, c.Siblings)
+}
+
+// quantile is the nearest-rank quantile of sorted values.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+// spread returns max/mean and the coefficient of variation of per-replica counts.
+func spread(xs []int) (maxOverMean, cv float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	var sum, mx float64
+	for _, x := range xs {
+		sum += float64(x)
+		mx = max(mx, float64(x))
+	}
+	mean := sum / float64(len(xs))
+	if mean == 0 {
+		return 0, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		d := float64(x) - mean
+		ss += d * d
+	}
+	return mx / mean, math.Sqrt(ss/float64(len(xs))) / mean
+}
+
+// Sweep is a grid of fleets and policies to simulate on one trace.
+type Sweep struct {
+	Replicas []int
+	KVBlocks []int
+	Policies []string
+	// Base holds everything but Replicas and KVBlocks.
+	Base Config
+}
+
+// Run simulates every point of the sweep, in parallel, and returns results ordered by kv
+// blocks, replicas, then policy in the order of Policies. The baseline policy (round-robin) is
+// always simulated and returned, asked for or not: savings and hot spots are measured against
+// it. progress, when not nil, is called after each simulation with the number done and
+// the total.
+func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int)) ([]Result, error) {
+	baseline := ""
+	for _, p := range Policies() {
+		if p.Baseline {
+			baseline = p.Name
+		}
+	}
+	t.intern() // once, before the workers share the trace
+	policies := slices.Clone(s.Policies)
+	if !slices.Contains(policies, baseline) {
+		policies = append(policies, baseline)
+	}
+	order := PolicyNames()
+	slices.SortStableFunc(policies, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
+	type point struct{ replicas, kv, pol int }
+	var points []point
+	for ki := range s.KVBlocks {
+		for ri := range s.Replicas {
+			for pi := range policies {
+				points = append(points, point{ri, ki, pi})
+			}
+		}
+	}
+	results := make([]Result, len(points))
+	errs := make([]error, len(points))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for range min(runtime.GOMAXPROCS(0), len(points)) {
+		wg.Go(func() {
+			for k := range work {
+				pt := points[k]
+				c := s.Base
+				c.Replicas, c.KVBlocks = s.Replicas[pt.replicas], s.KVBlocks[pt.kv]
+				results[k], errs[k] = Simulate(t, c, policies[pt.pol])
+				if progress != nil {
+					mu.Lock()
+					done++
+					progress(done, len(points))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+feed:
+	for k := range points {
+		select {
+		case work <- k:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("simulation interrupted: %w", err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Fill in savings against the baseline of the same fleet.
+	base := map[[2]int]int64{}
+	for _, r := range results {
+		if r.Policy == baseline {
+			base[[2]int{r.Replicas, r.KVBlocks}] = r.InputTokens - r.HitTokens
+		}
+	}
+	out := make([]Result, 0, len(results))
+	for _, r := range results {
+		if b := base[[2]int{r.Replicas, r.KVBlocks}]; b > 0 {
+			r.PrefillSaved = float64(b-(r.InputTokens-r.HitTokens)) / float64(b)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

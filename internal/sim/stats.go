@@ -1,0 +1,48 @@
+package sim
+
+// TraceStats describes a trace independently of any fleet or policy.
+type TraceStats struct {
+	// Requests is the number of requests in the trace (before sibling expansion).
+	Requests int
+	// BlockRefs counts every block of every prompt, partial last blocks included.
+	BlockRefs int64
+	// DistinctBlocks is the number of different block keys.
+	DistinctBlocks int64
+	// Repeats counts the references to a block seen earlier in the trace.
+	Repeats int64
+	// Ceiling is Repeats/BlockRefs: the block hit rate of one unbounded cache that sees every
+	// request, an upper bound for any fleet and any policy.
+	Ceiling float64
+	// InputTokens and OutputTokens are the totals over the trace.
+	InputTokens  int64
+	OutputTokens int64
+	// Duration is the time from the first to the last arrival, in seconds.
+	Duration float64
+}
+
+// Stats computes the trace's own figures, including its hit-rate ceiling.
+func Stats(t *Trace) TraceStats {
+	s := TraceStats{Requests: len(t.Requests)}
+	seen := make(map[uint64]struct{}, len(t.Requests)*8)
+	for i := range t.Requests {
+		r := &t.Requests[i]
+		s.InputTokens += int64(r.InputTokens)
+		s.OutputTokens += int64(r.OutputTokens)
+		for _, b := range r.Blocks {
+			s.BlockRefs++
+			if _, ok := seen[b]; ok {
+				s.Repeats++
+				continue
+			}
+			seen[b] = struct{}{}
+		}
+	}
+	s.DistinctBlocks = int64(len(seen))
+	if s.BlockRefs > 0 {
+		s.Ceiling = float64(s.Repeats) / float64(s.BlockRefs)
+	}
+	if n := len(t.Requests); n > 0 {
+		s.Duration = t.Requests[n-1].Arrival - t.Requests[0].Arrival
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// BestMargin is how close, in prefill saved, two policies must be to count as equally good at
+// caching; the lower TTFT p99 then decides.
+const BestMargin = 0.005
+
+// A policy makes a hot spot when its load max/mean reaches HotSpotRatio and its TTFT p99 is
+// more than HotSpotSlowdown times, and HotSpotDelay seconds above, round-robin's on the same
+// fleet: imbalance that costs latency. Imbalance alone is not enough: on a large, lightly loaded
+// fleet a prefix-aware policy may spread unevenly and still be the fastest.
+const (
+	HotSpotRatio    = 2.0
+	HotSpotSlowdown = 2.0
+	HotSpotDelay    = 1.0
+)
+
+// Fleet is one point of a sweep: the results of every policy on the same fleet, and which won.
+type Fleet struct {
+	Replicas int
+	KVBlocks int
+	// Results for this fleet, in policy order.
+	Results []Result
+	// Best is, among the policies without a hot spot, the one with the lowest TTFT p99 of those
+	// within BestMargin of the most prefill saved (ties: policy order); empty when every
+	// policy makes a hot spot.
+	Best string
+	// Baseline is the baseline policy's result (round-robin).
+	Baseline *Result
+	// HotSpots lists the policies that made a hot spot (see HotSpotRatio).
+	HotSpots []string
+}
+
+// Report is everything `kvcheck simulate` shows: the trace, the model, results and findings.
+type Report struct {
+	Trace    *Trace
+	Stats    TraceStats
+	Sweep    Sweep
+	Fleets   []Fleet
+	Findings []finding.Finding
+}
+
+// NewReport groups results by fleet, picks each fleet's winner and raises findings.
+func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
+	rep := Report{Trace: t, Stats: stats, Sweep: s, Findings: []finding.Finding{}}
+	idx := map[[2]int]int{}
+	for _, r := range results {
+		k := [2]int{r.Replicas, r.KVBlocks}
+		i, ok := idx[k]
+		if !ok {
+			i = len(rep.Fleets)
+			idx[k] = i
+			rep.Fleets = append(rep.Fleets, Fleet{Replicas: r.Replicas, KVBlocks: r.KVBlocks, HotSpots: []string{}})
+		}
+		rep.Fleets[i].Results = append(rep.Fleets[i].Results, r)
+	}
+	baseline := ""
+	for _, p := range Policies() {
+		if p.Baseline {
+			baseline = p.Name
+		}
+	}
+	for fi := range rep.Fleets {
+		f := &rep.Fleets[fi]
+		for ri := range f.Results {
+			if f.Results[ri].Policy == baseline {
+				f.Baseline = &f.Results[ri]
+			}
+		}
+		var balanced []*Result
+		for ri := range f.Results {
+			r := &f.Results[ri]
+			if f.Baseline != nil && r.LoadMaxOverMean >= HotSpotRatio &&
+				r.TTFTP99 > HotSpotSlowdown*f.Baseline.TTFTP99 && r.TTFTP99 > f.Baseline.TTFTP99+HotSpotDelay {
+				f.HotSpots = append(f.HotSpots, r.Policy)
+				rep.Findings = append(rep.Findings, finding.Finding{
+					Severity: finding.Warning,
+					Code:     "hot-spot",
+					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
+					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), TTFT p99 %.1f s against %.2f s with round-robin: affinity without a load bound melts one replica",
+						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, r.TTFTP99, f.Baseline.TTFTP99),
+				})
+				continue
+			}
+			balanced = append(balanced, r)
+			if r.FreshShare != nil && *r.FreshShare < 0.25/float64(r.Replicas+1) {
+				rep.Findings = append(rep.Findings, finding.Finding{
+					Severity: finding.Warning,
+					Code:     "starved-replica",
+					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
+					Message: fmt.Sprintf("the replica added at %.0f s got %.1f%% of later requests under %s, fair share %.1f%%",
+						s.Base.AddReplicaAt, 100**r.FreshShare, r.Policy, 100/float64(r.Replicas+1)),
+				})
+			}
+		}
+		f.Best = pickBest(balanced)
+	}
+	if !t.PrefixInfo {
+		rep.Findings = append(rep.Findings, finding.Finding{
+			Severity: finding.Info,
+			Code:     "no-prefix-info",
+			Subject:  t.Name,
+			Message:  "the trace has lengths only, so every prompt is treated as unique: no routing policy can hit, and only the load-balancing columns mean anything",
+		})
+	}
+	return rep
+}
+
+func maxInt(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// pickBest returns the policy that saves the most prefill, preferring a lower TTFT p99 among
+// those within BestMargin of the top.
+func pickBest(rs []*Result) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	top := rs[0].PrefillSaved
+	for _, r := range rs {
+		top = max(top, r.PrefillSaved)
+	}
+	var best *Result
+	for _, r := range rs {
+		if r.PrefillSaved >= top-BestMargin && (best == nil || r.TTFTP99 < best.TTFTP99) {
+			best = r
+		}
+	}
+	return best.Policy
+}

@@ -1,0 +1,260 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadMooncake(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      string
+		want    []Request
+		notes   int
+		wantErr string
+	}{
+		{
+			name: "two rows, a session id and an unknown field",
+			in: `{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}
+{"timestamp": 1500, "input_length": 1024, "output_length": 7, "hash_ids": [0, 2], "session_id": 42, "new_field": true}
+`,
+			want: []Request{
+				{Arrival: 0, Blocks: []uint64{0, 1}, InputTokens: 600, OutputTokens: 5, N: 1},
+				{Arrival: 1.5, Session: "42", Blocks: []uint64{0, 2}, InputTokens: 1024, OutputTokens: 7, N: 1},
+			},
+			notes: 1,
+		},
+		{
+			name: "out of order rows are sorted and noted",
+			in: `{"timestamp": 2000, "input_length": 10, "output_length": 1, "hash_ids": [5]}
+
+{"timestamp": 1000, "input_length": 10, "output_length": 1, "hash_ids": [6], "chat_id": "c"}
+`,
+			want: []Request{
+				{Arrival: 1, Session: "c", Blocks: []uint64{6}, InputTokens: 10, OutputTokens: 1, N: 1},
+				{Arrival: 2, Blocks: []uint64{5}, InputTokens: 10, OutputTokens: 1, N: 1},
+			},
+			notes: 1,
+		},
+		{
+			name:  "hash_ids count inconsistent with input_length is noted",
+			in:    `{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1, 2, 3]}`,
+			want:  []Request{{Blocks: []uint64{1, 2, 3}, InputTokens: 10, OutputTokens: 1, N: 1}},
+			notes: 1,
+		},
+		{name: "not JSON", in: "timestamp,input\n", wantErr: "line 1"},
+		{name: "no hash_ids", in: `{"timestamp": 0, "input_length": 10, "output_length": 1}`, wantErr: "--format azure"},
+		{name: "no timestamp", in: `{"input_length": 10, "hash_ids": []}`, wantErr: "no timestamp"},
+		{name: "negative length", in: `{"timestamp": 0, "input_length": -1, "hash_ids": []}`, wantErr: "negative length"},
+		{name: "fractional hash id", in: `{"timestamp": 0, "input_length": 1, "hash_ids": [1.5]}`, wantErr: "line 1"},
+		{name: "empty", in: "", wantErr: "no requests"},
+		{name: "two values on a line", in: `{"timestamp": 0, "input_length": 1, "hash_ids": []} {}`, wantErr: "more than one JSON value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := ReadMooncake(strings.NewReader(tc.in), "t.jsonl", 512)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "t.jsonl") {
+					t.Fatalf("error = %v, want one naming t.jsonl and containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, tr.Requests); d != "" {
+				t.Errorf("requests (-want +got):\n%s", d)
+			}
+			if len(tr.Notes) != tc.notes {
+				t.Errorf("notes = %q, want %d", tr.Notes, tc.notes)
+			}
+		})
+	}
+}
+
+func TestReadAzure(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      string
+		want    []Request
+		wantErr string
+	}{
+		{
+			name: "lengths become unique blocks",
+			in: "TIMESTAMP,ContextTokens,GeneratedTokens\n" +
+				"2023-11-16 18:15:46.6805900,20,44\n" +
+				"2023-11-16 18:15:48.1805900,16,3\n",
+			want: []Request{
+				{Arrival: 0, Blocks: []uint64{uniqueKeyBase, uniqueKeyBase + 1}, InputTokens: 20, OutputTokens: 44, N: 1},
+				{Arrival: 1.5, Blocks: []uint64{uniqueKeyBase + 2}, InputTokens: 16, OutputTokens: 3, N: 1},
+			},
+		},
+		{name: "missing column", in: "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.68,1\n", wantErr: "no generatedtokens column"},
+		{name: "bad time", in: "TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,1,1\n", wantErr: "line 2"},
+		{name: "bad count", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,-4,1\n", wantErr: "non-negative"},
+		{name: "prompt too large to expand", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,1073741824,1\n", wantErr: "larger --block-size"},
+		{name: "header only", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n", wantErr: "no requests"},
+		{name: "empty", in: "", wantErr: "empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := ReadAzure(strings.NewReader(tc.in), "t.csv", 16)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "t.csv") {
+					t.Fatalf("error = %v, want one naming t.csv and containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, tr.Requests); d != "" {
+				t.Errorf("requests (-want +got):\n%s", d)
+			}
+			if tr.PrefixInfo {
+				t.Errorf("PrefixInfo = true for a lengths-only trace")
+			}
+		})
+	}
+}
+
+// corpusTrace opens a trace of the shared corpus, skipping when KVCHECK_CORPUS is unset.
+func corpusTrace(t testing.TB, name string) *os.File {
+	t.Helper()
+	dir := os.Getenv("KVCHECK_CORPUS")
+	if dir == "" {
+		t.Skip("KVCHECK_CORPUS not set")
+	}
+	f, err := os.Open(filepath.Join(dir, "traces", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func mooncake(t testing.TB) *Trace {
+	t.Helper()
+	tr, err := ReadMooncake(corpusTrace(t, "mooncake_conversation_trace.jsonl"), "mooncake", MooncakeBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestMooncakeAnchors checks the published figures of the Mooncake FAST'25 conversation trace.
+func TestMooncakeAnchors(t *testing.T) {
+	tr := mooncake(t)
+	got := Stats(tr)
+	want := TraceStats{Requests: 12031, BlockRefs: 288500, DistinctBlocks: 182790, Repeats: 105710}
+	if got.Requests != want.Requests || got.BlockRefs != want.BlockRefs || got.DistinctBlocks != want.DistinctBlocks || got.Repeats != want.Repeats {
+		t.Errorf("stats = %+v, want %+v", got, want)
+	}
+	if s := fmt.Sprintf("%.2f", got.Ceiling*100); s != "36.64" {
+		t.Errorf("ceiling = %.4f%%, want 36.64%%", got.Ceiling*100)
+	}
+	if len(tr.Notes) != 0 {
+		t.Errorf("notes on a clean trace: %q", tr.Notes)
+	}
+	for i, r := range tr.Requests {
+		if len(r.Blocks) == 0 || r.Blocks[0] != 0 {
+			t.Fatalf("request %d does not start with block 0: the hot-spot premise fails", i)
+		}
+	}
+}
+
+// TestMooncakePolicies runs every policy over the real trace at 8 replicas and checks what the
+// simulator exists to show: no policy beats the ceiling, naive longest-prefix and block-0
+// session affinity pile everything on one replica, and the load-aware KV policies keep the
+// fleet balanced while hitting more than round-robin.
+func TestMooncakePolicies(t *testing.T) {
+	tr := mooncake(t)
+	ceiling := Stats(tr).Ceiling
+	base := Config{AddReplicaAt: -1, Model: DefaultModel(), Params: DefaultParams(), Seed: 1}
+	res, err := Run(t.Context(), tr, Sweep{Replicas: []int{8}, KVBlocks: []int{2048}, Policies: PolicyNames(), Base: base}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Result{}
+	for _, r := range res {
+		by[r.Policy] = r
+		if r.BlockHitRate > ceiling {
+			t.Errorf("%s: block hit rate %.4f above the ceiling %.4f", r.Policy, r.BlockHitRate, ceiling)
+		}
+		if r.Requests != 12031 {
+			t.Errorf("%s: %d requests routed, want 12031", r.Policy, r.Requests)
+		}
+	}
+	for _, p := range []string{"kv-longest", "session"} {
+		if got := by[p].LoadMaxOverMean; got != 8 {
+			t.Errorf("%s: load max/mean = %.2f, want 8 (everything on one replica)", p, got)
+		}
+	}
+	rr := by["round-robin"]
+	for _, p := range []string{"kv-llmd", "kv-load", "approx-prefix"} {
+		r := by[p]
+		if r.HitRate <= rr.HitRate || r.LoadMaxOverMean > 1.25 || r.TTFTP99 >= by["kv-longest"].TTFTP99 {
+			t.Errorf("%s: hit %.3f (round-robin %.3f), max/mean %.2f, ttft p99 %.1f: want more hits than round-robin, balance within 1.25, and no hot spot",
+				p, r.HitRate, rr.HitRate, r.LoadMaxOverMean, r.TTFTP99)
+		}
+	}
+}
+
+// TestAzureUniquePrefix checks the lengths-only trace: nothing can hit.
+func TestAzureUniquePrefix(t *testing.T) {
+	tr, err := ReadAzure(corpusTrace(t, "azure_llm_inference_trace_2023_conv.csv"), "azure", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MANIFEST.tsv says 19,365 rows; the last row has no newline, so `wc -l` undercounts by one.
+	if got := len(tr.Requests); got != 19366 {
+		t.Errorf("requests = %d, want 19366", got)
+	}
+	if s := Stats(tr); s.Repeats != 0 {
+		t.Errorf("repeats = %d, want 0 in a lengths-only trace", s.Repeats)
+	}
+	c := Config{Replicas: 4, KVBlocks: 4096, AddReplicaAt: -1, Model: DefaultModel(), Params: DefaultParams()}
+	r, err := Simulate(tr, c, "kv-llmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.HitTokens != 0 {
+		t.Errorf("hit tokens = %d, want 0", r.HitTokens)
+	}
+}
+
+func FuzzReadMooncake(f *testing.F) {
+	f.Add([]byte(`{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}`))
+	f.Add([]byte(`{"timestamp": 3, "input_length": 1, "hash_ids": [], "session_id": {"a": 1}}` + "\n\n{}"))
+	f.Add([]byte(`{"timestamp": 1e300, "input_length": 1, "hash_ids": [-1]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, err := ReadMooncake(strings.NewReader(string(b)), "fuzz", 16)
+		if err != nil {
+			return
+		}
+		c := Config{Replicas: 2, KVBlocks: 4, AddReplicaAt: -1, Model: DefaultModel(), Params: DefaultParams()}
+		if _, err := Simulate(tr, c, "kv-llmd"); err != nil {
+			t.Fatalf("simulate a trace the reader accepted: %v", err)
+		}
+	})
+}
+
+func FuzzReadAzure(f *testing.F) {
+	f.Add([]byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"))
+	f.Add([]byte("\ufeffTIMESTAMP,GeneratedTokens,ContextTokens,x\n2023-11-16 18:15:46,1,2,\"q\"\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, err := ReadAzure(strings.NewReader(string(b)), "fuzz", 16)
+		if err != nil {
+			return
+		}
+		c := Config{Replicas: 2, KVBlocks: 4, AddReplicaAt: -1, Model: DefaultModel(), Params: DefaultParams()}
+		if _, err := Simulate(tr, c, "round-robin"); err != nil {
+			t.Fatalf("simulate a trace the reader accepted: %v", err)
+		}
+	})
+}
