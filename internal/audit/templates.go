@@ -157,7 +157,7 @@ func auditUnit(files []string, bs int) (TemplateReport, error) {
 			f := &fs[i]
 			f.Severity = severity(f.Position, f.Kind, f.Frequency)
 			f.Code = "audit/" + string(f.Position)
-			f.Subject = f.File
+			f.Subject = fmt.Sprintf("%s:%d", f.File, f.Line)
 			f.Message = describe(f.Expression, f.Kind, f.Frequency, f.Position, f.Block, f.TokensBefore, f.Estimated, f.Condition, f.Origin)
 			if r := f.Position.rank(); r > best {
 				best = r
