@@ -21,9 +21,9 @@ const (
 	// DefaultMaxBlocks bounds the prefix index: about 40 bytes per block, so 4M blocks hold
 	// the index under about 200 MB however long the input.
 	DefaultMaxBlocks = 4_000_000
-	// maxSamples bounds the block texts kept to explain divergences (at most a block of
-	// estimated text each, 64 bytes at block size 16).
-	maxSamples = 200_000
+	// maxSamples bounds the block texts kept to explain divergences (one block of estimated
+	// text each: 64 bytes at block size 16, so about 25 MB with the map).
+	maxSamples = 250_000
 	// maxSites bounds the distinct divergence sites reported.
 	maxSites = 2_000
 	// maxLineErrors is how many bad lines are quoted; the rest are only counted.
@@ -170,12 +170,12 @@ type node struct {
 	depth0  bool
 }
 
+// walk is what one request's pass over a chain found: its full blocks, the leading hits (split
+// by who stored them), and the block where it left the indexed prefix (-1 if it never did).
 type walk struct {
-	blocks, hits        int
-	cross, within       int
-	divParent, divBlock int
-	divHash             uint64
-	firstNew            bool
+	blocks, hits  int
+	cross, within int
+	divBlock      int
 }
 
 func newChain(bs, max int, seed maphash.Seed) *chain {
@@ -191,7 +191,8 @@ func (c *chain) hash(parent uint64, ids []uint32) uint64 {
 }
 
 // add walks ids block by block: leading blocks already indexed are hits, the rest are stored.
-func (c *chain) add(ids []uint32, session uint64, unindexed *int64) walk {
+// onNew, when set, is called for each block stored, with its index and its parent's hash.
+func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i int, parent uint64)) walk {
 	w := walk{blocks: len(ids) / c.bs, divBlock: -1}
 	// The last token is always recomputed, so a prompt of exactly k blocks can hit k-1.
 	maxHits := 0
@@ -219,13 +220,15 @@ func (c *chain) add(ids []uint32, session uint64, unindexed *int64) walk {
 			}
 			matching = false
 			w.divBlock = i
-			w.divHash = parent
 		}
 		if len(c.nodes) >= c.max {
 			*unindexed += int64(w.blocks - i)
 			break
 		}
 		c.nodes[h] = node{session: session, count: 1, depth0: i == 0}
+		if onNew != nil {
+			onNew(i, parent)
+		}
 		parent = h
 	}
 	return w
@@ -303,13 +306,24 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 			a.sessions[sess] = struct{}{}
 		}
 	}
-	layout := Render(req)
-	a.idsBuf = EstimateIDs(layout.Text, a.idsBuf[:0])
-	tw := a.text.add(a.idsBuf, sess, &a.unindexed)
+	l := Render(req)
+	a.idsBuf = EstimateIDs(l.Text, a.idsBuf[:0])
+	span := a.s.BlockSize * BytesPerToken
+	var div *Site
+	tw := a.text.add(a.idsBuf, sess, &a.unindexed, func(i int, parent uint64) {
+		// Keep this block's text as the sample later requests leaving the prefix at the
+		// same parent are compared with; the first block stored is where this request left.
+		mine := l.Text[i*span : min((i+1)*span, len(l.Text))]
+		if other, ok := a.samples[parent]; ok && div == nil {
+			div = a.siteFor(req, l, i, mine, other)
+		} else if !ok && len(a.samples) < maxSamples {
+			a.samples[parent] = strings.Clone(mine)
+		}
+	})
 	w, ids := tw, a.idsBuf
 	if a.exact != nil {
 		ids = toks.IDs
-		w = a.exact.add(ids, sess, &a.unindexed)
+		w = a.exact.add(ids, sess, &a.unindexed, nil)
 	}
 	s.PromptTokens += int64(len(ids))
 	if w.blocks == 0 {
@@ -326,56 +340,47 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 			break
 		}
 	}
-	if tw.divBlock >= 0 {
-		a.diverged(req, layout, tw, w)
+	if div != nil {
+		if a.exact != nil {
+			// The block where the engine's chain leaves the prefix; the text location is
+			// the estimate's.
+			div.Block = w.divBlock
+		}
+		a.addSite(*div)
 	}
 	if a.progress != nil && a.s.Requests%10000 == 0 {
 		a.progress(a.s.Requests)
 	}
 }
 
-// diverged records where req left the shared prefix, comparing its text at the divergent block
-// with the text an earlier request had there.
-func (a *Analysis) diverged(req *Request, l Layout, tw, w walk) {
-	span := a.s.BlockSize * BytesPerToken
-	start := tw.divBlock * span
-	end := min(start+span, len(l.Text))
-	if start >= end {
-		return
-	}
-	mine := l.Text[start:end]
-	other, ok := a.samples[tw.divHash]
-	if !ok {
-		if len(a.samples) < maxSamples {
-			a.samples[tw.divHash] = strings.Clone(mine)
-		}
-		return
-	}
+// siteFor describes where req left the shared prefix at block i, comparing its text there
+// with the text an earlier request had.
+func (a *Analysis) siteFor(req *Request, l Layout, i int, mine, other string) *Site {
 	k := 0
 	for k < len(mine) && k < len(other) && mine[k] == other[k] {
 		k++
 	}
-	off := start + k
+	off := i*a.s.BlockSize*BytesPerToken + k
 	msg, within := l.Locate(off)
 	example, cause := around(l.Text, off)
 	otherEx, _ := around(other, k)
-	block := tw.divBlock
-	if a.exact != nil {
-		block = w.divBlock
-	}
 	role := "tools"
 	if msg >= 0 {
 		role = l.Roles[msg]
 	}
-	key := siteKey{msg: msg, cause: cause, block: block}
-	if st, ok := a.sites[key]; ok {
-		st.Count++
+	return &Site{Message: msg, Role: role, Offset: within, Block: i, Cause: cause, Count: 1, Example: example, Other: otherEx, Line: req.Line}
+}
+
+func (a *Analysis) addSite(st Site) {
+	key := siteKey{msg: st.Message, cause: st.Cause, block: st.Block}
+	if old, ok := a.sites[key]; ok {
+		old.Count++
 		return
 	}
 	if len(a.sites) >= maxSites {
 		return
 	}
-	a.sites[key] = &Site{Message: msg, Role: role, Offset: within, Block: block, Cause: cause, Count: 1, Example: example, Other: otherEx, Line: req.Line}
+	a.sites[key] = &st
 }
 
 var (
