@@ -112,8 +112,22 @@ type Site struct {
 func (s *Summary) Findings(subject string) []Finding {
 	var out []Finding
 	est := !s.Exact
-	add := func(sev finding.Severity, code, msg, fix string) {
-		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject}, File: subject, Estimated: est, Fix: fix})
+	add := func(sev finding.Severity, code, msg, fix string) *Finding {
+		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject},
+			File: subject, Estimated: est, Fix: fix, Block: -1, Frequency: Unknown})
+		return &out[len(out)-1]
+	}
+	// at fills a finding's position from the site where requests diverge.
+	at := func(f *Finding, st Site, p Position) {
+		f.Block, f.Position, f.Expression = st.Block, p, st.Example
+		switch st.Cause {
+		case "date/time":
+			f.Kind = KindDate
+		case "uuid", "id":
+			f.Kind = KindID
+		default:
+			f.Kind = KindVariable
+		}
 	}
 	withBlock := s.Requests - s.Short
 	if withBlock > 0 && s.UniqueFirstBlock > 0 {
@@ -126,11 +140,33 @@ func (s *Summary) Findings(subject string) []Finding {
 			sev = finding.Warning
 		}
 		msg := fmt.Sprintf("%.1f%% of requests have a first block no other request shares: their chain breaks at block 0", frac*100)
+		var site *Site
 		if len(s.Sites) > 0 && s.Sites[0].Block == 0 {
-			st := s.Sites[0]
-			msg += fmt.Sprintf("; most often at %s, offset %d (%s, e.g. %q)", st.Where(), st.Offset, st.Cause, st.Example)
+			site = &s.Sites[0]
+			msg += fmt.Sprintf("; most often at %s, offset %d (%s, e.g. %q)", site.Where(), site.Offset, site.Cause, site.Example)
 		}
-		add(sev, "audit/unique-first-block", msg, "move per-request values (dates, ids, user data) out of the start of the prompt: to the end, a later message or a tool result")
+		f := add(sev, "audit/unique-first-block", msg, "move per-request values (dates, ids, user data) out of the start of the prompt: to the end, a later message or a tool result")
+		f.Position, f.Block = Breaker, 0
+		if site != nil {
+			at(f, *site, Breaker)
+		}
+	}
+	if len(s.Sites) > 0 && withBlock > 0 {
+		// Where most requests leave the shared prefix early, in the first message or the
+		// tools, on a value that looks generated, the prompt builder is the cause.
+		st := s.Sites[0]
+		share := float64(st.Count) / float64(withBlock)
+		if st.Block > 0 && st.Block <= 3 && st.Message <= 0 && share >= 0.1 {
+			sev := finding.Warning
+			if share >= 0.5 && st.Cause != "text" {
+				sev = finding.Error
+			}
+			f := add(sev, "audit/early-divergence",
+				fmt.Sprintf("%.1f%% of requests leave the shared prefix at %s, offset %d, block %d: %s (e.g. %q where an earlier request had %q)",
+					share*100, st.Where(), st.Offset, st.Block, st.Cause, st.Example, st.Other),
+				"move the changing value out of the first message: to the end of the prompt, the last user message or a tool result")
+			at(f, st, Early)
+		}
 	}
 	if s.CacheControlLast > 0 {
 		add(finding.Warning, "audit/cache-control-last",
