@@ -119,7 +119,8 @@ func (s *Summary) Findings(subject string) []Finding {
 	}
 	// at fills a finding's position from the site where requests diverge.
 	at := func(f *Finding, st Site, p Position) {
-		f.Block, f.Position, f.Expression = st.Block, p, st.Example
+		f.Block, f.Position, f.Expression, f.Line = st.Block, p, st.Example, int(st.Line)
+		f.TokensBefore = st.Block * s.BlockSize
 		switch st.Cause {
 		case "date/time":
 			f.Kind = KindDate
