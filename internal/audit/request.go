@@ -140,15 +140,54 @@ func (rr *RequestReader) readLine() ([]byte, error) {
 	}
 }
 
-// wireBody holds the fields of an OpenAI request body that the audit reads.
+// wireBody holds the fields of an OpenAI request body that the audit reads. Messages decode in
+// the same pass as the body (one validation of the line, not one per nesting level).
 type wireBody struct {
-	Model     string          `json:"model"`
-	Messages  json.RawMessage `json:"messages"`
+	Model     json.RawMessage `json:"model"`
+	Messages  *[]wireMessage  `json:"messages"`
 	Prompt    json.RawMessage `json:"prompt"`
 	Tools     json.RawMessage `json:"tools"`
 	User      json.RawMessage `json:"user"`
 	SessionID json.RawMessage `json:"session_id"`
 	Metadata  json.RawMessage `json:"metadata"`
+}
+
+// decodeBody decodes a request body. found is false when data is a valid object with neither
+// messages nor prompt (an export record, say).
+func decodeBody(data []byte) (b wireBody, found bool, err error) {
+	if err := json.Unmarshal(data, &b); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return b, false, fmt.Errorf("invalid JSON: %w", err)
+		}
+		return b, false, diagnose(data, err)
+	}
+	return b, b.Messages != nil || len(b.Prompt) > 0 && string(b.Prompt) != "null", nil
+}
+
+// diagnose names the field of a body that did not decode.
+func diagnose(data []byte, err error) error {
+	var loose struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(data, &loose) != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	var msgs []json.RawMessage
+	if len(loose.Messages) > 0 && json.Unmarshal(loose.Messages, &msgs) != nil {
+		return errors.New("messages: want a list of {role, content}")
+	}
+	for i, raw := range msgs {
+		var m wireMessage
+		if e := json.Unmarshal(raw, &m); e != nil {
+			var ce contentError
+			if errors.As(e, &ce) {
+				return fmt.Errorf("messages[%d].content: %v", i, ce.err)
+			}
+			return fmt.Errorf("messages[%d]: %v", i, e)
+		}
+	}
+	return fmt.Errorf("unexpected field type: %w", err)
 }
 
 // sessionKeys are the keys that carry a session or conversation id, in an export line, in a
@@ -163,25 +202,26 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	if line[0] != '{' {
 		return nil, errors.New("not a JSON object: want one request body (or export record) per line")
 	}
-	var b wireBody
-	if err := json.Unmarshal(line, &b); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+	b, found, err := decodeBody(line)
+	if err != nil {
+		return nil, err
 	}
-	var outer map[string]json.RawMessage
-	if len(b.Messages) == 0 && len(b.Prompt) == 0 {
-		var err error
-		outer, b, err = rr.findBody(line)
-		if err != nil {
-			return nil, err
-		}
-	} else {
+	if found {
 		rr.bodyKey = nil
+		return b.request()
+	}
+	outer, raw, err := rr.findBody(line)
+	if err != nil {
+		return nil, err
+	}
+	if b, _, err = decodeBody(raw); err != nil {
+		return nil, fmt.Errorf("body under %q: %w", rr.BodyKey(), err)
 	}
 	req, err := b.request()
 	if err != nil {
 		return nil, err
 	}
-	if req.Session == "" && outer != nil {
+	if req.Session == "" {
 		req.Session = sessionFrom(outer)
 	}
 	return req, nil
@@ -189,10 +229,10 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 
 // findBody looks for the request body under a key of an export record: first where the last
 // record had it, then one and two levels down. A body may also be a JSON string.
-func (rr *RequestReader) findBody(line []byte) (map[string]json.RawMessage, wireBody, error) {
+func (rr *RequestReader) findBody(line []byte) (map[string]json.RawMessage, []byte, error) {
 	var outer map[string]json.RawMessage
 	if err := json.Unmarshal(line, &outer); err != nil {
-		return nil, wireBody{}, fmt.Errorf("invalid JSON: %w", err)
+		return nil, nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	if rr.bodyKey != nil {
 		if b, ok := bodyAt(outer, rr.bodyKey); ok {
@@ -217,7 +257,7 @@ func (rr *RequestReader) findBody(line []byte) (map[string]json.RawMessage, wire
 			}
 		}
 	}
-	return nil, wireBody{}, errors.New("no request body: want an object with messages or prompt, at the top or under a key")
+	return nil, nil, errors.New("no request body: want an object with messages or prompt, at the top or under a key")
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {
@@ -261,16 +301,22 @@ func asObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 	return m, true
 }
 
-func bodyAt(m map[string]json.RawMessage, path []string) (wireBody, bool) {
+// bodyAt returns the JSON of the object at path when it has messages or a prompt (an object
+// held in a JSON string is unquoted first).
+func bodyAt(m map[string]json.RawMessage, path []string) ([]byte, bool) {
 	cur := m
 	for i, k := range path {
-		raw, ok := cur[k]
-		if !ok {
-			return wireBody{}, false
+		raw := bytes.TrimSpace(cur[k])
+		if len(raw) > 0 && raw[0] == '"' {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return nil, false
+			}
+			raw = []byte(strings.TrimSpace(s))
 		}
 		obj, ok := asObject(raw)
 		if !ok {
-			return wireBody{}, false
+			return nil, false
 		}
 		if i < len(path)-1 {
 			cur = obj
@@ -278,21 +324,12 @@ func bodyAt(m map[string]json.RawMessage, path []string) (wireBody, bool) {
 		}
 		if _, ok := obj["messages"]; !ok {
 			if _, ok := obj["prompt"]; !ok {
-				return wireBody{}, false
+				return nil, false
 			}
 		}
-		// Re-marshal is avoided: decode the fields straight from the object's members.
-		var b wireBody
-		_ = json.Unmarshal(obj["model"], &b.Model)
-		b.Messages = obj["messages"]
-		b.Prompt = obj["prompt"]
-		b.Tools = obj["tools"]
-		b.User = obj["user"]
-		b.SessionID = obj["session_id"]
-		b.Metadata = obj["metadata"]
-		return b, true
+		return raw, true
 	}
-	return wireBody{}, false
+	return nil, false
 }
 
 // sessionFrom finds a session id among an object's members, its metadata and its headers.
@@ -331,9 +368,34 @@ func stringOrNumber(raw json.RawMessage) string {
 
 type wireMessage struct {
 	Role         string          `json:"role"`
-	Content      json.RawMessage `json:"content"`
+	Content      wireContent     `json:"content"`
 	CacheControl json.RawMessage `json:"cache_control"`
 	ToolCalls    json.RawMessage `json:"tool_calls"`
+}
+
+// wireContent is a message content decoded in place: a string, null, or a list of parts.
+type wireContent struct {
+	text   string
+	marked bool
+}
+
+type contentError struct{ err error }
+
+func (e contentError) Error() string { return "content: " + e.err.Error() }
+
+// UnmarshalJSON reads the content; a string without escapes is taken as is, since the
+// surrounding decode has already validated it.
+func (c *wireContent) UnmarshalJSON(raw []byte) error {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		c.text = string(raw[1 : len(raw)-1])
+		return nil
+	}
+	text, marked, err := contentText(raw)
+	if err != nil {
+		return contentError{err}
+	}
+	c.text, c.marked = text, marked
+	return nil
 }
 
 type wirePart struct {
@@ -343,7 +405,7 @@ type wirePart struct {
 }
 
 func (b wireBody) request() (*Request, error) {
-	req := &Request{Model: b.Model}
+	req := &Request{Model: stringOrNumber(b.Model)}
 	if len(b.Tools) > 0 && string(b.Tools) != "null" {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, b.Tools); err == nil {
@@ -357,25 +419,19 @@ func (b wireBody) request() (*Request, error) {
 		}
 	}
 	switch {
-	case len(b.Messages) > 0 && string(b.Messages) != "null":
+	case b.Messages != nil:
 		req.Chat = true
-		var msgs []wireMessage
-		if err := json.Unmarshal(b.Messages, &msgs); err != nil {
-			return nil, fmt.Errorf("messages: want a list of {role, content}: %w", err)
-		}
+		msgs := *b.Messages
 		req.Messages = make([]Message, len(msgs))
 		for i, m := range msgs {
-			text, marked, err := contentText(m.Content)
-			if err != nil {
-				return nil, fmt.Errorf("messages[%d].content: %w", i, err)
-			}
+			text := m.Content.text
 			if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
 				var buf bytes.Buffer
 				if json.Compact(&buf, m.ToolCalls) == nil {
 					text += buf.String()
 				}
 			}
-			if marked || (len(m.CacheControl) > 0 && string(m.CacheControl) != "null") {
+			if m.Content.marked || (len(m.CacheControl) > 0 && string(m.CacheControl) != "null") {
 				req.CacheControl++
 				if i == len(msgs)-1 {
 					req.CacheControlLast = true
