@@ -61,7 +61,7 @@ func (g *genLog) line() {
 }
 
 // TestStreamBoundedMemory streams a generated log through the audit and checks the heap stays
-// bounded. Default 256 MB; KVCHECK_AUDIT_STREAM_MB sets the size (2048 for the 2 GB run in
+// bounded. Default 256 MB (32 MB under the race detector); KVCHECK_AUDIT_STREAM_MB sets the size (2048 for the 2 GB run in
 // BENCHMARKS.md). The bound: the block index holds at most MaxBlocks entries (~50 bytes each
 // with map overhead), the divergence samples at most 250k blocks of text, and the reader one
 // line: with MaxBlocks 1M the live heap must stay under 256 MB however long the log.
@@ -70,6 +70,9 @@ func TestStreamBoundedMemory(t *testing.T) {
 		t.Skip("streams 256 MB; skipped with -short")
 	}
 	size := int64(256 << 20)
+	if raceEnabled {
+		size = 32 << 20
+	}
 	if v := os.Getenv("KVCHECK_AUDIT_STREAM_MB"); v != "" {
 		mb, err := strconv.Atoi(v)
 		if err != nil {
