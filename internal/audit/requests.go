@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -347,7 +348,12 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	a.idsBuf = EstimateIDs(l.Text, a.idsBuf[:0])
 	span := a.s.BlockSize * BytesPerToken
 	var div *Site
-	tw := a.text.add(a.idsBuf, sess, &a.unindexed, func(i int, parent uint64) {
+	// With exact tokens the engine's chain is the one whose bound matters for the figures.
+	unindexed := &a.unindexed
+	if a.exact != nil {
+		unindexed = new(int64)
+	}
+	tw := a.text.add(a.idsBuf, sess, unindexed, func(i int, parent uint64) {
 		// Keep this block's text as the sample later requests leaving the prefix at the
 		// same parent are compared with; the first block stored is where this request left.
 		mine := l.Text[i*span : min((i+1)*span, len(l.Text))]
@@ -661,9 +667,12 @@ func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Token
 			continue
 		}
 		var le *LineError
+		var se *ServerError
 		switch {
 		case errors.As(j.err, &le):
 			a.lineError(le)
+		case errors.As(j.err, &se) && se.Status == http.StatusBadRequest:
+			a.lineError(&LineError{Line: j.req.Line, Err: se})
 		case j.err != nil:
 			firstErr = fmt.Errorf("line %d: %w", j.req.Line, j.err)
 			cancel()

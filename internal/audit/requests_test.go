@@ -244,10 +244,16 @@ func TestExactErrors(t *testing.T) {
 	if err != nil || cc.PrefixCaching || !cc.PrefixCachingKnown {
 		t.Errorf("CacheConfig = %+v, %v; want prefix caching known to be off", cc, err)
 	}
-	// The emulated replica accepts any model; a server error must surface with its message.
-	_, err = AuditRequests(ctx, strings.NewReader(`{"messages":[{"role":"user","content":"`+strings.Repeat("w ", 9000)+`"}]}`), RequestOptions{Tokenizer: s})
-	if err == nil || !strings.Contains(err.Error(), "maximum context length") || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("error = %v, want the server's message with the line", err)
+	// A request the server rejects (400) is skipped with the server's message; the rest goes on.
+	long := `{"messages":[{"role":"user","content":"` + strings.Repeat("w ", 9000) + `"}]}`
+	sum, err := AuditRequests(ctx, strings.NewReader(long+"\n"+`{"prompt":"fine"}`), RequestOptions{Tokenizer: s})
+	if err != nil || sum.Requests != 1 || sum.Skipped != 1 || !strings.Contains(sum.LineErrors[0], "line 1: tokenize") || !strings.Contains(sum.LineErrors[0], "maximum context length") {
+		t.Errorf("summary %+v, error %v: want line 1 skipped with the server's message", sum, err)
+	}
+	// Any other failure stops the audit.
+	down := &Server{BaseURL: "http://127.0.0.1:1"}
+	if _, err := AuditRequests(ctx, strings.NewReader(`{"prompt":"x"}`), RequestOptions{Tokenizer: down}); err == nil || !strings.Contains(err.Error(), "line 1: tokenize") {
+		t.Errorf("error = %v, want the connection failure with the line", err)
 	}
 	bad := &Server{BaseURL: srv.URL + "/nowhere"}
 	if _, err := bad.CacheConfig(ctx); err == nil || !strings.Contains(err.Error(), "404") {

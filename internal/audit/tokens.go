@@ -228,7 +228,7 @@ func (s *Server) post(ctx context.Context, body tokenizeRequest) ([]uint32, []st
 		return nil, nil, fmt.Errorf("tokenize %s: read response: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("tokenize %s: %s: %s", url, resp.Status, serverMessage(data))
+		return nil, nil, &ServerError{URL: url, Status: resp.StatusCode, Message: serverMessage(data)}
 	}
 	var out tokenizeResponse
 	if err := json.Unmarshal(data, &out); err != nil {
@@ -242,6 +242,18 @@ func (s *Server) post(ctx context.Context, body tokenizeRequest) ([]uint32, []st
 		ids[i] = uint32(t)
 	}
 	return ids, out.TokenStrs, nil
+}
+
+// ServerError is a non-200 answer from /tokenize. A 400 concerns the one request (too long,
+// malformed); the audit skips that request and goes on.
+type ServerError struct {
+	URL     string
+	Status  int
+	Message string
+}
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("tokenize %s: %d %s: %s", e.URL, e.Status, http.StatusText(e.Status), e.Message)
 }
 
 // serverMessage extracts the message of a vLLM error body, in either the current
