@@ -72,6 +72,12 @@ type Summary struct {
 	// affinity is enough). Without session ids every hit counts as cross-session.
 	CrossSessionTokens, WithinSessionTokens int64
 	Sessions                                int64
+	// FollowUps counts requests of a session seen before (later turns); FollowUpCacheable of
+	// their FollowUpTokens were served from cache; FollowUpFirstBlockChanged counts those whose
+	// first block differs from their session's previous request, so that even session affinity
+	// cannot help them.
+	FollowUps, FollowUpTokens, FollowUpCacheable int64
+	FollowUpFirstBlockChanged                    int64
 
 	// UniqueFirstBlock counts requests (of at least one block) whose first block no other
 	// request shares.
@@ -169,6 +175,20 @@ func (s *Summary) Findings(subject string) []Finding {
 				"move the changing value out of the first message: to the end of the prompt, the last user message or a tool result")
 			at(f, st, Early)
 		}
+	}
+	if s.FollowUps > 0 && s.FollowUpFirstBlockChanged > 0 {
+		share := float64(s.FollowUpFirstBlockChanged) / float64(s.FollowUps)
+		sev := finding.Info
+		switch {
+		case share >= 0.5:
+			sev = finding.Error
+		case share >= 0.1:
+			sev = finding.Warning
+		}
+		f := add(sev, "audit/session-first-block",
+			fmt.Sprintf("in %.1f%% of later turns the first block differs from the same session's previous request: not even session affinity can reuse their prefix", share*100),
+			"keep the start of the prompt identical across the turns of a session; put per-call values at the end")
+		f.Position, f.Block = Breaker, 0
 	}
 	if s.CacheControlLast > 0 {
 		add(finding.Warning, "audit/cache-control-last",
@@ -281,7 +301,7 @@ type Analysis struct {
 	exact     *chain // the engine's chain when tokens are exact
 	samples   map[uint64]string
 	sites     map[siteKey]*Site
-	sessions  map[uint64]struct{}
+	sessions  map[uint64]uint64 // session -> first-block hash of its latest request
 	hist      []int64
 	idsBuf    []uint32
 	unindexed int64
@@ -309,7 +329,7 @@ func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
 		seed:     maphash.MakeSeed(),
 		samples:  make(map[uint64]string),
 		sites:    make(map[siteKey]*Site),
-		sessions: make(map[uint64]struct{}),
+		sessions: make(map[uint64]uint64),
 		hist:     make([]int64, len(histEdges)),
 	}
 	a.s.BlockSize = blockSize
@@ -340,9 +360,6 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	var sess uint64
 	if req.Session != "" {
 		sess = maphash.String(a.seed, req.Session) | 1
-		if len(a.sessions) < a.text.max {
-			a.sessions[sess] = struct{}{}
-		}
 	}
 	l := Render(req)
 	a.idsBuf = EstimateIDs(l.Text, a.idsBuf[:0])
@@ -369,6 +386,9 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 		w = a.exact.add(ids, sess, &a.unindexed, nil)
 	}
 	s.PromptTokens += int64(len(ids))
+	if sess != 0 {
+		a.followUp(sess, ids, w)
+	}
 	if w.blocks == 0 {
 		s.Short++
 		return
@@ -393,6 +413,33 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	}
 	if a.progress != nil && a.s.Requests%10000 == 0 {
 		a.progress(a.s.Requests)
+	}
+}
+
+// followUp accounts a request of a session: whether it is a later turn, how much of it the
+// cache serves, and whether its first block changed since the session's previous request.
+func (a *Analysis) followUp(sess uint64, ids []uint32, w walk) {
+	s := &a.s
+	bs := a.s.BlockSize
+	var first uint64
+	if len(ids) >= bs {
+		c := a.text
+		if a.exact != nil {
+			c = a.exact
+		}
+		first = c.hash(0, ids[:bs])
+	}
+	prev, seen := a.sessions[sess]
+	if seen {
+		s.FollowUps++
+		s.FollowUpTokens += int64(len(ids))
+		s.FollowUpCacheable += int64(w.hits * bs)
+		if prev != 0 && first != 0 && prev != first {
+			s.FollowUpFirstBlockChanged++
+		}
+	}
+	if seen || len(a.sessions) < a.text.max {
+		a.sessions[sess] = first
 	}
 }
 

@@ -77,6 +77,8 @@ func TestAuditRequestsFigures(t *testing.T) {
 		WithinSessionTokens: 32,
 		CrossSessionTokens:  32,
 		Sessions:            3,
+		// Request 2 is session s1's second: its 60 tokens, 32 from cache, same first block.
+		FollowUps: 1, FollowUpTokens: 60, FollowUpCacheable: 32,
 		// Request 4's first block is its own.
 		UniqueFirstBlock: 1,
 		SharedPrefix: []Bucket{
@@ -146,6 +148,30 @@ func TestAuditRequestsCacheControlAndCap(t *testing.T) {
 		codes = append(codes, f.Code)
 	}
 	if diff := cmp.Diff([]string{"audit/cache-control-last", "audit/index-full"}, codes); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// TestSessionFirstBlock: a timestamp at the very start changes the first block between turns
+// of one session, so even session affinity cannot reuse the prefix.
+func TestSessionFirstBlock(t *testing.T) {
+	var lines []string
+	for turn := range 4 {
+		lines = append(lines, chatLine(t, "only", Message{"system", fmt.Sprintf("%02d:%02d:07 %s", 10, turn, system128)}, Message{"user", user100(turn)}))
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FollowUps != 3 || sum.FollowUpFirstBlockChanged != 3 || sum.FollowUpCacheable != 0 {
+		t.Errorf("follow-ups %d, first block changed %d, cacheable %d; want 3, 3, 0", sum.FollowUps, sum.FollowUpFirstBlockChanged, sum.FollowUpCacheable)
+	}
+	var got []string
+	for _, f := range sum.Findings("x") {
+		got = append(got, f.Code+"/"+f.Severity.String())
+	}
+	want := []string{"audit/unique-first-block/error", "audit/session-first-block/error"}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }

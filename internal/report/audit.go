@@ -71,6 +71,9 @@ type auditRequestsDoc struct {
 	CacheableFraction        float64          `json:"cacheable_fraction"`
 	CrossSessionTokens       int64            `json:"cross_session_tokens"`
 	WithinSessionTokens      int64            `json:"within_session_tokens"`
+	FollowUps                int64            `json:"follow_up_requests"`
+	FollowUpCacheable        float64          `json:"follow_up_cacheable_fraction"`
+	FollowUpFirstBlockChange int64            `json:"follow_up_first_block_changed"`
 	UniqueFirstBlock         int64            `json:"unique_first_block"`
 	UniqueFirstBlockFraction float64          `json:"unique_first_block_fraction"`
 	SharedPrefixBlocks       []auditBucketDoc `json:"shared_prefix_blocks"`
@@ -139,6 +142,8 @@ func AuditJSON(w io.Writer, a Audit) error {
 			LineErrors: append([]string{}, s.LineErrors...), PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
 			CacheableFraction: frac(s.CacheableTokens, s.PromptTokens), CrossSessionTokens: s.CrossSessionTokens,
 			WithinSessionTokens: s.WithinSessionTokens, UniqueFirstBlock: s.UniqueFirstBlock,
+			FollowUps: s.FollowUps, FollowUpCacheable: frac(s.FollowUpCacheable, s.FollowUpTokens),
+			FollowUpFirstBlockChange: s.FollowUpFirstBlockChanged,
 			UniqueFirstBlockFraction: frac(s.UniqueFirstBlock, s.Requests-s.Short),
 			SharedPrefixBlocks:       []auditBucketDoc{}, Divergence: []auditSiteDoc{},
 			CacheControlRequests: s.CacheControlRequests, CacheControlLast: s.CacheControlLast,
@@ -196,6 +201,10 @@ func (t *Text) Audit(a Audit) error {
 		t.Verdict(fmt.Sprintf("shareable prefill %s of prompt tokens with an unbounded shared cache%s", pct(cf), reqApprox))
 		t.Line("  cross-session   %s (a KV-aware router helps)", pct(frac(s.CrossSessionTokens, s.PromptTokens)))
 		t.Line("  within-session  %s (session affinity is enough)", pct(frac(s.WithinSessionTokens, s.PromptTokens)))
+		if s.FollowUps > 0 {
+			t.Line("later turns       %d in sessions seen before: %s of their prompt served from cache; first block changed in %d%s",
+				s.FollowUps, pct(frac(s.FollowUpCacheable, s.FollowUpTokens)), s.FollowUpFirstBlockChanged, reqApprox)
+		}
 		t.Line("first block unique %s of requests (%d of %d)%s", pct(frac(s.UniqueFirstBlock, s.Requests-s.Short)), s.UniqueFirstBlock, s.Requests-s.Short, reqApprox)
 		if s.Short > 0 {
 			t.Line("shorter than a block %d requests", s.Short)
