@@ -212,8 +212,13 @@ func strftimeFrequency(format string) Frequency {
 }
 
 // severity ranks a finding: a block-zero breaker that changes per call or per user is an
-// error, anything daily or unknown that early is a warning, late is information.
+// error, anything daily or of unknown frequency that early is a warning, late is information,
+// and so is a plain variable whose name and source say nothing about how often it changes.
 func severity(p Position, k Kind, f Frequency) finding.Severity {
+	if k == KindVariable && f == Unknown {
+		// A variable nothing tells us changes: worth knowing where it lands, not an alarm.
+		return finding.Info
+	}
 	switch p {
 	case Breaker:
 		if f.fast() {
@@ -221,9 +226,6 @@ func severity(p Position, k Kind, f Frequency) finding.Severity {
 		}
 		return finding.Warning
 	case Early:
-		if k == KindVariable && f == Unknown {
-			return finding.Info
-		}
 		return finding.Warning
 	case PositionUnknown:
 		if f.fast() {

@@ -108,6 +108,8 @@ func TestTemplateFixtures(t *testing.T) {
 		{"lone", "agent.py", want{VerdictUnknown, 5, KindClock, PerCall, -1, finding.Warning, "", "system_time"}},
 		{"text/session.txt", "session.txt", want{VerdictBreaker, 1, KindID, PerSession, 0, finding.Error, "", ""}},
 		{"text/system.md", "system.md", want{VerdictLate, 8, KindUser, PerUser, 5, finding.Info, "", ""}},
+		// A variable nothing says changes: its position is reported, as information.
+		{"text/topic.txt", "topic.txt", want{VerdictBreaker, 1, KindVariable, Unknown, 0, finding.Info, "", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path+"/"+tt.file, func(t *testing.T) {
