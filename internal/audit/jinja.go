@@ -547,7 +547,8 @@ func (w *jWalker) operand(base, full string, line int) []jPart {
 	if jMentions(full, w.convRoots()) {
 		return []jPart{{kind: "conv"}}
 	}
-	if k, f, ok := classifyExpr(base); ok && k == KindClock {
+	if dynamicCall(base) {
+		k, f, _ := classifyExpr(base)
 		return []jPart{{kind: "dyn", dyn: &jDyn{expr: base, kind: k, freq: f, line: line}}}
 	}
 	if v, ok := w.vars[root]; ok {
@@ -568,7 +569,7 @@ func (w *jWalker) operand(base, full string, line int) []jPart {
 	if k == KindVariable {
 		return []jPart{{kind: "input"}}
 	}
-	return []jPart{{kind: "dyn", dyn: &jDyn{expr: root, kind: k, freq: f, line: line, origin: "a template variable the caller passes"}}}
+	return []jPart{{kind: "dyn", dyn: &jDyn{expr: base, kind: k, freq: f, line: line, origin: "a template variable the caller passes"}}}
 }
 
 func unquoteJinja(s string) (string, error) {

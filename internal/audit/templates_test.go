@@ -96,6 +96,7 @@ func TestTemplateFixtures(t *testing.T) {
 		{"jinja/conditional_tools.jinja", "conditional_tools.jinja", want{VerdictBreaker, 2, KindClock, PerMinute, 0, finding.Error, "tools", ""}},
 		{"jinja/kwarg_date.jinja", "kwarg_date.jinja", want{VerdictBreaker, 1, KindDate, Unknown, 0, finding.Warning, "", "caller"}},
 		{"jinja/user_name.jinja", "user_name.jinja", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", ""}},
+		{"jinja/ids.jinja", "ids.jinja", want{VerdictBreaker, 1, KindID, PerSession, 0, finding.Error, "", "caller"}},
 		{"jinja/clean.jinja", "clean.jinja", want{verdict: VerdictClean}},
 		{"tokenizer_config.json", "tokenizer_config.json", want{verdict: VerdictClean}},
 		{"named_tokenizer_config.json", "named_tokenizer_config.json", want{VerdictBreaker, 1, KindClock, PerSecond, 0, finding.Error, "", ""}},
