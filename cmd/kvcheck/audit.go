@@ -138,6 +138,9 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		res.Findings = append(res.Findings, tr.Findings...)
 	}
 	if server != nil {
+		if err := probeFiles(ctx, s, server, &res); err != nil {
+			return err
+		}
 		tpl, fs, err := audit.ProbeServerTemplate(ctx, server, res.BlockSize)
 		if err != nil {
 			return err
@@ -185,4 +188,34 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		return err
 	}
 	return opts.FailOn.check(audit.Severities(res.Findings)...)
+}
+
+// probeFiles renders each Jinja template file through the server, for exact positions. vLLM
+// refuses templates in requests unless started with --trust-request-chat-template; then the
+// files keep their estimated positions and stderr says why.
+func probeFiles(ctx context.Context, s streams, server *audit.Server, res *report.Audit) error {
+	var files []string
+	for _, t := range res.Templates {
+		if t.Format == "jinja" {
+			files = append(files, t.File)
+		}
+	}
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("template %s: %w", path, err)
+		}
+		tpl, fs, err := audit.ProbeTemplate(ctx, server, path+" (rendered by the server)", string(src), res.BlockSize)
+		var se *audit.ServerError
+		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated\n", server.BaseURL, se.Message)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		res.Templates = append(res.Templates, tpl)
+		res.Findings = append(res.Findings, fs...)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -138,5 +139,79 @@ func TestAuditTokenizeCLI(t *testing.T) {
 	}
 	if len(doc.Findings) != 1 || doc.Findings[0].Estimated || doc.Findings[0].Block != 1 {
 		t.Errorf("findings = %+v, want one exact finding at block 1", doc.Findings)
+	}
+}
+
+// TestAuditTokenizeTemplateFiles: template files are sent to the server for exact positions;
+// a server that refuses request templates (vLLM's default, and the emulated replica) leaves them
+// estimated with a note on stderr.
+func TestAuditTokenizeTemplateFiles(t *testing.T) {
+	dir := t.TempDir()
+	tpl := filepath.Join(dir, "chat.jinja")
+	if err := os.WriteFile(tpl, []byte(`{{ bos_token }}Today Date: {{ date_string }}{% for m in messages %}{{ m.content }}{% endfor %}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toy := fleet.TokenizeHandler(fleet.TokenizeOptions{DateLine: true})
+	metrics := func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, `vllm:cache_config_info{block_size="16",enable_prefix_caching="True"} 1`)
+	}
+	tests := []struct {
+		name        string
+		trusting    bool
+		wantNote    bool
+		wantEntries int
+	}{
+		{"refusing server", false, true, 2},
+		{"trusting server", true, false, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withTemplate := 0
+			mux := http.NewServeMux()
+			mux.HandleFunc("/metrics", metrics)
+			mux.HandleFunc("/tokenize", func(w http.ResponseWriter, r *http.Request) {
+				if tt.trusting {
+					// Stands in for a server started with --trust-request-chat-template: it
+					// takes the template (and renders its own, which has the same date line).
+					var body map[string]any
+					if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+						http.Error(w, err.Error(), http.StatusBadRequest)
+						return
+					}
+					if body["chat_template"] != nil {
+						withTemplate++
+					}
+					delete(body, "chat_template")
+					b, _ := json.Marshal(body)
+					r.Body = io.NopCloser(bytes.NewReader(b))
+					r.ContentLength = int64(len(b))
+				}
+				toy.ServeHTTP(w, r)
+			})
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			code, out, stderr := runAuditCLI(t, "", tpl, "--tokenize", srv.URL, "-o", "json")
+			if code != exitOK {
+				t.Fatalf("exit code %d, stderr %q", code, stderr)
+			}
+			if got := strings.Contains(stderr, "--trust-request-chat-template"); got != tt.wantNote {
+				t.Errorf("stderr %q: note present = %v, want %v", stderr, got, tt.wantNote)
+			}
+			var doc struct {
+				Templates []struct{ File, Format, Verdict string }
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Templates) != tt.wantEntries {
+				t.Errorf("templates = %+v, want %d entries", doc.Templates, tt.wantEntries)
+			}
+			if tt.trusting && withTemplate != 5 {
+				t.Errorf("%d renders carried the file's template, want the probe's 5", withTemplate)
+			}
+			if tt.trusting && (doc.Templates[1].File != tpl+" (rendered by the server)" || doc.Templates[1].Verdict != "early") {
+				t.Errorf("server render of the file = %+v, want an exact early verdict", doc.Templates[1])
+			}
+		})
 	}
 }

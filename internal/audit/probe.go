@@ -23,29 +23,42 @@ var probeConversation = []Message{
 // reports the exact token where the renders first differ. The template entry is named after
 // the server.
 func ProbeServerTemplate(ctx context.Context, s *Server, blockSize int) (Template, []Finding, error) {
-	name := s.BaseURL + " (server chat template)"
+	return ProbeTemplate(ctx, s, s.BaseURL+" (server chat template)", "", blockSize)
+}
+
+// ProbeTemplate is ProbeServerTemplate through the given chat template (the server's own when
+// empty). A vLLM server refuses a template in the request with a 400 unless started with
+// --trust-request-chat-template; the *ServerError says so.
+func ProbeTemplate(ctx context.Context, s *Server, name, chatTemplate string, blockSize int) (Template, []Finding, error) {
 	tpl := Template{File: name, Format: "server", Verdict: VerdictClean}
+	render := func(msgs []Message, kw map[string]any) ([]uint32, error) {
+		ids, _, err := s.TokenizeMessages(ctx, msgs, chatTemplate, kw)
+		if err != nil {
+			return nil, fmt.Errorf("probe chat template: %w", err)
+		}
+		return ids, nil
+	}
 	var renders [2][]uint32
 	for i, kw := range probeDates {
-		ids, _, err := s.TokenizeMessages(ctx, probeConversation, kw)
+		ids, err := render(probeConversation, kw)
 		if err != nil {
-			return tpl, nil, fmt.Errorf("probe chat template: %w", err)
+			return tpl, nil, err
 		}
 		renders[i] = ids
 	}
-	plain1, _, err := s.TokenizeMessages(ctx, probeConversation, nil)
+	plain1, err := render(probeConversation, nil)
 	if err != nil {
-		return tpl, nil, fmt.Errorf("probe chat template: %w", err)
+		return tpl, nil, err
 	}
-	plain2, _, err := s.TokenizeMessages(ctx, probeConversation, nil)
+	plain2, err := render(probeConversation, nil)
 	if err != nil {
-		return tpl, nil, fmt.Errorf("probe chat template: %w", err)
+		return tpl, nil, err
 	}
 	// Where the conversation starts: render with another system message and compare.
 	other := append([]Message{{Role: "system", Content: "Completely different instructions."}}, probeConversation[1:]...)
-	otherIDs, _, err := s.TokenizeMessages(ctx, other, probeDates[0])
+	otherIDs, err := render(other, probeDates[0])
 	if err != nil {
-		return tpl, nil, fmt.Errorf("probe chat template: %w", err)
+		return tpl, nil, err
 	}
 	convStart := firstDiff(renders[0], otherIDs)
 	var out []Finding

@@ -148,6 +148,7 @@ type tokenizeRequest struct {
 	AddGenerationPrompt *bool           `json:"add_generation_prompt,omitempty"`
 	AddSpecialTokens    *bool           `json:"add_special_tokens,omitempty"`
 	Tools               json.RawMessage `json:"tools,omitempty"`
+	ChatTemplate        string          `json:"chat_template,omitempty"`
 	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs,omitempty"`
 }
 
@@ -190,10 +191,11 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 }
 
 // TokenizeMessages tokenizes a conversation with extra chat-template arguments (used to render
-// the same conversation with two clock values).
-func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, kwargs map[string]any) ([]uint32, []string, error) {
+// the same conversation with two clock values), through the given chat template when it is not
+// empty (vLLM accepts one only when started with --trust-request-chat-template).
+func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTemplate string, kwargs map[string]any) ([]uint32, []string, error) {
 	t := true
-	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplateKwargs: kwargs}
+	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ChatTemplateKwargs: kwargs}
 	for _, m := range msgs {
 		body.Messages = append(body.Messages, wireOut{Role: m.Role, Content: m.Content})
 	}
