@@ -186,7 +186,9 @@ func (t *Text) Audit(a Audit) error {
 		}
 	}
 	if s := a.Requests; s != nil {
-		t.Line("")
+		if len(a.Templates) > 0 {
+			t.Line("")
+		}
 		t.Heading(fmt.Sprintf("Requests: %s (tokens %s, block size %d)", a.RequestsSource, tokensLabel(s.Exact), a.BlockSize))
 		reqApprox := ""
 		if !s.Exact {
