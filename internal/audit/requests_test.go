@@ -289,3 +289,37 @@ func TestExactErrors(t *testing.T) {
 		t.Errorf("ParseCacheConfig without the series: %v, want ErrNoCacheConfig", err)
 	}
 }
+
+// BenchmarkAuditExact measures the exact path: every distinct conversation tokenized by the
+// emulated replica's /tokenize over loopback, 8 in flight, against the estimate on the same log.
+func BenchmarkAuditExact(b *testing.B) {
+	mux := http.NewServeMux()
+	mux.Handle("/tokenize", fleet.TokenizeHandler(fleet.TokenizeOptions{}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	var sb strings.Builder
+	const n = 2000
+	for i := range n {
+		sb.WriteString(chatLine(b, fmt.Sprintf("s%d", i%50), Message{"system", system128 + system128}, Message{"user", user100(i)}))
+		sb.WriteByte('\n')
+	}
+	data := sb.String()
+	for _, tc := range []struct {
+		name string
+		tok  Tokenizer
+	}{
+		{"exact-tokenize", &Server{BaseURL: srv.URL, Client: srv.Client()}},
+		{"estimate-reference", Estimator{}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := AuditRequests(context.Background(), strings.NewReader(data), RequestOptions{Tokenizer: tc.tok, Concurrency: 8}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}
