@@ -183,6 +183,7 @@ and is the vLLM fleet ready for it?
 
 // subcommands lists the constructors of the subcommands, one file each.
 var subcommands = []func(streams, *globalOptions) *cobra.Command{
+	newAuditCmd,
 	newSimulateCmd,
 }
 

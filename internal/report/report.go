@@ -163,3 +163,6 @@ func Ratio(v *float64) string {
 	}
 	return fmt.Sprintf("%.1f%%", *v*100)
 }
+
+// pct formats a known fraction 0..1 as a percentage with one decimal.
+func pct(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }

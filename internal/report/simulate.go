@@ -123,7 +123,6 @@ func plural(n int, s string) string {
 	return s + "s"
 }
 
-func pct(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
 
 func signedPct(v float64) string { return fmt.Sprintf("%+.1f%%", v*100) }
 

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/report"
+)
+
+type auditOptions struct {
+	Requests    string
+	Tokenize    string
+	Model       string
+	BlockSize   int
+	MaxBlocks   int
+	MaxLine     int
+	Concurrency int
+	Timeout     time.Duration
+	FailOn      failOn
+	templates   []string
+	blockSet    bool
+}
+
+func newAuditCmd(s streams, g *globalOptions) *cobra.Command {
+	opts := &auditOptions{}
+	cmd := &cobra.Command{
+		Use:   "audit [TEMPLATE|DIR...] [--requests FILE]",
+		Short: "Find what breaks the prefix cache from block zero, in templates and in real requests",
+		Long: `audit finds dynamic content (dates, clocks, ids, per-user values) early in prompts, where it
+makes every later KV-cache block differ so that no router can share them.
+
+Templates: Jinja chat templates (.jinja, .j2), tokenizer_config.json (chat_template, also the list
+of named templates), Python prompt modules (.py: string constants, f-strings, .format and the code
+that fills them) and text or Markdown prompts (.txt, .md, .prompt) with {var}, {{ var }} or $var
+placeholders. A directory is audited as one unit, so a prompt in one file and the code filling it
+in another are matched. Each finding has a position (breaker: in block 0; early: before most of
+the static text or the conversation; late: after it), a change frequency, a severity and a fix;
+each template gets a verdict (breaker, early, late, clean, or unknown when the prompt a value
+fills is not among the inputs).
+
+Requests (--requests): JSONL of OpenAI chat or completion bodies, one per line, or gateway exports
+with the body under a key (detected); "-" reads standard input. The audit streams the file and
+reports the shareable prefill for an unbounded shared cache, split into cross-session and
+within-session reuse, the share of requests whose first block is unique, the shared-prefix
+distribution, and where requests diverge and why.
+
+Tokens are estimated from bytes (4 bytes a token) and marked estimated, unless --tokenize names a
+vLLM server: then each distinct conversation goes to its POST /tokenize (the real chat template),
+the block size comes from its /metrics, and the server's own template is probed by rendering one
+conversation with two dates.
+
+` + exitCodesHelp,
+		Example: `  kvcheck audit templates/
+  kvcheck audit --requests gateway.jsonl
+  kvcheck audit --requests gateway.jsonl --tokenize http://127.0.0.1:8000 -o json
+  kvcheck audit chat_template.jinja --fail-on error`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.templates = args
+			opts.blockSet = cmd.Flags().Changed("block-size")
+			return runAudit(cmd.Context(), s, g, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
+	f.StringVar(&opts.Tokenize, "tokenize", "", "base URL of a vLLM server: exact tokens from its POST /tokenize, block size from its /metrics")
+	f.StringVar(&opts.Model, "model", "", "model name to send to /tokenize (default: each request's own)")
+	f.IntVar(&opts.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
+	f.IntVar(&opts.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks (about 40 bytes each); past it reuse figures are lower bounds")
+	f.IntVar(&opts.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")
+	f.IntVar(&opts.Concurrency, "concurrency", 8, "tokenize requests in flight with --tokenize")
+	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "timeout of each request to the --tokenize server")
+	f.StringVar((*string)(&opts.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: error, warning or info")
+	return cmd
+}
+
+func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptions) error {
+	format, err := g.format(report.FormatText, report.FormatJSON)
+	if err != nil {
+		return err
+	}
+	if err := opts.FailOn.validate(); err != nil {
+		return err
+	}
+	switch {
+	case len(opts.templates) == 0 && opts.Requests == "" && opts.Tokenize == "":
+		return usageErrorf("nothing to audit: give template files or directories, --requests FILE, or --tokenize URL")
+	case opts.BlockSize <= 0:
+		return usageErrorf("--block-size %d: must be a positive number of tokens", opts.BlockSize)
+	case opts.MaxBlocks <= 0:
+		return usageErrorf("--max-blocks %d: must be positive", opts.MaxBlocks)
+	case opts.Concurrency <= 0:
+		return usageErrorf("--concurrency %d: must be positive", opts.Concurrency)
+	case opts.MaxLine <= 0:
+		return usageErrorf("--max-line %d: must be positive", opts.MaxLine)
+	}
+
+	res := report.Audit{BlockSize: opts.BlockSize, Templates: []audit.Template{}, Findings: []audit.Finding{}}
+	var server *audit.Server
+	if opts.Tokenize != "" {
+		server = &audit.Server{BaseURL: opts.Tokenize, Model: opts.Model, Client: &http.Client{Timeout: opts.Timeout}}
+		cc, err := server.CacheConfig(ctx)
+		switch {
+		case errors.Is(err, audit.ErrNoCacheConfig):
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using --block-size %d\n", opts.Tokenize, opts.BlockSize)
+		case err != nil:
+			return fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate)", err)
+		default:
+			if opts.blockSet && cc.BlockSize != opts.BlockSize {
+				fmt.Fprintf(s.ErrOut, "kvcheck: the server's block size is %d, not --block-size %d; using the server's\n", cc.BlockSize, opts.BlockSize)
+			}
+			res.BlockSize = cc.BlockSize
+			if cc.PrefixCachingKnown && !cc.PrefixCaching {
+				res.Findings = append(res.Findings, audit.Finding{
+					Finding: finding.Finding{Severity: finding.Error, Code: "audit/prefix-caching-off", Subject: opts.Tokenize,
+						Message: "the server runs with prefix caching off (enable_prefix_caching=False): nothing is shared whatever the prompts"},
+					File: opts.Tokenize, Block: -1, Frequency: audit.Unknown, Fix: "drop --no-enable-prefix-caching from the vLLM command line",
+				})
+			}
+		}
+		res.Exact = true
+	}
+
+	if len(opts.templates) > 0 {
+		tr, err := audit.AuditTemplates(opts.templates, res.BlockSize)
+		if err != nil {
+			return err
+		}
+		res.Templates = append(res.Templates, tr.Templates...)
+		res.Findings = append(res.Findings, tr.Findings...)
+	}
+	if server != nil {
+		if err := probeFiles(ctx, s, server, &res); err != nil {
+			return err
+		}
+		tpl, fs, err := audit.ProbeServerTemplate(ctx, server, res.BlockSize)
+		if err != nil {
+			return err
+		}
+		res.Templates = append(res.Templates, tpl)
+		res.Findings = append(res.Findings, fs...)
+	}
+	if opts.Requests != "" {
+		var in io.Reader = s.In
+		res.RequestsSource = "standard input"
+		if opts.Requests != "-" {
+			f, err := os.Open(opts.Requests)
+			if err != nil {
+				return fmt.Errorf("requests: %w", err)
+			}
+			defer f.Close()
+			in = f
+			res.RequestsSource = opts.Requests
+		}
+		ropts := audit.RequestOptions{BlockSize: res.BlockSize, MaxBlocks: opts.MaxBlocks, MaxLine: opts.MaxLine, Concurrency: opts.Concurrency}
+		if server != nil {
+			ropts.Tokenizer = server
+		}
+		if report.IsTerminal(s.ErrOut) {
+			ropts.Progress = func(n int64) { fmt.Fprintf(s.ErrOut, "\r%d requests", n) }
+		}
+		sum, err := audit.AuditRequests(ctx, in, ropts)
+		if ropts.Progress != nil {
+			fmt.Fprintln(s.ErrOut)
+		}
+		if err != nil {
+			return fmt.Errorf("requests %s: %w", res.RequestsSource, err)
+		}
+		res.Requests = &sum
+		res.Findings = append(res.Findings, sum.Findings(res.RequestsSource)...)
+	}
+
+	switch format {
+	case report.FormatJSON:
+		err = report.AuditJSON(s.Out, res)
+	default:
+		err = g.text(s.Out).Audit(res)
+	}
+	if err != nil {
+		return err
+	}
+	return opts.FailOn.check(audit.Severities(res.Findings)...)
+}
+
+// probeFiles renders each Jinja template file through the server, for exact positions. vLLM
+// refuses templates in requests unless started with --trust-request-chat-template; then the
+// files keep their estimated positions and stderr says why.
+func probeFiles(ctx context.Context, s streams, server *audit.Server, res *report.Audit) error {
+	var files []string
+	for _, t := range res.Templates {
+		if t.Format == "jinja" {
+			files = append(files, t.File)
+		}
+	}
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("template %s: %w", path, err)
+		}
+		tpl, fs, err := audit.ProbeTemplate(ctx, server, path+" (rendered by the server)", string(src), res.BlockSize)
+		var se *audit.ServerError
+		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated\n", server.BaseURL, se.Message)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		res.Templates = append(res.Templates, tpl)
+		res.Findings = append(res.Findings, fs...)
+	}
+	return nil
+}

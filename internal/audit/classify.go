@@ -1,0 +1,325 @@
+package audit
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Kind is what sort of dynamic element a finding is.
+type Kind string
+
+// The kinds of dynamic element.
+const (
+	KindClock    Kind = "clock"    // a clock or date call: strftime_now, datetime.now(), time.time()
+	KindDate     Kind = "date"     // a date-like variable whose source is not in view
+	KindID       Kind = "id"       // a request, session or random identifier
+	KindUser     Kind = "user"     // a per-user value: name, memory, preferences
+	KindRandom   Kind = "random"   // a random value
+	KindVariable Kind = "variable" // any other variable
+)
+
+// Frequency is how often a dynamic element changes, when the code tells.
+type Frequency string
+
+// The change frequencies, from most to least often.
+const (
+	PerCall    Frequency = "per-call"
+	PerSecond  Frequency = "per-second"
+	PerMinute  Frequency = "per-minute"
+	Hourly     Frequency = "hourly"
+	Daily      Frequency = "daily"
+	Monthly    Frequency = "monthly"
+	Yearly     Frequency = "yearly"
+	PerUser    Frequency = "per-user"
+	PerSession Frequency = "per-session"
+	Unknown    Frequency = "unknown"
+)
+
+// fast reports whether the value changes at least as often as per user or per hour: such a
+// value in block zero leaves almost nothing to share.
+func (f Frequency) fast() bool {
+	switch f {
+	case PerCall, PerSecond, PerMinute, Hourly, PerUser, PerSession:
+		return true
+	}
+	return false
+}
+
+// Position is where a dynamic element lands relative to the shareable text.
+type Position string
+
+// The positions. A breaker lands in the first block, so no block of the prompt can be shared
+// once it changes; early lands before most of the static text (or, in a chat template, before
+// the conversation); late lands after it, so sharing holds up to there.
+const (
+	Breaker         Position = "breaker"
+	Early           Position = "early"
+	Late            Position = "late"
+	PositionUnknown Position = "unknown"
+)
+
+// Verdict is a template's overall classification: its worst finding's position, or clean.
+type Verdict string
+
+// The verdicts.
+const (
+	VerdictBreaker Verdict = "breaker"
+	VerdictEarly   Verdict = "early"
+	VerdictLate    Verdict = "late"
+	VerdictUnknown Verdict = "unknown"
+	VerdictClean   Verdict = "clean"
+)
+
+func (p Position) rank() int {
+	switch p {
+	case Breaker:
+		return 4
+	case Early:
+		return 3
+	case PositionUnknown:
+		return 2
+	case Late:
+		return 1
+	}
+	return 0
+}
+
+// Finding is one dynamic element found in a template or prompt module.
+type Finding struct {
+	finding.Finding
+	File       string
+	Line       int
+	Expression string
+	Kind       Kind
+	Position   Position
+	// Block is the first block the element lands in (-1 when unknown); TokensBefore the
+	// static tokens before it.
+	Block        int
+	TokensBefore int
+	Frequency    Frequency
+	Estimated    bool
+	// Condition is set when the element only appears under a condition.
+	Condition string
+	// Origin says where the value comes from when that is elsewhere (another line or file).
+	Origin string
+	Fix    string
+}
+
+var (
+	reDateName = regexp.MustCompile(`(?i)date|today|time|now|clock|day|year|month|timestamp|\bts\b`)
+	reIDName   = regexp.MustCompile(`(?i)uuid|guid|(^|_)id$|_id\b|request_?id|session|trace|nonce|conversation_?id|thread_?id|run_?id`)
+	reUserName = regexp.MustCompile(`(?i)user|name|email|memor|preference|profile|location|locale|timezone|tz$|customer|account|persona`)
+	reRandName = regexp.MustCompile(`(?i)random|rand|seed|shuffle|salt`)
+	// tool and conversation inputs: the same for every request of an application, or the
+	// conversation itself, so not breakers.
+	reInputName = regexp.MustCompile(`(?i)^(tools?|custom_tools|builtin_tools|functions?|tool_?\w*|messages?|loop_messages|add_generation_prompt|bos_token|eos_token|content|documents?|raise_exception|loop|range|namespace|true|false|none|True|False|None)$`)
+)
+
+// classifyName guesses a variable's kind and frequency from its name alone.
+func classifyName(name string) (Kind, Frequency) {
+	base := name
+	if i := strings.LastIndexAny(base, ".]"); i >= 0 && i+1 < len(base) {
+		base = base[i+1:]
+	}
+	switch {
+	case reIDName.MatchString(base):
+		if strings.Contains(strings.ToLower(base), "user") {
+			return KindUser, PerUser
+		}
+		if strings.Contains(strings.ToLower(base), "session") || strings.Contains(strings.ToLower(base), "conversation") || strings.Contains(strings.ToLower(base), "thread") {
+			return KindID, PerSession
+		}
+		return KindID, PerCall
+	case reDateName.MatchString(base):
+		return KindDate, Unknown
+	case reRandName.MatchString(base):
+		return KindRandom, PerCall
+	case reUserName.MatchString(base):
+		return KindUser, PerUser
+	}
+	return KindVariable, Unknown
+}
+
+var (
+	reStrftime  = regexp.MustCompile(`strftime(?:_now)?\s*\(\s*(?:[^,()]*,\s*)?["']([^"']*)["']`)
+	reClockCall = regexp.MustCompile(`\b(?:datetime\s*\.\s*(?:now|utcnow|today)|date\s*\.\s*today|time\s*\.\s*(?:time|time_ns|monotonic|localtime|gmtime|ctime)|(?:^|[^.\w])now|strftime_now|strftime|isoformat|utcnow|timestamp)\s*\(`)
+	reDayCall   = regexp.MustCompile(`\b(?:date\s*\.\s*today|datetime\s*\.\s*today)\s*\(\s*\)\s*$`)
+	reUUIDCall  = regexp.MustCompile(`\b(?:uuid\d?|uuid\.\w+|token_hex|token_urlsafe|getrandbits|ulid\w*|nanoid)\s*\(`)
+	reRandCall  = regexp.MustCompile(`\brandom\s*\.\s*\w+\s*\(|\brandint\s*\(|\bsecrets\s*\.\s*\w+\s*\(|\bnp\.random`)
+)
+
+// classifyExpr classifies an expression that produces a value: a call to a clock, a random or
+// id generator, or else a variable judged by its name. ok is false when the expression is
+// plainly not dynamic (a literal).
+func classifyExpr(expr string) (Kind, Frequency, bool) {
+	e := strings.TrimSpace(expr)
+	switch {
+	case reUUIDCall.MatchString(e):
+		return KindID, PerCall, true
+	case reRandCall.MatchString(e):
+		return KindRandom, PerCall, true
+	case reStrftime.MatchString(e):
+		return KindClock, strftimeFrequency(reStrftime.FindStringSubmatch(e)[1]), true
+	case reDayCall.MatchString(e):
+		return KindClock, Daily, true
+	case reClockCall.MatchString(e):
+		return KindClock, PerCall, true
+	}
+	if e == "" || strings.HasPrefix(e, `"`) || strings.HasPrefix(e, `'`) || (e[0] >= '0' && e[0] <= '9') {
+		return "", "", false
+	}
+	name := e
+	if i := strings.IndexAny(name, "(|[ "); i > 0 {
+		name = name[:i]
+	}
+	k, f := classifyName(name)
+	return k, f, true
+}
+
+// strftimeFrequency reads a strftime format: the finest field it prints sets how often the
+// text changes.
+func strftimeFrequency(format string) Frequency {
+	has := func(codes string) bool {
+		for _, c := range codes {
+			if strings.Contains(format, "%"+string(c)) || strings.Contains(format, "%-"+string(c)) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("fsSTcXrsz"):
+		// %c, %X, %T, %r print seconds.
+		if has("f") {
+			return PerCall
+		}
+		return PerSecond
+	case has("MR"):
+		return PerMinute
+	case has("HIlkp"):
+		return Hourly
+	case has("daejAuwUWVxDFGg"):
+		return Daily
+	case has("mbBh"):
+		return Monthly
+	case has("yYC"):
+		return Yearly
+	}
+	return Unknown
+}
+
+// severity ranks a finding: a block-zero breaker that changes per call or per user is an
+// error, anything daily or of unknown frequency that early is a warning, late is information,
+// and so is a plain variable whose name and source say nothing about how often it changes.
+func severity(p Position, k Kind, f Frequency) finding.Severity {
+	if k == KindVariable && f == Unknown {
+		// A variable nothing tells us changes: worth knowing where it lands, not an alarm.
+		return finding.Info
+	}
+	switch p {
+	case Breaker:
+		if f.fast() {
+			return finding.Error
+		}
+		return finding.Warning
+	case Early:
+		return finding.Warning
+	case PositionUnknown:
+		if f.fast() {
+			return finding.Warning
+		}
+	}
+	return finding.Info
+}
+
+// fixFor suggests the remedy for a finding.
+func fixFor(k Kind, f Frequency, p Position) string {
+	if p == Late {
+		return "none needed for sharing: it follows the shared text; keep new dynamic values after it"
+	}
+	switch k {
+	case KindClock, KindDate:
+		if f == PerCall || f == PerSecond || f == PerMinute || f == Hourly {
+			return "move the time out of the shared prefix (to the last user message or a tool the model can call), or at least lower it to the day"
+		}
+		return "move the date after the shared text (the last user message or a tool call), or pin it per deployment (e.g. chat_template_kwargs date_string)"
+	case KindID:
+		return "keep the id out of the prompt (request metadata or headers); if the model needs it, put it in the last message"
+	case KindUser:
+		return "put per-user values in a later message, after the shared system prompt and tools"
+	case KindRandom:
+		return "remove the random value or move it to the end of the prompt"
+	}
+	return "if this value changes between requests, move it after the shared text"
+}
+
+// place classifies a token position: in block zero (allowing for the estimate's error) is a
+// breaker; otherwise early unless the caller judged it late.
+func place(tokensBefore, blockSize int, estimated, late bool) (Position, int) {
+	block := tokensBefore / blockSize
+	lo := tokensBefore
+	if estimated {
+		// The byte estimate is good to about a quarter either way; a value the estimate puts
+		// just past block zero may well be in it.
+		lo = tokensBefore * 3 / 4
+	}
+	switch {
+	case lo < blockSize:
+		return Breaker, block
+	case late:
+		return Late, block
+	}
+	return Early, block
+}
+
+// describe builds the finding message.
+func describe(expr string, k Kind, f Frequency, p Position, block, before int, est bool, cond, origin string) string {
+	approx := ""
+	if est {
+		approx = "~"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s", expr, k)
+	if f != Unknown {
+		fmt.Fprintf(&b, ", changes %s", f)
+	}
+	b.WriteString(")")
+	if block >= 0 {
+		fmt.Fprintf(&b, " lands at %stoken %d, block %d: %s", approx, before, block, p)
+		if p == Breaker && block > 0 {
+			b.WriteString(" (block 0 is within the estimate's margin; either way nothing after the fixed header is shared)")
+		}
+	} else {
+		b.WriteString(": position unknown, the prompt it fills is not among the inputs")
+	}
+	switch {
+	case strings.HasPrefix(origin, "fills "):
+		fmt.Fprintf(&b, "; %s", origin)
+	case origin != "":
+		fmt.Fprintf(&b, "; value from %s", origin)
+	}
+	if cond != "" {
+		fmt.Fprintf(&b, "; only when %s", cond)
+	}
+	return b.String()
+}
+
+// estimateStatic estimates the tokens of static template text: special tokens (<|...|>, <s>,
+// [INST]-style markers) count one each, other text one per BytesPerToken bytes.
+func estimateStatic(s string) int {
+	n := 0
+	for len(s) > 0 {
+		loc := reSpecial.FindStringIndex(s)
+		if loc == nil {
+			return n + EstimateTokens(len(s))
+		}
+		n += EstimateTokens(loc[0]) + 1
+		s = s[loc[1]:]
+	}
+	return n
+}
+
+var reSpecial = regexp.MustCompile(`<\|[A-Za-z0-9_]+\|>|</?s>|\[/?[A-Z][A-Z_]+\]`)

@@ -1,0 +1,116 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func addFixtureSeeds(f *testing.F, pattern string) {
+	paths, _ := filepath.Glob(pattern)
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(string(b))
+		}
+	}
+}
+
+// FuzzJinja: the chat-template scanner never panics and keeps its positions consistent.
+func FuzzJinja(f *testing.F) {
+	addFixtureSeeds(f, "../../testdata/audit/templates/jinja/*.jinja")
+	for _, s := range []string{"{{", "{%", "{% if %}", "{% for %}{% endfor", "{{ a + }}", `{{ "x\`, "{%- set x = strftime_now('%S') -%}{{ x }}", "{% macro m() %}{{ now() }}", "{{ (a if b else strftime_now('%H')) ~ 'x' }}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		for _, fd := range scanJinja("fuzz.jinja", src, 16) {
+			if fd.TokensBefore < 0 || fd.Block != fd.TokensBefore/16 || fd.Line < 1 {
+				t.Fatalf("inconsistent finding %+v", fd)
+			}
+		}
+	})
+}
+
+// FuzzPython: the prompt-module scanner and the placeholder finder never panic.
+func FuzzPython(f *testing.F) {
+	addFixtureSeeds(f, "../../testdata/audit/templates/*/*.py")
+	for _, s := range []string{`x = f"{`, `P = """`, `PROMPT = "{a}" % {"a": time.time(`, "def f(:\n  '''doc", `t = rb'\'`, `S = "$x ${y} %(z)s {{ w }}"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		prompts, fillers := pyScan("fuzz.py", src)
+		for _, p := range prompts {
+			for _, h := range p.holds {
+				if h.before < 0 || h.after < 0 {
+					t.Fatalf("negative static count in %+v", h)
+				}
+			}
+		}
+		promptFindings(prompts, fillers, 16)
+		placeholders(src, 1, false)
+		placeholders(src, 1, true)
+	})
+}
+
+// FuzzRequestReader: the JSONL reader returns requests or line errors, never panics, and every
+// request renders and estimates.
+func FuzzRequestReader(f *testing.F) {
+	// The first lines of the fixtures: whole files make each execution slow under coverage.
+	paths, _ := filepath.Glob("../../testdata/audit/requests/*.jsonl")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			lines := bytes.SplitN(b, []byte("\n"), 3)
+			f.Add(bytes.Join(lines[:min(2, len(lines))], []byte("\n")))
+		}
+	}
+	for _, s := range []string{`{"messages":[]}`, `{"prompt":null}`, `{"a":{"b":{"messages":[{"role":"u","content":[{"type":"x"}]}]}}}`, `{"body":"{\"prompt\":\"p\"}"}`, "{\n{", `{"messages":[{"content":{"a":1}}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rr := NewRequestReader(bytes.NewReader(data), 4096)
+		a := NewAnalysis(16, 1000, false)
+		for range 10000 {
+			req, err := rr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			var le *LineError
+			if errors.As(err, &le) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("unexpected error type: %v", err)
+			}
+			a.Add(req, Tokens{})
+		}
+		s := a.Summary()
+		if s.CacheableTokens > s.PromptTokens || s.CrossSessionTokens+s.WithinSessionTokens != s.CacheableTokens {
+			t.Fatalf("inconsistent summary %+v", s)
+		}
+	})
+}
+
+// FuzzTokenizerConfig: tokenizer_config.json parsing never panics.
+func FuzzTokenizerConfig(f *testing.F) {
+	addFixtureSeeds(f, "../../testdata/audit/templates/*tokenizer_config.json")
+	f.Add(`{"chat_template":[{"name":1}]}`)
+	f.Fuzz(func(t *testing.T, src string) {
+		_, _ = scanTokenizerConfig("fuzz_tokenizer_config.json", src, 16)
+	})
+}
+
+// FuzzServerAnswers: the readers of a tokenize server's answers (/metrics, error bodies) never
+// panic whatever the server sends.
+func FuzzServerAnswers(f *testing.F) {
+	f.Add([]byte("vllm:cache_config_info{block_size=\"16\",enable_prefix_caching=\"True\"} 1\n"))
+	f.Add([]byte("vllm:cache_config_info{block_size=\"x\"} 1\n"))
+	f.Add([]byte(`{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if cc, err := ParseCacheConfig(bytes.NewReader(data)); err == nil && cc.BlockSize <= 0 {
+			t.Fatalf("accepted block size %d", cc.BlockSize)
+		}
+		_ = serverMessage(data)
+	})
+}

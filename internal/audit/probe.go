@@ -1,0 +1,102 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+)
+
+// probeDates are the values given to date-like chat-template variables in the two renders of a
+// probe, one day apart. Templates that read the clock themselves (strftime_now) cannot be
+// moved this way; the static scanner covers those.
+var probeDates = [2]map[string]any{
+	{"date_string": "26 Jul 2024", "current_date": "2024-07-26", "today": "2024-07-26", "system_time": "2024-07-26T10:00:00+00:00"},
+	{"date_string": "27 Jul 2024", "current_date": "2024-07-27", "today": "2024-07-27", "system_time": "2024-07-27T10:00:00+00:00"},
+}
+
+var probeConversation = []Message{
+	{Role: "system", Content: "You are a helpful assistant for the ACME support desk."},
+	{Role: "user", Content: "What are your opening hours?"},
+}
+
+// ProbeServerTemplate renders the same conversation through the server's chat template twice
+// with two dates (and twice with none, to catch a clock the template reads itself), and
+// reports the exact token where the renders first differ. The template entry is named after
+// the server.
+func ProbeServerTemplate(ctx context.Context, s *Server, blockSize int) (Template, []Finding, error) {
+	return ProbeTemplate(ctx, s, s.BaseURL+" (server chat template)", "", blockSize)
+}
+
+// ProbeTemplate is ProbeServerTemplate through the given chat template (the server's own when
+// empty). A vLLM server refuses a template in the request with a 400 unless started with
+// --trust-request-chat-template; the *ServerError says so.
+func ProbeTemplate(ctx context.Context, s *Server, name, chatTemplate string, blockSize int) (Template, []Finding, error) {
+	tpl := Template{File: name, Format: "server", Verdict: VerdictClean}
+	render := func(msgs []Message, kw map[string]any) ([]uint32, error) {
+		ids, _, err := s.TokenizeMessages(ctx, msgs, chatTemplate, kw)
+		if err != nil {
+			return nil, fmt.Errorf("probe chat template: %w", err)
+		}
+		return ids, nil
+	}
+	var renders [2][]uint32
+	for i, kw := range probeDates {
+		ids, err := render(probeConversation, kw)
+		if err != nil {
+			return tpl, nil, err
+		}
+		renders[i] = ids
+	}
+	plain1, err := render(probeConversation, nil)
+	if err != nil {
+		return tpl, nil, err
+	}
+	plain2, err := render(probeConversation, nil)
+	if err != nil {
+		return tpl, nil, err
+	}
+	// Where the conversation starts: render with another system message and compare.
+	other := append([]Message{{Role: "system", Content: "Completely different instructions."}}, probeConversation[1:]...)
+	otherIDs, err := render(other, probeDates[0])
+	if err != nil {
+		return tpl, nil, err
+	}
+	convStart := firstDiff(renders[0], otherIDs)
+	var out []Finding
+	add := func(at int, expr string, kind Kind, freq Frequency, origin string) {
+		late := convStart >= 0 && at > convStart
+		pos, block := place(at, blockSize, false, late)
+		f := Finding{File: name, Line: 0, Expression: expr, Kind: kind, Position: pos, Block: block, TokensBefore: at,
+			Frequency: freq, Estimated: false, Origin: origin, Fix: fixFor(kind, freq, pos)}
+		f.Severity = severity(pos, kind, freq)
+		f.Code = "audit/" + string(pos)
+		f.Subject = name
+		f.Message = describe(expr, kind, freq, pos, block, at, false, "", origin)
+		out = append(out, f)
+		if pos.rank() > Position(tpl.Verdict).rank() {
+			tpl.Verdict = Verdict(pos)
+		}
+	}
+	if at := firstDiff(renders[0], renders[1]); at >= 0 {
+		add(at, "a date passed in chat_template_kwargs (date_string, current_date, today, system_time)", KindDate, Unknown,
+			"two renders of one conversation with dates a day apart differ from this token on")
+	}
+	if at := firstDiff(plain1, plain2); at >= 0 {
+		add(at, "a value the template computes on every render", KindClock, PerCall,
+			"two renders of one conversation moments apart differ from this token on")
+	}
+	return tpl, out, nil
+}
+
+// firstDiff returns the first index where a and b differ, or -1 when they are equal.
+func firstDiff(a, b []uint32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return n
+	}
+	return -1
+}

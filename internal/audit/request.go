@@ -1,0 +1,495 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Request is one prompt as the engine sees it: an OpenAI chat request (Messages) or a
+// completion request (Prompt), with the session it belongs to when the log says.
+type Request struct {
+	// Line is the 1-based line of the request in its input.
+	Line int64
+	// Model is the requested model, empty when absent.
+	Model string
+	// Chat is true for chat requests (Messages), false for completions (Prompt).
+	Chat     bool
+	Messages []Message
+	Prompt   string
+	// Tools is the compact JSON of the request's tools, empty when none; chat templates print
+	// tools before the conversation, so they are part of the prefix.
+	Tools string
+	// Session is the session or conversation id when the request or its export carries one.
+	Session string
+	// CacheControl counts messages with an Anthropic-style cache_control marker;
+	// CacheControlLast is set when the last message carries one (LiteLLM's prompt_caching then
+	// never hits, SPEC §6).
+	CacheControl     int
+	CacheControlLast bool
+}
+
+// Message is one chat message with its text content (text parts joined; other parts become a
+// short placeholder so that their position still counts).
+type Message struct {
+	Role    string
+	Content string
+}
+
+// LineError reports a line that is not a usable request. Reading continues after it.
+type LineError struct {
+	Line int64
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrLineTooLong is wrapped by a LineError for a line longer than the reader's limit.
+var ErrLineTooLong = errors.New("line longer than the limit")
+
+// DefaultMaxLine is the longest line a RequestReader accepts unless told otherwise.
+const DefaultMaxLine = 64 << 20
+
+// RequestReader streams requests from JSONL: one OpenAI chat or completion body per line, or a
+// gateway export with the body under a key (found on each line and remembered, so a file of
+// {"request": {...}} or {"body": "<json string>"} lines costs one extra lookup, not a search).
+// Memory is bounded by the longest line (MaxLine).
+type RequestReader struct {
+	r       *bufio.Reader
+	line    int64
+	maxLine int
+	buf     []byte
+	// bodyKey is the key path where the last export line held its body.
+	bodyKey []string
+}
+
+// NewRequestReader returns a reader over r with lines up to maxLine bytes (DefaultMaxLine when
+// maxLine <= 0).
+func NewRequestReader(r io.Reader, maxLine int) *RequestReader {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	return &RequestReader{r: bufio.NewReaderSize(r, 256<<10), maxLine: maxLine}
+}
+
+// BodyKey reports the key path of the body in a gateway export ("" for plain bodies).
+func (rr *RequestReader) BodyKey() string { return strings.Join(rr.bodyKey, ".") }
+
+// Next returns the next request. Blank lines are skipped. At the end it returns io.EOF; for a
+// bad line it returns a *LineError and the caller may go on reading.
+func (rr *RequestReader) Next() (*Request, error) {
+	for {
+		line, err := rr.readLine()
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		req, perr := rr.parse(line)
+		if perr != nil {
+			return nil, &LineError{Line: rr.line, Err: perr}
+		}
+		req.Line = rr.line
+		return req, nil
+	}
+}
+
+// readLine returns the next line without its newline, or a LineError for an overlong line
+// (which is skipped).
+func (rr *RequestReader) readLine() ([]byte, error) {
+	rr.buf = rr.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := rr.r.ReadSlice('\n')
+		if !tooLong {
+			if len(rr.buf)+len(chunk) > rr.maxLine+1 {
+				tooLong = true
+				rr.buf = rr.buf[:0]
+			} else {
+				rr.buf = append(rr.buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			rr.line++
+			if tooLong {
+				return nil, &LineError{Line: rr.line, Err: fmt.Errorf("%w of %d bytes: raise --max-line", ErrLineTooLong, rr.maxLine)}
+			}
+			return rr.buf[:len(rr.buf)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(rr.buf) == 0 && !tooLong {
+				return nil, io.EOF
+			}
+			rr.line++
+			if tooLong {
+				return nil, &LineError{Line: rr.line, Err: fmt.Errorf("%w of %d bytes: raise --max-line", ErrLineTooLong, rr.maxLine)}
+			}
+			return rr.buf, nil
+		default:
+			return nil, fmt.Errorf("read line %d: %w", rr.line+1, err)
+		}
+	}
+}
+
+// wireBody holds the fields of an OpenAI request body that the audit reads. Messages decode in
+// the same pass as the body (one validation of the line, not one per nesting level).
+type wireBody struct {
+	Model     json.RawMessage `json:"model"`
+	Messages  *[]wireMessage  `json:"messages"`
+	Prompt    json.RawMessage `json:"prompt"`
+	Tools     json.RawMessage `json:"tools"`
+	User      json.RawMessage `json:"user"`
+	SessionID json.RawMessage `json:"session_id"`
+	Metadata  json.RawMessage `json:"metadata"`
+}
+
+// decodeBody decodes a request body. found is false when data is a valid object with neither
+// messages nor prompt (an export record, say).
+func decodeBody(data []byte) (b wireBody, found bool, err error) {
+	if err := json.Unmarshal(data, &b); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return b, false, fmt.Errorf("invalid JSON: %w", err)
+		}
+		return b, false, diagnose(data, err)
+	}
+	return b, b.Messages != nil || len(b.Prompt) > 0 && string(b.Prompt) != "null", nil
+}
+
+// diagnose names the field of a body that did not decode.
+func diagnose(data []byte, err error) error {
+	var loose struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(data, &loose) != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	var msgs []json.RawMessage
+	if len(loose.Messages) > 0 && json.Unmarshal(loose.Messages, &msgs) != nil {
+		return errors.New("messages: want a list of {role, content}")
+	}
+	for i, raw := range msgs {
+		var m wireMessage
+		if e := json.Unmarshal(raw, &m); e != nil {
+			var ce contentError
+			if errors.As(e, &ce) {
+				return fmt.Errorf("messages[%d].content: %v", i, ce.err)
+			}
+			return fmt.Errorf("messages[%d]: %v", i, e)
+		}
+	}
+	return fmt.Errorf("unexpected field type: %w", err)
+}
+
+// sessionKeys are the keys that carry a session or conversation id, in an export line, in a
+// body's metadata, or in a headers map (LiteLLM, OpenAI metadata, gateway conventions).
+var sessionKeys = []string{
+	"session_id", "sessionId", "conversation_id", "conversationId", "thread_id",
+	"x-session-id", "x-litellm-session-id", "x-litellm-trace-id", "litellm_session_id",
+	"litellm_trace_id", "trace_id",
+}
+
+func (rr *RequestReader) parse(line []byte) (*Request, error) {
+	if line[0] != '{' {
+		return nil, errors.New("not a JSON object: want one request body (or export record) per line")
+	}
+	b, found, err := decodeBody(line)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		rr.bodyKey = nil
+		return b.request()
+	}
+	outer, raw, err := rr.findBody(line)
+	if err != nil {
+		return nil, err
+	}
+	if b, _, err = decodeBody(raw); err != nil {
+		return nil, fmt.Errorf("body under %q: %w", rr.BodyKey(), err)
+	}
+	req, err := b.request()
+	if err != nil {
+		return nil, err
+	}
+	if req.Session == "" {
+		req.Session = sessionFrom(outer)
+	}
+	return req, nil
+}
+
+// findBody looks for the request body under a key of an export record: first where the last
+// record had it, then one and two levels down. A body may also be a JSON string.
+func (rr *RequestReader) findBody(line []byte) (map[string]json.RawMessage, []byte, error) {
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(line, &outer); err != nil {
+		return nil, nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if rr.bodyKey != nil {
+		if b, ok := bodyAt(outer, rr.bodyKey); ok {
+			return outer, b, nil
+		}
+	}
+	for _, k := range sortedKeys(outer) {
+		if b, ok := bodyAt(outer, []string{k}); ok {
+			rr.bodyKey = []string{k}
+			return outer, b, nil
+		}
+	}
+	for _, k := range sortedKeys(outer) {
+		inner, ok := asObject(outer[k])
+		if !ok {
+			continue
+		}
+		for _, k2 := range sortedKeys(inner) {
+			if b, ok := bodyAt(inner, []string{k2}); ok {
+				rr.bodyKey = []string{k, k2}
+				return outer, b, nil
+			}
+		}
+	}
+	return nil, nil, errors.New("no request body: want an object with messages or prompt, at the top or under a key")
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Likely body keys first so that a record with several objects picks the request.
+	rank := func(k string) int {
+		switch strings.ToLower(k) {
+		case "body", "request", "request_body", "requestbody", "payload", "input", "data":
+			return 0
+		}
+		return 1
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && (rank(keys[j]) < rank(keys[j-1]) || rank(keys[j]) == rank(keys[j-1]) && keys[j] < keys[j-1]); j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// asObject decodes raw as an object, also when it is a string holding a JSON object.
+func asObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false
+		}
+		raw = []byte(strings.TrimSpace(s))
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// bodyAt returns the JSON of the object at path when it has messages or a prompt (an object
+// held in a JSON string is unquoted first).
+func bodyAt(m map[string]json.RawMessage, path []string) ([]byte, bool) {
+	cur := m
+	for i, k := range path {
+		raw := bytes.TrimSpace(cur[k])
+		if len(raw) > 0 && raw[0] == '"' {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return nil, false
+			}
+			raw = []byte(strings.TrimSpace(s))
+		}
+		obj, ok := asObject(raw)
+		if !ok {
+			return nil, false
+		}
+		if i < len(path)-1 {
+			cur = obj
+			continue
+		}
+		if _, ok := obj["messages"]; !ok {
+			if _, ok := obj["prompt"]; !ok {
+				return nil, false
+			}
+		}
+		return raw, true
+	}
+	return nil, false
+}
+
+// sessionFrom finds a session id among an object's members, its metadata and its headers.
+func sessionFrom(m map[string]json.RawMessage) string {
+	for _, k := range sessionKeys {
+		if s := stringOrNumber(m[k]); s != "" {
+			return s
+		}
+	}
+	for _, k := range []string{"metadata", "headers", "request_headers", "proxy_server_request"} {
+		if inner, ok := asObject(m[k]); ok {
+			for _, sk := range sessionKeys {
+				if s := stringOrNumber(inner[sk]); s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func stringOrNumber(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+type wireMessage struct {
+	Role         string          `json:"role"`
+	Content      wireContent     `json:"content"`
+	CacheControl json.RawMessage `json:"cache_control"`
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+}
+
+// wireContent is a message content decoded in place: a string, null, or a list of parts.
+type wireContent struct {
+	text   string
+	marked bool
+}
+
+type contentError struct{ err error }
+
+func (e contentError) Error() string { return "content: " + e.err.Error() }
+
+// UnmarshalJSON reads the content; a string without escapes is taken as is, since the
+// surrounding decode has already validated it.
+func (c *wireContent) UnmarshalJSON(raw []byte) error {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		c.text = string(raw[1 : len(raw)-1])
+		return nil
+	}
+	text, marked, err := contentText(raw)
+	if err != nil {
+		return contentError{err}
+	}
+	c.text, c.marked = text, marked
+	return nil
+}
+
+type wirePart struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+func (b wireBody) request() (*Request, error) {
+	req := &Request{Model: stringOrNumber(b.Model)}
+	if len(b.Tools) > 0 && string(b.Tools) != "null" {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b.Tools); err == nil {
+			req.Tools = buf.String()
+		}
+	}
+	req.Session = stringOrNumber(b.SessionID)
+	if req.Session == "" && len(b.Metadata) > 0 {
+		if m, ok := asObject(b.Metadata); ok {
+			req.Session = sessionFrom(m)
+		}
+	}
+	switch {
+	case b.Messages != nil:
+		req.Chat = true
+		msgs := *b.Messages
+		req.Messages = make([]Message, len(msgs))
+		for i, m := range msgs {
+			text := m.Content.text
+			if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+				var buf bytes.Buffer
+				if json.Compact(&buf, m.ToolCalls) == nil {
+					text += buf.String()
+				}
+			}
+			if m.Content.marked || (len(m.CacheControl) > 0 && string(m.CacheControl) != "null") {
+				req.CacheControl++
+				if i == len(msgs)-1 {
+					req.CacheControlLast = true
+				}
+			}
+			req.Messages[i] = Message{Role: m.Role, Content: text}
+		}
+	case len(b.Prompt) > 0 && string(b.Prompt) != "null":
+		var s string
+		if err := json.Unmarshal(b.Prompt, &s); err == nil {
+			req.Prompt = s
+			break
+		}
+		var list []string
+		if err := json.Unmarshal(b.Prompt, &list); err == nil && len(list) > 0 {
+			// A batch of prompts: the audit reads the first, as a router would route each.
+			req.Prompt = list[0]
+			break
+		}
+		return nil, errors.New("prompt: want a string or a list of strings (token-id prompts are not supported)")
+	default:
+		return nil, errors.New("no messages and no prompt")
+	}
+	if u := stringOrNumber(b.User); req.Session == "" && u != "" {
+		// OpenAI's user field names the end user; lacking a session id it is the best grouping.
+		req.Session = "user:" + u
+	}
+	return req, nil
+}
+
+// contentText reads a message content: a string, null, or a list of parts.
+func contentText(raw json.RawMessage) (string, bool, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, err
+		}
+		return s, false, nil
+	}
+	var parts []wirePart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", false, errors.New("want a string or a list of parts")
+	}
+	var sb strings.Builder
+	marked := false
+	for _, p := range parts {
+		if len(p.CacheControl) > 0 && string(p.CacheControl) != "null" {
+			marked = true
+		}
+		switch p.Type {
+		case "text", "input_text", "":
+			sb.WriteString(p.Text)
+		default:
+			sb.WriteString("<" + p.Type + ">")
+		}
+	}
+	return sb.String(), marked, nil
+}

@@ -1,0 +1,163 @@
+package audit
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readAll(t *testing.T, in string, maxLine int) ([]*Request, []error, string) {
+	t.Helper()
+	rr := NewRequestReader(strings.NewReader(in), maxLine)
+	var reqs []*Request
+	var errs []error
+	for {
+		req, err := rr.Next()
+		if errors.Is(err, io.EOF) {
+			return reqs, errs, rr.BodyKey()
+		}
+		var le *LineError
+		if errors.As(err, &le) {
+			errs = append(errs, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		reqs = append(reqs, req)
+	}
+}
+
+func TestRequestReader(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []Request
+		wantKey string
+	}{
+		{
+			name: "chat body",
+			in:   `{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}],"user":"u1"}`,
+			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"system", "S"}, {"user", "a<image_url>b"}}, Session: "user:u1"}},
+		},
+		{
+			name: "completion, list prompt, blank lines",
+			in:   "\n{\"prompt\":\"hello\"}\n\n{\"prompt\":[\"first\",\"second\"]}\n",
+			want: []Request{{Line: 2, Prompt: "hello"}, {Line: 4, Prompt: "first"}},
+		},
+		{
+			name:    "export with body object and session",
+			in:      `{"id":"r1","session_id":"s-1","request":{"model":"m","messages":[{"role":"user","content":"q"}]}}`,
+			want:    []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"user", "q"}}, Session: "s-1"}},
+			wantKey: "request",
+		},
+		{
+			name:    "export with body as a JSON string and header session",
+			in:      `{"headers":{"x-litellm-session-id":"abc"},"body":"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}"}`,
+			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "abc"}},
+			wantKey: "body",
+		},
+		{
+			name:    "export nested two levels",
+			in:      `{"log":{"payload":{"messages":[{"role":"user","content":"q"}],"metadata":{"conversation_id":7}}}}`,
+			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "7"}},
+			wantKey: "log.payload",
+		},
+		{
+			name: "cache_control on the last message",
+			in:   `{"messages":[{"role":"system","content":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"q","cache_control":{"type":"ephemeral"}}]}`,
+			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"system", "S"}, {"user", "q"}}, CacheControl: 2, CacheControlLast: true}},
+		},
+		{
+			name: "tools and tool calls are part of the prefix",
+			in:   `{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1"}]}],"tools":[ {"type":"function"} ]}`,
+			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"assistant", `[{"id":"c1"}]`}}, Tools: `[{"type":"function"}]`}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reqs, errs, key := readAll(t, tt.in, 0)
+			if len(errs) > 0 {
+				t.Fatalf("line errors: %v", errs)
+			}
+			got := make([]Request, len(reqs))
+			for i, r := range reqs {
+				got[i] = *r
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+			if key != tt.wantKey {
+				t.Errorf("body key = %q, want %q", key, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestRequestReaderBadLines(t *testing.T) {
+	in := strings.Join([]string{
+		`not json`,
+		`{"messages":`,
+		`{"other":1}`,
+		`{"messages":[{"role":"user","content":5}]}`,
+		`{"prompt":[1,2,3]}`,
+		`{"prompt":"` + strings.Repeat("x", 200) + `"}`,
+		`{"prompt":"ok"}`,
+		`[1,2]`,
+	}, "\n")
+	reqs, errs, _ := readAll(t, in, 100)
+	if len(reqs) != 1 || reqs[0].Prompt != "ok" || reqs[0].Line != 7 {
+		t.Errorf("requests = %+v, want only line 7", reqs)
+	}
+	wants := []string{
+		"line 1: not a JSON object",
+		"line 2: invalid JSON",
+		"line 3: no request body",
+		"line 4: messages[0].content",
+		"line 5: prompt: want a string",
+		"line 6: line longer than the limit",
+		"line 8: not a JSON object",
+	}
+	if len(errs) != len(wants) {
+		t.Fatalf("errors = %v, want %d", errs, len(wants))
+	}
+	for i, w := range wants {
+		if !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("error %d = %q, want it to contain %q", i, errs[i], w)
+		}
+	}
+	if !errors.Is(errs[5], ErrLineTooLong) {
+		t.Errorf("overlong line error %v does not wrap ErrLineTooLong", errs[5])
+	}
+}
+
+func TestRenderLocate(t *testing.T) {
+	req := &Request{Chat: true, Tools: `[1]`, Messages: []Message{{"system", "abc"}, {"user", "hello"}}}
+	l := Render(req)
+	if want := "<|tools|>[1]\n<|system|>\nabc\n<|user|>\nhello\n"; l.Text != want {
+		t.Fatalf("text = %q, want %q", l.Text, want)
+	}
+	tests := []struct {
+		off, msg, within int
+	}{
+		{0, -1, 0},
+		{l.Starts[0] + 1, 0, 1},
+		{l.Starts[1] + 4, 1, 4},
+	}
+	for _, tt := range tests {
+		msg, within := l.Locate(tt.off)
+		if msg != tt.msg || within != tt.within {
+			t.Errorf("Locate(%d) = %d, %d; want %d, %d", tt.off, msg, within, tt.msg, tt.within)
+		}
+	}
+	ids := EstimateIDs("abcdefghi", nil)
+	if len(ids) != 3 || EstimateTokens(9) != 3 {
+		t.Errorf("EstimateIDs gives %d ids, EstimateTokens(9) = %d; want 3 and 3", len(ids), EstimateTokens(9))
+	}
+	if again := EstimateIDs("abcdefghi", nil); !cmp.Equal(ids, again) {
+		t.Error("the estimate is not deterministic")
+	}
+}

@@ -1,0 +1,735 @@
+package audit
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Defaults for the request audit's bounds.
+const (
+	DefaultBlockSize = 16
+	// DefaultMaxBlocks bounds the prefix index: about 40 bytes per block, so 4M blocks hold
+	// the index under about 200 MB however long the input.
+	DefaultMaxBlocks = 4_000_000
+	// maxSamples bounds the block texts kept to explain divergences (one block of estimated
+	// text each: 64 bytes at block size 16, so about 25 MB with the map).
+	maxSamples = 250_000
+	// maxSites bounds the distinct divergence sites reported.
+	maxSites = 2_000
+	// maxLineErrors is how many bad lines are quoted; the rest are only counted.
+	maxLineErrors = 5
+)
+
+// RequestOptions configures AuditRequests.
+type RequestOptions struct {
+	// BlockSize is the engine's block size in tokens (DefaultBlockSize when 0).
+	BlockSize int
+	// MaxBlocks bounds the prefix index (DefaultMaxBlocks when 0). When it is full, new blocks
+	// are no longer indexed and the reuse figures become lower bounds (Summary.Capped).
+	MaxBlocks int
+	// Tokenizer gives the token ids (Estimator when nil).
+	Tokenizer Tokenizer
+	// Concurrency bounds the tokenize calls in flight for an exact tokenizer (default 8).
+	Concurrency int
+	// MaxLine is the longest accepted line (DefaultMaxLine when 0).
+	MaxLine int
+	// Progress, when set, is called after every 10,000 requests with the count so far.
+	Progress func(requests int64)
+}
+
+// Summary is what the request audit found over one request set. Token figures are estimated
+// unless Exact is true.
+type Summary struct {
+	Exact     bool
+	BlockSize int
+	// BodyKey is where a gateway export held the request body ("" for plain bodies).
+	BodyKey string
+
+	Requests, Chat, Completion int64
+	// Short counts requests shorter than one block: nothing of them can be cached.
+	Short int64
+	// Skipped counts unusable lines; LineErrors quotes the first few.
+	Skipped    int64
+	LineErrors []string
+
+	PromptTokens int64
+	// CacheableTokens is the prompt tokens an unbounded prefix cache shared by every replica
+	// would serve from cache, in order of arrival (the last token of a prompt never is).
+	CacheableTokens int64
+	// CrossSessionTokens and WithinSessionTokens split CacheableTokens by whether the block was
+	// first stored by another session (a KV-aware router helps) or by the same one (session
+	// affinity is enough). Without session ids every hit counts as cross-session.
+	CrossSessionTokens, WithinSessionTokens int64
+	Sessions                                int64
+	// FollowUps counts requests of a session seen before (later turns); FollowUpCacheable of
+	// their FollowUpTokens were served from cache; FollowUpFirstBlockChanged counts those whose
+	// first block differs from their session's previous request, so that even session affinity
+	// cannot help them.
+	FollowUps, FollowUpTokens, FollowUpCacheable int64
+	FollowUpFirstBlockChanged                    int64
+
+	// UniqueFirstBlock counts requests (of at least one block) whose first block no other
+	// request shares.
+	UniqueFirstBlock int64
+	// SharedPrefix is the distribution of the reusable prefix per request, in blocks.
+	SharedPrefix []Bucket
+	// Sites are where requests first diverged from earlier ones, most frequent first.
+	Sites []Site
+
+	CacheControlRequests, CacheControlLast int64
+	// Capped is true when the prefix index reached MaxBlocks; UnindexedBlocks were not indexed.
+	Capped          bool
+	UnindexedBlocks int64
+}
+
+// Bucket is one bar of a distribution: requests whose value lies in [Min, Max] (Max -1 means
+// no upper bound).
+type Bucket struct {
+	Min, Max int
+	Requests int64
+}
+
+// Site is a place where requests leave the shared prefix: the message, the character offset in
+// it, the block, and the likely cause judged from the text there.
+type Site struct {
+	Message int // -1 for the tools preamble
+	Role    string
+	Offset  int
+	Block   int
+	Cause   string
+	Count   int64
+	// Example is the text at the divergence in the first request seen there, Other the text
+	// the earlier request had, and Line the example's input line.
+	Example, Other string
+	Line           int64
+}
+
+// Findings turns the summary into findings.
+func (s *Summary) Findings(subject string) []Finding {
+	var out []Finding
+	est := !s.Exact
+	add := func(sev finding.Severity, code, msg, fix string) *Finding {
+		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject},
+			File: subject, Estimated: est, Fix: fix, Block: -1, Frequency: Unknown})
+		return &out[len(out)-1]
+	}
+	// at fills a finding's position from the site where requests diverge.
+	at := func(f *Finding, st Site, p Position) {
+		f.Block, f.Position, f.Expression, f.Line = st.Block, p, st.Example, int(st.Line)
+		f.TokensBefore = st.Block * s.BlockSize
+		switch st.Cause {
+		case "date/time":
+			f.Kind = KindDate
+		case "uuid", "id":
+			f.Kind = KindID
+		default:
+			f.Kind = KindVariable
+		}
+	}
+	withBlock := s.Requests - s.Short
+	if withBlock > 0 && s.UniqueFirstBlock > 0 {
+		frac := float64(s.UniqueFirstBlock) / float64(withBlock)
+		sev := finding.Info
+		switch {
+		case frac >= 0.5:
+			sev = finding.Error
+		case frac >= 0.1:
+			sev = finding.Warning
+		}
+		msg := fmt.Sprintf("%.1f%% of requests have a first block no other request shares: their chain breaks at block 0", frac*100)
+		var site *Site
+		if len(s.Sites) > 0 && s.Sites[0].Block == 0 {
+			site = &s.Sites[0]
+			msg += fmt.Sprintf("; most often at %s, offset %d (%s, e.g. %q)", site.Where(), site.Offset, site.Cause, site.Example)
+		}
+		f := add(sev, "audit/unique-first-block", msg, "move per-request values (dates, ids, user data) out of the start of the prompt: to the end, a later message or a tool result")
+		f.Position, f.Block = Breaker, 0
+		if site != nil {
+			at(f, *site, Breaker)
+		}
+	}
+	if len(s.Sites) > 0 && withBlock > 0 {
+		// Where most requests leave the shared prefix early, in the first message or the
+		// tools, on a value that looks generated, the prompt builder is the cause.
+		st := s.Sites[0]
+		share := float64(st.Count) / float64(withBlock)
+		if st.Block > 0 && st.Block <= 3 && st.Message <= 0 && share >= 0.1 {
+			sev := finding.Warning
+			if share >= 0.5 && st.Cause != "text" {
+				sev = finding.Error
+			}
+			f := add(sev, "audit/early-divergence",
+				fmt.Sprintf("%.1f%% of requests leave the shared prefix at %s, offset %d, block %d: %s (e.g. %q where an earlier request had %q)",
+					share*100, st.Where(), st.Offset, st.Block, st.Cause, st.Example, st.Other),
+				"move the changing value out of the first message: to the end of the prompt, the last user message or a tool result")
+			at(f, st, Early)
+		}
+	}
+	if s.FollowUps > 0 && s.FollowUpFirstBlockChanged > 0 {
+		share := float64(s.FollowUpFirstBlockChanged) / float64(s.FollowUps)
+		sev := finding.Info
+		switch {
+		case share >= 0.5:
+			sev = finding.Error
+		case share >= 0.1:
+			sev = finding.Warning
+		}
+		f := add(sev, "audit/session-first-block",
+			fmt.Sprintf("in %.1f%% of later turns the first block differs from the same session's previous request: not even session affinity can reuse their prefix", share*100),
+			"keep the start of the prompt identical across the turns of a session; put per-call values at the end")
+		f.Position, f.Block = Breaker, 0
+	}
+	if s.CacheControlLast > 0 {
+		add(finding.Warning, "audit/cache-control-last",
+			fmt.Sprintf("%d requests carry a cache_control marker on the last message: LiteLLM's prompt_caching pins by the prefix up to the last marker, so these never hit", s.CacheControlLast),
+			"put cache_control on the last message of the shared prefix (the system prompt or the last stable turn), not on the newest message")
+	}
+	if s.Skipped > 0 {
+		add(finding.Warning, "audit/skipped-lines", fmt.Sprintf("%d lines were not usable requests and were skipped (first: %s)", s.Skipped, strings.Join(s.LineErrors, "; ")), "check the log format: one JSON request body or export record per line")
+	}
+	if s.Capped {
+		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks were not indexed, so reuse figures are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 40 bytes each)")
+	}
+	return out
+}
+
+// Where names the site's message for people.
+func (st Site) Where() string {
+	if st.Message < 0 {
+		return "the tools"
+	}
+	return fmt.Sprintf("message %d (%s)", st.Message, st.Role)
+}
+
+// chain is a prefix index over block chains: a block is known by the hash of its tokens and its
+// parent's hash, as in vLLM, so a flat map is the trie.
+type chain struct {
+	bs    int
+	max   int
+	seed  maphash.Seed
+	nodes map[uint64]node
+	buf   []byte
+}
+
+type node struct {
+	session uint64
+	count   uint32
+	depth0  bool
+}
+
+// walk is what one request's pass over a chain found: its full blocks, the leading hits (split
+// by who stored them), and the block where it left the indexed prefix (-1 if it never did).
+type walk struct {
+	blocks, hits  int
+	cross, within int
+	divBlock      int
+}
+
+func newChain(bs, max int, seed maphash.Seed) *chain {
+	return &chain{bs: bs, max: max, seed: seed, nodes: make(map[uint64]node), buf: make([]byte, 0, 8+4*bs)}
+}
+
+func (c *chain) hash(parent uint64, ids []uint32) uint64 {
+	c.buf = binary.LittleEndian.AppendUint64(c.buf[:0], parent)
+	for _, id := range ids {
+		c.buf = binary.LittleEndian.AppendUint32(c.buf, id)
+	}
+	return maphash.Bytes(c.seed, c.buf)
+}
+
+// add walks ids block by block: leading blocks already indexed are hits, the rest are stored.
+// onNew, when set, is called for each block stored, with its index and its parent's hash.
+func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i int, parent uint64)) walk {
+	w := walk{blocks: len(ids) / c.bs, divBlock: -1}
+	// The last token is always recomputed, so a prompt of exactly k blocks can hit k-1.
+	maxHits := 0
+	if len(ids) > 0 {
+		maxHits = (len(ids) - 1) / c.bs
+	}
+	var parent uint64
+	matching := true
+	for i := range w.blocks {
+		h := c.hash(parent, ids[i*c.bs:(i+1)*c.bs])
+		if matching {
+			if n, ok := c.nodes[h]; ok {
+				n.count++
+				c.nodes[h] = n
+				if w.hits < maxHits {
+					w.hits++
+					if session != 0 && n.session == session {
+						w.within++
+					} else {
+						w.cross++
+					}
+				}
+				parent = h
+				continue
+			}
+			matching = false
+			w.divBlock = i
+		}
+		if len(c.nodes) >= c.max {
+			*unindexed += int64(w.blocks - i)
+			break
+		}
+		c.nodes[h] = node{session: session, count: 1, depth0: i == 0}
+		if onNew != nil {
+			onNew(i, parent)
+		}
+		parent = h
+	}
+	return w
+}
+
+// Analysis accumulates the request audit one request at a time; AuditRequests drives it over a
+// stream, and a simulator can feed it directly.
+type Analysis struct {
+	s         Summary
+	seed      maphash.Seed
+	text      *chain // estimated chain: locates divergences in the text
+	exact     *chain // the engine's chain when tokens are exact
+	samples   map[uint64]string
+	sites     map[siteKey]*Site
+	sessions  map[uint64]uint64 // session -> first-block hash of its latest request
+	hist      []int64
+	idsBuf    []uint32
+	unindexed int64
+	progress  func(int64)
+}
+
+type siteKey struct {
+	msg   int
+	cause string
+	block int
+}
+
+// histEdges are the lower bounds of the shared-prefix buckets, in blocks.
+var histEdges = []int{0, 1, 2, 4, 8, 16, 64, 256}
+
+// NewAnalysis returns an empty analysis for the given block size and index bound.
+func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
+	if blockSize <= 0 {
+		blockSize = DefaultBlockSize
+	}
+	if maxBlocks <= 0 {
+		maxBlocks = DefaultMaxBlocks
+	}
+	a := &Analysis{
+		seed:     maphash.MakeSeed(),
+		samples:  make(map[uint64]string),
+		sites:    make(map[siteKey]*Site),
+		sessions: make(map[uint64]uint64),
+		hist:     make([]int64, len(histEdges)),
+	}
+	a.s.BlockSize = blockSize
+	a.s.Exact = exact
+	a.text = newChain(blockSize, maxBlocks, a.seed)
+	if exact {
+		a.exact = newChain(blockSize, maxBlocks, a.seed)
+	}
+	return a
+}
+
+// Add accounts one request. With exact tokens, toks holds the engine's ids; the estimated
+// layout is still used to say where in the text a divergence lies.
+func (a *Analysis) Add(req *Request, toks Tokens) {
+	s := &a.s
+	s.Requests++
+	if req.Chat {
+		s.Chat++
+	} else {
+		s.Completion++
+	}
+	if req.CacheControl > 0 {
+		s.CacheControlRequests++
+	}
+	if req.CacheControlLast {
+		s.CacheControlLast++
+	}
+	var sess uint64
+	if req.Session != "" {
+		sess = maphash.String(a.seed, req.Session) | 1
+	}
+	l := Render(req)
+	a.idsBuf = EstimateIDs(l.Text, a.idsBuf[:0])
+	span := a.s.BlockSize * BytesPerToken
+	var div *Site
+	// With exact tokens the engine's chain is the one whose bound matters for the figures.
+	unindexed := &a.unindexed
+	if a.exact != nil {
+		unindexed = new(int64)
+	}
+	tw := a.text.add(a.idsBuf, sess, unindexed, func(i int, parent uint64) {
+		// Keep this block's text as the sample later requests leaving the prefix at the
+		// same parent are compared with; the first block stored is where this request left.
+		mine := l.Text[i*span : min((i+1)*span, len(l.Text))]
+		if other, ok := a.samples[parent]; ok && div == nil {
+			div = a.siteFor(req, l, i, mine, other)
+		} else if !ok && len(a.samples) < maxSamples {
+			a.samples[parent] = strings.Clone(mine)
+		}
+	})
+	w, ids := tw, a.idsBuf
+	if a.exact != nil {
+		ids = toks.IDs
+		w = a.exact.add(ids, sess, &a.unindexed, nil)
+	}
+	s.PromptTokens += int64(len(ids))
+	if sess != 0 {
+		a.followUp(sess, ids, w)
+	}
+	if w.blocks == 0 {
+		s.Short++
+		return
+	}
+	bs := int64(a.s.BlockSize)
+	s.CacheableTokens += int64(w.hits) * bs
+	s.CrossSessionTokens += int64(w.cross) * bs
+	s.WithinSessionTokens += int64(w.within) * bs
+	for i := len(histEdges) - 1; i >= 0; i-- {
+		if w.hits >= histEdges[i] {
+			a.hist[i]++
+			break
+		}
+	}
+	if div != nil {
+		if a.exact != nil {
+			// The block where the engine's chain leaves the prefix; the text location is
+			// the estimate's.
+			div.Block = w.divBlock
+		}
+		a.addSite(*div)
+	}
+	if a.progress != nil && a.s.Requests%10000 == 0 {
+		a.progress(a.s.Requests)
+	}
+}
+
+// followUp accounts a request of a session: whether it is a later turn, how much of it the
+// cache serves, and whether its first block changed since the session's previous request.
+func (a *Analysis) followUp(sess uint64, ids []uint32, w walk) {
+	s := &a.s
+	bs := a.s.BlockSize
+	var first uint64
+	if len(ids) >= bs {
+		c := a.text
+		if a.exact != nil {
+			c = a.exact
+		}
+		first = c.hash(0, ids[:bs])
+	}
+	prev, seen := a.sessions[sess]
+	if seen {
+		s.FollowUps++
+		s.FollowUpTokens += int64(len(ids))
+		s.FollowUpCacheable += int64(w.hits * bs)
+		if prev != 0 && first != 0 && prev != first {
+			s.FollowUpFirstBlockChanged++
+		}
+	}
+	if seen || len(a.sessions) < a.text.max {
+		a.sessions[sess] = first
+	}
+}
+
+// siteFor describes where req left the shared prefix at block i, comparing its text there
+// with the text an earlier request had.
+func (a *Analysis) siteFor(req *Request, l Layout, i int, mine, other string) *Site {
+	k := 0
+	for k < len(mine) && k < len(other) && mine[k] == other[k] {
+		k++
+	}
+	off := i*a.s.BlockSize*BytesPerToken + k
+	msg, within := l.Locate(off)
+	example, cause := around(l.Text, off)
+	otherEx, _ := around(other, k)
+	role := "tools"
+	if msg >= 0 {
+		role = l.Roles[msg]
+	}
+	return &Site{Message: msg, Role: role, Offset: within, Block: i, Cause: cause, Count: 1, Example: example, Other: otherEx, Line: req.Line}
+}
+
+func (a *Analysis) addSite(st Site) {
+	key := siteKey{msg: st.Message, cause: st.Cause, block: st.Block}
+	if old, ok := a.sites[key]; ok {
+		old.Count++
+		return
+	}
+	if len(a.sites) >= maxSites {
+		return
+	}
+	a.sites[key] = &st
+}
+
+var (
+	reDate   = regexp.MustCompile(`(?i)\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}(:\d{2})?|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b.{0,4}\d{1,4}|\d{1,2}[ /.-](jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\b(today|date|time)\b`)
+	reUUID   = regexp.MustCompile(`(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	reHexID  = regexp.MustCompile(`(?i)\b(?:[a-z_]*[-_])?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b[a-z]+[_-][0-9a-z]{6,}\b`)
+	reNumber = regexp.MustCompile(`\d`)
+)
+
+// around returns the text near off (the word it falls in and a little context) and the likely
+// kind of value that differs there.
+func around(text string, off int) (string, string) {
+	lo := max(0, off-24)
+	hi := min(len(text), off+24)
+	// Widen to the whole token the difference falls in.
+	ws := off
+	for ws > 0 && ws > off-40 && isWordByte(text[ws-1]) {
+		ws--
+	}
+	we := off
+	for we < len(text) && we < off+48 && isWordByte(text[we]) {
+		we++
+	}
+	word := text[ws:we]
+	ctx := text[lo:hi]
+	ctx = strings.ToValidUTF8(ctx, "")
+	switch {
+	case reUUID.MatchString(text[max(0, off-36):min(len(text), off+36)]):
+		return ctx, "uuid"
+	case reDate.MatchString(text[max(0, off-16):min(len(text), off+16)]):
+		return ctx, "date/time"
+	case reHexID.MatchString(word):
+		return ctx, "id"
+	case reNumber.MatchString(word):
+		return ctx, "number"
+	}
+	return ctx, "text"
+}
+
+func isWordByte(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '-' || b == '_' || b == ':' || b == '.'
+}
+
+// Summary returns the figures so far.
+func (a *Analysis) Summary() Summary {
+	s := a.s
+	s.Sessions = int64(len(a.sessions))
+	s.UnindexedBlocks = a.unindexed
+	s.Capped = a.unindexed > 0
+	c := a.text
+	if a.exact != nil {
+		c = a.exact
+	}
+	for _, n := range c.nodes {
+		if n.depth0 && n.count == 1 {
+			s.UniqueFirstBlock++
+		}
+	}
+	s.SharedPrefix = make([]Bucket, len(histEdges))
+	for i, lo := range histEdges {
+		hi := -1
+		if i+1 < len(histEdges) {
+			hi = histEdges[i+1] - 1
+		}
+		s.SharedPrefix[i] = Bucket{Min: lo, Max: hi, Requests: a.hist[i]}
+	}
+	s.Sites = make([]Site, 0, len(a.sites))
+	for _, st := range a.sites {
+		s.Sites = append(s.Sites, *st)
+	}
+	slices.SortFunc(s.Sites, func(x, y Site) int {
+		if x.Count != y.Count {
+			if x.Count > y.Count {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Line - y.Line)
+	})
+	if len(s.Sites) > 20 {
+		s.Sites = s.Sites[:20]
+	}
+	if s.LineErrors == nil {
+		s.LineErrors = []string{}
+	}
+	return s
+}
+
+func (a *Analysis) lineError(err error) {
+	a.s.Skipped++
+	if len(a.s.LineErrors) < maxLineErrors {
+		a.s.LineErrors = append(a.s.LineErrors, err.Error())
+	}
+}
+
+// AuditRequests streams JSONL requests from r and returns the summary. Memory is bounded by
+// MaxLine, MaxBlocks and the tokenizer's in-flight requests, not by the input's length.
+func AuditRequests(ctx context.Context, r io.Reader, opts RequestOptions) (Summary, error) {
+	tok := opts.Tokenizer
+	if tok == nil {
+		tok = Estimator{}
+	}
+	a := NewAnalysis(opts.BlockSize, opts.MaxBlocks, tok.Exact())
+	a.progress = opts.Progress
+	rr := NewRequestReader(r, opts.MaxLine)
+	var err error
+	if tok.Exact() {
+		err = a.streamExact(ctx, rr, tok, max(1, opts.Concurrency))
+	} else {
+		err = a.streamEstimated(ctx, rr)
+	}
+	if err != nil {
+		return Summary{}, err
+	}
+	s := a.Summary()
+	s.BodyKey = rr.BodyKey()
+	if s.Requests == 0 {
+		if s.Skipped > 0 {
+			return s, fmt.Errorf("no usable request in %d lines (first: %s): want one OpenAI chat or completion body per line, or an export with the body under a key", s.Skipped, strings.Join(s.LineErrors, "; "))
+		}
+		return s, errors.New("no requests in the input")
+	}
+	return s, nil
+}
+
+func (a *Analysis) streamEstimated(ctx context.Context, rr *RequestReader) error {
+	for {
+		if a.s.Requests%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		req, err := rr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var le *LineError
+		if errors.As(err, &le) {
+			a.lineError(le)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		a.Add(req, Tokens{})
+	}
+}
+
+// streamExact tokenizes with bounded concurrency and feeds the analysis in input order, since
+// "first seen" depends on order. Identical conversations are tokenized once while they stay in
+// a small cache.
+func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Tokenizer, n int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		req  *Request
+		key  uint64
+		toks Tokens
+		err  error
+		done chan struct{}
+	}
+	work := make(chan *job, n)
+	order := make(chan *job, 2*n)
+	var (
+		mu    sync.Mutex
+		cache = make(map[uint64][]uint32)
+	)
+	const cacheMax = 4096
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for j := range work {
+				mu.Lock()
+				ids, ok := cache[j.key]
+				mu.Unlock()
+				if ok {
+					j.toks = Tokens{IDs: ids, Exact: true}
+				} else {
+					j.toks, j.err = tok.Tokenize(ctx, j.req)
+					if j.err == nil {
+						mu.Lock()
+						if len(cache) >= cacheMax {
+							clear(cache)
+						}
+						cache[j.key] = j.toks.IDs
+						mu.Unlock()
+					}
+				}
+				close(j.done)
+			}
+		})
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(order)
+		defer close(work)
+		for {
+			req, err := rr.Next()
+			if errors.Is(err, io.EOF) {
+				readErr <- nil
+				return
+			}
+			var le *LineError
+			if errors.As(err, &le) {
+				j := &job{err: le, done: make(chan struct{})}
+				close(j.done)
+				select {
+				case order <- j:
+					continue
+				case <-ctx.Done():
+					readErr <- ctx.Err()
+					return
+				}
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+			j := &job{req: req, key: maphash.String(a.seed, Render(req).Text), done: make(chan struct{})}
+			select {
+			case order <- j:
+			case <-ctx.Done():
+				readErr <- ctx.Err()
+				return
+			}
+			select {
+			case work <- j:
+			case <-ctx.Done():
+				// The job is already queued in order: finish it so the consumer does not wait.
+				j.err = ctx.Err()
+				close(j.done)
+				readErr <- ctx.Err()
+				return
+			}
+		}
+	}()
+	var firstErr error
+	for j := range order {
+		<-j.done
+		if firstErr != nil {
+			continue
+		}
+		var le *LineError
+		var se *ServerError
+		switch {
+		case errors.As(j.err, &le):
+			a.lineError(le)
+		case errors.As(j.err, &se) && se.Status == http.StatusBadRequest:
+			a.lineError(&LineError{Line: j.req.Line, Err: se})
+		case j.err != nil:
+			firstErr = fmt.Errorf("line %d: %w", j.req.Line, j.err)
+			cancel()
+		default:
+			a.Add(j.req, j.toks)
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return <-readErr
+}

@@ -1,0 +1,325 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/fleet"
+)
+
+// chatLine builds one chat request line.
+func chatLine(t testing.TB, session string, msgs ...Message) string {
+	t.Helper()
+	type m struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	body := struct {
+		Messages []m               `json:"messages"`
+		Metadata map[string]string `json:"metadata,omitempty"`
+	}{}
+	for _, x := range msgs {
+		body.Messages = append(body.Messages, m{x.Role, x.Content})
+	}
+	if session != "" {
+		body.Metadata = map[string]string{"session_id": session}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// system128 is a system prompt whose rendered form ("<|system|>\n" + content + "\n") is exactly
+// 128 bytes: two estimated blocks at block size 16.
+var system128 = strings.Repeat("S", 128-len("<|system|>\n")-1)
+
+// user100 is a 100-byte user message that differs from others in a number near its start.
+func user100(n int) string {
+	s := fmt.Sprintf("Where is order %05d? ", n)
+	return s + strings.Repeat("x", 100-len(s))
+}
+
+// TestAuditRequestsFigures checks every figure on a set built so the answer is known: each
+// request renders to 238 bytes (60 estimated tokens, 3 full blocks, at most 3 cacheable
+// blocks since the last token is recomputed); the first two blocks are the shared system prompt.
+func TestAuditRequestsFigures(t *testing.T) {
+	lines := []string{
+		chatLine(t, "s1", Message{"system", system128}, Message{"user", user100(1)}),
+		chatLine(t, "s1", Message{"system", system128}, Message{"user", user100(2)}),
+		chatLine(t, "s2", Message{"system", system128}, Message{"user", user100(3)}),
+		// A different system prompt: a unique first block.
+		chatLine(t, "s3", Message{"system", "Time: 2026-11-30T10:00:00Z " + system128[27:]}, Message{"user", user100(4)}),
+		`{"prompt":"short"}`,
+		`garbage`,
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+	if err != nil {
+		t.Fatalf("AuditRequests: %v", err)
+	}
+	want := Summary{
+		Exact: false, BlockSize: 16,
+		Requests: 5, Chat: 4, Completion: 1, Short: 1, Skipped: 1,
+		LineErrors:   []string{"line 6: not a JSON object: want one request body (or export record) per line"},
+		PromptTokens: 4*60 + 2,
+		// Requests 2 and 3 reuse the two system blocks (32 tokens each).
+		CacheableTokens:     64,
+		WithinSessionTokens: 32,
+		CrossSessionTokens:  32,
+		Sessions:            3,
+		// Request 2 is session s1's second: its 60 tokens, 32 from cache, same first block.
+		FollowUps: 1, FollowUpTokens: 60, FollowUpCacheable: 32,
+		// Request 4's first block is its own.
+		UniqueFirstBlock: 1,
+		SharedPrefix: []Bucket{
+			{0, 0, 2}, {1, 1, 0}, {2, 3, 2}, {4, 7, 0}, {8, 15, 0}, {16, 63, 0}, {64, 255, 0}, {256, -1, 0},
+		},
+	}
+	gotSites := sum.Sites
+	sum.Sites = nil
+	if diff := cmp.Diff(want, sum); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	// Requests 2 and 3 leave the shared prefix in the user message at the order number; request
+	// 4 in the system message at the timestamp.
+	type site struct {
+		Message int
+		Role    string
+		Offset  int
+		Block   int
+		Cause   string
+		Count   int64
+	}
+	var sites []site
+	for _, s := range gotSites {
+		sites = append(sites, site{s.Message, s.Role, s.Offset, s.Block, s.Cause, s.Count})
+	}
+	wantSites := []site{
+		{1, "user", 19, 2, "number", 2},
+		{0, "system", 0, 0, "date/time", 1},
+	}
+	if diff := cmp.Diff(wantSites, sites); diff != "" {
+		t.Errorf("divergence sites (-want +got):\n%s", diff)
+	}
+	fs := sum.Findings("log.jsonl")
+	var codes []string
+	for _, f := range fs {
+		codes = append(codes, f.Code+"/"+f.Severity.String())
+		if !f.Estimated {
+			t.Errorf("finding %s not marked estimated", f.Code)
+		}
+	}
+	if diff := cmp.Diff([]string{"audit/unique-first-block/warning", "audit/skipped-lines/warning"}, codes); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+func TestAuditRequestsCacheControlAndCap(t *testing.T) {
+	var lines []string
+	for i := range 50 {
+		lines = append(lines, fmt.Sprintf(`{"messages":[{"role":"system","content":"%s"},{"role":"user","content":"q%d %s","cache_control":{"type":"ephemeral"}}]}`, system128, i, strings.Repeat("y", 200)))
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{MaxBlocks: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.CacheControlLast != 50 || sum.CacheControlRequests != 50 {
+		t.Errorf("cache_control last = %d, requests = %d; want 50, 50", sum.CacheControlLast, sum.CacheControlRequests)
+	}
+	if !sum.Capped || sum.UnindexedBlocks == 0 {
+		t.Errorf("capped = %v, unindexed = %d; want the 20-block index to overflow", sum.Capped, sum.UnindexedBlocks)
+	}
+	// The shared system blocks were indexed first, so every later request still hits them.
+	if want := int64(49 * 32); sum.CacheableTokens != want {
+		t.Errorf("cacheable = %d, want %d", sum.CacheableTokens, want)
+	}
+	var codes []string
+	for _, f := range sum.Findings("x") {
+		codes = append(codes, f.Code)
+	}
+	if diff := cmp.Diff([]string{"audit/cache-control-last", "audit/index-full"}, codes); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// TestSessionFirstBlock: a timestamp at the very start changes the first block between turns
+// of one session, so even session affinity cannot reuse the prefix.
+func TestSessionFirstBlock(t *testing.T) {
+	var lines []string
+	for turn := range 4 {
+		lines = append(lines, chatLine(t, "only", Message{"system", fmt.Sprintf("%02d:%02d:07 %s", 10, turn, system128)}, Message{"user", user100(turn)}))
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FollowUps != 3 || sum.FollowUpFirstBlockChanged != 3 || sum.FollowUpCacheable != 0 {
+		t.Errorf("follow-ups %d, first block changed %d, cacheable %d; want 3, 3, 0", sum.FollowUps, sum.FollowUpFirstBlockChanged, sum.FollowUpCacheable)
+	}
+	var got []string
+	for _, f := range sum.Findings("x") {
+		got = append(got, f.Code+"/"+f.Severity.String())
+	}
+	want := []string{"audit/unique-first-block/error", "audit/session-first-block/error"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+func TestAuditRequestsErrors(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"empty", "", "no requests in the input"},
+		{"all bad", "x\ny\n", "no usable request in 2 lines"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := AuditRequests(context.Background(), strings.NewReader(tt.in), RequestOptions{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// replica serves the emulated /tokenize and a minimal /metrics with cache_config_info.
+func replica(t *testing.T, blockSize int, prefixCaching string, now func() time.Time) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/tokenize", fleet.TokenizeHandler(fleet.TokenizeOptions{DateLine: true, Now: now}))
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n")
+		fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"auto\",enable_prefix_caching=\"%s\",num_gpu_blocks=\"2048\",prefix_caching_hash_algo=\"sha256\"} 1.0\n", blockSize, prefixCaching)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestExactEndToEnd runs the exact path against the emulated replica: the block size comes
+// from /metrics, the ids from /tokenize, and the template probe finds the date line.
+func TestExactEndToEnd(t *testing.T) {
+	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	srv := replica(t, 32, "True", func() time.Time { return day })
+	s := &Server{BaseURL: srv.URL}
+	ctx := context.Background()
+	cc, err := s.CacheConfig(ctx)
+	if err != nil {
+		t.Fatalf("CacheConfig: %v", err)
+	}
+	if diff := cmp.Diff(CacheConfig{BlockSize: 32, PrefixCaching: true, PrefixCachingKnown: true, HashAlgo: "sha256"}, cc); diff != "" {
+		t.Errorf("cache config (-want +got):\n%s", diff)
+	}
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, chatLine(t, fmt.Sprintf("s%d", i%4), Message{"system", system128 + system128}, Message{"user", user100(i % 10)}))
+	}
+	sum, err := AuditRequests(ctx, strings.NewReader(strings.Join(lines, "\n")), RequestOptions{BlockSize: cc.BlockSize, Tokenizer: s, Concurrency: 4})
+	if err != nil {
+		t.Fatalf("AuditRequests: %v", err)
+	}
+	if !sum.Exact || sum.BlockSize != 32 || sum.Requests != 40 {
+		t.Fatalf("exact = %v, block size = %d, requests = %d; want true, 32, 40", sum.Exact, sum.BlockSize, sum.Requests)
+	}
+	// Compare with the estimate: the same conversations must give the same shape of reuse:
+	// the 10 distinct conversations are stored once and every repeat is served from cache.
+	ids, err := s.Tokenize(ctx, &Request{Chat: true, Messages: []Message{{"system", system128 + system128}, {"user", user100(0)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(ids.IDs)
+	full := int64((n - 1) / 32 * 32)
+	if want := 30 * full; sum.CacheableTokens < want {
+		t.Errorf("cacheable = %d, want at least %d (30 repeats of %d tokens)", sum.CacheableTokens, want, full)
+	}
+	if sum.PromptTokens != int64(40*n) {
+		t.Errorf("prompt tokens = %d, want %d (exact count)", sum.PromptTokens, 40*n)
+	}
+	tpl, fs, err := ProbeServerTemplate(ctx, s, 16)
+	if err != nil {
+		t.Fatalf("ProbeServerTemplate: %v", err)
+	}
+	if len(fs) != 1 {
+		t.Fatalf("probe findings = %+v, want the date line only", fs)
+	}
+	f := fs[0]
+	// Exact: the date lands at token 18-19 with the Llama-3-style header, block 1 at block
+	// size 16, before the system prompt: early, not in block zero.
+	if f.Estimated || f.Block != 1 || f.Position != Early || tpl.Verdict != VerdictEarly || f.Severity != finding.Warning {
+		t.Errorf("probe: %+v, verdict %s; want exact, block 1, early, warning", f, tpl.Verdict)
+	}
+}
+
+func TestExactErrors(t *testing.T) {
+	srv := replica(t, 16, "False", time.Now)
+	s := &Server{BaseURL: srv.URL, Model: "other"}
+	ctx := context.Background()
+	cc, err := s.CacheConfig(ctx)
+	if err != nil || cc.PrefixCaching || !cc.PrefixCachingKnown {
+		t.Errorf("CacheConfig = %+v, %v; want prefix caching known to be off", cc, err)
+	}
+	// A request the server rejects (400) is skipped with the server's message; the rest goes on.
+	long := `{"messages":[{"role":"user","content":"` + strings.Repeat("w ", 9000) + `"}]}`
+	sum, err := AuditRequests(ctx, strings.NewReader(long+"\n"+`{"prompt":"fine"}`), RequestOptions{Tokenizer: s})
+	if err != nil || sum.Requests != 1 || sum.Skipped != 1 || !strings.Contains(sum.LineErrors[0], "line 1: tokenize") || !strings.Contains(sum.LineErrors[0], "maximum context length") {
+		t.Errorf("summary %+v, error %v: want line 1 skipped with the server's message", sum, err)
+	}
+	// Any other failure stops the audit.
+	down := &Server{BaseURL: "http://127.0.0.1:1"}
+	if _, err := AuditRequests(ctx, strings.NewReader(`{"prompt":"x"}`), RequestOptions{Tokenizer: down}); err == nil || !strings.Contains(err.Error(), "line 1: tokenize") {
+		t.Errorf("error = %v, want the connection failure with the line", err)
+	}
+	bad := &Server{BaseURL: srv.URL + "/nowhere"}
+	if _, err := bad.CacheConfig(ctx); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("CacheConfig on a wrong URL: %v, want a 404 error", err)
+	}
+	if _, err := ParseCacheConfig(strings.NewReader("vllm:num_requests_running 1\n")); err != ErrNoCacheConfig {
+		t.Errorf("ParseCacheConfig without the series: %v, want ErrNoCacheConfig", err)
+	}
+}
+
+// BenchmarkAuditExact measures the exact path: every distinct conversation tokenized by the
+// emulated replica's /tokenize over loopback, 8 in flight, against the estimate on the same log.
+func BenchmarkAuditExact(b *testing.B) {
+	mux := http.NewServeMux()
+	mux.Handle("/tokenize", fleet.TokenizeHandler(fleet.TokenizeOptions{}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	var sb strings.Builder
+	const n = 2000
+	for i := range n {
+		sb.WriteString(chatLine(b, fmt.Sprintf("s%d", i%50), Message{"system", system128 + system128}, Message{"user", user100(i)}))
+		sb.WriteByte('\n')
+	}
+	data := sb.String()
+	for _, tc := range []struct {
+		name string
+		tok  Tokenizer
+	}{
+		{"exact-tokenize", &Server{BaseURL: srv.URL, Client: srv.Client()}},
+		{"estimate-reference", Estimator{}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := AuditRequests(context.Background(), strings.NewReader(data), RequestOptions{Tokenizer: tc.tok, Concurrency: 8}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}

@@ -1,0 +1,283 @@
+package audit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Template is the verdict on one template or prompt file.
+type Template struct {
+	File    string
+	Format  string // jinja, python, text, tokenizer_config
+	Verdict Verdict
+}
+
+// TemplateReport is the static audit of a set of templates.
+type TemplateReport struct {
+	Templates []Template
+	Findings  []Finding
+}
+
+// maxTemplateBytes bounds one template file: templates and prompt modules are small; anything
+// larger is not one.
+const maxTemplateBytes = 16 << 20
+
+// AuditTemplates audits template files and directories. A directory is one unit: a
+// placeholder in one Python file and the code that fills it in another are matched. Files of
+// unknown type inside a directory are ignored; a file named explicitly must be of a known type.
+func AuditTemplates(paths []string, blockSize int) (TemplateReport, error) {
+	if blockSize <= 0 {
+		blockSize = DefaultBlockSize
+	}
+	rep := TemplateReport{Templates: []Template{}, Findings: []Finding{}}
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return rep, fmt.Errorf("template %s: %w", p, err)
+		}
+		var files []string
+		if info.IsDir() {
+			err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				if !d.IsDir() && formatOf(path) != "" {
+					files = append(files, path)
+				}
+				return nil
+			})
+			if err != nil {
+				return rep, fmt.Errorf("walk %s: %w", p, err)
+			}
+			if len(files) == 0 {
+				return rep, fmt.Errorf("template directory %s holds no template (.jinja, .j2, .py, .txt, .md, .prompt, tokenizer_config.json)", p)
+			}
+		} else {
+			if formatOf(p) == "" {
+				return rep, fmt.Errorf("template %s: unknown type: use .jinja/.j2 chat templates, tokenizer_config.json, .py prompt modules, or .txt/.md/.prompt text", p)
+			}
+			files = []string{p}
+		}
+		u, err := auditUnit(files, blockSize)
+		if err != nil {
+			return rep, err
+		}
+		rep.Templates = append(rep.Templates, u.Templates...)
+		rep.Findings = append(rep.Findings, u.Findings...)
+	}
+	return rep, nil
+}
+
+// formatOf names the scanner for a path, or "" when none applies.
+func formatOf(path string) string {
+	base := strings.ToLower(filepath.Base(path))
+	switch {
+	case base == "tokenizer_config.json" || strings.HasSuffix(base, "tokenizer_config.json"):
+		return "tokenizer_config"
+	case strings.HasSuffix(base, ".jinja"), strings.HasSuffix(base, ".j2"), strings.HasSuffix(base, ".jinja2"):
+		return "jinja"
+	case strings.HasSuffix(base, ".py"):
+		return "python"
+	case strings.HasSuffix(base, ".txt"), strings.HasSuffix(base, ".md"), strings.HasSuffix(base, ".prompt"):
+		return "text"
+	}
+	return ""
+}
+
+func readTemplate(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("template %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("template %s: %w", path, err)
+	}
+	if info.Size() > maxTemplateBytes {
+		return "", fmt.Errorf("template %s: %d bytes is too large for a template (limit %d)", path, info.Size(), maxTemplateBytes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("template %s: %w", path, err)
+	}
+	return string(b), nil
+}
+
+// auditUnit audits files that belong together.
+func auditUnit(files []string, bs int) (TemplateReport, error) {
+	var rep TemplateReport
+	byFile := map[string][]Finding{}
+	formats := map[string]string{}
+	var prompts []pyPrompt
+	var fillers []pyFiller
+	for _, path := range files {
+		src, err := readTemplate(path)
+		if err != nil {
+			return rep, err
+		}
+		format := formatOf(path)
+		formats[path] = format
+		switch format {
+		case "jinja":
+			byFile[path] = append(byFile[path], scanJinja(path, src, bs)...)
+		case "tokenizer_config":
+			fs, err := scanTokenizerConfig(path, src, bs)
+			if err != nil {
+				return rep, err
+			}
+			byFile[path] = append(byFile[path], fs...)
+		case "python":
+			p, f := pyScan(path, src)
+			prompts = append(prompts, p...)
+			fillers = append(fillers, f...)
+		case "text":
+			prompts = append(prompts, pyPrompt{file: path, line: 1, text: src, holds: placeholders(src, 1, false)})
+		}
+	}
+	for path, fs := range promptFindings(prompts, fillers, bs) {
+		byFile[path] = append(byFile[path], fs...)
+	}
+	for _, path := range files {
+		fs := byFile[path]
+		v := VerdictClean
+		best := 0
+		for i := range fs {
+			f := &fs[i]
+			f.Severity = severity(f.Position, f.Kind, f.Frequency)
+			f.Code = "audit/" + string(f.Position)
+			f.Subject = fmt.Sprintf("%s:%d", f.File, f.Line)
+			f.Message = describe(f.Expression, f.Kind, f.Frequency, f.Position, f.Block, f.TokensBefore, f.Estimated, f.Condition, f.Origin)
+			if r := f.Position.rank(); r > best {
+				best = r
+				v = Verdict(f.Position)
+			}
+		}
+		slices.SortStableFunc(fs, func(a, b Finding) int { return a.Line - b.Line })
+		rep.Templates = append(rep.Templates, Template{File: path, Format: formats[path], Verdict: v})
+		rep.Findings = append(rep.Findings, fs...)
+	}
+	return rep, nil
+}
+
+// promptFindings turns prompt placeholders into findings, resolving each name against the
+// unit's fillers; a filler that feeds a prompt in another file gets its own finding there,
+// and one that feeds no prompt in view is reported with an unknown position.
+func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][]Finding {
+	out := map[string][]Finding{}
+	used := map[int]bool{}
+	for _, p := range prompts {
+		for _, h := range p.holds {
+			if h.input {
+				continue
+			}
+			var kind Kind
+			var freq Frequency
+			origin := ""
+			fi := -1
+			if h.name != "" {
+				for i, f := range fillers {
+					if f.name == h.name {
+						fi = i
+						break
+					}
+				}
+			}
+			switch {
+			case fi >= 0:
+				f := fillers[fi]
+				kind, freq = f.kind, f.freq
+				origin = fmt.Sprintf("%s:%d %s", filepath.Base(f.file), f.line, f.expr)
+				used[fi] = true
+			case h.name == "":
+				k, fr, ok := classifyExpr(h.expr)
+				if !ok {
+					continue
+				}
+				kind, freq = k, fr
+			default:
+				kind, freq = classifyName(h.name)
+			}
+			pos, block := place(h.before, bs, true, h.before >= h.after && h.before > 0)
+			out[p.file] = append(out[p.file], Finding{
+				File: p.file, Line: h.line, Expression: h.expr, Kind: kind, Position: pos, Block: block,
+				TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin, Fix: fixFor(kind, freq, pos),
+			})
+			if fi >= 0 && fillers[fi].file != p.file {
+				f := fillers[fi]
+				out[f.file] = append(out[f.file], Finding{
+					File: f.file, Line: f.line, Expression: f.expr, Kind: f.kind, Position: pos, Block: block,
+					TokensBefore: h.before, Frequency: f.freq, Estimated: true,
+					Origin: fmt.Sprintf("fills %s at %s:%d", h.expr, filepath.Base(p.file), h.line), Fix: fixFor(f.kind, f.freq, pos),
+				})
+			}
+		}
+	}
+	for i, f := range fillers {
+		if used[i] || !reFillCall.MatchString(f.call) {
+			continue
+		}
+		out[f.file] = append(out[f.file], Finding{
+			File: f.file, Line: f.line, Expression: f.expr, Kind: f.kind, Position: PositionUnknown, Block: -1,
+			Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %q through %s()", f.name, f.call),
+			Fix: "audit this file together with the prompt it fills (pass their directory); " + fixFor(f.kind, f.freq, Early),
+		})
+	}
+	return out
+}
+
+// scanTokenizerConfig audits the chat_template of a tokenizer_config.json: a string, or a list
+// of {name, template}.
+func scanTokenizerConfig(path, src string, bs int) ([]Finding, error) {
+	var cfg struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	if err := json.Unmarshal([]byte(src), &cfg); err != nil {
+		return nil, fmt.Errorf("template %s: invalid JSON: %w", path, err)
+	}
+	if len(cfg.ChatTemplate) == 0 || string(cfg.ChatTemplate) == "null" {
+		return nil, fmt.Errorf("template %s: no chat_template field", path)
+	}
+	var one string
+	if err := json.Unmarshal(cfg.ChatTemplate, &one); err == nil {
+		return scanJinja(path, one, bs), nil
+	}
+	var named []struct {
+		Name     string `json:"name"`
+		Template string `json:"template"`
+	}
+	if err := json.Unmarshal(cfg.ChatTemplate, &named); err != nil {
+		return nil, fmt.Errorf("template %s: chat_template is neither a string nor a list of {name, template}", path)
+	}
+	if len(named) == 0 {
+		return nil, errors.New("template " + path + ": chat_template list is empty")
+	}
+	var out []Finding
+	for _, n := range named {
+		for _, f := range scanJinja(path, n.Template, bs) {
+			f.Expression = n.Name + ": " + f.Expression
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Severities lists the findings' severities (for --fail-on).
+func Severities(fs []Finding) []finding.Severity {
+	out := make([]finding.Severity, len(fs))
+	for i, f := range fs {
+		out[i] = f.Severity
+	}
+	return out
+}

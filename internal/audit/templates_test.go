@@ -1,0 +1,247 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// want is the expected verdict of one file and, when it is not clean, its worst finding.
+type want struct {
+	verdict   Verdict
+	line      int
+	kind      Kind
+	freq      Frequency
+	block     int // approximate: the estimate may be off by one block
+	sev       finding.Severity
+	condition string // substring; "" means unconditional
+	origin    string // substring
+}
+
+type got struct {
+	Verdict   Verdict
+	Line      int
+	Kind      Kind
+	Freq      Frequency
+	Sev       finding.Severity
+	Condition string
+}
+
+func check(t *testing.T, rep TemplateReport, file string, w want) {
+	t.Helper()
+	var tpl *Template
+	for i := range rep.Templates {
+		if filepath.Base(rep.Templates[i].File) == file {
+			tpl = &rep.Templates[i]
+		}
+	}
+	if tpl == nil {
+		t.Fatalf("no verdict for %s in %+v", file, rep.Templates)
+	}
+	var worst *Finding
+	for i := range rep.Findings {
+		f := &rep.Findings[i]
+		if f.File != tpl.File {
+			continue
+		}
+		if worst == nil || f.Position.rank() > worst.Position.rank() || f.Position == worst.Position && f.Severity > worst.Severity {
+			worst = f
+		}
+	}
+	if w.verdict == VerdictClean {
+		if tpl.Verdict != VerdictClean || worst != nil {
+			t.Errorf("%s: verdict %s with finding %+v, want clean", file, tpl.Verdict, worst)
+		}
+		return
+	}
+	if worst == nil {
+		t.Fatalf("%s: verdict %s and no finding, want %s", file, tpl.Verdict, w.verdict)
+	}
+	g := got{Verdict: tpl.Verdict, Line: worst.Line, Kind: worst.Kind, Freq: worst.Frequency, Sev: worst.Severity}
+	wantG := got{Verdict: w.verdict, Line: w.line, Kind: w.kind, Freq: w.freq, Sev: w.sev}
+	if diff := cmp.Diff(wantG, g); diff != "" {
+		t.Errorf("%s (-want +got):\n%s\nfinding: %s", file, diff, worst.Message)
+	}
+	if d := worst.Block - w.block; d < -1 || d > 1 {
+		t.Errorf("%s: block %d (token %d), want about %d", file, worst.Block, worst.TokensBefore, w.block)
+	}
+	if w.condition == "" && worst.Condition != "" || !strings.Contains(worst.Condition, w.condition) {
+		t.Errorf("%s: condition %q, want %q", file, worst.Condition, w.condition)
+	}
+	if !strings.Contains(worst.Origin, w.origin) {
+		t.Errorf("%s: origin %q, want it to contain %q", file, worst.Origin, w.origin)
+	}
+	if worst.Fix == "" || !worst.Estimated {
+		t.Errorf("%s: fix %q, estimated %v: want a fix and an estimated position", file, worst.Fix, worst.Estimated)
+	}
+}
+
+// TestTemplateFixtures covers every construct and classification with fixtures written for it.
+func TestTemplateFixtures(t *testing.T) {
+	const dir = "../../testdata/audit/templates"
+	tests := []struct {
+		path string // file or directory given to the audit
+		file string // the file whose verdict is checked
+		want want
+	}{
+		{"jinja/header_date.jinja", "header_date.jinja", want{VerdictBreaker, 6, KindClock, Daily, 0, finding.Warning, "", "line 3"}},
+		{"jinja/per_second.jinja", "per_second.jinja", want{VerdictBreaker, 1, KindClock, PerSecond, 0, finding.Error, "", ""}},
+		{"jinja/early_date.jinja", "early_date.jinja", want{VerdictEarly, 3, KindClock, Daily, 1, finding.Warning, "", "line 1"}},
+		{"jinja/late_date.jinja", "late_date.jinja", want{VerdictLate, 4, KindClock, Daily, 4, finding.Info, "add_generation_prompt", ""}},
+		{"jinja/conditional_tools.jinja", "conditional_tools.jinja", want{VerdictBreaker, 2, KindClock, PerMinute, 0, finding.Error, "tools", ""}},
+		{"jinja/kwarg_date.jinja", "kwarg_date.jinja", want{VerdictBreaker, 1, KindDate, Unknown, 0, finding.Warning, "", "caller"}},
+		{"jinja/user_name.jinja", "user_name.jinja", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", ""}},
+		{"jinja/ids.jinja", "ids.jinja", want{VerdictBreaker, 1, KindID, PerSession, 0, finding.Error, "", "caller"}},
+		{"jinja/clean.jinja", "clean.jinja", want{verdict: VerdictClean}},
+		{"tokenizer_config.json", "tokenizer_config.json", want{verdict: VerdictClean}},
+		{"named_tokenizer_config.json", "named_tokenizer_config.json", want{VerdictBreaker, 1, KindClock, PerSecond, 0, finding.Error, "", ""}},
+		{"py/fstring_prompt.py", "fstring_prompt.py", want{VerdictBreaker, 7, KindClock, PerCall, 0, finding.Error, "", ""}},
+		{"py/percent_user.py", "percent_user.py", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", ""}},
+		{"py/uuid_id.py", "uuid_id.py", want{VerdictBreaker, 3, KindID, PerCall, 0, finding.Error, "", "uuid.uuid4().hex"}},
+		{"py/random_nonce.py", "random_nonce.py", want{VerdictBreaker, 4, KindRandom, PerCall, 0, finding.Error, "", "random.randint"}},
+		{"unit", "prompts.py", want{VerdictBreaker, 3, KindClock, Daily, 0, finding.Warning, "", "agent.py:7"}},
+		{"unit", "agent.py", want{VerdictBreaker, 7, KindClock, Daily, 0, finding.Warning, "", "fills {current_date} at prompts.py:3"}},
+		{"lone", "agent.py", want{VerdictUnknown, 5, KindClock, PerCall, -1, finding.Warning, "", "system_time"}},
+		{"text/session.txt", "session.txt", want{VerdictBreaker, 1, KindID, PerSession, 0, finding.Error, "", ""}},
+		{"text/system.md", "system.md", want{VerdictLate, 8, KindUser, PerUser, 5, finding.Info, "", ""}},
+		// A variable nothing says changes: its position is reported, as information.
+		{"text/topic.txt", "topic.txt", want{VerdictBreaker, 1, KindVariable, Unknown, 0, finding.Info, "", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+"/"+tt.file, func(t *testing.T) {
+			rep, err := AuditTemplates([]string{filepath.Join(dir, tt.path)}, 16)
+			if err != nil {
+				t.Fatalf("AuditTemplates: %v", err)
+			}
+			check(t, rep, tt.file, tt.want)
+		})
+	}
+}
+
+// TestTemplateCorpus checks the real templates against the verdict reached by reading them.
+// The directory is audited as one unit: the LangGraph prompt's {system_time} is filled in the
+// graph module with datetime.now(tz=UTC).isoformat() on every model call.
+func TestTemplateCorpus(t *testing.T) {
+	corpus := os.Getenv("KVCHECK_CORPUS")
+	if corpus == "" {
+		t.Skip("KVCHECK_CORPUS not set")
+	}
+	rep, err := AuditTemplates([]string{filepath.Join(corpus, "templates")}, 16)
+	if err != nil {
+		t.Fatalf("AuditTemplates: %v", err)
+	}
+	tests := []struct {
+		file string
+		want want
+	}{
+		// "You are a helpful AI assistant.\n\nSystem time: {system_time}": ~12 tokens in, a
+		// microsecond timestamp on every call.
+		{"langgraph-react-agent_prompts.py", want{VerdictBreaker, 5, KindClock, PerCall, 0, finding.Error, "", "graph.py:41"}},
+		{"langgraph-react-agent_graph.py", want{VerdictBreaker, 41, KindClock, PerCall, 0, finding.Error, "", "fills {system_time}"}},
+		// Meta's generator: "Cutting Knowledge Date: December 2023\nToday Date: {{ today }}",
+		// today = datetime.now().strftime("%d %B %Y"): ~13 tokens in, daily.
+		{"meta-llama-models_llama3_system_prompts.py", want{VerdictBreaker, 26, KindClock, Daily, 0, finding.Warning, "", `strftime("%d %B %Y")`}},
+		// "Today Date: " + date_string after the header and the knowledge date: ~token 18 in
+		// the real Llama 3 tokenizer (block 1), before the system prompt and every message;
+		// every request of a day shares only the fixed header.
+		{"vllm-examples_tool_chat_template_llama3.1_json.jinja", want{VerdictBreaker, 42, KindClock, Daily, 1, finding.Warning, "", "line 11"}},
+		// "The current date is " + today inside the default system prompt, ~50 tokens in and
+		// before most of it; only when the request brings no system message.
+		{"vllm-examples_tool_chat_template_mistral3.jinja", want{VerdictEarly, 28, KindClock, Daily, 3, finding.Warning, "messages[0]['role'] == 'system'", "line 1"}},
+		{"vllm-examples_template_chatml.jinja", want{verdict: VerdictClean}},
+		// Tools and messages are the request's own; the template adds nothing that changes.
+		{"vllm-examples_tool_chat_template_hermes.jinja", want{verdict: VerdictClean}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) { check(t, rep, tt.file, tt.want) })
+	}
+	if len(rep.Templates) != len(tests) {
+		t.Errorf("%d templates audited, want %d", len(rep.Templates), len(tests))
+	}
+}
+
+func TestTemplateErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		wantErr string
+	}{
+		{"missing", filepath.Join(dir, "nope.jinja"), "no such file"},
+		{"unknown type", write("x.yaml", "a: b"), "unknown type"},
+		{"bad json", write("bad_tokenizer_config.json", "{"), "invalid JSON"},
+		{"no template", write("none_tokenizer_config.json", `{"bos_token":"<s>"}`), "no chat_template"},
+		{"wrong shape", write("num_tokenizer_config.json", `{"chat_template": 5}`), "neither a string nor a list"},
+		{"empty dir", empty, "holds no template"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := AuditTemplates([]string{tt.path}, 16)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestStrftimeFrequency(t *testing.T) {
+	tests := map[string]Frequency{
+		"%d %b %Y":         Daily,
+		"%Y-%m-%d":         Daily,
+		"%H:%M:%S":         PerSecond,
+		"%Y-%m-%dT%H:%M":   PerMinute,
+		"%Y-%m-%d %H:00":   Hourly,
+		"%B %Y":            Monthly,
+		"%Y":               Yearly,
+		"%H:%M:%S.%f":      PerCall,
+		"no fields at all": Unknown,
+		"%-d %B":           Daily,
+	}
+	for format, want := range tests {
+		t.Run(format, func(t *testing.T) {
+			if got := strftimeFrequency(format); got != want {
+				t.Errorf("strftimeFrequency(%q) = %s, want %s", format, got, want)
+			}
+		})
+	}
+}
+
+func TestPlace(t *testing.T) {
+	tests := []struct {
+		before    int
+		estimated bool
+		late      bool
+		want      Position
+		block     int
+	}{
+		{0, true, false, Breaker, 0},
+		{15, false, false, Breaker, 0},
+		{16, false, false, Early, 1},
+		{19, true, false, Breaker, 1}, // the estimate's margin reaches block 0
+		{40, true, false, Early, 2},
+		{40, true, true, Late, 2},
+		{5, true, true, Breaker, 0}, // late but still in block 0
+	}
+	for _, tt := range tests {
+		p, b := place(tt.before, 16, tt.estimated, tt.late)
+		if p != tt.want || b != tt.block {
+			t.Errorf("place(%d, est=%v, late=%v) = %s, %d; want %s, %d", tt.before, tt.estimated, tt.late, p, b, tt.want, tt.block)
+		}
+	}
+}

@@ -1,0 +1,346 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Tokens is a tokenized prompt. Exact is true when the ids come from the serving engine's own
+// tokenizer and chat template (vLLM's /tokenize); false for the byte estimate, and every figure
+// derived from estimated tokens must say so.
+type Tokens struct {
+	IDs   []uint32
+	Exact bool
+}
+
+// Tokenizer turns a request into the token ids the engine would hash.
+type Tokenizer interface {
+	Tokenize(ctx context.Context, req *Request) (Tokens, error)
+	// Exact reports whether the ids are the engine's own.
+	Exact() bool
+}
+
+// BytesPerToken is the estimate's ratio: one pseudo-token per 4 bytes of rendered text, the
+// usual rule of thumb for English BPE vocabularies (3.5-4.5 bytes per token) and the ratio
+// llm-d's estimating tokenizer uses.
+const BytesPerToken = 4
+
+// EstimateTokens returns the estimated token count of n bytes of text.
+func EstimateTokens(n int) int { return (n + BytesPerToken - 1) / BytesPerToken }
+
+// Layout is a request rendered for the estimate: the text and where each message's content
+// starts in it, so that a byte offset can be traced back to a message.
+type Layout struct {
+	Text string
+	// Starts[i] is the byte offset of message i's content (one entry for a completion).
+	Starts []int
+	// Roles[i] is message i's role ("prompt" for a completion).
+	Roles []string
+	// ToolsEnd is the end of the tools preamble (0 when there are no tools).
+	ToolsEnd int
+}
+
+// Render lays a request out the way chat templates do in general: the tools first, then each
+// message behind a role marker. The markers are not any model's, but they are the same for
+// every request, so equal conversations render equally and differences stay where they are.
+func Render(req *Request) Layout {
+	var b strings.Builder
+	var l Layout
+	if req.Tools != "" {
+		b.WriteString("<|tools|>")
+		b.WriteString(req.Tools)
+		b.WriteString("\n")
+		l.ToolsEnd = b.Len()
+	}
+	if !req.Chat {
+		l.Starts = []int{b.Len()}
+		l.Roles = []string{"prompt"}
+		b.WriteString(req.Prompt)
+		l.Text = b.String()
+		return l
+	}
+	l.Starts = make([]int, len(req.Messages))
+	l.Roles = make([]string, len(req.Messages))
+	for i, m := range req.Messages {
+		b.WriteString("<|")
+		b.WriteString(m.Role)
+		b.WriteString("|>\n")
+		l.Starts[i] = b.Len()
+		l.Roles[i] = m.Role
+		b.WriteString(m.Content)
+		b.WriteString("\n")
+	}
+	l.Text = b.String()
+	return l
+}
+
+// Locate returns the message holding byte offset off and the offset within its content
+// (-1 for the tools preamble or a role marker before the first message).
+func (l Layout) Locate(off int) (msg, within int) {
+	msg = -1
+	for i, s := range l.Starts {
+		if s <= off {
+			msg = i
+		}
+	}
+	if msg < 0 {
+		return -1, off
+	}
+	return msg, off - l.Starts[msg]
+}
+
+// Estimator is the tokenizer used without a server: deterministic pseudo-token ids, one per
+// BytesPerToken bytes of the rendered text (the bytes themselves, little-endian), so identical
+// text gives identical ids and blocks and text that differs gives different ids from the first
+// differing byte on.
+type Estimator struct{}
+
+// Exact reports false: estimated ids are not the engine's.
+func (Estimator) Exact() bool { return false }
+
+// Tokenize renders req and estimates its ids.
+func (Estimator) Tokenize(_ context.Context, req *Request) (Tokens, error) {
+	return Tokens{IDs: EstimateIDs(Render(req).Text, nil)}, nil
+}
+
+// EstimateIDs appends the pseudo-token ids of text to dst.
+func EstimateIDs(text string, dst []uint32) []uint32 {
+	for len(text) >= BytesPerToken {
+		dst = append(dst, binary.LittleEndian.Uint32([]byte(text[:BytesPerToken])))
+		text = text[BytesPerToken:]
+	}
+	if len(text) > 0 {
+		var last [BytesPerToken]byte
+		copy(last[:], text)
+		dst = append(dst, binary.LittleEndian.Uint32(last[:]))
+	}
+	return dst
+}
+
+// Server tokenizes through a vLLM server's POST /tokenize with the request's messages, so the
+// server applies the model's real chat template and the ids are exactly what the engine hashes.
+type Server struct {
+	// BaseURL is the server's address, e.g. http://127.0.0.1:8000.
+	BaseURL string
+	Client  *http.Client
+	// Model is sent with every request when set (required by servers with several models).
+	Model string
+}
+
+// Exact reports true: the ids are the engine's own.
+func (*Server) Exact() bool { return true }
+
+type tokenizeRequest struct {
+	Model               string          `json:"model,omitempty"`
+	Prompt              *string         `json:"prompt,omitempty"`
+	Messages            []wireOut       `json:"messages,omitempty"`
+	AddGenerationPrompt *bool           `json:"add_generation_prompt,omitempty"`
+	AddSpecialTokens    *bool           `json:"add_special_tokens,omitempty"`
+	Tools               json.RawMessage `json:"tools,omitempty"`
+	ChatTemplate        string          `json:"chat_template,omitempty"`
+	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs,omitempty"`
+}
+
+type wireOut struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type tokenizeResponse struct {
+	Count     int      `json:"count"`
+	Tokens    []int64  `json:"tokens"`
+	TokenStrs []string `json:"token_strs"`
+}
+
+// Tokenize sends the request to /tokenize and returns the server's ids.
+func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
+	body := tokenizeRequest{Model: s.Model}
+	if s.Model == "" {
+		body.Model = req.Model
+	}
+	if req.Chat {
+		t := true
+		body.AddGenerationPrompt = &t
+		body.Messages = make([]wireOut, len(req.Messages))
+		for i, m := range req.Messages {
+			body.Messages[i] = wireOut{Role: m.Role, Content: m.Content}
+		}
+		if req.Tools != "" {
+			body.Tools = json.RawMessage(req.Tools)
+		}
+	} else {
+		p := req.Prompt
+		body.Prompt = &p
+	}
+	ids, _, err := s.post(ctx, body)
+	if err != nil {
+		return Tokens{}, err
+	}
+	return Tokens{IDs: ids, Exact: true}, nil
+}
+
+// TokenizeMessages tokenizes a conversation with extra chat-template arguments (used to render
+// the same conversation with two clock values), through the given chat template when it is not
+// empty (vLLM accepts one only when started with --trust-request-chat-template).
+func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTemplate string, kwargs map[string]any) ([]uint32, []string, error) {
+	t := true
+	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ChatTemplateKwargs: kwargs}
+	for _, m := range msgs {
+		body.Messages = append(body.Messages, wireOut{Role: m.Role, Content: m.Content})
+	}
+	return s.post(ctx, body)
+}
+
+func (s *Server) client() *http.Client {
+	if s.Client != nil {
+		return s.Client
+	}
+	return http.DefaultClient
+}
+
+func (s *Server) post(ctx context.Context, body tokenizeRequest) ([]uint32, []string, error) {
+	url := strings.TrimRight(s.BaseURL, "/") + "/tokenize"
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode tokenize request: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(buf))
+	if err != nil {
+		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := s.client().Do(hreq)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("tokenize %s: read response: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, &ServerError{URL: url, Status: resp.StatusCode, Message: serverMessage(data)}
+	}
+	var out tokenizeResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, nil, fmt.Errorf("tokenize %s: response is not vLLM's {count, tokens}: %w", url, err)
+	}
+	ids := make([]uint32, len(out.Tokens))
+	for i, t := range out.Tokens {
+		if t < 0 || t > 1<<32-1 {
+			return nil, nil, fmt.Errorf("tokenize %s: token id %d out of range", url, t)
+		}
+		ids[i] = uint32(t)
+	}
+	return ids, out.TokenStrs, nil
+}
+
+// ServerError is a non-200 answer from /tokenize. A 400 concerns the one request (too long,
+// malformed); the audit skips that request and goes on.
+type ServerError struct {
+	URL     string
+	Status  int
+	Message string
+}
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("tokenize %s: %d %s: %s", e.URL, e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// serverMessage extracts the message of a vLLM error body, in either the current
+// {error: {message}} shape or the older flat {message} one.
+func serverMessage(data []byte) string {
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(data, &e) == nil {
+		if e.Error != nil && e.Error.Message != "" {
+			return e.Error.Message
+		}
+		if e.Message != "" {
+			return e.Message
+		}
+	}
+	s := strings.TrimSpace(string(data))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// CacheConfig is what a server's vllm:cache_config_info says about its prefix cache.
+type CacheConfig struct {
+	BlockSize          int
+	PrefixCaching      bool
+	PrefixCachingKnown bool
+	HashAlgo           string
+}
+
+// ErrNoCacheConfig is returned when /metrics has no vllm:cache_config_info series.
+var ErrNoCacheConfig = errors.New("no vllm:cache_config_info in /metrics")
+
+// CacheConfig reads the block size and prefix-caching setting from the server's /metrics.
+func (s *Server) CacheConfig(ctx context.Context) (CacheConfig, error) {
+	url := strings.TrimRight(s.BaseURL, "/") + "/metrics"
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return CacheConfig{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	hreq.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.client().Do(hreq)
+	if err != nil {
+		return CacheConfig{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return CacheConfig{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	return ParseCacheConfig(io.LimitReader(resp.Body, 64<<20))
+}
+
+// ParseCacheConfig reads vllm:cache_config_info from a Prometheus text exposition.
+func ParseCacheConfig(r io.Reader) (CacheConfig, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return CacheConfig{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	fam, ok := fams["vllm:cache_config_info"]
+	if !ok || len(fam.GetMetric()) == 0 {
+		return CacheConfig{}, ErrNoCacheConfig
+	}
+	var cc CacheConfig
+	for _, lp := range fam.GetMetric()[0].GetLabel() {
+		switch lp.GetName() {
+		case "block_size":
+			n, err := strconv.Atoi(lp.GetValue())
+			if err != nil || n <= 0 {
+				return CacheConfig{}, fmt.Errorf("vllm:cache_config_info: block_size %q is not a positive integer", lp.GetValue())
+			}
+			cc.BlockSize = n
+		case "enable_prefix_caching":
+			cc.PrefixCachingKnown = true
+			cc.PrefixCaching = strings.EqualFold(lp.GetValue(), "true")
+		case "prefix_caching_hash_algo":
+			cc.HashAlgo = lp.GetValue()
+		}
+	}
+	if cc.BlockSize == 0 {
+		return CacheConfig{}, errors.New("vllm:cache_config_info has no block_size label")
+	}
+	return cc, nil
+}

@@ -1,0 +1,256 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+)
+
+// Audit is everything `kvcheck audit` found: the template verdicts and findings, and the
+// request-set summary when a request log was given.
+type Audit struct {
+	BlockSize int
+	// Exact is true when token positions come from a server's /tokenize.
+	Exact     bool
+	Templates []audit.Template
+	Findings  []audit.Finding
+	// RequestsSource names the request log; Requests is nil when none was audited.
+	RequestsSource string
+	Requests       *audit.Summary
+}
+
+type auditDoc struct {
+	SchemaVersion int                `json:"schema_version"`
+	BlockSize     int                `json:"block_size"`
+	Tokens        string             `json:"tokens"`
+	Templates     []auditTemplateDoc `json:"templates"`
+	Findings      []auditFindingDoc  `json:"findings"`
+	Requests      *auditRequestsDoc  `json:"requests"`
+}
+
+type auditTemplateDoc struct {
+	File    string `json:"file"`
+	Format  string `json:"format"`
+	Verdict string `json:"verdict"`
+}
+
+type auditFindingDoc struct {
+	File         string `json:"file"`
+	Line         int    `json:"line"`
+	Expression   string `json:"expression"`
+	Kind         string `json:"kind"`
+	Position     string `json:"position"`
+	Block        int    `json:"block"`
+	TokensBefore int    `json:"tokens_before"`
+	Frequency    string `json:"frequency"`
+	Severity     string `json:"severity"`
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	Estimated    bool   `json:"estimated"`
+	Condition    string `json:"condition"`
+	Origin       string `json:"origin"`
+	Fix          string `json:"fix"`
+}
+
+type auditRequestsDoc struct {
+	Source                   string           `json:"source"`
+	Estimated                bool             `json:"estimated"`
+	BodyKey                  string           `json:"body_key"`
+	Requests                 int64            `json:"requests"`
+	Chat                     int64            `json:"chat"`
+	Completion               int64            `json:"completion"`
+	Sessions                 int64            `json:"sessions"`
+	ShorterThanBlock         int64            `json:"shorter_than_one_block"`
+	Skipped                  int64            `json:"skipped_lines"`
+	LineErrors               []string         `json:"line_errors"`
+	PromptTokens             int64            `json:"prompt_tokens"`
+	CacheableTokens          int64            `json:"cacheable_tokens"`
+	CacheableFraction        float64          `json:"cacheable_fraction"`
+	CrossSessionTokens       int64            `json:"cross_session_tokens"`
+	WithinSessionTokens      int64            `json:"within_session_tokens"`
+	FollowUps                int64            `json:"follow_up_requests"`
+	FollowUpCacheable        float64          `json:"follow_up_cacheable_fraction"`
+	FollowUpFirstBlockChange int64            `json:"follow_up_first_block_changed"`
+	UniqueFirstBlock         int64            `json:"unique_first_block"`
+	UniqueFirstBlockFraction float64          `json:"unique_first_block_fraction"`
+	SharedPrefixBlocks       []auditBucketDoc `json:"shared_prefix_blocks"`
+	Divergence               []auditSiteDoc   `json:"divergence"`
+	CacheControlRequests     int64            `json:"cache_control_requests"`
+	CacheControlLast         int64            `json:"cache_control_on_last_message"`
+	Capped                   bool             `json:"index_full"`
+	UnindexedBlocks          int64            `json:"unindexed_blocks"`
+}
+
+type auditBucketDoc struct {
+	Min      int   `json:"min"`
+	Max      *int  `json:"max"`
+	Requests int64 `json:"requests"`
+}
+
+type auditSiteDoc struct {
+	Message int    `json:"message"`
+	Role    string `json:"role"`
+	Offset  int    `json:"offset"`
+	Block   int    `json:"block"`
+	Cause   string `json:"cause"`
+	Count   int64  `json:"count"`
+	Example string `json:"example"`
+	Other   string `json:"other"`
+	Line    int64  `json:"line"`
+}
+
+func tokensLabel(exact bool) string {
+	if exact {
+		return "exact"
+	}
+	return "estimated"
+}
+
+func frac(n, d int64) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// AuditJSON writes the audit as JSON.
+func AuditJSON(w io.Writer, a Audit) error {
+	doc := auditDoc{
+		SchemaVersion: SchemaVersion,
+		BlockSize:     a.BlockSize,
+		Tokens:        tokensLabel(a.Exact),
+		Templates:     make([]auditTemplateDoc, 0, len(a.Templates)),
+		Findings:      make([]auditFindingDoc, 0, len(a.Findings)),
+	}
+	for _, t := range a.Templates {
+		doc.Templates = append(doc.Templates, auditTemplateDoc{File: t.File, Format: t.Format, Verdict: string(t.Verdict)})
+	}
+	for _, f := range a.Findings {
+		doc.Findings = append(doc.Findings, auditFindingDoc{
+			File: f.File, Line: f.Line, Expression: f.Expression, Kind: string(f.Kind), Position: string(f.Position),
+			Block: f.Block, TokensBefore: f.TokensBefore, Frequency: string(f.Frequency), Severity: f.Severity.String(),
+			Code: f.Code, Message: f.Message, Estimated: f.Estimated, Condition: f.Condition, Origin: f.Origin, Fix: f.Fix,
+		})
+	}
+	if s := a.Requests; s != nil {
+		rd := &auditRequestsDoc{
+			Source: a.RequestsSource, Estimated: !s.Exact, BodyKey: s.BodyKey, Requests: s.Requests, Chat: s.Chat,
+			Completion: s.Completion, Sessions: s.Sessions, ShorterThanBlock: s.Short, Skipped: s.Skipped,
+			LineErrors: append([]string{}, s.LineErrors...), PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
+			CacheableFraction: frac(s.CacheableTokens, s.PromptTokens), CrossSessionTokens: s.CrossSessionTokens,
+			WithinSessionTokens: s.WithinSessionTokens, UniqueFirstBlock: s.UniqueFirstBlock,
+			FollowUps: s.FollowUps, FollowUpCacheable: frac(s.FollowUpCacheable, s.FollowUpTokens),
+			FollowUpFirstBlockChange: s.FollowUpFirstBlockChanged,
+			UniqueFirstBlockFraction: frac(s.UniqueFirstBlock, s.Requests-s.Short),
+			SharedPrefixBlocks:       []auditBucketDoc{}, Divergence: []auditSiteDoc{},
+			CacheControlRequests: s.CacheControlRequests, CacheControlLast: s.CacheControlLast,
+			Capped: s.Capped, UnindexedBlocks: s.UnindexedBlocks,
+		}
+		for _, b := range s.SharedPrefix {
+			bd := auditBucketDoc{Min: b.Min, Requests: b.Requests}
+			if b.Max >= 0 {
+				m := b.Max
+				bd.Max = &m
+			}
+			rd.SharedPrefixBlocks = append(rd.SharedPrefixBlocks, bd)
+		}
+		for _, st := range s.Sites {
+			rd.Divergence = append(rd.Divergence, auditSiteDoc{Message: st.Message, Role: st.Role, Offset: st.Offset,
+				Block: st.Block, Cause: st.Cause, Count: st.Count, Example: st.Example, Other: st.Other, Line: st.Line})
+		}
+		doc.Requests = rd
+	}
+	return JSON(w, doc)
+}
+
+// Audit writes the audit for people: template verdicts, findings with their fixes, and the
+// request-set figures, each marked estimated unless the tokens were the server's.
+func (t *Text) Audit(a Audit) error {
+	if len(a.Templates) > 0 {
+		t.Heading(fmt.Sprintf("Templates (block size %d; ~ marks an estimated token position)", a.BlockSize))
+		rows := make([][]string, 0, len(a.Templates))
+		for _, tp := range a.Templates {
+			n := 0
+			for _, f := range a.Findings {
+				if f.File == tp.File && tp.File != "" {
+					n++
+				}
+			}
+			rows = append(rows, []string{tp.File, tp.Format, string(tp.Verdict), strconv.Itoa(n)})
+		}
+		if err := t.Table([]string{"FILE", "FORMAT", "VERDICT", "FINDINGS"}, rows); err != nil {
+			return err
+		}
+	}
+	if s := a.Requests; s != nil {
+		if len(a.Templates) > 0 {
+			t.Line("")
+		}
+		t.Heading(fmt.Sprintf("Requests: %s (tokens %s, block size %d)", a.RequestsSource, tokensLabel(s.Exact), a.BlockSize))
+		reqApprox := ""
+		if !s.Exact {
+			reqApprox = " (estimated)"
+		}
+		t.Line("requests          %d (chat %d, completion %d), sessions %d", s.Requests, s.Chat, s.Completion, s.Sessions)
+		if s.BodyKey != "" {
+			t.Muted("request bodies read from the export key %q", s.BodyKey)
+		}
+		t.Line("prompt tokens     %d%s", s.PromptTokens, reqApprox)
+		cf := frac(s.CacheableTokens, s.PromptTokens)
+		t.Verdict(fmt.Sprintf("shareable prefill %s of prompt tokens with an unbounded shared cache%s", pct(cf), reqApprox))
+		t.Line("  cross-session   %s (a KV-aware router helps)", pct(frac(s.CrossSessionTokens, s.PromptTokens)))
+		t.Line("  within-session  %s (session affinity is enough)", pct(frac(s.WithinSessionTokens, s.PromptTokens)))
+		if s.FollowUps > 0 {
+			t.Line("later turns       %d in sessions seen before: %s of their prompt served from cache; first block changed in %d%s",
+				s.FollowUps, pct(frac(s.FollowUpCacheable, s.FollowUpTokens)), s.FollowUpFirstBlockChanged, reqApprox)
+		}
+		t.Line("first block unique %s of requests (%d of %d)%s", pct(frac(s.UniqueFirstBlock, s.Requests-s.Short)), s.UniqueFirstBlock, s.Requests-s.Short, reqApprox)
+		if s.Short > 0 {
+			t.Line("shorter than a block %d requests", s.Short)
+		}
+		rows := make([][]string, 0, len(s.SharedPrefix))
+		for _, b := range s.SharedPrefix {
+			label := strconv.Itoa(b.Min)
+			switch {
+			case b.Max < 0:
+				label += "+"
+			case b.Max != b.Min:
+				label += "-" + strconv.Itoa(b.Max)
+			}
+			rows = append(rows, []string{label, strconv.FormatInt(b.Requests, 10), pct(frac(b.Requests, s.Requests-s.Short))})
+		}
+		t.Line("")
+		t.Line("shared prefix per request, in blocks%s:", reqApprox)
+		if err := t.Table([]string{"BLOCKS", "REQUESTS", "SHARE"}, rows); err != nil {
+			return err
+		}
+		if len(s.Sites) > 0 {
+			t.Line("")
+			t.Line("where requests diverge from earlier ones:")
+			rows = rows[:0]
+			for _, st := range s.Sites {
+				rows = append(rows, []string{st.Where(), strconv.Itoa(st.Offset), strconv.Itoa(st.Block), st.Cause,
+					strconv.FormatInt(st.Count, 10), fmt.Sprintf("%q", st.Example), strconv.FormatInt(st.Line, 10)})
+			}
+			if err := t.Table([]string{"WHERE", "OFFSET", "BLOCK", "CAUSE", "REQUESTS", "TEXT THERE", "FIRST LINE"}, rows); err != nil {
+				return err
+			}
+		}
+	}
+	t.Line("")
+	if len(a.Findings) == 0 {
+		t.Line("%s", t.Good("no findings"))
+		return nil
+	}
+	t.Heading("Findings")
+	for _, f := range a.Findings {
+		t.Finding(f.Finding)
+		if f.Fix != "" {
+			t.Muted("  fix: %s", f.Fix)
+		}
+	}
+	return nil
+}
+
