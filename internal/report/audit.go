@@ -253,4 +253,3 @@ func (t *Text) Audit(a Audit) error {
 	}
 	return nil
 }
-

@@ -123,7 +123,6 @@ func plural(n int, s string) string {
 	return s + "s"
 }
 
-
 func signedPct(v float64) string { return fmt.Sprintf("%+.1f%%", v*100) }
 
 // seconds formats a duration in seconds with precision that suits its size.
