@@ -24,12 +24,12 @@ type Workload struct {
 
 // DefaultWorkload is a chat-like workload with a strong shared-prefix component.
 var DefaultWorkload = Workload{
-	ArrivalsPerStep: 0.5,
+	ArrivalsPerStep: 0.3,
 	SharedFraction:  0.8,
 	SharedPrefixes:  4,
 	SharedTokens:    512,
 	PrivateTokens:   128,
-	OutputTokens:    64,
+	OutputTokens:    32,
 }
 
 // maxWaiting bounds the waiting queue of an engine.

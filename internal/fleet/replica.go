@@ -23,7 +23,7 @@ type Config struct {
 	Version string
 	// BlockSize is the KV block size in tokens; default 16.
 	BlockSize int
-	// KVBlocks is the number of KV blocks per engine; default 4096.
+	// KVBlocks is the number of KV blocks per engine; default 1024.
 	KVBlocks int
 	// Engines is the number of data-parallel engines (the `engine` label); default 1.
 	Engines int
@@ -56,7 +56,7 @@ func (c *Config) fill(i int) {
 		c.BlockSize = 16
 	}
 	if c.KVBlocks <= 0 {
-		c.KVBlocks = 4096
+		c.KVBlocks = 1024
 	}
 	if c.Engines <= 0 {
 		c.Engines = 1

@@ -260,17 +260,33 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 	if o.Generation == V0 && o.Queries == nil {
 		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (V0 engine, before vLLM 0.9.1): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters")
 	}
+	type group struct {
+		sev   finding.Severity
+		pairs []string
+	}
+	groups := map[string]*group{}
+	var lives []string
 	for _, n := range o.OldNames {
 		mn, _ := lookupName(n)
 		if mn.gen == V0 && o.Generation == V0 {
 			continue // v0-gauges-only says it
 		}
-		sev := finding.Warning
-		if slices.Contains(o.Exported, mn.instead) {
-			// The replica also exports the current name; only dashboards on the old one break.
-			sev = finding.Info
+		g := groups[mn.life]
+		if g == nil {
+			// Info when the replica also exports the replacement: only dashboards and alerts on
+			// the old name break at the upgrade.
+			g = &group{sev: finding.Info}
+			groups[mn.life] = g
+			lives = append(lives, mn.life)
 		}
-		add(sev, "old-metric-name", name, "exports %s (%s); use %s", n, mn.life, mn.instead)
+		if !slices.Contains(o.Exported, mn.instead) {
+			g.sev = finding.Warning
+		}
+		g.pairs = append(g.pairs, n+" (use "+mn.instead+")")
+	}
+	for _, life := range lives {
+		g := groups[life]
+		add(g.sev, "old-metric-name", name, "exports old metric names, %s: %s", life, strings.Join(g.pairs, ", "))
 	}
 	if len(o.Resets) > 0 {
 		add(finding.Warning, "counter-reset", name, "counter reset inside the window (%s): the replica restarted; its figures cover only the time since", strings.Join(o.Resets, ", "))

@@ -30,9 +30,14 @@ type Target struct {
 	Name string
 }
 
-// ParseTarget accepts host:port, a base URL, or a full /metrics URL.
+// ParseTarget accepts host:port, a base URL, or a full /metrics URL, optionally prefixed with
+// "name=" to name the replica in the report (by default it is named host:port).
 func ParseTarget(s string) (Target, error) {
 	raw := strings.TrimSpace(s)
+	name := ""
+	if i := strings.Index(raw, "="); i > 0 && !strings.Contains(raw[:i], "/") && !strings.Contains(raw[:i], ":") {
+		name, raw = raw[:i], raw[i+1:]
+	}
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}
@@ -43,7 +48,10 @@ func ParseTarget(s string) (Target, error) {
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/metrics"
 	}
-	return Target{URL: u.String(), Name: u.Host}, nil
+	if name == "" {
+		name = u.Host
+	}
+	return Target{URL: u.String(), Name: name}, nil
 }
 
 // Round scrapes every target once, concurrently, each bounded by the timeout. It returns the
