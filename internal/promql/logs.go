@@ -67,7 +67,7 @@ func ParseLog(r io.Reader, source string) (LogStats, error) {
 			e := get("", true)
 			gpu, err1 := strconv.ParseFloat(m[1], 64)
 			cpu, err2 := strconv.ParseFloat(m[2], 64)
-			if err1 != nil || err2 != nil {
+			if err1 != nil || err2 != nil || !finite(gpu) || !finite(cpu) {
 				st.Skipped++
 				continue
 			}
@@ -119,7 +119,7 @@ func (e *engineLog) parseFields(s string) error {
 		v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "."))
 		num := func(unit string) (float64, error) {
 			x, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(v, unit)), 64)
-			if err != nil {
+			if err != nil || !finite(x) {
 				return 0, fmt.Errorf("field %q: value %q", k, v)
 			}
 			return x, nil

@@ -229,6 +229,7 @@ func assemble(points []point, g grouping, window float64) assembled {
 		}
 		out.obs = append(out.obs, *o)
 	}
+	slices.SortFunc(out.obs, func(a, b Observation) int { return strings.Compare(a.Replica, b.Replica) })
 	for s := range routers {
 		out.routers = append(out.routers, s)
 	}
