@@ -219,7 +219,7 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 	queried := Analyze(pin)
 
 	type row struct {
-		Replica, Model           string
+		Replica, Model            string
 		HitRate, PreemptionsPer1k *float64
 		KVUsage, Running, Waiting *float64
 		BlockSize                 *int
