@@ -27,21 +27,37 @@ type promServer struct {
 	api promv1.API
 }
 
+// targetGroup is a static_configs entry: targets and the labels Prometheus adds to them.
+type targetGroup struct {
+	targets []string
+	labels  map[string]string
+}
+
 // startPrometheus runs the Prometheus binary (Debian package prometheus, installed by
-// scripts/install-deps.sh) scraping targets every second, with a temporary data directory.
-func startPrometheus(tb testing.TB, ctx context.Context, targets []string, client *http.Client) *promServer {
+// scripts/install-deps.sh) scraping the targets every second, with a temporary data directory.
+func startPrometheus(tb testing.TB, ctx context.Context, groups []targetGroup, client *http.Client) *promServer {
 	tb.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		tb.Skip("no prometheus binary: run scripts/install-deps.sh (Debian package prometheus)")
 	}
 	dir := tb.TempDir()
-	quoted := make([]string, len(targets))
-	for i, t := range targets {
-		quoted[i] = fmt.Sprintf("%q", t)
+	var cfg strings.Builder
+	cfg.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n")
+	for _, g := range groups {
+		quoted := make([]string, len(g.targets))
+		for i, t := range g.targets {
+			quoted[i] = fmt.Sprintf("%q", t)
+		}
+		fmt.Fprintf(&cfg, "      - targets: [%s]\n", strings.Join(quoted, ", "))
+		if len(g.labels) > 0 {
+			cfg.WriteString("        labels:\n")
+			for k, v := range g.labels {
+				fmt.Fprintf(&cfg, "          %s: %q\n", k, v)
+			}
+		}
 	}
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n      - targets: [%s]\n", strings.Join(quoted, ", "))
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg.String()), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	addr := freeAddr(tb)
@@ -195,7 +211,7 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 		}
 		targets = append(targets, tg)
 	}
-	ps := startPrometheus(t, ctx, addrs, nil)
+	ps := startPrometheus(t, ctx, []targetGroup{{targets: addrs}}, nil)
 
 	// State A: Prometheus has it, then the scrape source reads it.
 	ps.waitQueries(t, ctx, queriesByAddr(f))
