@@ -79,7 +79,7 @@ func demoFleet(seed uint64) []fleet.Config {
 }
 
 func demoHitrate(ctx context.Context, s streams, g *globalOptions, o *demoOptions) error {
-	// 5 steps every 5 ms: about 500 requests per second per replica, enough to move every
+	// 5 steps every 5 ms at 0.3 arrivals per step: about 300 requests per second per replica, enough to move every
 	// counter inside a few seconds.
 	f, err := fleet.New(fleet.Options{Replicas: demoFleet(o.seed), Tick: 5 * time.Millisecond, StepsPerTick: 5})
 	if err != nil {
@@ -104,7 +104,7 @@ func demoHitrate(ctx context.Context, s streams, g *globalOptions, o *demoOption
 			}
 			t.Muted("  %s  %s  vLLM %s%s", r.Name(), r.URL(), c.Version, note)
 		}
-		t.Muted("Scrape window %s (30s by default outside the demo); the workload runs about 500 requests/s per replica.", o.window)
+		t.Muted("Scrape window %s (30s by default outside the demo); the built-in workload runs about 300 requests/s per replica so the counters move within seconds.", o.window)
 		t.Line("$ kvcheck hitrate --scrape replica-0=%s,... --window %s", f.URLs()[0], o.window)
 		t.Line("")
 	}
