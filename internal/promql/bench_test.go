@@ -80,6 +80,7 @@ func BenchmarkPrometheus200(b *testing.B) {
 			b.ReportAllocs()
 			var wall, slowest time.Duration
 			var queries, series int
+			perQuery := map[string]float64{}
 			ct.n.Store(0)
 			for b.Loop() {
 				start := time.Now()
@@ -93,6 +94,7 @@ func BenchmarkPrometheus200(b *testing.B) {
 				}
 				var s float64
 				for _, q := range in.Queries {
+					perQuery[q.Name] += q.Seconds
 					s = max(s, q.Seconds)
 					series += q.Series
 				}
@@ -104,6 +106,9 @@ func BenchmarkPrometheus200(b *testing.B) {
 			b.ReportMetric(float64(series)/float64(b.N), "series/op")
 			b.ReportMetric(float64(slowest.Milliseconds())/float64(b.N), "slowest-ms/op")
 			b.ReportMetric(float64(wall)/float64(slowest), "wall/slowest")
+			for name, sec := range perQuery {
+				b.ReportMetric(sec*1000/float64(b.N), name+"-ms/op")
+			}
 		})
 		b.Run(bc.name+"/sequential", func(b *testing.B) {
 			b.ReportAllocs()
