@@ -111,6 +111,6 @@ func demoHitrate(ctx context.Context, s streams, g *globalOptions, o *demoOption
 	for _, r := range f.Replicas() {
 		scrape = append(scrape, r.Name()+"="+r.URL())
 	}
-	ho := &hitrateOptions{scrape: scrape, window: o.window, windowSet: true, scrapeTimeout: 5 * time.Second, progress: func(string) {}}
+	ho := &hitrateOptions{scrape: scrape, window: o.window, windowSet: true, scrapeTimeout: 5 * time.Second, progress: func(string) {}, warn: func(string) {}}
 	return runHitrate(ctx, s, g, ho)
 }

@@ -31,8 +31,9 @@ type hitrateOptions struct {
 	failOn        failOn
 	// windowSet records whether --window was given, since each source has its own default.
 	windowSet bool
-	// progress receives stderr progress lines; the demo silences it.
-	progress func(string)
+	// progress receives progress lines (stderr, on a terminal only); warn receives the
+	// server's warnings (stderr, always).
+	progress, warn func(string)
 }
 
 const hitrateLong = `Per replica: the prefix-cache hit rate in tokens (hits/queries over a window), query volume,
@@ -63,7 +64,11 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.windowSet = cmd.Flags().Changed("window")
-			o.progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
+			o.warn = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s\n", msg) }
+			o.progress = func(string) {}
+			if report.IsTerminal(s.ErrOut) {
+				o.progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
+			}
 			return runHitrate(cmd.Context(), s, g, o)
 		},
 	}
@@ -175,7 +180,7 @@ func collectPrometheus(ctx context.Context, o *hitrateOptions) (promql.Input, er
 	}
 	p := promql.Prometheus{
 		API: api, URL: o.prom.URL, Window: window, Selector: sel, By: o.by,
-		Timeout: o.prom.QueryTimeout, Time: at, Warn: o.progress,
+		Timeout: o.prom.QueryTimeout, Time: at, Warn: o.warn,
 	}
 	return p.Collect(ctx)
 }
