@@ -263,6 +263,7 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 	type group struct {
 		sev   finding.Severity
 		pairs []string
+		notes []string
 	}
 	groups := map[string]*group{}
 	var lives []string
@@ -283,10 +284,17 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 			g.sev = finding.Warning
 		}
 		g.pairs = append(g.pairs, n+" (use "+mn.instead+")")
+		if mn.note != "" && !slices.Contains(g.notes, mn.note) {
+			g.notes = append(g.notes, mn.note)
+		}
 	}
 	for _, life := range lives {
 		g := groups[life]
-		add(g.sev, "old-metric-name", name, "exports old metric names, %s: %s", life, strings.Join(g.pairs, ", "))
+		msg := fmt.Sprintf("exports old metric names, %s: %s", life, strings.Join(g.pairs, ", "))
+		if len(g.notes) > 0 {
+			msg += "; " + strings.Join(g.notes, "; ")
+		}
+		add(g.sev, "old-metric-name", name, "%s", msg)
 	}
 	if len(o.Resets) > 0 {
 		add(finding.Warning, "counter-reset", name, "counter reset inside the window (%s): the replica restarted; its figures cover only the time since", strings.Join(o.Resets, ", "))

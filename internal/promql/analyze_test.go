@@ -158,3 +158,30 @@ func TestAssembleGenerations(t *testing.T) {
 		t.Errorf("V0 gauge -1 gave hit rate %v, want none", *asm.obs[2].GaugeHitRate)
 	}
 }
+
+func TestGroupingKey(t *testing.T) {
+	l := map[string]string{"pod": "p", "instance": "10.0.0.1:8000", "engine": "1", "namespace": "prod"}
+	noPod := map[string]string{"instance": "10.0.0.1:8000", "engine": "1"}
+	bare := map[string]string{"engine": "1"}
+	tests := []struct {
+		name string
+		g    grouping
+		l    map[string]string
+		want string
+	}{
+		{"pod wins", grouping{}, l, "p"},
+		{"else instance", grouping{}, noPod, "10.0.0.1:8000"},
+		{"else the target", grouping{fallback: "t:1"}, bare, "t:1"},
+		{"by engine splits the detected replica", grouping{by: []string{"engine"}}, l, "p/1"},
+		{"by engine on a scrape target", grouping{by: []string{"engine"}, fallback: "t:1"}, bare, "t:1/1"},
+		{"custom labels", grouping{by: []string{"namespace", "pod"}}, l, "prod/p"},
+		{"custom label missing", grouping{by: []string{"kubernetes_pod_name"}, fallback: "t:1"}, bare, "t:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.g.key(tt.l); got != tt.want {
+				t.Errorf("key = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

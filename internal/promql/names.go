@@ -46,6 +46,7 @@ type metricName struct {
 	life     string // "deprecated in X, hidden in Y, removed in Z" for old names
 	instead  string // what to use instead
 	weighted bool   // gauge averaged over engines rather than summed
+	note     string // what else a reader of this name must know
 }
 
 // names is the only place hitrate knows vLLM's metric names. Within a quantity the first name
@@ -54,10 +55,12 @@ type metricName struct {
 var names = []metricName{
 	{name: "vllm:prefix_cache_queries_total", q: qQueries, counter: true, gen: Current},
 	{name: "vllm:gpu_prefix_cache_queries_total", q: qQueries, counter: true, gen: Deprecated,
-		life: "deprecated in vLLM 0.9.2, hidden in 0.11.0, removed in 0.12.0", instead: "vllm:prefix_cache_queries_total"},
+		life: "deprecated in vLLM 0.9.2, hidden in 0.11.0, removed in 0.12.0", instead: "vllm:prefix_cache_queries_total",
+		note: "vLLM 0.7.3 to 0.8.5 counted these in blocks, not tokens"},
 	{name: "vllm:prefix_cache_hits_total", q: qHits, counter: true, gen: Current},
 	{name: "vllm:gpu_prefix_cache_hits_total", q: qHits, counter: true, gen: Deprecated,
-		life: "deprecated in vLLM 0.9.2, hidden in 0.11.0, removed in 0.12.0", instead: "vllm:prefix_cache_hits_total"},
+		life: "deprecated in vLLM 0.9.2, hidden in 0.11.0, removed in 0.12.0", instead: "vllm:prefix_cache_hits_total",
+		note: "vLLM 0.7.3 to 0.8.5 counted these in blocks, not tokens"},
 	{name: "vllm:external_prefix_cache_queries_total", q: qExtQueries, counter: true, gen: Current},
 	{name: "vllm:external_prefix_cache_hits_total", q: qExtHits, counter: true, gen: Current},
 	{name: "vllm:num_preemptions_total", q: qPreemptions, counter: true, gen: Current},

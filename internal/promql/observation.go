@@ -63,6 +63,10 @@ type grouping struct {
 }
 
 func (g grouping) key(l map[string]string) string {
+	if len(g.by) == 1 && g.by[0] == "engine" {
+		// --by engine splits the detected replicas by engine rather than merging them.
+		return grouping{fallback: g.fallback}.key(l) + "/" + l["engine"]
+	}
 	if len(g.by) > 0 {
 		var parts []string
 		for _, b := range g.by {

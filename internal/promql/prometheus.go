@@ -74,7 +74,7 @@ type query struct {
 // model. Grouping by more than needed is harmless; the client folds them per --by.
 func (p Prometheus) groupLabels() []string {
 	g := slices.Clone(p.By)
-	if len(g) == 0 {
+	if len(g) == 0 || slices.Equal(g, []string{"engine"}) {
 		g = []string{"pod", "instance"}
 	}
 	for _, l := range []string{"engine", "model_name"} {
@@ -166,8 +166,18 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return Input{}, err
+	// An unreachable server fails every query the same way: report the first failure once.
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) == 1 {
+		return Input{}, failed[0]
+	}
+	if len(failed) > 1 {
+		return Input{}, fmt.Errorf("%w (and %d more of the %d queries failed)", failed[0], len(failed)-1, len(qs))
 	}
 	byName := map[string]model.Vector{}
 	for i, q := range qs {

@@ -24,6 +24,10 @@ type Scraper struct {
 	By []string
 }
 
+// maxConcurrentScrapes bounds the requests in flight, so a fleet of thousands of targets does
+// not open thousands of connections at once.
+const maxConcurrentScrapes = 64
+
 // Target is a replica's /metrics address and the name it gets in the report.
 type Target struct {
 	URL  string
@@ -61,8 +65,11 @@ func (s Scraper) Round(ctx context.Context, targets []Target, withVersion bool) 
 	dumps := map[string]Dump{}
 	var down []Down
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxConcurrentScrapes)
 	for _, t := range targets {
 		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			d, err := s.scrape(ctx, t, withVersion)
 			mu.Lock()
 			defer mu.Unlock()
