@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,9 @@ import (
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
+
+// labelName is a Prometheus label name as PromQL's by clause accepts it.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // hitrateOptions are the flags of kvcheck hitrate.
 type hitrateOptions struct {
@@ -141,6 +145,19 @@ func collectHitrate(ctx context.Context, o *hitrateOptions) (promql.Input, error
 	}
 	if len(o.by) > 0 && given[0] == "--log" {
 		return promql.Input{}, usageErrorf("--by applies to metrics, not to --log")
+	}
+	for _, l := range o.by {
+		if !labelName.MatchString(l) {
+			return promql.Input{}, usageErrorf("--by %q: not a label name (letters, digits and _, such as pod or namespace)", l)
+		}
+	}
+	if given[0] != "--prometheus" {
+		if o.selector != "" {
+			return promql.Input{}, usageErrorf("--selector applies to --prometheus only")
+		}
+		if o.at != "" {
+			return promql.Input{}, usageErrorf("--time applies to --prometheus only")
+		}
 	}
 	switch given[0] {
 	case "--prometheus":

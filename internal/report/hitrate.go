@@ -47,8 +47,12 @@ func Hitrate(t *Text, r promql.Report) error {
 		if x.HitRateFrom == "v0_gauge" && x.HitRate != nil {
 			hit += " (v0 gauge)"
 		}
+		ext := Ratio(x.ExternalHitRate)
+		if x.ExternalHitRate == nil && x.CPUHitRate != nil {
+			ext = "cpu " + Ratio(x.CPUHitRate) // V0's CPU tier
+		}
 		rows = append(rows, []string{
-			x.Replica, dash(x.Model), hit, vol, Ratio(x.ExternalHitRate),
+			x.Replica, dash(x.Model), hit, vol, ext,
 			num(x.PreemptionsPerSec, 3), num(x.PreemptionsPer1k, 1), Ratio(x.KVUsage),
 			num(x.Running, 0), num(x.Waiting, 0), intOrDash(x.BlockSize), onOff(x.PrefixCaching), generation(x.Generation),
 		})
