@@ -84,7 +84,7 @@ func TestHitrateScrapePartlyDown(t *testing.T) {
 	if code != exitRuntime {
 		t.Errorf("exit %d, want %d", code, exitRuntime)
 	}
-	for _, w := range []string{"(?m)^a\t", "(?m)^b\t", "(?m)^ERROR dead: GET ", "(?m)^ERROR target-down dead: "} {
+	for _, w := range []string{"(?m)^a\t", "(?m)^b\t", "(?m)^ERROR target-down dead: could not read dead: GET "} {
 		if !regexp.MustCompile(w).Match(out.Bytes()) {
 			t.Errorf("stdout lacks %s:\n%s", w, out.String())
 		}

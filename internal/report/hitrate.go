@@ -21,8 +21,8 @@ func HitrateJSON(w io.Writer, r promql.Report) error {
 	return JSON(w, hitrateDoc{SchemaVersion: SchemaVersion, Report: r})
 }
 
-// Hitrate writes the hitrate report for people: a table per replica, a fleet line, the targets
-// that were down and the findings.
+// Hitrate writes the hitrate report for people: a table per replica, a fleet line and the
+// findings (targets that were down are target-down findings).
 func Hitrate(t *Text, r promql.Report) error {
 	t.Heading("Prefix-cache hit rate per replica")
 	t.Muted("%s", hitrateProvenance(r))
@@ -87,9 +87,6 @@ func Hitrate(t *Text, r promql.Report) error {
 		line += fmt.Sprintf(", %s preemptions/s", num(f.PreemptionsPerSec, 3))
 	}
 	t.Line("%s", line)
-	for _, d := range r.Down {
-		t.Line("%s %s: %s", t.Badge(finding.Error), d.Target, d.Error)
-	}
 	if len(r.Findings) > 0 {
 		t.Line("")
 		t.Heading("Findings")
