@@ -183,8 +183,10 @@ and is the vLLM fleet ready for it?
 
 // subcommands lists the constructors of the subcommands, one file each.
 var subcommands = []func(streams, *globalOptions) *cobra.Command{
+	newHitrateCmd,
 	newAuditCmd,
 	newSimulateCmd,
+	newDemoCmd,
 }
 
 // run executes the command line and returns the process exit code; only run picks exit codes.

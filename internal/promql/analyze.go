@@ -1,0 +1,469 @@
+package promql
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Source names where the figures came from.
+type Source string
+
+// The sources hitrate reads.
+const (
+	SourcePrometheus Source = "prometheus"
+	SourceScrape     Source = "scrape"
+	SourceFile       Source = "file"
+	SourceLog        Source = "log"
+)
+
+// Mode says what the per-replica figures cover.
+type Mode string
+
+// The modes.
+const (
+	ModeRate     Mode = "rate"     // increases over a window
+	ModeLifetime Mode = "lifetime" // totals since each replica started (one dump)
+	ModeLog      Mode = "log"      // the engine's own log-line figures
+)
+
+// Input is everything a source collected, ready for Analyze.
+type Input struct {
+	Source Source
+	// Inputs name what was read: the Prometheus URL, targets, files.
+	Inputs       []string
+	Mode         Mode
+	Window       float64 // seconds; 0 in lifetime mode
+	Observations []Observation
+	Routers      []string
+	Down         []Down
+	Queries      []QueryStat
+}
+
+// Down is a target or input that could not be read.
+type Down struct {
+	Target string `json:"target"`
+	Error  string `json:"error"`
+}
+
+// QueryStat records one PromQL query: how long it took and how many series it returned.
+type QueryStat struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	Series  int     `json:"series"`
+}
+
+// Replica is the analysed figures of one replica.
+type Replica struct {
+	Replica string `json:"replica"`
+	Model   string `json:"model"`
+	Version string `json:"version,omitempty"`
+	// HitRate is hits/queries over the window in tokens, or a self-reported rate (see
+	// HitRateFrom), 0..1.
+	HitRate *float64 `json:"hit_rate"`
+	// HitRateFrom is "counters", "v0_gauge" or "log".
+	HitRateFrom        string     `json:"hit_rate_from"`
+	Queries            *float64   `json:"queries"`
+	QueriesPerSec      *float64   `json:"queries_per_sec"`
+	ExternalHitRate    *float64   `json:"external_hit_rate"`
+	CPUHitRate         *float64   `json:"cpu_hit_rate,omitempty"`
+	Preemptions        *float64   `json:"preemptions"`
+	PreemptionsPerSec  *float64   `json:"preemptions_per_sec"`
+	PreemptionsPer1k   *float64   `json:"preemptions_per_1k_requests"`
+	PromptTokensPerSec *float64   `json:"prompt_tokens_per_sec,omitempty"`
+	KVUsage            *float64   `json:"kv_usage"`
+	Running            *float64   `json:"running"`
+	Waiting            *float64   `json:"waiting"`
+	BlockSize          *int       `json:"block_size"`
+	PrefixCaching      *bool      `json:"prefix_caching"`
+	Generation         Generation `json:"metric_generation"`
+}
+
+// Fleet sums the replicas up.
+type Fleet struct {
+	Replicas int `json:"replicas"`
+	// HitRate is token-weighted (total hits / total queries) when counters exist, else the plain
+	// mean of the self-reported rates; HitRateWeighting says which.
+	HitRate          *float64 `json:"hit_rate"`
+	HitRateWeighting string   `json:"hit_rate_weighting"`
+	MinHitRate       *float64 `json:"hit_rate_min"`
+	MaxHitRate       *float64 `json:"hit_rate_max"`
+	// HitRateCV is the coefficient of variation of the per-replica hit rates.
+	HitRateCV         *float64 `json:"hit_rate_cv"`
+	Queries           *float64 `json:"queries"`
+	QueriesPerSec     *float64 `json:"queries_per_sec"`
+	PreemptionsPerSec *float64 `json:"preemptions_per_sec"`
+	Running           *float64 `json:"running"`
+	Waiting           *float64 `json:"waiting"`
+}
+
+// Finding is one observation about the fleet or a replica, with a stable code.
+type Finding struct {
+	Severity finding.Severity `json:"severity"`
+	Code     string           `json:"code"`
+	Message  string           `json:"message"`
+	Replica  string           `json:"replica,omitempty"`
+}
+
+// Report is the result of hitrate.
+type Report struct {
+	Source        Source      `json:"source"`
+	Inputs        []string    `json:"inputs"`
+	Mode          Mode        `json:"mode"`
+	WindowSeconds *float64    `json:"window_seconds"`
+	Replicas      []Replica   `json:"replicas"`
+	Fleet         Fleet       `json:"fleet"`
+	Down          []Down      `json:"down"`
+	RouterSeries  []string    `json:"router_series"`
+	Findings      []Finding   `json:"findings"`
+	Queries       []QueryStat `json:"promql_queries,omitempty"`
+}
+
+// Severities lists the findings' severities, for --fail-on.
+func (r Report) Severities() []finding.Severity {
+	out := make([]finding.Severity, len(r.Findings))
+	for i, f := range r.Findings {
+		out[i] = f.Severity
+	}
+	return out
+}
+
+// Thresholds of the findings. They are deliberately coarse: they flag what deserves a look.
+const (
+	// preemptionsPer1kWarn: above 1% of requests preempted, re-prefill after eviction is a
+	// visible share of the "hits" on vLLM before 0.11.
+	preemptionsPer1kWarn = 10.0
+	// kvUsageWarn: a KV cache this full evicts cached prefixes and retries admissions.
+	kvUsageWarn = 0.90
+	// spreadWarn: a replica this far (absolute) from the fleet's median hit rate is hot or cold.
+	spreadWarn = 0.15
+)
+
+// Analyze turns observations into per-replica figures, a fleet row and findings.
+func Analyze(in Input) Report {
+	rep := Report{
+		Source:       in.Source,
+		Inputs:       nonNil(in.Inputs),
+		Mode:         in.Mode,
+		Replicas:     []Replica{},
+		Down:         nonNil(in.Down),
+		RouterSeries: nonNil(in.Routers),
+		Findings:     []Finding{},
+		Queries:      in.Queries,
+	}
+	if in.Window > 0 {
+		w := in.Window
+		rep.WindowSeconds = &w
+	}
+	add := func(s finding.Severity, code, replica, format string, args ...any) {
+		rep.Findings = append(rep.Findings, Finding{Severity: s, Code: code, Replica: replica, Message: fmt.Sprintf(format, args...)})
+	}
+	obs := slices.Clone(in.Observations)
+	slices.SortFunc(obs, func(a, b Observation) int { return cmp.Compare(a.Replica, b.Replica) })
+	for _, o := range obs {
+		r := replicaFigures(o)
+		rep.Replicas = append(rep.Replicas, r)
+		replicaFindings(o, r, in.Mode, add)
+	}
+	rep.Fleet = fleetFigures(rep.Replicas, obs)
+	fleetFindings(rep, add)
+	for _, d := range in.Down {
+		add(finding.Error, "target-down", d.Target, "could not read %s: %s; the fleet row leaves it out", d.Target, d.Error)
+	}
+	if len(in.Routers) > 0 {
+		add(finding.Info, "router-series", "", "production-stack router series (label server: %s) re-export vllm: names; they were kept apart from the engine series", strings.Join(in.Routers, ", "))
+	}
+	if in.Mode == ModeLifetime {
+		add(finding.Info, "lifetime-totals", "", "one dump gives totals since each replica started, not a current rate: give two dumps, or use --scrape, for a window")
+	}
+	if in.Mode == ModeLog {
+		add(finding.Info, "log-hit-rate", "", "the engine log's hit rate covers vLLM's recent-requests window, not the Prometheus counters; query volume is not in the log")
+	}
+	slices.SortStableFunc(rep.Findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(a.Replica, b.Replica), cmp.Compare(a.Code, b.Code))
+	})
+	return rep
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func replicaFigures(o Observation) Replica {
+	r := Replica{
+		Replica: o.Replica, Model: o.Model, Version: o.Version,
+		Queries: o.Queries, Preemptions: o.Preemptions,
+		KVUsage: o.KVUsage, Running: o.Running, Waiting: o.Waiting,
+		CPUHitRate: o.CPUHitRate, PromptTokensPerSec: o.PromptTokensPerSec,
+		PrefixCaching: o.PrefixCaching, Generation: o.Generation,
+	}
+	if o.BlockSize > 0 {
+		r.BlockSize = ptr(o.BlockSize)
+	}
+	switch {
+	case o.Queries != nil && o.Hits != nil:
+		r.HitRateFrom = "counters"
+		if *o.Queries > 0 {
+			r.HitRate = ptr(clamp01(*o.Hits / *o.Queries))
+		}
+	case o.GaugeHitRate != nil:
+		r.HitRate = ptr(clamp01(*o.GaugeHitRate))
+		r.HitRateFrom = "v0_gauge"
+		if o.Generation == "" {
+			r.HitRateFrom = "log"
+		}
+	}
+	if o.ExtQueries != nil && o.ExtHits != nil && *o.ExtQueries > 0 {
+		r.ExternalHitRate = ptr(clamp01(*o.ExtHits / *o.ExtQueries))
+	} else if o.GaugeExtHitRate != nil {
+		r.ExternalHitRate = ptr(clamp01(*o.GaugeExtHitRate))
+	}
+	if o.Window > 0 {
+		per := func(v *float64) *float64 {
+			if v == nil {
+				return nil
+			}
+			return ptr(*v / o.Window)
+		}
+		r.QueriesPerSec = per(o.Queries)
+		r.PreemptionsPerSec = per(o.Preemptions)
+	}
+	if o.Preemptions != nil && o.Requests != nil && *o.Requests > 0 {
+		r.PreemptionsPer1k = ptr(*o.Preemptions / *o.Requests * 1000)
+	}
+	return r
+}
+
+// clamp01 keeps a ratio in range: counters scraped a moment apart can give hits a hair above
+// queries.
+func clamp01(v float64) float64 { return math.Max(0, math.Min(1, v)) }
+
+func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Severity, string, string, string, ...any)) {
+	name := o.Replica
+	if o.PrefixCaching != nil && !*o.PrefixCaching {
+		add(finding.Error, "prefix-caching-off", name, "prefix caching is off (vllm:cache_config_info enable_prefix_caching=False): no router can produce hits; remove --no-enable-prefix-caching")
+	} else if o.Queries != nil && *o.Queries == 0 {
+		add(finding.Warning, "no-queries", name, "no prefix-cache lookups in the window: the replica is idle or prefix caching is off, so its hit rate is unknown")
+	}
+	if o.Generation == "" && o.Queries == nil && o.Hits == nil && o.GaugeHitRate == nil && mode != ModeLog {
+		add(finding.Warning, "no-prefix-metrics", name, "no prefix-cache metric found (neither vllm:prefix_cache_* nor the older names)")
+	}
+	if o.Generation == V0 && o.Queries == nil {
+		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (V0 engine, before vLLM 0.9.1): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters")
+	}
+	type group struct {
+		sev   finding.Severity
+		pairs []string
+		notes []string
+	}
+	groups := map[string]*group{}
+	var lives []string
+	for _, n := range o.OldNames {
+		mn, _ := lookupName(n)
+		if mn.gen == V0 && o.Generation == V0 {
+			continue // v0-gauges-only says it
+		}
+		g := groups[mn.life]
+		if g == nil {
+			// Info when the replica also exports the replacement: only dashboards and alerts on
+			// the old name break at the upgrade.
+			g = &group{sev: finding.Info}
+			groups[mn.life] = g
+			lives = append(lives, mn.life)
+		}
+		if !slices.Contains(o.Exported, mn.instead) {
+			g.sev = finding.Warning
+		}
+		g.pairs = append(g.pairs, n+" (use "+mn.instead+")")
+		if mn.note != "" && !slices.Contains(g.notes, mn.note) {
+			g.notes = append(g.notes, mn.note)
+		}
+	}
+	for _, life := range lives {
+		g := groups[life]
+		msg := fmt.Sprintf("exports old metric names, %s: %s", life, strings.Join(g.pairs, ", "))
+		if len(g.notes) > 0 {
+			msg += "; " + strings.Join(g.notes, "; ")
+		}
+		add(g.sev, "old-metric-name", name, "%s", msg)
+	}
+	if len(o.Resets) > 0 {
+		add(finding.Warning, "counter-reset", name, "counter reset inside the window (%s): the replica restarted; its figures cover only the time since", strings.Join(o.Resets, ", "))
+	}
+	if len(o.BadValues) > 0 {
+		add(finding.Warning, "bad-value", name, "NaN or infinite values left out: %s", strings.Join(o.BadValues, ", "))
+	}
+	pressure := ""
+	if r.PreemptionsPer1k != nil && *r.PreemptionsPer1k >= preemptionsPer1kWarn {
+		pressure = fmt.Sprintf("%.0f preemptions per 1k requests", *r.PreemptionsPer1k)
+	}
+	if o.KVUsage != nil && *o.KVUsage >= kvUsageWarn {
+		if pressure != "" {
+			pressure += " and "
+		}
+		pressure += fmt.Sprintf("KV cache %.0f%% full", *o.KVUsage*100)
+	}
+	if pressure != "" {
+		add(finding.Warning, "kv-pressure", name, "%s: the hit rate may count re-prefill after eviction rather than reuse; %s", pressure, pressureVersionNote(o.Version))
+	}
+}
+
+// pressureVersionNote says how the version in use counts lookups under pressure (SPEC §3.2).
+func pressureVersionNote(v string) string {
+	const before = "before vLLM 0.11 (PR #25787) the tokens a preempted request recomputed were counted as hits"
+	const after = "since vLLM 0.11 preempted lookups are excluded, but a waiting request retried under KV pressure can still be counted again (issue #43736)"
+	if v == "" {
+		return before + "; " + after
+	}
+	maj, min, ok := majorMinor(v)
+	switch {
+	case !ok:
+		return before + "; " + after
+	case maj == 0 && min < 11:
+		return "this replica runs vLLM " + v + ": " + before
+	default:
+		return "this replica runs vLLM " + v + ": " + after
+	}
+}
+
+func majorMinor(v string) (int, int, bool) {
+	var maj, min int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &maj, &min); err != nil {
+		return 0, 0, false
+	}
+	return maj, min, true
+}
+
+func fleetFigures(rs []Replica, obs []Observation) Fleet {
+	f := Fleet{Replicas: len(rs)}
+	var hits, queries, preempt, running, waiting float64
+	var haveCounters, havePreempt, haveRunning, haveWaiting bool
+	var window float64
+	var rates []float64
+	for i, r := range rs {
+		o := obs[i]
+		if o.Queries != nil && o.Hits != nil {
+			haveCounters = true
+			hits += *o.Hits
+			queries += *o.Queries
+		}
+		if o.Preemptions != nil {
+			havePreempt = true
+			preempt += *o.Preemptions
+		}
+		if r.Running != nil {
+			haveRunning = true
+			running += *r.Running
+		}
+		if r.Waiting != nil {
+			haveWaiting = true
+			waiting += *r.Waiting
+		}
+		window = max(window, o.Window)
+		if r.HitRate != nil {
+			rates = append(rates, *r.HitRate)
+		}
+	}
+	if haveCounters {
+		f.HitRateWeighting = "tokens"
+		f.Queries = ptr(queries)
+		if queries > 0 {
+			f.HitRate = ptr(clamp01(hits / queries))
+		}
+		if window > 0 {
+			// Replicas share the window, so the fleet rate is the sum of the replicas' rates.
+			var qps float64
+			for _, r := range rs {
+				if r.QueriesPerSec != nil {
+					qps += *r.QueriesPerSec
+				}
+			}
+			f.QueriesPerSec = ptr(qps)
+		}
+	} else if len(rates) > 0 {
+		f.HitRateWeighting = "unweighted"
+		var s float64
+		for _, v := range rates {
+			s += v
+		}
+		f.HitRate = ptr(s / float64(len(rates)))
+	}
+	if havePreempt && window > 0 {
+		var pps float64
+		for _, r := range rs {
+			if r.PreemptionsPerSec != nil {
+				pps += *r.PreemptionsPerSec
+			}
+		}
+		f.PreemptionsPerSec = ptr(pps)
+	}
+	if haveRunning {
+		f.Running = ptr(running)
+	}
+	if haveWaiting {
+		f.Waiting = ptr(waiting)
+	}
+	if len(rates) > 0 {
+		f.MinHitRate = ptr(slices.Min(rates))
+		f.MaxHitRate = ptr(slices.Max(rates))
+		var mean, ss float64
+		for _, v := range rates {
+			mean += v
+		}
+		mean /= float64(len(rates))
+		for _, v := range rates {
+			ss += (v - mean) * (v - mean)
+		}
+		if mean > 0 {
+			f.HitRateCV = ptr(math.Sqrt(ss/float64(len(rates))) / mean)
+		}
+	}
+	return f
+}
+
+func fleetFindings(rep Report, add func(finding.Severity, string, string, string, ...any)) {
+	if len(rep.Replicas) == 1 {
+		add(finding.Info, "single-replica", rep.Replicas[0].Replica, "only one replica: a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up")
+	}
+	var rates []float64
+	for _, r := range rep.Replicas {
+		if r.HitRate != nil {
+			rates = append(rates, *r.HitRate)
+		}
+	}
+	if len(rates) < 3 {
+		return
+	}
+	median := medianOf(rates)
+	for _, r := range rep.Replicas {
+		if r.HitRate == nil {
+			continue
+		}
+		d := *r.HitRate - median
+		switch {
+		case d <= -spreadWarn:
+			add(finding.Warning, "replica-cold", r.Replica, "hit rate %.1f%% against a fleet median of %.1f%%: this replica sees less reuse (unique traffic, a fresh or restarted replica, or routing that sends shared prefixes elsewhere)", *r.HitRate*100, median*100)
+		case d >= spreadWarn:
+			add(finding.Warning, "replica-hot", r.Replica, "hit rate %.1f%% against a fleet median of %.1f%%: shared prefixes concentrate here; check its load and queue", *r.HitRate*100, median*100)
+		}
+	}
+}
+
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -1,0 +1,74 @@
+package promql
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrNeedWindow is returned for two dumps without sample timestamps when no window was given:
+// the rates need the time between them.
+var ErrNeedWindow = errors.New("two dumps without timestamps: give the time between them with --window")
+
+// ReadDump reads and parses one saved /metrics dump.
+func ReadDump(path string) (Dump, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Dump{}, fmt.Errorf("read dump: %w", err)
+	}
+	defer f.Close()
+	return ParseExposition(f, path)
+}
+
+// dumpName names a replica after its dump file when the series carry no replica label.
+func dumpName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
+// FromDumps builds the Input from one dump (lifetime totals) or two dumps of the same
+// replicas (rates between them). window is the time between the dumps when their samples carry
+// no timestamps; 0 means unknown.
+func FromDumps(paths []string, window time.Duration, by []string) (Input, error) {
+	in := Input{Source: SourceFile, Inputs: paths}
+	switch len(paths) {
+	case 1:
+		d, err := ReadDump(paths[0])
+		if err != nil {
+			return in, err
+		}
+		in.Mode = ModeLifetime
+		asm := assemble(totals(d), grouping{by: by, fallback: dumpName(paths[0])}, 0)
+		in.Observations, in.Routers = asm.obs, asm.routers
+		return in, nil
+	case 2:
+		a, err := ReadDump(paths[0])
+		if err != nil {
+			return in, err
+		}
+		b, err := ReadDump(paths[1])
+		if err != nil {
+			return in, err
+		}
+		dt := window.Seconds()
+		if ta, tb := sampleTime(a), sampleTime(b); !ta.IsZero() && !tb.IsZero() {
+			if !tb.After(ta) {
+				return in, fmt.Errorf("%s is not later than %s (sample timestamps): give the earlier dump first", paths[1], paths[0])
+			}
+			dt = tb.Sub(ta).Seconds()
+		}
+		if dt <= 0 {
+			return in, ErrNeedWindow
+		}
+		in.Mode, in.Window = ModeRate, dt
+		asm := assemble(increase(a, b), grouping{by: by, fallback: dumpName(paths[1])}, dt)
+		in.Observations, in.Routers = asm.obs, asm.routers
+		if len(in.Observations) == 0 {
+			return in, fmt.Errorf("%s and %s share no vllm: counter series: are they dumps of the same replicas?", paths[0], paths[1])
+		}
+		return in, nil
+	}
+	return in, fmt.Errorf("give one dump (lifetime totals) or two dumps of the same replicas (rates), not %d", len(paths))
+}

@@ -1,0 +1,208 @@
+package promql
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	logEngine = regexp.MustCompile(`Engine (\d+):`)
+	logTime   = regexp.MustCompile(`(\d\d-\d\d \d\d:\d\d:\d\d)`)
+	logV0Hit  = regexp.MustCompile(`Prefix cache hit rate: GPU: ([0-9.]+)%, CPU: ([0-9.]+)%`)
+)
+
+// engineLog accumulates one engine's stat lines. Only the latest values and running sums are
+// kept, so memory stays constant however long the log is.
+type engineLog struct {
+	id            string
+	v0            bool
+	first, last   time.Time
+	lines         int
+	promptSum     float64
+	hit, cpuHit   *float64
+	ext           *float64
+	kv            *float64
+	running, wait *float64
+}
+
+// LogStats are the per-engine figures read from a log, in order of first appearance.
+type LogStats struct {
+	Source  string
+	engines []*engineLog
+	// Skipped counts stat lines with a field that did not parse.
+	Skipped int
+}
+
+// ParseLog reads vLLM engine stat lines (SPEC §3.5): the V1 "Engine NNN: Avg prompt
+// throughput ... Prefix cache hit rate" line and V0's throughput line with its separate
+// "Prefix cache hit rate: GPU: x%, CPU: y%" line. Other lines are ignored.
+func ParseLog(r io.Reader, source string) (LogStats, error) {
+	st := LogStats{Source: source}
+	byID := map[string]*engineLog{}
+	get := func(id string, v0 bool) *engineLog {
+		e := byID[id]
+		if e == nil {
+			e = &engineLog{id: id, v0: v0}
+			byID[id] = e
+			st.engines = append(st.engines, e)
+		}
+		return e
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var at time.Time
+		if m := logTime.FindStringSubmatch(line); m != nil {
+			at, _ = time.Parse("01-02 15:04:05", m[1])
+		}
+		if m := logV0Hit.FindStringSubmatch(line); m != nil {
+			e := get("", true)
+			gpu, err1 := strconv.ParseFloat(m[1], 64)
+			cpu, err2 := strconv.ParseFloat(m[2], 64)
+			if err1 != nil || err2 != nil || !finite(gpu) || !finite(cpu) {
+				st.Skipped++
+				continue
+			}
+			e.hit, e.cpuHit = ptr(gpu/100), ptr(cpu/100)
+			continue
+		}
+		i := strings.Index(line, "Avg prompt throughput:")
+		if i < 0 {
+			continue
+		}
+		id, v0 := "", true
+		if m := logEngine.FindStringSubmatch(line); m != nil {
+			id, v0 = m[1], false
+		}
+		e := get(id, v0)
+		if err := e.parseFields(line[i:]); err != nil {
+			st.Skipped++
+			continue
+		}
+		e.lines++
+		if !at.IsZero() {
+			if e.first.IsZero() {
+				e.first = at
+			}
+			e.last = at
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return st, fmt.Errorf("%s: %w", source, err)
+	}
+	n := 0
+	for _, e := range st.engines {
+		n += e.lines
+	}
+	if n == 0 {
+		return st, fmt.Errorf("%s: no vLLM engine stat lines (\"Avg prompt throughput: ...\") found: is it a vLLM server log at INFO level?", source)
+	}
+	return st, nil
+}
+
+// parseFields reads "Key: value, Key: value" pairs; unknown keys are skipped, so lines from
+// newer versions with more fields still parse.
+func (e *engineLog) parseFields(s string) error {
+	for _, part := range strings.Split(strings.TrimSpace(s), ", ") {
+		k, v, ok := strings.Cut(part, ": ")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "."))
+		num := func(unit string) (float64, error) {
+			x, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(v, unit)), 64)
+			if err != nil || !finite(x) {
+				return 0, fmt.Errorf("field %q: value %q", k, v)
+			}
+			return x, nil
+		}
+		var err error
+		var x float64
+		switch strings.TrimSpace(k) {
+		case "Avg prompt throughput":
+			if x, err = num("tokens/s"); err == nil {
+				e.promptSum += x
+			}
+		case "Running":
+			if x, err = num("reqs"); err == nil {
+				e.running = ptr(x)
+			}
+		case "Waiting", "Pending":
+			if x, err = num("reqs"); err == nil {
+				e.wait = ptr(x)
+			}
+		case "GPU KV cache usage", "KV cache usage":
+			if x, err = num("%"); err == nil {
+				e.kv = ptr(x / 100)
+			}
+		case "Prefix cache hit rate":
+			if x, err = num("%"); err == nil {
+				e.hit = ptr(x / 100)
+			}
+		case "External prefix cache hit rate":
+			if x, err = num("%"); err == nil {
+				e.ext = ptr(x / 100)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FromLogs reads engine logs into an Input: one replica per engine per file, with the latest
+// figures of each.
+func FromLogs(paths []string) (Input, error) {
+	in := Input{Source: SourceLog, Mode: ModeLog, Inputs: paths}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return in, fmt.Errorf("read log: %w", err)
+		}
+		st, err := ParseLog(f, p)
+		f.Close()
+		if err != nil {
+			return in, err
+		}
+		for _, o := range st.Observations(dumpName(p)) {
+			in.Window = max(in.Window, o.Window)
+			in.Observations = append(in.Observations, o)
+		}
+	}
+	return in, nil
+}
+
+// Observations returns one observation per engine, named "<name>/engine<id>" (V1) or
+// "<name>" (V0, which logs no engine id).
+func (st LogStats) Observations(name string) []Observation {
+	var out []Observation
+	for _, e := range st.engines {
+		if e.lines == 0 {
+			continue
+		}
+		o := Observation{
+			Replica:      name,
+			GaugeHitRate: e.hit, CPUHitRate: e.cpuHit, GaugeExtHitRate: e.ext,
+			KVUsage: e.kv, Running: e.running, Waiting: e.wait,
+			PromptTokensPerSec: ptr(e.promptSum / float64(e.lines)),
+		}
+		if e.id != "" {
+			o.Replica = name + "/engine" + e.id
+		}
+		if !e.first.IsZero() && e.last.After(e.first) {
+			o.Window = e.last.Sub(e.first).Seconds()
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b Observation) int { return strings.Compare(a.Replica, b.Replica) })
+	return out
+}

@@ -1,0 +1,242 @@
+package promql
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Observation is what one source saw of one replica over a window, before analysis. Counter
+// fields hold the increase over the window, or lifetime totals when Window is 0. Nil means the
+// replica does not export the quantity.
+type Observation struct {
+	Replica string
+	Model   string
+	// Version is the vLLM version when the source could learn it (GET /version), else empty.
+	Version string
+	// Window is the length in seconds the increases cover; 0 for lifetime totals.
+	Window float64
+
+	Queries, Hits, ExtQueries, ExtHits, Preemptions, Requests *float64
+	KVUsage, Running, Waiting                                 *float64
+	// GaugeHitRate is a hit rate the replica reported itself, 0..1: the V0 gauge or a log line.
+	GaugeHitRate *float64
+	// GaugeExtHitRate is an external-tier hit rate from a log line, 0..1.
+	GaugeExtHitRate *float64
+	// CPUHitRate is V0's CPU-tier hit rate gauge or log field, 0..1.
+	CPUHitRate *float64
+	// PromptTokensPerSec comes from engine log lines only.
+	PromptTokensPerSec *float64
+
+	BlockSize     int
+	PrefixCaching *bool
+	Generation    Generation
+	// QueriesName and HitsName are the counters the hit rate was computed from.
+	QueriesName, HitsName string
+	// Exported are the known metric names the replica exports.
+	Exported []string
+	// OldNames are deprecated or V0 names the replica exports, whether used or not.
+	OldNames []string
+	// Resets are the counters that went backwards inside the window.
+	Resets []string
+	// BadValues are series whose value was NaN or infinite and were left out.
+	BadValues []string
+}
+
+// point is one series' contribution to an observation: for a counter its increase over the
+// window (or its total), for a gauge its last value.
+type point struct {
+	name   string
+	labels map[string]string
+	value  float64
+	resets float64
+}
+
+// grouping maps a series to its replica.
+type grouping struct {
+	// by are the replica labels the user chose; empty means detect (pod, else instance).
+	by []string
+	// fallback names the replica when the series carry no replica label (a scrape target or a
+	// dump file).
+	fallback string
+}
+
+func (g grouping) key(l map[string]string) string {
+	if len(g.by) == 1 && g.by[0] == "engine" {
+		// --by engine splits the detected replicas by engine rather than merging them.
+		return grouping{fallback: g.fallback}.key(l) + "/" + l["engine"]
+	}
+	if len(g.by) > 0 {
+		var parts []string
+		for _, b := range g.by {
+			if v := l[b]; v != "" {
+				parts = append(parts, v)
+			}
+		}
+		if len(parts) == 0 {
+			return g.fallback
+		}
+		// A scrape target or a dump file names the replica when the series do not.
+		if g.fallback != "" && l["pod"] == "" && l["instance"] == "" {
+			parts = append([]string{g.fallback}, parts...)
+		}
+		return strings.Join(parts, "/")
+	}
+	if v := l["pod"]; v != "" {
+		return v
+	}
+	if v := l["instance"]; v != "" {
+		return v
+	}
+	return g.fallback
+}
+
+// assembled is the result of grouping points into replicas.
+type assembled struct {
+	obs     []Observation
+	routers []string
+}
+
+// assemble groups points by replica and picks, for each quantity, the newest metric name the
+// replica exports.
+func assemble(points []point, g grouping, window float64) assembled {
+	type acc struct {
+		sum    float64
+		n      int
+		resets float64
+	}
+	type rep struct {
+		obs    Observation
+		vals   map[string]*acc
+		models []string
+	}
+	reps := map[string]*rep{}
+	var order []string
+	routers := map[string]bool{}
+	for _, p := range points {
+		if s := p.labels["server"]; s != "" {
+			routers[s] = true
+			continue
+		}
+		k := g.key(p.labels)
+		r := reps[k]
+		if r == nil {
+			r = &rep{obs: Observation{Replica: k, Window: window}, vals: map[string]*acc{}}
+			reps[k] = r
+			order = append(order, k)
+		}
+		if m := p.labels["model_name"]; m != "" && !slices.Contains(r.models, m) {
+			r.models = append(r.models, m)
+		}
+		if p.name == configInfo {
+			if bs, err := strconv.Atoi(p.labels["block_size"]); err == nil && bs > 0 {
+				r.obs.BlockSize = bs
+			}
+			if on, err := strconv.ParseBool(p.labels["enable_prefix_caching"]); err == nil {
+				r.obs.PrefixCaching = &on
+			}
+			continue
+		}
+		mn, ok := lookupName(p.name)
+		if !ok {
+			continue
+		}
+		if math.IsNaN(p.value) || math.IsInf(p.value, 0) {
+			r.obs.BadValues = append(r.obs.BadValues, p.name)
+			continue
+		}
+		if mn.gen == V0 && p.value < 0 {
+			// -1 is V0's "no data yet"; keep the name as seen but no value.
+			if r.vals[p.name] == nil {
+				r.vals[p.name] = &acc{}
+			}
+			continue
+		}
+		a := r.vals[p.name]
+		if a == nil {
+			a = &acc{}
+			r.vals[p.name] = a
+		}
+		a.sum += p.value
+		a.n++
+		a.resets += p.resets
+	}
+	out := assembled{}
+	for _, k := range order {
+		r := reps[k]
+		o := &r.obs
+		o.Model = strings.Join(r.models, ",")
+		chosen := map[quantity]metricName{}
+		for _, mn := range names {
+			a, ok := r.vals[mn.name]
+			if !ok {
+				continue
+			}
+			o.Exported = append(o.Exported, mn.name)
+			if mn.gen != Current && !slices.Contains(o.OldNames, mn.name) {
+				o.OldNames = append(o.OldNames, mn.name)
+			}
+			if _, done := chosen[mn.q]; done {
+				continue
+			}
+			if a.n == 0 {
+				continue
+			}
+			chosen[mn.q] = mn
+			v := a.sum
+			if mn.weighted {
+				v /= float64(a.n)
+			}
+			if a.resets > 0 {
+				o.Resets = append(o.Resets, mn.name)
+			}
+			set := func(dst **float64) { *dst = &v }
+			switch mn.q {
+			case qQueries:
+				set(&o.Queries)
+				o.QueriesName = mn.name
+			case qHits:
+				set(&o.Hits)
+				o.HitsName = mn.name
+			case qExtQueries:
+				set(&o.ExtQueries)
+			case qExtHits:
+				set(&o.ExtHits)
+			case qPreemptions:
+				set(&o.Preemptions)
+			case qRequests:
+				set(&o.Requests)
+			case qKVUsage:
+				set(&o.KVUsage)
+			case qRunning:
+				set(&o.Running)
+			case qWaiting:
+				set(&o.Waiting)
+			case qV0GPUHitRate:
+				set(&o.GaugeHitRate)
+			case qV0CPUHitRate:
+				set(&o.CPUHitRate)
+			}
+		}
+		q, qok := chosen[qQueries]
+		h, hok := chosen[qHits]
+		_, v0 := r.vals["vllm:gpu_prefix_cache_hit_rate"]
+		switch {
+		case qok || hok:
+			o.Generation = Current
+			if (qok && q.gen != Current) || (hok && h.gen != Current) {
+				o.Generation = Deprecated
+			}
+		case v0:
+			o.Generation = V0
+		}
+		out.obs = append(out.obs, *o)
+	}
+	slices.SortFunc(out.obs, func(a, b Observation) int { return strings.Compare(a.Replica, b.Replica) })
+	for s := range routers {
+		out.routers = append(out.routers, s)
+	}
+	slices.Sort(out.routers)
+	return out
+}

@@ -1,0 +1,107 @@
+package promql
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseExpositionErrors(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"empty", "", "no vllm: metrics found (the input is empty)"},
+		{"html", "<html><body>login</body></html>", "src: line 1:"},
+		{"renamed by an adapter", "ray_vllm_kv_cache_usage_perc 0.5\n", "found ray_vllm_kv_cache_usage_perc"},
+		{"other exporter", "up 1\n", "1 other metric families, such as up"},
+		{"bad value", "vllm:prefix_cache_queries_total{engine=\"0\"} x\n", "src: line 1:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseExposition(strings.NewReader(tt.body), "src")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestIncrease(t *testing.T) {
+	a := Dump{Samples: []Sample{
+		{Name: "vllm:prefix_cache_queries_total", Labels: map[string]string{"engine": "0"}, Value: 100},
+		{Name: "vllm:prefix_cache_hits_total", Labels: map[string]string{"engine": "0"}, Value: 60},
+		{Name: "vllm:kv_cache_usage_perc", Labels: map[string]string{"engine": "0"}, Value: 0.1},
+	}}
+	b := Dump{Samples: []Sample{
+		{Name: "vllm:prefix_cache_queries_total", Labels: map[string]string{"engine": "0"}, Value: 150},
+		{Name: "vllm:prefix_cache_hits_total", Labels: map[string]string{"engine": "0"}, Value: 20},   // restarted
+		{Name: "vllm:prefix_cache_queries_total", Labels: map[string]string{"engine": "1"}, Value: 9}, // new series: no rate
+		{Name: "vllm:kv_cache_usage_perc", Labels: map[string]string{"engine": "0"}, Value: 0.7},
+	}}
+	type pt struct {
+		Name          string
+		Value, Resets float64
+	}
+	var got []pt
+	for _, p := range increase(a, b) {
+		got = append(got, pt{p.name, p.value, p.resets})
+	}
+	want := []pt{
+		{"vllm:prefix_cache_queries_total", 50, 0},
+		{"vllm:prefix_cache_hits_total", 20, 1},
+		{"vllm:kv_cache_usage_perc", 0.7, 0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("increase (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseLog(t *testing.T) {
+	tests := []struct {
+		name    string
+		log     string
+		want    []figures
+		wantErr string
+	}{
+		{
+			name: "two engines, newer fields, noise",
+			log: `INFO 11-30 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: 50.0%
+some unrelated line
+INFO 11-30 10:00:00 [loggers.py:1] Engine 001: Avg prompt throughput: 30.0 tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 4 reqs, Waiting: 1 reqs, GPU KV cache usage: 20.0%, Prefix cache hit rate: 25.0%, External prefix cache hit rate: 5.0%, MM cache hit rate: 0.0%
+INFO 11-30 10:00:10 [loggers.py:1] Engine 000: Avg prompt throughput: 20.0 tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 60.0%
+`,
+			want: []figures{
+				{Replica: "x/engine000", HitRate: f(0.6), KVUsage: f(0.12), Running: f(3), Wait: f(0), PromptTokensPerSec: f(15)},
+				{Replica: "x/engine001", HitRate: f(0.25), KVUsage: f(0.2), Running: f(4), Wait: f(1), PromptTokensPerSec: f(30)},
+			},
+		},
+		{name: "no stat lines", log: "hello\nworld\n", wantErr: "no vLLM engine stat lines"},
+		{name: "garbled only", log: "Engine 000: Avg prompt throughput: lots tokens/s\n", wantErr: "no vLLM engine stat lines"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := ParseLog(strings.NewReader(tt.log), "x.log")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := Analyze(Input{Mode: ModeLog, Observations: st.Observations("x")})
+			got := figuresOf(rep)
+			for i := range got {
+				got[i].Codes = nil
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(approx)); diff != "" {
+				t.Errorf("figures (-want +got):\n%s", diff)
+			}
+			if e := rep.Replicas[1].ExternalHitRate; e == nil || !approx(*e, 0.05) {
+				t.Errorf("engine 001 external hit rate = %v, want 0.05", e)
+			}
+		})
+	}
+}

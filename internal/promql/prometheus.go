@@ -1,0 +1,266 @@
+package promql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// Querier is the part of the Prometheus HTTP API hitrate uses; promv1.API provides it.
+type Querier interface {
+	Query(ctx context.Context, query string, ts time.Time, opts ...promv1.Option) (model.Value, promv1.Warnings, promv1.Infos, error)
+}
+
+// Prometheus reads the figures from a Prometheus-compatible API with a fixed set of queries,
+// whatever the number of replicas.
+type Prometheus struct {
+	API Querier
+	// URL names the server in messages.
+	URL string
+	// Window is the rate window.
+	Window time.Duration
+	// Selector holds extra matchers such as `namespace="prod"`, without braces.
+	Selector string
+	// By are the replica labels; empty means detect (pod, else instance; engines summed).
+	By []string
+	// Timeout bounds each query.
+	Timeout time.Duration
+	// Time is the evaluation time; zero means now.
+	Time time.Time
+	// Warn receives the server's warnings; nil drops them.
+	Warn func(string)
+}
+
+// tagLabel carries the metric name through aggregations, so one query returns several metrics.
+const tagLabel = "kvcheck_metric"
+
+// NormalizeSelector checks a --selector value and returns it in canonical form.
+func NormalizeSelector(sel string) (string, error) {
+	sel = strings.TrimSpace(sel)
+	sel = strings.TrimSuffix(strings.TrimPrefix(sel, "{"), "}")
+	if sel == "" {
+		return "", nil
+	}
+	ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector("{" + sel + "}")
+	if err != nil {
+		return "", fmt.Errorf("selector %q: %w", sel, err)
+	}
+	parts := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if m.Name == model.MetricNameLabel {
+			return "", fmt.Errorf("selector %q: do not match on the metric name; hitrate picks the names", sel)
+		}
+		parts = append(parts, m.String())
+	}
+	return strings.Join(parts, ","), nil
+}
+
+// query is one of the fixed PromQL queries.
+type query struct {
+	name string
+	expr string
+}
+
+// groupLabels are the labels every engine query keeps: the replica labels, the engine and the
+// model. Grouping by more than needed is harmless; the client folds them per --by.
+func (p Prometheus) groupLabels() []string {
+	g := slices.Clone(p.By)
+	if len(g) == 0 || slices.Equal(g, []string{"engine"}) {
+		g = []string{"pod", "instance"}
+	}
+	for _, l := range []string{"engine", "model_name"} {
+		if !slices.Contains(g, l) {
+			g = append(g, l)
+		}
+	}
+	return g
+}
+
+// Queries returns the fixed set of queries, all evaluated at once. Their number does not depend
+// on the number of replicas.
+func (p Prometheus) Queries() []query {
+	by := strings.Join(p.groupLabels(), ", ")
+	sel := `server=""` // the production-stack router's series carry a server label
+	if p.Selector != "" {
+		sel = p.Selector + "," + sel
+	}
+	w := model.Duration(p.Window).String()
+	tagged := func(agg string, inner func(name string) string, keep func(metricName) bool) string {
+		var parts []string
+		for _, mn := range names {
+			if keep(mn) {
+				parts = append(parts, fmt.Sprintf(`label_replace(%s by (%s) (%s), "%s", "%s", "", "")`, agg, by, inner(mn.name), tagLabel, mn.name))
+			}
+		}
+		return strings.Join(parts, " or ")
+	}
+	counters := func(mn metricName) bool { return mn.counter }
+	rate := func(n string) string { return fmt.Sprintf("rate(%s{%s}[%s])", n, sel, w) }
+	resets := func(n string) string { return fmt.Sprintf("resets(%s{%s}[%s])", n, sel, w) }
+	instant := func(n string) string { return fmt.Sprintf("%s{%s}", n, sel) }
+	routerSel := `__name__=~"vllm:.+",server!=""`
+	if p.Selector != "" {
+		routerSel = p.Selector + "," + routerSel
+	}
+	return []query{
+		{"counters", tagged("sum", rate, counters)},
+		{"resets", tagged("sum", resets, counters)},
+		{"gauges", tagged("avg", instant, func(mn metricName) bool { return !mn.counter && mn.weighted }) + " or " +
+			tagged("sum", instant, func(mn metricName) bool { return !mn.counter && !mn.weighted })},
+		{"config", fmt.Sprintf("max by (%s, block_size, enable_prefix_caching) (%s{%s})", by, configInfo, sel)},
+		{"routers", fmt.Sprintf("count by (server) ({%s})", routerSel)},
+	}
+}
+
+// Collect runs the queries concurrently and assembles the Input.
+func (p Prometheus) Collect(ctx context.Context) (Input, error) {
+	at := p.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	qs := p.Queries()
+	results := make([]model.Vector, len(qs))
+	errs := make([]error, len(qs))
+	stats := make([]QueryStat, len(qs))
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Go(func() {
+			qctx := ctx
+			if p.Timeout > 0 {
+				var cancel context.CancelFunc
+				qctx, cancel = context.WithTimeout(ctx, p.Timeout)
+				defer cancel()
+			}
+			start := time.Now()
+			var opts []promv1.Option
+			if p.Timeout > 0 {
+				opts = append(opts, promv1.WithTimeout(p.Timeout))
+			}
+			v, warns, _, err := p.API.Query(qctx, q.expr, at, opts...)
+			stats[i] = QueryStat{Name: q.name, Seconds: time.Since(start).Seconds()}
+			if err != nil {
+				errs[i] = p.queryError(q, err)
+				return
+			}
+			if p.Warn != nil {
+				for _, w := range warns {
+					p.Warn(fmt.Sprintf("%s: query %s: %s", p.URL, q.name, w))
+				}
+			}
+			vec, ok := v.(model.Vector)
+			if !ok {
+				errs[i] = fmt.Errorf("%s: query %s: got a %s, want an instant vector", p.URL, q.name, v.Type())
+				return
+			}
+			results[i] = vec
+			stats[i].Series = len(vec)
+		})
+	}
+	wg.Wait()
+	// An unreachable server fails every query the same way: report the first failure once.
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) == 1 {
+		return Input{}, failed[0]
+	}
+	if len(failed) > 1 {
+		return Input{}, fmt.Errorf("%w (and %d more of the %d queries failed)", failed[0], len(failed)-1, len(qs))
+	}
+	byName := map[string]model.Vector{}
+	for i, q := range qs {
+		byName[q.name] = results[i]
+	}
+	in := Input{Source: SourcePrometheus, Inputs: []string{p.URL}, Mode: ModeRate, Window: p.Window.Seconds(), Queries: stats}
+	resetsOf := map[string]float64{}
+	for _, s := range byName["resets"] {
+		resetsOf[string(s.Metric[tagLabel])+"\xff"+labelsKey(s.Metric)] = float64(s.Value)
+	}
+	var points []point
+	for _, s := range byName["counters"] {
+		name := string(s.Metric[tagLabel])
+		// rate() is per second; the observation holds the increase over the window, which is
+		// how Prometheus's increase() relates to rate().
+		points = append(points, point{name: name, labels: plain(s.Metric), value: float64(s.Value) * p.Window.Seconds(),
+			resets: resetsOf[name+"\xff"+labelsKey(s.Metric)]})
+	}
+	for _, s := range byName["gauges"] {
+		points = append(points, point{name: string(s.Metric[tagLabel]), labels: plain(s.Metric), value: float64(s.Value)})
+	}
+	for _, s := range byName["config"] {
+		points = append(points, point{name: configInfo, labels: plain(s.Metric), value: float64(s.Value)})
+	}
+	asm := assemble(points, grouping{by: p.By}, p.Window.Seconds())
+	in.Observations = asm.obs
+	for _, s := range byName["routers"] {
+		in.Routers = append(in.Routers, string(s.Metric["server"]))
+	}
+	slices.Sort(in.Routers)
+	if len(in.Observations) == 0 {
+		hint := "is Prometheus scraping vLLM, and does --selector match?"
+		if len(in.Routers) > 0 {
+			hint = "only production-stack router series (label server) matched; the engines' own /metrics are not scraped"
+		}
+		sel := p.Selector
+		if sel == "" {
+			sel = "none"
+		}
+		return in, fmt.Errorf("%s: no vLLM engine series over the last %s (selector: %s): %s", p.URL, model.Duration(p.Window), sel, hint)
+	}
+	for i := range in.Observations {
+		if in.Observations[i].Replica == "" {
+			in.Observations[i].Replica = "(no replica label)"
+		}
+	}
+	return in, nil
+}
+
+func plain(m model.Metric) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if k != tagLabel {
+			out[string(k)] = string(v)
+		}
+	}
+	return out
+}
+
+func labelsKey(m model.Metric) string {
+	c := m.Clone()
+	delete(c, tagLabel)
+	return c.String()
+}
+
+func (p Prometheus) queryError(q query, err error) error {
+	var apiErr *promv1.Error
+	hint := ""
+	if errors.As(err, &apiErr) {
+		switch {
+		case strings.Contains(apiErr.Msg, "401") || strings.Contains(apiErr.Msg, "403"):
+			hint = ": check --bearer-token-file, --basic-auth-user or --http-config-file"
+		case apiErr.Type == promv1.ErrTimeout || apiErr.Type == promv1.ErrCanceled:
+			hint = ": raise --query-timeout or shorten --window"
+		case apiErr.Type == promv1.ErrBadData:
+			hint = ": check --selector and --by"
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		hint = ": no answer within --query-timeout " + p.Timeout.String()
+	}
+	return fmt.Errorf("%s: query %s: %w%s", p.URL, q.name, err, hint)
+}
+
+// finite reports whether v is a usable number.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,227 @@
+package promql
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// TestQueriesConstant checks that every query parses and that their number does not depend
+// on anything but the code.
+func TestQueriesConstant(t *testing.T) {
+	for _, p := range []Prometheus{
+		{Window: 5 * time.Minute},
+		{Window: 30 * time.Second, Selector: `namespace="prod"`, By: []string{"pod", "engine"}},
+	} {
+		qs := p.Queries()
+		if len(qs) != 5 {
+			t.Errorf("%d queries, want 5", len(qs))
+		}
+		for _, q := range qs {
+			if _, err := parser.NewParser(parser.Options{}).ParseExpr(q.expr); err != nil {
+				t.Errorf("query %s does not parse: %v\n%s", q.name, err, q.expr)
+			}
+			if p.Selector != "" && !strings.Contains(q.expr, p.Selector) {
+				t.Errorf("query %s lacks the selector", q.name)
+			}
+		}
+	}
+}
+
+func TestNormalizeSelector(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{`namespace="prod"`, `namespace="prod"`, ""},
+		{`{job=~"vllm.*", namespace!="dev"}`, `job=~"vllm.*",namespace!="dev"`, ""},
+		{``, ``, ""},
+		{`namespace=prod`, "", "selector"},
+		{`__name__="x"`, "", "metric name"},
+	}
+	for _, tt := range tests {
+		got, err := NormalizeSelector(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("NormalizeSelector(%q) error = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("NormalizeSelector(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// fakeProm answers /api/v1/query like Prometheus, by recognising which of the fixed queries
+// it got.
+type fakeProm struct {
+	status  int
+	answers map[string][]map[string]any // query name -> vector
+	calls   atomic.Int32
+	block   chan struct{} // when set, requests hang until it is closed
+}
+
+func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	fp.calls.Add(1)
+	if fp.block != nil {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-fp.block:
+		}
+		return
+	}
+	if fp.status != 0 {
+		w.WriteHeader(fp.status)
+		w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"forced"}`))
+		return
+	}
+	_ = r.ParseForm()
+	q := r.Form.Get("query")
+	name := "gauges"
+	switch {
+	case strings.HasPrefix(q, "count by (server)"):
+		name = "routers"
+	case strings.Contains(q, "cache_config_info"):
+		name = "config"
+	case strings.Contains(q, "resets("):
+		name = "resets"
+	case strings.Contains(q, "rate("):
+		name = "counters"
+	}
+	res := fp.answers[name]
+	if res == nil {
+		res = []map[string]any{}
+	}
+	ts := float64(time.Now().Unix())
+	for _, s := range res {
+		s["value"] = []any{ts, s["v"]}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
+}
+
+func series(tag string, v string, labels ...string) map[string]any {
+	m := map[string]string{}
+	if tag != "" {
+		m[tagLabel] = tag
+	}
+	for i := 0; i+1 < len(labels); i += 2 {
+		m[labels[i]] = labels[i+1]
+	}
+	return map[string]any{"metric": m, "v": v}
+}
+
+func newProm(t *testing.T, fp *fakeProm) Prometheus {
+	t.Helper()
+	srv := httptest.NewServer(fp)
+	t.Cleanup(srv.Close)
+	c, err := api.NewClient(api.Config{Address: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Prometheus{API: promv1.NewAPI(c), URL: srv.URL, Window: time.Minute, Timeout: 5 * time.Second}
+}
+
+func TestPrometheusCollect(t *testing.T) {
+	fp := &fakeProm{answers: map[string][]map[string]any{
+		"counters": {
+			series("vllm:prefix_cache_queries_total", "100", "pod", "a", "engine", "0", "model_name", "m"),
+			series("vllm:prefix_cache_queries_total", "100", "pod", "a", "engine", "1", "model_name", "m"),
+			series("vllm:prefix_cache_hits_total", "50", "pod", "a", "engine", "0", "model_name", "m"),
+			series("vllm:prefix_cache_hits_total", "30", "pod", "a", "engine", "1", "model_name", "m"),
+			series("vllm:gpu_prefix_cache_queries_total", "10", "instance", "10.0.0.2:8000", "model_name", "m"),
+			series("vllm:gpu_prefix_cache_hits_total", "1", "instance", "10.0.0.2:8000", "model_name", "m"),
+		},
+		"resets": {
+			series("vllm:gpu_prefix_cache_queries_total", "1", "instance", "10.0.0.2:8000", "model_name", "m"),
+		},
+		"gauges": {
+			series("vllm:kv_cache_usage_perc", "0.5", "pod", "a", "engine", "0", "model_name", "m"),
+			series("vllm:kv_cache_usage_perc", "0.7", "pod", "a", "engine", "1", "model_name", "m"),
+			series("vllm:num_requests_waiting", "NaN", "pod", "a", "engine", "1", "model_name", "m"),
+		},
+		"config":  {series("", "1", "pod", "a", "engine", "0", "block_size", "32", "enable_prefix_caching", "True")},
+		"routers": {series("", "12", "server", "http://r:80")},
+	}}
+	p := newProm(t, fp)
+	in, err := p.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fp.calls.Load(); got != 5 {
+		t.Errorf("%d API calls, want 5", got)
+	}
+	rep := Analyze(in)
+	type row struct {
+		Replica    string
+		HitRate    float64
+		QPS        float64
+		KV         *float64
+		Block      *int
+		Generation Generation
+	}
+	var got []row
+	for _, r := range rep.Replicas {
+		got = append(got, row{r.Replica, *r.HitRate, *r.QueriesPerSec, r.KVUsage, r.BlockSize, r.Generation})
+	}
+	b32 := 32
+	want := []row{
+		{"10.0.0.2:8000", 0.1, 10, nil, nil, Deprecated},
+		{"a", 80.0 / 200, 200, f(0.6), &b32, Current},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(approx)); diff != "" {
+		t.Errorf("replicas (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"http://r:80"}, rep.RouterSeries); diff != "" {
+		t.Errorf("routers (-want +got):\n%s", diff)
+	}
+	var gotCodes []string
+	for _, x := range rep.Findings {
+		gotCodes = append(gotCodes, x.Code+"@"+x.Replica)
+	}
+	for _, w := range []string{"counter-reset@10.0.0.2:8000", "bad-value@a", "old-metric-name@10.0.0.2:8000", "router-series@"} {
+		if !strings.Contains(strings.Join(gotCodes, " "), w) {
+			t.Errorf("findings %v lack %s", gotCodes, w)
+		}
+	}
+	if len(in.Queries) != 5 {
+		t.Errorf("%d query stats, want 5", len(in.Queries))
+	}
+}
+
+func TestPrometheusErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		fp   *fakeProm
+		want string
+	}{
+		{"unauthorized", &fakeProm{status: http.StatusUnauthorized}, "check --bearer-token-file"},
+		{"bad query", &fakeProm{status: http.StatusBadRequest}, "check --selector and --by"},
+		{"empty", &fakeProm{}, "no vLLM engine series over the last 1m (selector: none)"},
+		{"only routers", &fakeProm{answers: map[string][]map[string]any{"routers": {series("", "3", "server", "r")}}}, "only production-stack router series"},
+		{"timeout", &fakeProm{block: make(chan struct{})}, "query-timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newProm(t, tt.fp)
+			if tt.fp.block != nil {
+				p.Timeout = 50 * time.Millisecond
+				t.Cleanup(func() { close(tt.fp.block) }) // runs before the server closes
+			}
+			_, err := p.Collect(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}

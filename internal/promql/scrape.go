@@ -1,0 +1,248 @@
+package promql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Scraper reads /metrics straight from replicas, for when there is no Prometheus.
+type Scraper struct {
+	// Client carries auth and TLS; nil means http.DefaultClient.
+	Client *http.Client
+	// Timeout bounds each request to each target.
+	Timeout time.Duration
+	// By are the replica labels; empty means one replica per target (engines summed).
+	By []string
+}
+
+// maxConcurrentScrapes bounds the requests in flight, so a fleet of thousands of targets does
+// not open thousands of connections at once.
+const maxConcurrentScrapes = 64
+
+// Target is a replica's /metrics address and the name it gets in the report.
+type Target struct {
+	URL  string
+	Name string
+}
+
+// ParseTarget accepts host:port, a base URL, or a full /metrics URL, optionally prefixed with
+// "name=" to name the replica in the report (by default it is named host:port).
+func ParseTarget(s string) (Target, error) {
+	raw := strings.TrimSpace(s)
+	name := ""
+	if i := strings.Index(raw, "="); i > 0 && !strings.Contains(raw[:i], "/") && !strings.Contains(raw[:i], ":") {
+		name, raw = raw[:i], raw[i+1:]
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return Target{}, fmt.Errorf("target %q: give host:port or an http(s) URL such as http://10.0.0.7:8000/metrics", s)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/metrics"
+	}
+	if name == "" {
+		name = u.Host
+	}
+	return Target{URL: u.String(), Name: name}, nil
+}
+
+// Round scrapes every target once, concurrently, each bounded by the timeout. It returns the
+// dumps of the targets that answered, by target name, and the others as down.
+func (s Scraper) Round(ctx context.Context, targets []Target, withVersion bool) (map[string]Dump, []Down) {
+	var mu sync.Mutex
+	dumps := map[string]Dump{}
+	var down []Down
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxConcurrentScrapes)
+	for _, t := range targets {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			d, err := s.scrape(ctx, t, withVersion)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				down = append(down, Down{Target: t.Name, Error: err.Error()})
+				return
+			}
+			dumps[t.Name] = d
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(down, func(a, b Down) int { return strings.Compare(a.Target, b.Target) })
+	return dumps, down
+}
+
+func (s Scraper) client() *http.Client {
+	if s.Client != nil {
+		return s.Client
+	}
+	return http.DefaultClient
+}
+
+func (s Scraper) get(ctx context.Context, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.client().Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("no answer within %s (raise --scrape-timeout?)", s.Timeout)
+		}
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		resp.Body.Close()
+		hint := ""
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			hint = " (check --bearer-token-file, --basic-auth-user or --http-config-file)"
+		}
+		return nil, fmt.Errorf("HTTP %s%s: %s", resp.Status, hint, strings.TrimSpace(string(b)))
+	}
+	return resp, nil
+}
+
+func (s Scraper) scrape(ctx context.Context, t Target, withVersion bool) (Dump, error) {
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+	resp, err := s.get(ctx, t.URL)
+	if err != nil {
+		return Dump{}, fmt.Errorf("GET %s: %w", t.URL, err)
+	}
+	at := time.Now()
+	d, err := ParseExposition(resp.Body, t.URL)
+	resp.Body.Close()
+	if err != nil {
+		return Dump{}, err
+	}
+	d.Time = at
+	if withVersion {
+		d.Version = s.version(ctx, t)
+	}
+	return d, nil
+}
+
+// version asks the replica's /version; servers without it (or behind a proxy that only passes
+// /metrics) just leave the version unknown.
+func (s Scraper) version(ctx context.Context, t Target) string {
+	u, err := url.Parse(t.URL)
+	if err != nil || !strings.HasSuffix(u.Path, "/metrics") {
+		return ""
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/metrics") + "/version"
+	resp, err := s.get(ctx, u.String())
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Version string `json:"version"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&v) != nil {
+		return ""
+	}
+	return v.Version
+}
+
+// Compare turns two scrape rounds into an Input: rates over each target's own interval between
+// its two answers.
+func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) Input {
+	in := Input{Source: SourceScrape, Mode: ModeRate, Down: slices.Clone(down)}
+	var total float64
+	var n int
+	for _, t := range targets {
+		in.Inputs = append(in.Inputs, t.URL)
+		da, okA := a[t.Name]
+		db, okB := b[t.Name]
+		if !okA || !okB {
+			continue
+		}
+		dt := db.Time.Sub(da.Time).Seconds()
+		if ta, tb := sampleTime(da), sampleTime(db); !ta.IsZero() && !tb.IsZero() && tb.After(ta) {
+			// The exposition's own timestamps say when the values were taken.
+			dt = tb.Sub(ta).Seconds()
+		}
+		if dt <= 0 {
+			in.Down = append(in.Down, Down{Target: t.Name, Error: "the two scrapes have no time between them"})
+			continue
+		}
+		asm := assemble(increase(da, db), grouping{by: by, fallback: t.Name}, dt)
+		for i := range asm.obs {
+			asm.obs[i].Version = da.Version
+		}
+		in.Observations = append(in.Observations, asm.obs...)
+		for _, r := range asm.routers {
+			if !slices.Contains(in.Routers, r) {
+				in.Routers = append(in.Routers, r)
+			}
+		}
+		total += dt
+		n++
+	}
+	if n > 0 {
+		in.Window = total / float64(n)
+	}
+	slices.Sort(in.Routers)
+	return in
+}
+
+// Collect scrapes the targets twice, window apart, and returns the Input. progress, when not
+// nil, is told what is happening (for stderr).
+func (s Scraper) Collect(ctx context.Context, targets []Target, window time.Duration, progress func(string)) (Input, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	a, down := s.Round(ctx, targets, true)
+	if len(a) == 0 {
+		return Input{}, fmt.Errorf("no target answered: %s", downSummary(down))
+	}
+	progress(fmt.Sprintf("scraped %d of %d targets; second scrape in %s", len(a), len(targets), window))
+	t := time.NewTimer(window)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return Input{}, fmt.Errorf("interrupted before the second scrape: %w", ctx.Err())
+	case <-t.C:
+	}
+	var live []Target
+	for _, tg := range targets {
+		if _, ok := a[tg.Name]; ok {
+			live = append(live, tg)
+		}
+	}
+	b, down2 := s.Round(ctx, live, false)
+	if len(b) == 0 {
+		return Input{}, fmt.Errorf("no target answered the second scrape: %s", downSummary(down2))
+	}
+	return Compare(targets, a, b, append(down, down2...), s.By), nil
+}
+
+func downSummary(d []Down) string {
+	var parts []string
+	for i, x := range d {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(d)-3))
+			break
+		}
+		parts = append(parts, x.Target+": "+x.Error)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,164 @@
+package promql
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/fleet"
+)
+
+func TestParseTarget(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Target
+		err  bool
+	}{
+		{"10.0.0.7:8000", Target{URL: "http://10.0.0.7:8000/metrics", Name: "10.0.0.7:8000"}, false},
+		{"https://vllm.example:443", Target{URL: "https://vllm.example:443/metrics", Name: "vllm.example:443"}, false},
+		{"http://h:1/custom/metrics", Target{URL: "http://h:1/custom/metrics", Name: "h:1"}, false},
+		{"pod-a=10.0.0.7:8000", Target{URL: "http://10.0.0.7:8000/metrics", Name: "pod-a"}, false},
+		{"ftp://h:1", Target{}, true},
+		{"", Target{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseTarget(tt.in)
+		if (err != nil) != tt.err {
+			t.Errorf("ParseTarget(%q) error = %v, want error %v", tt.in, err, tt.err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseTarget(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+// TestScrapeFleet scrapes an emulated fleet with the real HTTP client: rates come from the
+// counters' deltas and match the emulator's own totals.
+func TestScrapeFleet(t *testing.T) {
+	f, err := fleet.New(fleet.Options{Replicas: fleet.Uniform(3, fleet.Config{WarmupSteps: 300})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var targets []Target
+	for _, r := range f.Replicas() {
+		tg, _ := ParseTarget(r.Name() + "=" + r.URL())
+		targets = append(targets, tg)
+	}
+	before := map[string]fleet.Totals{}
+	for _, r := range f.Replicas() {
+		before[r.Name()] = r.Totals()
+	}
+	sc := Scraper{Timeout: 5 * time.Second}
+	ctx := context.Background()
+	a, down := sc.Round(ctx, targets, true)
+	f.Step(200)
+	b, down2 := sc.Round(ctx, targets, false)
+	if len(down)+len(down2) > 0 {
+		t.Fatalf("down: %v %v", down, down2)
+	}
+	rep := Analyze(Compare(targets, a, b, nil, nil))
+	for i, r := range rep.Replicas {
+		fr := f.Replicas()[i]
+		t0, t1 := before[fr.Name()], fr.Totals()
+		want := (t1.Hits - t0.Hits) / (t1.Queries - t0.Queries)
+		if r.Replica != fr.Name() || r.HitRate == nil || *r.HitRate != want {
+			t.Errorf("replica %s: hit rate %v, want %s at %v", r.Replica, r.HitRate, fr.Name(), want)
+		}
+		if r.Version != fleet.CurrentVersion {
+			t.Errorf("replica %s: version %q, want %s from /version", r.Replica, r.Version, fleet.CurrentVersion)
+		}
+	}
+}
+
+// TestScrapeBadTargets: targets that are down, refuse auth, or serve something else are
+// reported by name; the others still give figures.
+func TestScrapeBadTargets(t *testing.T) {
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, `vllm:prefix_cache_queries_total{engine="0",model_name="m"} 10`)
+	}))
+	defer good.Close()
+	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no token", http.StatusUnauthorized)
+	}))
+	defer auth.Close()
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "<html>hello</html>")
+	}))
+	defer html.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	var targets []Target
+	for _, u := range []string{"good=" + good.URL, "auth=" + auth.URL, "html=" + html.URL, "closed=" + closedURL} {
+		tg, err := ParseTarget(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, tg)
+	}
+	dumps, down := Scraper{Timeout: 5 * time.Second}.Round(context.Background(), targets, false)
+	if _, ok := dumps["good"]; !ok || len(dumps) != 1 {
+		t.Errorf("answered: %v, want only good", dumps)
+	}
+	want := map[string]string{"auth": "check --bearer-token-file", "html": "line 1", "closed": "connection refused"}
+	for _, d := range down {
+		if !strings.Contains(d.Error, want[d.Target]) {
+			t.Errorf("target %s: error %q, want it to contain %q", d.Target, d.Error, want[d.Target])
+		}
+		delete(want, d.Target)
+	}
+	if len(want) > 0 {
+		t.Errorf("not reported down: %v", want)
+	}
+}
+
+// TestScrapeReset serves a counter that goes backwards between the two scrapes (a restart).
+func TestScrapeReset(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		q, h := 1000, 500
+		if n.Add(1) > 1 {
+			q, h = 40, 10
+		}
+		fmt.Fprintf(w, "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} %d\nvllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} %d\n", q, h)
+	}))
+	defer srv.Close()
+	tg, _ := ParseTarget(srv.URL)
+	in, err := Scraper{Timeout: 5 * time.Second}.Collect(context.Background(), []Target{tg}, time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Analyze(in)
+	if r := rep.Replicas[0]; r.HitRate == nil || *r.HitRate != 0.25 {
+		t.Errorf("hit rate after a reset = %v, want 10/40", r.HitRate)
+	}
+	found := false
+	for _, x := range rep.Findings {
+		found = found || x.Code == "counter-reset"
+	}
+	if !found {
+		t.Errorf("findings %+v lack counter-reset", rep.Findings)
+	}
+}
+
+func TestScrapeAllDown(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	tg, _ := ParseTarget(closed.URL)
+	closed.Close()
+	_, err := Scraper{Timeout: time.Second}.Collect(context.Background(), []Target{tg}, time.Millisecond, nil)
+	if err == nil || !strings.Contains(err.Error(), "no target answered") {
+		t.Errorf("error = %v, want no target answered", err)
+	}
+}

@@ -1,0 +1,171 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/promql"
+)
+
+// hitrateDoc is the JSON document of kvcheck hitrate.
+type hitrateDoc struct {
+	SchemaVersion int `json:"schema_version"`
+	promql.Report
+}
+
+// HitrateJSON writes the hitrate report as JSON.
+func HitrateJSON(w io.Writer, r promql.Report) error {
+	return JSON(w, hitrateDoc{SchemaVersion: SchemaVersion, Report: r})
+}
+
+// Hitrate writes the hitrate report for people: a table per replica, a fleet line and the
+// findings (targets that were down are target-down findings).
+func Hitrate(t *Text, r promql.Report) error {
+	t.Heading("Prefix-cache hit rate per replica")
+	t.Muted("%s", hitrateProvenance(r))
+	volume := "QUERIED TOK/S"
+	if r.Mode == promql.ModeLifetime {
+		volume = "QUERIED TOKENS"
+	}
+	if r.Mode == promql.ModeLog {
+		volume = "PROMPT TOK/S"
+	}
+	header := []string{"REPLICA", "MODEL", "HIT RATE", volume, "EXT HIT", "PREEMPT/S", "PREEMPT/1K REQ", "KV USAGE", "RUNNING", "WAITING", "BLOCK", "CACHING", "METRICS"}
+	rows := make([][]string, 0, len(r.Replicas))
+	for _, x := range r.Replicas {
+		vol := num(x.QueriesPerSec, 1)
+		switch r.Mode {
+		case promql.ModeLifetime:
+			vol = num(x.Queries, 0)
+		case promql.ModeLog:
+			vol = num(x.PromptTokensPerSec, 1)
+		}
+		hit := Ratio(x.HitRate)
+		if x.HitRateFrom == "v0_gauge" && x.HitRate != nil {
+			hit += " (v0 gauge)"
+		}
+		ext := Ratio(x.ExternalHitRate)
+		if x.ExternalHitRate == nil && x.CPUHitRate != nil {
+			ext = "cpu " + Ratio(x.CPUHitRate) // V0's CPU tier
+		}
+		rows = append(rows, []string{
+			x.Replica, dash(x.Model), hit, vol, ext,
+			num(x.PreemptionsPerSec, 3), num(x.PreemptionsPer1k, 1), Ratio(x.KVUsage),
+			num(x.Running, 0), num(x.Waiting, 0), intOrDash(x.BlockSize), onOff(x.PrefixCaching), generation(x.Generation),
+		})
+	}
+	if err := t.Table(header, rows); err != nil {
+		return err
+	}
+	f := r.Fleet
+	plural := "s"
+	if f.Replicas == 1 {
+		plural = ""
+	}
+	line := fmt.Sprintf("Fleet: %d replica%s, hit rate %s", f.Replicas, plural, Ratio(f.HitRate))
+	switch f.HitRateWeighting {
+	case "tokens":
+		line += " (token-weighted)"
+	case "unweighted":
+		line += " (mean of replicas)"
+	}
+	if f.MinHitRate != nil && f.Replicas > 1 {
+		line += fmt.Sprintf(", spread %s to %s", Ratio(f.MinHitRate), Ratio(f.MaxHitRate))
+		if f.HitRateCV != nil {
+			line += fmt.Sprintf(" (CV %.2f)", *f.HitRateCV)
+		}
+	}
+	if f.QueriesPerSec != nil {
+		line += fmt.Sprintf(", %s queried tok/s", num(f.QueriesPerSec, 1))
+	} else if f.Queries != nil {
+		line += fmt.Sprintf(", %s queried tokens", num(f.Queries, 0))
+	}
+	if f.PreemptionsPerSec != nil {
+		line += fmt.Sprintf(", %s preemptions/s", num(f.PreemptionsPerSec, 3))
+	}
+	t.Line("%s", line)
+	if len(r.Findings) > 0 {
+		t.Line("")
+		t.Heading("Findings")
+		for _, x := range r.Findings {
+			t.Finding(finding.Finding{Severity: x.Severity, Code: x.Code, Message: x.Message, Subject: x.Replica})
+		}
+	}
+	return nil
+}
+
+func hitrateProvenance(r promql.Report) string {
+	var what string
+	switch r.Source {
+	case promql.SourcePrometheus:
+		what = "Prometheus " + strings.Join(r.Inputs, ", ")
+		if len(r.Queries) > 0 {
+			what += fmt.Sprintf(" (%d queries)", len(r.Queries))
+		}
+	case promql.SourceScrape:
+		what = fmt.Sprintf("direct scrape of %d targets", len(r.Inputs))
+	case promql.SourceFile:
+		what = "dump " + strings.Join(r.Inputs, " then ")
+	case promql.SourceLog:
+		what = "engine log " + strings.Join(r.Inputs, ", ")
+	}
+	switch r.Mode {
+	case promql.ModeRate:
+		if r.WindowSeconds != nil {
+			what += fmt.Sprintf("; rates over %s", windowLength(*r.WindowSeconds))
+		}
+	case promql.ModeLifetime:
+		what += "; lifetime totals since each replica started (one dump)"
+	case promql.ModeLog:
+		what += "; latest stat line per engine"
+	}
+	return "source: " + what
+}
+
+func windowLength(s float64) string {
+	if s >= 120 {
+		return strconv.FormatFloat(s/60, 'f', -1, 64) + "m"
+	}
+	return strconv.FormatFloat(float64(int64(s*10+0.5))/10, 'f', -1, 64) + "s"
+}
+
+func num(v *float64, prec int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
+}
+
+func intOrDash(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.Itoa(*v)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func onOff(b *bool) string {
+	switch {
+	case b == nil:
+		return "-"
+	case *b:
+		return "on"
+	}
+	return "off"
+}
+
+func generation(g promql.Generation) string {
+	if g == "" {
+		return "-"
+	}
+	return string(g)
+}

@@ -1,0 +1,59 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/promql"
+)
+
+func hitrateFixture(t *testing.T) promql.Report {
+	t.Helper()
+	dir := filepath.Join("..", "..", "testdata", "hitrate")
+	in, err := promql.FromDumps([]string{filepath.Join(dir, "before.prom"), filepath.Join(dir, "after.prom")}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Paths differ between machines only in their prefix; keep the golden files stable.
+	in.Inputs = []string{"before.prom", "after.prom"}
+	return promql.Analyze(in)
+}
+
+func TestHitrateText(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Hitrate(NewText(&buf, false), hitrateFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "hitrate/dumps.txt", buf.Bytes())
+}
+
+func TestHitrateJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := HitrateJSON(&buf, hitrateFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "hitrate/dumps.json", buf.Bytes())
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"schema_version", "source", "window_seconds", "replicas", "fleet", "findings"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("JSON lacks %s", k)
+		}
+	}
+}
+
+func TestHitrateJSONEmptyLists(t *testing.T) {
+	var buf bytes.Buffer
+	if err := HitrateJSON(&buf, promql.Analyze(promql.Input{})); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"replicas": []`, `"findings": []`, `"down": []`, `"router_series": []`} {
+		if !bytes.Contains(buf.Bytes(), []byte(k)) {
+			t.Errorf("JSON lacks %s:\n%s", k, buf.String())
+		}
+	}
+}
