@@ -1,0 +1,491 @@
+package lint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// site is one string in a file that holds a query or a metric name, and where it lives.
+type site struct {
+	value    string
+	pointer  string
+	location string
+	grafana  bool // Grafana dashboard: a rewrite uses $__rate_interval as its window
+
+	json     *jsonNode  // the JSON string, for in-place rewrites by offset
+	yaml     *yaml.Node // the YAML scalar
+	yamlDoc  int
+	srcStart int  // byte offset in the file where the value's source begins
+	raw      bool // the value's bytes appear verbatim at srcStart
+}
+
+// fileLint is the state of linting one file.
+type fileLint struct {
+	l        *Linter
+	path     string
+	src      []byte
+	lines    lineIndex
+	formats  []Format
+	queries  int
+	findings []*Finding
+	refs     map[string]bool
+	fixed    []byte
+}
+
+func (fl *fileLint) ref(name string) {
+	if fl.refs == nil {
+		fl.refs = map[string]bool{}
+	}
+	fl.refs[name] = true
+}
+
+// add records a finding about the value offset off of a site; token is the text found there,
+// used to locate it in the file when the value is escaped in the source.
+func (fl *fileLint) add(s *site, off int, token string, f Finding) *Finding {
+	at := fl.locate(s, off, token)
+	f.File = fl.path
+	f.Line, f.Column = fl.lines.pos(at)
+	f.Pointer, f.Location = s.pointer, s.location
+	p := &f
+	fl.findings = append(fl.findings, p)
+	return p
+}
+
+// locate maps a value offset to a file offset. Escapes in JSON and quoted YAML shift
+// positions, but metric names contain no characters that need escaping, so the k-th
+// occurrence of the name in the value is the k-th occurrence in the source.
+func (fl *fileLint) locate(s *site, off int, token string) int {
+	if s.raw {
+		return s.srcStart + off
+	}
+	if token == "" || off > len(s.value) {
+		return s.srcStart
+	}
+	k := strings.Count(s.value[:off], token)
+	at := s.srcStart
+	for i := 0; i <= k; i++ {
+		j := bytes.Index(fl.src[at:], []byte(token))
+		if j < 0 {
+			return s.srcStart
+		}
+		if i == k {
+			return at + j
+		}
+		at += j + len(token)
+	}
+	return s.srcStart
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// run detects the format by content and extracts and checks every query.
+func (fl *fileLint) run() {
+	body := bytes.TrimLeft(bytes.TrimPrefix(fl.src, bom), " \t\r\n")
+	if len(body) == 0 {
+		fl.formats = []Format{FormatText}
+		return
+	}
+	var jsonErr error
+	if body[0] == '{' || body[0] == '[' {
+		root, err := parseJSON(fl.src)
+		if err == nil {
+			fl.formats = []Format{jsonFormat(root)}
+			grafana := fl.formats[0] == FormatGrafana
+			fl.walkJSON(root, "", jsonCtx{grafana: grafana})
+			fl.fix()
+			return
+		}
+		jsonErr = err
+	}
+	if jsonErr == nil {
+		docs, err := parseYAML(fl.src)
+		if err == nil && structured(docs) {
+			fl.walkYAMLDocs(docs)
+			fl.fix()
+			return
+		}
+		if err != nil && bytes.Contains(fl.src, []byte("{{")) {
+			fl.formats = []Format{FormatHelmTemplate}
+			fl.textScan()
+			fl.addFile(finding.Info, CodeSkipped, StatusSkipped,
+				"not valid YAML before rendering (a Helm template?): metric names were found by a text scan and queries were not parsed; lint the output of helm template for a full check")
+			fl.fix()
+			return
+		}
+	}
+	fl.formats = []Format{FormatText}
+	if jsonErr != nil {
+		fl.addFile(finding.Warning, CodeUnparsed, StatusUnparsed,
+			fmt.Sprintf("looks like JSON but does not parse (%v): metric names were found by a text scan only", jsonErr))
+	}
+	fl.textScan()
+	fl.fix()
+}
+
+// addFile records a finding about the whole file.
+func (fl *fileLint) addFile(sev finding.Severity, code, status, msg string) {
+	fl.findings = append(fl.findings, &Finding{
+		Finding: finding.Finding{Severity: sev, Code: code, Message: msg},
+		File:    fl.path, Line: 1, Column: 1, Status: status,
+	})
+}
+
+func jsonFormat(root *jsonNode) Format {
+	if root.kind != 'o' {
+		return FormatJSON
+	}
+	for _, k := range []string{"mosaicLayout", "gridLayout", "rowLayout", "columnLayout"} {
+		if root.get(k) != nil {
+			return FormatGCM
+		}
+	}
+	for _, k := range []string{"panels", "rows", "templating", "dashboard", "__inputs"} {
+		if root.get(k) != nil {
+			return FormatGrafana
+		}
+	}
+	if m := root.get("model"); m != nil && m.get("targets") != nil {
+		return FormatGrafana // an exported library panel
+	}
+	return FormatJSON
+}
+
+type jsonCtx struct {
+	grafana  bool
+	panel    string // title of the enclosing panel or widget
+	variable string // name of the enclosing templating variable of type query
+	inVar    bool   // inside a templating variable (of any type)
+}
+
+func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
+	switch n.kind {
+	case 'a':
+		for i, k := range n.kids {
+			fl.walkJSON(k, ptr+"/"+strconv.Itoa(i), c)
+		}
+		return
+	case 'o':
+	default:
+		return
+	}
+	if n.get("targets") != nil || n.get("libraryPanel") != nil || (n.get("title") != nil && (n.get("xyChart") != nil || n.get("timeSeriesTable") != nil || n.get("scorecard") != nil)) {
+		c.panel = n.text("title")
+		if c.panel == "" {
+			if lp := n.get("libraryPanel"); lp != nil {
+				c.panel = lp.text("name")
+			}
+		}
+	}
+	if strings.HasSuffix(parentPtr(ptr), "/templating/list") {
+		c.inVar = true
+		c.variable = ""
+		if n.text("type") == "query" || n.text("type") == "" {
+			c.variable = n.text("name")
+		}
+	}
+	skip := false
+	if ds := n.get("datasource"); ds != nil && ds.kind == 'o' {
+		if t := ds.text("type"); t != "" && !strings.Contains(t, "prometheus") && !strings.HasPrefix(t, "$") && t != "datasource" {
+			skip = true // Loki, Elasticsearch, ...: not PromQL
+		}
+	}
+	for i, k := range n.keys {
+		v := n.kids[i]
+		p := ptr + "/" + pointerToken(k)
+		switch {
+		case v.kind == 's' && (k == "expr" || k == "prometheusQuery") && !skip:
+			if strings.TrimSpace(v.str) == "" {
+				continue
+			}
+			loc := fl.jsonLocation(c, n)
+			s := fl.jsonSite(v, p, loc, c.grafana)
+			fl.checkPromQL(s, v.str, 0, kindPromQL)
+		case k == "query" && c.inVar:
+			if c.variable == "" {
+				continue // custom, interval, datasource variables: not queries
+			}
+			if v.kind == 's' {
+				s := fl.jsonSite(v, p, fmt.Sprintf("variable %q", c.variable), c.grafana)
+				fl.checkTemplate(s)
+			} else {
+				fl.walkJSON(v, p, c)
+			}
+		default:
+			fl.walkJSON(v, p, c)
+		}
+	}
+}
+
+func (fl *fileLint) jsonLocation(c jsonCtx, n *jsonNode) string {
+	var parts []string
+	if c.panel != "" {
+		parts = append(parts, fmt.Sprintf("panel %q", c.panel))
+	}
+	if r := n.text("refId"); r != "" {
+		parts = append(parts, "query "+r)
+	}
+	if len(parts) == 0 {
+		if name := n.text("name"); name != "" {
+			return fmt.Sprintf("annotation %q", name)
+		}
+		return ""
+	}
+	return strings.Join(parts, " ")
+}
+
+func (fl *fileLint) jsonSite(v *jsonNode, ptr, loc string, grafana bool) *site {
+	s := &site{value: v.str, pointer: ptr, location: loc, grafana: grafana, json: v, srcStart: v.start + 1}
+	s.raw = v.end-v.start-2 == len(v.str) && string(fl.src[v.start+1:v.end-1]) == v.str
+	if loc == "" {
+		s.location = ptr
+	}
+	return s
+}
+
+func parentPtr(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// checkTemplate checks a Grafana variable query.
+func (fl *fileLint) checkTemplate(s *site) {
+	expr, off, regex, ok := templateQuery(s.value)
+	if !ok {
+		return
+	}
+	if regex != "" {
+		fl.queries++
+		m, err := labelsRegex(regex)
+		if err != nil {
+			return
+		}
+		fl.checkRegex(s, m, strings.Index(s.value, regex), map[string]*Finding{})
+		return
+	}
+	fl.checkPromQL(s, expr, off, kindPromQL)
+}
+
+// maxYAMLDocs bounds the documents read from one file.
+const maxYAMLDocs = 10000
+
+func parseYAML(src []byte) ([]*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var docs []*yaml.Node
+	for len(docs) < maxYAMLDocs {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return docs, fmt.Errorf("yaml: %w", err)
+		}
+		docs = append(docs, &n)
+	}
+	return docs, nil
+}
+
+// structured reports whether any document is a mapping or a sequence: prose parses as YAML
+// too, as one long string.
+func structured(docs []*yaml.Node) bool {
+	for _, d := range docs {
+		if len(d.Content) > 0 && (d.Content[0].Kind == yaml.MappingNode || d.Content[0].Kind == yaml.SequenceNode) {
+			return true
+		}
+	}
+	return false
+}
+
+func mapGet(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func mapText(n *yaml.Node, key string) string {
+	if v := mapGet(n, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return ""
+}
+
+type yamlCtx struct {
+	doc      int
+	multi    bool
+	kind     string // the document's kind
+	loc      string // the nearest named thing: a rule, a trigger, a metric entry
+	parent   string // the key this node is the value of
+	promKind bool   // inside a mapping whose kind names a Prometheus query plugin (Perses)
+}
+
+func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
+	fl.formats = []Format{}
+	for i, d := range docs {
+		if len(d.Content) == 0 {
+			continue
+		}
+		root := d.Content[0]
+		kind := mapText(root, "kind")
+		fl.formats = append(fl.formats, yamlFormat(root, kind))
+		fl.walkYAML(root, "", yamlCtx{doc: i, multi: len(docs) > 1, kind: kind})
+	}
+}
+
+func yamlFormat(root *yaml.Node, kind string) Format {
+	switch kind {
+	case "PrometheusRule":
+		return FormatRules
+	case "ScaledObject", "ScaledJob":
+		return FormatKEDA
+	case "HorizontalPodAutoscaler":
+		return FormatHPA
+	case "PodAutoscaler":
+		return FormatAIBrix
+	case "Dashboard":
+		return FormatPerses
+	}
+	if mapGet(root, "groups") != nil {
+		return FormatRules
+	}
+	for _, k := range []string{"rules", "externalRules", "resourceRules"} {
+		if r := mapGet(root, k); r != nil && (r.Kind == yaml.SequenceNode || mapGet(r, "custom") != nil) {
+			return FormatAdapter
+		}
+	}
+	return FormatYAML
+}
+
+func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for i, k := range n.Content {
+			cc := c
+			switch c.parent {
+			case "triggers":
+				cc.loc = "trigger " + strconv.Itoa(i)
+			case "metrics":
+				if c.kind == "HorizontalPodAutoscaler" {
+					cc.loc = "metric " + strconv.Itoa(i)
+				}
+			case "metricsSources":
+				cc.loc = "metricsSources " + strconv.Itoa(i)
+			case "rules", "custom", "externalRules":
+				cc.loc = "rule " + strconv.Itoa(i)
+			}
+			cc.parent = ""
+			fl.walkYAML(k, ptr+"/"+strconv.Itoa(i), cc)
+		}
+		return
+	case yaml.MappingNode:
+	default:
+		return
+	}
+	if a := mapText(n, "alert"); a != "" {
+		c.loc = fmt.Sprintf("alert %q", a)
+	} else if r := mapText(n, "record"); r != "" {
+		c.loc = fmt.Sprintf("record %q", r)
+	}
+	if k := mapText(n, "kind"); strings.HasPrefix(k, "Prometheus") {
+		c.promKind = true
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, v := n.Content[i].Value, n.Content[i+1]
+		p := ptr + "/" + pointerToken(key)
+		if v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
+			switch {
+			case key == "expr" || key == "seriesQuery" ||
+				(key == "query" && (c.promKind || c.kind == "ScaledObject" || c.kind == "ScaledJob")):
+				if strings.TrimSpace(v.Value) != "" {
+					fl.checkPromQL(fl.yamlSite(v, p, c), v.Value, 0, kindPromQL)
+				}
+				continue
+			case key == "metricsQuery":
+				fl.checkPromQL(fl.yamlSite(v, p, c), v.Value, 0, kindAdapter)
+				continue
+			case key == "targetMetric",
+				key == "name" && c.parent == "metric" && c.kind == "HorizontalPodAutoscaler",
+				key == "metricName" && c.kind == "HorizontalPodAutoscaler":
+				fl.checkBareName(fl.yamlSite(v, p, c), v.Value)
+				continue
+			}
+		}
+		if key == "matchers" && v.Kind == yaml.SequenceNode && c.promKind {
+			for j, m := range v.Content {
+				if m.Kind == yaml.ScalarNode {
+					fl.checkPromQL(fl.yamlSite(m, p+"/"+strconv.Itoa(j), c), m.Value, 0, kindPromQL)
+				}
+			}
+			continue
+		}
+		cc := c
+		cc.parent = key
+		fl.walkYAML(v, p, cc)
+	}
+}
+
+func (fl *fileLint) yamlSite(v *yaml.Node, ptr string, c yamlCtx) *site {
+	loc := c.loc
+	if loc == "" {
+		loc = ptr
+	}
+	if c.multi {
+		loc = fmt.Sprintf("document %d: %s", c.doc+1, loc)
+	}
+	s := &site{value: v.Value, pointer: ptr, location: loc, yaml: v, yamlDoc: c.doc,
+		srcStart: fl.lines.offset(v.Line, v.Column)}
+	end := s.srcStart + len(v.Value)
+	s.raw = (v.Style == 0 || v.Style == yaml.FlowStyle) && end <= len(fl.src) && string(fl.src[s.srcStart:end]) == v.Value
+	return s
+}
+
+// checkBareName checks a metric name written on its own (HPA metric.name, AIBrix
+// targetMetric).
+func (fl *fileLint) checkBareName(s *site, name string) {
+	fl.queries++
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return
+	}
+	off := strings.Index(s.value, name)
+	fl.checkName(s, name, off, false, false, [3]int{}, map[string]*Finding{}, false)
+}
+
+// textNameRE finds vLLM metric names in text that is not structured: prose, Markdown, Helm
+// templates.
+var textNameRE = regexp.MustCompile(`(?:prometheus\.googleapis\.com\|)?(?:ray_)?vllm[:_][A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?`)
+
+// textScan checks every vLLM-looking name in the file; no PromQL is parsed.
+func (fl *fileLint) textScan() {
+	for _, loc := range textNameRE.FindAllIndex(fl.src, -1) {
+		if loc[0] > 0 && isNameByte(fl.src[loc[0]-1]) {
+			continue // part of a longer identifier
+		}
+		name := string(fl.src[loc[0]:loc[1]])
+		s := &site{value: name, srcStart: loc[0], raw: true}
+		line, _ := fl.lines.pos(loc[0])
+		s.location = "line " + strconv.Itoa(line)
+		fl.queries++
+		fl.checkName(s, name, 0, false, false, [3]int{}, map[string]*Finding{}, false)
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == ':' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
