@@ -142,7 +142,7 @@ func selectorSpan(sub substituted, base int, vs *parser.VectorSelector) [3]int {
 // checkName checks one written name found at value offset off.
 func (fl *fileLint) checkName(s *site, name string, off int, server, instant bool, sel [3]int, seen map[string]*Finding, promql bool) {
 	if promql {
-		fl.ref(name)
+		fl.ref(s, name, off)
 	}
 	v, _, ok := fl.l.judge(name, server, promql)
 	if !ok {

@@ -37,15 +37,23 @@ type fileLint struct {
 	formats  []Format
 	queries  int
 	findings []*Finding
-	refs     map[string]bool
+	refs     map[string]Ref
 	fixed    []byte
 }
 
-func (fl *fileLint) ref(name string) {
-	if fl.refs == nil {
-		fl.refs = map[string]bool{}
+// ref remembers the first place a vLLM metric name is selected.
+func (fl *fileLint) ref(s *site, name string, off int) {
+	if _, ok := fl.refs[name]; ok {
+		return
 	}
-	fl.refs[name] = true
+	if _, ok := fl.l.cat.Lookup(name); !ok {
+		return
+	}
+	if fl.refs == nil {
+		fl.refs = map[string]Ref{}
+	}
+	line, col := fl.lines.pos(fl.locate(s, off, name))
+	fl.refs[name] = Ref{Name: name, Line: line, Column: col, Pointer: s.pointer, Location: s.location}
 }
 
 // add records a finding about the value offset off of a site; token is the text found there,

@@ -95,8 +95,16 @@ type FileResult struct {
 	Fixed []byte
 	// Original is the file content, kept for --diff.
 	Original []byte
-	// Names are the metric names the file's queries select, for the online check.
-	Names []string
+	// Refs are the vLLM metric names the file's queries select, each at its first
+	// occurrence, for the online check.
+	Refs []Ref
+}
+
+// Ref is where a file first selects a metric name.
+type Ref struct {
+	Name              string
+	Line, Column      int
+	Pointer, Location string
 }
 
 // Options configure a Linter.
@@ -219,14 +227,14 @@ func (l *Linter) File(path string, src []byte) FileResult {
 		return a.Column - b.Column
 	})
 	r := FileResult{Path: path, Formats: fl.formats, Queries: fl.queries, Findings: make([]Finding, len(fl.findings)),
-		Original: src, Fixed: fl.fixed, Names: make([]string, 0, len(fl.refs))}
+		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs))}
 	for i, f := range fl.findings {
 		r.Findings[i] = *f
 	}
-	for n := range fl.refs {
-		r.Names = append(r.Names, n)
+	for _, ref := range fl.refs {
+		r.Refs = append(r.Refs, ref)
 	}
-	slices.Sort(r.Names)
+	slices.SortFunc(r.Refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
 	if r.Formats == nil {
 		r.Formats = []Format{}
 	}
