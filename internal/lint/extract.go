@@ -22,6 +22,7 @@ type site struct {
 	grafana  bool // Grafana dashboard: a rewrite uses $__rate_interval as its window
 
 	json     *jsonNode  // the JSON string, for in-place rewrites by offset
+	mirror   *jsonNode  // a copy of the value elsewhere (Grafana's definition), rewritten alike
 	yaml     *yaml.Node // the YAML scalar
 	yamlDoc  int
 	srcStart int  // byte offset in the file where the value's source begins
@@ -103,12 +104,12 @@ func (fl *fileLint) run() {
 		return
 	}
 	var jsonErr error
-	if body[0] == '{' || body[0] == '[' {
+	if (body[0] == '{' || body[0] == '[') && !bytes.HasPrefix(body, []byte("{{")) {
 		root, err := parseJSON(fl.src)
 		if err == nil {
 			fl.formats = []Format{jsonFormat(root)}
 			grafana := fl.formats[0] == FormatGrafana
-			fl.walkJSON(root, "", jsonCtx{grafana: grafana})
+			fl.walkJSON(root, "", jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM})
 			fl.fix()
 			return
 		}
@@ -172,6 +173,7 @@ type jsonCtx struct {
 	panel    string // title of the enclosing panel or widget
 	variable string // name of the enclosing templating variable of type query
 	inVar    bool   // inside a templating variable (of any type)
+	widget   bool   // Cloud Monitoring: panels are widgets
 }
 
 func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
@@ -221,12 +223,20 @@ func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
 			if c.variable == "" {
 				continue // custom, interval, datasource variables: not queries
 			}
-			if v.kind == 's' {
-				s := fl.jsonSite(v, p, fmt.Sprintf("variable %q", c.variable), c.grafana)
-				fl.checkTemplate(s)
-			} else {
-				fl.walkJSON(v, p, c)
+			qs := v
+			if v.kind == 'o' {
+				qs = v.get("query")
+				p += "/query"
 			}
+			if qs == nil || qs.kind != 's' {
+				continue
+			}
+			s := fl.jsonSite(qs, p, fmt.Sprintf("variable %q", c.variable), c.grafana)
+			// Grafana keeps a copy of the query in definition; a rewrite updates both.
+			if d := n.get("definition"); d != nil && d.kind == 's' && d.str == qs.str {
+				s.mirror = d
+			}
+			fl.checkTemplate(s)
 		default:
 			fl.walkJSON(v, p, c)
 		}
@@ -240,6 +250,9 @@ func (fl *fileLint) jsonLocation(c jsonCtx, n *jsonNode) string {
 	}
 	if r := n.text("refId"); r != "" {
 		parts = append(parts, "query "+r)
+	}
+	if c.widget && len(parts) > 0 {
+		parts[0] = "widget" + strings.TrimPrefix(parts[0], "panel")
 	}
 	if len(parts) == 0 {
 		if name := n.text("name"); name != "" {
@@ -396,6 +409,11 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 				cc.loc = "metricsSources " + strconv.Itoa(i)
 			case "rules", "custom", "externalRules":
 				cc.loc = "rule " + strconv.Itoa(i)
+			case "variables":
+				cc.loc = "variable " + strconv.Itoa(i)
+				if name := mapText(mapGet(k, "spec"), "name"); name != "" {
+					cc.loc = fmt.Sprintf("variable %q", name)
+				}
 			}
 			cc.parent = ""
 			fl.walkYAML(k, ptr+"/"+strconv.Itoa(i), cc)
@@ -444,6 +462,9 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 		}
 		cc := c
 		cc.parent = key
+		if c.parent == "panels" && v.Kind == yaml.MappingNode {
+			cc.loc = fmt.Sprintf("panel %q", key) // Perses panels are keyed by name
+		}
 		fl.walkYAML(v, p, cc)
 	}
 }

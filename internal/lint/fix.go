@@ -54,6 +54,9 @@ func (fl *fileLint) fix() {
 		switch {
 		case s.json != nil:
 			edits = append(edits, fileEdit{s.json.start, s.json.end, encodeJSONString(newValue)})
+			if s.mirror != nil {
+				edits = append(edits, fileEdit{s.mirror.start, s.mirror.end, encodeJSONString(newValue)})
+			}
 		case s.raw:
 			for _, sp := range spans {
 				edits = append(edits, fileEdit{s.srcStart + sp.start, s.srcStart + sp.end, sp.text})
