@@ -3,7 +3,6 @@ package lint
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -104,7 +103,7 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 		switch lit {
 		case "true", "false", "null":
 		default:
-			if _, err := strconv.ParseFloat(lit, 64); err != nil || lit == "" {
+			if !jsonNumber(lit) {
 				p.pos = start
 				return nil, p.errf("invalid value %q", truncate(lit, 20))
 			}
@@ -207,13 +206,12 @@ func (p *jsonParser) string() (*jsonNode, error) {
 			p.pos++
 			raw := p.src[start:p.pos]
 			n := &jsonNode{kind: 's', start: start, end: p.pos}
-			if !escaped {
-				if !utf8.Valid(raw) {
-					return nil, p.errf("invalid UTF-8 in a string")
-				}
+			if !escaped && utf8.Valid(raw) {
 				n.str = string(raw[1 : len(raw)-1])
 				return n, nil
 			}
+			// Escapes, or invalid UTF-8 which encoding/json turns into U+FFFD as Grafana's
+			// own reader would.
 			if err := json.Unmarshal(raw, &n.str); err != nil {
 				p.pos = start
 				return nil, p.errf("invalid string: %v", err)
@@ -226,6 +224,45 @@ func (p *jsonParser) string() (*jsonNode, error) {
 	}
 	p.pos = start
 	return nil, p.errf("unterminated string")
+}
+
+// jsonNumber reports whether s is a number in JSON's grammar (RFC 8259 §6), which is
+// stricter than strconv: no leading zeros, no "+", no hex, no underscores.
+func jsonNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // encodeJSONString writes s as a JSON string the way Grafana does: no HTML escaping.
