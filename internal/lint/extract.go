@@ -109,7 +109,7 @@ func (fl *fileLint) run() {
 		if err == nil {
 			fl.formats = []Format{jsonFormat(root)}
 			grafana := fl.formats[0] == FormatGrafana
-			fl.walkJSON(root, "", jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM})
+			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM})
 			fl.fix()
 			return
 		}
@@ -176,11 +176,13 @@ type jsonCtx struct {
 	widget   bool   // Cloud Monitoring: panels are widgets
 }
 
-func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
+func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 	switch n.kind {
 	case 'a':
 		for i, k := range n.kids {
-			fl.walkJSON(k, ptr+"/"+strconv.Itoa(i), c)
+			if k.kind == 'o' || k.kind == 'a' {
+				fl.walkJSON(k, append(path, strconv.Itoa(i)), c)
+			}
 		}
 		return
 	case 'o':
@@ -195,7 +197,7 @@ func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
 			}
 		}
 	}
-	if strings.HasSuffix(parentPtr(ptr), "/templating/list") {
+	if len(path) >= 3 && path[len(path)-3] == "templating" && path[len(path)-2] == "list" {
 		c.inVar = true
 		c.variable = ""
 		if n.text("type") == "query" || n.text("type") == "" {
@@ -210,7 +212,7 @@ func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
 	}
 	for i, k := range n.keys {
 		v := n.kids[i]
-		p := ptr + "/" + pointerToken(k)
+		p := append(path, k)
 		switch {
 		case v.kind == 's' && (k == "expr" || k == "prometheusQuery") && !skip:
 			if strings.TrimSpace(v.str) == "" {
@@ -226,7 +228,7 @@ func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
 			qs := v
 			if v.kind == 'o' {
 				qs = v.get("query")
-				p += "/query"
+				p = append(p, "query")
 			}
 			if qs == nil || qs.kind != 's' {
 				continue
@@ -238,7 +240,9 @@ func (fl *fileLint) walkJSON(n *jsonNode, ptr string, c jsonCtx) {
 			}
 			fl.checkTemplate(s)
 		default:
-			fl.walkJSON(v, p, c)
+			if v.kind == 'o' || v.kind == 'a' {
+				fl.walkJSON(v, p, c)
+			}
 		}
 	}
 }
@@ -263,20 +267,14 @@ func (fl *fileLint) jsonLocation(c jsonCtx, n *jsonNode) string {
 	return strings.Join(parts, " ")
 }
 
-func (fl *fileLint) jsonSite(v *jsonNode, ptr, loc string, grafana bool) *site {
+func (fl *fileLint) jsonSite(v *jsonNode, path []string, loc string, grafana bool) *site {
+	ptr := joinPointer(path)
 	s := &site{value: v.str, pointer: ptr, location: loc, grafana: grafana, json: v, srcStart: v.start + 1}
 	s.raw = v.end-v.start-2 == len(v.str) && string(fl.src[v.start+1:v.end-1]) == v.str
 	if loc == "" {
 		s.location = ptr
 	}
 	return s
-}
-
-func parentPtr(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[:i]
-	}
-	return ""
 }
 
 // checkTemplate checks a Grafana variable query.

@@ -70,16 +70,18 @@ func (fl *fileLint) fix() {
 			edits = append(edits, es...)
 		}
 	}
-	slices.SortFunc(edits, func(a, b fileEdit) int { return b.start - a.start })
-	out := []byte(string(fl.src))
-	prev := len(out) + 1
+	slices.SortFunc(edits, func(a, b fileEdit) int { return a.start - b.start })
+	out := make([]byte, 0, len(fl.src)+len(fl.src)/8)
+	last := 0
 	for _, e := range edits {
-		if e.end > prev || e.start > e.end || e.end > len(out) {
+		if e.start < last || e.start > e.end || e.end > len(fl.src) {
 			return // overlapping edits: something is off, rewrite nothing
 		}
-		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
-		prev = e.start
+		out = append(out, fl.src[last:e.start]...)
+		out = append(out, e.text...)
+		last = e.end
 	}
+	out = append(out, fl.src[last:]...)
 	if !fl.verify(out, want) {
 		return
 	}
@@ -97,15 +99,8 @@ func (fl *fileLint) verify(out []byte, want map[*site]string) bool {
 		return true
 	}
 	if fl.formats[0] == FormatGrafana || fl.formats[0] == FormatGCM || fl.formats[0] == FormatJSON {
-		root, err := parseJSON(out)
-		if err != nil {
-			return false
-		}
-		for s, v := range want {
-			if n := jsonAt(root, s.pointer); n == nil || n.kind != 's' || n.str != v {
-				return false
-			}
-		}
+		// Whole string tokens were replaced by encoded strings: the structure cannot change.
+		// TestFixRelint and FuzzFile hold this to account by parsing the result again.
 		return true
 	}
 	docs, err := parseYAML(out)
@@ -182,28 +177,6 @@ func nonOverlapping(spans []span) []span {
 		end = sp.end
 	}
 	return out
-}
-
-// jsonAt resolves a JSON pointer.
-func jsonAt(n *jsonNode, ptr string) *jsonNode {
-	for _, tok := range splitPointer(ptr) {
-		switch n.kind {
-		case 'o':
-			n = n.get(tok)
-		case 'a':
-			i, err := parseIndex(tok, len(n.kids))
-			if err != nil {
-				return nil
-			}
-			n = n.kids[i]
-		default:
-			return nil
-		}
-		if n == nil {
-			return nil
-		}
-	}
-	return n
 }
 
 // yamlAt resolves a JSON pointer in a YAML node tree.

@@ -86,6 +86,11 @@ func FuzzFile(f *testing.F) {
 		if r.Fixed == nil {
 			return
 		}
+		if r.Formats[0] == FormatGrafana || r.Formats[0] == FormatGCM || r.Formats[0] == FormatJSON {
+			if !json.Valid(r.Fixed) {
+				t.Fatalf("rewritten JSON does not parse:\n%q\n->\n%q", b, r.Fixed)
+			}
+		}
 		again := l.File("fuzz", r.Fixed)
 		if again.Fixed != nil && !strings.Contains(string(r.Fixed), "\x00") {
 			t.Fatalf("a second rewrite changes the file again:\n%q\n->\n%q\n->\n%q", b, r.Fixed, again.Fixed)

@@ -60,8 +60,9 @@ func parseJSON(src []byte) (*jsonNode, error) {
 }
 
 type jsonParser struct {
-	src []byte
-	pos int
+	src    []byte
+	pos    int
+	intern map[string]string // short strings (keys, types) repeat in every panel
 }
 
 func (p *jsonParser) errf(format string, args ...any) error {
@@ -207,7 +208,20 @@ func (p *jsonParser) string() (*jsonNode, error) {
 			raw := p.src[start:p.pos]
 			n := &jsonNode{kind: 's', start: start, end: p.pos}
 			if !escaped && utf8.Valid(raw) {
-				n.str = string(raw[1 : len(raw)-1])
+				body := raw[1 : len(raw)-1]
+				if len(body) > 32 {
+					n.str = string(body)
+					return n, nil
+				}
+				if v, ok := p.intern[string(body)]; ok {
+					n.str = v
+					return n, nil
+				}
+				if p.intern == nil {
+					p.intern = map[string]string{}
+				}
+				n.str = string(body)
+				p.intern[n.str] = n.str
 				return n, nil
 			}
 			// Escapes, or invalid UTF-8 which encoding/json turns into U+FFFD as Grafana's
@@ -276,7 +290,22 @@ func encodeJSONString(s string) string {
 
 // pointerToken escapes one JSON pointer reference token (RFC 6901).
 func pointerToken(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return pointerEscaper.Replace(s)
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// joinPointer builds a JSON pointer from unescaped reference tokens.
+func joinPointer(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		b.WriteByte('/')
+		b.WriteString(pointerToken(p))
+	}
+	return b.String()
 }
 
 // lineCol converts a byte offset to a 1-based line and a 1-based column counted in characters.

@@ -202,6 +202,9 @@ func (l *Linter) readFile(path string) (FileResult, error) {
 	}
 	defer f.Close()
 	var buf bytes.Buffer
+	if st, err := f.Stat(); err == nil && st.Size() < l.max {
+		buf.Grow(int(st.Size()) + bytes.MinRead)
+	}
 	n, err := buf.ReadFrom(io.LimitReader(f, l.max+1))
 	if err != nil {
 		return FileResult{}, fmt.Errorf("lint %s: %w", path, err)

@@ -66,9 +66,9 @@ func TestFixtures(t *testing.T) {
 	}{
 		{"grafana_rows.json", []Format{FormatGrafana}, []got{
 			{12, rm, "vllm:num_requests_swapped", `panel "Shared queue panel" query A`, false}, // library panel model in __elements
-			{28, rm, "vllm:gpu_cache_usage_perc", `panel "KV usage" query A`, true},           // inside a collapsed row
-			{29, rm, "vllm:gpu_cache_usage_perc", `panel "KV usage" query B`, true},           // in a range: still a rename
-			{39, rm, "vllm:gpu_prefix_cache_hit_rate", `panel "Hit rate" query A`, true},      // expression rewrite
+			{28, rm, "vllm:gpu_cache_usage_perc", `panel "KV usage" query A`, true},            // inside a collapsed row
+			{29, rm, "vllm:gpu_cache_usage_perc", `panel "KV usage" query B`, true},            // in a range: still a rename
+			{39, rm, "vllm:gpu_prefix_cache_hit_rate", `panel "Hit rate" query A`, true},       // expression rewrite
 			{40, rm, "vllm:gpu_prefix_cache_hits_total", `panel "Hit rate" query B`, true},
 			{40, rm, "vllm:gpu_prefix_cache_queries_total", `panel "Hit rate" query B`, true},
 			{41, unk, "vllm:num_preemptions", `panel "Hit rate" query C`, true}, // counter without _total
@@ -257,7 +257,7 @@ var corpusExpect = map[string][]got{
 		{872, rm, "vllm:gpu_cache_usage_perc", `panel "Cache Utilization" query A`, true},
 		{884, rm, "vllm:cpu_cache_usage_perc", `panel "Cache Utilization" query B`, false},
 	},
-	"dashboards/vllm_grafana_7e094105_kv_cache.json":        {},
+	"dashboards/vllm_grafana_7e094105_kv_cache.json":       {},
 	"dashboards/llmd_llm-d-vllm-overview_post-v1-fix.json": {},
 	"dashboards/prodstack_vllm-dashboard_pre-rename.json": {
 		{372, rm, "vllm:time_per_output_token_seconds_sum", `panel "Average ITL" query A`, true},
