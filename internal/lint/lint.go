@@ -141,8 +141,9 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 func (l *Linter) Target() catalog.Version { return l.target }
 
 // Paths lints files and directories (recursively, following no symlinked directories).
-// Files under hidden directories and files that are not text are skipped silently when
-// found by walking; files named explicitly are always read.
+// Every file is read and its format detected by content; files under hidden directories
+// and binary files are skipped silently when found by walking, while files named explicitly
+// are always read.
 func (l *Linter) Paths(paths []string) ([]FileResult, error) {
 	var out []FileResult
 	for _, p := range paths {
@@ -168,12 +169,15 @@ func (l *Linter) Paths(paths []string) ([]FileResult, error) {
 				}
 				return nil
 			}
-			if !d.Type().IsRegular() || !lintable(d.Name()) {
+			if !d.Type().IsRegular() {
 				return nil
 			}
 			r, err := l.readFile(path)
 			if err != nil {
 				return err
+			}
+			if binary(r.Original) {
+				return nil // found by walking, not named: images and archives are not configs
 			}
 			out = append(out, r)
 			return nil
@@ -185,14 +189,9 @@ func (l *Linter) Paths(paths []string) ([]FileResult, error) {
 	return out, nil
 }
 
-// lintable picks the files a directory walk reads: configuration and documentation, not
-// binaries or code.
-func lintable(name string) bool {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".json", ".yaml", ".yml", ".tpl", ".txt", ".md", ".markdown", ".rules", ".libsonnet", ".jsonnet", ".tsv":
-		return true
-	}
-	return false
+// binary reports content with a NUL byte in its first 8 KiB, as git and grep decide.
+func binary(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), 8192)], 0) >= 0
 }
 
 func (l *Linter) readFile(path string) (FileResult, error) {
