@@ -106,7 +106,7 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 		}
 	}
 
-	l := lint.New(cat, lint.Options{Target: target})
+	l := lint.New(cat, lint.Options{Target: target, Rewrite: opts.Fix || opts.Diff})
 	results, err := l.Paths(paths)
 	if err != nil {
 		return err

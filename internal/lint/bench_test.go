@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
 )
 
 // benchDashboards is the size of the generated directory.
@@ -85,7 +87,11 @@ rate(vllm:e2e_request_latency_seconds_count{model_name="$model_name"}[$__rate_in
 func BenchmarkLintDirectory(b *testing.B) {
 	dir := b.TempDir()
 	size := writeDashboards(b, dir, benchDashboards)
-	l := newLinter(b, "")
+	cat, err := catalog.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := New(cat, Options{}) // as kvcheck lint runs without --fix or --diff
 	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {

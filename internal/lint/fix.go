@@ -26,6 +26,9 @@ type siteFix struct {
 // byte for byte: JSON strings are replaced by offset, YAML and text are edited in place. The
 // result is parsed again; when it does not read back as intended nothing is rewritten.
 func (fl *fileLint) fix() {
+	if !fl.l.rewrite {
+		return
+	}
 	var order []*site
 	bySite := map[*site]*siteFix{}
 	for _, f := range fl.findings {

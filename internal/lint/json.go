@@ -3,7 +3,9 @@ package lint
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -224,7 +226,13 @@ func (p *jsonParser) string() (*jsonNode, error) {
 				p.intern[n.str] = n.str
 				return n, nil
 			}
-			// Escapes, or invalid UTF-8 which encoding/json turns into U+FFFD as Grafana's
+			if utf8.Valid(raw) {
+				if v, ok := unescapeJSON(raw[1 : len(raw)-1]); ok {
+					n.str = v
+					return n, nil
+				}
+			}
+			// Invalid UTF-8 or escapes, which encoding/json turns into U+FFFD as Grafana's
 			// own reader would.
 			if err := json.Unmarshal(raw, &n.str); err != nil {
 				p.pos = start
@@ -238,6 +246,51 @@ func (p *jsonParser) string() (*jsonNode, error) {
 	}
 	p.pos = start
 	return nil, p.errf("unterminated string")
+}
+
+// unescapeJSON decodes the body of a JSON string with escapes. ok is false for what it
+// leaves to encoding/json: a malformed escape or a lone surrogate.
+func unescapeJSON(b []byte) (string, bool) {
+	var out strings.Builder
+	out.Grow(len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' {
+			out.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(b) {
+			return "", false
+		}
+		switch b[i] {
+		case '"', '\\', '/':
+			out.WriteByte(b[i])
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			if i+4 >= len(b) {
+				return "", false
+			}
+			r, err := strconv.ParseUint(string(b[i+1:i+5]), 16, 32)
+			if err != nil || utf16.IsSurrogate(rune(r)) {
+				return "", false
+			}
+			out.WriteRune(rune(r))
+			i += 4
+		default:
+			return "", false
+		}
+	}
+	return out.String(), true
 }
 
 // jsonNumber reports whether s is a number in JSON's grammar (RFC 8259 §6), which is

@@ -91,7 +91,8 @@ type FileResult struct {
 	Formats  []Format // one per YAML document; one for other files
 	Queries  int      // queries and names checked
 	Findings []Finding
-	// Fixed is the rewritten content when fixes apply; nil when nothing changed.
+	// Fixed is the rewritten content when fixes apply and Options.Rewrite is set; nil when
+	// nothing changed.
 	Fixed []byte
 	// Original is the file content, kept for --diff.
 	Original []byte
@@ -114,13 +115,17 @@ type Options struct {
 	// MaxFileSize bounds the bytes read from one file; bigger files are skipped with a
 	// finding. Zero means 16 MiB.
 	MaxFileSize int64
+	// Rewrite computes FileResult.Fixed, the content with every exact rewrite applied
+	// (for --fix and --diff). Without it findings still say whether they are fixable.
+	Rewrite bool
 }
 
 // Linter checks files against the catalog.
 type Linter struct {
-	cat    *catalog.Catalog
-	target catalog.Version
-	max    int64
+	cat     *catalog.Catalog
+	target  catalog.Version
+	max     int64
+	rewrite bool
 	names  []string // every known series name, for __name__ regexes
 }
 
@@ -134,7 +139,7 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 	if m <= 0 {
 		m = 16 << 20
 	}
-	return &Linter{cat: cat, target: t, max: m, names: cat.Names()}
+	return &Linter{cat: cat, target: t, max: m, rewrite: opts.Rewrite, names: cat.Names()}
 }
 
 // Target returns the version findings are judged against.

@@ -31,7 +31,7 @@ func newLinter(t testing.TB, target string) *Linter {
 			t.Fatal(err)
 		}
 	}
-	return New(cat, Options{Target: v})
+	return New(cat, Options{Target: v, Rewrite: true})
 }
 
 // got is the part of a finding the expectations pin down.

@@ -48,7 +48,7 @@ func countLint(run LintRun) lintCounts {
 			if x.Fixable() {
 				c.fixable++
 			}
-			if x.Fixed {
+			if x.Fixed && run.Fix {
 				c.fixed++
 			}
 		}
