@@ -126,7 +126,7 @@ type Linter struct {
 	target  catalog.Version
 	max     int64
 	rewrite bool
-	names  []string // every known series name, for __name__ regexes
+	names   []string // every known series name, for __name__ regexes
 }
 
 // New returns a Linter over the catalog.
