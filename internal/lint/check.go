@@ -300,6 +300,11 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 		return verdict{}, m, false
 	}
 	if m.Engine == nil && m.Router == nil {
+		if strings.Count(name, ":") > 1 {
+			// level:metric:operations is the naming convention of recording rules, which
+			// are the user's own series, not vLLM's.
+			return verdict{}, m, false
+		}
 		return verdict{status: StatusUnknown, code: CodeUnknown, sev: finding.Warning,
 			message: fmt.Sprintf("%s is not a metric vLLM or production-stack's router publishes: a typo, or newer than this catalog (vLLM %s)", name, l.cat.Newest)}, m, true
 	}
