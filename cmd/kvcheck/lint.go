@@ -28,8 +28,13 @@ type lintOptions struct {
 // modelDuration is a flag value in Prometheus duration syntax (7d, 1h30m).
 type modelDuration model.Duration
 
+// String prints the duration the way Prometheus does (7d prints as 1w).
 func (d *modelDuration) String() string { return model.Duration(*d).String() }
-func (d *modelDuration) Type() string   { return "duration" }
+
+// Type names the flag's value in --help.
+func (d *modelDuration) Type() string { return "duration" }
+
+// Set parses a Prometheus duration.
 func (d *modelDuration) Set(s string) error {
 	v, err := model.ParseDuration(s)
 	if err != nil {
