@@ -21,10 +21,13 @@ type site struct {
 	location string
 	grafana  bool // Grafana dashboard: a rewrite uses $__rate_interval as its window
 
-	json     *jsonNode  // the JSON string, for in-place rewrites by offset
-	mirror   *jsonNode  // a copy of the value elsewhere (Grafana's definition), rewritten alike
-	yaml     *yaml.Node // the YAML scalar
-	yamlDoc  int
+	json    *jsonNode  // the JSON string, for in-place rewrites by offset
+	mirror  *jsonNode  // a copy of the value elsewhere (Grafana's definition), rewritten alike
+	yaml    *yaml.Node // the YAML scalar
+	yamlDoc int
+	// embedded is the JSON pointer of the value inside a JSON document held by the YAML
+	// scalar (a dashboard in a ConfigMap); pointer is then the scalar's path.
+	embedded string
 	srcStart int  // byte offset in the file where the value's source begins
 	raw      bool // the value's bytes appear verbatim at srcStart
 }
@@ -40,6 +43,32 @@ type fileLint struct {
 	findings []*Finding
 	refs     map[string]Ref
 	fixed    []byte
+	embed    *embedding // set while walking a JSON document held in a YAML scalar
+}
+
+// embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
+// data or a GrafanaDashboard resource's spec.json.
+type embedding struct {
+	node    *yaml.Node
+	pointer string
+	doc     int
+	loc     string
+	// lineStarts are the file offsets where the scalar's lines begin, after indentation,
+	// when the scalar is a literal block whose lines appear verbatim; nil otherwise.
+	lineStarts []int
+	start      int // file offset of the scalar
+}
+
+// offset maps an offset in the scalar's value to the file.
+func (e *embedding) offset(value string, off int) int {
+	if e.lineStarts == nil {
+		return e.start
+	}
+	line := strings.Count(value[:off], "\n")
+	if line >= len(e.lineStarts) {
+		return e.start
+	}
+	return e.lineStarts[line] + off - (strings.LastIndexByte(value[:off], '\n') + 1)
 }
 
 // ref remembers the first place a vLLM metric name is selected.
@@ -63,7 +92,7 @@ func (fl *fileLint) add(s *site, off int, token string, f Finding) *Finding {
 	at := fl.locate(s, off, token)
 	f.File = fl.path
 	f.Line, f.Column = fl.lines.pos(at)
-	f.Pointer, f.Location = s.pointer, s.location
+	f.Pointer, f.Location = s.pointer+s.embedded, s.location
 	p := &f
 	fl.findings = append(fl.findings, p)
 	return p
@@ -269,6 +298,16 @@ func (fl *fileLint) jsonLocation(c jsonCtx, n *jsonNode) string {
 
 func (fl *fileLint) jsonSite(v *jsonNode, path []string, loc string, grafana bool) *site {
 	ptr := joinPointer(path)
+	if e := fl.embed; e != nil {
+		if loc == "" {
+			loc = ptr
+		}
+		if e.loc != "" {
+			loc = e.loc + ": " + loc
+		}
+		return &site{value: v.str, pointer: e.pointer, embedded: ptr, location: loc, grafana: grafana,
+			yaml: e.node, yamlDoc: e.doc, srcStart: e.offset(e.node.Value, v.start)}
+	}
 	s := &site{value: v.str, pointer: ptr, location: loc, grafana: grafana, json: v, srcStart: v.start + 1}
 	s.raw = v.end-v.start-2 == len(v.str) && string(fl.src[v.start+1:v.end-1]) == v.str
 	if loc == "" {
@@ -432,6 +471,11 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, v := n.Content[i].Value, n.Content[i+1]
 		p := ptr + "/" + pointerToken(key)
+		if v.Kind == yaml.ScalarNode && (strings.HasSuffix(key, ".json") || key == "json") &&
+			strings.HasPrefix(strings.TrimSpace(v.Value), "{") && fl.embed == nil {
+			fl.walkEmbedded(v, p, c)
+			continue
+		}
 		if v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
 			switch {
 			case key == "expr" || key == "seriesQuery" ||
@@ -465,6 +509,70 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 		}
 		fl.walkYAML(v, p, cc)
 	}
+}
+
+// walkEmbedded lints a JSON document held in a YAML scalar, such as a dashboard in a
+// ConfigMap. Positions point into the YAML file; rewrites edit the scalar in place.
+func (fl *fileLint) walkEmbedded(v *yaml.Node, ptr string, c yamlCtx) {
+	root, err := parseJSON([]byte(v.Value))
+	loc := ptr
+	if c.multi {
+		loc = fmt.Sprintf("document %d: %s", c.doc+1, loc)
+	}
+	if err != nil {
+		s := &site{value: v.Value, pointer: ptr, location: loc, yaml: v, yamlDoc: c.doc,
+			srcStart: fl.lines.offset(v.Line, v.Column)}
+		fl.add(s, 0, "", Finding{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeUnparsed,
+				Message: fmt.Sprintf("embedded JSON does not parse (%v); it was not checked", err)},
+			Status: StatusUnparsed,
+		})
+		return
+	}
+	e := &embedding{node: v, pointer: ptr, doc: c.doc, loc: loc, start: fl.lines.offset(v.Line, v.Column)}
+	if v.Style == yaml.LiteralStyle {
+		e.lineStarts = fl.literalLines(v)
+	}
+	fl.embed = e
+	fl.walkJSON(root, nil, jsonCtx{grafana: jsonFormat(root) == FormatGrafana})
+	fl.embed = nil
+}
+
+// literalLines returns the file offsets where each line of a literal block scalar's value
+// begins, or nil when the source does not match the value line for line.
+func (fl *fileLint) literalLines(v *yaml.Node) []int {
+	lines := strings.Split(v.Value, "\n")
+	var starts []int
+	line := v.Line + 1 // the content starts on the line after the | indicator
+	indent := -1
+	for _, want := range lines {
+		if line > len(fl.lines.starts) {
+			if want == "" {
+				break
+			}
+			return nil
+		}
+		start := fl.lines.starts[line-1]
+		end := len(fl.src)
+		if line < len(fl.lines.starts) {
+			end = fl.lines.starts[line] - 1
+		}
+		text := strings.TrimSuffix(string(fl.src[start:end]), "\r")
+		if want == "" {
+			starts = append(starts, start)
+			line++
+			continue
+		}
+		if indent < 0 {
+			indent = len(text) - len(strings.TrimLeft(text, " "))
+		}
+		if len(text) < indent || text[indent:] != want {
+			return nil
+		}
+		starts = append(starts, start+indent)
+		line++
+	}
+	return starts
 }
 
 func (fl *fileLint) yamlSite(v *yaml.Node, ptr string, c yamlCtx) *site {

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -85,6 +86,9 @@ func (fl *fileLint) fix() {
 		last = e.end
 	}
 	out = append(out, fl.src[last:]...)
+	if len(want) == 0 || bytes.Equal(out, fl.src) {
+		return
+	}
 	if !fl.verify(out, want) {
 		return
 	}
@@ -114,7 +118,21 @@ func (fl *fileLint) verify(out []byte, want map[*site]string) bool {
 		if s.yamlDoc >= len(docs) || len(docs[s.yamlDoc].Content) == 0 {
 			return false
 		}
-		if n := yamlAt(docs[s.yamlDoc].Content[0], s.pointer); n == nil || n.Value != v {
+		n := yamlAt(docs[s.yamlDoc].Content[0], s.pointer)
+		if n == nil {
+			return false
+		}
+		if s.embedded == "" {
+			if n.Value != v {
+				return false
+			}
+			continue
+		}
+		root, err := parseJSON([]byte(n.Value))
+		if err != nil {
+			return false
+		}
+		if j := jsonAt(root, s.embedded); j == nil || j.kind != 's' || j.str != v {
 			return false
 		}
 	}
@@ -124,12 +142,20 @@ func (fl *fileLint) verify(out []byte, want map[*site]string) bool {
 // yamlEdits maps rewrites of a quoted or block YAML scalar onto its source: each replaced
 // text is found (escaped as the scalar's style escapes it) at the same occurrence index.
 func (fl *fileLint) yamlEdits(s *site, spans []span) ([]fileEdit, bool) {
-	esc := func(t string) string { return t }
+	styleEsc := func(t string) string { return t }
 	switch s.yaml.Style {
 	case yaml.DoubleQuotedStyle:
-		esc = func(t string) string { return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(t) }
+		styleEsc = func(t string) string { return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(t) }
 	case yaml.SingleQuotedStyle:
-		esc = func(t string) string { return strings.ReplaceAll(t, "'", "''") }
+		styleEsc = func(t string) string { return strings.ReplaceAll(t, "'", "''") }
+	}
+	esc := styleEsc
+	if s.embedded != "" {
+		// Inside a JSON string inside the scalar: escaped for JSON, then for YAML.
+		esc = func(t string) string {
+			j := encodeJSONString(t)
+			return styleEsc(j[1 : len(j)-1])
+		}
 	}
 	var out []fileEdit
 	for _, sp := range spans {
@@ -180,6 +206,28 @@ func nonOverlapping(spans []span) []span {
 		end = sp.end
 	}
 	return out
+}
+
+// jsonAt resolves a JSON pointer.
+func jsonAt(n *jsonNode, ptr string) *jsonNode {
+	for _, tok := range splitPointer(ptr) {
+		switch n.kind {
+		case 'o':
+			n = n.get(tok)
+		case 'a':
+			i, err := parseIndex(tok, len(n.kids))
+			if err != nil {
+				return nil
+			}
+			n = n.kids[i]
+		default:
+			return nil
+		}
+		if n == nil {
+			return nil
+		}
+	}
+	return n
 }
 
 // yamlAt resolves a JSON pointer in a YAML node tree.

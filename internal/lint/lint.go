@@ -254,10 +254,11 @@ type lineIndex struct {
 	starts []int
 }
 
+// Lines end at LF, CRLF or a lone CR, as YAML and most editors count them.
 func newLineIndex(src []byte) lineIndex {
 	starts := []int{0}
 	for i, c := range src {
-		if c == '\n' {
+		if c == '\n' || (c == '\r' && (i+1 == len(src) || src[i+1] != '\n')) {
 			starts = append(starts, i+1)
 		}
 	}
@@ -279,7 +280,7 @@ func (li lineIndex) offset(line, col int) int {
 		return len(li.src)
 	}
 	off := li.starts[line-1]
-	for c := 1; c < col && off < len(li.src) && li.src[off] != '\n'; c++ {
+	for c := 1; c < col && off < len(li.src) && li.src[off] != '\n' && li.src[off] != '\r'; c++ {
 		_, size := utf8.DecodeRune(li.src[off:])
 		off += size
 	}

@@ -111,6 +111,12 @@ func TestFixtures(t *testing.T) {
 			{15, rm, "vllm:gpu_cache_usage_perc", `variable "model"`, true},
 			{28, rm, "vllm:gpu_cache_usage_perc", `panel "cache"`, true},
 		}},
+		{"configmap.yaml", []Format{FormatYAML, FormatYAML}, []got{
+			{15, rm, "vllm:gpu_cache_usage_perc", `document 1: /data/vllm.json: panel "KV cache" query A`, true},
+			{16, rm, "vllm:gpu_prefix_cache_hit_rate", `document 1: /data/vllm.json: panel "KV cache" query B`, true},
+			{21, rm, "vllm:gpu_cache_usage_perc", `document 1: /data/small.json: panel "T" query A`, true}, // double-quoted
+			{29, rm, "vllm:num_requests_swapped", `document 2: /spec/json: panel "Queue"`, false},          // folded
+		}},
 		{"helm-rules.yaml", []Format{FormatHelmTemplate}, []got{
 			{1, StatusSkipped, "", "", false},
 			{11, rm, "vllm:gpu_cache_usage_perc", "line 11", true},
