@@ -90,7 +90,7 @@ func (fl *fileLint) ref(s *site, name string, off int) {
 // used to locate it in the file when the value is escaped in the source.
 func (fl *fileLint) add(s *site, off int, token string, f Finding) *Finding {
 	at := fl.locate(s, off, token)
-	f.File = fl.path
+	f.File, f.Subject = fl.path, fl.path
 	f.Line, f.Column = fl.lines.pos(at)
 	f.Pointer, f.Location = s.pointer+s.embedded, s.location
 	p := &f
@@ -172,7 +172,7 @@ func (fl *fileLint) run() {
 // addFile records a finding about the whole file.
 func (fl *fileLint) addFile(sev finding.Severity, code, status, msg string) {
 	fl.findings = append(fl.findings, &Finding{
-		Finding: finding.Finding{Severity: sev, Code: code, Message: msg},
+		Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: fl.path},
 		File:    fl.path, Line: 1, Column: 1, Status: status,
 	})
 }
