@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLintCorpus runs the command over the real dashboards and autoscalers of the shared
@@ -83,5 +87,59 @@ func TestLintCorpus(t *testing.T) {
 	run(context.Background(), []string{"lint", tmp}, streams{Out: &out, ErrOut: &errOut}, nil)
 	if !strings.Contains(out.String(), "7 findings (7 errors") || strings.Contains(out.String(), "fixable") {
 		t.Errorf("after --fix:\n%s", out.String())
+	}
+}
+
+// TestLintOnline drives --prometheus through the real client_golang client against a
+// stand-in API: one name present now, one last seen two days ago, one never present.
+func TestLintOnline(t *testing.T) {
+	now := time.Now()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Error(err)
+		}
+		q := r.Form.Get("query")
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/api/v1/query" && strings.Contains(q, `"vllm:num_requests_running"`):
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"2"]}]}}`, now.Unix())
+		case r.URL.Path == "/api/v1/query":
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+		case r.URL.Path == "/api/v1/query_range" && strings.Contains(q, `"vllm:kv_cache_usage_perc"`):
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[%d,"1"],[%d,"1"]]}]}}`,
+				now.Add(-50*time.Hour).Unix(), now.Add(-48*time.Hour).Unix())
+		case r.URL.Path == "/api/v1/query_range":
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	dash := filepath.Join(dir, "d.json")
+	err := os.WriteFile(dash, []byte(`{"panels": [{"title": "P", "targets": [
+  {"expr": "vllm:num_requests_running", "refId": "A"},
+  {"expr": "vllm:kv_cache_usage_perc", "refId": "B"},
+  {"expr": "rate(vllm:prefix_cache_hits_total[5m])", "refId": "C"}]}]}`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"lint", "--prometheus", srv.URL, "--lookback", "3d", "-o", "json", dash},
+		streams{Out: &out, ErrOut: &errOut}, nil)
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0 (warnings only); stderr:\n%s", code, errOut.String())
+	}
+	for _, w := range []string{
+		`"status": "stale"`, `is not present on ` + srv.URL + ` now; last seen 2d ago`,
+		`"status": "absent"`, `vllm:prefix_cache_hits_total has never been present on ` + srv.URL + ` in the last 3d`,
+		`"prometheus": "` + srv.URL + `"`, `"lookback": "3d"`,
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	if strings.Contains(out.String(), `"metric": "vllm:num_requests_running"`) {
+		t.Errorf("a present name was reported:\n%s", out.String())
 	}
 }
