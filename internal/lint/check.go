@@ -3,6 +3,7 @@ package lint
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -65,6 +66,9 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 			expr, err, sub = e2, nil, sub2
 		}
 	}
+	if err != nil && logQL(q) {
+		return // a Loki query (Loki rules share the rule-file format): not ours to check
+	}
 	if err != nil {
 		pos := 0
 		var pe parser.ParseErrors
@@ -126,6 +130,12 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 		return nil
 	})
 }
+
+// logQLRE matches LogQL's line filters and parsers, which PromQL does not have.
+var logQLRE = regexp.MustCompile(`\}\s*(\|=|\|~|!=|!~|\|\s*(json|logfmt|pattern|regexp|unpack|line_format|label_format|drop|keep|decolorize)\b)`)
+
+// logQL reports whether a query that failed to parse as PromQL is LogQL.
+func logQL(q string) bool { return logQLRE.MatchString(q) }
 
 // selectorSpan returns the selector's [start, end) in the site's value, or ok=false when a
 // Grafana variable sits inside it (a rewrite would then have to guess).

@@ -203,6 +203,29 @@ type jsonCtx struct {
 	variable string // name of the enclosing templating variable of type query
 	inVar    bool   // inside a templating variable (of any type)
 	widget   bool   // Cloud Monitoring: panels are widgets
+	foreign  bool   // the datasource in force is not Prometheus: its expr is not PromQL
+}
+
+// foreignDatasource recognises Loki, Elasticsearch and the like, in the object form
+// ({"type": "loki"}) and the old name form ("Loki").
+func foreignDatasource(ds *jsonNode) bool {
+	var t string
+	switch ds.kind {
+	case 'o':
+		t = ds.text("type")
+		if t == "" || strings.HasPrefix(t, "$") || t == "datasource" || strings.Contains(t, "prometheus") {
+			return false
+		}
+		return true
+	case 's':
+		t = strings.ToLower(ds.str)
+		for _, f := range []string{"loki", "elastic", "influx", "tempo", "jaeger", "opensearch", "mysql", "postgres", "clickhouse"} {
+			if strings.Contains(t, f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
@@ -233,12 +256,11 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 			c.variable = n.text("name")
 		}
 	}
-	skip := false
-	if ds := n.get("datasource"); ds != nil && ds.kind == 'o' {
-		if t := ds.text("type"); t != "" && !strings.Contains(t, "prometheus") && !strings.HasPrefix(t, "$") && t != "datasource" {
-			skip = true // Loki, Elasticsearch, ...: not PromQL
-		}
+	// A datasource on a panel applies to its targets unless they name their own.
+	if ds := n.get("datasource"); ds != nil {
+		c.foreign = foreignDatasource(ds)
 	}
+	skip := c.foreign
 	for i, k := range n.keys {
 		v := n.kids[i]
 		p := append(path, k)

@@ -77,10 +77,10 @@ func TestFixtures(t *testing.T) {
 			{45, rm, "ray_vllm_gpu_cache_usage_perc", `panel "Hit rate" query G`, true},
 			{46, rm, "vllm:(gpu|cpu)_cache_usage_perc", `panel "Hit rate" query H`, false}, // regex matching only removed names
 			{47, rm, "vllm:time_per_output_token_seconds_count", `panel "Hit rate" query I`, true},
-			{63, StatusUnparsed, "sum(rate(vllm:prompt_tokens_total[5m])", `panel "Broken" query A`, false},
-			{72, rm, "vllm:time_per_output_token_seconds_bucket", `panel "Legacy TPOT" query A`, true}, // old "rows"
-			{78, rm, "vllm:gpu_cache_usage_perc", `variable "model"`, true},                            // label_values
-			{79, rm, "vllm:num_requests_swapped", `variable "job"`, false},                             // query_result
+			{69, StatusUnparsed, "sum(rate(vllm:prompt_tokens_total[5m])", `panel "Broken" query A`, false},
+			{78, rm, "vllm:time_per_output_token_seconds_bucket", `panel "Legacy TPOT" query A`, true}, // old "rows"
+			{84, rm, "vllm:gpu_cache_usage_perc", `variable "model"`, true},                            // label_values
+			{85, rm, "vllm:num_requests_swapped", `variable "job"`, false},                             // query_result
 		}},
 		{"clean_grafana.json", []Format{FormatGrafana}, []got{}},
 		{"gcm.json", []Format{FormatGCM}, []got{
