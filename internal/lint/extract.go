@@ -132,13 +132,25 @@ func (fl *fileLint) run() {
 		fl.formats = []Format{FormatText}
 		return
 	}
+	if exposition(body) {
+		// A /metrics dump lists what a server exposes; it queries nothing.
+		fl.formats = []Format{FormatExposition}
+		return
+	}
 	var jsonErr error
-	if (body[0] == '{' || body[0] == '[') && !bytes.HasPrefix(body, []byte("{{")) {
+	template := bytes.HasPrefix(body, []byte("{{")) || bytes.HasPrefix(body, []byte("{%")) || bytes.HasPrefix(body, []byte("{#"))
+	if (body[0] == '{' || body[0] == '[') && !template {
 		root, err := parseJSON(fl.src)
 		if err == nil {
 			fl.formats = []Format{jsonFormat(root)}
 			grafana := fl.formats[0] == FormatGrafana
 			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM})
+			fl.fix()
+			return
+		}
+		if jsonLines(fl.src) {
+			fl.formats = []Format{FormatText} // a trace or log: names only
+			fl.textScan()
 			fl.fix()
 			return
 		}
@@ -151,7 +163,7 @@ func (fl *fileLint) run() {
 			fl.fix()
 			return
 		}
-		if err != nil && bytes.Contains(fl.src, []byte("{{")) {
+		if err != nil && helmTemplate(fl.src) {
 			fl.formats = []Format{FormatHelmTemplate}
 			fl.textScan()
 			fl.addFile(finding.Info, CodeSkipped, StatusSkipped,
@@ -167,6 +179,35 @@ func (fl *fileLint) run() {
 	}
 	fl.textScan()
 	fl.fix()
+}
+
+// exposition recognises Prometheus text exposition (a saved /metrics page): it starts with
+// comment lines and has # TYPE or # HELP lines.
+func exposition(body []byte) bool {
+	head := body[:min(len(body), 4096)]
+	return body[0] == '#' && (bytes.Contains(head, []byte("\n# TYPE ")) || bytes.Contains(head, []byte("\n# HELP ")) ||
+		bytes.HasPrefix(head, []byte("# TYPE ")) || bytes.HasPrefix(head, []byte("# HELP ")))
+}
+
+// jsonLines recognises newline-delimited JSON (a trace, a log): its first line is a whole
+// JSON value.
+func jsonLines(src []byte) bool {
+	first, _, ok := bytes.Cut(bytes.TrimLeft(src, " \t\r\n"), []byte("\n"))
+	if !ok {
+		return false
+	}
+	_, err := parseJSON(first)
+	return err == nil
+}
+
+// helmKeyRE matches a YAML mapping line, the bulk of a Helm template.
+var helmKeyRE = regexp.MustCompile(`(?m)^\s*(- )?[A-Za-z_][\w.-]*:(\s|$)`)
+
+// helmTemplate recognises YAML with Go template actions: {{ ... }} and mapping lines, and no
+// Jinja statements.
+func helmTemplate(src []byte) bool {
+	return bytes.Contains(src, []byte("{{")) && !bytes.Contains(src, []byte("{%")) &&
+		helmKeyRE.Match(src)
 }
 
 // addFile records a finding about the whole file.

@@ -82,6 +82,7 @@ const (
 	FormatAIBrix       Format = "aibrix-podautoscaler"
 	FormatYAML         Format = "yaml"
 	FormatHelmTemplate Format = "helm-template"
+	FormatExposition   Format = "metrics-exposition" // a saved /metrics page: not checked
 	FormatText         Format = "text"
 )
 

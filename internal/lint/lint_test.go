@@ -515,3 +515,39 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestDetect checks format detection on content that is not a config: it must not produce
+// noise, and names in prose are still found.
+func TestDetect(t *testing.T) {
+	l := newLinter(t, "")
+	tests := []struct {
+		name   string
+		src    string
+		format Format
+		want   []got
+	}{
+		{"exposition", "# HELP vllm:gpu_cache_usage_perc GPU KV-cache usage.\n# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{model_name=\"m\"} 0.5\n",
+			FormatExposition, []got{}},
+		{"json lines", "{\"ts\": 1, \"metric\": \"vllm:gpu_cache_usage_perc\"}\n{\"ts\": 2}\n",
+			FormatText, []got{{1, rm, "vllm:gpu_cache_usage_perc", "line 1", true}}},
+		{"jinja", "{%- if messages %}{{ messages[0].content }}{% endif %}\n", FormatText, []got{}},
+		{"helm", "{{- if .Values.on }}\nkind: PrometheusRule\nspec: {{ toYaml .Values.spec | nindent 2 }}\n{{- end }}\n",
+			FormatHelmTemplate, []got{{1, StatusSkipped, "", "", false}}},
+		{"prose", "Nothing about metrics here.\n", FormatText, []got{}},
+		{"yaml scalar", "just a string\n", FormatText, []got{}},
+		{"empty", "", FormatText, []got{}},
+		{"bom json", "\ufeff{\"panels\": [{\"targets\": [{\"expr\": \"vllm:cpu_cache_usage_perc\"}]}]}",
+			FormatGrafana, []got{{1, rm, "vllm:cpu_cache_usage_perc", "/panels/0/targets/0/expr", false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := l.File(tt.name, []byte(tt.src))
+			if len(r.Formats) != 1 || r.Formats[0] != tt.format {
+				t.Errorf("formats %v, want [%s]", r.Formats, tt.format)
+			}
+			if diff := cmp.Diff(tt.want, summarize(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
