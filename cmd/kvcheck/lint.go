@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -184,12 +185,17 @@ func severities(results []lint.FileResult, fixed bool) []finding.Severity {
 
 // writeFixed replaces a file's content, keeping its permissions; the new content is written
 // to a temporary file beside it and renamed over it, so a crash leaves one or the other.
-func writeFixed(path string, content []byte) error {
+func writeFixed(name string, content []byte) error {
+	// Write through a symbolic link to its target rather than replace the link.
+	path, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return fmt.Errorf("fix %s: %w", name, err)
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dirOf(path), ".kvcheck-fix-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".kvcheck-fix-*")
 	if err != nil {
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
@@ -209,13 +215,4 @@ func writeFixed(path string, content []byte) error {
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
 	return nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if os.IsPathSeparator(path[i]) {
-			return path[:i+1]
-		}
-	}
-	return "."
 }
