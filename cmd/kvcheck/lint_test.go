@@ -34,7 +34,7 @@ func TestLintCorpus(t *testing.T) {
 		}},
 		{"before the V1 renames", []string{"lint", "--target-version", "0.9.1", filepath.Join(dash, "prodstack_vllm-dashboard_pre-rename.json")}, exitFindings, []string{
 			"vllm:num_requests_swapped was removed in vLLM 0.9.1",
-			"1 findings (1 errors, 0 warnings, 0 info)",
+			"1 finding (1 error, 0 warnings, 0 info)",
 		}},
 		{"clean files", []string{"lint", filepath.Join(dash, "vllm_grafana_7e094105_kv_cache.json"), filepath.Join(dash, "llmd_llm-d-vllm-overview_post-v1-fix.json"), filepath.Join(auto, "prodstack_keda-scaled-object.yaml")}, exitOK, []string{
 			"No findings in 3 files",

@@ -84,18 +84,34 @@ func LintText(t *Text, run LintRun) {
 	}
 	c := countLint(run)
 	if c.all == 0 {
-		t.Verdict(fmt.Sprintf("No findings in %d files (%d queries and names checked) against vLLM %s.", c.files, c.queries, run.Target))
+		t.Verdict(fmt.Sprintf("No findings in %s (%s checked) against vLLM %s.",
+			plural(c.files, "file"), plural(c.queries, "query and name", "queries and names"), run.Target))
 		return
 	}
-	msg := fmt.Sprintf("%d findings (%d errors, %d warnings, %d info) in %d of %d files, judged against vLLM %s.",
-		c.all, c.errors, c.warnings, c.infos, c.filesWithFindings, c.files, run.Target)
+	msg := fmt.Sprintf("%s (%s, %s, %d info) in %d of %s, judged against vLLM %s.",
+		plural(c.all, "finding"), plural(c.errors, "error"), plural(c.warnings, "warning"), c.infos,
+		c.filesWithFindings, plural(c.files, "file"), run.Target)
 	t.Verdict(msg)
 	switch {
 	case run.Fix:
 		t.Muted("%d rewritten in place; the rest need a person.", c.fixed)
-	case c.fixable > 0:
+	case c.fixable == 1:
+		t.Muted("1 has an exact rewrite: run with --diff to see it, --fix to apply it.")
+	case c.fixable > 1:
 		t.Muted("%d have an exact rewrite: run with --diff to see it, --fix to apply it.", c.fixable)
 	}
+}
+
+// plural writes a count with its noun: 1 file, 2 files; forms gives the singular and, when
+// it is not the singular plus s, the plural.
+func plural(n int, forms ...string) string {
+	if n == 1 {
+		return "1 " + forms[0]
+	}
+	if len(forms) > 1 {
+		return fmt.Sprintf("%d %s", n, forms[1])
+	}
+	return fmt.Sprintf("%d %ss", n, forms[0])
 }
 
 func dedupe(xs []string) []string {
