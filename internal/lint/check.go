@@ -316,7 +316,7 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 			return verdict{}, m, false
 		}
 		return verdict{status: StatusUnknown, code: CodeUnknown, sev: finding.Warning,
-			message: fmt.Sprintf("%s is not a metric vLLM or production-stack's router publishes: a typo, or newer than this catalog (vLLM %s)", name, l.cat.Newest)}, m, true
+			message: fmt.Sprintf("%s is not a metric vLLM or production-stack's router publishes: a typo, a recording rule not linted in this run, or newer than this catalog (vLLM %s)", name, l.cat.Newest)}, m, true
 	}
 	e := m.Engine
 	if e == nil || (m.Router != nil && server) {

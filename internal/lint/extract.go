@@ -44,6 +44,7 @@ type fileLint struct {
 	refs     map[string]Ref
 	fixed    []byte
 	embed    *embedding // set while walking a JSON document held in a YAML scalar
+	records  []string   // names of the recording rules the file defines
 }
 
 // embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
@@ -527,6 +528,7 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 		c.loc = fmt.Sprintf("alert %q", a)
 	} else if r := mapText(n, "record"); r != "" {
 		c.loc = fmt.Sprintf("record %q", r)
+		fl.records = append(fl.records, r)
 	}
 	if k := mapText(n, "kind"); strings.HasPrefix(k, "Prometheus") {
 		c.promKind = true

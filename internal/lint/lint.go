@@ -100,6 +100,8 @@ type FileResult struct {
 	// Refs are the vLLM metric names the file's queries select, each at its first
 	// occurrence, for the online check.
 	Refs []Ref
+	// Records are the names of the recording rules the file defines.
+	Records []string
 }
 
 // Ref is where a file first selects a metric name.
@@ -192,7 +194,32 @@ func (l *Linter) Paths(paths []string) ([]FileResult, error) {
 			return nil, err
 		}
 	}
-	return out, nil
+	return ForgetRecorded(out), nil
+}
+
+// ForgetRecorded drops "unknown" findings about vllm: names that a recording rule among
+// the results defines: those series are the user's own, not vLLM's.
+func ForgetRecorded(results []FileResult) []FileResult {
+	recorded := map[string]bool{}
+	for _, r := range results {
+		for _, n := range r.Records {
+			recorded[n] = true
+		}
+	}
+	if len(recorded) == 0 {
+		return results
+	}
+	for i := range results {
+		kept := results[i].Findings[:0]
+		for _, f := range results[i].Findings {
+			if f.Status == StatusUnknown && recorded[f.Metric] {
+				continue
+			}
+			kept = append(kept, f)
+		}
+		results[i].Findings = kept
+	}
+	return results
 }
 
 // binary reports content with a NUL byte in its first 8 KiB, as git and grep decide.
@@ -235,7 +262,7 @@ func (l *Linter) File(path string, src []byte) FileResult {
 		return a.Column - b.Column
 	})
 	r := FileResult{Path: path, Formats: fl.formats, Queries: fl.queries, Findings: make([]Finding, len(fl.findings)),
-		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs))}
+		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs)), Records: fl.records}
 	for i, f := range fl.findings {
 		r.Findings[i] = *f
 	}

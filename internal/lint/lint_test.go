@@ -551,3 +551,37 @@ func TestDetect(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordedNames checks that a vllm: name defined by a recording rule linted in the same
+// run is not called unknown, while a typo of it still is.
+func TestRecordedNames(t *testing.T) {
+	dir := t.TempDir()
+	rules := "groups:\n  - name: g\n    rules:\n      - record: vllm:kv_usage_avg\n        expr: avg(vllm:kv_cache_usage_perc)\n"
+	dash := `{"panels":[{"title":"T","targets":[{"expr":"vllm:kv_usage_avg","refId":"A"},{"expr":"vllm:kv_usage_avgg","refId":"B"}]}]}`
+	for name, body := range map[string]string{"rules.yaml": rules, "d.json": dash} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newLinter(t, "")
+	results, err := l.Paths([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotv []string
+	for _, r := range results {
+		for _, f := range r.Findings {
+			gotv = append(gotv, f.Status+" "+f.Metric)
+		}
+	}
+	if want := []string{"unknown vllm:kv_usage_avgg"}; !cmp.Equal(gotv, want) {
+		t.Errorf("findings %v, want %v", gotv, want)
+	}
+	alone, err := l.Paths([]string{filepath.Join(dir, "d.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(alone[0].Findings); n != 2 {
+		t.Errorf("dashboard alone: %d findings, want 2 (the rule file was not linted)", n)
+	}
+}
