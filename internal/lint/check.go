@@ -137,8 +137,8 @@ var logQLRE = regexp.MustCompile(`\}\s*(\|=|\|~|!=|!~|\|\s*(json|logfmt|pattern|
 // logQL reports whether a query that failed to parse as PromQL is LogQL.
 func logQL(q string) bool { return logQLRE.MatchString(q) }
 
-// selectorSpan returns the selector's [start, end) in the site's value, or ok=false when a
-// Grafana variable sits inside it (a rewrite would then have to guess).
+// selectorSpan returns the selector's start and end in the site's value and 1, or zeros when
+// a Grafana variable sits inside it (a rewrite would then have to guess).
 func selectorSpan(sub substituted, base int, vs *parser.VectorSelector) [3]int {
 	s, e := int(vs.PosRange.Start), int(vs.PosRange.End)
 	for _, sb := range sub.subs {
