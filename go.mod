@@ -16,6 +16,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/term v0.48.0
 	google.golang.org/protobuf v1.36.12
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -184,6 +184,8 @@ and is the vLLM fleet ready for it?
 // subcommands lists the constructors of the subcommands, one file each.
 var subcommands = []func(streams, *globalOptions) *cobra.Command{
 	newHitrateCmd,
+	newLintCmd,
+	newMetricsCmd,
 	newAuditCmd,
 	newSimulateCmd,
 	newDemoCmd,

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/report"
+)
+
+// lintOptions are the flags of kvcheck lint.
+type lintOptions struct {
+	FailOn   failOn
+	Target   string
+	Fix      bool
+	Diff     bool
+	Lookback modelDuration
+	Prom     promOptions
+}
+
+// modelDuration is a flag value in Prometheus duration syntax (7d, 1h30m).
+type modelDuration model.Duration
+
+// String prints the duration the way Prometheus does (7d prints as 1w).
+func (d *modelDuration) String() string { return model.Duration(*d).String() }
+
+// Type names the flag's value in --help.
+func (d *modelDuration) Type() string { return "duration" }
+
+// Set parses a Prometheus duration.
+func (d *modelDuration) Set(s string) error {
+	v, err := model.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q: write a duration such as 7d, 36h or 90m", s)
+	}
+	*d = modelDuration(v)
+	return nil
+}
+
+func newLintCmd(s streams, g *globalOptions) *cobra.Command {
+	opts := &lintOptions{FailOn: "error", Lookback: modelDuration(7 * 24 * time.Hour)}
+	cmd := &cobra.Command{
+		Use:   "lint PATH...",
+		Short: "Find renamed and removed vLLM metrics in dashboards, rules and autoscalers",
+		Long: `lint reads Grafana dashboards, Perses dashboards, Google Cloud Monitoring dashboards,
+Prometheus rule files and PrometheusRule resources, KEDA ScaledObjects, HorizontalPodAutoscalers,
+prometheus-adapter rules and AIBrix PodAutoscalers (files or directories, format detected by
+content) and reports every vLLM metric name that is removed, hidden or deprecated at the target
+vLLM version, unknown names (such as a counter queried without _total), label drift and queries
+that do not parse. --fix rewrites the references that have an exact replacement in place.
+
+With --prometheus it also asks the server whether each referenced name has series now, and when
+it last had any within --lookback.
+
+` + exitCodesHelp,
+		Example: `  kvcheck lint dashboards/ autoscaling/
+  kvcheck lint --target-version 0.11 --fail-on warning deploy/
+  kvcheck lint --diff grafana/vllm.json
+  kvcheck lint -o sarif dashboards/ > kvcheck.sarif
+  kvcheck lint --prometheus http://prometheus:9090 --lookback 3d dashboards/`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLint(cmd.Context(), s, g, opts, args)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar((*string)(&opts.FailOn), "fail-on", "error", "exit 3 when a finding reaches this severity: error, warning, info or never")
+	fs.StringVar(&opts.Target, "target-version", "", "vLLM version to judge against, X.Y or X.Y.Z (X.Y means X.Y.0); default the newest the catalog knows")
+	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place")
+	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
+	fs.Var(&opts.Lookback, "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
+	opts.Prom.bind(fs)
+	return cmd
+}
+
+func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions, paths []string) error {
+	format, err := g.format(report.FormatText, report.FormatJSON, report.FormatSARIF, report.FormatGitHub)
+	if err != nil {
+		return err
+	}
+	if err := opts.FailOn.validate(); err != nil {
+		return err
+	}
+	if opts.Fix && opts.Diff {
+		return usageErrorf("--fix and --diff: choose one (--diff shows what --fix would write)")
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return err
+	}
+	var target catalog.Version
+	if opts.Target != "" {
+		if target, err = catalog.ParseVersion(opts.Target); err != nil {
+			return usageErrorf("--target-version: %v", err)
+		}
+	}
+	var api lint.Querier
+	if opts.Prom.URL != "" {
+		if api, err = opts.Prom.api(); err != nil {
+			return err
+		}
+		if opts.Lookback <= 0 {
+			return usageErrorf("--lookback must be positive")
+		}
+	}
+
+	l := lint.New(cat, lint.Options{Target: target, Rewrite: opts.Fix || opts.Diff})
+	results, err := l.Paths(paths)
+	if err != nil {
+		return err
+	}
+	run := report.LintRun{Target: l.Target().String(), Files: results, Fix: opts.Fix}
+
+	if api != nil {
+		lookback := time.Duration(opts.Lookback)
+		now := time.Now()
+		qctx, cancel := context.WithTimeout(ctx, opts.Prom.QueryTimeout*time.Duration(max(len(lint.Names(results)), 1)))
+		pres, err := lint.Presences(qctx, api, lint.Names(results), lookback, now)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--prometheus %s: %w", opts.Prom.URL, err)
+		}
+		lint.AddOnline(results, pres, opts.Prom.URL, lookback, now)
+		run.Prometheus, run.Lookback = opts.Prom.URL, opts.Lookback.String()
+	}
+
+	if opts.Diff {
+		for _, r := range results {
+			if r.Fixed != nil {
+				fmt.Fprint(s.Out, lint.Diff(r.Path, r.Original, r.Fixed))
+			}
+		}
+		return opts.FailOn.check(severities(results, false)...)
+	}
+	if opts.Fix {
+		for _, r := range results {
+			if r.Fixed == nil {
+				continue
+			}
+			if err := writeFixed(r.Path, r.Fixed); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.ErrOut, "kvcheck: rewrote %s\n", r.Path)
+		}
+	}
+
+	switch format {
+	case report.FormatJSON:
+		err = report.LintJSON(s.Out, run)
+	case report.FormatSARIF:
+		err = report.LintSARIF(s.Out, run, version())
+	case report.FormatGitHub:
+		err = report.LintGitHub(s.Out, run)
+	default:
+		report.LintText(g.text(s.Out), run)
+	}
+	if err != nil {
+		return err
+	}
+	return opts.FailOn.check(severities(results, opts.Fix)...)
+}
+
+// severities lists the severities that count towards --fail-on; with --fix, rewritten
+// references no longer do.
+func severities(results []lint.FileResult, fixed bool) []finding.Severity {
+	var out []finding.Severity
+	for _, r := range results {
+		for _, f := range r.Findings {
+			if fixed && f.Fixed {
+				continue
+			}
+			out = append(out, f.Severity)
+		}
+	}
+	return out
+}
+
+// writeFixed replaces a file's content, keeping its permissions; the new content is written
+// to a temporary file beside it and renamed over it, so a crash leaves one or the other.
+func writeFixed(name string, content []byte) error {
+	// Write through a symbolic link to its target rather than replace the link.
+	path, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return fmt.Errorf("fix %s: %w", name, err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("fix %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".kvcheck-fix-*")
+	if err != nil {
+		return fmt.Errorf("fix %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fix %s: %w", path, err)
+	}
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fix %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("fix %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("fix %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func mustLoad(t testing.TB) *Catalog {
+	t.Helper()
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func TestLookup(t *testing.T) {
+	c := mustLoad(t)
+	type want struct {
+		ok      bool
+		form    Form
+		name    string
+		suffix  string
+		exposed bool
+		engine  string // family name, "" for none
+		router  string
+	}
+	tests := []struct {
+		written string
+		want    want
+	}{
+		{"vllm:kv_cache_usage_perc", want{true, Plain, "vllm:kv_cache_usage_perc", "", true, "vllm:kv_cache_usage_perc", ""}},
+		{"vllm:prefix_cache_hits_total", want{true, Plain, "vllm:prefix_cache_hits_total", "_total", true, "vllm:prefix_cache_hits", ""}},
+		{"vllm:prefix_cache_hits_created", want{true, Plain, "vllm:prefix_cache_hits_created", "_created", true, "vllm:prefix_cache_hits", ""}},
+		{"vllm:num_preemptions", want{true, Plain, "vllm:num_preemptions", "", false, "vllm:num_preemptions", ""}},
+		{"vllm:time_per_output_token_seconds_bucket", want{true, Plain, "vllm:time_per_output_token_seconds_bucket", "_bucket", true, "vllm:time_per_output_token_seconds", ""}},
+		{"vllm:e2e_request_latency_seconds", want{true, Plain, "vllm:e2e_request_latency_seconds", "", false, "vllm:e2e_request_latency_seconds", ""}},
+		// A histogram whose family name ends in _total.
+		{"vllm:iteration_tokens_total_sum", want{true, Plain, "vllm:iteration_tokens_total_sum", "_sum", true, "vllm:iteration_tokens_total", ""}},
+		{"vllm:iteration_tokens_total", want{true, Plain, "vllm:iteration_tokens_total", "", false, "vllm:iteration_tokens_total", ""}},
+		// The router's gauge named like the engine's old counter: both families.
+		{"vllm:gpu_prefix_cache_hits_total", want{true, Plain, "vllm:gpu_prefix_cache_hits_total", "_total", true, "vllm:gpu_prefix_cache_hits", "vllm:gpu_prefix_cache_hits_total"}},
+		{"vllm:healthy_pods_total", want{true, Plain, "vllm:healthy_pods_total", "", true, "", "vllm:healthy_pods_total"}},
+		{"vllm:num_incoming_requests_total", want{true, Plain, "vllm:num_incoming_requests_total", "_total", true, "", "vllm:num_incoming_requests"}},
+		{"vllm_num_requests_waiting", want{true, Adapter, "vllm:num_requests_waiting", "", true, "vllm:num_requests_waiting", "vllm:num_requests_waiting"}},
+		{"ray_vllm_gpu_cache_usage_perc", want{true, Ray, "vllm:gpu_cache_usage_perc", "", true, "vllm:gpu_cache_usage_perc", ""}},
+		{"gpu_cache_usage_perc", want{true, Bare, "vllm:gpu_cache_usage_perc", "", true, "vllm:gpu_cache_usage_perc", ""}},
+		{"prometheus.googleapis.com|vllm:gpu_cache_usage_perc|gauge", want{true, GMP, "vllm:gpu_cache_usage_perc", "", true, "vllm:gpu_cache_usage_perc", ""}},
+		// A vllm: name nobody publishes is returned so the caller can call it unknown.
+		{"vllm:prompt_token_total", want{true, Plain, "vllm:prompt_token_total", "", false, "", ""}},
+		// Not vLLM's.
+		{"process_cpu_seconds_total", want{}},
+		{"vllm_pii_requests_total", want{}},
+		{"prometheus.googleapis.com|up|gauge", want{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.written, func(t *testing.T) {
+			m, ok := c.Lookup(tt.written)
+			got := want{ok: ok}
+			if ok {
+				got = want{ok, m.Form, m.Name, m.Suffix, m.Exposed, "", ""}
+				if m.Engine != nil {
+					got.engine = m.Engine.Name
+				}
+				if m.Router != nil {
+					got.router = m.Router.Name
+				}
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("Lookup(%q) mismatch (-want +got):\n%s", tt.written, diff)
+			}
+		})
+	}
+}
+
+func TestStatusAt(t *testing.T) {
+	c := mustLoad(t)
+	m, _ := c.Lookup("vllm:gpu_cache_usage_perc")
+	tests := []struct {
+		version string
+		want    Status
+		since   string
+	}{
+		{"0.9.1", Current, ""},
+		{"0.9.2", Deprecated, "0.9.2"},
+		{"0.10", Deprecated, "0.9.2"},
+		{"0.11.0", Hidden, "0.11.0"},
+		{"0.12", Removed, "0.12.0"},
+		{"0.26.0", Removed, "0.12.0"},
+	}
+	for _, tt := range tests {
+		v, err := ParseVersion(tt.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, since := m.Engine.StatusAt(v)
+		if st != tt.want || since.String() != tt.since {
+			t.Errorf("gpu_cache_usage_perc at %s = %s since %q, want %s since %q", tt.version, st, since, tt.want, tt.since)
+		}
+	}
+	added, _ := c.Lookup("vllm:prompt_tokens_by_source_total")
+	if st, since := added.Engine.StatusAt(Version{0, 15, 0}); st != NotYet || since.String() != "0.16.0" {
+		t.Errorf("prompt_tokens_by_source at 0.15.0 = %s since %s, want not-yet since 0.16.0", st, since)
+	}
+}
+
+func TestReplacementSeries(t *testing.T) {
+	c := mustLoad(t)
+	tests := []struct {
+		written, want string
+		ok            bool
+	}{
+		{"vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc", true},
+		{"vllm:gpu_prefix_cache_hits_total", "vllm:prefix_cache_hits_total", true},
+		{"vllm:gpu_prefix_cache_queries_created", "vllm:prefix_cache_queries_created", true},
+		{"vllm:time_per_output_token_seconds_count", "vllm:inter_token_latency_seconds_count", true},
+		{"ray_vllm_time_per_output_token_seconds_bucket", "ray_vllm_inter_token_latency_seconds_bucket", true},
+		{"vllm_gpu_cache_usage_perc", "vllm_kv_cache_usage_perc", true},
+		{"gpu_cache_usage_perc", "kv_cache_usage_perc", true},
+		{"prometheus.googleapis.com|vllm:gpu_cache_usage_perc|gauge", "prometheus.googleapis.com|vllm:kv_cache_usage_perc|gauge", true},
+		{"vllm:time_per_output_token_seconds", "", false}, // no suffix: which series?
+		{"vllm:num_requests_swapped", "", false},
+		{"vllm:gpu_prefix_cache_hit_rate", "", false}, // an expression, not a rename
+	}
+	for _, tt := range tests {
+		m, ok := c.Lookup(tt.written)
+		if !ok {
+			t.Fatalf("Lookup(%q) not found", tt.written)
+		}
+		got, ok := m.ReplacementSeries()
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ReplacementSeries(%q) = %q, %v; want %q, %v", tt.written, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestCatalogConsistent checks the data file against itself: every rename points at a
+// metric that is current at the newest version, and every SPEC §3.3 row is present.
+func TestCatalogConsistent(t *testing.T) {
+	c := mustLoad(t)
+	for _, m := range c.Metrics {
+		if m.Help == "" {
+			t.Errorf("%s (%s): no help text", m.Name, m.Source)
+		}
+		if !m.Deprecated.IsZero() && !m.Removed.IsZero() && m.Removed.Less(m.Deprecated) {
+			t.Errorf("%s: removed %s before deprecated %s", m.Name, m.Removed, m.Deprecated)
+		}
+		if m.Rewrite != RewriteRename {
+			continue
+		}
+		r, ok := c.Lookup(m.Replacement)
+		if !ok || r.Engine == nil {
+			t.Errorf("%s: replacement %s is not in the catalog", m.Name, m.Replacement)
+			continue
+		}
+		if st, _ := r.Engine.StatusAt(c.Newest); st != Current {
+			t.Errorf("%s: replacement %s is %s at %s", m.Name, m.Replacement, st, c.Newest)
+		}
+		if r.Engine.Type != m.Type {
+			t.Errorf("%s (%s): replacement %s is a %s", m.Name, m.Type, m.Replacement, r.Engine.Type)
+		}
+	}
+	for _, old := range []string{
+		"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
+		"vllm:gpu_prefix_cache_hit_rate", "vllm:cpu_prefix_cache_hit_rate", "vllm:num_requests_swapped",
+		"vllm:cpu_cache_usage_perc", "vllm:time_in_queue_requests_bucket", "vllm:model_forward_time_milliseconds_sum",
+		"vllm:model_execute_time_milliseconds_count", "vllm:time_per_output_token_seconds_bucket",
+		"vllm:avg_prompt_throughput_toks_per_s", "vllm:avg_generation_throughput_toks_per_s",
+		"vllm:prompt_tokens_recomputed_total", "vllm:kv_offload_total_bytes_total", "vllm:kv_offload_size_bucket",
+	} {
+		m, ok := c.Lookup(old)
+		if !ok || m.Engine == nil {
+			t.Errorf("%s: missing", old)
+			continue
+		}
+		if st, _ := m.Engine.StatusAt(c.Newest); st == Current {
+			t.Errorf("%s: current at %s, want retired", old, c.Newest)
+		}
+	}
+	for _, cur := range []string{
+		"vllm:prefix_cache_queries_total", "vllm:external_prefix_cache_hits_total", "vllm:num_preemptions_total",
+		"vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting",
+		"vllm:prompt_tokens_total", "vllm:prompt_tokens_by_source_total", "vllm:cache_config_info",
+		"vllm:inter_token_latency_seconds_bucket", "vllm:request_queue_time_seconds_sum",
+	} {
+		m, ok := c.Lookup(cur)
+		if !ok || m.Engine == nil || !m.Exposed {
+			t.Errorf("%s: not a known exposed engine series", cur)
+			continue
+		}
+		if st, _ := m.Engine.StatusAt(c.Newest); st != Current {
+			t.Errorf("%s: %s at %s, want current", cur, st, c.Newest)
+		}
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Version
+		err  bool
+	}{
+		{"0.9", Version{0, 9, 0}, false},
+		{"v0.10.2", Version{0, 10, 2}, false},
+		{" 1.0.0 ", Version{1, 0, 0}, false},
+		{"0", Version{}, true},
+		{"0.x", Version{}, true},
+		{"0.9.2.1", Version{}, true},
+		{"-1.0", Version{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseVersion(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseVersion(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestParseRejectsBadData(t *testing.T) {
+	tests := []struct{ name, data, want string }{
+		{"no prefix", "metrics: [{name: foo, type: gauge, source: engine}]", "lacks the vllm: prefix"},
+		{"bad type", "metrics: [{name: 'vllm:x', type: summary, source: engine}]", "unknown type"},
+		{"bad source", "metrics: [{name: 'vllm:x', type: gauge, source: proxy}]", "unknown source"},
+		{"duplicate", "metrics: [{name: 'vllm:x', type: gauge, source: engine}, {name: 'vllm:x', type: gauge, source: engine}]", "listed twice"},
+		{"bad version", "metrics: [{name: 'vllm:x', type: gauge, source: engine, removed: 'soon'}]", "write it as X.Y"},
+		{"expr without expr", "metrics: [{name: 'vllm:x', type: gauge, source: engine, rewrite: expr}]", "without expr"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.data))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse: got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	c := mustLoad(b)
+	names := []string{"vllm:time_per_output_token_seconds_bucket", "vllm:kv_cache_usage_perc", "ray_vllm_gpu_cache_usage_perc", "process_cpu_seconds_total"}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		c.Lookup(names[i%len(names)])
+	}
+}

@@ -1,0 +1,417 @@
+package lint
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// span replaces value[start:end] of a query string with text.
+type span struct {
+	start, end int
+	text       string
+}
+
+// edit is the exact rewrite of one finding: spans in the value of one site.
+type edit struct {
+	site  *site
+	spans []span
+}
+
+// queryKind says how a site's value is read.
+type queryKind int
+
+const (
+	kindPromQL   queryKind = iota // a PromQL expression
+	kindTemplate                  // a Grafana variable query: label_values(...), query_result(...)
+	kindAdapter                   // a prometheus-adapter metricsQuery with <<.Series>> fields
+	kindName                      // a bare metric name (HPA, AIBrix targetMetric)
+)
+
+// verdict is what the catalog says about one written name at the target version.
+type verdict struct {
+	status, code string
+	sev          finding.Severity
+	since        string
+	replacement  string
+	message      string
+	rename       string // exact replacement series name, when the rewrite is a rename
+	expr         string // exact replacement expression template, when the rewrite is expr
+}
+
+var promParser = parser.NewParser(parser.Options{EnableExperimentalFunctions: true})
+
+// checkPromQL parses a query (the part of the site's value starting at base) and checks every
+// metric name in it.
+func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
+	fl.queries++
+	var sub substituted
+	if kind == kindAdapter {
+		sub = substituteAdapter(q)
+		// Grafana syntax does not appear in adapter configs; only the template fields.
+	} else {
+		sub = substituteVariables(q, false)
+	}
+	expr, err := promParser.ParseExpr(sub.text)
+	if err != nil && kind != kindAdapter {
+		sub2 := substituteVariables(q, true)
+		if e2, err2 := promParser.ParseExpr(sub2.text); err2 == nil {
+			expr, err, sub = e2, nil, sub2
+		}
+	}
+	if err != nil && logQL(q) {
+		return // a Loki query (Loki rules share the rule-file format): not ours to check
+	}
+	if err != nil {
+		pos := 0
+		var pe parser.ParseErrors
+		if errors.As(err, &pe) && len(pe) > 0 {
+			pos = sub.orig(int(pe[0].PositionRange.Start))
+			err = pe[0].Err
+		}
+		fl.add(s, base+pos, "", Finding{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeUnparsed,
+				Message: fmt.Sprintf("query does not parse as PromQL (%v); it was not checked", err)},
+			Metric: truncate(strings.TrimSpace(q), 80), Status: StatusUnparsed,
+		})
+		return
+	}
+	seen := map[string]*Finding{}
+	var drift bool
+	parser.Inspect(expr, func(node parser.Node, path []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		start := int(vs.PosRange.Start)
+		selText := sub.text[start:min(int(vs.PosRange.End), len(sub.text))]
+		instant := vs.OriginalOffset == 0 && vs.OriginalOffsetExpr == nil && vs.Timestamp == nil && vs.StartOrEnd == 0
+		if len(path) > 0 {
+			switch path[len(path)-1].(type) {
+			case *parser.MatrixSelector, *parser.SubqueryExpr:
+				instant = false
+			}
+		}
+		server := false
+		for _, m := range vs.LabelMatchers {
+			if m.Name == "server" {
+				server = true
+			}
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name != labels.MetricName {
+				continue
+			}
+			switch m.Type {
+			case labels.MatchEqual:
+				off := start
+				if vs.Name == "" {
+					off = start + max(strings.Index(selText, m.Value), 0)
+				}
+				if fl.l.placeholder(m.Value) {
+					continue
+				}
+				orig := base + sub.orig(off)
+				fl.checkName(s, m.Value, orig, server, instant, selectorSpan(sub, base, vs), seen, true)
+			case labels.MatchRegexp:
+				fl.checkRegex(s, m, base+sub.orig(start), seen)
+			}
+		}
+		if !drift {
+			drift = fl.checkDrift(s, vs, sub, base, server)
+		}
+		return nil
+	})
+}
+
+// logQLRE matches LogQL's line filters and parsers, which PromQL does not have.
+var logQLRE = regexp.MustCompile(`\}\s*(\|=|\|~|!=|!~|\|\s*(json|logfmt|pattern|regexp|unpack|line_format|label_format|drop|keep|decolorize)\b)`)
+
+// logQL reports whether a query that failed to parse as PromQL is LogQL.
+func logQL(q string) bool { return logQLRE.MatchString(q) }
+
+// selectorSpan returns the selector's start and end in the site's value and 1, or zeros when
+// a Grafana variable sits inside it (a rewrite would then have to guess).
+func selectorSpan(sub substituted, base int, vs *parser.VectorSelector) [3]int {
+	s, e := int(vs.PosRange.Start), int(vs.PosRange.End)
+	for _, sb := range sub.subs {
+		if sb.newStart < e && sb.newEnd > s {
+			return [3]int{0, 0, 0}
+		}
+	}
+	return [3]int{base + sub.orig(s), base + sub.orig(e), 1}
+}
+
+// checkName checks one written name found at value offset off.
+func (fl *fileLint) checkName(s *site, name string, off int, server, instant bool, sel [3]int, seen map[string]*Finding, promql bool) {
+	if promql {
+		fl.ref(s, name, off)
+	}
+	v, _, ok := fl.l.judge(name, server, promql)
+	if !ok {
+		return
+	}
+	if prev := seen[name]; prev != nil {
+		// The same name again in this query: one finding, but every occurrence is rewritten.
+		if prev.fix != nil {
+			if sp, ok := fl.l.spanFor(v, s, name, off, instant, sel); ok {
+				prev.fix.spans = append(prev.fix.spans, sp)
+			} else {
+				prev.fix = nil
+			}
+		}
+		return
+	}
+	f := Finding{
+		Finding: finding.Finding{Severity: v.sev, Code: v.code, Message: v.message},
+		Metric:  name, Status: v.status, Since: v.since, Replacement: v.replacement,
+	}
+	if sp, ok := fl.l.spanFor(v, s, name, off, instant, sel); ok {
+		f.fix = &edit{site: s, spans: []span{sp}}
+	}
+	seen[name] = fl.add(s, off, name, f)
+}
+
+// spanFor builds the exact rewrite of one occurrence, when the verdict has one.
+func (l *Linter) spanFor(v verdict, s *site, name string, off int, instant bool, sel [3]int) (span, bool) {
+	switch {
+	case v.rename != "":
+		return span{start: off, end: off + len(name), text: v.rename}, true
+	case v.expr != "" && instant && sel[2] == 1 && s.value[sel[0]:min(sel[1], len(s.value))] != "":
+		selText := s.value[sel[0]:sel[1]]
+		matchers := ""
+		if i := strings.IndexByte(selText, '{'); i >= 0 && strings.HasPrefix(selText, name) {
+			matchers = selText[i:]
+		} else if i < 0 && selText != name {
+			return span{}, false
+		} else if i >= 0 {
+			return span{}, false // {__name__="..."} form: leave it to a person
+		}
+		window := "5m"
+		if s.grafana {
+			window = "$__rate_interval"
+		}
+		text := v.expr
+		for {
+			i := strings.Index(text, "{sel:")
+			if i < 0 {
+				break
+			}
+			j := strings.IndexByte(text[i:], '}')
+			if j < 0 {
+				return span{}, false
+			}
+			text = text[:i] + text[i+5:i+j] + matchers + text[i+j+1:]
+		}
+		text = strings.ReplaceAll(text, "{window}", window)
+		return span{start: sel[0], end: sel[1], text: text}, true
+	}
+	return span{}, false
+}
+
+// checkRegex reports a __name__ regex that can only match names gone at the target version.
+func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[string]*Finding) {
+	var matched []string
+	for _, n := range fl.l.names {
+		if m.Matches(n) {
+			matched = append(matched, n)
+		}
+	}
+	if len(matched) == 0 {
+		return
+	}
+	var worst *verdict
+	var repl []string
+	for _, n := range matched {
+		v, _, ok := fl.l.judge(n, false, false)
+		if !ok || (v.status != StatusRemoved && v.status != StatusHidden) {
+			return // the regex still matches something that exists
+		}
+		if worst == nil || v.sev > worst.sev {
+			worst = &v
+		}
+		if v.replacement != "" && !contains(repl, v.replacement) {
+			repl = append(repl, v.replacement)
+		}
+	}
+	key := "regex:" + m.Value
+	if seen[key] != nil {
+		return
+	}
+	f := Finding{
+		Finding: finding.Finding{Severity: worst.sev, Code: worst.code,
+			Message: fmt.Sprintf("__name__=~%q only matches %s, %s at vLLM %s", m.Value, strings.Join(matched, ", "), worst.status, fl.l.target)},
+		Metric: m.Value, Status: worst.status, Since: worst.since, Replacement: strings.Join(repl, "; "),
+	}
+	seen[key] = fl.add(s, off, "", f)
+}
+
+// checkDrift reports label matchers that use production-stack's "model" on engine metrics,
+// which vLLM labels "model_name".
+func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substituted, base int, server bool) bool {
+	name := vs.Name
+	if name == "" {
+		for _, m := range vs.LabelMatchers {
+			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				name = m.Value
+			}
+		}
+	}
+	mt, ok := fl.l.cat.Lookup(name)
+	if !ok || mt.Engine == nil || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
+		return false
+	}
+	for _, m := range vs.LabelMatchers {
+		if m.Name != "model" {
+			continue
+		}
+		start := int(vs.PosRange.Start)
+		selText := sub.text[start:min(int(vs.PosRange.End), len(sub.text))]
+		off := start + max(strings.Index(selText, "model"), 0)
+		if i := strings.IndexByte(selText, '{'); i >= 0 {
+			if j := strings.Index(selText[i:], "model"); j >= 0 {
+				off = start + i + j
+			}
+		}
+		fl.add(s, base+sub.orig(off), "model", Finding{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
+				Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: this matcher selects nothing on engine series", name)},
+			Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
+		})
+		return true
+	}
+	return false
+}
+
+func hasLabel(m *catalog.Metric, l string) bool { return contains(m.Labels, l) }
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// judge looks a written name up and decides what to report. ok is false when there is
+// nothing to say (not a vLLM name, or a current one). promql says the name was found in a
+// PromQL selector, where a counter without _total matches nothing.
+func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match, bool) {
+	m, ok := l.cat.Lookup(name)
+	if !ok {
+		return verdict{}, m, false
+	}
+	if m.Engine == nil && m.Router == nil {
+		if strings.Count(name, ":") > 1 {
+			// level:metric:operations is the naming convention of recording rules, which
+			// are the user's own series, not vLLM's.
+			return verdict{}, m, false
+		}
+		return verdict{status: StatusUnknown, code: CodeUnknown, sev: finding.Warning,
+			message: fmt.Sprintf("%s is not a metric vLLM or production-stack's router publishes: a typo, a recording rule not linted in this run, or newer than this catalog (vLLM %s)", name, l.cat.Newest)}, m, true
+	}
+	e := m.Engine
+	if e == nil || (m.Router != nil && server) {
+		return l.exposure(m, promql)
+	}
+	st, since := e.StatusAt(l.target)
+	v := verdict{since: since.String()}
+	switch st {
+	case catalog.Current:
+		return l.exposure(m, promql)
+	case catalog.NotYet:
+		v.status, v.code, v.sev = StatusUnknown, CodeUnknown, finding.Warning
+		v.message = fmt.Sprintf("%s was added in vLLM %s, after the target version %s", name, since, l.target)
+		return v, m, true
+	case catalog.Removed:
+		v.status, v.code, v.sev = StatusRemoved, CodeRemoved, finding.Error
+		v.message = fmt.Sprintf("%s was removed in vLLM %s%s", name, since, history(e, st))
+	case catalog.Hidden:
+		v.status, v.code, v.sev = StatusHidden, CodeHidden, finding.Error
+		v.message = fmt.Sprintf("%s is hidden since vLLM %s (shown only with --show-hidden-metrics-for-version=%d.%d)%s",
+			name, since, since.Major, max(since.Minor-1, 0), history(e, st))
+	case catalog.Deprecated:
+		v.status, v.code, v.sev = StatusDeprecated, CodeDeprecated, finding.Warning
+		v.message = fmt.Sprintf("%s is deprecated since vLLM %s%s", name, since, history(e, st))
+	}
+	switch e.Rewrite {
+	case catalog.RewriteRename:
+		if r, ok := m.ReplacementSeries(); ok {
+			v.rename, v.replacement = r, r
+		} else {
+			v.replacement = m.Respell(e.Replacement)
+		}
+	case catalog.RewriteExpr:
+		v.replacement = e.Replacement
+		if m.Form == catalog.Plain {
+			v.expr = e.Expr
+		}
+	default:
+		v.replacement = e.Replacement
+	}
+	if v.replacement != "" {
+		v.message += "; use " + v.replacement
+	} else {
+		v.message += "; it has no replacement"
+		if e.Help != "" {
+			v.message += " (" + e.Help + ")"
+		}
+	}
+	if m.Router != nil {
+		v.message += fmt.Sprintf("; production-stack's router still publishes a %s of this name with a server label, which is not the engine's series", m.Router.Type)
+	}
+	return v, m, true
+}
+
+// exposure reports a family queried under a name no server exposes: a counter without
+// _total, a histogram without _bucket, _sum or _count.
+func (l *Linter) exposure(m catalog.Match, promql bool) (verdict, catalog.Match, bool) {
+	if m.Exposed || !promql || (m.Form != catalog.Plain && m.Form != catalog.Ray) {
+		return verdict{}, m, false
+	}
+	f := m.Metric()
+	v := verdict{status: StatusUnknown, code: CodeUnknown, sev: finding.Warning}
+	switch f.Type {
+	case catalog.Counter:
+		v.rename = m.Written + "_total"
+		v.replacement = v.rename
+		v.message = fmt.Sprintf("%s is a counter: the server exposes %s, so this name matches nothing", m.Written, v.rename)
+	case catalog.Histogram:
+		v.replacement = m.Written + "_bucket, " + m.Written + "_sum or " + m.Written + "_count"
+		v.message = fmt.Sprintf("%s is a histogram: query %s, so this name matches nothing", m.Written, v.replacement)
+	default:
+		return verdict{}, m, false
+	}
+	return v, m, true
+}
+
+// history completes a message with the other milestones of a metric's retirement.
+func history(m *catalog.Metric, st catalog.Status) string {
+	var parts []string
+	if st != catalog.Deprecated && !m.Deprecated.IsZero() {
+		parts = append(parts, "deprecated "+m.Deprecated.String())
+	}
+	if st != catalog.Hidden && !m.Hidden.IsZero() {
+		parts = append(parts, "hidden "+m.Hidden.String())
+	}
+	if st != catalog.Removed && !m.Removed.IsZero() {
+		parts = append(parts, "removed "+m.Removed.String())
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// placeholder reports names that stand for a template field rather than a metric.
+func (l *Linter) placeholder(name string) bool {
+	return name == placeholderName || name == "adapter_series"
+}

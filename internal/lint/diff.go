@@ -1,0 +1,146 @@
+package lint
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxDiffCells bounds the LCS table of Diff (lines of a times lines of b changed region).
+const maxDiffCells = 50_000_000
+
+// Diff returns a unified diff (3 lines of context) turning a into b, with path in the
+// headers, or "" when they are equal.
+func Diff(path string, a, b []byte) string {
+	if string(a) == string(b) {
+		return ""
+	}
+	al, bl := splitLines(string(a)), splitLines(string(b))
+	// Trim the common head and tail: fixes touch few lines, so the table stays small.
+	pre := 0
+	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(al)-pre && suf < len(bl)-pre && al[len(al)-1-suf] == bl[len(bl)-1-suf] {
+		suf++
+	}
+	am, bm := al[pre:len(al)-suf], bl[pre:len(bl)-suf]
+	type op struct {
+		kind byte // ' ', '-', '+'
+		line string
+	}
+	var ops []op
+	for i := 0; i < pre; i++ {
+		ops = append(ops, op{' ', al[i]})
+	}
+	if int64(len(am)+1)*int64(len(bm)+1) > maxDiffCells {
+		for _, l := range am {
+			ops = append(ops, op{'-', l})
+		}
+		for _, l := range bm {
+			ops = append(ops, op{'+', l})
+		}
+	} else {
+		// lcs[i][j] is the LCS length of am[i:] and bm[j:].
+		w := len(bm) + 1
+		lcs := make([]int32, (len(am)+1)*w)
+		for i := len(am) - 1; i >= 0; i-- {
+			for j := len(bm) - 1; j >= 0; j-- {
+				if am[i] == bm[j] {
+					lcs[i*w+j] = lcs[(i+1)*w+j+1] + 1
+				} else {
+					lcs[i*w+j] = max(lcs[(i+1)*w+j], lcs[i*w+j+1])
+				}
+			}
+		}
+		i, j := 0, 0
+		for i < len(am) || j < len(bm) {
+			switch {
+			case i < len(am) && j < len(bm) && am[i] == bm[j]:
+				ops = append(ops, op{' ', am[i]})
+				i++
+				j++
+			case i < len(am) && (j == len(bm) || lcs[(i+1)*w+j] >= lcs[i*w+j+1]):
+				ops = append(ops, op{'-', am[i]})
+				i++
+			default:
+				ops = append(ops, op{'+', bm[j]})
+				j++
+			}
+		}
+	}
+	for i := len(al) - suf; i < len(al); i++ {
+		ops = append(ops, op{' ', al[i]})
+	}
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", path, path)
+	const ctx = 3
+	for k := 0; k < len(ops); {
+		if ops[k].kind == ' ' {
+			k++
+			continue
+		}
+		// A hunk: from ctx lines before this change to ctx lines after the last change that
+		// is within 2*ctx lines of the previous one.
+		start := max(k-ctx, 0)
+		end := k
+		for end < len(ops) {
+			if ops[end].kind != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(ops) && ops[run].kind == ' ' {
+				run++
+			}
+			if run == len(ops) || run-end > 2*ctx {
+				end = min(end+ctx, len(ops))
+				break
+			}
+			end = run
+		}
+		aN, bN := 0, 0
+		aLine, bLine := 0, 0
+		for _, o := range ops[:start] {
+			if o.kind != '+' {
+				aLine++
+			}
+			if o.kind != '-' {
+				bLine++
+			}
+		}
+		for _, o := range ops[start:end] {
+			if o.kind != '+' {
+				aN++
+			}
+			if o.kind != '-' {
+				bN++
+			}
+		}
+		aStart, bStart := aLine+1, bLine+1
+		if aN == 0 {
+			aStart--
+		}
+		if bN == 0 {
+			bStart--
+		}
+		fmt.Fprintf(&out, "@@ -%d,%d +%d,%d @@\n", aStart, aN, bStart, bN)
+		for _, o := range ops[start:end] {
+			out.WriteByte(o.kind)
+			out.WriteString(o.line)
+			out.WriteByte('\n')
+		}
+		k = end
+	}
+	return out.String()
+}
+
+// splitLines splits s into lines without their newlines.
+func splitLines(s string) []string {
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}

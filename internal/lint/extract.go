@@ -1,0 +1,691 @@
+package lint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// site is one string in a file that holds a query or a metric name, and where it lives.
+type site struct {
+	value    string
+	pointer  string
+	location string
+	grafana  bool // Grafana dashboard: a rewrite uses $__rate_interval as its window
+
+	json    *jsonNode  // the JSON string, for in-place rewrites by offset
+	mirror  *jsonNode  // a copy of the value elsewhere (Grafana's definition), rewritten alike
+	yaml    *yaml.Node // the YAML scalar
+	yamlDoc int
+	// embedded is the JSON pointer of the value inside a JSON document held by the YAML
+	// scalar (a dashboard in a ConfigMap); pointer is then the scalar's path.
+	embedded string
+	srcStart int  // byte offset in the file where the value's source begins
+	raw      bool // the value's bytes appear verbatim at srcStart
+}
+
+// fileLint is the state of linting one file.
+type fileLint struct {
+	l        *Linter
+	path     string
+	src      []byte
+	lines    lineIndex
+	formats  []Format
+	queries  int
+	findings []*Finding
+	refs     map[string]Ref
+	fixed    []byte
+	embed    *embedding // set while walking a JSON document held in a YAML scalar
+	records  []string   // names of the recording rules the file defines
+}
+
+// embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
+// data or a GrafanaDashboard resource's spec.json.
+type embedding struct {
+	node    *yaml.Node
+	pointer string
+	doc     int
+	loc     string
+	// lineStarts are the file offsets where the scalar's lines begin, after indentation,
+	// when the scalar is a literal block whose lines appear verbatim; nil otherwise.
+	lineStarts []int
+	start      int // file offset of the scalar
+}
+
+// offset maps an offset in the scalar's value to the file.
+func (e *embedding) offset(value string, off int) int {
+	if e.lineStarts == nil {
+		return e.start
+	}
+	line := strings.Count(value[:off], "\n")
+	if line >= len(e.lineStarts) {
+		return e.start
+	}
+	return e.lineStarts[line] + off - (strings.LastIndexByte(value[:off], '\n') + 1)
+}
+
+// ref remembers the first place a vLLM metric name is selected.
+func (fl *fileLint) ref(s *site, name string, off int) {
+	if _, ok := fl.refs[name]; ok {
+		return
+	}
+	if _, ok := fl.l.cat.Lookup(name); !ok {
+		return
+	}
+	if fl.refs == nil {
+		fl.refs = map[string]Ref{}
+	}
+	line, col := fl.lines.pos(fl.locate(s, off, name))
+	fl.refs[name] = Ref{Name: name, Line: line, Column: col, Pointer: s.pointer, Location: s.location}
+}
+
+// add records a finding about the value offset off of a site; token is the text found there,
+// used to locate it in the file when the value is escaped in the source.
+func (fl *fileLint) add(s *site, off int, token string, f Finding) *Finding {
+	at := fl.locate(s, off, token)
+	f.File, f.Subject = fl.path, fl.path
+	f.Line, f.Column = fl.lines.pos(at)
+	f.Pointer, f.Location = s.pointer+s.embedded, s.location
+	p := &f
+	fl.findings = append(fl.findings, p)
+	return p
+}
+
+// locate maps a value offset to a file offset. Escapes in JSON and quoted YAML shift
+// positions, but metric names contain no characters that need escaping, so the k-th
+// occurrence of the name in the value is the k-th occurrence in the source.
+func (fl *fileLint) locate(s *site, off int, token string) int {
+	if s.raw {
+		return s.srcStart + off
+	}
+	if token == "" || off > len(s.value) {
+		return s.srcStart
+	}
+	k := strings.Count(s.value[:off], token)
+	at := s.srcStart
+	for i := 0; i <= k; i++ {
+		j := bytes.Index(fl.src[at:], []byte(token))
+		if j < 0 {
+			return s.srcStart
+		}
+		if i == k {
+			return at + j
+		}
+		at += j + len(token)
+	}
+	return s.srcStart
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// run detects the format by content and extracts and checks every query.
+func (fl *fileLint) run() {
+	body := bytes.TrimLeft(bytes.TrimPrefix(fl.src, bom), " \t\r\n")
+	if len(body) == 0 {
+		fl.formats = []Format{FormatText}
+		return
+	}
+	if exposition(body) {
+		// A /metrics dump lists what a server exposes; it queries nothing.
+		fl.formats = []Format{FormatExposition}
+		return
+	}
+	var jsonErr error
+	template := bytes.HasPrefix(body, []byte("{{")) || bytes.HasPrefix(body, []byte("{%")) || bytes.HasPrefix(body, []byte("{#"))
+	if (body[0] == '{' || body[0] == '[') && !template {
+		root, err := parseJSON(fl.src)
+		if err == nil {
+			fl.formats = []Format{jsonFormat(root)}
+			grafana := fl.formats[0] == FormatGrafana
+			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM})
+			fl.fix()
+			return
+		}
+		if jsonLines(fl.src) {
+			fl.formats = []Format{FormatText} // a trace or log: names only
+			fl.textScan()
+			fl.fix()
+			return
+		}
+		jsonErr = err
+	}
+	if jsonErr == nil {
+		docs, err := parseYAML(fl.src)
+		if err == nil && structured(docs) {
+			fl.walkYAMLDocs(docs)
+			fl.fix()
+			return
+		}
+		if err != nil && helmTemplate(fl.src) {
+			fl.formats = []Format{FormatHelmTemplate}
+			fl.textScan()
+			fl.addFile(finding.Info, CodeSkipped, StatusSkipped,
+				"not valid YAML before rendering (a Helm template?): metric names were found by a text scan and queries were not parsed; lint the output of helm template for a full check")
+			fl.fix()
+			return
+		}
+	}
+	fl.formats = []Format{FormatText}
+	if jsonErr != nil {
+		fl.addFile(finding.Warning, CodeUnparsed, StatusUnparsed,
+			fmt.Sprintf("looks like JSON but does not parse (%v): metric names were found by a text scan only", jsonErr))
+	}
+	fl.textScan()
+	fl.fix()
+}
+
+// exposition recognises Prometheus text exposition (a saved /metrics page): it starts with
+// comment lines and has # TYPE or # HELP lines.
+func exposition(body []byte) bool {
+	head := body[:min(len(body), 4096)]
+	return body[0] == '#' && (bytes.Contains(head, []byte("\n# TYPE ")) || bytes.Contains(head, []byte("\n# HELP ")) ||
+		bytes.HasPrefix(head, []byte("# TYPE ")) || bytes.HasPrefix(head, []byte("# HELP ")))
+}
+
+// jsonLines recognises newline-delimited JSON (a trace, a log): its first line is a whole
+// JSON value.
+func jsonLines(src []byte) bool {
+	first, _, ok := bytes.Cut(bytes.TrimLeft(src, " \t\r\n"), []byte("\n"))
+	if !ok {
+		return false
+	}
+	_, err := parseJSON(first)
+	return err == nil
+}
+
+// helmKeyRE matches a YAML mapping line, the bulk of a Helm template.
+var helmKeyRE = regexp.MustCompile(`(?m)^\s*(- )?[A-Za-z_][\w.-]*:(\s|$)`)
+
+// helmTemplate recognises YAML with Go template actions: {{ ... }} and mapping lines, and no
+// Jinja statements.
+func helmTemplate(src []byte) bool {
+	return bytes.Contains(src, []byte("{{")) && !bytes.Contains(src, []byte("{%")) &&
+		helmKeyRE.Match(src)
+}
+
+// addFile records a finding about the whole file.
+func (fl *fileLint) addFile(sev finding.Severity, code, status, msg string) {
+	fl.findings = append(fl.findings, &Finding{
+		Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: fl.path},
+		File:    fl.path, Line: 1, Column: 1, Status: status,
+	})
+}
+
+func jsonFormat(root *jsonNode) Format {
+	if root.kind != 'o' {
+		return FormatJSON
+	}
+	for _, k := range []string{"mosaicLayout", "gridLayout", "rowLayout", "columnLayout"} {
+		if root.get(k) != nil {
+			return FormatGCM
+		}
+	}
+	for _, k := range []string{"panels", "rows", "templating", "dashboard", "__inputs"} {
+		if root.get(k) != nil {
+			return FormatGrafana
+		}
+	}
+	if m := root.get("model"); m != nil && m.get("targets") != nil {
+		return FormatGrafana // an exported library panel
+	}
+	return FormatJSON
+}
+
+type jsonCtx struct {
+	grafana  bool
+	panel    string // title of the enclosing panel or widget
+	variable string // name of the enclosing templating variable of type query
+	inVar    bool   // inside a templating variable (of any type)
+	widget   bool   // Cloud Monitoring: panels are widgets
+	foreign  bool   // the datasource in force is not Prometheus: its expr is not PromQL
+}
+
+// foreignDatasource recognises Loki, Elasticsearch and the like, in the object form
+// ({"type": "loki"}) and the old name form ("Loki").
+func foreignDatasource(ds *jsonNode) bool {
+	var t string
+	switch ds.kind {
+	case 'o':
+		t = ds.text("type")
+		if t == "" || strings.HasPrefix(t, "$") || t == "datasource" || strings.Contains(t, "prometheus") {
+			return false
+		}
+		return true
+	case 's':
+		t = strings.ToLower(ds.str)
+		for _, f := range []string{"loki", "elastic", "influx", "tempo", "jaeger", "opensearch", "mysql", "postgres", "clickhouse"} {
+			if strings.Contains(t, f) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
+	switch n.kind {
+	case 'a':
+		for i, k := range n.kids {
+			if k.kind == 'o' || k.kind == 'a' {
+				fl.walkJSON(k, append(path, strconv.Itoa(i)), c)
+			}
+		}
+		return
+	case 'o':
+	default:
+		return
+	}
+	if n.get("targets") != nil || n.get("libraryPanel") != nil || (n.get("title") != nil && (n.get("xyChart") != nil || n.get("timeSeriesTable") != nil || n.get("scorecard") != nil)) {
+		c.panel = n.text("title")
+		if c.panel == "" {
+			if lp := n.get("libraryPanel"); lp != nil {
+				c.panel = lp.text("name")
+			}
+		}
+	}
+	if len(path) >= 3 && path[len(path)-3] == "templating" && path[len(path)-2] == "list" {
+		c.inVar = true
+		c.variable = ""
+		if n.text("type") == "query" || n.text("type") == "" {
+			c.variable = n.text("name")
+		}
+	}
+	// A datasource on a panel applies to its targets unless they name their own.
+	if ds := n.get("datasource"); ds != nil {
+		c.foreign = foreignDatasource(ds)
+	}
+	skip := c.foreign
+	for i, k := range n.keys {
+		v := n.kids[i]
+		p := append(path, k)
+		switch {
+		case v.kind == 's' && (k == "expr" || k == "prometheusQuery") && !skip:
+			if strings.TrimSpace(v.str) == "" {
+				continue
+			}
+			loc := fl.jsonLocation(c, n)
+			s := fl.jsonSite(v, p, loc, c.grafana)
+			fl.checkPromQL(s, v.str, 0, kindPromQL)
+		case k == "query" && c.inVar:
+			if c.variable == "" {
+				continue // custom, interval, datasource variables: not queries
+			}
+			qs := v
+			if v.kind == 'o' {
+				qs = v.get("query")
+				p = append(p, "query")
+			}
+			if qs == nil || qs.kind != 's' {
+				continue
+			}
+			s := fl.jsonSite(qs, p, fmt.Sprintf("variable %q", c.variable), c.grafana)
+			// Grafana keeps a copy of the query in definition; a rewrite updates both.
+			if d := n.get("definition"); d != nil && d.kind == 's' && d.str == qs.str {
+				s.mirror = d
+			}
+			fl.checkTemplate(s)
+		default:
+			if v.kind == 'o' || v.kind == 'a' {
+				fl.walkJSON(v, p, c)
+			}
+		}
+	}
+}
+
+func (fl *fileLint) jsonLocation(c jsonCtx, n *jsonNode) string {
+	var parts []string
+	if c.panel != "" {
+		parts = append(parts, fmt.Sprintf("panel %q", c.panel))
+	}
+	if r := n.text("refId"); r != "" {
+		parts = append(parts, "query "+r)
+	}
+	if c.widget && len(parts) > 0 {
+		parts[0] = "widget" + strings.TrimPrefix(parts[0], "panel")
+	}
+	if len(parts) == 0 {
+		if name := n.text("name"); name != "" {
+			return fmt.Sprintf("annotation %q", name)
+		}
+		return ""
+	}
+	return strings.Join(parts, " ")
+}
+
+func (fl *fileLint) jsonSite(v *jsonNode, path []string, loc string, grafana bool) *site {
+	ptr := joinPointer(path)
+	if e := fl.embed; e != nil {
+		if loc == "" {
+			loc = ptr
+		}
+		if e.loc != "" {
+			loc = e.loc + ": " + loc
+		}
+		return &site{value: v.str, pointer: e.pointer, embedded: ptr, location: loc, grafana: grafana,
+			yaml: e.node, yamlDoc: e.doc, srcStart: e.offset(e.node.Value, v.start)}
+	}
+	s := &site{value: v.str, pointer: ptr, location: loc, grafana: grafana, json: v, srcStart: v.start + 1}
+	s.raw = v.end-v.start-2 == len(v.str) && string(fl.src[v.start+1:v.end-1]) == v.str
+	if loc == "" {
+		s.location = ptr
+	}
+	return s
+}
+
+// checkTemplate checks a Grafana variable query.
+func (fl *fileLint) checkTemplate(s *site) {
+	expr, off, regex, ok := templateQuery(s.value)
+	if !ok {
+		return
+	}
+	if regex != "" {
+		fl.queries++
+		m, err := labelsRegex(regex)
+		if err != nil {
+			return
+		}
+		fl.checkRegex(s, m, strings.Index(s.value, regex), map[string]*Finding{})
+		return
+	}
+	fl.checkPromQL(s, expr, off, kindPromQL)
+}
+
+// maxYAMLDocs bounds the documents read from one file.
+const maxYAMLDocs = 10000
+
+func parseYAML(src []byte) ([]*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var docs []*yaml.Node
+	for len(docs) < maxYAMLDocs {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return docs, fmt.Errorf("yaml: %w", err)
+		}
+		docs = append(docs, &n)
+	}
+	return docs, nil
+}
+
+// structured reports whether any document is a mapping or a sequence: prose parses as YAML
+// too, as one long string.
+func structured(docs []*yaml.Node) bool {
+	for _, d := range docs {
+		if len(d.Content) > 0 && (d.Content[0].Kind == yaml.MappingNode || d.Content[0].Kind == yaml.SequenceNode) {
+			return true
+		}
+	}
+	return false
+}
+
+func mapGet(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func mapText(n *yaml.Node, key string) string {
+	if v := mapGet(n, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return ""
+}
+
+type yamlCtx struct {
+	doc      int
+	multi    bool
+	kind     string // the document's kind
+	loc      string // the nearest named thing: a rule, a trigger, a metric entry
+	parent   string // the key this node is the value of
+	promKind bool   // inside a mapping whose kind names a Prometheus query plugin (Perses)
+}
+
+func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
+	fl.formats = []Format{}
+	for i, d := range docs {
+		if len(d.Content) == 0 {
+			continue
+		}
+		root := d.Content[0]
+		kind := mapText(root, "kind")
+		fl.formats = append(fl.formats, yamlFormat(root, kind))
+		fl.walkYAML(root, "", yamlCtx{doc: i, multi: len(docs) > 1, kind: kind})
+	}
+}
+
+func yamlFormat(root *yaml.Node, kind string) Format {
+	switch kind {
+	case "PrometheusRule":
+		return FormatRules
+	case "ScaledObject", "ScaledJob":
+		return FormatKEDA
+	case "HorizontalPodAutoscaler":
+		return FormatHPA
+	case "PodAutoscaler":
+		return FormatAIBrix
+	case "Dashboard":
+		return FormatPerses
+	}
+	if mapGet(root, "groups") != nil {
+		return FormatRules
+	}
+	for _, k := range []string{"rules", "externalRules", "resourceRules"} {
+		if r := mapGet(root, k); r != nil && (r.Kind == yaml.SequenceNode || mapGet(r, "custom") != nil) {
+			return FormatAdapter
+		}
+	}
+	return FormatYAML
+}
+
+func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for i, k := range n.Content {
+			cc := c
+			switch c.parent {
+			case "triggers":
+				cc.loc = "trigger " + strconv.Itoa(i)
+			case "metrics":
+				if c.kind == "HorizontalPodAutoscaler" {
+					cc.loc = "metric " + strconv.Itoa(i)
+				}
+			case "metricsSources":
+				cc.loc = "metricsSources " + strconv.Itoa(i)
+			case "rules", "custom", "externalRules":
+				cc.loc = "rule " + strconv.Itoa(i)
+			case "variables":
+				cc.loc = "variable " + strconv.Itoa(i)
+				if name := mapText(mapGet(k, "spec"), "name"); name != "" {
+					cc.loc = fmt.Sprintf("variable %q", name)
+				}
+			}
+			cc.parent = ""
+			fl.walkYAML(k, ptr+"/"+strconv.Itoa(i), cc)
+		}
+		return
+	case yaml.MappingNode:
+	default:
+		return
+	}
+	if a := mapText(n, "alert"); a != "" {
+		c.loc = fmt.Sprintf("alert %q", a)
+	} else if r := mapText(n, "record"); r != "" {
+		c.loc = fmt.Sprintf("record %q", r)
+		fl.records = append(fl.records, r)
+	}
+	if k := mapText(n, "kind"); strings.HasPrefix(k, "Prometheus") {
+		c.promKind = true
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, v := n.Content[i].Value, n.Content[i+1]
+		p := ptr + "/" + pointerToken(key)
+		if v.Kind == yaml.ScalarNode && (strings.HasSuffix(key, ".json") || key == "json") &&
+			strings.HasPrefix(strings.TrimSpace(v.Value), "{") && fl.embed == nil {
+			fl.walkEmbedded(v, p, c)
+			continue
+		}
+		if v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
+			switch {
+			case key == "expr" || key == "seriesQuery" ||
+				(key == "query" && (c.promKind || c.kind == "ScaledObject" || c.kind == "ScaledJob")):
+				if strings.TrimSpace(v.Value) != "" {
+					fl.checkPromQL(fl.yamlSite(v, p, c), v.Value, 0, kindPromQL)
+				}
+				continue
+			case key == "metricsQuery":
+				fl.checkPromQL(fl.yamlSite(v, p, c), v.Value, 0, kindAdapter)
+				continue
+			case key == "targetMetric",
+				key == "name" && c.parent == "metric" && c.kind == "HorizontalPodAutoscaler",
+				key == "metricName" && c.kind == "HorizontalPodAutoscaler":
+				fl.checkBareName(fl.yamlSite(v, p, c), v.Value)
+				continue
+			}
+		}
+		if key == "matchers" && v.Kind == yaml.SequenceNode && c.promKind {
+			for j, m := range v.Content {
+				if m.Kind == yaml.ScalarNode {
+					fl.checkPromQL(fl.yamlSite(m, p+"/"+strconv.Itoa(j), c), m.Value, 0, kindPromQL)
+				}
+			}
+			continue
+		}
+		cc := c
+		cc.parent = key
+		if c.parent == "panels" && v.Kind == yaml.MappingNode {
+			cc.loc = fmt.Sprintf("panel %q", key) // Perses panels are keyed by name
+		}
+		fl.walkYAML(v, p, cc)
+	}
+}
+
+// walkEmbedded lints a JSON document held in a YAML scalar, such as a dashboard in a
+// ConfigMap. Positions point into the YAML file; rewrites edit the scalar in place.
+func (fl *fileLint) walkEmbedded(v *yaml.Node, ptr string, c yamlCtx) {
+	root, err := parseJSON([]byte(v.Value))
+	loc := ptr
+	if c.multi {
+		loc = fmt.Sprintf("document %d: %s", c.doc+1, loc)
+	}
+	if err != nil {
+		s := &site{value: v.Value, pointer: ptr, location: loc, yaml: v, yamlDoc: c.doc,
+			srcStart: fl.lines.offset(v.Line, v.Column)}
+		fl.add(s, 0, "", Finding{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeUnparsed,
+				Message: fmt.Sprintf("embedded JSON does not parse (%v); it was not checked", err)},
+			Status: StatusUnparsed,
+		})
+		return
+	}
+	e := &embedding{node: v, pointer: ptr, doc: c.doc, loc: loc, start: fl.lines.offset(v.Line, v.Column)}
+	if v.Style == yaml.LiteralStyle {
+		e.lineStarts = fl.literalLines(v)
+	}
+	fl.embed = e
+	fl.walkJSON(root, nil, jsonCtx{grafana: jsonFormat(root) == FormatGrafana})
+	fl.embed = nil
+}
+
+// literalLines returns the file offsets where each line of a literal block scalar's value
+// begins, or nil when the source does not match the value line for line.
+func (fl *fileLint) literalLines(v *yaml.Node) []int {
+	lines := strings.Split(v.Value, "\n")
+	var starts []int
+	line := v.Line + 1 // the content starts on the line after the | indicator
+	indent := -1
+	for _, want := range lines {
+		if line > len(fl.lines.starts) {
+			if want == "" {
+				break
+			}
+			return nil
+		}
+		start := fl.lines.starts[line-1]
+		end := len(fl.src)
+		if line < len(fl.lines.starts) {
+			end = fl.lines.starts[line] - 1
+		}
+		text := strings.TrimSuffix(string(fl.src[start:end]), "\r")
+		if want == "" {
+			starts = append(starts, start)
+			line++
+			continue
+		}
+		if indent < 0 {
+			indent = len(text) - len(strings.TrimLeft(text, " "))
+		}
+		if len(text) < indent || text[indent:] != want {
+			return nil
+		}
+		starts = append(starts, start+indent)
+		line++
+	}
+	return starts
+}
+
+func (fl *fileLint) yamlSite(v *yaml.Node, ptr string, c yamlCtx) *site {
+	loc := c.loc
+	if loc == "" {
+		loc = ptr
+	}
+	if c.multi {
+		loc = fmt.Sprintf("document %d: %s", c.doc+1, loc)
+	}
+	s := &site{value: v.Value, pointer: ptr, location: loc, yaml: v, yamlDoc: c.doc,
+		srcStart: fl.lines.offset(v.Line, v.Column)}
+	end := s.srcStart + len(v.Value)
+	s.raw = (v.Style == 0 || v.Style == yaml.FlowStyle) && end <= len(fl.src) && string(fl.src[s.srcStart:end]) == v.Value
+	return s
+}
+
+// checkBareName checks a metric name written on its own (HPA metric.name, AIBrix
+// targetMetric).
+func (fl *fileLint) checkBareName(s *site, name string) {
+	fl.queries++
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return
+	}
+	off := strings.Index(s.value, name)
+	fl.checkName(s, name, off, false, false, [3]int{}, map[string]*Finding{}, false)
+}
+
+// textNameRE finds vLLM metric names in text that is not structured: prose, Markdown, Helm
+// templates.
+var textNameRE = regexp.MustCompile(`(?:prometheus\.googleapis\.com\|)?(?:ray_)?vllm[:_][A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?`)
+
+// textScan checks every vLLM-looking name in the file; no PromQL is parsed.
+func (fl *fileLint) textScan() {
+	for _, loc := range textNameRE.FindAllIndex(fl.src, -1) {
+		if loc[0] > 0 && isNameByte(fl.src[loc[0]-1]) {
+			continue // part of a longer identifier
+		}
+		name := string(fl.src[loc[0]:loc[1]])
+		s := &site{value: name, srcStart: loc[0], raw: true}
+		line, _ := fl.lines.pos(loc[0])
+		s.location = "line " + strconv.Itoa(line)
+		fl.queries++
+		fl.checkName(s, name, 0, false, false, [3]int{}, map[string]*Finding{}, false)
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == ':' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}

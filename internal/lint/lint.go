@@ -1,0 +1,316 @@
+package lint
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Status values of a finding, as JSON carries them.
+const (
+	StatusRemoved    = "removed"
+	StatusHidden     = "hidden"
+	StatusDeprecated = "deprecated"
+	StatusUnknown    = "unknown"
+	StatusLabelDrift = "label-drift"
+	StatusUnparsed   = "unparsed"
+	StatusSkipped    = "skipped"
+	StatusAbsent     = "absent" // online: no series within the lookback
+	StatusStale      = "stale"  // online: series seen within the lookback, none now
+)
+
+// Codes of the findings, stable for CI suppression lists.
+const (
+	CodeRemoved    = "metric-removed"
+	CodeHidden     = "metric-hidden"
+	CodeDeprecated = "metric-deprecated"
+	CodeUnknown    = "metric-unknown"
+	CodeLabelDrift = "label-drift"
+	CodeUnparsed   = "query-unparsed"
+	CodeSkipped    = "file-skipped"
+	CodeAbsent     = "series-absent"
+	CodeStale      = "series-stale"
+)
+
+// Finding is one reference to a vLLM metric that will not work as intended, or a query that
+// could not be checked.
+type Finding struct {
+	finding.Finding
+	File   string
+	Line   int
+	Column int
+	// Pointer is the JSON pointer (RFC 6901) of the string holding the query, for JSON and
+	// YAML files alike; empty for text files.
+	Pointer string
+	// Location names the query for a person: a panel and its query, a rule, a trigger.
+	Location    string
+	Metric      string // the name as written, or the regex for a __name__ regex
+	Status      string
+	Since       string // the version where the status began
+	Replacement string
+	// Fixed is true when --fix rewrote (or --diff would rewrite) this reference.
+	Fixed bool
+	// fix is the exact rewrite, when there is one.
+	fix *edit
+}
+
+// Fixable reports whether the finding has an exact rewrite.
+func (f *Finding) Fixable() bool { return f.fix != nil }
+
+// Format is the detected kind of an input file.
+type Format string
+
+// The formats lint recognises by content.
+const (
+	FormatGrafana      Format = "grafana-dashboard"
+	FormatGCM          Format = "cloud-monitoring-dashboard"
+	FormatJSON         Format = "json"
+	FormatPerses       Format = "perses-dashboard"
+	FormatRules        Format = "prometheus-rules"
+	FormatKEDA         Format = "keda-scaledobject"
+	FormatHPA          Format = "hpa"
+	FormatAdapter      Format = "prometheus-adapter"
+	FormatAIBrix       Format = "aibrix-podautoscaler"
+	FormatYAML         Format = "yaml"
+	FormatHelmTemplate Format = "helm-template"
+	FormatExposition   Format = "metrics-exposition" // a saved /metrics page: not checked
+	FormatText         Format = "text"
+)
+
+// FileResult is what linting one file found.
+type FileResult struct {
+	Path     string
+	Formats  []Format // one per YAML document; one for other files
+	Queries  int      // queries and names checked
+	Findings []Finding
+	// Fixed is the rewritten content when fixes apply and Options.Rewrite is set; nil when
+	// nothing changed.
+	Fixed []byte
+	// Original is the file content, kept for --diff.
+	Original []byte
+	// Refs are the vLLM metric names the file's queries select, each at its first
+	// occurrence, for the online check.
+	Refs []Ref
+	// Records are the names of the recording rules the file defines.
+	Records []string
+}
+
+// Ref is where a file first selects a metric name.
+type Ref struct {
+	Name              string
+	Line, Column      int
+	Pointer, Location string
+}
+
+// Options configure a Linter.
+type Options struct {
+	// Target is the vLLM version to judge against; zero means the catalog's newest.
+	Target catalog.Version
+	// MaxFileSize bounds the bytes read from one file; bigger files are skipped with a
+	// finding. Zero means 16 MiB.
+	MaxFileSize int64
+	// Rewrite computes FileResult.Fixed, the content with every exact rewrite applied
+	// (for --fix and --diff). Without it findings still say whether they are fixable.
+	Rewrite bool
+}
+
+// Linter checks files against the catalog.
+type Linter struct {
+	cat     *catalog.Catalog
+	target  catalog.Version
+	max     int64
+	rewrite bool
+	names   []string // every known series name, for __name__ regexes
+}
+
+// New returns a Linter over the catalog.
+func New(cat *catalog.Catalog, opts Options) *Linter {
+	t := opts.Target
+	if t.IsZero() {
+		t = cat.Newest
+	}
+	m := opts.MaxFileSize
+	if m <= 0 {
+		m = 16 << 20
+	}
+	return &Linter{cat: cat, target: t, max: m, rewrite: opts.Rewrite, names: cat.Names()}
+}
+
+// Target returns the version findings are judged against.
+func (l *Linter) Target() catalog.Version { return l.target }
+
+// Paths lints files and directories (recursively, following no symlinked directories).
+// Every file is read and its format detected by content; files under hidden directories
+// and binary files are skipped silently when found by walking, while files named explicitly
+// are always read.
+func (l *Linter) Paths(paths []string) ([]FileResult, error) {
+	var out []FileResult
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("lint %s: %w", p, err)
+		}
+		if !st.IsDir() {
+			r, err := l.readFile(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("walk %s: %w", path, err)
+			}
+			if d.IsDir() {
+				if path != p && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			r, err := l.readFile(path)
+			if err != nil {
+				return err
+			}
+			if binary(r.Original) {
+				return nil // found by walking, not named: images and archives are not configs
+			}
+			out = append(out, r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ForgetRecorded(out), nil
+}
+
+// ForgetRecorded drops "unknown" findings about vllm: names that a recording rule among
+// the results defines: those series are the user's own, not vLLM's.
+func ForgetRecorded(results []FileResult) []FileResult {
+	recorded := map[string]bool{}
+	for _, r := range results {
+		for _, n := range r.Records {
+			recorded[n] = true
+		}
+	}
+	if len(recorded) == 0 {
+		return results
+	}
+	for i := range results {
+		kept := results[i].Findings[:0]
+		for _, f := range results[i].Findings {
+			if f.Status == StatusUnknown && recorded[f.Metric] {
+				continue
+			}
+			kept = append(kept, f)
+		}
+		results[i].Findings = kept
+	}
+	return results
+}
+
+// binary reports content with a NUL byte in its first 8 KiB, as git and grep decide.
+func binary(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), 8192)], 0) >= 0
+}
+
+func (l *Linter) readFile(path string) (FileResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileResult{}, fmt.Errorf("lint %s: %w", path, err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if st, err := f.Stat(); err == nil && st.Size() < l.max {
+		buf.Grow(int(st.Size()) + bytes.MinRead)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(f, l.max+1))
+	if err != nil {
+		return FileResult{}, fmt.Errorf("lint %s: %w", path, err)
+	}
+	if n > l.max {
+		return FileResult{Path: path, Formats: []Format{}, Findings: []Finding{{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeSkipped,
+				Message: fmt.Sprintf("file is larger than %d bytes and was not read", l.max)},
+			File: path, Line: 1, Column: 1, Status: StatusSkipped,
+		}}}, nil
+	}
+	return l.File(path, buf.Bytes()), nil
+}
+
+// File lints one file's content. It never fails: what cannot be read becomes a finding.
+func (l *Linter) File(path string, src []byte) FileResult {
+	fl := &fileLint{l: l, path: path, src: src, lines: newLineIndex(src)}
+	fl.run()
+	slices.SortStableFunc(fl.findings, func(a, b *Finding) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Column - b.Column
+	})
+	r := FileResult{Path: path, Formats: fl.formats, Queries: fl.queries, Findings: make([]Finding, len(fl.findings)),
+		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs)), Records: fl.records}
+	for i, f := range fl.findings {
+		r.Findings[i] = *f
+	}
+	for _, ref := range fl.refs {
+		r.Refs = append(r.Refs, ref)
+	}
+	slices.SortFunc(r.Refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
+	if r.Formats == nil {
+		r.Formats = []Format{}
+	}
+	return r
+}
+
+// lineIndex maps byte offsets to lines and columns.
+type lineIndex struct {
+	src    []byte
+	starts []int
+}
+
+// Lines end at LF, CRLF or a lone CR, as YAML and most editors count them.
+func newLineIndex(src []byte) lineIndex {
+	starts := []int{0}
+	for i, c := range src {
+		if c == '\n' || (c == '\r' && (i+1 == len(src) || src[i+1] != '\n')) {
+			starts = append(starts, i+1)
+		}
+	}
+	return lineIndex{src: src, starts: starts}
+}
+
+// pos returns the 1-based line and character column of a byte offset.
+func (li lineIndex) pos(off int) (int, int) {
+	off = min(max(off, 0), len(li.src))
+	i, _ := slices.BinarySearch(li.starts, off+1)
+	line := i // starts[i-1] <= off
+	start := li.starts[line-1]
+	return line, len([]rune(string(li.src[start:off]))) + 1
+}
+
+// offset returns the byte offset of a 1-based line and character column.
+func (li lineIndex) offset(line, col int) int {
+	if line < 1 || line > len(li.starts) {
+		return len(li.src)
+	}
+	off := li.starts[line-1]
+	for c := 1; c < col && off < len(li.src) && li.src[off] != '\n' && li.src[off] != '\r'; c++ {
+		_, size := utf8.DecodeRune(li.src[off:])
+		off += size
+	}
+	return off
+}

@@ -1,0 +1,200 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/lint"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/lint/golden")
+
+const lintFixtures = "../../testdata/lint"
+
+// lintRun lints two fixtures with paths as a user would give them.
+func lintRun(t *testing.T) LintRun {
+	t.Helper()
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lint.New(cat, lint.Options{})
+	var files []lint.FileResult
+	for _, name := range []string{"keda.yaml", "grafana_rows.json", "clean_grafana.json"} {
+		src, err := os.ReadFile(filepath.Join(lintFixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, l.File("testdata/lint/"+name, src))
+	}
+	return LintRun{Target: l.Target().String(), Files: files}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(lintFixtures, "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/report -run Lint -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (rerun with -update after checking):\ngot:\n%s", name, got)
+	}
+}
+
+func TestLintOutputs(t *testing.T) {
+	run := lintRun(t)
+	tests := []struct {
+		name   string
+		render func(*bytes.Buffer) error
+	}{
+		{"lint.txt", func(b *bytes.Buffer) error { LintText(NewText(b, false), run); return nil }},
+		{"lint.json", func(b *bytes.Buffer) error { return LintJSON(b, run) }},
+		{"lint.sarif", func(b *bytes.Buffer) error { return LintSARIF(b, run, "test") }},
+		{"lint.github", func(b *bytes.Buffer) error { return LintGitHub(b, run) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tt.render(&b); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name, b.Bytes())
+		})
+	}
+}
+
+// TestLintSARIFShape checks the fields code scanning requires of a SARIF 2.1.0 log.
+func TestLintSARIFShape(t *testing.T) {
+	var b bytes.Buffer
+	if err := LintSARIF(&b, lintRun(t), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Tool struct {
+				Driver struct {
+					Name  string `json:"name"`
+					Rules []struct {
+						ID string `json:"id"`
+					} `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				RuleID  string `json:"ruleId"`
+				Level   string `json:"level"`
+				Message struct {
+					Text string `json:"text"`
+				} `json:"message"`
+				Locations []struct {
+					Physical struct {
+						Artifact struct {
+							URI string `json:"uri"`
+						} `json:"artifactLocation"`
+						Region struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if log.Version != "2.1.0" || len(log.Runs) != 1 || log.Runs[0].Tool.Driver.Name != "kvcheck" {
+		t.Fatalf("header: version %q, %d runs", log.Version, len(log.Runs))
+	}
+	rules := map[string]bool{}
+	for _, r := range log.Runs[0].Tool.Driver.Rules {
+		rules[r.ID] = true
+	}
+	if len(log.Runs[0].Results) == 0 {
+		t.Fatal("no results")
+	}
+	for _, r := range log.Runs[0].Results {
+		if !rules[r.RuleID] {
+			t.Errorf("result rule %q is not declared in the driver's rules", r.RuleID)
+		}
+		if r.Message.Text == "" || len(r.Locations) != 1 || r.Locations[0].Physical.Artifact.URI == "" || r.Locations[0].Physical.Region.StartLine < 1 {
+			t.Errorf("incomplete result: %+v", r)
+		}
+		switch r.Level {
+		case "error", "warning", "note":
+		default:
+			t.Errorf("level %q", r.Level)
+		}
+	}
+}
+
+func TestGitHubEscaping(t *testing.T) {
+	if got, want := ghData("50% done\nnext"), "50%25 done%0Anext"; got != want {
+		t.Errorf("ghData = %q, want %q", got, want)
+	}
+	if got, want := ghProperty("a:b,c"), "a%3Ab%2Cc"; got != want {
+		t.Errorf("ghProperty = %q, want %q", got, want)
+	}
+}
+
+func TestLintJSONEmptyLists(t *testing.T) {
+	var b bytes.Buffer
+	if err := LintJSON(&b, LintRun{Target: "0.26.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b.Bytes(), []byte(`"files": []`)) || !bytes.Contains(b.Bytes(), []byte(`"findings": []`)) {
+		t.Errorf("empty run renders lists as null:\n%s", b.String())
+	}
+}
+
+func TestMetricsOutputs(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := catalog.ParseVersion("0.11")
+	var b bytes.Buffer
+	if err := MetricsText(NewText(&b, false), cat, v); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "metrics-0.11.txt", b.Bytes())
+	b.Reset()
+	if err := MetricsJSON(&b, cat, v); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		SchemaVersion int `json:"schema_version"`
+		Metrics       []struct {
+			Name   string   `json:"name"`
+			Status string   `json:"status"`
+			Labels []string `json:"labels"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.SchemaVersion != SchemaVersion || len(doc.Metrics) != len(cat.Metrics) {
+		t.Fatalf("schema %d, %d metrics; want %d, %d", doc.SchemaVersion, len(doc.Metrics), SchemaVersion, len(cat.Metrics))
+	}
+	for _, m := range doc.Metrics {
+		if m.Labels == nil {
+			t.Errorf("%s: labels is null", m.Name)
+		}
+		if m.Name == "vllm:gpu_cache_usage_perc" && m.Status != "hidden" {
+			t.Errorf("gpu_cache_usage_perc at 0.11: %s, want hidden", m.Status)
+		}
+	}
+}
