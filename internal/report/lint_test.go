@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,8 +10,6 @@ import (
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/lint"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/lint/golden")
 
 const lintFixtures = "../../testdata/lint"
 
@@ -35,26 +32,6 @@ func lintRun(t *testing.T) LintRun {
 	return LintRun{Target: l.Target().String(), Files: files}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join(lintFixtures, "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/report -run Lint -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (rerun with -update after checking):\ngot:\n%s", name, got)
-	}
-}
-
 func TestLintOutputs(t *testing.T) {
 	run := lintRun(t)
 	tests := []struct {
@@ -72,7 +49,7 @@ func TestLintOutputs(t *testing.T) {
 			if err := tt.render(&b); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name, b.Bytes())
+			golden(t, "lint/"+tt.name, b.Bytes())
 		})
 	}
 }
@@ -170,7 +147,7 @@ func TestMetricsOutputs(t *testing.T) {
 	if err := MetricsText(NewText(&b, false), cat, v); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "metrics-0.11.txt", b.Bytes())
+	golden(t, "lint/metrics-0.11.txt", b.Bytes())
 	b.Reset()
 	if err := MetricsJSON(&b, cat, v); err != nil {
 		t.Fatal(err)
