@@ -270,6 +270,13 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 	if p := byName[addrs[3]].PreemptionsPer1k; p == nil || *p == 0 {
 		t.Errorf("small-cache replica: preemptions per 1k = %v, want > 0", p)
 	}
+	// Prometheus has no /version: the catalog dates the old replica by the names it exports,
+	// which puts it before the hit-counting fix of vLLM 0.11.
+	for _, r := range queried.Replicas {
+		if r.Replica == addrs[1] && r.VersionRange != ">=0.7.3 <0.11.0" {
+			t.Errorf("replica on 0.9.1 via Prometheus: version range %q, want >=0.7.3 <0.11.0", r.VersionRange)
+		}
+	}
 	if len(pin.Queries) != 5 {
 		t.Errorf("%d Prometheus queries, want 5", len(pin.Queries))
 	}

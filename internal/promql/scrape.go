@@ -185,8 +185,10 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 			continue
 		}
 		asm := assemble(increase(da, db), grouping{by: by, fallback: t.Name}, dt)
-		for i := range asm.obs {
-			asm.obs[i].Version = da.Version
+		if da.Version != "" {
+			for i := range asm.obs {
+				asm.obs[i].Version, asm.obs[i].VersionFrom = da.Version, "server"
+			}
 		}
 		in.Observations = append(in.Observations, asm.obs...)
 		for _, r := range asm.routers {

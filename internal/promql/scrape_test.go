@@ -76,8 +76,8 @@ func TestScrapeFleet(t *testing.T) {
 		if r.Replica != fr.Name() || r.HitRate == nil || *r.HitRate != want {
 			t.Errorf("replica %s: hit rate %v, want %s at %v", r.Replica, r.HitRate, fr.Name(), want)
 		}
-		if r.Version != fleet.CurrentVersion {
-			t.Errorf("replica %s: version %q, want %s from /version", r.Replica, r.Version, fleet.CurrentVersion)
+		if r.Version != fleet.CurrentVersion || r.VersionFrom != "server" {
+			t.Errorf("replica %s: version %q from %q, want %s from the server's /version", r.Replica, r.Version, r.VersionFrom, fleet.CurrentVersion)
 		}
 	}
 }
