@@ -362,7 +362,11 @@ func statusAt(raw string, v catalog.Version, m *catalog.Metric) string {
 	case catalog.Removed:
 		return fmt.Sprintf("this replica reports vLLM %s, where they are removed: it is not the stock release", raw)
 	}
-	return fmt.Sprintf("this replica runs vLLM %s, before their deprecation", raw)
+	gone := m.Removed
+	if !m.Hidden.IsZero() {
+		gone = m.Hidden
+	}
+	return fmt.Sprintf("this replica runs vLLM %s, before their deprecation: upgrading it to %s or later blanks dashboards and alerts on them", raw, gone)
 }
 
 // sinceFix is the first release that keeps a preempted request's recomputed tokens out of

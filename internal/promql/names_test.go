@@ -87,7 +87,7 @@ func TestOldNameFindingText(t *testing.T) {
 			"where they are hidden: it must run with --show-hidden-metrics-for-version, and they are gone in 0.12.0",
 		}, nil},
 		{"counting blocks at 0.8.4", oldOnly("0.8.4"), finding.Warning, []string{
-			"this replica runs vLLM 0.8.4, before their deprecation",
+			"this replica runs vLLM 0.8.4, before their deprecation: upgrading it to 0.11.0 or later blanks dashboards and alerts on them",
 			"gpu_prefix_cache_queries_total and gpu_prefix_cache_hits_total count blocks at vLLM 0.8.4, not tokens",
 		}, nil},
 		{"V0 gauge beside V1 counters", cpuGauge, finding.Warning, []string{
