@@ -105,6 +105,13 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 	if p, ok := c.pubs[pubKey{source, string(topic)}]; ok {
 		return p
 	}
+	// A source registered before it sent anything takes the topic of its first message.
+	if p, ok := c.pubs[pubKey{source, ""}]; ok && p.Messages == 0 && topic != nil {
+		delete(c.pubs, pubKey{source, ""})
+		p.Topic = string(topic)
+		c.pubs[pubKey{source, string(topic)}] = p
+		return p
+	}
 	p := &pubState{idx: len(c.order)}
 	p.Publisher = newPublisher(source, string(topic))
 	c.pubs[pubKey{source, string(topic)}] = p
@@ -116,7 +123,15 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 func (c *Collector) Register(source string) { c.pub(source, nil) }
 
 // OwnDrops records messages the tap itself dropped for source (its queue was full).
-func (c *Collector) OwnDrops(source string, n uint64) { c.pub(source, nil).OwnDrops += n }
+func (c *Collector) OwnDrops(source string, n uint64) {
+	for _, p := range c.order {
+		if p.Endpoint == source {
+			p.OwnDrops += n
+			return
+		}
+	}
+	c.pub(source, nil).OwnDrops += n
+}
 
 // Add accounts for one message. It returns the missing range when the message reveals a gap
 // (Gap.To >= Gap.From), so the caller may ask a replay socket for it.
