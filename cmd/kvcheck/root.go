@@ -182,7 +182,9 @@ and is the vLLM fleet ready for it?
 }
 
 // subcommands lists the constructors of the subcommands, one file each.
-var subcommands = []func(streams, *globalOptions) *cobra.Command{}
+var subcommands = []func(streams, *globalOptions) *cobra.Command{
+	newTapCmd,
+}
 
 // run executes the command line and returns the process exit code; only run picks exit codes.
 func run(ctx context.Context, args []string, s streams, environ []string) int {

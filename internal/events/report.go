@@ -27,24 +27,24 @@ type Publisher struct {
 	Topic    string `json:"topic"`
 	DPRank   *int64 `json:"dp_rank"`
 	// Messages counts everything received; Batches the messages decoded and accounted.
-	Messages         uint64          `json:"messages"`
-	Batches          uint64          `json:"batches"`
-	Events           EventCounts     `json:"events"`
-	PayloadBytes     uint64          `json:"payload_bytes"`
-	FrameBytes       uint64          `json:"frame_bytes"`
-	BytesPerSec      float64         `json:"bytes_per_sec"`
-	FrameBytesPerSec float64         `json:"frame_bytes_per_sec"`
-	EventsPerSec     float64         `json:"events_per_sec"`
-	StoredTokens     uint64          `json:"stored_tokens"`
-	TokensPerSec     float64         `json:"tokens_per_sec"`
-	BatchSizes       BatchSizes      `json:"batch_sizes"`
-	FirstSeq         *uint64         `json:"first_seq"`
-	LostBatches      uint64          `json:"lost_batches"`
-	Gaps             uint64          `json:"gaps"`
-	Restarts         uint64          `json:"restarts"`
-	Duplicates       uint64          `json:"duplicates"`
-	LateBatches      uint64          `json:"late_batches"`
-	RecoveredBatches uint64          `json:"recovered_batches"`
+	Messages         uint64      `json:"messages"`
+	Batches          uint64      `json:"batches"`
+	Events           EventCounts `json:"events"`
+	PayloadBytes     uint64      `json:"payload_bytes"`
+	FrameBytes       uint64      `json:"frame_bytes"`
+	BytesPerSec      float64     `json:"bytes_per_sec"`
+	FrameBytesPerSec float64     `json:"frame_bytes_per_sec"`
+	EventsPerSec     float64     `json:"events_per_sec"`
+	StoredTokens     uint64      `json:"stored_tokens"`
+	TokensPerSec     float64     `json:"tokens_per_sec"`
+	BatchSizes       BatchSizes  `json:"batch_sizes"`
+	FirstSeq         *uint64     `json:"first_seq"`
+	LostBatches      uint64      `json:"lost_batches"`
+	Gaps             uint64      `json:"gaps"`
+	Restarts         uint64      `json:"restarts"`
+	Duplicates       uint64      `json:"duplicates"`
+	LateBatches      uint64      `json:"late_batches"`
+	RecoveredBatches uint64      `json:"recovered_batches"`
 	// UnrecoverableBatches were lost and not recovered by replay.
 	UnrecoverableBatches uint64            `json:"unrecoverable_batches"`
 	OwnDrops             uint64            `json:"own_drops"`

@@ -52,9 +52,9 @@ type Publisher struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 
-	mu     sync.Mutex
-	seq    uint64
-	buf    []pubBuffered
+	mu  sync.Mutex
+	seq uint64
+	buf []pubBuffered
 }
 
 type pubBuffered struct {
