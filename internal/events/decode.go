@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -256,23 +257,52 @@ func grow(s []Event) []Event {
 }
 
 // int reads any msgpack integer. It returns the value as int64 and whether it was above
-// MaxInt64 (then v holds the same 64 bits).
+// MaxInt64 (then v holds the same 64 bits). The lead byte is decoded inline: token ids and
+// hashes are most of every payload.
 func (d *decoder) int(p []byte, what string) (int64, bool, []byte, error) {
-	switch msgp.NextType(p) {
-	case msgp.IntType:
-		v, o, err := msgp.ReadInt64Bytes(p)
-		if err != nil {
-			return 0, false, p, d.wrap(p, what, err)
-		}
-		return v, false, o, nil
-	case msgp.UintType:
-		u, o, err := msgp.ReadUint64Bytes(p)
-		if err != nil {
-			return 0, false, p, d.wrap(p, what, err)
-		}
-		return int64(u), u > math.MaxInt64, o, nil
+	if len(p) == 0 {
+		return 0, false, p, d.fail(p, "%s: no bytes left", what)
 	}
-	return 0, false, p, d.fail(p, "%s is a %s, want an integer", what, msgp.NextType(p))
+	c := p[0]
+	switch {
+	case c < 0x80:
+		return int64(c), false, p[1:], nil
+	case c >= 0xe0:
+		return int64(int8(c)), false, p[1:], nil
+	}
+	var n int
+	switch c {
+	case 0xcc, 0xd0:
+		n = 1
+	case 0xcd, 0xd1:
+		n = 2
+	case 0xce, 0xd2:
+		n = 4
+	case 0xcf, 0xd3:
+		n = 8
+	default:
+		return 0, false, p, d.fail(p, "%s is a %s, want an integer", what, msgp.NextType(p))
+	}
+	if len(p) < 1+n {
+		return 0, false, p, d.fail(p, "%s: %d bytes claimed, %d left", what, n, len(p)-1)
+	}
+	b := p[1 : 1+n]
+	var u uint64
+	switch n {
+	case 1:
+		u = uint64(b[0])
+	case 2:
+		u = uint64(binary.BigEndian.Uint16(b))
+	case 4:
+		u = uint64(binary.BigEndian.Uint32(b))
+	case 8:
+		u = binary.BigEndian.Uint64(b)
+	}
+	if c >= 0xd0 { // signed: sign-extend from n bytes
+		shift := 64 - 8*uint(n)
+		return int64(u<<shift) >> shift, false, p[1+n:], nil
+	}
+	return int64(u), u > math.MaxInt64, p[1+n:], nil
 }
 
 func (d *decoder) hash(p []byte, h *Hash, what string) ([]byte, error) {
@@ -287,15 +317,13 @@ func (d *decoder) hash(p []byte, h *Hash, what string) ([]byte, error) {
 			h.Value = h.Value<<8 | uint64(c)
 		}
 		return o, nil
-	case msgp.IntType, msgp.UintType:
-		v, big, o, err := d.int(p, what)
-		if err != nil {
-			return p, err
-		}
-		*h = Hash{Form: HashInt, Value: uint64(v), Negative: v < 0 && !big}
-		return o, nil
 	}
-	return p, d.fail(p, "%s is a %s, want an integer or bin", what, msgp.NextType(p))
+	v, big, o, err := d.int(p, what)
+	if err != nil {
+		return p, d.fail(p, "%s is a %s, want an integer or bin", what, msgp.NextType(p))
+	}
+	*h = Hash{Form: HashInt, Value: uint64(v), Negative: v < 0 && !big}
+	return o, nil
 }
 
 func (d *decoder) hashes(p []byte, ev *Event) ([]byte, error) {
@@ -321,26 +349,48 @@ func (d *decoder) tokens(p []byte, ev *Event) ([]byte, error) {
 	if err != nil {
 		return p, err
 	}
-	ev.TokenIDs = ev.TokenIDs[:0]
 	if cap(ev.TokenIDs) < n {
-		ev.TokenIDs = make([]int64, 0, n)
+		ev.TokenIDs = make([]int64, n)
 	}
-	for range n {
-		var v int64
-		// Token ids are almost always positive fixints or uint16/uint32: read those inline.
-		if len(p) > 0 && p[0] < 0x80 {
-			v, p = int64(p[0]), p[1:]
-		} else if len(p) >= 3 && p[0] == 0xcd {
-			v, p = int64(p[1])<<8|int64(p[2]), p[3:]
-		} else if len(p) >= 5 && p[0] == 0xce {
-			v, p = int64(p[1])<<24|int64(p[2])<<16|int64(p[3])<<8|int64(p[4]), p[5:]
-		} else if v, _, p, err = d.int(p, "token id"); err != nil {
-			return p, err
+	toks := ev.TokenIDs[:n]
+	i := 0
+	for k := range toks {
+		// Token ids are positive fixints or uint8/16/32 as Python writes them. Their mix is
+		// random, so a branch per form mispredicts half the time: read eight bytes and shift
+		// by the form's width instead. Near the end, or for other forms, d.int decides.
+		if i+9 <= len(p) {
+			c := p[i]
+			if w := tokenWidth[c]; w != 0xff {
+				v := binary.BigEndian.Uint64(p[i+1:]) >> (64 - 8*uint(w))
+				toks[k] = int64(v + uint64(tokenFix[c]))
+				i += 1 + int(w)
+				continue
+			}
 		}
-		ev.TokenIDs = append(ev.TokenIDs, v)
+		v, _, rest, err := d.int(p[i:], "token id")
+		if err != nil {
+			return p[i:], err
+		}
+		toks[k] = v
+		i = len(p) - len(rest)
 	}
+	p = p[i:]
+	ev.TokenIDs = toks
 	return p, nil
 }
+
+// tokenWidth is the number of value bytes after each lead byte of an unsigned msgpack int
+// (0 for a positive fixint), 0xff for anything else; tokenFix is a positive fixint's value.
+var tokenWidth, tokenFix = func() (w, f [256]uint8) {
+	for c := range 256 {
+		w[c] = 0xff
+		if c < 0x80 {
+			w[c], f[c] = 0, uint8(c)
+		}
+	}
+	w[0xcc], w[0xcd], w[0xce] = 1, 2, 4
+	return w, f
+}()
 
 // optInt reads an int-or-nil field; other types are skipped and counted as odd.
 func (d *decoder) optInt(p []byte, ev *Event, v *int64, has *bool, what string) ([]byte, error) {
@@ -495,7 +545,7 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 			ev.Type = typeOf(ev.Tag)
 			continue
 		}
-		if p, err = d.field(p, ev, string(key)); err != nil {
+		if p, err = d.field(p, ev, knownName(key)); err != nil {
 			return p, err
 		}
 	}
@@ -503,6 +553,38 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 		return p, d.fail(p, "event map has no \"type\" key")
 	}
 	return p, nil
+}
+
+// knownName returns the constant spelling of a known field name, "" for others, so looking a
+// map key up does not allocate a string.
+func knownName(key []byte) string {
+	switch string(key) {
+	case "block_hashes":
+		return "block_hashes"
+	case "parent_block_hash":
+		return "parent_block_hash"
+	case "token_ids":
+		return "token_ids"
+	case "block_size":
+		return "block_size"
+	case "lora_id":
+		return "lora_id"
+	case "medium":
+		return "medium"
+	case "lora_name":
+		return "lora_name"
+	case "extra_keys":
+		return "extra_keys"
+	case "group_idx":
+		return "group_idx"
+	case "kv_cache_spec_kind":
+		return "kv_cache_spec_kind"
+	case "kv_cache_spec_sliding_window":
+		return "kv_cache_spec_sliding_window"
+	case "locality":
+		return "locality"
+	}
+	return ""
 }
 
 // field decodes one named field; the same names serve both eras. Fields that do not belong to

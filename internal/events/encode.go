@@ -1,8 +1,6 @@
 package events
 
 import (
-	"math"
-
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -49,7 +47,7 @@ func AppendBatch(dst []byte, b *Batch, w Wire) []byte {
 	}
 	if n == 3 {
 		if b.HasDPRank {
-			dst = msgp.AppendInt64(dst, b.DPRank)
+			dst = appendInt(dst, b.DPRank)
 		} else {
 			dst = msgp.AppendNil(dst)
 		}
@@ -71,10 +69,15 @@ func appendHash(dst []byte, h Hash, bin bool) []byte {
 	if h.Negative {
 		return msgp.AppendInt64(dst, int64(h.Value))
 	}
-	if h.Value > math.MaxInt64 {
-		return msgp.AppendUint64(dst, h.Value)
+	return msgp.AppendUint64(dst, h.Value)
+}
+
+// appendInt writes non-negative integers in the unsigned forms, as Python's msgpack does.
+func appendInt(dst []byte, v int64) []byte {
+	if v >= 0 {
+		return msgp.AppendUint64(dst, uint64(v))
 	}
-	return msgp.AppendInt64(dst, int64(h.Value))
+	return msgp.AppendInt64(dst, v)
 }
 
 func appendOptStr(dst []byte, s []byte) []byte {
@@ -88,7 +91,7 @@ func appendOptInt(dst []byte, v int64, has bool) []byte {
 	if !has {
 		return msgp.AppendNil(dst)
 	}
-	return msgp.AppendInt64(dst, v)
+	return appendInt(dst, v)
 }
 
 func appendEvent(dst []byte, ev *Event, w Wire) []byte {
@@ -166,11 +169,11 @@ func appendField(dst []byte, ev *Event, name string, w Wire) []byte {
 	case "token_ids":
 		dst = msgp.AppendArrayHeader(dst, uint32(len(ev.TokenIDs)))
 		for _, t := range ev.TokenIDs {
-			dst = msgp.AppendInt64(dst, t)
+			dst = appendInt(dst, t)
 		}
 		return dst
 	case "block_size":
-		return msgp.AppendInt64(dst, ev.BlockSize)
+		return appendInt(dst, ev.BlockSize)
 	case "lora_id":
 		return appendOptInt(dst, ev.LoRAID, ev.HasLoRAID)
 	case "medium":

@@ -1,0 +1,144 @@
+package events
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// vllmBatches returns n vLLM-shaped batches: 8 BlockStored events of 64 tokens (4 blocks of
+// 16, 64-bit hashes) each, as SPEC §8 measured them.
+func vllmBatches(n int, w Wire) [][]byte {
+	rng := rand.New(rand.NewPCG(7, 9))
+	out := make([][]byte, n)
+	for i := range out {
+		b := Batch{TS: 1.7e9 + float64(i), HasDPRank: true}
+		for range 8 {
+			ev := Event{Type: TypeBlockStored, BlockSize: 16, Medium: []byte("GPU"), HasGroupIdx: true, SpecKind: []byte("full_attention"),
+				HasParent: true, Parent: Hash{Form: HashInt, Value: rng.Uint64()}}
+			for range 4 {
+				ev.BlockHashes = append(ev.BlockHashes, Hash{Form: HashInt, Value: rng.Uint64()})
+			}
+			for range 64 {
+				ev.TokenIDs = append(ev.TokenIDs, int64(rng.IntN(151000)))
+			}
+			b.Events = append(b.Events, ev)
+		}
+		out[i] = AppendBatch(nil, &b, w)
+	}
+	return out
+}
+
+var benchWires = []struct {
+	name string
+	w    Wire
+}{
+	{"map", Wire{Era: EraMap}},
+	{"array", Wire{Era: EraArray, StoredFields: 12}},
+}
+
+// BenchmarkDecode measures the decoder on vLLM-shaped batches of both eras. With
+// KVCHECK_BENCH_PYTHON=1 it also runs python3-msgpack on the same bytes in the same run and
+// reports its rate and our ratio to it (py-MB/s, x-python).
+func BenchmarkDecode(b *testing.B) {
+	for _, bw := range benchWires {
+		b.Run(bw.name, func(b *testing.B) {
+			ps := vllmBatches(256, bw.w)
+			var total int
+			for _, p := range ps {
+				total += len(p)
+			}
+			var batch Batch
+			b.ReportAllocs()
+			b.SetBytes(int64(total / len(ps)))
+			i := 0
+			for b.Loop() {
+				if err := Decode(ps[i%len(ps)], &batch); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			goMBs := float64(b.N) * float64(total/len(ps)) / b.Elapsed().Seconds() / 1e6
+			b.ReportMetric(float64(b.N)*8/b.Elapsed().Seconds(), "events/s")
+			if os.Getenv("KVCHECK_BENCH_PYTHON") == "" {
+				return
+			}
+			py := pythonDecode(b, ps)
+			b.ReportMetric(py, "py-MB/s")
+			b.ReportMetric(goMBs/py, "x-python")
+		})
+	}
+}
+
+func pythonDecode(b *testing.B, ps [][]byte) float64 {
+	b.Helper()
+	var buf []byte
+	for _, p := range ps {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(p)))
+		buf = append(buf, p...)
+	}
+	f := filepath.Join(b.TempDir(), "payloads.bin")
+	if err := os.WriteFile(f, buf, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	out, err := exec.Command("/usr/bin/python3", "../../testdata/tap/decode_bench.py", f, "1").Output()
+	if err != nil {
+		b.Skipf("python3-msgpack: %v", err)
+	}
+	var r struct {
+		MBs float64 `json:"mb_per_sec"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		b.Fatalf("python said %q: %v", out, err)
+	}
+	return r.MBs
+}
+
+// BenchmarkCollector measures decoding plus the full accounting and analyses.
+func BenchmarkCollector(b *testing.B) {
+	ps := vllmBatches(4096, Wire{Era: EraMap})
+	c := NewCollector(Options{MaxBlocks: 1 << 16})
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ps[0])))
+	i := 0
+	for b.Loop() {
+		m := Message{Source: "a", Seq: uint64(i), Payload: ps[i%len(ps)], Frames: 3, SeqLen: 8, RecvNanos: time.Now().UnixNano()}
+		c.Add(&m)
+		i++
+	}
+}
+
+// TestBytesPerBlock measures the heap held per tracked block, the figure behind --max-blocks.
+// It asserts only a generous bound; the measured value is logged for BENCHMARKS.md.
+func TestBytesPerBlock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates about 100 MB")
+	}
+	const n = 200000
+	c := NewCollector(Options{MaxBlocks: n})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	tokens := make([]int64, 16)
+	for i := range n {
+		for k := range tokens {
+			tokens[k] = int64(i*16 + k)
+		}
+		ev := Event{Type: TypeBlockStored, BlockSize: 16, TokenIDs: tokens, BlockHashes: []Hash{{Form: HashInt, Value: uint64(i) + 1}}}
+		c.stored(c.pub("a", nil), &ev, 0)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f bytes per tracked block (%d blocks)", per, n)
+	if per > 1000 {
+		t.Errorf("%.0f bytes per tracked block, want well under 1000", per)
+	}
+	runtime.KeepAlive(c)
+}
