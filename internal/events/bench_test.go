@@ -131,7 +131,7 @@ func TestBytesPerBlock(t *testing.T) {
 			tokens[k] = int64(i*16 + k)
 		}
 		ev := Event{Type: TypeBlockStored, BlockSize: 16, TokenIDs: tokens, BlockHashes: []Hash{{Form: HashInt, Value: uint64(i) + 1}}}
-		c.stored(c.pub("a", nil), &ev, 0)
+		c.stored(c.pub("a", nil), &ev)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -3,7 +3,7 @@ package events
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"slices"
 	"time"
 
@@ -41,9 +41,27 @@ type pubState struct {
 	idx      int
 	parityOK uint64
 	parityN  uint64
+	// blocks are this publisher's tracked blocks by engine hash.
+	blocks map[uint64]blockInfo
+	// blockSizes is kept by number and turned into strings for the report.
+	blockSizes map[int64]uint64
 }
 
-// blockRef names a block as one publisher's engine hashed it.
+// count increments m[string(b)] without allocating a string for keys already present: these
+// maps hold a handful of media, LoRA names and kinds, seen on every event.
+func count(m map[string]uint64, b []byte) {
+	for k := range m {
+		if k == string(b) {
+			m[k]++
+			return
+		}
+	}
+	if len(m) < 1024 { // bounded on a stream of ever-new values
+		m[string(b)]++
+	}
+}
+
+// blockRef names a block as one publisher's engine hashed it, in the forgetting order.
 type blockRef struct {
 	pub  int32
 	hash uint64
@@ -56,11 +74,10 @@ type blockInfo struct {
 }
 
 type contentInfo struct {
-	present  uint64 // publishers holding the block now (bit = publisher index, up to 64)
-	ever     uint64 // publishers that ever stored it
-	hash     uint64 // the engine hash of the first store, for the cross-replica comparison
-	hashPub  int32
-	firstRxs int64
+	present uint64 // publishers holding the block now (bit = publisher index mod 64)
+	ever    uint64 // publishers that ever stored it
+	hash    uint64 // the engine hash of the first store, for the cross-replica comparison
+	hashPub int32
 }
 
 // Collector accounts for every message of a tap and runs the analyses. It is not safe for
@@ -72,15 +89,17 @@ type Collector struct {
 	batch    Batch
 	noneHash blockhash.Digest
 
-	blocks     map[blockRef]blockInfo
+	nblocks    int
 	blockFIFO  []blockRef
 	blockHead  int
-	contents   map[uint64]*contentInfo
+	contents   map[uint64]contentInfo
 	contentFIF []uint64
 	contentHd  int
 	firstBlk   map[uint64]struct{}
 
-	a Analysis
+	a       Analysis
+	seed    maphash.Seed
+	scratch []byte
 }
 
 // NewCollector returns an empty collector.
@@ -91,9 +110,9 @@ func NewCollector(o Options) *Collector {
 	c := &Collector{
 		opts:     o,
 		pubs:     map[pubKey]*pubState{},
-		blocks:   map[blockRef]blockInfo{},
-		contents: map[uint64]*contentInfo{},
+		contents: map[uint64]contentInfo{},
 		firstBlk: map[uint64]struct{}{},
+		seed:     maphash.MakeSeed(),
 	}
 	if o.HashSeed != nil {
 		c.noneHash = blockhash.NoneHash(*o.HashSeed)
@@ -112,7 +131,7 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 		c.pubs[pubKey{source, string(topic)}] = p
 		return p
 	}
-	p := &pubState{idx: len(c.order)}
+	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: map[uint64]blockInfo{}}
 	p.Publisher = newPublisher(source, string(topic))
 	c.pubs[pubKey{source, string(topic)}] = p
 	c.order = append(c.order, p)
@@ -148,7 +167,7 @@ func (c *Collector) Add(m *Message) (Gap, bool) {
 		p.noteMalformed(fmt.Sprintf("message with %d frames and a %d-byte sequence, want 3 frames and 8 bytes", m.Frames, m.SeqLen), m.Seq)
 		return Gap{}, false
 	}
-	verdict, gap := p.seq.observe(m.Seq, payloadHash(m.Payload))
+	verdict, gap := p.seq.observe(m.Seq, maphash.Bytes(c.seed, m.Payload))
 	if verdict == seqDuplicate {
 		return Gap{}, false
 	}
@@ -196,7 +215,7 @@ func (c *Collector) account(p *pubState, m *Message) {
 		p.UnknownFields += uint64(ev.Unknown)
 		p.OddFields += uint64(ev.Odd)
 		if ev.Type == TypeUnknown {
-			p.UnknownTypes[string(ev.Tag)]++
+			count(p.UnknownTypes, ev.Tag)
 			continue
 		}
 		for _, h := range ev.BlockHashes {
@@ -207,18 +226,18 @@ func (c *Collector) account(p *pubState, m *Message) {
 		}
 		switch ev.Type {
 		case TypeBlockStored:
-			p.BlockSizes[fmt.Sprint(ev.BlockSize)]++
+			p.blockSizes[ev.BlockSize]++
 			if ev.Medium != nil {
-				p.Media[string(ev.Medium)]++
+				count(p.Media, ev.Medium)
 			}
 			if ev.HasLoRAName {
-				p.LoRANames[string(ev.LoRAName)]++
+				count(p.LoRANames, ev.LoRAName)
 			}
 			if ev.SpecKind != nil {
-				p.SpecKinds[string(ev.SpecKind)]++
+				count(p.SpecKinds, ev.SpecKind)
 			}
 			p.tokens += uint64(len(ev.TokenIDs))
-			c.stored(p, ev, m.RecvNanos)
+			c.stored(p, ev)
 		case TypeBlockRemoved:
 			c.removed(p, ev)
 		case TypeAllBlocksCleared:
@@ -228,28 +247,19 @@ func (c *Collector) account(p *pubState, m *Message) {
 }
 
 // contentKey chains our own key over the tokens of a block: engine hashes differ between
-// replicas without a pinned seed, token content does not.
-func contentKey(parent uint64, tokens []int64, lora []byte) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], parent)
-	h.Write(b[:])
-	h.Write(lora)
-	var buf [256]byte
-	n := 0
+// replicas without a pinned seed, token content does not. The key is process-local (maphash
+// with the collector's seed), which is all the analyses need.
+func (c *Collector) contentKey(parent uint64, tokens []int64, lora []byte) uint64 {
+	b := binary.LittleEndian.AppendUint64(c.scratch[:0], parent)
+	b = append(b, lora...)
 	for _, t := range tokens {
-		if n+4 > len(buf) {
-			h.Write(buf[:n])
-			n = 0
-		}
-		binary.LittleEndian.PutUint32(buf[n:], uint32(t))
-		n += 4
+		b = binary.LittleEndian.AppendUint32(b, uint32(t))
 	}
-	h.Write(buf[:n])
-	return h.Sum64()
+	c.scratch = b
+	return maphash.Bytes(c.seed, b)
 }
 
-func (c *Collector) stored(p *pubState, ev *Event, rx int64) {
+func (c *Collector) stored(p *pubState, ev *Event) {
 	a := &c.a
 	bs := int(ev.BlockSize)
 	if bs <= 0 || len(ev.TokenIDs) == 0 {
@@ -267,7 +277,7 @@ func (c *Collector) stored(p *pubState, ev *Event, rx int64) {
 	var depth int32
 	var parentDigest *blockhash.Digest
 	if !ev.ParentIsRoot() {
-		info, ok := c.blocks[blockRef{int32(p.idx), ev.Parent.Value}]
+		info, ok := p.blocks[ev.Parent.Value]
 		if !ok {
 			a.UnanchoredBlocks += uint64(n)
 			return
@@ -300,7 +310,7 @@ func (c *Collector) stored(p *pubState, ev *Event, rx int64) {
 	}
 	for i := range n {
 		tok := ev.TokenIDs[i*bs : (i+1)*bs]
-		key := contentKey(parentKey, tok, ev.LoRAName)
+		key := c.contentKey(parentKey, tok, ev.LoRAName)
 		h := ev.BlockHashes[i]
 		a.StoredBlocks++
 		a.StoredTokens += uint64(bs)
@@ -329,22 +339,20 @@ func (c *Collector) stored(p *pubState, ev *Event, rx int64) {
 				dptr = &dd
 			}
 		}
-		c.content(p, key, h.Value, bs, depth, rx)
-		c.track(blockRef{int32(p.idx), h.Value}, blockInfo{content: key, depth: depth, digest: dptr})
+		c.content(p, key, h.Value, bs, depth)
+		c.track(p, h.Value, blockInfo{content: key, depth: depth, digest: dptr})
 		parentKey = key
 		depth++
 	}
 }
 
-func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32, rx int64) {
+func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32) {
 	a := &c.a
 	bit := uint64(1) << (p.idx % 64)
 	ci, ok := c.contents[key]
 	if !ok {
-		ci = &contentInfo{hash: hash, hashPub: int32(p.idx), firstRxs: rx}
-		c.contents[key] = ci
+		ci = contentInfo{hash: hash, hashPub: int32(p.idx)}
 		c.contentFIF = append(c.contentFIF, key)
-		c.forgetContents()
 	} else {
 		if ci.hashPub != int32(p.idx) {
 			a.HashPairsCompared++
@@ -366,6 +374,10 @@ func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32, 
 	}
 	ci.present |= bit
 	ci.ever |= bit
+	c.contents[key] = ci
+	if !ok {
+		c.forgetContents()
+	}
 }
 
 func (c *Collector) forgetContents() {
@@ -383,14 +395,31 @@ func (c *Collector) forgetContents() {
 	}
 }
 
-func (c *Collector) track(ref blockRef, info blockInfo) {
-	if _, ok := c.blocks[ref]; !ok {
-		c.blockFIFO = append(c.blockFIFO, ref)
+func (c *Collector) track(p *pubState, hash uint64, info blockInfo) {
+	if _, ok := p.blocks[hash]; !ok {
+		c.blockFIFO = append(c.blockFIFO, blockRef{int32(p.idx), hash})
+		c.nblocks++
 	}
-	c.blocks[ref] = info
-	for len(c.blocks) > c.opts.MaxBlocks && c.blockHead < len(c.blockFIFO) {
-		delete(c.blocks, c.blockFIFO[c.blockHead])
+	p.blocks[hash] = info
+	for c.nblocks > c.opts.MaxBlocks && c.blockHead < len(c.blockFIFO) {
+		ref := c.blockFIFO[c.blockHead]
 		c.blockHead++
+		if pp := c.order[ref.pub]; pp.blocks != nil {
+			if _, ok := pp.blocks[ref.hash]; ok {
+				delete(pp.blocks, ref.hash)
+				c.nblocks--
+			}
+		}
+	}
+	// Removed blocks leave stale entries behind; drop them before the FIFO outgrows the bound.
+	if live := len(c.blockFIFO) - c.blockHead; live > 2*c.opts.MaxBlocks+1024 {
+		kept := c.blockFIFO[:0]
+		for _, ref := range c.blockFIFO[c.blockHead:] {
+			if _, ok := c.order[ref.pub].blocks[ref.hash]; ok {
+				kept = append(kept, ref)
+			}
+		}
+		c.blockFIFO, c.blockHead = kept, 0
 	}
 	if c.blockHead > len(c.blockFIFO)/2 && c.blockHead > 1024 {
 		c.blockFIFO = append(c.blockFIFO[:0], c.blockFIFO[c.blockHead:]...)
@@ -401,29 +430,29 @@ func (c *Collector) track(ref blockRef, info blockInfo) {
 func (c *Collector) removed(p *pubState, ev *Event) {
 	bit := uint64(1) << (p.idx % 64)
 	for _, h := range ev.BlockHashes {
-		ref := blockRef{int32(p.idx), h.Value}
-		info, ok := c.blocks[ref]
+		info, ok := p.blocks[h.Value]
 		if !ok {
 			c.a.UnknownRemovals++
 			continue
 		}
-		// The ref stays in the FIFO; forgetting a missing key later is harmless.
-		delete(c.blocks, ref)
+		delete(p.blocks, h.Value)
+		c.nblocks--
 		if ci, ok := c.contents[info.content]; ok {
 			ci.present &^= bit
+			c.contents[info.content] = ci
 		}
 	}
 }
 
 func (c *Collector) cleared(p *pubState) {
 	bit := uint64(1) << (p.idx % 64)
-	for ref := range c.blocks {
-		if ref.pub == int32(p.idx) {
-			delete(c.blocks, ref)
+	c.nblocks -= len(p.blocks)
+	clear(p.blocks)
+	for k, ci := range c.contents {
+		if ci.present&bit != 0 {
+			ci.present &^= bit
+			c.contents[k] = ci
 		}
-	}
-	for _, ci := range c.contents {
-		ci.present &^= bit
 	}
 }
 
@@ -449,6 +478,9 @@ func (c *Collector) Report(d time.Duration) *Report {
 			pp.FrameBytesPerSec = float64(pp.FrameBytes) / secs
 			pp.EventsPerSec = float64(pp.Events.Total()) / secs
 			pp.TokensPerSec = float64(p.tokens) / secs
+		}
+		for bs, n := range p.blockSizes {
+			pp.BlockSizes[fmt.Sprint(bs)] = n
 		}
 		pp.StoredTokens = p.tokens
 		if p.tokens > 0 {

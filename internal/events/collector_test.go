@@ -105,7 +105,21 @@ func TestCollectorMalformedAndBound(t *testing.T) {
 	if r.Publishers[0].Messages != 0 || r.Publishers[1].Malformed != 2 {
 		t.Errorf("silent messages %d, x malformed %d; want 0 and 2", r.Publishers[0].Messages, r.Publishers[1].Malformed)
 	}
-	if len(c.blocks) > 4 || len(c.contents) > 4 || r.Analysis.ForgottenBlocks != 6 {
-		t.Errorf("tracked %d blocks, %d contents, forgot %d; want at most 4, 4, and 6 forgotten", len(c.blocks), len(c.contents), r.Analysis.ForgottenBlocks)
+	if c.nblocks > 4 || len(c.contents) > 4 || r.Analysis.ForgottenBlocks != 6 {
+		t.Errorf("tracked %d blocks, %d contents, forgot %d; want at most 4, 4, and 6 forgotten", c.nblocks, len(c.contents), r.Analysis.ForgottenBlocks)
+	}
+}
+
+// TestCollectorChurnBounded stores and removes blocks forever: the forgetting order must not
+// grow without limit when the tracked blocks stay few.
+func TestCollectorChurnBounded(t *testing.T) {
+	c := NewCollector(Options{MaxBlocks: 16})
+	for i := range 100000 {
+		ev := Event{Type: TypeBlockStored, BlockSize: 1, TokenIDs: []int64{int64(i)}, BlockHashes: []Hash{{Form: HashInt, Value: uint64(i + 1)}}}
+		rm := Event{Type: TypeBlockRemoved, BlockHashes: []Hash{{Form: HashInt, Value: uint64(i + 1)}}}
+		c.Add(msg("x", uint64(i), Wire{Era: EraArray}, ev, rm))
+	}
+	if c.nblocks != 0 || len(c.blockFIFO) > 2*16+1024+1 || len(c.contents) > 16 {
+		t.Errorf("tracked %d blocks, forgetting order %d, contents %d; want 0, at most %d, at most 16", c.nblocks, len(c.blockFIFO), len(c.contents), 2*16+1025)
 	}
 }

@@ -2,7 +2,6 @@ package events
 
 import (
 	"encoding/binary"
-	"hash/fnv"
 )
 
 // Message is one received publisher message: the three frames [topic, seq, payload] and when
@@ -42,9 +41,3 @@ func FromFrames(source string, frames [][]byte, recvNanos int64) Message {
 
 // Bytes is the size of the message's frames on the wire, without ZMTP framing.
 func (m *Message) Bytes() int { return len(m.Topic) + m.SeqLen + len(m.Payload) }
-
-func payloadHash(p []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(p)
-	return h.Sum64()
-}

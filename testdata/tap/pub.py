@@ -48,6 +48,8 @@ def main():
     ap.add_argument("--topic", default="")
     ap.add_argument("--events", type=int, default=2)
     ap.add_argument("--block-size", type=int, default=16)
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="after GO, send at full speed for this long instead of --count batches")
     a = ap.parse_args()
 
     ctx = zmq.Context()
@@ -71,8 +73,16 @@ def main():
             break
     payloads = [batch(a.era, i, a.events, a.block_size) for i in range(min(a.count, 256))]
     first = seq
-    for i in range(a.count):
-        send(payloads[i % len(payloads)])
+    if a.seconds > 0:
+        end = time.perf_counter() + a.seconds
+        i = 0
+        while time.perf_counter() < end:
+            for _ in range(256):
+                send(payloads[i % len(payloads)])
+                i += 1
+    else:
+        for i in range(a.count):
+            send(payloads[i % len(payloads)])
     time.sleep(0.3)
     last = seq
     send(batch(a.era, seq, 1, a.block_size))
