@@ -21,6 +21,9 @@ import (
 type PublisherConfig struct {
 	// Endpoint is bound by the PUB socket; "" means tcp://127.0.0.1:0 (a free port).
 	Endpoint string
+	// Connect dials Endpoint instead of binding it, as vLLM does for an endpoint without "*",
+	// so the tap must listen (kvcheck tap --listen).
+	Connect bool
 	// Topic is sent as the first frame of every message.
 	Topic string
 	// Version is the vLLM version whose wire dialect is spoken, e.g. "0.23.0" (positional
@@ -124,7 +127,20 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 		p.Close()
 		return nil, fmt.Errorf("set publisher high-water mark: %w", err)
 	}
-	if err := p.pub.Listen(cfg.Endpoint); err != nil {
+	if cfg.Connect {
+		// Dial in the background with retries: the collector may come up later.
+		p.done.Go(func() {
+			for ctx.Err() == nil {
+				if p.pub.Dial(cfg.Endpoint) == nil {
+					return
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		})
+	} else if err := p.pub.Listen(cfg.Endpoint); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("bind publisher %s: %w", cfg.Endpoint, err)
 	}
@@ -139,8 +155,13 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 	return p, nil
 }
 
-// Endpoint returns the tcp:// address the publisher is bound to.
-func (p *Publisher) Endpoint() string { return pubAddr(p.pub) }
+// Endpoint returns the tcp:// address the publisher is bound to (or dials).
+func (p *Publisher) Endpoint() string {
+	if p.cfg.Connect {
+		return p.cfg.Endpoint
+	}
+	return pubAddr(p.pub)
+}
 
 // ReplayEndpoint returns the replay ROUTER's address, or "" without replay.
 func (p *Publisher) ReplayEndpoint() string {
