@@ -165,12 +165,16 @@ func TestTapFleetPublisher(t *testing.T) {
 	defer pub.Close()
 	c := events.NewCollector(events.Options{HashSeed: &seed})
 	tapCtx, stopTap := context.WithCancel(ctx)
-	seen := make(chan uint64, 1024)
+	type obs struct {
+		seq       uint64
+		recovered bool
+	}
+	seen := make(chan obs, 1024)
 	done := make(chan error, 1)
 	go func() {
 		done <- events.Tap(tapCtx, events.Config{
 			Sources: []events.Source{{Endpoint: pub.Endpoint(), Replay: pub.ReplayEndpoint()}},
-			Observe: func(m *events.Message) { seen <- m.Seq },
+			Observe: func(m *events.Message) { seen <- obs{m.Seq, m.Recovered} },
 		}, c)
 	}()
 	tokens := make([]int64, 64)
@@ -182,27 +186,14 @@ func TestTapFleetPublisher(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Send until the subscription is live (the slow-joiner window).
-	wait := func(want uint64) {
-		t.Helper()
-		for {
-			select {
-			case s := <-seen:
-				if s >= want {
-					return
-				}
-			case <-ctx.Done():
-				t.Fatalf("seq %d never arrived", want)
-			}
-		}
-	}
 	probe := func() uint64 {
 		for {
 			if err := pub.Publish(ev); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case s := <-seen:
-				return s
+			case o := <-seen:
+				return o.seq
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
@@ -219,17 +210,18 @@ func TestTapFleetPublisher(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Wait for the last batch and for the two recoverable ones, which come back through replay
+	// once the gap is seen, before or after the last batch.
 	last := pub.Sent() - 1
-	wait(last)
-	// The two recoverable batches come back through replay, after the gap was seen.
-	for n := 0; n < 2; {
+	for gotLast, recovered := false, 0; !gotLast || recovered < 2; {
 		select {
-		case s := <-seen:
-			if s < last {
-				n++
+		case o := <-seen:
+			gotLast = gotLast || o.seq == last
+			if o.recovered {
+				recovered++
 			}
 		case <-ctx.Done():
-			t.Fatal("replayed batches never arrived")
+			t.Fatalf("last batch seen %v, %d of 2 replayed batches arrived", gotLast, recovered)
 		}
 	}
 	stopTap()

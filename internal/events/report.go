@@ -246,7 +246,7 @@ func findings(r *Report, o Options) []Finding {
 		}
 		if p.UnrecoverableBatches > 0 {
 			add(newFinding(finding.Error, "batches-lost", subj,
-				"%d batches lost in %d gaps (%d recovered by replay): the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
+				"%d batches lost in %d gap(s) (%d recovered by replay): the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
 				p.LostBatches, p.Gaps, p.RecoveredBatches))
 		} else if p.LostBatches > 0 {
 			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches lost and all recovered by replay", p.LostBatches))

@@ -43,10 +43,11 @@ func (t *Text) Tap(r *events.Report) error {
 			fmt.Sprint(p.Malformed),
 			orDash(p.WireEra), orDash(p.HashForm),
 			keys(p.BlockSizes),
+			offset(p.ClockOffsetSeconds),
 		})
 	}
 	if err := t.Table([]string{"endpoint", "topic", "dp", "batches", "stored/removed/cleared", "payload", "tokens/s",
-		"lost", "recovered", "restarts", "own drops", "malformed", "era", "hash", "block sizes"}, rows); err != nil {
+		"lost", "recovered", "restarts", "own drops", "malformed", "era", "hash", "block sizes", "clock offset"}, rows); err != nil {
 		return err
 	}
 	a := r.Analysis
@@ -65,7 +66,7 @@ func (t *Text) Tap(r *events.Report) error {
 		t.Line("bytes per stored token:   %.2f", *a.BytesPerStoredToken)
 	}
 	if a.ExtrapolatedBytesPerSec != nil {
-		t.Line("at %.0f stored tokens/s:   %s per publisher", a.ExtrapolatedTokensPerSec, bytesRate(*a.ExtrapolatedBytesPerSec))
+		t.Line("extrapolated bandwidth:   %s per publisher at %.0f stored tokens/s", bytesRate(*a.ExtrapolatedBytesPerSec), a.ExtrapolatedTokensPerSec)
 	}
 	hp := a.HashParity
 	t.Line("hash parity:              reproducible %s (%d of %d blocks), consistent across replicas %s (%d compared)",
@@ -91,6 +92,14 @@ func bytesRate(b float64) string {
 		return fmt.Sprintf("%.1f KB/s", b/(1<<10))
 	}
 	return fmt.Sprintf("%.0f B/s", b)
+}
+
+// offset formats the publisher's clock offset (receive time minus event time).
+func offset(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.3fs", *v)
 }
 
 func orDash(s string) string {
