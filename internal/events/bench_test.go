@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -141,4 +142,70 @@ func TestBytesPerBlock(t *testing.T) {
 		t.Errorf("%.0f bytes per tracked block, want well under 1000", per)
 	}
 	runtime.KeepAlive(c)
+}
+
+// TestDecodeVsPython alternates short rounds of our decoder and python3-msgpack on the same
+// payloads, so both see the same machine load, and logs the median ratio per era. It is a
+// measurement for BENCHMARKS.md, not a check: set KVCHECK_BENCH_PYTHON=1 to run it.
+func TestDecodeVsPython(t *testing.T) {
+	if os.Getenv("KVCHECK_BENCH_PYTHON") == "" {
+		t.Skip("set KVCHECK_BENCH_PYTHON=1 to measure")
+	}
+	for _, bw := range benchWires {
+		ps := vllmBatches(256, bw.w)
+		var total int
+		for _, p := range ps {
+			total += len(p)
+		}
+		var ratios, goRates, pyRates []float64
+		for range 7 {
+			var b Batch
+			n := 0
+			start := time.Now()
+			for time.Since(start) < 700*time.Millisecond {
+				for _, p := range ps {
+					if err := Decode(p, &b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				n++
+			}
+			goRate := float64(n*total) / time.Since(start).Seconds() / 1e6
+			py := pythonDecodeT(t, ps)
+			goRates, pyRates = append(goRates, goRate), append(pyRates, py)
+			ratios = append(ratios, goRate/py)
+		}
+		t.Logf("%s era: Go %.0f MB/s, python3-msgpack %.0f MB/s (medians of 7 alternating rounds); median ratio %.2fx (range %.2f-%.2f)",
+			bw.name, median(goRates), median(pyRates), median(ratios), slices.Min(ratios), slices.Max(ratios))
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func pythonDecodeT(t *testing.T, ps [][]byte) float64 {
+	t.Helper()
+	var buf []byte
+	for _, p := range ps {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(p)))
+		buf = append(buf, p...)
+	}
+	f := filepath.Join(t.TempDir(), "payloads.bin")
+	if err := os.WriteFile(f, buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/usr/bin/python3", "../../testdata/tap/decode_bench.py", f, "0.7").Output()
+	if err != nil {
+		t.Skipf("python3-msgpack: %v", err)
+	}
+	var r struct {
+		MBs float64 `json:"mb_per_sec"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("python said %q: %v", out, err)
+	}
+	return r.MBs
 }

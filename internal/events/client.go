@@ -231,7 +231,8 @@ func replayLoop(ctx context.Context, cfg Config, s Source, gaps <-chan topicGap,
 			if err != nil {
 				cfg.Logger.Warn("replay failed", "endpoint", s.Replay, "from", g.From, "to", g.To, "err", err)
 			}
-			for _, r := range ms {
+			for _, rec := range ms {
+				r := received{msg: rec.Message, frames: rec.Frames}
 				r.msg.Source = s.Endpoint
 				if len(r.msg.Topic) == 0 {
 					// The pre-0.25.1 reply shape carries no topic: it is the gap's.
@@ -250,7 +251,7 @@ func replayLoop(ctx context.Context, cfg Config, s Source, gaps <-chan topicGap,
 // Replay asks a vLLM replay ROUTER (SPEC §1.8) for batches from..to with a DEALER socket and
 // returns those it sent in that range. Both reply shapes are understood: [seq, payload] up to
 // vLLM 0.25.1 and [topic, seq, payload] after, each after an empty delimiter frame.
-func Replay(ctx context.Context, endpoint string, from, to uint64, now func() time.Time) ([]received, error) {
+func Replay(ctx context.Context, endpoint string, from, to uint64, now func() time.Time) ([]Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	sock := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithTimeout(5*time.Second))
@@ -262,7 +263,7 @@ func Replay(ctx context.Context, endpoint string, from, to uint64, now func() ti
 	if err := sock.Send(zmq4.NewMsgFrom([]byte{}, start)); err != nil {
 		return nil, fmt.Errorf("send replay request to %s: %w", endpoint, err)
 	}
-	var out []received
+	var out []Record
 	for {
 		m, err := sock.Recv()
 		if err != nil {
@@ -293,6 +294,6 @@ func Replay(ctx context.Context, endpoint string, from, to uint64, now func() ti
 		}
 		msg := FromFrames("", frames, now().UnixNano())
 		msg.Recovered = true
-		out = append(out, received{msg: msg, frames: frames})
+		out = append(out, Record{Message: msg, Frames: frames})
 	}
 }

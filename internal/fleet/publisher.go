@@ -297,12 +297,10 @@ func (p *Publisher) pubServeReplay() {
 			}
 			frames = append(frames, binary.BigEndian.AppendUint64(nil, b.seq), b.payload)
 			if err := p.router.Send(zmq4.NewMsgFrom(frames...)); err != nil {
-				return
+				break // the client went away; keep serving the others
 			}
 		}
 		end := binary.BigEndian.AppendUint64(nil, ^uint64(0))
-		if err := p.router.Send(zmq4.NewMsgFrom(id, []byte{}, end, []byte{})); err != nil {
-			return
-		}
+		_ = p.router.Send(zmq4.NewMsgFrom(id, []byte{}, end, []byte{}))
 	}
 }
