@@ -53,7 +53,7 @@ func TestCollectorFleet(t *testing.T) {
 	// Replica b (unseeded) stores the same prefix with other hashes: duplicated prefill.
 	sb := storeEvent(t, unseeded, shared, 16)
 	c.Add(msg("b", 5, Wire{Era: EraArray, StoredFields: 7}, sb))
-	// a evicts its first block and stores it again: a re-store.
+	// a evicts its first block and stores it again: a re-store, and a duplicate of b's copy.
 	c.Add(msg("a", 2, w, Event{Type: TypeBlockRemoved, BlockHashes: sa.BlockHashes[:1]}))
 	c.Add(msg("a", 4, w, storeEvent(t, seeded, shared[:16], 16))) // seq 3 lost
 	c.Add(msg("a", 4, w, storeEvent(t, seeded, shared[:16], 16))) // duplicate
@@ -67,7 +67,8 @@ func TestCollectorFleet(t *testing.T) {
 	}
 	g := got{a.StoredBlocks, a.StoredTokens, a.DuplicateBlocks, a.DuplicateTokens, a.Restores, a.RootStores, a.FirstBlocksDistinct, a.HashPairsDiffering,
 		*a.HashParity.Reproducible, *a.HashParity.ConsistentAcrossReplicas, a.HashParity.CheckedBlocks, a.HashParity.MatchedBlocks}
-	want := got{6, 96, 2, 32, 1, 3, 1, 2, false, false, 6, 4}
+	// Duplicates: b's two blocks while a held them, then a's re-store while b held it.
+	want := got{6, 96, 3, 48, 1, 3, 1, 2, false, false, 6, 4}
 	if diff := cmp.Diff(want, g); diff != "" {
 		t.Errorf("analysis (-want +got):\n%s", diff)
 	}
@@ -121,5 +122,22 @@ func TestCollectorChurnBounded(t *testing.T) {
 	}
 	if c.nblocks != 0 || len(c.blockFIFO) > 2*16+1024+1 || len(c.contents) > 16 {
 		t.Errorf("tracked %d blocks, forgetting order %d, contents %d; want 0, at most %d, at most 16", c.nblocks, len(c.blockFIFO), len(c.contents), 2*16+1025)
+	}
+}
+
+// TestCollectorResetIsNotChurn: blocks stored again after AllBlocksCleared are not re-stores,
+// blocks stored again after their BlockRemoved are.
+func TestCollectorResetIsNotChurn(t *testing.T) {
+	none := blockhash.NoneHash("0")
+	c := NewCollector(Options{})
+	w := Wire{Era: EraMap}
+	ev := storeEvent(t, none, toks(1, 32), 16)
+	c.Add(msg("a", 0, w, ev))
+	c.Add(msg("a", 1, w, Event{Type: TypeAllBlocksCleared}))
+	c.Add(msg("a", 2, w, ev))
+	c.Add(msg("a", 3, w, Event{Type: TypeBlockRemoved, BlockHashes: ev.BlockHashes}))
+	c.Add(msg("a", 4, w, ev))
+	if got := c.Report(1e9).Analysis.Restores; got != 2 {
+		t.Errorf("re-stores = %d, want 2 (the two blocks stored again after their removal)", got)
 	}
 }

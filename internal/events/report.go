@@ -171,8 +171,8 @@ type DepthCount struct {
 type Analysis struct {
 	StoredBlocks uint64 `json:"stored_blocks"`
 	StoredTokens uint64 `json:"stored_tokens"`
-	// DuplicateBlocks were stored by a replica while another replica had already stored the
-	// same content in the window: prefill a KV-aware router could have saved.
+	// DuplicateBlocks were stored by a replica while another replica held the same content
+	// (stored and not yet removed): prefill a KV-aware router could have saved.
 	DuplicateBlocks        uint64       `json:"duplicate_blocks"`
 	DuplicateTokens        uint64       `json:"duplicate_tokens"`
 	DuplicateTokenFraction *float64     `json:"duplicate_token_fraction"`
