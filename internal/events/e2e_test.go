@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,15 +52,17 @@ func TestEndToEndRate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var ratios []float64
+	var ratios, cpuRatios []float64
 	for round := range 3 {
-		py, pyLost := e2ePySub(t, ctx)
-		tap, tapLost, own := e2eTap(t, ctx)
+		py, pyLost, pyCPU := e2ePySub(t, ctx)
+		tap, tapLost, own, tapCPU := e2eTap(t, ctx)
 		ratios = append(ratios, tap/py)
-		t.Logf("round %d: pyzmq SUB %.0f MB/s (%d lost at the publisher); kvcheck tap %.0f MB/s decoded and accounted (%d lost at the publisher, %d own drops); ratio %.2f",
-			round+1, py, pyLost, tap, tapLost, own, tap/py)
+		cpuRatios = append(cpuRatios, tapCPU/pyCPU)
+		t.Logf("round %d: pyzmq SUB %.0f MB/s, %.0f MB per CPU second (%d lost at the publisher); kvcheck tap %.0f MB/s, %.0f MB per CPU second, decoded and accounted (%d lost at the publisher, %d own drops); ratio %.2f, per CPU second %.2f",
+			round+1, py, pyCPU, pyLost, tap, tapCPU, tapLost, own, tap/py, tapCPU/pyCPU)
 	}
-	t.Logf("median ratio tap/pyzmq %.2f (range %.2f-%.2f)", median(ratios), slices.Min(ratios), slices.Max(ratios))
+	t.Logf("median ratio tap/pyzmq %.2f (range %.2f-%.2f); per CPU second %.2f (range %.2f-%.2f)", median(ratios), slices.Min(ratios), slices.Max(ratios),
+		median(cpuRatios), slices.Min(cpuRatios), slices.Max(cpuRatios))
 }
 
 func median(v []float64) float64 {
@@ -68,7 +71,16 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-func e2ePySub(t *testing.T, ctx context.Context) (float64, int64) {
+// cpuSeconds is the CPU time (user + system) this process has used.
+func cpuSeconds(t *testing.T) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func e2ePySub(t *testing.T, ctx context.Context) (float64, int64, float64) {
 	ep, stdin, out := pyPublisher(t, ctx, e2eArgs...)
 	defer stdin.Close()
 	script, _ := filepath.Abs("../../testdata/tap/sub.py")
@@ -91,15 +103,16 @@ func e2ePySub(t *testing.T, ctx context.Context) (float64, int64) {
 		PayloadBytes int64   `json:"payload_bytes"`
 		Seconds      float64 `json:"seconds"`
 		Lost         int64   `json:"lost"`
+		CPU          float64 `json:"cpu_seconds"`
 	}
 	line, err := subOut.ReadString('\n')
 	if err != nil || json.Unmarshal([]byte(line), &py) != nil {
 		t.Fatalf("sub.py result %q: %v", line, err)
 	}
-	return float64(py.PayloadBytes) / py.Seconds / 1e6, py.Lost
+	return float64(py.PayloadBytes) / py.Seconds / 1e6, py.Lost, float64(py.PayloadBytes) / py.CPU / 1e6
 }
 
-func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64) {
+func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64, float64) {
 	ep, stdin, out := pyPublisher(t, ctx, e2eArgs...)
 	defer stdin.Close()
 	c := events.NewCollector(events.Options{})
@@ -122,6 +135,7 @@ func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64) {
 		}}, c)
 	}()
 	<-started
+	cpu0 := cpuSeconds(t)
 	io.WriteString(stdin, "GO\n")
 	res := readResult(t, out)
 	lastSeq.Store(res.LastSeq)
@@ -135,7 +149,8 @@ func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	cpu := cpuSeconds(t) - cpu0
 	r := c.Report(time.Duration(last.Load() - first.Load()))
 	p := r.Publishers[0]
-	return float64(p.PayloadBytes) / r.DurationSeconds / 1e6, p.LostBatches, p.OwnDrops
+	return float64(p.PayloadBytes) / r.DurationSeconds / 1e6, p.LostBatches, p.OwnDrops, float64(p.PayloadBytes) / cpu / 1e6
 }

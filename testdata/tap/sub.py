@@ -3,9 +3,11 @@
 connects to ENDPOINT, receives [topic, seq, payload] messages without decoding them, prints
 "READY" once the first message arrived, and stops when LAST_SEQ (read from stdin) has arrived
 or after --idle seconds without messages. It prints one JSON line: messages, payload bytes,
-seconds between the first and the last message, and batches lost by sequence."""
+seconds between the first and the last message, batches lost by sequence, and the CPU seconds
+the process used (user + system), for a rate per CPU second that machine load does not skew."""
 import argparse
 import json
+import resource
 import select
 import struct
 import sys
@@ -52,4 +54,6 @@ while True:
         ready = True
     if last_seq is not None and seq >= last_seq:
         break
-print(json.dumps({"messages": msgs, "payload_bytes": nbytes, "seconds": (last or 0) - (first or 0), "lost": lost}), flush=True)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"messages": msgs, "payload_bytes": nbytes, "seconds": (last or 0) - (first or 0), "lost": lost,
+                  "cpu_seconds": ru.ru_utime + ru.ru_stime}), flush=True)
