@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -203,10 +205,35 @@ func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *ev
 	tctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 	start := time.Now()
-	if err := events.Tap(tctx, cfg, c); err != nil {
+	var received atomic.Uint64
+	cfg.Observe = func(*events.Message) { received.Add(1) }
+	var wg sync.WaitGroup
+	if report.IsTerminal(s.ErrOut) {
+		wg.Go(func() { tapProgress(tctx, s.ErrOut, start, o.Duration, &received) })
+	}
+	err = events.Tap(tctx, cfg, c)
+	cancel()
+	wg.Wait()
+	if err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil
+}
+
+// tapProgress redraws one status line on a terminal's stderr every second.
+func tapProgress(ctx context.Context, w io.Writer, start time.Time, total time.Duration, received *atomic.Uint64) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprint(w, "\r\033[K")
+			return
+		case <-t.C:
+			el := time.Since(start).Truncate(time.Second)
+			fmt.Fprintf(w, "\r\033[K%s of %s, %d messages received", el, total, received.Load())
+		}
+	}
 }
 
 // recHeap merges recordings by receive time.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -303,4 +304,55 @@ func (p *Publisher) pubServeReplay() {
 		end := binary.BigEndian.AppendUint64(nil, ^uint64(0))
 		_ = p.router.Send(zmq4.NewMsgFrom(id, []byte{}, end, []byte{}))
 	}
+}
+
+// NewRankedPublishers starts one publisher per data-parallel rank, as vLLM does with
+// data_parallel_size > 1: rank r binds the base port + r and reports rank r in its batches.
+// cfg.Endpoint must be tcp://HOST:PORT; port 0 picks a free run of consecutive ports.
+func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([]*Publisher, error) {
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = "tcp://127.0.0.1:0"
+	}
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(cfg.Endpoint, "tcp://"))
+	if err != nil || !strings.HasPrefix(cfg.Endpoint, "tcp://") {
+		return nil, fmt.Errorf("ranked publishers need a tcp://HOST:PORT endpoint, got %q", cfg.Endpoint)
+	}
+	base, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %q: bad port", cfg.Endpoint)
+	}
+	var lastErr error
+	for range 20 { // with port 0, another process may take one of the following ports
+		start := base
+		if base == 0 {
+			l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+			if err != nil {
+				return nil, fmt.Errorf("find a free port: %w", err)
+			}
+			start = l.Addr().(*net.TCPAddr).Port
+			l.Close()
+		}
+		var pubs []*Publisher
+		for r := range ranks {
+			c := cfg
+			c.DPRank = r
+			c.Endpoint = "tcp://" + net.JoinHostPort(host, strconv.Itoa(start+r))
+			p, err := NewPublisher(ctx, c)
+			if err != nil {
+				lastErr = err
+				break
+			}
+			pubs = append(pubs, p)
+		}
+		if len(pubs) == ranks {
+			return pubs, nil
+		}
+		for _, p := range pubs {
+			p.Close()
+		}
+		if base != 0 {
+			break
+		}
+	}
+	return nil, fmt.Errorf("start %d ranked publishers: %w", ranks, lastErr)
 }
