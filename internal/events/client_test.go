@@ -130,3 +130,58 @@ func TestTapRestartAndDeadPeer(t *testing.T) {
 		t.Errorf("live restarts %d, dead messages %d; want 1 and 0", live.Restarts, silent.Messages)
 	}
 }
+
+// TestTapTopicFilter: two publishers dial one listening tap; --topic keeps only one of them,
+// and the publishers are told apart by topic.
+func TestTapTopicFilter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	var pubs []*fleet.Publisher
+	for _, topic := range []string{"kv@a@m", "kv@b@m"} {
+		p, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep, Connect: true, Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		pubs = append(pubs, p)
+	}
+	ev, _ := pubs[0].Stored(make([]int64, 16), "")
+	c := events.NewCollector(events.Options{})
+	tctx, stop := context.WithCancel(ctx)
+	seen := make(chan string, 1024)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: ep, Listen: true}}, Topic: "kv@a",
+			Observe: func(m *events.Message) {
+				select {
+				case seen <- string(m.Topic):
+				default:
+				}
+			}}, c)
+	}()
+	// Both publish until a has been seen five times; b is filtered by the subscription.
+	for n := 0; n < 5; {
+		for _, p := range pubs {
+			_ = p.Publish(ev)
+		}
+		select {
+		case topic := <-seen:
+			if topic != "kv@a@m" {
+				t.Fatalf("received topic %q through a kv@a subscription", topic)
+			}
+			n++
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("nothing received")
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r := c.Report(time.Second)
+	if len(r.Publishers) != 1 || r.Publishers[0].Topic != "kv@a@m" {
+		t.Errorf("publishers %+v, want only kv@a@m", r.Publishers)
+	}
+}
