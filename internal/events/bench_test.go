@@ -16,14 +16,18 @@ import (
 
 // vllmBatches returns n vLLM-shaped batches: 8 BlockStored events of 64 tokens (4 blocks of
 // 16, 64-bit hashes) each, as SPEC §8 measured them.
-func vllmBatches(n int, w Wire) [][]byte {
+func vllmBatches(n int, w Wire) [][]byte { return vllmBatchesRooted(n, w, false) }
+
+// vllmBatchesRooted makes the same batches; rooted ones start their chains at token 0 (parent
+// nil), so the collector runs every analysis on them instead of skipping unanchored blocks.
+func vllmBatchesRooted(n int, w Wire, rooted bool) [][]byte {
 	rng := rand.New(rand.NewPCG(7, 9))
 	out := make([][]byte, n)
 	for i := range out {
 		b := Batch{TS: 1.7e9 + float64(i), HasDPRank: true}
 		for range 8 {
 			ev := Event{Type: TypeBlockStored, BlockSize: 16, Medium: []byte("GPU"), HasGroupIdx: true, SpecKind: []byte("full_attention"),
-				HasParent: true, Parent: Hash{Form: HashInt, Value: rng.Uint64()}}
+				HasParent: !rooted, Parent: Hash{Form: HashInt, Value: rng.Uint64()}}
 			for range 4 {
 				ev.BlockHashes = append(ev.BlockHashes, Hash{Form: HashInt, Value: rng.Uint64()})
 			}
@@ -104,7 +108,7 @@ func pythonDecode(b *testing.B, ps [][]byte) float64 {
 
 // BenchmarkCollector measures decoding plus the full accounting and analyses.
 func BenchmarkCollector(b *testing.B) {
-	ps := vllmBatches(4096, Wire{Era: EraMap})
+	ps := vllmBatchesRooted(4096, Wire{Era: EraMap}, true)
 	c := NewCollector(Options{MaxBlocks: 1 << 16})
 	b.ReportAllocs()
 	b.SetBytes(int64(len(ps[0])))

@@ -16,8 +16,9 @@ const DefaultMaxBlocks = 1 << 20
 
 // Options configure a Collector.
 type Options struct {
-	// MaxBlocks bounds the blocks tracked for the analyses (0 means DefaultMaxBlocks); the
-	// oldest are forgotten first and counted in Report.Analysis.ForgottenBlocks.
+	// MaxBlocks bounds the blocks tracked for the analyses (0 means DefaultMaxBlocks), for
+	// the engine-hash index and the content index each. Blocks not used for the longest are
+	// forgotten first, half the bound at a time, and counted in Analysis.ForgottenBlocks.
 	MaxBlocks int
 	// HashSeed is the PYTHONHASHSEED the engines run with, for the hash-parity check; nil
 	// means unknown, and then only consistency across replicas is checked.
@@ -41,8 +42,11 @@ type pubState struct {
 	idx      int
 	parityOK uint64
 	parityN  uint64
+	// eras and forms count by enum, turned into named maps for the report.
+	eras  [EraMap + 1]uint64
+	forms [HashBin + 1]uint64
 	// blocks are this publisher's tracked blocks by engine hash.
-	blocks map[uint64]blockInfo
+	blocks generations[blockInfo]
 	// blockSizes is kept by number and turned into strings for the report.
 	blockSizes map[int64]uint64
 }
@@ -59,12 +63,6 @@ func count(m map[string]uint64, b []byte) {
 	if len(m) < 1024 { // bounded on a stream of ever-new values
 		m[string(b)]++
 	}
-}
-
-// blockRef names a block as one publisher's engine hashed it, in the forgetting order.
-type blockRef struct {
-	pub  int32
-	hash uint64
 }
 
 type blockInfo struct {
@@ -89,12 +87,9 @@ type Collector struct {
 	batch    Batch
 	noneHash blockhash.Digest
 
-	nblocks    int
-	blockFIFO  []blockRef
-	blockHead  int
-	contents   map[uint64]contentInfo
-	contentFIF []uint64
-	contentHd  int
+	// curBlocks counts the blocks in the current generation of every publisher's map.
+	curBlocks int
+	contents   generations[contentInfo]
 	firstBlk   map[uint64]struct{}
 
 	a       Analysis
@@ -110,7 +105,7 @@ func NewCollector(o Options) *Collector {
 	c := &Collector{
 		opts:     o,
 		pubs:     map[pubKey]*pubState{},
-		contents: map[uint64]contentInfo{},
+		contents: newGenerations[contentInfo](),
 		firstBlk: map[uint64]struct{}{},
 		seed:     maphash.MakeSeed(),
 	}
@@ -131,7 +126,7 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 		c.pubs[pubKey{source, string(topic)}] = p
 		return p
 	}
-	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: map[uint64]blockInfo{}}
+	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: newGenerations[blockInfo]()}
 	p.Publisher = newPublisher(source, string(topic))
 	c.pubs[pubKey{source, string(topic)}] = p
 	c.order = append(c.order, p)
@@ -219,7 +214,7 @@ func (c *Collector) account(p *pubState, m *Message) {
 	for i := range b.Events {
 		ev := &b.Events[i]
 		p.Events.add(ev.Type)
-		p.Eras[ev.Era.String()]++
+		p.eras[ev.Era]++
 		p.UnknownFields += uint64(ev.Unknown)
 		p.OddFields += uint64(ev.Odd)
 		if ev.Type == TypeUnknown {
@@ -227,7 +222,7 @@ func (c *Collector) account(p *pubState, m *Message) {
 			continue
 		}
 		for _, h := range ev.BlockHashes {
-			p.HashForms[h.Form.String()]++
+			p.forms[h.Form]++
 			if h.Negative {
 				p.SignedHashes++
 			}
@@ -285,7 +280,7 @@ func (c *Collector) stored(p *pubState, ev *Event) {
 	var depth int32
 	var parentDigest *blockhash.Digest
 	if !ev.ParentIsRoot() {
-		info, ok := p.blocks[ev.Parent.Value]
+		info, ok := p.blocks.get(ev.Parent.Value)
 		if !ok {
 			a.UnanchoredBlocks += uint64(n)
 			return
@@ -324,7 +319,7 @@ func (c *Collector) stored(p *pubState, ev *Event) {
 		a.StoredTokens += uint64(bs)
 		if depth == 0 {
 			a.FirstBlockStores++
-			if _, ok := c.firstBlk[key]; !ok && len(c.firstBlk) < c.opts.MaxBlocks {
+			if len(c.firstBlk) < c.opts.MaxBlocks {
 				c.firstBlk[key] = struct{}{}
 			}
 		}
@@ -357,10 +352,9 @@ func (c *Collector) stored(p *pubState, ev *Event) {
 func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32) {
 	a := &c.a
 	bit := uint64(1) << (p.idx % 64)
-	ci, ok := c.contents[key]
+	ci, ok := c.contents.get(key)
 	if !ok {
 		ci = contentInfo{hash: hash, hashPub: int32(p.idx)}
-		c.contentFIF = append(c.contentFIF, key)
 	} else {
 		if ci.hashPub != int32(p.idx) {
 			a.HashPairsCompared++
@@ -384,86 +378,66 @@ func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32) 
 	}
 	ci.present |= bit
 	ci.ever |= bit
-	c.contents[key] = ci
-	if !ok {
-		c.forgetContents()
+	c.contents.put(key, ci)
+	if len(c.contents.cur) >= max(1, c.opts.MaxBlocks/2) {
+		c.a.ForgottenBlocks += uint64(c.contents.rotate())
 	}
 }
 
-func (c *Collector) forgetContents() {
-	if len(c.contents) <= c.opts.MaxBlocks {
-		return
+// trackedBlocks counts the blocks remembered under engine hashes, for tests of the bound.
+func (c *Collector) trackedBlocks() int {
+	n := 0
+	for _, p := range c.order {
+		n += p.blocks.len()
 	}
-	for len(c.contents) > c.opts.MaxBlocks && c.contentHd < len(c.contentFIF) {
-		delete(c.contents, c.contentFIF[c.contentHd])
-		c.contentHd++
-		c.a.ForgottenBlocks++
-	}
-	if c.contentHd > len(c.contentFIF)/2 {
-		c.contentFIF = append(c.contentFIF[:0], c.contentFIF[c.contentHd:]...)
-		c.contentHd = 0
-	}
+	return n
 }
 
+// track remembers a block under its engine hash. The bound counts all publishers together:
+// when their current generations hold half of it, every publisher forgets its older one.
 func (c *Collector) track(p *pubState, hash uint64, info blockInfo) {
-	if _, ok := p.blocks[hash]; !ok {
-		c.blockFIFO = append(c.blockFIFO, blockRef{int32(p.idx), hash})
-		c.nblocks++
-	}
-	p.blocks[hash] = info
-	for c.nblocks > c.opts.MaxBlocks && c.blockHead < len(c.blockFIFO) {
-		ref := c.blockFIFO[c.blockHead]
-		c.blockHead++
-		if pp := c.order[ref.pub]; pp.blocks != nil {
-			if _, ok := pp.blocks[ref.hash]; ok {
-				delete(pp.blocks, ref.hash)
-				c.nblocks--
-			}
+	n := len(p.blocks.cur)
+	p.blocks.put(hash, info)
+	c.curBlocks += len(p.blocks.cur) - n
+	if c.curBlocks >= max(1, c.opts.MaxBlocks/2) {
+		for _, pp := range c.order {
+			pp.blocks.rotate()
 		}
-	}
-	// Removed blocks leave stale entries behind; drop them before the FIFO outgrows the bound.
-	if live := len(c.blockFIFO) - c.blockHead; live > 2*c.opts.MaxBlocks+1024 {
-		kept := c.blockFIFO[:0]
-		for _, ref := range c.blockFIFO[c.blockHead:] {
-			if _, ok := c.order[ref.pub].blocks[ref.hash]; ok {
-				kept = append(kept, ref)
-			}
-		}
-		c.blockFIFO, c.blockHead = kept, 0
-	}
-	if c.blockHead > len(c.blockFIFO)/2 && c.blockHead > 1024 {
-		c.blockFIFO = append(c.blockFIFO[:0], c.blockFIFO[c.blockHead:]...)
-		c.blockHead = 0
+		c.curBlocks = 0
 	}
 }
 
 func (c *Collector) removed(p *pubState, ev *Event) {
 	bit := uint64(1) << (p.idx % 64)
 	for _, h := range ev.BlockHashes {
-		info, ok := p.blocks[h.Value]
+		info, ok := p.blocks.get(h.Value)
 		if !ok {
 			c.a.UnknownRemovals++
 			continue
 		}
-		delete(p.blocks, h.Value)
-		c.nblocks--
-		if ci, ok := c.contents[info.content]; ok {
+		if _, inCur := p.blocks.cur[h.Value]; inCur {
+			c.curBlocks--
+		}
+		p.blocks.del(h.Value)
+		if ci, ok := c.contents.get(info.content); ok {
 			ci.present &^= bit
-			c.contents[info.content] = ci
+			c.contents.put(info.content, ci)
 		}
 	}
 }
 
 func (c *Collector) cleared(p *pubState) {
 	bit := uint64(1) << (p.idx % 64)
-	c.nblocks -= len(p.blocks)
-	clear(p.blocks)
+	c.curBlocks -= len(p.blocks.cur)
+	p.blocks.clear()
 	// A reset is not eviction: what this replica stores again afterwards is not churn.
-	for k, ci := range c.contents {
-		if ci.ever&bit != 0 {
-			ci.present &^= bit
-			ci.ever &^= bit
-			c.contents[k] = ci
+	for _, m := range []map[uint64]contentInfo{c.contents.cur, c.contents.old} {
+		for k, ci := range m {
+			if ci.ever&bit != 0 {
+				ci.present &^= bit
+				ci.ever &^= bit
+				m[k] = ci
+			}
 		}
 	}
 }
@@ -497,6 +471,16 @@ func (c *Collector) Report(d time.Duration) *Report {
 		pp.StoredTokens = p.tokens
 		if p.tokens > 0 {
 			pp.BytesPerStoredToken = float64(pp.PayloadBytes) / float64(p.tokens)
+		}
+		for _, e := range []Era{EraArray, EraMap} {
+			if n := p.eras[e]; n > 0 {
+				pp.Eras[e.String()] = n
+			}
+		}
+		for _, f := range []HashForm{HashInt, HashBin} {
+			if n := p.forms[f]; n > 0 {
+				pp.HashForms[f.String()] = n
+			}
 		}
 		pp.WireEra = eraSummary(pp.Eras)
 		pp.HashForm = formSummary(pp.HashForms)
