@@ -89,8 +89,8 @@ type Collector struct {
 
 	// curBlocks counts the blocks in the current generation of every publisher's map.
 	curBlocks int
-	contents   generations[contentInfo]
-	firstBlk   map[uint64]struct{}
+	contents  generations[contentInfo]
+	firstBlk  map[uint64]struct{}
 
 	a       Analysis
 	seed    maphash.Seed
