@@ -77,7 +77,7 @@ publishers that dial a collector, use --listen. Ctrl-C stops early and still pri
 	f.StringVar(&o.Record, "record", "", "write everything received to this file (readable with --from)")
 	f.StringSliceVar(&o.From, "from", nil, "analyse recordings instead of tapping (repeatable; merged by receive time)")
 	f.StringVar(&o.HashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check that hashes are reproducible with sha256_cbor")
-	f.IntVar(&o.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 170 bytes each); the oldest are forgotten first")
+	f.IntVar(&o.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 140 bytes each); the least recently stored are forgotten first")
 	f.Float64Var(&o.TokensPerSec, "tokens-per-sec", 0, "extrapolate the event bandwidth to this many stored tokens per second")
 	f.IntVar(&o.QueueSize, "queue-size", 65536, "messages buffered between the sockets and the decoder before the tap drops (and counts) its own")
 	f.StringVar((*string)(&o.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: info, warning or error")

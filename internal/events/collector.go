@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultMaxBlocks bounds the tracked block state: about an hour of a busy replica storing
-// 250 blocks a second, at about 170 bytes per tracked block (see BENCHMARKS.md).
+// 250 blocks a second, at about 140 bytes per tracked block (see BENCHMARKS.md).
 const DefaultMaxBlocks = 1 << 20
 
 // Options configure a Collector.
