@@ -37,8 +37,6 @@ type pubState struct {
 	offsetNs int64
 	hasOff   bool
 	tokens   uint64
-	firstRx  int64
-	lastRx   int64
 	idx      int
 	parityOK uint64
 	parityN  uint64
@@ -46,22 +44,39 @@ type pubState struct {
 	eras  [EraMap + 1]uint64
 	forms [HashBin + 1]uint64
 	// blocks are this publisher's tracked blocks by engine hash.
-	blocks generations[blockInfo]
+	blocks                       generations[blockInfo]
+	media, loras, kinds, unknown names
 	// blockSizes is kept by number and turned into strings for the report.
 	blockSizes map[int64]uint64
 }
 
-// count increments m[string(b)] without allocating a string for keys already present: these
-// maps hold a handful of media, LoRA names and kinds, seen on every event.
-func count(m map[string]uint64, b []byte) {
-	for k := range m {
+// names counts a handful of distinct values (media, LoRA names, spec kinds) seen on every
+// event. A slice searched in order is cheaper than a map here and converts a value to a string
+// only the first time it appears.
+type names struct {
+	keys   []string
+	counts []uint64
+}
+
+// maxNames bounds names on a stream of ever-new values.
+const maxNames = 1024
+
+func (n *names) add(b []byte) {
+	for i, k := range n.keys {
 		if k == string(b) {
-			m[k]++
+			n.counts[i]++
 			return
 		}
 	}
-	if len(m) < 1024 { // bounded on a stream of ever-new values
-		m[string(b)]++
+	if len(n.keys) < maxNames {
+		n.keys = append(n.keys, string(b))
+		n.counts = append(n.counts, 1)
+	}
+}
+
+func (n *names) fill(m map[string]uint64) {
+	for i, k := range n.keys {
+		m[k] = n.counts[i]
 	}
 }
 
@@ -86,6 +101,7 @@ type Collector struct {
 	order    []*pubState
 	batch    Batch
 	noneHash blockhash.Digest
+	last     *pubState
 
 	// curBlocks counts the blocks in the current generation of every publisher's map.
 	curBlocks int
@@ -116,7 +132,12 @@ func NewCollector(o Options) *Collector {
 }
 
 func (c *Collector) pub(source string, topic []byte) *pubState {
+	// Messages come in runs from one publisher: check the last one before building a key.
+	if p := c.last; p != nil && p.Endpoint == source && p.Topic == string(topic) {
+		return p
+	}
 	if p, ok := c.pubs[pubKey{source, string(topic)}]; ok {
+		c.last = p
 		return p
 	}
 	// A source registered before it sent anything takes the topic of its first message.
@@ -153,10 +174,6 @@ func (c *Collector) Add(m *Message) (Gap, bool) {
 	p := c.pub(m.Source, m.Topic)
 	p.Messages++
 	p.FrameBytes += uint64(m.Bytes())
-	if p.firstRx == 0 || m.RecvNanos < p.firstRx {
-		p.firstRx = m.RecvNanos
-	}
-	p.lastRx = max(p.lastRx, m.RecvNanos)
 	if m.Frames != 3 || m.SeqLen != 8 {
 		p.Malformed++
 		p.noteMalformed(fmt.Sprintf("message with %d frames and a %d-byte sequence, want 3 frames and 8 bytes", m.Frames, m.SeqLen), m.Seq)
@@ -218,7 +235,7 @@ func (c *Collector) account(p *pubState, m *Message) {
 		p.UnknownFields += uint64(ev.Unknown)
 		p.OddFields += uint64(ev.Odd)
 		if ev.Type == TypeUnknown {
-			count(p.UnknownTypes, ev.Tag)
+			p.unknown.add(ev.Tag)
 			continue
 		}
 		for _, h := range ev.BlockHashes {
@@ -231,13 +248,13 @@ func (c *Collector) account(p *pubState, m *Message) {
 		case TypeBlockStored:
 			p.blockSizes[ev.BlockSize]++
 			if ev.Medium != nil {
-				count(p.Media, ev.Medium)
+				p.media.add(ev.Medium)
 			}
 			if ev.HasLoRAName {
-				count(p.LoRANames, ev.LoRAName)
+				p.loras.add(ev.LoRAName)
 			}
 			if ev.SpecKind != nil {
-				count(p.SpecKinds, ev.SpecKind)
+				p.kinds.add(ev.SpecKind)
 			}
 			p.tokens += uint64(len(ev.TokenIDs))
 			c.stored(p, ev)
@@ -465,6 +482,10 @@ func (c *Collector) Report(d time.Duration) *Report {
 			pp.EventsPerSec = float64(pp.Events.Total()) / secs
 			pp.TokensPerSec = float64(p.tokens) / secs
 		}
+		p.media.fill(pp.Media)
+		p.loras.fill(pp.LoRANames)
+		p.kinds.fill(pp.SpecKinds)
+		p.unknown.fill(pp.UnknownTypes)
 		for bs, n := range p.blockSizes {
 			pp.BlockSizes[fmt.Sprint(bs)] = n
 		}
