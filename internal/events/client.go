@@ -59,6 +59,9 @@ func Tap(ctx context.Context, cfg Config, c *Collector) error {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	// The receivers stop with ctx, or when this function stops early (a failed recording).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	queue := make(chan received, cfg.QueueSize)
 	recovered := make(chan received, 1024)
 	drops := make([]atomic.Uint64, len(cfg.Sources))
@@ -110,6 +113,7 @@ loop:
 			break loop
 		}
 	}
+	cancel()
 	wg.Wait()
 	// Account for what was received before the end.
 	for {

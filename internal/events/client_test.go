@@ -2,7 +2,9 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,5 +185,46 @@ func TestTapTopicFilter(t *testing.T) {
 	r := c.Report(time.Second)
 	if len(r.Publishers) != 1 || r.Publishers[0].Topic != "kv@a@m" {
 		t.Errorf("publishers %+v, want only kv@a@m", r.Publishers)
+	}
+}
+
+// failingWriter fails every write, as a full disk would.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestTapRecordingFails: a recording that cannot be written stops the tap with the error
+// instead of hanging or losing it.
+func TestTapRecordingFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pub, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	rec, err := events.NewRecorder(failingWriter{}) // buffered: fails at the first flush
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := pub.Stored(make([]int64, 16), "")
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				_ = pub.Publish(ev)
+			}
+		}
+	}()
+	defer close(stop)
+	err = events.Tap(ctx, events.Config{Sources: []events.Source{{Endpoint: pub.Endpoint()}}, Recorder: rec}, events.NewCollector(events.Options{}))
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("Tap = %v, want the write error", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("Tap ran until the test deadline instead of stopping at the write error")
 	}
 }
