@@ -140,7 +140,7 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	c := events.NewCollector(opts)
 	var dur time.Duration
 	if len(o.From) > 0 {
-		if dur, err = replayRecordings(o.From, c); err != nil {
+		if dur, err = replayRecordings(o.From, o.Topic, c); err != nil {
 			return err
 		}
 	} else if dur, err = tapLive(ctx, s, o, args, c); err != nil {
@@ -162,7 +162,7 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	return o.FailOn.check(sevs...)
 }
 
-func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *events.Collector) (time.Duration, error) {
+func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *events.Collector) (_ time.Duration, err error) {
 	eps, err := expandRanks(args, o.DPRanks)
 	if err != nil {
 		return 0, err
@@ -196,7 +196,11 @@ func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *ev
 		if err != nil {
 			return 0, fmt.Errorf("create recording: %w", err)
 		}
-		defer f.Close()
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close recording %s: %w", o.Record, cerr)
+			}
+		}()
 		if cfg.Recorder, err = events.NewRecorder(f); err != nil {
 			return 0, err
 		}
@@ -255,8 +259,9 @@ func (h *recHeap) Pop() any {
 	return x
 }
 
-// replayRecordings feeds recordings to c in receive-time order and returns the time they span.
-func replayRecordings(files []string, c *events.Collector) (time.Duration, error) {
+// replayRecordings feeds recordings to c in receive-time order, keeping the topics that start
+// with topic, and returns the time they span.
+func replayRecordings(files []string, topic string, c *events.Collector) (time.Duration, error) {
 	h := &recHeap{}
 	var first, last int64
 	next := func(it *recItem) (bool, error) {
@@ -270,6 +275,9 @@ func replayRecordings(files []string, c *events.Collector) (time.Duration, error
 			}
 			if it.rec.OwnDrops > 0 {
 				c.OwnDrops(it.rec.Message.Source, it.rec.OwnDrops)
+				continue
+			}
+			if !strings.HasPrefix(string(it.rec.Message.Topic), topic) {
 				continue
 			}
 			return true, nil
