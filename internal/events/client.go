@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,12 +66,12 @@ func Tap(ctx context.Context, cfg Config, c *Collector) error {
 	defer cancel()
 	queue := make(chan received, cfg.QueueSize)
 	recovered := make(chan received, 1024)
-	drops := make([]atomic.Uint64, len(cfg.Sources))
+	links := make([]link, len(cfg.Sources))
 	replays := map[string]chan topicGap{}
 	var wg sync.WaitGroup
 	for i, s := range cfg.Sources {
 		c.Register(s.Endpoint)
-		wg.Go(func() { receive(ctx, cfg, s, queue, &drops[i]) })
+		wg.Go(func() { receive(ctx, cfg, s, queue, &links[i]) })
 		if s.Replay != "" {
 			gaps := make(chan topicGap, 64)
 			replays[s.Endpoint] = gaps
@@ -129,12 +131,17 @@ loop:
 		break
 	}
 	for i, s := range cfg.Sources {
-		if n := drops[i].Load(); n > 0 {
+		if n := links[i].drops.Load(); n > 0 {
 			c.OwnDrops(s.Endpoint, n)
 			if cfg.Recorder != nil {
 				cfg.Recorder.OwnDrops(s.Endpoint, n)
 			}
 		}
+		var lastErr string
+		if e := links[i].lastErr.Load(); e != nil {
+			lastErr = *e
+		}
+		c.Connection(s.Endpoint, s.Listen, links[i].connects.Load(), lastErr)
 	}
 	if cfg.Recorder != nil {
 		if ferr := cfg.Recorder.Flush(); err == nil {
@@ -166,7 +173,24 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // receive runs one source's socket: connect (with our own backoff, since zmq4's dial gives up
 // after a few tries and its reconnect races with Close), receive until the connection fails,
 // and start again.
-func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, drops *atomic.Uint64) {
+// connectError words a failed dial or bind for people: the network error itself when there is
+// one, without zmq4's wrapping and our internal transport name.
+func connectError(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Error()
+	}
+	return strings.ReplaceAll(err.Error(), bufferedScheme+"://", "tcp://")
+}
+
+// link is what a receiver learns about its connection, read by Tap when it ends.
+type link struct {
+	drops    atomic.Uint64
+	connects atomic.Uint64
+	lastErr  atomic.Pointer[string]
+}
+
+func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l *link) {
 	var wait time.Duration
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithCancel(ctx)
@@ -183,6 +207,8 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, d
 		if err != nil {
 			sock.Close()
 			cancel()
+			msg := connectError(err)
+			l.lastErr.Store(&msg)
 			cfg.Logger.Debug("connect failed", "endpoint", s.Endpoint, "err", err)
 			wait = backoff(wait)
 			if !sleepCtx(ctx, wait) {
@@ -191,6 +217,7 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, d
 			continue
 		}
 		cfg.Logger.Info("connected", "endpoint", s.Endpoint, "listen", s.Listen)
+		l.connects.Add(1)
 		wait = 0
 		for {
 			m, err := sock.Recv()
@@ -204,7 +231,7 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, d
 			select {
 			case queue <- r:
 			default:
-				drops.Add(1)
+				l.drops.Add(1)
 			}
 		}
 		sock.Close()

@@ -131,6 +131,10 @@ func TestTapRestartAndDeadPeer(t *testing.T) {
 	if live.Restarts != 1 || silent.Messages != 0 {
 		t.Errorf("live restarts %d, dead messages %d; want 1 and 0", live.Restarts, silent.Messages)
 	}
+	if live.Connected == nil || !*live.Connected || live.Reconnects < 1 || silent.Connected == nil || *silent.Connected || silent.ConnectError == "" {
+		t.Errorf("live connected %v reconnects %d; dead connected %v error %q; want true, at least 1; false and an error",
+			live.Connected, live.Reconnects, silent.Connected, silent.ConnectError)
+	}
 }
 
 // TestTapTopicFilter: two publishers dial one listening tap; --topic keeps only one of them,

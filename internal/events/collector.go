@@ -157,6 +157,23 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 // Register makes a publisher known before any message arrives, so a silent one is reported.
 func (c *Collector) Register(source string) { c.pub(source, nil) }
 
+// Connection records what the tap's socket for source went through: how many times it
+// connected (or bound, for a listener) and the last error when it could not.
+func (c *Collector) Connection(source string, listen bool, connects uint64, lastErr string) {
+	for _, p := range c.order {
+		if p.Endpoint != source {
+			continue
+		}
+		ok := connects > 0
+		p.Connected = &ok
+		p.Listening = listen
+		p.Reconnects = max(connects, 1) - 1
+		if !ok {
+			p.ConnectError = lastErr
+		}
+	}
+}
+
 // OwnDrops records messages the tap itself dropped for source (its queue was full).
 func (c *Collector) OwnDrops(source string, n uint64) {
 	for _, p := range c.order {

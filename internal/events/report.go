@@ -26,6 +26,12 @@ type Publisher struct {
 	Endpoint string `json:"endpoint"`
 	Topic    string `json:"topic"`
 	DPRank   *int64 `json:"dp_rank"`
+	// Connected says whether the tap's socket ever connected (or bound, when Listening); nil
+	// for recordings. Reconnects counts the connections after the first.
+	Connected    *bool  `json:"connected"`
+	Listening    bool   `json:"listening"`
+	Reconnects   uint64 `json:"reconnects"`
+	ConnectError string `json:"connect_error,omitempty"`
 	// Messages counts everything received; Batches the messages decoded and accounted.
 	Messages         uint64      `json:"messages"`
 	Batches          uint64      `json:"batches"`
@@ -240,8 +246,17 @@ func findings(r *Report, o Options) []Finding {
 			subj += " topic " + p.Topic
 		}
 		if p.Messages == 0 {
-			add(newFinding(finding.Error, "no-events", subj,
-				"nothing received: events are off by default (--kv-events-config with enable_kv_cache_events true, and \"publisher\":\"zmq\" up to vLLM 0.11.0), prefix caching may be off, or the endpoint is wrong"))
+			switch {
+			case p.Connected != nil && !*p.Connected && p.Listening:
+				add(newFinding(finding.Error, "no-connection", subj, "could not listen on this address (%s): is it in use, or not an address of this host?", p.ConnectError))
+			case p.Connected != nil && !*p.Connected:
+				add(newFinding(finding.Error, "no-connection", subj,
+					"could not connect (%s): nothing publishes there. vLLM publishes only with --kv-events-config '{\"enable_kv_cache_events\":true,...}' (and \"publisher\":\"zmq\" up to 0.11.0), on tcp://*:5557 by default, port+r for data-parallel rank r; a publisher that dials out needs --listen",
+					p.ConnectError))
+			default:
+				add(newFinding(finding.Error, "no-events", subj,
+					"connected but nothing received: no traffic reached the prefix cache, prefix caching is off (almost no events then), the --topic prefix does not match, or the publisher dials a collector and this tap should --listen"))
+			}
 			continue
 		}
 		if p.UnrecoverableBatches > 0 {
