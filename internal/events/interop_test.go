@@ -238,3 +238,35 @@ func TestTapFleetPublisher(t *testing.T) {
 		t.Errorf("hash parity %+v, want reproducible", hp)
 	}
 }
+
+// TestInteropCorpusEvent sends the BlockStored captured from vLLM through pyzmq and
+// python3-msgpack and checks that the tap reproduces all of its hashes from its tokens.
+func TestInteropCorpusEvent(t *testing.T) {
+	dir := os.Getenv("KVCHECK_CORPUS")
+	if dir == "" {
+		t.Skip("KVCHECK_CORPUS is not set")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep, stdin, _ := pyPublisher(t, ctx, "--corpus-event", filepath.Join(dir, "events", "llmd-kvcache_kv_event_base.json"))
+	defer stdin.Close()
+	seed := "42"
+	c := events.NewCollector(events.Options{HashSeed: &seed})
+	tctx, stop := context.WithCancel(ctx)
+	n := 0
+	err := events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: ep}}, Observe: func(*events.Message) {
+		if n++; n == 3 {
+			stop()
+		}
+	}}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("fewer than 3 batches arrived")
+	}
+	hp := c.Report(time.Second).Analysis.HashParity
+	if hp.Reproducible == nil || !*hp.Reproducible || hp.CheckedBlocks < 25 || hp.CheckedBlocks%25 != 0 {
+		t.Errorf("hash parity %+v, want every block of every copy of the 25-block event reproduced", hp)
+	}
+}

@@ -48,6 +48,8 @@ def main():
     ap.add_argument("--topic", default="")
     ap.add_argument("--events", type=int, default=2)
     ap.add_argument("--block-size", type=int, default=16)
+    ap.add_argument("--corpus-event", metavar="JSON",
+                    help="send this captured BlockStored (llm-d's kv_event_base.json shape) as the probe")
     ap.add_argument("--seconds", type=float, default=0,
                     help="after GO, send at full speed for this long instead of --count batches")
     a = ap.parse_args()
@@ -66,8 +68,17 @@ def main():
         sock.send_multipart([topic, struct.pack(">Q", seq), payload], copy=False)
         seq += 1
 
+    probe = None
+    if a.corpus_event:
+        ev = json.load(open(a.corpus_event))
+        probe = msgpack.packb([time.time(), [{
+            "type": "BlockStored", "block_hashes": ev["block_hashes"],
+            "parent_block_hash": ev["parent_block_hash"], "token_ids": ev["token_ids"],
+            "block_size": ev["block_size"], "lora_id": None, "medium": ev.get("medium"),
+            "lora_name": ev.get("lora_name"), "extra_keys": None, "group_idx": 0,
+            "kv_cache_spec_kind": "full_attention"}], 0], use_bin_type=True)
     while True:
-        send(batch(a.era, seq, 1, a.block_size))
+        send(probe if probe is not None else batch(a.era, seq, 1, a.block_size))
         r, _, _ = select.select([sys.stdin], [], [], 0.01)
         if r and sys.stdin.readline().strip() == "GO":
             break
