@@ -93,6 +93,12 @@ func expandRanks(eps []string, ranks int) ([]string, error) {
 	}
 	var out []string
 	for _, ep := range eps {
+		if ep == "-" || ep == "" { // no replay socket for this publisher
+			for range ranks {
+				out = append(out, "-")
+			}
+			continue
+		}
 		scheme, addr, ok := strings.Cut(ep, "://")
 		host, port, err := net.SplitHostPort(addr)
 		if !ok || err != nil || scheme != "tcp" {
@@ -147,6 +153,7 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 		return err
 	}
 	r := c.Report(dur)
+	r.Findings = append(r.Findings, portCollisions(args, o.Replay, o.DPRanks)...)
 	if format == report.FormatJSON {
 		err = report.TapJSON(s.Out, r)
 	} else {
@@ -238,6 +245,29 @@ func tapProgress(ctx context.Context, w io.Writer, start time.Time, total time.D
 			fmt.Fprintf(w, "\r\033[K%s of %s, %d messages received", el, total, received.Load())
 		}
 	}
+}
+
+// portCollisions finds replay endpoints that are also event endpoints once the data-parallel
+// ranks are counted (SPEC §1.2: rank r uses port+r for both, so adjacent base ports collide).
+func portCollisions(eps, replays []string, ranks int) []events.Finding {
+	all, err1 := expandRanks(eps, ranks)
+	reps, err2 := expandRanks(replays, ranks)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	event := map[string]bool{}
+	for _, ep := range all {
+		event[ep] = true
+	}
+	var out []events.Finding
+	for _, rp := range reps {
+		if event[rp] {
+			out = append(out, events.Finding{Finding: finding.Finding{Severity: finding.Error, Code: "port-collision", Subject: rp,
+				Message: "this replay endpoint is also the event endpoint of a data-parallel rank: with " + strconv.Itoa(ranks) +
+					" ranks vLLM binds event port+r and replay port+r, so base ports closer than the rank count collide; move replay_endpoint further away"}})
+		}
+	}
+	return out
 }
 
 // recHeap merges recordings by receive time.

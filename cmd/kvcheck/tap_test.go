@@ -26,6 +26,7 @@ func TestExpandRanks(t *testing.T) {
 		{"one rank", []string{"tcp://10.0.0.5:5557"}, 1, []string{"tcp://10.0.0.5:5557"}, false},
 		{"two endpoints, three ranks", []string{"tcp://10.0.0.5:5557", "tcp://[::1]:6000"}, 3,
 			[]string{"tcp://10.0.0.5:5557", "tcp://10.0.0.5:5558", "tcp://10.0.0.5:5559", "tcp://[::1]:6000", "tcp://[::1]:6001", "tcp://[::1]:6002"}, false},
+		{"no replay socket", []string{"-", "tcp://h:7000"}, 2, []string{"-", "-", "tcp://h:7000", "tcp://h:7001"}, false},
 		{"ipc cannot be expanded", []string{"ipc:///tmp/kv"}, 2, nil, true},
 		{"no port", []string{"tcp://10.0.0.5"}, 2, nil, true},
 	}
@@ -114,5 +115,15 @@ func TestDemoTap(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestPortCollisions(t *testing.T) {
+	got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5558"}, 2)
+	if len(got) != 1 || got[0].Code != "port-collision" || got[0].Subject != "tcp://10.0.0.5:5558" {
+		t.Errorf("adjacent base ports with 2 ranks: got %+v, want one port-collision on :5558", got)
+	}
+	if got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5560"}, 2); len(got) != 0 {
+		t.Errorf("distant ports: got %+v, want none", got)
 	}
 }
