@@ -79,7 +79,7 @@ func demoTraffic(ctx context.Context, reps []*demoReplica) {
 			return
 		case <-tick.C:
 		}
-		if n%500 == 100 {
+		if n%250 == 100 {
 			// A cache reset now and then, as vLLM's reset_prefix_cache sends: chains start
 			// again at token 0 while the tap watches, so every replica's hashes get checked.
 			for _, r := range reps {
