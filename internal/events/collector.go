@@ -147,12 +147,27 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 		c.pubs[pubKey{source, string(topic)}] = p
 		return p
 	}
+	if len(c.order) >= maxPublishers {
+		// A listener can be sent any number of topics: past the bound they share one entry.
+		key := pubKey{source, otherTopics}
+		if p, ok := c.pubs[key]; ok {
+			return p
+		}
+		topic = []byte(otherTopics)
+	}
 	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: newGenerations[blockInfo]()}
 	p.Publisher = newPublisher(source, string(topic))
 	c.pubs[pubKey{source, string(topic)}] = p
 	c.order = append(c.order, p)
 	return p
 }
+
+// maxPublishers bounds the publishers accounted apart; otherTopics names the entry that takes
+// the rest.
+const (
+	maxPublishers = 1024
+	otherTopics   = "(other topics)"
+)
 
 // Register makes a publisher known before any message arrives, so a silent one is reported.
 func (c *Collector) Register(source string) { c.pub(source, nil) }
@@ -263,7 +278,9 @@ func (c *Collector) account(p *pubState, m *Message) {
 		}
 		switch ev.Type {
 		case TypeBlockStored:
-			p.blockSizes[ev.BlockSize]++
+			if _, ok := p.blockSizes[ev.BlockSize]; ok || len(p.blockSizes) < maxNames {
+				p.blockSizes[ev.BlockSize]++
+			}
 			if ev.Medium != nil {
 				p.media.add(ev.Medium)
 			}

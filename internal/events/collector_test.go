@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,5 +166,20 @@ func TestGenerations(t *testing.T) {
 	}
 	if v, _ := g.get(1); v != 12 || !g.del(1) || g.len() != 0 {
 		t.Errorf("1 = %d, then del and len %d; want 12 and 0", v, g.len())
+	}
+}
+
+// TestCollectorManyTopics: a listener sent endless new topics keeps a bounded set of publishers.
+func TestCollectorManyTopics(t *testing.T) {
+	c := NewCollector(Options{})
+	for i := range maxPublishers + 500 {
+		m := msg("listen", uint64(i), Wire{Era: EraMap}, Event{Type: TypeAllBlocksCleared})
+		m.Topic = []byte(fmt.Sprintf("kv@%d", i))
+		c.Add(m)
+	}
+	r := c.Report(1e9)
+	last := r.Publishers[len(r.Publishers)-1]
+	if len(r.Publishers) != maxPublishers+1 || last.Topic != otherTopics || last.Batches != 500 {
+		t.Errorf("%d publishers, last %q with %d batches; want %d, %q with 500", len(r.Publishers), last.Topic, last.Batches, maxPublishers+1, otherTopics)
 	}
 }
