@@ -229,3 +229,25 @@ func pythonDecodeT(t *testing.T, ps [][]byte) float64 {
 	}
 	return r.MBs
 }
+
+// TestCollectorCPU measures decoding plus the full accounting and analyses on distinct rooted
+// blocks, in MB per CPU second (best of 5 runs of 60,000 batches). A measurement for
+// BENCHMARKS.md: set KVCHECK_BENCH_CPU=1 to run it.
+func TestCollectorCPU(t *testing.T) {
+	if os.Getenv("KVCHECK_BENCH_CPU") == "" {
+		t.Skip("set KVCHECK_BENCH_CPU=1 to measure")
+	}
+	ps := vllmBatchesRooted(4096, Wire{Era: EraMap}, true)
+	var best float64
+	for range 5 {
+		c := NewCollector(Options{MaxBlocks: 1 << 16})
+		start, n := cpuTime(t), 0
+		for i := range 60000 {
+			m := Message{Source: "a", Seq: uint64(i), Payload: ps[i%len(ps)], Frames: 3, SeqLen: 8, RecvNanos: int64(i)}
+			c.Add(&m)
+			n += len(ps[i%len(ps)])
+		}
+		best = max(best, float64(n)/(cpuTime(t)-start)/1e6)
+	}
+	t.Logf("collector: %.0f MB per CPU second (best of 5)", best)
+}
