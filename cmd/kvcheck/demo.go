@@ -59,9 +59,10 @@ func newDemoCmd(s streams, g *globalOptions) *cobra.Command {
 		Use:   "demo",
 		Short: "Run kvcheck against an emulated vLLM fleet on loopback",
 		Long: `Starts emulated vLLM replicas on 127.0.0.1 with a built-in workload and runs kvcheck's
-commands against them, section by section: hitrate (scraping four replicas), audit (a request
-log and a prompt template, with exact tokens from a replica's /tokenize), lint (an old Grafana
-dashboard and its fix) and simulate (a synthetic multi-turn trace under three routing policies).
+commands against them, section by section: hitrate (scraping four replicas), tap (the KV-event
+streams of three emulated publishers), audit (a request log and a prompt template, with exact
+tokens from a replica's /tokenize), lint (an old Grafana dashboard and its fix) and simulate (a
+synthetic multi-turn trace under three routing policies).
 Each section prints the command it ran. Nothing leaves the machine; it finishes in well under a
 minute. With --dir the input files are written there and kept, so the commands can be run again.
 
@@ -81,6 +82,7 @@ minute. With --dir the input files are written there and kept, so the commands c
 func demoSteps() []demoStep {
 	return []demoStep{
 		{title: "hitrate", run: demoHitrate},
+		{title: "tap", run: demoTapSection},
 		{title: "audit", run: demoAudit},
 		{title: "lint", run: demoLint},
 		{title: "simulate", run: demoSimulate},

@@ -15,11 +15,24 @@ import (
 	"github.com/kvcheck/kvcheck/internal/fleet"
 )
 
+// demoTapSection taps three emulated KV-event publishers for a few seconds (demoTap, which
+// kvcheck tap --demo also runs).
+func demoTapSection(ctx context.Context, d *demoSession) error {
+	d.heading("Demo: kvcheck tap of three emulated KV-event publishers for 3s",
+		"  replica-a  vLLM 0.26 (map-era events), PYTHONHASHSEED=0, a replay socket, loses a batch now and then",
+		"  replica-b  vLLM 0.23 (array-era events), PYTHONHASHSEED=0, data-parallel rank 1",
+		"  replica-c  vLLM 0.26, no PYTHONHASHSEED, send high-water mark 1: bursts are dropped at the publisher")
+	if !d.json {
+		d.g.text(d.s.Out).Line("$ kvcheck tap --demo --duration 3s --tokens-per-sec 20000")
+	}
+	return d.capture(func(s streams) error { return demoTap(ctx, s, d.g) })
+}
+
 // demoAudit audits the embedded request log and prompt template with exact tokens from one
-// emulated replica: block size 64 (as FlashMLA uses; audit reads it from the replica's /metrics)
-// and a Llama-3.1-style chat template whose "Today Date" line then falls in block zero.
+// emulated replica, whose block size audit reads from the replica's /metrics; with 64-token
+// blocks the "Today Date" line of its chat template falls in block zero.
 func demoAudit(ctx context.Context, d *demoSession) error {
-	f, err := fleet.New(fleet.Options{Replicas: []fleet.Config{{Name: "replica-a", BlockSize: 64, DateLine: true, Seed: d.o.seed}}})
+	f, err := fleet.New(fleet.Options{Replicas: []fleet.Config{demoAuditReplica(d.o.seed)}})
 	if err != nil {
 		return err
 	}
@@ -33,6 +46,12 @@ func demoAudit(ctx context.Context, d *demoSession) error {
 		"  requests.jsonl    an agent whose system prompt starts with the current time, and three support sessions",
 		"  agent_prompt.txt  the agent's system prompt template")
 	return d.exec(ctx, "audit", "--tokenize", r.URL(), "--requests", d.path("requests.jsonl"), d.path("agent_prompt.txt"))
+}
+
+// demoAuditReplica is the audit section's replica: block size 64, as FlashMLA uses, and the
+// Llama 3.1 date line in its chat template.
+func demoAuditReplica(seed uint64) fleet.Config {
+	return fleet.Config{Name: "replica-a", BlockSize: 64, DateLine: true, Seed: seed}
 }
 
 // demoLint lints the embedded dashboard written for vLLM's old metric names, then shows the
