@@ -108,7 +108,11 @@ func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) e
 		if err != nil {
 			return fmt.Errorf("demo input files: %w", err)
 		}
-		defer os.RemoveAll(tmp)
+		defer func() {
+			if err := os.RemoveAll(tmp); err != nil {
+				fmt.Fprintf(s.ErrOut, "kvcheck: remove the demo's input files: %v\n", err)
+			}
+		}()
 		d.dir = tmp
 	}
 	if err := writeDemoFiles(d.dir); err != nil {
@@ -143,6 +147,14 @@ func writeDemoFiles(dir string) error {
 		}
 		return nil
 	})
+}
+
+// stop closes a section's fleet; a loopback server that fails to close is worth a line on
+// stderr, not the end of the demo.
+func (d *demoSession) stop(f *fleet.Fleet) {
+	if err := f.Close(); err != nil {
+		fmt.Fprintf(d.s.ErrOut, "kvcheck: %v\n", err)
+	}
 }
 
 // path returns the path of a demo input file.
@@ -281,7 +293,7 @@ func demoHitrate(ctx context.Context, d *demoSession) error {
 	if err := f.Start(); err != nil {
 		return err
 	}
-	defer f.Close()
+	defer d.stop(f)
 	var notes, targets []string
 	for _, r := range f.Replicas() {
 		note := ""

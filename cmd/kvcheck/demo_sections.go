@@ -39,7 +39,7 @@ func demoAudit(ctx context.Context, d *demoSession) error {
 	if err := f.Start(); err != nil {
 		return err
 	}
-	defer f.Close()
+	defer d.stop(f)
 	r := f.Replicas()[0]
 	d.heading("Demo: kvcheck audit of a request log and a prompt template, exact tokens from a replica",
 		fmt.Sprintf("  %s  %s  vLLM %s, block size %d, a Llama-3.1-style chat template that prints \"Today Date\"", r.Name(), r.URL(), r.Config().Version, r.Config().BlockSize),

@@ -27,7 +27,7 @@ func TestAuditTokenizeDemoFleet(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { closeFleet(t, f) })
 	for _, r := range f.Replicas() {
 		t.Run(r.Name(), func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -134,5 +134,13 @@ func TestShellJoin(t *testing.T) {
 		if got := shellJoin(tt.args); got != tt.want {
 			t.Errorf("shellJoin(%q) = %s, want %s", tt.args, got, tt.want)
 		}
+	}
+}
+
+// closeFleet stops a test fleet and fails the test when a server does not close.
+func closeFleet(t testing.TB, f *fleet.Fleet) {
+	t.Helper()
+	if err := f.Close(); err != nil {
+		t.Error(err)
 	}
 }

@@ -113,11 +113,11 @@ func TestFleetServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Replicas()[0].Handle("GET /extra", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	f.Replicas()[0].Handle("GET /extra", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { closeFleet(t, f) })
 	ctx := context.Background()
 	for _, tc := range []struct{ url, want string }{
 		{f.URLs()[0] + "/metrics", `vllm:prefix_cache_queries_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"}`},
@@ -131,7 +131,7 @@ func TestFleetServes(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if !strings.Contains(string(b), tc.want) {
 			t.Errorf("GET %s: body lacks %s:\n%s", tc.url, tc.want, b)
 		}
@@ -154,7 +154,7 @@ func TestReplicaTokenize(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { closeFleet(t, f) })
 	chat := `{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]}`
 	tests := []struct {
 		name, url, body string
@@ -180,7 +180,7 @@ func TestReplicaTokenize(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode != tt.status {
 				t.Errorf("status = %d, want %d: %s", resp.StatusCode, tt.status, b)
 			}
@@ -191,5 +191,13 @@ func TestReplicaTokenize(t *testing.T) {
 				t.Errorf("body has %s:\n%s", tt.avoid, b)
 			}
 		})
+	}
+}
+
+// closeFleet stops a test fleet and fails the test when a server does not close.
+func closeFleet(t testing.TB, f *Fleet) {
+	t.Helper()
+	if err := f.Close(); err != nil {
+		t.Error(err)
 	}
 }

@@ -78,7 +78,7 @@ func startPrometheus(tb testing.TB, ctx context.Context, groups []targetGroup, c
 	tb.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		logf.Close()
+		_ = logf.Close()
 	})
 	u := "http://" + addr
 	c, err := api.NewClient(api.Config{Address: u, Client: client})
@@ -91,7 +91,7 @@ func startPrometheus(tb testing.TB, ctx context.Context, groups []targetGroup, c
 		if err != nil {
 			return false, nil
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	return ps
@@ -104,7 +104,7 @@ func freeAddr(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().String()
 }
 
@@ -200,7 +200,7 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { closeFleet(t, f) })
 	var addrs []string
 	var targets []Target
 	for _, r := range f.Replicas() {
