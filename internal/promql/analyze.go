@@ -265,7 +265,8 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 		add(finding.Warning, "no-prefix-metrics", name, "no prefix-cache metric found (neither vllm:prefix_cache_* nor the older names)")
 	}
 	if o.Generation == V0 && o.Queries == nil {
-		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (V0 engine, before vLLM 0.9.1): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters")
+		gauge, _ := lookupName("vllm:gpu_prefix_cache_hit_rate")
+		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (%s): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters", gauge.life())
 	}
 	oldNameFindings(o, add)
 	if len(o.Resets) > 0 {
