@@ -215,9 +215,11 @@ func (d *demoSession) exec(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// capture runs a section that drives a command from code, collecting its JSON in JSON mode.
-func (d *demoSession) capture(run func(s streams) error) error {
+// capture runs a section that drives a command from code, printing args, the equivalent
+// command line, first and collecting its JSON in JSON mode.
+func (d *demoSession) capture(args []string, run func(s streams) error) error {
 	if !d.json {
+		d.g.text(d.s.Out).Line("$ kvcheck %s", shellJoin(args))
 		return run(d.s)
 	}
 	var buf bytes.Buffer
@@ -230,7 +232,7 @@ func (d *demoSession) capture(run func(s streams) error) error {
 	case err != nil:
 		return err
 	}
-	d.record(nil, code, buf.Bytes())
+	d.record(args, code, buf.Bytes())
 	return nil
 }
 

@@ -22,10 +22,9 @@ func demoTapSection(ctx context.Context, d *demoSession) error {
 		"  replica-a  vLLM 0.26 (map-era events), PYTHONHASHSEED=0, a replay socket, loses a batch now and then",
 		"  replica-b  vLLM 0.23 (array-era events), PYTHONHASHSEED=0, data-parallel rank 1",
 		"  replica-c  vLLM 0.26, no PYTHONHASHSEED, send high-water mark 1: bursts are dropped at the publisher")
-	if !d.json {
-		d.g.text(d.s.Out).Line("$ kvcheck tap --demo --duration 3s --tokens-per-sec 20000")
-	}
-	return d.capture(func(s streams) error { return demoTap(ctx, s, d.g) })
+	// demoTap is what this command line runs.
+	args := []string{"tap", "--demo", "--duration", "3s", "--tokens-per-sec", "20000"}
+	return d.capture(args, func(s streams) error { return demoTap(ctx, s, d.g) })
 }
 
 // demoAudit audits the embedded request log and prompt template with exact tokens from one
