@@ -1,8 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"embed"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,17 +18,39 @@ import (
 	"github.com/kvcheck/kvcheck/internal/report"
 )
 
+// demoFiles are the demo's own inputs: a request log and a prompt template for audit, an
+// old-style Grafana dashboard for lint.
+//
+//go:embed testdata/demo
+var demoFiles embed.FS
+
 // demoOptions are the flags of kvcheck demo.
 type demoOptions struct {
 	window time.Duration
 	seed   uint64
+	dir    string
 }
 
-// demoStep is one section of the demo. Each step starts what it needs on loopback, prints its
-// part of the report and cleans up, so sections can be added without touching the others.
+// demoStep is one section of the demo. Each step starts what it needs on loopback, runs
+// kvcheck commands through d (which prints each command line before its output) and cleans
+// up, so sections can be added without touching the others.
 type demoStep struct {
 	title string
-	run   func(ctx context.Context, s streams, g *globalOptions) error
+	run   func(ctx context.Context, d *demoSession) error
+}
+
+// demoSession is what the steps share: the streams and global options, the directory holding
+// the input files, and in JSON mode the sections collected so far.
+type demoSession struct {
+	s    streams
+	g    *globalOptions
+	o    *demoOptions
+	dir  string
+	json bool
+	// started is set once a section has printed, so the next one is set apart by a blank line.
+	started bool
+
+	sections []report.DemoSection
 }
 
 func newDemoCmd(s streams, g *globalOptions) *cobra.Command {
@@ -30,8 +59,12 @@ func newDemoCmd(s streams, g *globalOptions) *cobra.Command {
 		Use:   "demo",
 		Short: "Run kvcheck against an emulated vLLM fleet on loopback",
 		Long: `Starts emulated vLLM replicas on 127.0.0.1 with a built-in workload and runs kvcheck's
-commands against them, section by section. Nothing leaves the machine; it finishes in well under a
-minute.
+commands against them, section by section: hitrate (scraping four replicas), tap (the KV-event
+streams of three emulated publishers), audit (a request log and a prompt template, with exact
+tokens from a replica's /tokenize), lint (an old Grafana dashboard and its fix) and simulate (a
+synthetic multi-turn trace under three routing policies).
+Each section prints the command it ran. Nothing leaves the machine; it finishes in well under a
+minute. With --dir the input files are written there and kept, so the commands can be run again.
 
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
@@ -41,29 +74,203 @@ minute.
 	}
 	cmd.Flags().DurationVar(&o.window, "window", 3*time.Second, "scrape window of the hitrate section (short, for the demo)")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "workload seed")
+	cmd.Flags().StringVar(&o.dir, "dir", "", "write the demo's input files here and keep them (default: a temporary directory, removed at the end)")
 	return cmd
 }
 
 // demoSteps lists the demo's sections in order.
-func demoSteps(o *demoOptions) []demoStep {
+func demoSteps() []demoStep {
 	return []demoStep{
-		{title: "hitrate", run: func(ctx context.Context, s streams, g *globalOptions) error { return demoHitrate(ctx, s, g, o) }},
+		{title: "hitrate", run: demoHitrate},
+		{title: "tap", run: demoTapSection},
+		{title: "audit", run: demoAudit},
+		{title: "lint", run: demoLint},
+		{title: "simulate", run: demoSimulate},
 	}
 }
 
 func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) error {
-	if _, err := g.format(report.FormatText, report.FormatJSON); err != nil {
+	format, err := g.format(report.FormatText, report.FormatJSON)
+	if err != nil {
 		return err
 	}
 	if o.window <= 0 || o.window > 30*time.Second {
 		return usageErrorf("--window %s: keep the demo between 0 and 30s", o.window)
 	}
-	for _, st := range demoSteps(o) {
-		if err := st.run(ctx, s, g); err != nil {
+	d := &demoSession{s: s, g: g, o: o, json: format == report.FormatJSON}
+	if o.dir != "" {
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
+			return fmt.Errorf("--dir: %w", err)
+		}
+		d.dir = o.dir
+	} else {
+		tmp, err := os.MkdirTemp("", "kvcheck-demo-")
+		if err != nil {
+			return fmt.Errorf("demo input files: %w", err)
+		}
+		defer func() {
+			if err := os.RemoveAll(tmp); err != nil {
+				fmt.Fprintf(s.ErrOut, "kvcheck: remove the demo's input files: %v\n", err)
+			}
+		}()
+		d.dir = tmp
+	}
+	if err := writeDemoFiles(d.dir); err != nil {
+		return err
+	}
+	for _, st := range demoSteps() {
+		if d.json {
+			d.sections = append(d.sections, report.DemoSection{Name: st.title})
+		}
+		if err := st.run(ctx, d); err != nil {
 			return fmt.Errorf("demo %s: %w", st.title, err)
 		}
 	}
+	if d.json {
+		return report.DemoJSON(s.Out, d.sections)
+	}
 	return nil
+}
+
+// writeDemoFiles copies the embedded inputs into dir.
+func writeDemoFiles(dir string) error {
+	return fs.WalkDir(demoFiles, "testdata/demo", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := demoFiles.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			return fmt.Errorf("demo input files: %w", err)
+		}
+		return nil
+	})
+}
+
+// stop closes a section's fleet; a loopback server that fails to close is worth a line on
+// stderr, not the end of the demo.
+func (d *demoSession) stop(f *fleet.Fleet) {
+	if err := f.Close(); err != nil {
+		fmt.Fprintf(d.s.ErrOut, "kvcheck: %v\n", err)
+	}
+}
+
+// path returns the path of a demo input file.
+func (d *demoSession) path(name string) string { return filepath.Join(d.dir, name) }
+
+// heading starts a section in text mode: a heading and muted lines saying what runs where.
+func (d *demoSession) heading(title string, notes ...string) {
+	if d.json {
+		return
+	}
+	t := d.g.text(d.s.Out)
+	if d.started {
+		t.Line("")
+	}
+	d.started = true
+	t.Heading(title)
+	for _, n := range notes {
+		t.Muted("%s", n)
+	}
+}
+
+// exec runs one kvcheck command line as a user would, printing it first. A findings exit
+// (code 3) is part of the show and is noted; any other failure ends the demo.
+func (d *demoSession) exec(ctx context.Context, args ...string) error {
+	out := d.s.Out
+	var buf bytes.Buffer
+	if d.json {
+		out = &buf
+	} else {
+		d.g.text(d.s.Out).Line("$ kvcheck %s", shellJoin(args))
+	}
+	newCmd := demoCommand(args[0])
+	if newCmd == nil {
+		return fmt.Errorf("kvcheck %s: not a command the demo runs", args[0])
+	}
+	sub := &globalOptions{Output: string(report.FormatText), NoColor: d.g.NoColor, environ: d.g.environ}
+	if d.json {
+		sub.Output = string(report.FormatJSON)
+	}
+	// The subcommand runs as its own root, as cobra allows; the global flags are set above.
+	root := newCmd(streams{In: strings.NewReader(""), Out: out, ErrOut: d.s.ErrOut}, sub)
+	root.SilenceUsage, root.SilenceErrors = true, true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetArgs(args[1:])
+	err := root.ExecuteContext(ctx)
+	code := exitOK
+	var fe findingsError
+	switch {
+	case errors.As(err, &fe):
+		code = exitFindings
+		if !d.json {
+			d.g.text(d.s.Out).Muted("(exit 3: %v)", err)
+		}
+	case err != nil:
+		return fmt.Errorf("kvcheck %s: %w", shellJoin(args), err)
+	}
+	d.record(args, code, buf.Bytes())
+	return nil
+}
+
+// capture runs a section that drives a command from code, printing args, the equivalent
+// command line, first and collecting its JSON in JSON mode.
+func (d *demoSession) capture(args []string, run func(s streams) error) error {
+	if !d.json {
+		d.g.text(d.s.Out).Line("$ kvcheck %s", shellJoin(args))
+		return run(d.s)
+	}
+	var buf bytes.Buffer
+	err := run(streams{In: strings.NewReader(""), Out: &buf, ErrOut: d.s.ErrOut})
+	code := exitOK
+	var fe findingsError
+	switch {
+	case errors.As(err, &fe):
+		code = exitFindings
+	case err != nil:
+		return err
+	}
+	d.record(args, code, buf.Bytes())
+	return nil
+}
+
+func (d *demoSession) record(args []string, code int, out []byte) {
+	if !d.json {
+		return
+	}
+	sec := &d.sections[len(d.sections)-1]
+	sec.Runs = append(sec.Runs, report.DemoRun{Command: args, ExitCode: code, Output: bytes.TrimSpace(out)})
+}
+
+// demoCommand returns the constructor of a subcommand the demo runs. It does not go through
+// the root command, whose list of subcommands includes the demo itself.
+func demoCommand(name string) func(streams, *globalOptions) *cobra.Command {
+	switch name {
+	case "hitrate":
+		return newHitrateCmd
+	case "audit":
+		return newAuditCmd
+	case "lint":
+		return newLintCmd
+	case "simulate":
+		return newSimulateCmd
+	}
+	return nil
+}
+
+// shellJoin writes arguments as a POSIX shell would need them, quoting only where necessary.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }
 
 // demoFleet is the hitrate section's fleet: four replicas, one colder than the rest (mostly
@@ -78,39 +285,30 @@ func demoFleet(seed uint64) []fleet.Config {
 	return cfgs
 }
 
-func demoHitrate(ctx context.Context, s streams, g *globalOptions, o *demoOptions) error {
-	// 5 steps every 5 ms at 0.3 arrivals per step: about 300 requests per second per replica, enough to move every
-	// counter inside a few seconds.
-	f, err := fleet.New(fleet.Options{Replicas: demoFleet(o.seed), Tick: 5 * time.Millisecond, StepsPerTick: 5})
+func demoHitrate(ctx context.Context, d *demoSession) error {
+	// 5 steps every 5 ms at 0.3 arrivals per step: about 300 requests per second per replica,
+	// enough to move every counter inside a few seconds.
+	f, err := fleet.New(fleet.Options{Replicas: demoFleet(d.o.seed), Tick: 5 * time.Millisecond, StepsPerTick: 5})
 	if err != nil {
 		return err
 	}
 	if err := f.Start(); err != nil {
 		return err
 	}
-	defer f.Close()
-	var scrape []string
-	if g.Output != string(report.FormatJSON) {
-		t := g.text(s.Out)
-		t.Heading("Demo: kvcheck hitrate against 4 emulated vLLM replicas")
-		for _, r := range f.Replicas() {
-			c := r.Config()
-			note := ""
-			switch r.Name() {
-			case "replica-2":
-				note = " (old metric names)"
-			case "replica-3":
-				note = " (mostly unique prompts: colder)"
-			}
-			t.Muted("  %s  %s  vLLM %s%s", r.Name(), r.URL(), c.Version, note)
-		}
-		t.Muted("Scrape window %s (30s by default outside the demo); the built-in workload runs about 300 requests/s per replica so the counters move within seconds.", o.window)
-		t.Line("$ kvcheck hitrate --scrape replica-0=%s,... --window %s", f.URLs()[0], o.window)
-		t.Line("")
-	}
+	defer d.stop(f)
+	var notes, targets []string
 	for _, r := range f.Replicas() {
-		scrape = append(scrape, r.Name()+"="+r.URL())
+		note := ""
+		switch r.Name() {
+		case "replica-2":
+			note = " (old metric names)"
+		case "replica-3":
+			note = " (mostly unique prompts: colder)"
+		}
+		notes = append(notes, fmt.Sprintf("  %s  %s  vLLM %s%s", r.Name(), r.URL(), r.Config().Version, note))
+		targets = append(targets, r.Name()+"="+r.URL())
 	}
-	ho := &hitrateOptions{scrape: scrape, window: o.window, windowSet: true, scrapeTimeout: 5 * time.Second, progress: func(string) {}, warn: func(string) {}}
-	return runHitrate(ctx, s, g, ho)
+	notes = append(notes, fmt.Sprintf("Scrape window %s (30s by default outside the demo); the built-in workload runs about 300 requests/s per replica so the counters move within seconds.", d.o.window))
+	d.heading("Demo: kvcheck hitrate against 4 emulated vLLM replicas", notes...)
+	return d.exec(ctx, "hitrate", "--scrape", strings.Join(targets, ","), "--window", d.o.window.String())
 }

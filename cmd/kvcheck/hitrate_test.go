@@ -75,7 +75,7 @@ func TestHitrateScrapePartlyDown(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { closeFleet(t, f) })
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	args := []string{"hitrate", "--window", "200ms", "--scrape", "a=" + f.URLs()[0], "--scrape", "b=" + f.URLs()[1], "--scrape", "dead=" + dead.URL}
@@ -108,7 +108,7 @@ func TestHitratePrometheusFlags(t *testing.T) {
 			sawSelector.Store(true)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
 	}))
 	defer srv.Close()
 	tok := filepath.Join(t.TempDir(), "token")

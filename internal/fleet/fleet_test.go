@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/expfmt"
@@ -112,11 +113,11 @@ func TestFleetServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Replicas()[0].Handle("GET /extra", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	f.Replicas()[0].Handle("GET /extra", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { closeFleet(t, f) })
 	ctx := context.Background()
 	for _, tc := range []struct{ url, want string }{
 		{f.URLs()[0] + "/metrics", `vllm:prefix_cache_queries_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"}`},
@@ -130,12 +131,73 @@ func TestFleetServes(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if !strings.Contains(string(b), tc.want) {
 			t.Errorf("GET %s: body lacks %s:\n%s", tc.url, tc.want, b)
 		}
 	}
 	if got := f.Replicas()[1].Name(); got != "replica-1" {
 		t.Errorf("name = %q, want replica-1", got)
+	}
+}
+
+// Every replica serves POST /tokenize with its own model name and chat template settings.
+func TestReplicaTokenize(t *testing.T) {
+	day := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	f, err := New(Options{Replicas: []Config{
+		{Name: "plain", Model: "org/plain"},
+		{Name: "dated", Model: "org/dated", BlockSize: 64, DateLine: true, Now: func() time.Time { return day }},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeFleet(t, f) })
+	chat := `{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]}`
+	tests := []struct {
+		name, url, body string
+		status          int
+		want, avoid     string
+	}{
+		{"prompt", f.URLs()[0], `{"prompt":"Hello world"}`, http.StatusOK, `"token_strs":["\u003c|begin_of_text|\u003e","Hello"," world"]`, ""},
+		{"own model", f.URLs()[0], `{"model":"org/plain","prompt":"x"}`, http.StatusOK, `"count":2`, ""},
+		{"other model", f.URLs()[0], `{"model":"org/dated","prompt":"x"}`, http.StatusNotFound, "The model `org/dated` does not exist.", ""},
+		{"no date line", f.URLs()[0], chat, http.StatusOK, `"max_model_len":32768`, "Today"},
+		{"date line", f.URLs()[1], chat, http.StatusOK, `"Today"," Date",":"," ","30"," Nov"`, ""},
+		{"GET", f.URLs()[0], "", http.StatusMethodNotAllowed, `"type":"MethodNotAllowed"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := http.MethodPost
+			if tt.body == "" {
+				method = http.MethodGet
+			}
+			req, _ := http.NewRequestWithContext(context.Background(), method, tt.url+"/tokenize", strings.NewReader(tt.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Errorf("status = %d, want %d: %s", resp.StatusCode, tt.status, b)
+			}
+			if !strings.Contains(string(b), tt.want) {
+				t.Errorf("body lacks %s:\n%s", tt.want, b)
+			}
+			if tt.avoid != "" && strings.Contains(string(b), tt.avoid) {
+				t.Errorf("body has %s:\n%s", tt.avoid, b)
+			}
+		})
+	}
+}
+
+// closeFleet stops a test fleet and fails the test when a server does not close.
+func closeFleet(t testing.TB, f *Fleet) {
+	t.Helper()
+	if err := f.Close(); err != nil {
+		t.Error(err)
 	}
 }

@@ -37,7 +37,15 @@ type Config struct {
 	WarmupSteps int
 	// Seed makes the workload deterministic; replicas with equal seeds behave identically.
 	Seed uint64
+	// DateLine makes the chat template behind POST /tokenize print "Today Date: <date>" in the
+	// system header, as Llama 3.1's does: a change in block zero from one day to the next.
+	DateLine bool
+	// Now is the chat template's clock for DateLine (default time.Now).
+	Now func() time.Time
 }
+
+// maxModelLen is the context length every replica reports, in /v1/models and /tokenize.
+const maxModelLen = 32768
 
 // CurrentVersion is the vLLM version emulated by default.
 const CurrentVersion = "0.25.1"
@@ -69,8 +77,9 @@ func (c *Config) fill(i int) {
 	}
 }
 
-// Replica is one emulated vLLM server: an HTTP server on loopback serving /metrics, /version
-// and /v1/models from a mux that callers may extend with Handle before the fleet starts.
+// Replica is one emulated vLLM server: an HTTP server on loopback serving GET /metrics,
+// GET /version, GET /v1/models and POST /tokenize from a mux that callers may extend with Handle
+// before the fleet starts.
 type Replica struct {
 	cfg     Config
 	version version
@@ -106,9 +115,12 @@ func newReplica(c Config) (*Replica, error) {
 	})
 	r.mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{
-			"id": c.Model, "object": "model", "owned_by": "vllm", "root": c.Model, "parent": nil, "max_model_len": 32768,
+			"id": c.Model, "object": "model", "owned_by": "vllm", "root": c.Model, "parent": nil, "max_model_len": maxModelLen,
 		}}})
 	})
+	// The tokenizer and chat template of the served model, so kvcheck audit --tokenize gets
+	// exact ids from the replica; its block size comes from vllm:cache_config_info above.
+	r.mux.Handle("/tokenize", TokenizeHandler(TokenizeOptions{Model: c.Model, MaxModelLen: maxModelLen, DateLine: c.DateLine, Now: c.Now}))
 	return r, nil
 }
 
@@ -129,7 +141,8 @@ func (r *Replica) URL() string { return r.url }
 // Addr returns the replica's host:port once the fleet has started (Prometheus's instance label).
 func (r *Replica) Addr() string { return strings.TrimPrefix(r.url, "http://") }
 
-// Handle registers an extra endpoint on the replica's mux. Call it before the fleet starts.
+// Handle registers an extra endpoint on the replica's mux. Call it before the fleet starts, and
+// not for the patterns the replica serves already (the mux rejects a second registration).
 func (r *Replica) Handle(pattern string, h http.Handler) { r.mux.Handle(pattern, h) }
 
 // Step runs n scheduler steps on every engine of the replica. Tests drive the counters with it

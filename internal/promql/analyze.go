@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
@@ -61,7 +62,13 @@ type QueryStat struct {
 type Replica struct {
 	Replica string `json:"replica"`
 	Model   string `json:"model"`
-	Version string `json:"version,omitempty"`
+	// Version is the vLLM version the source reported; VersionFrom says how ("server" for
+	// GET /version, "label" for a version label on the series).
+	Version     string `json:"version,omitempty"`
+	VersionFrom string `json:"version_from,omitempty"`
+	// VersionRange dates the replica by the metric names it exports (the catalog's releases),
+	// such as ">=0.9.2 <0.11.0"; empty when the names do not tell.
+	VersionRange string `json:"version_range,omitempty"`
 	// HitRate is hits/queries over the window in tokens, or a self-reported rate (see
 	// HitRateFrom), 0..1.
 	HitRate *float64 `json:"hit_rate"`
@@ -200,8 +207,8 @@ func ptr[T any](v T) *T { return &v }
 
 func replicaFigures(o Observation) Replica {
 	r := Replica{
-		Replica: o.Replica, Model: o.Model, Version: o.Version,
-		Queries: o.Queries, Preemptions: o.Preemptions,
+		Replica: o.Replica, Model: o.Model, Version: o.Version, VersionFrom: o.VersionFrom,
+		Queries: o.Queries, Preemptions: o.Preemptions, VersionRange: rangeText(o.VersionMin, o.VersionBefore),
 		KVUsage: o.KVUsage, Running: o.Running, Waiting: o.Waiting,
 		CPUHitRate: o.CPUHitRate, PromptTokensPerSec: o.PromptTokensPerSec,
 		PrefixCaching: o.PrefixCaching, Generation: o.Generation,
@@ -258,44 +265,10 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 		add(finding.Warning, "no-prefix-metrics", name, "no prefix-cache metric found (neither vllm:prefix_cache_* nor the older names)")
 	}
 	if o.Generation == V0 && o.Queries == nil {
-		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (V0 engine, before vLLM 0.9.1): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters")
+		gauge, _ := lookupName("vllm:gpu_prefix_cache_hit_rate")
+		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (%s): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters", gauge.life())
 	}
-	type group struct {
-		sev   finding.Severity
-		pairs []string
-		notes []string
-	}
-	groups := map[string]*group{}
-	var lives []string
-	for _, n := range o.OldNames {
-		mn, _ := lookupName(n)
-		if mn.gen == V0 && o.Generation == V0 {
-			continue // v0-gauges-only says it
-		}
-		g := groups[mn.life]
-		if g == nil {
-			// Info when the replica also exports the replacement: only dashboards and alerts on
-			// the old name break at the upgrade.
-			g = &group{sev: finding.Info}
-			groups[mn.life] = g
-			lives = append(lives, mn.life)
-		}
-		if !slices.Contains(o.Exported, mn.instead) {
-			g.sev = finding.Warning
-		}
-		g.pairs = append(g.pairs, n+" (use "+mn.instead+")")
-		if mn.note != "" && !slices.Contains(g.notes, mn.note) {
-			g.notes = append(g.notes, mn.note)
-		}
-	}
-	for _, life := range lives {
-		g := groups[life]
-		msg := fmt.Sprintf("exports old metric names, %s: %s", life, strings.Join(g.pairs, ", "))
-		if len(g.notes) > 0 {
-			msg += "; " + strings.Join(g.notes, "; ")
-		}
-		add(g.sev, "old-metric-name", name, "%s", msg)
-	}
+	oldNameFindings(o, add)
 	if len(o.Resets) > 0 {
 		add(finding.Warning, "counter-reset", name, "counter reset inside the window (%s): the replica restarted; its figures cover only the time since", strings.Join(o.Resets, ", "))
 	}
@@ -313,34 +286,112 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 		pressure += fmt.Sprintf("KV cache %.0f%% full", *o.KVUsage*100)
 	}
 	if pressure != "" {
-		add(finding.Warning, "kv-pressure", name, "%s: the hit rate may count re-prefill after eviction rather than reuse; %s", pressure, pressureVersionNote(o.Version))
+		add(finding.Warning, "kv-pressure", name, "%s: the hit rate may count re-prefill after eviction rather than reuse; %s", pressure, pressureVersionNote(o))
 	}
 }
 
-// pressureVersionNote says how the version in use counts lookups under pressure (SPEC §3.2).
-func pressureVersionNote(v string) string {
+// oldNameFindings reports the deprecated and V0 names a replica exports, one finding per life
+// cycle, with the versions, replacements and unit changes the metric catalog records. When the
+// replica's version is known, the finding says what the names are at that version.
+func oldNameFindings(o Observation, add func(finding.Severity, string, string, string, ...any)) {
+	type group struct {
+		sev   finding.Severity
+		names []metricName
+		pairs []string
+		notes []string            // unit notes, in order of appearance
+		about map[string][]string // unit note -> the names it applies to
+	}
+	v, _ := parseVersion(o.Version)
+	groups := map[string]*group{}
+	var lives []string
+	for _, n := range o.OldNames {
+		mn, _ := lookupName(n)
+		if mn.gen == V0 && o.Generation == V0 {
+			continue // v0-gauges-only says it
+		}
+		life := mn.life()
+		g := groups[life]
+		if g == nil {
+			// Info when the replica also exports the replacement: only dashboards and alerts on
+			// the old name break at the upgrade.
+			g = &group{sev: finding.Info, about: map[string][]string{}}
+			groups[life] = g
+			lives = append(lives, life)
+		}
+		repl, exact := mn.instead()
+		if !exact || !slices.Contains(o.Exported, repl) {
+			g.sev = finding.Warning
+		}
+		g.names = append(g.names, mn)
+		if repl != "" {
+			g.pairs = append(g.pairs, n+" (use "+repl+")")
+		} else {
+			g.pairs = append(g.pairs, n+" (no replacement)")
+		}
+		for _, note := range mn.unitNotes(v) {
+			if g.about[note] == nil {
+				g.notes = append(g.notes, note)
+			}
+			g.about[note] = append(g.about[note], strings.TrimPrefix(n, "vllm:"))
+		}
+	}
+	for _, life := range lives {
+		g := groups[life]
+		msg := fmt.Sprintf("exports old metric names, %s: %s", life, strings.Join(g.pairs, ", "))
+		if !v.IsZero() && g.names[0].meta != nil {
+			msg += "; " + statusAt(o.Version, v, g.names[0].meta)
+		}
+		for _, note := range g.notes {
+			msg += "; " + strings.Join(g.about[note], " and ") + " " + note
+		}
+		add(g.sev, "old-metric-name", o.Replica, "%s", msg)
+	}
+}
+
+// statusAt says what an old name is at the replica's version.
+func statusAt(raw string, v catalog.Version, m *catalog.Metric) string {
+	st, _ := m.StatusAt(v)
+	switch st {
+	case catalog.Deprecated:
+		next := "the next releases"
+		if !m.Hidden.IsZero() {
+			next = m.Hidden.String()
+		}
+		return fmt.Sprintf("this replica runs vLLM %s, where they are deprecated: dashboards and alerts on them go blank from %s", raw, next)
+	case catalog.Hidden:
+		return fmt.Sprintf("this replica runs vLLM %s, where they are hidden: it must run with --show-hidden-metrics-for-version, and they are gone in %s", raw, m.Removed)
+	case catalog.Removed:
+		return fmt.Sprintf("this replica reports vLLM %s, where they are removed: it is not the stock release", raw)
+	}
+	gone := m.Removed
+	if !m.Hidden.IsZero() {
+		gone = m.Hidden
+	}
+	return fmt.Sprintf("this replica runs vLLM %s, before their deprecation: upgrading it to %s or later blanks dashboards and alerts on them", raw, gone)
+}
+
+// sinceFix is the first release that keeps a preempted request's recomputed tokens out of
+// the hit counters (vLLM PR #25787, merged 2025-09-26).
+var sinceFix = catalog.Version{Major: 0, Minor: 11}
+
+// pressureVersionNote says how the replica's version counts lookups under pressure (SPEC §3.2):
+// by the version it reports, else by the version range its metric names allow, else both ways.
+func pressureVersionNote(o Observation) string {
 	const before = "before vLLM 0.11 (PR #25787) the tokens a preempted request recomputed were counted as hits"
 	const after = "since vLLM 0.11 preempted lookups are excluded, but a waiting request retried under KV pressure can still be counted again (issue #43736)"
-	if v == "" {
-		return before + "; " + after
+	if v, ok := parseVersion(o.Version); ok {
+		if v.Less(sinceFix) {
+			return "this replica runs vLLM " + o.Version + ": " + before
+		}
+		return "this replica runs vLLM " + o.Version + ": " + after
 	}
-	maj, min, ok := majorMinor(v)
-	switch {
-	case !ok:
-		return before + "; " + after
-	case maj == 0 && min < 11:
-		return "this replica runs vLLM " + v + ": " + before
-	default:
-		return "this replica runs vLLM " + v + ": " + after
+	if !o.VersionBefore.IsZero() && !sinceFix.Less(o.VersionBefore) {
+		return "its metric names date it before vLLM " + o.VersionBefore.String() + ": " + before
 	}
-}
-
-func majorMinor(v string) (int, int, bool) {
-	var maj, min int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &maj, &min); err != nil {
-		return 0, 0, false
+	if !o.VersionMin.IsZero() && !o.VersionMin.Less(sinceFix) {
+		return "its metric names date it at vLLM " + o.VersionMin.String() + " or later: " + after
 	}
-	return maj, min, true
+	return before + "; " + after
 }
 
 func fleetFigures(rs []Replica, obs []Observation) Fleet {

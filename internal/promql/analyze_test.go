@@ -3,10 +3,12 @@ package promql
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
@@ -84,15 +86,33 @@ func TestFindings(t *testing.T) {
 }
 
 func TestPressureNoteNamesVersion(t *testing.T) {
-	tests := []struct{ version, want string }{
-		{"0.10.1", "this replica runs vLLM 0.10.1: before vLLM 0.11"},
-		{"0.25.1", "this replica runs vLLM 0.25.1: since vLLM 0.11"},
-		{"", "before vLLM 0.11 (PR #25787)"},
+	v := func(s string) catalog.Version {
+		x, err := catalog.ParseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	tests := []struct {
+		name string
+		o    Observation
+		want string
+	}{
+		{"reported old", Observation{Version: "0.10.1"}, "this replica runs vLLM 0.10.1: before vLLM 0.11 (PR #25787)"},
+		{"reported new", Observation{Version: "0.25.1"}, "this replica runs vLLM 0.25.1: since vLLM 0.11"},
+		{"reported with a build suffix", Observation{Version: "0.11.0rc2+cu128"}, "this replica runs vLLM 0.11.0rc2+cu128: since vLLM 0.11"},
+		{"dated old by its names", Observation{VersionMin: v("0.9.2"), VersionBefore: v("0.11.0")}, "its metric names date it before vLLM 0.11.0: before vLLM 0.11"},
+		{"dated new by its names", Observation{VersionMin: v("0.16.0")}, "its metric names date it at vLLM 0.16.0 or later: since vLLM 0.11"},
+		{"a range across the fix", Observation{VersionMin: v("0.9.2"), VersionBefore: v("0.12.0")}, "before vLLM 0.11 (PR #25787)"},
+		{"unknown", Observation{}, "before vLLM 0.11 (PR #25787)"},
+		{"garbage version", Observation{Version: "main"}, "before vLLM 0.11 (PR #25787)"},
 	}
 	for _, tt := range tests {
-		if got := pressureVersionNote(tt.version); len(got) < len(tt.want) || got[:len(tt.want)] != tt.want {
-			t.Errorf("pressureVersionNote(%q) = %q, want prefix %q", tt.version, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pressureVersionNote(tt.o); !strings.HasPrefix(got, tt.want) {
+				t.Errorf("pressureVersionNote = %q, want prefix %q", got, tt.want)
+			}
+		})
 	}
 }
 

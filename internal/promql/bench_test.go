@@ -49,7 +49,7 @@ func BenchmarkPrometheus200(b *testing.B) {
 	if err := f.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	b.Cleanup(func() { closeFleet(b, f) })
 	var first, rest []string
 	for i, r := range f.Replicas() {
 		if i < 20 {

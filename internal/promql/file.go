@@ -19,7 +19,7 @@ func ReadDump(path string) (Dump, error) {
 	if err != nil {
 		return Dump{}, fmt.Errorf("read dump: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened for reading: a close error loses nothing
 	return ParseExposition(f, path)
 }
 

@@ -21,6 +21,7 @@ func addSeeds(f *testing.F, glob string) {
 func FuzzParseExposition(f *testing.F) {
 	addSeeds(f, fixture("*.prom"))
 	f.Add([]byte("vllm:prefix_cache_queries_total{engine=\"0\"} 10\nvllm:prefix_cache_hits_total{engine=\"0\"} 20\n"))
+	f.Add([]byte("vllm:cache_config_info{vllm_version=\"0.10.1\"} 1\nvllm:gpu_prefix_cache_queries_total{version=\"v0.8.4rc1\"} 10\nvllm:gpu_prefix_cache_hits_total 5\nvllm:kv_cache_usage_perc 0.99\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := ParseExposition(bytes.NewReader(b), "fuzz")
 		if err != nil {
@@ -56,4 +57,24 @@ func checkRates(t *testing.T, rep Report) {
 			t.Fatalf("replica %s: hit rate %v outside 0..1", r.Replica, *r.HitRate)
 		}
 	}
+}
+
+// FuzzParseVersion feeds arbitrary version strings (from /version and series labels): a version
+// read is never zero and prints as a string that reads back the same.
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"0.10.1", "v0.11.0rc1", "0.10.1.1+cu126", "0.9", "main", "", "99999999999999999999.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := parseVersion(s)
+		if !ok {
+			return
+		}
+		if v.IsZero() {
+			t.Fatalf("parseVersion(%q) = zero with ok", s)
+		}
+		if w, ok := parseVersion(v.String()); !ok || w != v {
+			t.Fatalf("parseVersion(%q) = %v, which reads back as %v, %v", s, v, w, ok)
+		}
+	})
 }

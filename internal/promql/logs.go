@@ -169,7 +169,7 @@ func FromLogs(paths []string) (Input, error) {
 			return in, fmt.Errorf("read log: %w", err)
 		}
 		st, err := ParseLog(f, p)
-		f.Close()
+		_ = f.Close() // opened for reading: a close error loses nothing
 		if err != nil {
 			return in, err
 		}

@@ -1,10 +1,13 @@
 package promql
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
 )
 
 // Observation is what one source saw of one replica over a window, before analysis. Counter
@@ -13,8 +16,12 @@ import (
 type Observation struct {
 	Replica string
 	Model   string
-	// Version is the vLLM version when the source could learn it (GET /version), else empty.
-	Version string
+	// Version is the vLLM version when the source could learn it (GET /version, or a version
+	// label on the series), else empty; VersionFrom says which ("server", "label").
+	Version, VersionFrom string
+	// VersionMin and VersionBefore date the replica by the metric names it exports (see
+	// versionBounds); zero when the names do not tell.
+	VersionMin, VersionBefore catalog.Version
 	// Window is the length in seconds the increases cover; 0 for lifetime totals.
 	Window float64
 
@@ -107,9 +114,11 @@ func assemble(points []point, g grouping, window float64) assembled {
 		resets float64
 	}
 	type rep struct {
-		obs    Observation
-		vals   map[string]*acc
-		models []string
+		obs     Observation
+		vals    map[string]*acc
+		models  []string
+		seen    map[string]bool // every vllm: name, for dating the replica
+		version string          // from a version label
 	}
 	reps := map[string]*rep{}
 	var order []string
@@ -122,12 +131,20 @@ func assemble(points []point, g grouping, window float64) assembled {
 		k := g.key(p.labels)
 		r := reps[k]
 		if r == nil {
-			r = &rep{obs: Observation{Replica: k, Window: window}, vals: map[string]*acc{}}
+			r = &rep{obs: Observation{Replica: k, Window: window}, vals: map[string]*acc{}, seen: map[string]bool{}}
 			reps[k] = r
 			order = append(order, k)
 		}
 		if m := p.labels["model_name"]; m != "" && !slices.Contains(r.models, m) {
 			r.models = append(r.models, m)
+		}
+		if r.version == "" {
+			for _, l := range versionLabels {
+				if _, ok := parseVersion(p.labels[l]); ok {
+					r.version = p.labels[l]
+					break
+				}
+			}
 		}
 		if p.name == configInfo {
 			if bs, err := strconv.Atoi(p.labels["block_size"]); err == nil && bs > 0 {
@@ -138,6 +155,7 @@ func assemble(points []point, g grouping, window float64) assembled {
 			}
 			continue
 		}
+		r.seen[p.name] = true
 		mn, ok := lookupName(p.name)
 		if !ok {
 			continue
@@ -168,7 +186,11 @@ func assemble(points []point, g grouping, window float64) assembled {
 		o := &r.obs
 		o.Model = strings.Join(r.models, ",")
 		chosen := map[quantity]metricName{}
-		for _, mn := range names {
+		if r.version != "" {
+			o.Version, o.VersionFrom = r.version, "label"
+		}
+		o.VersionMin, o.VersionBefore = versionBounds(slices.Sorted(maps.Keys(r.seen)))
+		for _, mn := range names() {
 			a, ok := r.vals[mn.name]
 			if !ok {
 				continue

@@ -96,7 +96,7 @@ func (p Prometheus) Queries() []query {
 	w := model.Duration(p.Window).String()
 	tagged := func(agg string, inner func(name string) string, keep func(metricName) bool) string {
 		var parts []string
-		for _, mn := range names {
+		for _, mn := range names() {
 			if keep(mn) {
 				parts = append(parts, fmt.Sprintf(`label_replace(%s by (%s) (%s), "%s", "%s", "", "")`, agg, by, inner(mn.name), tagLabel, mn.name))
 			}
@@ -116,7 +116,7 @@ func (p Prometheus) Queries() []query {
 		{"resets", tagged("sum", resets, counters)},
 		{"gauges", tagged("avg", instant, func(mn metricName) bool { return !mn.counter && mn.weighted }) + " or " +
 			tagged("sum", instant, func(mn metricName) bool { return !mn.counter && !mn.weighted })},
-		{"config", fmt.Sprintf("max by (%s, block_size, enable_prefix_caching) (%s{%s})", by, configInfo, sel)},
+		{"config", fmt.Sprintf("max by (%s, block_size, enable_prefix_caching, %s) (%s{%s})", by, strings.Join(versionLabels, ", "), configInfo, sel)},
 		{"routers", fmt.Sprintf("count by (server) ({%s})", routerSel)},
 	}
 }

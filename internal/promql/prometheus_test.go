@@ -73,7 +73,7 @@ type fakeProm struct {
 func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fp.calls.Add(1)
 	if fp.block != nil {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-r.Context().Done():
 		case <-fp.block:
@@ -82,7 +82,7 @@ func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if fp.status != 0 {
 		w.WriteHeader(fp.status)
-		w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"forced"}`))
+		_, _ = w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"forced"}`))
 		return
 	}
 	_ = r.ParseForm()
@@ -107,7 +107,7 @@ func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s["value"] = []any{ts, s["v"]}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
 }
 
 func series(tag string, v string, labels ...string) map[string]any {

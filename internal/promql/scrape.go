@@ -107,7 +107,7 @@ func (s Scraper) get(ctx context.Context, u string) (*http.Response, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		hint := ""
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			hint = " (check --bearer-token-file, --basic-auth-user or --http-config-file)"
@@ -129,7 +129,7 @@ func (s Scraper) scrape(ctx context.Context, t Target, withVersion bool) (Dump, 
 	}
 	at := time.Now()
 	d, err := ParseExposition(resp.Body, t.URL)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if err != nil {
 		return Dump{}, err
 	}
@@ -152,7 +152,7 @@ func (s Scraper) version(ctx context.Context, t Target) string {
 	if err != nil {
 		return ""
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var v struct {
 		Version string `json:"version"`
 	}
@@ -185,8 +185,10 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 			continue
 		}
 		asm := assemble(increase(da, db), grouping{by: by, fallback: t.Name}, dt)
-		for i := range asm.obs {
-			asm.obs[i].Version = da.Version
+		if da.Version != "" {
+			for i := range asm.obs {
+				asm.obs[i].Version, asm.obs[i].VersionFrom = da.Version, "server"
+			}
 		}
 		in.Observations = append(in.Observations, asm.obs...)
 		for _, r := range asm.routers {

@@ -50,7 +50,7 @@ func TestScrapeFleet(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { closeFleet(t, f) })
 	var targets []Target
 	for _, r := range f.Replicas() {
 		tg, _ := ParseTarget(r.Name() + "=" + r.URL())
@@ -76,8 +76,8 @@ func TestScrapeFleet(t *testing.T) {
 		if r.Replica != fr.Name() || r.HitRate == nil || *r.HitRate != want {
 			t.Errorf("replica %s: hit rate %v, want %s at %v", r.Replica, r.HitRate, fr.Name(), want)
 		}
-		if r.Version != fleet.CurrentVersion {
-			t.Errorf("replica %s: version %q, want %s from /version", r.Replica, r.Version, fleet.CurrentVersion)
+		if r.Version != fleet.CurrentVersion || r.VersionFrom != "server" {
+			t.Errorf("replica %s: version %q from %q, want %s from the server's /version", r.Replica, r.Version, r.VersionFrom, fleet.CurrentVersion)
 		}
 	}
 }
@@ -160,5 +160,13 @@ func TestScrapeAllDown(t *testing.T) {
 	_, err := Scraper{Timeout: time.Second}.Collect(context.Background(), []Target{tg}, time.Millisecond, nil)
 	if err == nil || !strings.Contains(err.Error(), "no target answered") {
 		t.Errorf("error = %v, want no target answered", err)
+	}
+}
+
+// closeFleet stops a test fleet and fails the test when a server does not close.
+func closeFleet(t testing.TB, f *fleet.Fleet) {
+	t.Helper()
+	if err := f.Close(); err != nil {
+		t.Error(err)
 	}
 }

@@ -1,0 +1,54 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// DemoSection is one section of kvcheck demo in JSON: the commands it ran, in order.
+type DemoSection struct {
+	Name string    `json:"name"`
+	Runs []DemoRun `json:"runs"`
+}
+
+// DemoRun is one command the demo ran and what it wrote to standard output.
+type DemoRun struct {
+	// Command is the argument list after "kvcheck" (for the tap section, which drives the
+	// command from code, the equivalent command line).
+	Command  []string `json:"command"`
+	ExitCode int      `json:"exit_code"`
+	// Output is the command's own JSON document, or its output as a string when it is not
+	// JSON (a unified diff).
+	Output json.RawMessage `json:"output"`
+}
+
+type demoDoc struct {
+	SchemaVersion int           `json:"schema_version"`
+	Sections      []DemoSection `json:"sections"`
+}
+
+// DemoJSON writes the demo's sections as one JSON document.
+func DemoJSON(w io.Writer, sections []DemoSection) error {
+	if sections == nil {
+		sections = []DemoSection{}
+	}
+	for i := range sections {
+		if sections[i].Runs == nil {
+			sections[i].Runs = []DemoRun{}
+		}
+		for j := range sections[i].Runs {
+			r := &sections[i].Runs[j]
+			if r.Command == nil {
+				r.Command = []string{}
+			}
+			if !json.Valid(r.Output) {
+				s, err := json.Marshal(string(r.Output))
+				if err != nil {
+					return err
+				}
+				r.Output = s
+			}
+		}
+	}
+	return JSON(w, demoDoc{SchemaVersion: SchemaVersion, Sections: sections})
+}
