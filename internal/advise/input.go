@@ -88,8 +88,8 @@ type Stream struct {
 	LostBatches uint64
 	// DuplicateFraction is the share of stored tokens prefilled again on another replica;
 	// RestoreFraction the share of blocks stored again after eviction on the same replica.
-	DuplicateFraction, RestoreFraction *float64
-	FirstBlockStores, FirstBlocksDistinct  uint64
+	DuplicateFraction, RestoreFraction    *float64
+	FirstBlockStores, FirstBlocksDistinct uint64
 }
 
 // Simulation is one fleet of kvcheck simulate over a trace.
