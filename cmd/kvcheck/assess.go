@@ -45,7 +45,9 @@ type assessOptions struct {
 	hashSeed string
 	seedSet  bool
 
-	trace    string
+	trace string
+	// embedded, when set, is simulated instead of reading --trace (the demo's built-in trace).
+	embedded *sim.Trace
 	replicas int
 	kvBlocks int
 
@@ -134,13 +136,13 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	h := &o.hitrate
 	metricsGiven := h.prom.URL != "" || len(h.scrape) > 0 || h.targetsFile != "" || len(h.files) > 0 || len(h.logs) > 0
 	switch {
-	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "":
+	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil:
 		return usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace")
 	case o.tokenize != "" && o.requests == "":
 		return usageErrorf("--tokenize applies to --requests")
 	case o.seedSet && len(o.tapFrom) == 0:
 		return usageErrorf("--hash-seed applies to --tap-from")
-	case (o.replicas != 0 || o.kvBlocks != 0) && o.trace == "":
+	case (o.replicas != 0 || o.kvBlocks != 0) && o.trace == "" && o.embedded == nil:
 		return usageErrorf("--replicas and --kv-blocks shape the simulated fleet: give --trace")
 	case o.replicas < 0 || o.replicas > sim.MaxReplicas:
 		return usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
@@ -193,7 +195,7 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		}
 		in.Stream = advise.FromTap(c.Report(dur), o.tapFrom, o.seedSet)
 	}
-	if o.trace != "" {
+	if o.trace != "" || o.embedded != nil {
 		if in.Simulation, err = assessSimulate(ctx, s, o, in.Metrics, blockSize); err != nil {
 			return err
 		}
@@ -342,13 +344,16 @@ func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize 
 // assessSimulate runs the trace through one fleet shaped by the flags, else by what the
 // metrics saw, else by the defaults.
 func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.Metrics, vllmBlock int) (*advise.Simulation, error) {
-	kind := "mooncake"
-	if strings.EqualFold(filepath.Ext(o.trace), ".csv") {
-		kind = "azure"
-	}
-	tr, err := readTrace(o.trace, kind, 0)
-	if err != nil {
-		return nil, err
+	tr := o.embedded
+	if tr == nil {
+		kind := "mooncake"
+		if strings.EqualFold(filepath.Ext(o.trace), ".csv") {
+			kind = "azure"
+		}
+		var err error
+		if tr, err = readTrace(o.trace, kind, 0); err != nil {
+			return nil, err
+		}
 	}
 	kvTokens, seen := m.KVCapacity()
 	replicas, replicasFrom := o.replicas, "--replicas"

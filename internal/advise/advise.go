@@ -28,7 +28,7 @@ func (v Verdict) Describe() string {
 	case KVAwareRouter:
 		return "a KV-aware router"
 	case Nothing:
-		return "nothing: prefix-aware routing would not pay"
+		return "nothing (prefix-aware routing would not pay)"
 	case FixFirst:
 		return "fix this first"
 	}
@@ -115,7 +115,8 @@ type NextStep struct {
 type Recommendation struct {
 	Verdict    Verdict `json:"verdict"`
 	Confidence Level   `json:"confidence"`
-	// Then is, for FixFirst, what the evidence recommends once the fixes are made.
+	// Then is, for FixFirst, what the evidence recommends once the fixes are made; empty when
+	// the evidence does not say.
 	Then      Verdict    `json:"then,omitempty"`
 	Reasons   []Reason   `json:"reasons"`
 	Evidence  []Evidence `json:"evidence"`
@@ -140,18 +141,24 @@ func Decide(in Input, th Thresholds) Recommendation {
 	d := &decision{in: in, th: th}
 	d.rec = Recommendation{Reasons: []Reason{}, Evidence: []Evidence{}, Fixes: []Fix{}, NextSteps: []NextStep{}, Advice: []string{}}
 	d.collectEvidence()
-	route, routeReasons := d.route()
+	route, routeReasons, decided := d.route()
 	blockers := d.fixFirst(route)
 	slices.SortStableFunc(d.rec.Fixes, func(a, b Fix) int { return cmp.Compare(b.Severity, a.Severity) })
 	if len(blockers) > 0 {
 		d.rec.Verdict = FixFirst
-		d.rec.Then = route
-		d.rec.Reasons = append(blockers, routeReasons...)
+		d.rec.Reasons = blockers
+		if decided {
+			d.rec.Then = route
+			d.rec.Reasons = append(d.rec.Reasons, routeReasons...)
+		}
 		d.rec.Confidence = confidence(blockers)
 	} else {
 		d.rec.Verdict = route
 		d.rec.Reasons = routeReasons
 		d.rec.Confidence = confidence(routeReasons)
+	}
+	if d.rec.Verdict == FixFirst && !decided {
+		route = ""
 	}
 	d.nextSteps(route)
 	d.rec.Advice = advice(route, in)

@@ -6,9 +6,13 @@ func (d *decision) nextSteps(route Verdict) {
 		d.rec.NextSteps = append(d.rec.NextSteps, NextStep{Measure: measure, Settles: settles})
 	}
 	in := d.in
-	if d.rec.Verdict == FixFirst {
+	switch {
+	case d.rec.Verdict == FixFirst && route != "":
 		add("run kvcheck assess again with the same inputs after the fixes",
 			"whether "+route.Describe()+" is still the recommendation once nothing blocks the cache")
+	case d.rec.Verdict == FixFirst:
+		add("run kvcheck assess again after the fixes, with a measurement of reuse (below)",
+			"which routing, if any, pays once nothing blocks the cache")
 	}
 	if in.Metrics == nil {
 		add("add --scrape HOST:PORT,... (or --prometheus URL) to this run",

@@ -3,16 +3,17 @@ package advise
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // route applies rules 2 to 4 (nothing, session affinity, a KV-aware router) and returns the
 // verdict they give with the reasons for it, followed by the reasons for the other verdicts
-// marked Against.
-func (d *decision) route() (Verdict, []Reason) {
+// marked Against. decided is false when no rule applied and the verdict is the default.
+func (d *decision) route() (v Verdict, reasons []Reason, decided bool) {
 	if r, ok := d.singleReplica(); ok {
-		return Nothing, []Reason{r}
+		return Nothing, []Reason{r}, true
 	}
 	support := map[Verdict][]Reason{
 		Nothing:         d.nothingReasons(),
@@ -30,18 +31,19 @@ func (d *decision) route() (Verdict, []Reason) {
 				continue
 			}
 			for _, r := range support[o] {
-				if !r.Against {
+				// Weak reasons and the working-set context do not contradict on their own.
+				if !r.Against && r.Strength != Low && !strings.HasPrefix(r.Rule, "working-set-") {
 					r.Against = true
 					out = append(out, r)
 				}
 			}
 		}
-		return v, out
+		return v, out, true
 	}
 	return Nothing, []Reason{{
 		Rule: "no-reuse-measured", Verdict: Nothing, Strength: Low, Evidence: []string{},
 		Text: "none of the measurements given shows reuse a router could exploit; routing cannot create reuse that is not there, so measure it before deploying a router (see the next steps)",
-	}}
+	}}, false
 }
 
 func (d *decision) singleReplica() (Reason, bool) {
@@ -88,7 +90,7 @@ func (d *decision) nothingReasons() []Reason {
 func (d *decision) sessionReasons() []Reason {
 	var out []Reason
 	th := d.th
-	if r := d.in.Requests; r != nil && r.Sessions > 0 && r.CacheableTokens > 0 {
+	if r := d.in.Requests; r != nil && r.Sessions > 0 && frac(r.CacheableTokens, r.PromptTokens) >= th.MinShareable {
 		within := frac(r.WithinSessionTokens, r.CacheableTokens)
 		cross := frac(r.CrossSessionTokens, r.PromptTokens)
 		if within >= 0.5 && cross < th.MinShareable {
@@ -226,7 +228,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 				Source: "hitrate", Fix: "give the replica more KV cache (lower --max-num-seqs, raise --gpu-memory-utilization, a larger GPU) or add replicas, then measure again"})
 		}
 		if len(thrash) > 0 {
-			block("fleet-thrashes", st, fmt.Sprintf("%s thrash (preemptions at or above %.0f per 1k requests or KV cache %s full): fix capacity before judging reuse", shortList(thrash), th.ThrashPreemptionsPer1k, pct(th.ThrashKVUsage)), "hitrate.preemptions", "hitrate.kv_usage")
+			block("fleet-thrashes", st, fmt.Sprintf("the KV cache thrashes on %s (at least %.0f preemptions per 1k requests or %s full): fix capacity before judging reuse, since the hit rate may be re-prefill", shortList(thrash), th.ThrashPreemptionsPer1k, pct(th.ThrashKVUsage)), "hitrate.preemptions", "hitrate.kv_usage")
 		}
 	}
 	if t := d.in.Templates; t != nil {
