@@ -215,7 +215,12 @@ func TestDecide(t *testing.T) {
 		{
 			name: "several blockers are all listed",
 			in: Input{
-				Metrics:   func() *Metrics { m := healthy(2); m.Replicas[0].PrefixCaching = ptr(false); m.Replicas[1].KVUsage = ptr(0.99); return m }(),
+				Metrics: func() *Metrics {
+					m := healthy(2)
+					m.Replicas[0].PrefixCaching = ptr(false)
+					m.Replicas[1].KVUsage = ptr(0.99)
+					return m
+				}(),
 				Templates: &Templates{Findings: []Fix{breaker}},
 				Stream:    &Stream{Publishers: 2, Consistent: ptr(false)},
 				Requests:  requests(500, 0.4, 0, true),

@@ -234,12 +234,12 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 	if t := d.in.Templates; t != nil {
 		n := d.passOn(t.Findings)
 		if n > 0 {
-			block("template-breaker", Medium, fmt.Sprintf("%d template findings put a value that changes per call or per user in block 0: every prefix differs from the first block, and no router can repair that (SPEC §5)", n), "templates.breakers")
+			block("template-breaker", Medium, fmt.Sprintf("%s: a value that changes per call or per user sits in block 0, so every prefix differs from the first block and no router can repair that (SPEC §5)", count(n, "template error")), "templates.breakers")
 		}
 	}
 	if r := d.in.Requests; r != nil {
 		if n := d.passOn(r.Findings); n > 0 {
-			block("request-breaker", requestStrength(r), fmt.Sprintf("%d request-log findings show prompts diverging at their start on real traffic", n), "requests.unique_first", "requests.shareable")
+			block("request-breaker", requestStrength(r), fmt.Sprintf("%s on real traffic: prompts diverge at their start, so their prefixes are not shared", count(n, "request-log error")), "requests.unique_first", "requests.shareable")
 		}
 	}
 	if s := d.in.Stream; s != nil {
@@ -322,4 +322,12 @@ func thrashing(r Replica, th Thresholds) (finding.Severity, string) {
 		}
 	}
 	return sev, why
+}
+
+// count writes n and the noun, in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

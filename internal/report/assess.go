@@ -54,15 +54,22 @@ func (t *Text) Assess(r advise.Recommendation) error {
 	t.Verdict(verdict)
 	t.Line("confidence: %s", r.Confidence)
 	t.Line("")
+	reasons := func(v advise.Verdict) {
+		for _, x := range r.Reasons {
+			if x.Against || x.Verdict != v {
+				continue
+			}
+			t.Line("  [%s] %s", x.Strength, x.Text)
+			if len(x.Evidence) > 0 {
+				t.Muted("      evidence: %s", strings.Join(x.Evidence, ", "))
+			}
+		}
+	}
 	t.Heading("Why")
-	for _, x := range r.Reasons {
-		if x.Against {
-			continue
-		}
-		t.Line("  [%s] %s", x.Strength, x.Text)
-		if len(x.Evidence) > 0 {
-			t.Muted("      evidence: %s", strings.Join(x.Evidence, ", "))
-		}
+	reasons(r.Verdict)
+	if r.Verdict == advise.FixFirst && r.Then != "" {
+		t.Heading("Then, once fixed: " + r.Then.Describe())
+		reasons(r.Then)
 	}
 	var against []advise.Reason
 	for _, x := range r.Reasons {
