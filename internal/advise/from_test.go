@@ -33,7 +33,7 @@ func TestFromHitrate(t *testing.T) {
 func TestFromAudit(t *testing.T) {
 	tr := audit.TemplateReport{
 		Templates: []audit.Template{{File: "a.py", Verdict: audit.VerdictBreaker}, {File: "b.jinja", Verdict: audit.VerdictClean}},
-		Findings: []audit.Finding{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m"}, File: "a.py", Line: 41, Fix: "move it"}},
+		Findings:  []audit.Finding{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m"}, File: "a.py", Line: 41, Fix: "move it"}},
 	}
 	got := FromTemplates(tr, []string{"dir"})
 	want := &Templates{Inputs: []string{"dir"}, Verdicts: map[string]int{"breaker": 1, "clean": 1}, Findings: []Fix{

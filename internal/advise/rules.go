@@ -78,8 +78,14 @@ func (d *decision) nothingReasons() []Reason {
 			if b != nil {
 				gain, name = b.PrefillSaved, b.Name
 			}
-			out = append(out, Reason{Rule: "small-simulated-gain", Verdict: Nothing, Strength: Medium, Evidence: []string{"simulate.round_robin", "simulate.kv", "simulate.session"},
-				Text: fmt.Sprintf("the best routing policy (%s) saves %+.1f%% of round-robin's prefill on this fleet, below the %.0f%% worth deploying a router for", name, gain*100, th.MinGain*100)})
+			text := fmt.Sprintf("the best routing policy (%s) saves %+.1f%% of round-robin's prefill on this fleet, below the %.0f%% worth deploying a router for", name, gain*100, th.MinGain*100)
+			ev := []string{"simulate.round_robin", "simulate.kv", "simulate.session"}
+			if s.KVTokens > 0 && s.WorkingSetTokens > 100*s.KVTokens && s.Ceiling >= th.MinShareable {
+				// The reuse exists but no cache keeps a prefix until it comes back.
+				text += fmt.Sprintf("; the working set is %.0fx one replica's KV cache, so prefixes are evicted before they are reused: more KV cache per replica would pay before any router", float64(s.WorkingSetTokens)/float64(s.KVTokens))
+				ev = append(ev, "simulate.working_set")
+			}
+			out = append(out, Reason{Rule: "small-simulated-gain", Verdict: Nothing, Strength: Medium, Evidence: ev, Text: text})
 		}
 	}
 	return d.citeKnown(out)
