@@ -45,7 +45,8 @@ type assessOptions struct {
 	hashSeed string
 	seedSet  bool
 
-	trace string
+	trace      string
+	traceBlock int
 	// embedded, when set, is simulated instead of reading --trace (the demo's built-in trace).
 	embedded *sim.Trace
 	replicas int
@@ -53,6 +54,8 @@ type assessOptions struct {
 
 	th     advise.Thresholds
 	failOn failOn
+	// demo runs the assessment against an emulated fleet (what kvcheck demo shows).
+	demo bool
 }
 
 const assessLong = `assess gathers whichever evidence you can give in one run and recommends one of: session
@@ -97,6 +100,9 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 			if report.IsTerminal(s.ErrOut) {
 				o.hitrate.progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
 			}
+			if o.demo {
+				return runAssessDemo(cmd.Context(), s, g)
+			}
 			return runAssess(cmd.Context(), s, g, o)
 		},
 	}
@@ -117,11 +123,14 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.StringArrayVar(&o.tapFrom, "tap-from", nil, "kvcheck tap recording to analyse (repeatable)")
 	fs.StringVar(&o.hashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check hash reproducibility in --tap-from")
 	fs.StringVar(&o.trace, "trace", "", "request trace to simulate: Mooncake JSONL or lengths-only CSV")
+	fs.IntVar(&o.traceBlock, "trace-block-size", 0, "tokens per block of --trace: default 512 for Mooncake (its hash_ids), 16 for CSV")
 	fs.IntVar(&o.replicas, "replicas", 0, fmt.Sprintf("replicas to simulate (default: the metrics' replica count, else %d)", defaultAssessReplicas))
 	fs.IntVar(&o.kvBlocks, "kv-blocks", 0, "KV-cache blocks per replica as vLLM counts them (num_gpu_blocks, of --block-size tokens); default: the metrics' num_gpu_blocks, else 1Mi tokens")
 	fs.Float64Var(&o.th.MinGain, "min-gain", o.th.MinGain, "share of round-robin's prefill a simulated policy must save to be worth a router")
 	fs.Float64Var(&o.th.MinShareable, "min-shareable", o.th.MinShareable, "share of prompt tokens (requests) or block references (trace ceiling) below which there is no reuse to route for")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
+	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
+	_ = fs.MarkHidden("demo")
 	return cmd
 }
 
@@ -146,8 +155,8 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		return usageErrorf("--replicas and --kv-blocks shape the simulated fleet: give --trace")
 	case o.replicas < 0 || o.replicas > sim.MaxReplicas:
 		return usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
-	case o.kvBlocks < 0 || o.blockSize < 0:
-		return usageErrorf("--kv-blocks and --block-size must be positive")
+	case o.kvBlocks < 0 || o.blockSize < 0 || o.traceBlock < 0:
+		return usageErrorf("--kv-blocks, --block-size and --trace-block-size must be positive")
 	case o.th.MinGain < 0 || o.th.MinGain >= 1 || o.th.MinShareable < 0 || o.th.MinShareable >= 1:
 		return usageErrorf("--min-gain and --min-shareable are fractions from 0 to 1 (0.05 means 5%%)")
 	}
@@ -351,7 +360,7 @@ func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.
 			kind = "azure"
 		}
 		var err error
-		if tr, err = readTrace(o.trace, kind, 0); err != nil {
+		if tr, err = readTrace(o.trace, kind, o.traceBlock); err != nil {
 			return nil, err
 		}
 	}

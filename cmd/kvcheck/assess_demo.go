@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
@@ -33,6 +34,27 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 		t.Line("")
 	}
 	return runAssess(ctx, s, g, o)
+}
+
+// runAssessDemo starts four emulated replicas on loopback, as kvcheck demo does, and runs
+// demoAssess against them.
+func runAssessDemo(ctx context.Context, s streams, g *globalOptions) error {
+	if _, err := g.format(report.FormatText, report.FormatJSON); err != nil {
+		return err
+	}
+	f, err := fleet.New(fleet.Options{Replicas: fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000}), Tick: 5 * time.Millisecond, StepsPerTick: 5})
+	if err != nil {
+		return err
+	}
+	if err := f.Start(); err != nil {
+		return err
+	}
+	defer f.Close()
+	var targets []string
+	for _, r := range f.Replicas() {
+		targets = append(targets, r.Name()+"="+r.URL())
+	}
+	return demoAssess(ctx, s, g, targets)
 }
 
 // The built-in chat trace's shape: conversations start over ten minutes, each has a few turns

@@ -11,8 +11,11 @@ import (
 func (d *decision) collectEvidence() {
 	if m := d.in.Metrics; m != nil {
 		in := m.Source
-		if len(m.Inputs) > 0 {
-			in += " " + shortList(m.Inputs)
+		switch n := len(m.Inputs); {
+		case n > 2:
+			in += fmt.Sprintf(" of %d targets", n)
+		case n > 0:
+			in += " " + strings.Join(m.Inputs, ", ")
 		}
 		d.evidence("hitrate.replicas", "hitrate", in, "replicas", "%d%s", len(m.Replicas), downNote(m.Down))
 		if m.HitRate != nil {

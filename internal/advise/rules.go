@@ -107,8 +107,14 @@ func (d *decision) sessionReasons() []Reason {
 	if s := d.in.Simulation; s != nil && s.PrefixInfo {
 		b, sess := s.best(""), s.best(FamilySession)
 		if b != nil && sess != nil && b.PrefillSaved >= th.MinGain && sess.PrefillSaved >= th.SessionShare*b.PrefillSaved {
-			out = append(out, Reason{Rule: "session-gets-most-gain", Verdict: SessionAffinity, Strength: Medium, Evidence: []string{"simulate.session", "simulate.kv"},
-				Text: fmt.Sprintf("simulated %s saves %+.1f%% of round-robin's prefill, %.0f%% of the best policy's %+.1f%% (%s), without a hot spot", sess.Name, sess.PrefillSaved*100, 100*sess.PrefillSaved/b.PrefillSaved, b.PrefillSaved*100, b.Name)})
+			text := fmt.Sprintf("simulated %s saves %+.1f%% of round-robin's prefill, %.0f%% of the best policy's %+.1f%% (%s), without a hot spot", sess.Name, sess.PrefillSaved*100, 100*sess.PrefillSaved/b.PrefillSaved, b.PrefillSaved*100, b.Name)
+			if b == sess {
+				text = fmt.Sprintf("simulated %s is the best policy on this fleet: it saves %+.1f%% of round-robin's prefill without a hot spot", sess.Name, sess.PrefillSaved*100)
+				if kv := s.best(FamilyKV); kv != nil {
+					text += fmt.Sprintf(", against %+.1f%% for the best KV-aware policy (%s)", kv.PrefillSaved*100, kv.Name)
+				}
+			}
+			out = append(out, Reason{Rule: "session-gets-most-gain", Verdict: SessionAffinity, Strength: Medium, Evidence: []string{"simulate.session", "simulate.kv"}, Text: text})
 		}
 	}
 	return d.citeKnown(out)
