@@ -241,15 +241,15 @@ func TestAssessPrometheus(t *testing.T) {
 		switch {
 		case q == `vllm:cache_config_info{namespace="prod"}`:
 			sawConfig = true
-			io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[
 				{"metric":{"__name__":"vllm:cache_config_info","pod":"p0","block_size":"16","num_gpu_blocks":"4096","enable_prefix_caching":"True"},"value":[1764496860,"1"]},
 				{"metric":{"__name__":"vllm:cache_config_info","pod":"p1","block_size":"16","num_gpu_blocks":"3000","enable_prefix_caching":"True"},"value":[1764496860,"1"]}]}}`)
 		case strings.Contains(q, "vllm:cache_config_info"):
-			io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[
 				{"metric":{"pod":"p0","block_size":"16","enable_prefix_caching":"True"},"value":[1764496860,"1"]},
 				{"metric":{"pod":"p1","block_size":"16","enable_prefix_caching":"True"},"value":[1764496860,"1"]}]}}`)
 		default:
-			io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
 		}
 	}))
 	defer srv.Close()
