@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -323,11 +325,22 @@ func kvShape(ctx context.Context, s streams, h *hitrateOptions) (blocks, blockSi
 // assessRequests audits the request log as kvcheck audit --requests does.
 func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize int) (*advise.Requests, error) {
 	ropts := audit.RequestOptions{BlockSize: blockSize, MaxBlocks: audit.DefaultMaxBlocks, MaxLine: audit.DefaultMaxLine, Concurrency: 8}
+	var cachingOff *advise.Fix
 	if o.tokenize != "" {
 		server := &audit.Server{BaseURL: o.tokenize, Client: &http.Client{Timeout: 30 * time.Second}}
 		cc, err := server.CacheConfig(ctx)
-		if err == nil && cc.BlockSize > 0 {
+		switch {
+		case errors.Is(err, audit.ErrNoCacheConfig):
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using block size %d\n", o.tokenize, blockSize)
+		case err != nil:
+			return nil, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate)", err)
+		default:
 			ropts.BlockSize = cc.BlockSize
+			if cc.PrefixCachingKnown && !cc.PrefixCaching {
+				cachingOff = &advise.Fix{Finding: finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: o.tokenize,
+					Message: "the --tokenize server runs with prefix caching off (enable_prefix_caching=False): nothing is cached, whatever the prompts"},
+					Source: "requests", Fix: "drop --no-enable-prefix-caching from the vLLM command line"}
+			}
 		}
 		ropts.Tokenizer = server
 	}
@@ -347,7 +360,11 @@ func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize 
 	if err != nil {
 		return nil, fmt.Errorf("requests %s: %w", src, err)
 	}
-	return advise.FromRequests(sum, src), nil
+	r := advise.FromRequests(sum, src)
+	if cachingOff != nil {
+		r.Findings = append([]advise.Fix{*cachingOff}, r.Findings...)
+	}
+	return r, nil
 }
 
 // assessSimulate runs the trace through one fleet shaped by the flags, else by what the

@@ -295,3 +295,33 @@ func TestDemoAssess(t *testing.T) {
 		}
 	}
 }
+
+// TestAssessTokenize audits the request log with exact tokens from an emulated replica's
+// /tokenize; that replica runs without prefix caching, which the server's /metrics says.
+func TestAssessTokenize(t *testing.T) {
+	off := false
+	f, err := fleet.New(fleet.Options{Replicas: []fleet.Config{{PrefixCaching: &off, BlockSize: 32}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Replicas()[0].Handle("POST /tokenize", fleet.TokenizeHandler(fleet.TokenizeOptions{}))
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, code, stderr := runAssessJSON(t, "--requests", "../../testdata/assess/shared_prompt.jsonl", "--tokenize", f.URLs()[0], "--fail-on", "error")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitFindings, stderr)
+	}
+	if doc.Verdict != "fix-first" || doc.Then != "kv-aware-router" || len(doc.Fixes) == 0 || doc.Fixes[0].Code != "prefix-caching-off" {
+		t.Errorf("verdict %s then %s fixes %v; want fix-first, then kv-aware-router, prefix-caching-off first", doc.Verdict, doc.Then, doc.Fixes)
+	}
+	if got := doc.figure("requests.count"); strings.Contains(got, "estimated") || !strings.HasPrefix(got, "120 in 120 sessions") {
+		t.Errorf("requests.count = %q, want 120 requests with exact tokens", got)
+	}
+	for _, n := range doc.NextSteps {
+		if strings.Contains(n.Measure, "--tokenize") {
+			t.Errorf("next steps ask for --tokenize, which was given: %q", n.Measure)
+		}
+	}
+}
