@@ -142,7 +142,7 @@ func Decide(in Input, th Thresholds) Recommendation {
 	d.rec = Recommendation{Reasons: []Reason{}, Evidence: []Evidence{}, Fixes: []Fix{}, NextSteps: []NextStep{}, Advice: []string{}}
 	d.collectEvidence()
 	route, routeReasons, decided := d.route()
-	blockers := d.fixFirst(route)
+	blockers := d.citeKnown(d.fixFirst(route))
 	slices.SortStableFunc(d.rec.Fixes, func(a, b Fix) int { return cmp.Compare(b.Severity, a.Severity) })
 	if len(blockers) > 0 {
 		d.rec.Verdict = FixFirst

@@ -172,6 +172,11 @@ func TestDecide(t *testing.T) {
 			want: outcome{Verdict: FixFirst, Confidence: High, Rules: []string{"fleet-thrashes"}, Fixes: []string{"error thrashing", "warning thrashing"}},
 		},
 		{
+			name: "thrashing seen in KV usage alone cites only what was measured",
+			in:   Input{Metrics: &Metrics{Source: "log", Mode: "log", Replicas: []Replica{{Name: "e0", KVUsage: ptr(0.98)}, {Name: "e1", KVUsage: ptr(0.5)}}}},
+			want: outcome{Verdict: FixFirst, Confidence: Medium, Rules: []string{"fleet-thrashes"}, Fixes: []string{"error thrashing"}},
+		},
+		{
 			name: "pressure below the thrash thresholds only warns",
 			in:   Input{Metrics: func() *Metrics { m := healthy(2); m.Replicas[0].PreemptionsPer1k = ptr(20.0); return m }()},
 			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}, Fixes: []string{"warning thrashing"}},
