@@ -319,3 +319,20 @@ func TestNextSteps(t *testing.T) {
 		})
 	}
 }
+
+func TestVersionNote(t *testing.T) {
+	tests := []struct{ version, want string }{
+		{"0.10.1", "vLLM 0.10.1 counts a preempted request's recomputed tokens as hits"},
+		{"v0.11.0", "vLLM v0.11.0 leaves preempted lookups out"},
+		{"0.25.1", "issue #43736"},
+		{"", "before vLLM 0.11"},
+		{"nightly", "before vLLM 0.11"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			if got := versionNote(tt.version); !strings.Contains(got, tt.want) {
+				t.Errorf("versionNote(%q) = %q, want it to contain %q", tt.version, got, tt.want)
+			}
+		})
+	}
+}

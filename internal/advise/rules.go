@@ -236,7 +236,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 				thrash = append(thrash, r.Name)
 			}
 			d.fix(Fix{Finding: finding.Finding{Severity: sev, Code: "thrashing", Subject: r.Name,
-				Message: why + ": the hit rate may count re-prefill after eviction rather than reuse (SPEC §3.2), and a router adds little while the cache cannot hold what it is sent"},
+				Message: why + ": the hit rate may count re-prefill after eviction rather than reuse" + versionNote(r.Version) + ", and a router adds little while the cache cannot hold what it is sent"},
 				Source: "hitrate", Fix: "give the replica more KV cache (lower --max-num-seqs, raise --gpu-memory-utilization, a larger GPU) or add replicas, then measure again"})
 		}
 		if len(thrash) > 0 {
@@ -342,4 +342,17 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// versionNote says how the replica's vLLM version counts lookups under pressure (SPEC §3.2):
+// before 0.11 (PR #25787) the tokens a preempted request recomputed were counted as hits.
+func versionNote(v string) string {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &major, &minor); err != nil {
+		return " (before vLLM 0.11 a preempted request's recomputed tokens counted as hits; since, a request retried under KV pressure can still be counted again)"
+	}
+	if major == 0 && minor < 11 {
+		return " (vLLM " + v + " counts a preempted request's recomputed tokens as hits; fixed in 0.11 by PR #25787)"
+	}
+	return " (vLLM " + v + " leaves preempted lookups out, but counts a request retried under KV pressure again, issue #43736)"
 }
