@@ -190,6 +190,7 @@ var subcommands = []func(streams, *globalOptions) *cobra.Command{
 	newTapCmd,
 	newSimulateCmd,
 	newDemoCmd,
+	newAssessCmd,
 }
 
 // run executes the command line and returns the process exit code; only run picks exit codes.

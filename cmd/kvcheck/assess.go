@@ -1,0 +1,423 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+
+	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// assessPolicies are the policies assess simulates: the baseline, the session-affinity family
+// and the KV-aware routers a team can deploy (llm-d approximate and exact, Dynamo, a load-aware
+// scorer), plus naive longest-prefix to show its hot spot.
+var assessPolicies = []string{"round-robin", "least-loaded", "session", "chash-bounded", "approx-prefix", "kv-longest", "kv-llmd", "kv-dynamo", "kv-load"}
+
+// defaultAssessReplicas is the simulated fleet size when neither --replicas nor a metrics
+// source says it.
+const defaultAssessReplicas = 8
+
+// assessOptions are the flags of kvcheck assess.
+type assessOptions struct {
+	hitrate hitrateOptions
+
+	templates []string
+
+	requests  string
+	tokenize  string
+	blockSize int
+
+	tapFrom  []string
+	hashSeed string
+	seedSet  bool
+
+	trace      string
+	traceBlock int
+	// embedded, when set, is simulated instead of reading --trace (the demo's built-in trace).
+	embedded *sim.Trace
+	replicas int
+	kvBlocks int
+
+	th     advise.Thresholds
+	failOn failOn
+	// demo runs the assessment against an emulated fleet (what kvcheck demo shows).
+	demo bool
+}
+
+const assessLong = `assess gathers whichever evidence you can give in one run and recommends one of: session
+affinity, a KV-aware router, nothing, or fix this first, with the evidence for it and what to
+measure next. Every input is optional; give at least one.
+
+  metrics     --prometheus URL | --scrape URL... | --targets FILE | --file A.prom [--file B.prom] |
+              --log FILE (one source, as kvcheck hitrate): prefix caching on, thrashing, replica
+              count and KV size (num_gpu_blocks)
+  templates   --templates PATH... (as kvcheck audit PATH...): block-zero breakers
+  requests    --requests FILE [--tokenize URL] (as kvcheck audit --requests): shareable prefill,
+              within- vs cross-session reuse
+  KV events   --tap-from REC... [--hash-seed S] (as kvcheck tap --from): hash parity, duplicated
+              prefill, lost batches
+  trace       --trace FILE [--replicas N --kv-blocks N] (as kvcheck simulate): each policy's gain
+              over round-robin; the fleet's shape defaults to what the metrics saw
+
+Rules, in order: fix this first (prefix caching off, a per-call or per-user block-zero breaker,
+a thrashing fleet, and for an exact router hashes that differ across replicas; all that apply);
+nothing (one replica, little shareable prefill, or a simulated gain below --min-gain); session
+affinity (reuse mostly within sessions, or session affinity getting most of the simulated gain);
+a KV-aware router (cross-session reuse, a working set larger than one replica's KV cache, a
+simulated KV-aware policy beating round-robin and session affinity with acceptable balance).
+
+`
+
+func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
+	o := &assessOptions{th: advise.DefaultThresholds()}
+	cmd := &cobra.Command{
+		Use:   "assess",
+		Short: "Recommend session affinity, a KV-aware router, nothing, or what to fix first",
+		Long:  assessLong + exitCodesHelp,
+		Example: `  kvcheck assess --scrape 10.0.0.7:8000,10.0.0.8:8000 --templates prompts/ --requests gateway.jsonl
+  kvcheck assess --trace mooncake_conversation_trace.jsonl --replicas 8
+  kvcheck assess --file before.prom --file after.prom --window 60s --tap-from a.kvtap --hash-seed 0 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.hitrate.windowSet = cmd.Flags().Changed("window")
+			o.seedSet = cmd.Flags().Changed("hash-seed")
+			o.hitrate.warn = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s\n", msg) }
+			o.hitrate.progress = func(string) {}
+			if report.IsTerminal(s.ErrOut) {
+				o.hitrate.progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
+			}
+			if o.demo {
+				return runAssessDemo(cmd.Context(), s, g)
+			}
+			return runAssess(cmd.Context(), s, g, o)
+		},
+	}
+	fs := cmd.Flags()
+	h := &o.hitrate
+	h.prom.bind(fs)
+	fs.StringSliceVar(&h.scrape, "scrape", nil, "replica /metrics targets (host:port or URL), comma-separated or repeated")
+	fs.StringVar(&h.targetsFile, "targets", "", "file listing scrape targets, one per line")
+	fs.StringArrayVar(&h.files, "file", nil, "saved /metrics dump (one, or two of the same replicas for rates)")
+	fs.StringArrayVar(&h.logs, "log", nil, "vLLM server log file (repeatable)")
+	fs.DurationVar(&h.window, "window", 0, "rate window (default 5m for --prometheus, 30s for --scrape)")
+	fs.StringVar(&h.selector, "selector", "", "extra label matchers for --prometheus")
+	fs.DurationVar(&h.scrapeTimeout, "scrape-timeout", 10*time.Second, "timeout of each /metrics request with --scrape")
+	fs.StringSliceVar(&o.templates, "templates", nil, "chat templates, prompt modules or directories to audit (comma-separated or repeated)")
+	fs.StringVar(&o.requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
+	fs.StringVar(&o.tokenize, "tokenize", "", "base URL of a vLLM server for exact tokens of --requests")
+	fs.IntVar(&o.blockSize, "block-size", 0, "KV block size in tokens for the audits (default: from the metrics, else 16)")
+	fs.StringArrayVar(&o.tapFrom, "tap-from", nil, "kvcheck tap recording to analyse (repeatable)")
+	fs.StringVar(&o.hashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check hash reproducibility in --tap-from")
+	fs.StringVar(&o.trace, "trace", "", "request trace to simulate: Mooncake JSONL or lengths-only CSV")
+	fs.IntVar(&o.traceBlock, "trace-block-size", 0, "tokens per block of --trace: default 512 for Mooncake (its hash_ids), 16 for CSV")
+	fs.IntVar(&o.replicas, "replicas", 0, fmt.Sprintf("replicas to simulate (default: the metrics' replica count, else %d)", defaultAssessReplicas))
+	fs.IntVar(&o.kvBlocks, "kv-blocks", 0, "KV-cache blocks per replica as vLLM counts them (num_gpu_blocks, of --block-size tokens); default: the metrics' num_gpu_blocks, else 1Mi tokens")
+	fs.Float64Var(&o.th.MinGain, "min-gain", o.th.MinGain, "share of round-robin's prefill a simulated policy must save to be worth a router")
+	fs.Float64Var(&o.th.MinShareable, "min-shareable", o.th.MinShareable, "share of prompt tokens (requests) or block references (trace ceiling) below which there is no reuse to route for")
+	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
+	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
+	_ = fs.MarkHidden("demo")
+	return cmd
+}
+
+func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOptions) error {
+	format, err := g.format(report.FormatText, report.FormatJSON)
+	if err != nil {
+		return err
+	}
+	if err := o.failOn.validate(); err != nil {
+		return err
+	}
+	h := &o.hitrate
+	metricsGiven := h.prom.URL != "" || len(h.scrape) > 0 || h.targetsFile != "" || len(h.files) > 0 || len(h.logs) > 0
+	switch {
+	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil:
+		return usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace")
+	case o.tokenize != "" && o.requests == "":
+		return usageErrorf("--tokenize applies to --requests")
+	case o.seedSet && len(o.tapFrom) == 0:
+		return usageErrorf("--hash-seed applies to --tap-from")
+	case (o.replicas != 0 || o.kvBlocks != 0) && o.trace == "" && o.embedded == nil:
+		return usageErrorf("--replicas and --kv-blocks shape the simulated fleet: give --trace")
+	case o.replicas < 0 || o.replicas > sim.MaxReplicas:
+		return usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
+	case o.kvBlocks < 0 || o.blockSize < 0 || o.traceBlock < 0:
+		return usageErrorf("--kv-blocks, --block-size and --trace-block-size must be positive")
+	case o.th.MinGain < 0 || o.th.MinGain >= 1 || o.th.MinShareable < 0 || o.th.MinShareable >= 1:
+		return usageErrorf("--min-gain and --min-shareable are fractions from 0 to 1 (0.05 means 5%%)")
+	}
+
+	var in advise.Input
+	if metricsGiven {
+		if in.Metrics, err = assessMetrics(ctx, s, h); err != nil {
+			return err
+		}
+	}
+	blockSize := o.blockSize
+	if blockSize == 0 {
+		blockSize = audit.DefaultBlockSize
+		if in.Metrics != nil {
+			for _, r := range in.Metrics.Replicas {
+				if r.BlockSize > 0 {
+					blockSize = r.BlockSize
+					break
+				}
+			}
+		}
+	}
+	if len(o.templates) > 0 {
+		tr, err := audit.AuditTemplates(o.templates, blockSize)
+		if err != nil {
+			return fmt.Errorf("templates: %w", err)
+		}
+		in.Templates = advise.FromTemplates(tr, o.templates)
+	}
+	if o.requests != "" {
+		if in.Requests, err = assessRequests(ctx, s, o, blockSize); err != nil {
+			return err
+		}
+	}
+	if len(o.tapFrom) > 0 {
+		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks}
+		if o.seedSet {
+			seed := o.hashSeed
+			opts.HashSeed = &seed
+		}
+		c := events.NewCollector(opts)
+		dur, err := replayRecordings(o.tapFrom, "", c)
+		if err != nil {
+			return err
+		}
+		in.Stream = advise.FromTap(c.Report(dur), o.tapFrom, o.seedSet)
+	}
+	if o.trace != "" || o.embedded != nil {
+		if in.Simulation, err = assessSimulate(ctx, s, o, in.Metrics, blockSize); err != nil {
+			return err
+		}
+	}
+	rec := advise.Decide(in, o.th)
+	if format == report.FormatJSON {
+		err = report.AssessJSON(s.Out, rec)
+	} else {
+		err = g.text(s.Out).Assess(rec)
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Verdict != advise.FixFirst {
+		return nil
+	}
+	return o.failOn.check(rec.Severities()...)
+}
+
+// assessMetrics reads the one metrics source exactly as kvcheck hitrate does, then reads
+// num_gpu_blocks, which the hitrate analysis does not keep, from vllm:cache_config_info.
+func assessMetrics(ctx context.Context, s streams, h *hitrateOptions) (*advise.Metrics, error) {
+	raw, err := collectHitrate(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	rep := promql.Analyze(raw)
+	for _, d := range rep.Down {
+		fmt.Fprintf(s.ErrOut, "kvcheck: warning: could not read %s: %s; the assessment leaves it out\n", d.Target, d.Error)
+	}
+	m := advise.FromHitrate(rep)
+	m.KVBlocks, m.KVBlockSize = kvShape(ctx, s, h)
+	return m, nil
+}
+
+// kvShape reads num_gpu_blocks and block_size, which the hitrate analysis does not keep, from
+// vllm:cache_config_info of the same source: the last dump, one more scrape of each target, or
+// one instant query. It returns the smallest replica's cache (the one whose working set
+// overflows first). It is best effort: without it the simulation falls back to --kv-blocks or its
+// default, and the report says which.
+func kvShape(ctx context.Context, s streams, h *hitrateOptions) (blocks, blockSize int) {
+	fromSamples := func(samples []promql.Sample) {
+		for _, smp := range samples {
+			if smp.Name != "vllm:cache_config_info" {
+				continue
+			}
+			n, err1 := strconv.Atoi(smp.Labels["num_gpu_blocks"])
+			bs, err2 := strconv.Atoi(smp.Labels["block_size"])
+			if err1 != nil || err2 != nil || n <= 0 || bs <= 0 {
+				continue
+			}
+			if blocks == 0 || n*bs < blocks*blockSize {
+				blocks, blockSize = n, bs
+			}
+		}
+	}
+	switch {
+	case len(h.files) > 0:
+		if d, err := promql.ReadDump(h.files[len(h.files)-1]); err == nil {
+			fromSamples(d.Samples)
+		}
+	case len(h.scrape) > 0 || h.targetsFile != "":
+		raw := h.scrape
+		if h.targetsFile != "" {
+			if lines, err := readTargetsFile(h.targetsFile); err == nil {
+				raw = append(slices.Clone(raw), lines...)
+			}
+		}
+		var targets []promql.Target
+		for _, r := range raw {
+			if t, err := promql.ParseTarget(r); err == nil {
+				targets = append(targets, t)
+			}
+		}
+		hc, err := h.prom.httpClient()
+		if err != nil {
+			return 0, 0
+		}
+		dumps, _ := promql.Scraper{Client: hc, Timeout: h.scrapeTimeout}.Round(ctx, targets, false)
+		for _, d := range dumps {
+			fromSamples(d.Samples)
+		}
+	case h.prom.URL != "":
+		api, err := h.prom.api()
+		if err != nil {
+			return 0, 0
+		}
+		q := "vllm:cache_config_info"
+		if h.selector != "" {
+			q += "{" + h.selector + "}"
+		}
+		timeout := h.prom.QueryTimeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		qctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		v, _, _, err := api.Query(qctx, q, time.Now())
+		if err != nil {
+			fmt.Fprintf(s.ErrOut, "kvcheck: warning: query %s for num_gpu_blocks: %v\n", q, err)
+			return 0, 0
+		}
+		if vec, ok := v.(model.Vector); ok {
+			for _, smp := range vec {
+				labels := map[string]string{}
+				for k, x := range smp.Metric {
+					labels[string(k)] = string(x)
+				}
+				fromSamples([]promql.Sample{{Name: labels["__name__"], Labels: labels}})
+			}
+		}
+	}
+	return blocks, blockSize
+}
+
+// assessRequests audits the request log as kvcheck audit --requests does.
+func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize int) (*advise.Requests, error) {
+	ropts := audit.RequestOptions{BlockSize: blockSize, MaxBlocks: audit.DefaultMaxBlocks, MaxLine: audit.DefaultMaxLine, Concurrency: 8}
+	var cachingOff *advise.Fix
+	if o.tokenize != "" {
+		server := &audit.Server{BaseURL: o.tokenize, Client: &http.Client{Timeout: 30 * time.Second}}
+		cc, err := server.CacheConfig(ctx)
+		switch {
+		case errors.Is(err, audit.ErrNoCacheConfig):
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using block size %d\n", o.tokenize, blockSize)
+		case err != nil:
+			return nil, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate)", err)
+		default:
+			ropts.BlockSize = cc.BlockSize
+			if cc.PrefixCachingKnown && !cc.PrefixCaching {
+				cachingOff = &advise.Fix{Finding: finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: o.tokenize,
+					Message: "the --tokenize server runs with prefix caching off (enable_prefix_caching=False): nothing is cached, whatever the prompts"},
+					Source: "requests", Fix: "drop --no-enable-prefix-caching from the vLLM command line"}
+			}
+		}
+		ropts.Tokenizer = server
+	}
+	src := o.requests
+	rd := s.In
+	if src == "-" {
+		src = "standard input"
+	} else {
+		f, err := os.Open(o.requests)
+		if err != nil {
+			return nil, fmt.Errorf("requests: %w", err)
+		}
+		defer f.Close()
+		rd = f
+	}
+	sum, err := audit.AuditRequests(ctx, rd, ropts)
+	if err != nil {
+		return nil, fmt.Errorf("requests %s: %w", src, err)
+	}
+	r := advise.FromRequests(sum, src)
+	if cachingOff != nil {
+		r.Findings = append([]advise.Fix{*cachingOff}, r.Findings...)
+	}
+	return r, nil
+}
+
+// assessSimulate runs the trace through one fleet shaped by the flags, else by what the
+// metrics saw, else by the defaults.
+func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.Metrics, vllmBlock int) (*advise.Simulation, error) {
+	tr := o.embedded
+	if tr == nil {
+		kind := "mooncake"
+		if strings.EqualFold(filepath.Ext(o.trace), ".csv") {
+			kind = "azure"
+		}
+		var err error
+		if tr, err = readTrace(o.trace, kind, o.traceBlock); err != nil {
+			return nil, err
+		}
+	}
+	kvTokens, seen := m.KVCapacity()
+	replicas, replicasFrom := o.replicas, "--replicas"
+	switch {
+	case replicas > 0:
+	case seen > 0:
+		replicas, replicasFrom = min(seen, sim.MaxReplicas), "the metrics' replica count"
+	default:
+		replicas, replicasFrom = defaultAssessReplicas, "default"
+	}
+	kvFrom := "--kv-blocks"
+	switch {
+	case o.kvBlocks > 0:
+		kvTokens = int64(o.kvBlocks) * int64(vllmBlock)
+	case kvTokens > 0:
+		kvFrom = "num_gpu_blocks from the metrics"
+	default:
+		kvTokens, kvFrom = defaultKVTokens, "default"
+	}
+	kv := int(kvTokens / int64(tr.BlockSize))
+	if kv < 1 {
+		return nil, usageErrorf("the KV cache per replica (%d tokens) is less than one %d-token block of the trace: give --kv-blocks", kvTokens, tr.BlockSize)
+	}
+	m0, p0 := sim.DefaultModel(), sim.DefaultParams()
+	sweep := sim.Sweep{Replicas: []int{replicas}, KVBlocks: []int{kv}, Policies: assessPolicies,
+		Base: sim.Config{Model: m0, Seed: 1, AddReplicaAt: -1, Siblings: 1, Params: p0}}
+	var progress func(done, total int)
+	if report.IsTerminal(s.ErrOut) {
+		progress = func(done, total int) {
+			fmt.Fprintf(s.ErrOut, "\rsimulating %d/%d", done, total)
+			if done == total {
+				fmt.Fprint(s.ErrOut, "\r\033[K")
+			}
+		}
+	}
+	results, err := sim.Run(ctx, tr, sweep, progress)
+	if err != nil {
+		return nil, err
+	}
+	return advise.FromSimulation(sim.NewReport(tr, sim.Stats(tr), sweep, results), replicasFrom, kvFrom), nil
+}

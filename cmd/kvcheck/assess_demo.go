@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// demoAssess runs kvcheck assess over the demo fleet's scrape targets (name=URL or host:port)
+// and a built-in multi-turn chat trace, and renders the recommendation. The trace stands in for
+// the request log a real user would give; the replica count and KV size come from the scrape.
+func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []string) error {
+	if len(targets) == 0 {
+		return fmt.Errorf("demo assess: no scrape targets")
+	}
+	o := &assessOptions{embedded: demoChatTrace(1)}
+	o.th = advise.DefaultThresholds()
+	o.hitrate = hitrateOptions{scrape: targets, window: 3 * time.Second, windowSet: true, scrapeTimeout: 5 * time.Second,
+		progress: func(string) {}, warn: func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s\n", msg) }}
+	if g.Output != string(report.FormatJSON) {
+		t := g.text(s.Out)
+		t.Heading(fmt.Sprintf("Demo: kvcheck assess against %d emulated vLLM replicas and a built-in chat trace", len(targets)))
+		t.Muted("The trace: %d multi-turn conversations sharing a short system prompt (%d requests); each turn repeats the whole conversation so far.",
+			demoSessions, len(o.embedded.Requests))
+		t.Line("$ kvcheck assess --scrape %s --window 3s --trace <built-in chat trace>", strings.Join(targets, ","))
+		t.Line("")
+	}
+	return runAssess(ctx, s, g, o)
+}
+
+// runAssessDemo starts four emulated replicas on loopback, as kvcheck demo does, and runs
+// demoAssess against them.
+func runAssessDemo(ctx context.Context, s streams, g *globalOptions) error {
+	if _, err := g.format(report.FormatText, report.FormatJSON); err != nil {
+		return err
+	}
+	f, err := fleet.New(fleet.Options{Replicas: fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000}), Tick: 5 * time.Millisecond, StepsPerTick: 5})
+	if err != nil {
+		return err
+	}
+	if err := f.Start(); err != nil {
+		return err
+	}
+	defer f.Close()
+	var targets []string
+	for _, r := range f.Replicas() {
+		targets = append(targets, r.Name()+"="+r.URL())
+	}
+	return demoAssess(ctx, s, g, targets)
+}
+
+// The built-in chat trace's shape: conversations start over ten minutes, each has a few turns
+// a short think time apart, and every turn adds a user message and an answer to the prompt.
+const (
+	demoSessions     = 240
+	demoSystemBlocks = 4  // shared by every conversation
+	demoTurnBlocks   = 12 // new blocks per turn (user message + previous answer)
+	demoBlockSize    = 16
+)
+
+// demoChatTrace builds a deterministic multi-turn chat trace in 16-token blocks: the reuse is
+// almost all within conversations, which is where session affinity is enough.
+func demoChatTrace(seed uint64) *sim.Trace {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	var next uint64 = 1
+	newBlock := func() uint64 { next++; return next }
+	system := make([]uint64, demoSystemBlocks)
+	for i := range system {
+		system[i] = newBlock()
+	}
+	var reqs []sim.Request
+	for sess := range demoSessions {
+		at := rng.Float64() * 600
+		blocks := slices.Clone(system)
+		turns := 2 + rng.IntN(5)
+		for range turns {
+			for range demoTurnBlocks - 2 + rng.IntN(5) {
+				blocks = append(blocks, newBlock())
+			}
+			in := len(blocks)*demoBlockSize - rng.IntN(demoBlockSize)
+			reqs = append(reqs, sim.Request{Arrival: at, Session: fmt.Sprintf("chat-%d", sess), Blocks: slices.Clone(blocks),
+				InputTokens: in, OutputTokens: 64 + rng.IntN(128), N: 1})
+			at += 10 + rng.Float64()*50
+		}
+	}
+	slices.SortStableFunc(reqs, func(a, b sim.Request) int {
+		switch {
+		case a.Arrival < b.Arrival:
+			return -1
+		case a.Arrival > b.Arrival:
+			return 1
+		}
+		return 0
+	})
+	return &sim.Trace{Name: "built-in chat trace", Format: "mooncake", BlockSize: demoBlockSize, PrefixInfo: true, Requests: reqs}
+}

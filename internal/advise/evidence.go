@@ -1,0 +1,217 @@
+package advise
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// collectEvidence writes one evidence line per figure the rules read, so that every reason can
+// cite its lines and the report can show them in one table.
+func (d *decision) collectEvidence() {
+	if m := d.in.Metrics; m != nil {
+		in := m.Source
+		switch n := len(m.Inputs); {
+		case n > 2:
+			in += fmt.Sprintf(" of %d targets", n)
+		case n > 0:
+			in += " " + strings.Join(m.Inputs, ", ")
+		}
+		d.evidence("hitrate.replicas", "hitrate", in, "replicas", "%d%s", len(m.Replicas), downNote(m.Down))
+		if m.HitRate != nil {
+			d.evidence("hitrate.hit_rate", "hitrate", in, "fleet prefix-cache hit rate", "%s (%s)", pct(*m.HitRate), m.Mode)
+		}
+		on, off, unknown := 0, []string{}, 0
+		for _, r := range m.Replicas {
+			switch {
+			case r.PrefixCaching == nil:
+				unknown++
+			case *r.PrefixCaching:
+				on++
+			default:
+				off = append(off, r.Name)
+			}
+		}
+		fig := fmt.Sprintf("on in %d of %d", on, len(m.Replicas))
+		if len(off) > 0 {
+			fig += "; off in " + shortList(off)
+		}
+		if unknown > 0 {
+			fig += fmt.Sprintf("; unknown in %d (no vllm:cache_config_info)", unknown)
+		}
+		d.evidence("hitrate.caching", "hitrate", in, "prefix caching", "%s", fig)
+		if name, v := worst(m.Replicas, func(r Replica) *float64 { return r.PreemptionsPer1k }); name != "" {
+			d.evidence("hitrate.preemptions", "hitrate", in, "preemptions per 1k requests (worst replica)", "%.1f on %s", v, name)
+		}
+		if name, v := worst(m.Replicas, func(r Replica) *float64 { return r.KVUsage }); name != "" {
+			d.evidence("hitrate.kv_usage", "hitrate", in, "KV-cache usage (fullest replica)", "%s on %s", pct(v), name)
+		}
+		if m.KVBlocks > 0 {
+			d.evidence("hitrate.kv_capacity", "hitrate", in, "KV cache per replica (smallest num_gpu_blocks x block_size)", "%d blocks x %d = %d tokens", m.KVBlocks, m.KVBlockSize, m.KVBlocks*m.KVBlockSize)
+		}
+	}
+	if t := d.in.Templates; t != nil {
+		in := shortList(t.Inputs)
+		var parts []string
+		n := 0
+		for _, v := range []string{"breaker", "early", "late", "unknown", "clean"} {
+			if c := t.Verdicts[v]; c > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", c, v))
+				n += c
+			}
+		}
+		d.evidence("templates.verdicts", "templates", in, "templates audited", "%d: %s", n, orNone(strings.Join(parts, ", ")))
+		errs := 0
+		for _, f := range t.Findings {
+			if f.Severity.String() == "error" {
+				errs++
+			}
+		}
+		d.evidence("templates.breakers", "templates", in, "block-zero breakers changing per call or per user", "%d", errs)
+	}
+	if r := d.in.Requests; r != nil {
+		est := ""
+		if r.Estimated {
+			est = " (estimated tokens)"
+		}
+		d.evidence("requests.count", "requests", r.Input, "requests", "%d in %d sessions, %d prompt tokens%s", r.Requests, r.Sessions, r.PromptTokens, est)
+		d.evidence("requests.shareable", "requests", r.Input, "shareable prefill (unbounded shared cache)", "%s of prompt tokens", pct(frac(r.CacheableTokens, r.PromptTokens)))
+		d.evidence("requests.cross", "requests", r.Input, "cross-session reuse", "%s of prompt tokens, %s of the shareable", pct(frac(r.CrossSessionTokens, r.PromptTokens)), pct(frac(r.CrossSessionTokens, r.CacheableTokens)))
+		d.evidence("requests.within", "requests", r.Input, "within-session reuse", "%s of prompt tokens, %s of the shareable", pct(frac(r.WithinSessionTokens, r.PromptTokens)), pct(frac(r.WithinSessionTokens, r.CacheableTokens)))
+		d.evidence("requests.unique_first", "requests", r.Input, "requests whose first block nobody shares", "%s (%d of %d)", pct(frac(r.UniqueFirstBlock, r.WithBlock)), r.UniqueFirstBlock, r.WithBlock)
+	}
+	if s := d.in.Stream; s != nil {
+		in := shortList(s.Inputs)
+		d.evidence("tap.stream", "tap", in, "KV-event stream", "%d publishers, %d stored blocks, %d batches lost", s.Publishers, s.StoredBlocks, s.LostBatches)
+		d.evidence("tap.parity", "tap", in, "hash parity", "reproducible %s, consistent across replicas %s", yesNo(s.Reproducible, s.SeedKnown), yesNo(s.Consistent, true))
+		if s.DuplicateFraction != nil {
+			d.evidence("tap.duplicate", "tap", in, "prefill duplicated on another replica", "%s of stored tokens", pct(*s.DuplicateFraction))
+		}
+		if s.RestoreFraction != nil {
+			d.evidence("tap.restores", "tap", in, "re-stores after eviction", "%s of stored blocks", pct(*s.RestoreFraction))
+		}
+		d.evidence("tap.first_blocks", "tap", in, "distinct first blocks", "%d of %d stored", s.FirstBlocksDistinct, s.FirstBlockStores)
+	}
+	if s := d.in.Simulation; s != nil {
+		in := s.Trace
+		d.evidence("simulate.ceiling", "simulate", in, "trace ceiling (block references repeating an earlier one)", "%s of %d requests", pct(s.Ceiling), s.Requests)
+		d.evidence("simulate.fleet", "simulate", in, "simulated fleet", "%d replicas (%s) x %d tokens of KV (%s)", s.Replicas, s.ReplicasFrom, s.KVTokens, s.KVFrom)
+		if s.KVTokens > 0 {
+			d.evidence("simulate.working_set", "simulate", in, "working set against one replica's KV", "%d tokens = %.1fx", s.WorkingSetTokens, float64(s.WorkingSetTokens)/float64(s.KVTokens))
+		}
+		if rr := s.policy("round-robin"); rr != nil {
+			d.evidence("simulate.round_robin", "simulate", in, "round-robin hit rate", "%s, TTFT p99 %.2fs", pct(rr.HitRate), rr.TTFTP99)
+		}
+		for _, f := range []Family{FamilySession, FamilyKV} {
+			if p := s.best(f); p != nil {
+				d.evidence("simulate."+string(f), "simulate", in, "best "+familyName(f)+" policy", "%s: hit %s, prefill saved %+.1f%%, load max/mean %.2f, TTFT p99 %.2fs", p.Name, pct(p.HitRate), p.PrefillSaved*100, p.LoadMaxOverMean, p.TTFTP99)
+			}
+		}
+		if hs := s.hotSpots(); len(hs) > 0 {
+			d.evidence("simulate.hot_spots", "simulate", in, "policies that make a hot spot", "%s", strings.Join(hs, ", "))
+		}
+	}
+}
+
+func familyName(f Family) string {
+	switch f {
+	case FamilySession:
+		return "session-affinity"
+	case FamilyKV:
+		return "KV-aware"
+	}
+	return "load-balancing"
+}
+
+func (s *Simulation) policy(name string) *Policy {
+	for i := range s.Policies {
+		if s.Policies[i].Name == name {
+			return &s.Policies[i]
+		}
+	}
+	return nil
+}
+
+// best returns the family's policy without a hot spot that saves the most prefill (nil when
+// there is none). With FamilyKV it also requires acceptable balance only through the rules.
+func (s *Simulation) best(f Family) *Policy {
+	var b *Policy
+	for i := range s.Policies {
+		p := &s.Policies[i]
+		if p.HotSpot || (f != "" && p.Family != f) {
+			continue
+		}
+		if b == nil || p.PrefillSaved > b.PrefillSaved {
+			b = p
+		}
+	}
+	return b
+}
+
+func (s *Simulation) hotSpots() []string {
+	var out []string
+	for _, p := range s.Policies {
+		if p.HotSpot {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// worst returns the replica with the highest value of v, when any has one.
+func worst(rs []Replica, v func(Replica) *float64) (string, float64) {
+	name, top := "", 0.0
+	for _, r := range rs {
+		if x := v(r); x != nil && (name == "" || *x > top) {
+			name, top = r.Name, *x
+		}
+	}
+	return name, top
+}
+
+// KVCapacity returns each replica's KV cache in tokens (the smallest replica's) and the fleet's
+// replica count from the metrics, 0 when unknown: the defaults of the simulated fleet.
+func (m *Metrics) KVCapacity() (tokens int64, replicas int) {
+	if m == nil {
+		return 0, 0
+	}
+	return int64(m.KVBlocks) * int64(m.KVBlockSize), len(m.Replicas)
+}
+
+func shortList(xs []string) string {
+	if len(xs) <= 3 {
+		return strings.Join(xs, ", ")
+	}
+	return strings.Join(xs[:3], ", ") + fmt.Sprintf(" and %d more", len(xs)-3)
+}
+
+func downNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d more could not be read)", n)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func yesNo(b *bool, determinable bool) string {
+	switch {
+	case !determinable:
+		return "not checked (no --hash-seed)"
+	case b == nil:
+		return "undetermined"
+	case *b:
+		return "yes"
+	}
+	return "NO"
+}
+
+// has reports whether the evidence line id exists.
+func (d *decision) has(id string) bool {
+	return slices.ContainsFunc(d.rec.Evidence, func(e Evidence) bool { return e.ID == id })
+}

@@ -1,0 +1,111 @@
+package advise
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// FromHitrate takes the hitrate report. The report does not carry num_gpu_blocks: callers set
+// KVBlocks and KVBlockSize when they can read them.
+func FromHitrate(rep promql.Report) *Metrics {
+	m := &Metrics{Source: string(rep.Source), Inputs: slices.Clone(rep.Inputs), Mode: string(rep.Mode), HitRate: rep.Fleet.HitRate, Down: len(rep.Down)}
+	for _, r := range rep.Replicas {
+		x := Replica{Name: r.Replica, Version: r.Version, PrefixCaching: r.PrefixCaching, HitRate: r.HitRate,
+			PreemptionsPer1k: r.PreemptionsPer1k, KVUsage: r.KVUsage}
+		if r.BlockSize != nil {
+			x.BlockSize = *r.BlockSize
+		}
+		m.Replicas = append(m.Replicas, x)
+	}
+	return m
+}
+
+// FromTemplates takes the static template audit of inputs.
+func FromTemplates(tr audit.TemplateReport, inputs []string) *Templates {
+	t := &Templates{Inputs: slices.Clone(inputs), Verdicts: map[string]int{}}
+	for _, x := range tr.Templates {
+		t.Verdicts[string(x.Verdict)]++
+	}
+	t.Findings = fromAudit("templates", tr.Findings)
+	return t
+}
+
+// FromRequests takes the request audit of the log named input.
+func FromRequests(s audit.Summary, input string) *Requests {
+	return &Requests{
+		Input: input, Estimated: !s.Exact, Requests: s.Requests, Sessions: s.Sessions,
+		WithBlock: s.Requests - s.Short, UniqueFirstBlock: s.UniqueFirstBlock,
+		PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
+		CrossSessionTokens: s.CrossSessionTokens, WithinSessionTokens: s.WithinSessionTokens,
+		Findings: fromAudit("requests", s.Findings(input)),
+	}
+}
+
+func fromAudit(source string, fs []audit.Finding) []Fix {
+	out := make([]Fix, 0, len(fs))
+	for _, f := range fs {
+		x := Fix{Finding: f.Finding, Source: source, Fix: f.Fix}
+		if x.Subject == "" {
+			x.Subject = f.File
+		}
+		if f.Line > 0 && f.File != "" {
+			x.Subject = f.File + ":" + strconv.Itoa(f.Line)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// FromTap takes the analysis of KV-event recordings.
+func FromTap(r *events.Report, inputs []string, seedKnown bool) *Stream {
+	a := r.Analysis
+	s := &Stream{
+		Inputs: slices.Clone(inputs), Publishers: len(r.Publishers), StoredBlocks: a.StoredBlocks,
+		SeedKnown: seedKnown, Reproducible: a.HashParity.Reproducible, Consistent: a.HashParity.ConsistentAcrossReplicas,
+		DuplicateFraction: a.DuplicateTokenFraction, RestoreFraction: a.RestoreFraction,
+		FirstBlockStores: a.FirstBlockStores, FirstBlocksDistinct: a.FirstBlocksDistinct,
+	}
+	for _, p := range r.Publishers {
+		s.LostBatches += p.UnrecoverableBatches
+	}
+	return s
+}
+
+// FromSimulation takes the first fleet of a simulation; replicasFrom and kvFrom say where its
+// shape came from.
+func FromSimulation(rep sim.Report, replicasFrom, kvFrom string) *Simulation {
+	s := &Simulation{
+		Trace: rep.Trace.Name, Requests: rep.Stats.Requests, BlockSize: rep.Trace.BlockSize, PrefixInfo: rep.Trace.PrefixInfo,
+		Ceiling: rep.Stats.Ceiling, WorkingSetTokens: rep.Stats.DistinctBlocks * int64(rep.Trace.BlockSize),
+		ReplicasFrom: replicasFrom, KVFrom: kvFrom,
+	}
+	if len(rep.Fleets) == 0 {
+		return s
+	}
+	f := rep.Fleets[0]
+	s.Replicas = f.Replicas
+	s.KVTokens = int64(f.KVBlocks) * int64(rep.Trace.BlockSize)
+	for _, r := range f.Results {
+		s.Policies = append(s.Policies, Policy{
+			Name: r.Policy, Family: PolicyFamily(r.Policy), HitRate: r.HitRate, PrefillSaved: r.PrefillSaved,
+			LoadMaxOverMean: r.LoadMaxOverMean, TTFTP99: r.TTFTP99, HotSpot: slices.Contains(f.HotSpots, r.Policy),
+		})
+	}
+	return s
+}
+
+// PolicyFamily classifies a simulator policy by what a team would deploy for it.
+func PolicyFamily(name string) Family {
+	switch name {
+	case "session", "chash-bounded":
+		return FamilySession
+	case "random", "round-robin", "least-loaded":
+		return FamilyBalance
+	}
+	return FamilyKV
+}

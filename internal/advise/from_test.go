@@ -1,0 +1,92 @@
+package advise
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+func TestFromHitrate(t *testing.T) {
+	on, off := true, false
+	rep := promql.Analyze(promql.Input{Source: promql.SourceScrape, Mode: promql.ModeRate, Window: 30, Inputs: []string{"a", "b"},
+		Observations: []promql.Observation{
+			{Replica: "a", Window: 30, Queries: ptr(1000.0), Hits: ptr(500.0), Preemptions: ptr(5.0), Requests: ptr(100.0), KVUsage: ptr(0.5), BlockSize: 16, PrefixCaching: &on},
+			{Replica: "b", Window: 30, Queries: ptr(0.0), Hits: ptr(0.0), BlockSize: 16, PrefixCaching: &off},
+		}})
+	got := FromHitrate(rep)
+	want := &Metrics{Source: "scrape", Inputs: []string{"a", "b"}, Mode: "rate", HitRate: ptr(0.5), Replicas: []Replica{
+		{Name: "a", PrefixCaching: &on, HitRate: ptr(0.5), PreemptionsPer1k: ptr(50.0), KVUsage: ptr(0.5), BlockSize: 16},
+		{Name: "b", PrefixCaching: &off, BlockSize: 16},
+	}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("FromHitrate (-want +got):\n%s", d)
+	}
+}
+
+func TestFromAudit(t *testing.T) {
+	tr := audit.TemplateReport{
+		Templates: []audit.Template{{File: "a.py", Verdict: audit.VerdictBreaker}, {File: "b.jinja", Verdict: audit.VerdictClean}},
+		Findings:  []audit.Finding{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m"}, File: "a.py", Line: 41, Fix: "move it"}},
+	}
+	got := FromTemplates(tr, []string{"dir"})
+	want := &Templates{Inputs: []string{"dir"}, Verdicts: map[string]int{"breaker": 1, "clean": 1}, Findings: []Fix{
+		{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m", Subject: "a.py:41"}, Source: "templates", Fix: "move it"},
+	}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("FromTemplates (-want +got):\n%s", d)
+	}
+	r := FromRequests(audit.Summary{Exact: true, Requests: 10, Short: 2, Sessions: 3, PromptTokens: 1000, CacheableTokens: 400,
+		CrossSessionTokens: 300, WithinSessionTokens: 100, UniqueFirstBlock: 1}, "log.jsonl")
+	if r.Estimated || r.WithBlock != 8 || r.CrossSessionTokens != 300 || r.Input != "log.jsonl" {
+		t.Errorf("FromRequests = %+v", r)
+	}
+}
+
+func TestFromTap(t *testing.T) {
+	yes, no := true, false
+	rep := &events.Report{
+		Publishers: []events.Publisher{{Endpoint: "a", UnrecoverableBatches: 2}, {Endpoint: "b", UnrecoverableBatches: 1}},
+		Analysis: events.Analysis{StoredBlocks: 100, DuplicateTokenFraction: ptr(0.25), FirstBlockStores: 30, FirstBlocksDistinct: 2,
+			HashParity: events.HashParity{SeedKnown: true, Reproducible: &yes, ConsistentAcrossReplicas: &no}},
+	}
+	got := FromTap(rep, []string{"a.kvtap"}, true)
+	want := &Stream{Inputs: []string{"a.kvtap"}, Publishers: 2, StoredBlocks: 100, SeedKnown: true, Reproducible: &yes, Consistent: &no,
+		LostBatches: 3, DuplicateFraction: ptr(0.25), FirstBlockStores: 30, FirstBlocksDistinct: 2}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("FromTap (-want +got):\n%s", d)
+	}
+}
+
+// TestFromSimulation runs the real simulator on a small trace where every conversation repeats
+// a shared first block, and checks the families and the hot spot come through.
+func TestFromSimulation(t *testing.T) {
+	tr := &sim.Trace{Name: "tiny", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
+	for i := range 60 {
+		tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i) * 0.5, Blocks: []uint64{1, 2, uint64(100 + i)}, InputTokens: 48, OutputTokens: 200, N: 1})
+	}
+	sw := sim.Sweep{Replicas: []int{4}, KVBlocks: []int{64}, Policies: []string{"round-robin", "session", "kv-longest", "kv-load"},
+		Base: sim.Config{Model: sim.DefaultModel(), Seed: 1, AddReplicaAt: -1, Siblings: 1, Params: sim.DefaultParams()}}
+	res, err := sim.Run(context.Background(), tr, sw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := FromSimulation(sim.NewReport(tr, sim.Stats(tr), sw, res), "--replicas", "--kv-blocks")
+	if s.Replicas != 4 || s.KVTokens != 64*16 || s.WorkingSetTokens != 62*16 || s.Requests != 60 {
+		t.Errorf("fleet = %d replicas x %d tokens, working set %d, %d requests; want 4 x 1024, 992, 60", s.Replicas, s.KVTokens, s.WorkingSetTokens, s.Requests)
+	}
+	fam := map[string]Family{}
+	for _, p := range s.Policies {
+		fam[p.Name] = p.Family
+	}
+	want := map[string]Family{"round-robin": FamilyBalance, "session": FamilySession, "kv-longest": FamilyKV, "kv-load": FamilyKV}
+	if d := cmp.Diff(want, fam); d != "" {
+		t.Errorf("families (-want +got):\n%s", d)
+	}
+}

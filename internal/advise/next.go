@@ -1,0 +1,87 @@
+package advise
+
+// nextSteps says, for each measurement missing or weak, what would settle it.
+func (d *decision) nextSteps(route Verdict) {
+	add := func(measure, settles string) {
+		d.rec.NextSteps = append(d.rec.NextSteps, NextStep{Measure: measure, Settles: settles})
+	}
+	in := d.in
+	switch {
+	case d.rec.Verdict == FixFirst && route != "":
+		add("run kvcheck assess again with the same inputs after the fixes",
+			"whether "+route.Describe()+" is still the recommendation once nothing blocks the cache")
+	case d.rec.Verdict == FixFirst:
+		add("run kvcheck assess again after the fixes, with a measurement of reuse (below)",
+			"which routing, if any, pays once nothing blocks the cache")
+	}
+	if in.Metrics == nil {
+		add("add --scrape HOST:PORT,... (or --prometheus URL) to this run",
+			"whether prefix caching is on on every replica and the fleet is not thrashing, and the replica count and KV size the simulation should use")
+	}
+	if in.Templates == nil {
+		add("add --templates with the chat template and the code that builds prompts",
+			"whether a date, an id or a per-user value in block 0 breaks every prefix before any router sees it")
+	}
+	if in.Requests == nil {
+		add("add --requests with a JSONL log of real request bodies (a gateway export)",
+			"how much prefill is shareable and whether it is reused within sessions (session affinity) or across them (a KV-aware router)")
+	} else {
+		if in.Requests.Estimated {
+			add("add --tokenize URL of one replica",
+				"exact tokens and block positions instead of the 4-bytes-a-token estimate")
+		}
+		if in.Requests.Sessions == 0 {
+			add("log a session id with each request (a session header or metadata.session_id)",
+				"which reuse stays within a conversation, where session affinity is enough")
+		}
+	}
+	if in.Simulation == nil {
+		add("add --trace with a request trace (Mooncake JSONL: timestamps, lengths, block hash ids)",
+			"the gain of each routing policy over round-robin on this fleet, and its cost in balance and tail latency")
+	} else if s := in.Simulation; s.KVFrom == "default" || s.ReplicasFrom == "default" {
+		add("give --scrape (or --replicas and --kv-blocks) so the simulation uses the fleet's own shape",
+			"whether the working set exceeds one replica's KV cache on the real fleet, not an assumed one")
+	}
+	if route == KVAwareRouter {
+		switch s := in.Stream; {
+		case s == nil:
+			add("run kvcheck tap tcp://REPLICA:5557 ... --hash-seed SEED --record a.kvtap, then add --tap-from a.kvtap",
+				"hash parity (the same PYTHONHASHSEED everywhere) and a loss-free event stream before an exact KV-aware router")
+		case !s.SeedKnown:
+			add("add --hash-seed with the replicas' PYTHONHASHSEED",
+				"whether a router can recompute the engines' block hashes (sha256_cbor)")
+		}
+	}
+}
+
+// advice names the traps of the routers that would implement the verdict (SPEC §6).
+func advice(route Verdict, in Input) []string {
+	out := []string{}
+	switch route {
+	case KVAwareRouter:
+		if s := in.Stream; s == nil || s.Consistent == nil || !*s.Consistent {
+			out = append(out, "exact KV-aware routers (llm-d exact producer, Dynamo, AIBrix event sync) match block hashes: every replica needs the same PYTHONHASHSEED and --prefix-caching-hash-algo, and --kv-events-config switched on (up to vLLM 0.11.0 also \"publisher\":\"zmq\")")
+		}
+		out = append(out,
+			"llm-d: configure the vllm tokenizer backend for the exact prefix scorer (the default estimate counts about 4 bytes a token and silently degrades it); do not run the approximate producer active-active; event replay needs vLLM 0.26 or later",
+			"Dynamo: --router-kv-overlap-score-credit-decay defaults to 0, so a freshly scaled replica never wins; --router-mode kv does not switch the engines' event publisher on",
+			"vLLM production-stack: kvaware and loadaware read only the prompt field, so chat completions are matched on an empty string; prefixaware hashes 128-character text chunks, never evicts and never breaks affinity under load",
+			"SGLang cache_aware: the Rust and Python gateways' default tree sizes differ by four orders of magnitude; Ray Serve PrefixCacheAffinityRouter: the imbalance threshold is infinite by default",
+			"LiteLLM has no prefix-aware routing; with a router below it, keep num_retries at 0 or 1",
+		)
+		if s := in.Simulation; s != nil {
+			if p := s.policy("kv-longest"); p != nil && p.HotSpot {
+				out = append(out, "naive longest-prefix routing made a hot spot in the simulation: use a scorer that weighs load (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load)")
+			}
+		}
+	case SessionAffinity:
+		out = append(out,
+			"LiteLLM: optional_pre_call_checks session_affinity keys on a session header (x-litellm-session-id, x-litellm-trace-id): send one per conversation; prompt_caching pins only up to the last cache_control marker, never hits when it is on the last message, and holds for 300 s",
+			"vLLM production-stack: --routing-logic session; keep the affinity TTL close to how long a prefix stays cached",
+			"plain hashing of the session id makes hot spots under skewed traffic: prefer consistent hashing with bounded load, and let a new replica take new sessions",
+		)
+	case Nothing:
+		out = append(out, "keep round-robin or least-loaded routing; revisit when traffic with shared prefixes (long system prompts, agents, multi-turn chat) grows")
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/advise"
+)
+
+// assessDocument is the JSON document of kvcheck assess.
+type assessDocument struct {
+	SchemaVersion int `json:"schema_version"`
+	advise.Recommendation
+}
+
+// AssessJSON writes a recommendation as JSON.
+func AssessJSON(w io.Writer, r advise.Recommendation) error {
+	return JSON(w, assessDocument{SchemaVersion: SchemaVersion, Recommendation: nonNilRecommendation(r)})
+}
+
+// nonNilRecommendation makes empty lists render as [] whatever the caller built.
+func nonNilRecommendation(r advise.Recommendation) advise.Recommendation {
+	if r.Reasons == nil {
+		r.Reasons = []advise.Reason{}
+	}
+	for i := range r.Reasons {
+		if r.Reasons[i].Evidence == nil {
+			r.Reasons[i].Evidence = []string{}
+		}
+	}
+	if r.Evidence == nil {
+		r.Evidence = []advise.Evidence{}
+	}
+	if r.Fixes == nil {
+		r.Fixes = []advise.Fix{}
+	}
+	if r.NextSteps == nil {
+		r.NextSteps = []advise.NextStep{}
+	}
+	if r.Advice == nil {
+		r.Advice = []string{}
+	}
+	return r
+}
+
+// Assess writes a recommendation for people: the verdict first, why, what to fix, the evidence
+// table (source and figure per line), router advice, then what to measure next.
+func (t *Text) Assess(r advise.Recommendation) error {
+	verdict := "Recommendation: " + r.Verdict.Describe()
+	if r.Verdict == advise.FixFirst && r.Then != "" {
+		verdict += ", then " + r.Then.Describe()
+	}
+	t.Verdict(verdict)
+	t.Line("confidence: %s", r.Confidence)
+	t.Line("")
+	reasons := func(v advise.Verdict) {
+		for _, x := range r.Reasons {
+			if x.Against || x.Verdict != v {
+				continue
+			}
+			t.Line("  [%s] %s", x.Strength, x.Text)
+			if len(x.Evidence) > 0 {
+				t.Muted("      evidence: %s", strings.Join(x.Evidence, ", "))
+			}
+		}
+	}
+	t.Heading("Why")
+	reasons(r.Verdict)
+	if r.Verdict == advise.FixFirst && r.Then != "" {
+		t.Heading("Then, once fixed: " + r.Then.Describe())
+		reasons(r.Then)
+	}
+	var against []advise.Reason
+	for _, x := range r.Reasons {
+		if x.Against {
+			against = append(against, x)
+		}
+	}
+	if len(against) > 0 {
+		t.Heading("Against")
+		for _, x := range against {
+			t.Line("  [%s] %s (points to %s)", x.Strength, x.Text, x.Verdict.Describe())
+		}
+	}
+	if len(r.Fixes) > 0 {
+		if r.Verdict == advise.FixFirst {
+			t.Heading("Fix first")
+		} else {
+			t.Heading("Worth fixing (nothing here blocks the recommendation)")
+		}
+		for _, f := range r.Fixes {
+			t.Finding(f.Finding)
+			if f.Fix != "" {
+				t.Muted("  fix (%s): %s", f.Source, f.Fix)
+			}
+		}
+	}
+	t.Heading("Evidence")
+	if len(r.Evidence) == 0 {
+		t.Line("none")
+	} else {
+		rows := make([][]string, 0, len(r.Evidence))
+		for _, e := range r.Evidence {
+			rows = append(rows, []string{e.Source, e.What, e.Figure, e.Input, e.ID})
+		}
+		if err := t.Table([]string{"SOURCE", "WHAT", "FIGURE", "INPUT", "ID"}, rows); err != nil {
+			return err
+		}
+	}
+	if len(r.Advice) > 0 {
+		route := r.Verdict
+		if route == advise.FixFirst {
+			route = r.Then
+		}
+		t.Heading(fmt.Sprintf("Advice for %s", route.Describe()))
+		for _, a := range r.Advice {
+			t.Line("  - %s", a)
+		}
+	}
+	t.Heading("Next steps")
+	if len(r.NextSteps) == 0 {
+		t.Line("  none: every measurement assess uses was given")
+	}
+	for _, n := range r.NextSteps {
+		t.Line("  - %s: %s", n.Measure, n.Settles)
+	}
+	return nil
+}

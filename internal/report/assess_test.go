@@ -1,0 +1,75 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+func fp(v float64) *float64 { return &v }
+
+// assessInputs are hand-built evidence for each verdict, rendered against golden files.
+func assessInputs() map[string]advise.Input {
+	on, off := true, false
+	metrics := &advise.Metrics{Source: "scrape", Inputs: []string{"10.0.0.1:8000", "10.0.0.2:8000"}, Mode: "rate", HitRate: fp(0.42), KVBlocks: 2048, KVBlockSize: 16,
+		Replicas: []advise.Replica{
+			{Name: "10.0.0.1:8000", PrefixCaching: &on, PreemptionsPer1k: fp(2), KVUsage: fp(0.6), BlockSize: 16},
+			{Name: "10.0.0.2:8000", PrefixCaching: &off, PreemptionsPer1k: fp(0), KVUsage: fp(0.2), BlockSize: 16},
+		}}
+	sim := &advise.Simulation{Trace: "conv.jsonl", Requests: 12031, BlockSize: 512, PrefixInfo: true, Ceiling: 0.366, WorkingSetTokens: 93588480,
+		Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: "--replicas", KVFrom: "default", Policies: []advise.Policy{
+			{Name: "round-robin", Family: advise.FamilyBalance, HitRate: 0.083, LoadMaxOverMean: 1, TTFTP99: 12.2},
+			{Name: "chash-bounded", Family: advise.FamilySession, HitRate: 0.082, PrefillSaved: -0.001, LoadMaxOverMean: 1.33, TTFTP99: 13.4},
+			{Name: "session", Family: advise.FamilySession, HitRate: 0.056, PrefillSaved: -0.03, LoadMaxOverMean: 8, TTFTP99: 10033, HotSpot: true},
+			{Name: "kv-load", Family: advise.FamilyKV, HitRate: 0.269, PrefillSaved: 0.203, LoadMaxOverMean: 1.07, TTFTP99: 11.2},
+		}}
+	return map[string]advise.Input{
+		"fix_first": {Metrics: metrics, Simulation: sim, Templates: &advise.Templates{Inputs: []string{"templates"}, Verdicts: map[string]int{"breaker": 1, "clean": 1},
+			Findings: []advise.Fix{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "datetime.now().isoformat() lands in block 0"}, Source: "templates", Fix: "move the time to the last user message"}}}},
+		"kv_router": {Simulation: sim},
+		"session": {Requests: &advise.Requests{Input: "chat.jsonl", Estimated: true, Requests: 120, Sessions: 30, WithBlock: 120, PromptTokens: 29371,
+			CacheableTokens: 16653, WithinSessionTokens: 16653}},
+		"nothing": {Metrics: &advise.Metrics{Source: "file", Inputs: []string{"single.prom"}, Mode: "lifetime", Replicas: []advise.Replica{{Name: "10.0.0.1:8000", PrefixCaching: &on}}}},
+	}
+}
+
+func TestAssessGolden(t *testing.T) {
+	for name, in := range assessInputs() {
+		t.Run(name, func(t *testing.T) {
+			rec := advise.Decide(in, advise.DefaultThresholds())
+			var txt bytes.Buffer
+			if err := NewText(&txt, false).Assess(rec); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "assess/"+name+".txt.golden", txt.Bytes())
+			var js bytes.Buffer
+			if err := AssessJSON(&js, rec); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "assess/"+name+".json.golden", js.Bytes())
+		})
+	}
+}
+
+// TestAssessJSONEmptyLists checks that a recommendation built without lists still says [].
+func TestAssessJSONEmptyLists(t *testing.T) {
+	var buf bytes.Buffer
+	if err := AssessJSON(&buf, advise.Recommendation{Verdict: advise.Nothing, Confidence: advise.Low}); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["schema_version"] != float64(SchemaVersion) {
+		t.Errorf("schema_version = %v, want %d", doc["schema_version"], SchemaVersion)
+	}
+	for _, k := range []string{"reasons", "evidence", "fixes", "next_steps", "advice"} {
+		if l, ok := doc[k].([]any); !ok || len(l) != 0 {
+			t.Errorf("%s = %v, want []", k, doc[k])
+		}
+	}
+}
