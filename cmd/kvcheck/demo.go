@@ -61,8 +61,9 @@ func newDemoCmd(s streams, g *globalOptions) *cobra.Command {
 		Long: `Starts emulated vLLM replicas on 127.0.0.1 with a built-in workload and runs kvcheck's
 commands against them, section by section: hitrate (scraping four replicas), tap (the KV-event
 streams of three emulated publishers), audit (a request log and a prompt template, with exact
-tokens from a replica's /tokenize), lint (an old Grafana dashboard and its fix) and simulate (a
-synthetic multi-turn trace under three routing policies).
+tokens from a replica's /tokenize), lint (an old Grafana dashboard and its fix), simulate (a
+synthetic multi-turn trace under three routing policies) and assess (the recommendation, from
+four scraped replicas and a built-in chat trace).
 Each section prints the command it ran. Nothing leaves the machine; it finishes in well under a
 minute. With --dir the input files are written there and kept, so the commands can be run again.
 
@@ -86,6 +87,7 @@ func demoSteps() []demoStep {
 		{title: "audit", run: demoAudit},
 		{title: "lint", run: demoLint},
 		{title: "simulate", run: demoSimulate},
+		{title: "assess", run: demoAssessSection},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -143,4 +144,24 @@ func demoTrace(seed uint64) syntheticTrace {
 		_ = enc.Encode(r) // encoding these plain values cannot fail
 	}
 	return syntheticTrace{data: buf.Bytes(), requests: len(rows), conversations: conversations, turns: turns, prompts: prompts}
+}
+
+// demoAssessSection ends the demo with the recommendation: assess scrapes four emulated
+// replicas and simulates a built-in chat trace on a fleet of their shape. In text mode
+// demoAssess prints its own heading and command line.
+func demoAssessSection(ctx context.Context, d *demoSession) error {
+	if d.json {
+		return d.capture([]string{"assess", "--demo"}, func(s streams) error { return runAssessDemo(ctx, s, d.g) })
+	}
+	if d.started {
+		d.g.text(d.s.Out).Line("")
+	}
+	d.started = true
+	err := runAssessDemo(ctx, d.s, d.g)
+	var fe findingsError
+	if errors.As(err, &fe) {
+		d.g.text(d.s.Out).Line("(exit 3: %v)", err)
+		return nil
+	}
+	return err
 }
