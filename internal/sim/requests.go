@@ -430,73 +430,220 @@ func chainKey(parent uint64, ids []uint32) uint64 {
 	return h
 }
 
-// readFields decodes the fields of a line that audit does not keep: the time from the line's
+// readFields reads the fields of a line that audit does not keep: the time from the line's
 // top level (the export record, or a plain body), max tokens and n from the body (under
 // bodyKey, a dotted path, in an export). timeKey, once chosen, is the only time field read.
+//
+// audit has already decoded the line with encoding/json, so a second full decode would only
+// repeat its work: a shallow walk over the members finds the few values needed, and only
+// those are decoded. On a line that is not a JSON object the walk stops and reports it.
 func readFields(line []byte, bodyKey, timeKey string) (logFields, error) {
 	var f logFields
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(line, &top); err != nil {
-		return f, fmt.Errorf("invalid JSON: %w", err)
-	}
+	var times [16]span // indexed like timeKeys
 	keys := timeKeys
 	if timeKey != "" {
 		keys = []string{timeKey}
 	}
-	for _, k := range keys {
-		raw, ok := top[k]
-		if !ok || string(raw) == "null" {
+	var b bodyFields
+	var body span
+	path := []string{}
+	if bodyKey != "" {
+		path = strings.Split(bodyKey, ".")
+	}
+	ok := members(line, func(k, v span) {
+		for i, tk := range keys {
+			if string(k) == tk {
+				times[i] = v
+			}
+		}
+		if len(path) == 0 {
+			b.set(k, v)
+		} else if string(k) == path[0] {
+			body = v
+		}
+	})
+	if !ok {
+		return f, errors.New("invalid JSON: not an object")
+	}
+	for i, k := range keys {
+		raw := times[i]
+		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
 		// The first time field present decides; an unreadable one counts as missing.
 		f.timeKeyName = k
-		f.time, f.timeUnitName, f.hasTime = parseTime(raw)
+		f.time, f.timeUnitName, f.hasTime = parseTime(json.RawMessage(raw))
 		break
 	}
-	body := top
-	if bodyKey != "" {
-		cur := top
-		for _, k := range strings.Split(bodyKey, ".") {
-			obj, ok := object(cur[k])
-			if !ok {
-				cur = nil
-				break
-			}
-			cur = obj
+	for depth := 1; depth <= len(path) && body != nil; depth++ {
+		obj, ok := unquoted(body)
+		if !ok {
+			break
 		}
-		body = cur
+		body = nil
+		members(obj, func(k, v span) {
+			if depth == len(path) {
+				b.set(k, v)
+			} else if string(k) == path[depth] {
+				body = v
+			}
+		})
 	}
-	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
-		if v, ok := nonNegInt(body[k]); ok {
+	for _, raw := range []span{b.maxCompletionTokens, b.maxTokens} {
+		if v, ok := nonNegInt(raw); ok {
 			f.output, f.hasOutput = v, true
 			break
 		}
 	}
-	if v, ok := nonNegInt(body["n"]); ok {
+	if v, ok := nonNegInt(b.n); ok {
 		f.n = v
 	}
 	return f, nil
 }
 
-// object decodes raw as a JSON object, also when it is a string holding one.
-func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
+// span is a JSON value's bytes, pointing into the line.
+type span []byte
+
+// bodyFields are the body fields the simulator needs.
+type bodyFields struct {
+	maxTokens, maxCompletionTokens, n span
+}
+
+func (b *bodyFields) set(k, v span) {
+	switch string(k) {
+	case "max_tokens":
+		b.maxTokens = v
+	case "max_completion_tokens":
+		b.maxCompletionTokens = v
+	case "n":
+		b.n = v
+	}
+}
+
+// unquoted returns raw, or the JSON text inside it when it is a string (exports often hold the
+// body as a string).
+func unquoted(raw span) (span, bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	if raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, false
 		}
-		raw = []byte(s)
+		return bytes.TrimSpace([]byte(s)), true
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil, false
+	return raw, true
+}
+
+// members calls fn with each member of the JSON object in b: the key as written (escapes not
+// decoded) and the value's bytes. It walks strings and brackets without decoding them and
+// reports false when b is not an object; values are not validated.
+func members(b span, fn func(k, v span)) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
 	}
-	return m, true
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '}':
+			return true
+		case ',':
+			i++
+			continue
+		case '"':
+		default:
+			return false
+		}
+		end := skipString(b, i)
+		if end < 0 {
+			return false
+		}
+		key := b[i+1 : end-1]
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		vend := skipValue(b, i)
+		if vend <= i {
+			return false
+		}
+		fn(key, b[i:vend])
+		i = vend
+	}
+}
+
+func skipSpace(b span, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] == '"', or -1.
+func skipString(b span, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		esc := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			esc++
+		}
+		if esc%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// skipValue returns the index after the value that starts at b[i], or -1.
+func skipValue(b span, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := skipString(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
 }
 
 // nonNegInt reads a non-negative integer (a JSON number, possibly in a string).
-func nonNegInt(raw json.RawMessage) (int, bool) {
+func nonNegInt(raw span) (int, bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, false
 	}

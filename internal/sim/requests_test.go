@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -388,6 +389,18 @@ func FuzzReadFields(f *testing.F) {
 		}
 		if fs.hasTime && (fs.time < 0 || fs.time != fs.time) {
 			t.Errorf("time %v", fs.time)
+		}
+		// On valid JSON the shallow walk must agree with encoding/json.
+		var top map[string]json.RawMessage
+		if bodyKey != "" || json.Unmarshal(line, &top) != nil {
+			return
+		}
+		want, wantOK := nonNegInt(span(bytes.TrimSpace(top["max_tokens"])))
+		if w2, ok := nonNegInt(span(bytes.TrimSpace(top["max_completion_tokens"]))); ok {
+			want, wantOK = w2, true
+		}
+		if fs.hasOutput != wantOK || fs.output != want {
+			t.Errorf("output %d (%v), encoding/json reads %d (%v)", fs.output, fs.hasOutput, want, wantOK)
 		}
 	})
 }
