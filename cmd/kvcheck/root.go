@@ -187,6 +187,7 @@ var subcommands = []func(streams, *globalOptions) *cobra.Command{
 	newLintCmd,
 	newMetricsCmd,
 	newAuditCmd,
+	newTapCmd,
 	newSimulateCmd,
 	newDemoCmd,
 }

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/report"
+)
+
+type tapOptions struct {
+	Listen       []string
+	DPRanks      int
+	Topic        string
+	Duration     time.Duration
+	Replay       []string
+	Record       string
+	From         []string
+	HashSeed     string
+	MaxBlocks    int
+	TokensPerSec float64
+	QueueSize    int
+	FailOn       failOn
+	hashSeedSet  bool
+	demo         bool
+}
+
+func newTapCmd(s streams, g *globalOptions) *cobra.Command {
+	o := &tapOptions{}
+	cmd := &cobra.Command{
+		Use:   "tap [ENDPOINT...]",
+		Short: "Measure the KV-event stream: bandwidth, silent loss, replay, duplicated work, hash parity",
+		Long: `tap subscribes to vLLM's ZMQ KV-event publishers (--kv-events-config) and reports whether the
+stream is healthy and what it reveals about the fleet: batches lost at the publisher's high-water
+mark (only sequence numbers reveal them), restarts, wire era and hash form, bandwidth, prefill
+duplicated across replicas, re-stores after eviction, block-zero diversity, and whether the
+block hashes are reproducible (sha256_cbor with --hash-seed) and identical across replicas.
+
+vLLM binds its publisher (tcp://*:5557 by default): give the replicas' endpoints to dial. For
+publishers that dial a collector, use --listen. Ctrl-C stops early and still prints the report.
+
+` + exitCodesHelp,
+		Example: `  kvcheck tap tcp://10.0.0.5:5557 tcp://10.0.0.6:5557 --duration 2m --hash-seed 0
+  kvcheck tap tcp://10.0.0.5:5557 --dp-ranks 2 --replay tcp://10.0.0.5:5560 --record capture.kvtap
+  kvcheck tap --from capture-a.kvtap --from capture-b.kvtap -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.hashSeedSet = cmd.Flags().Changed("hash-seed")
+			if o.demo {
+				if !cmd.Flags().Changed("duration") {
+					o.Duration = 3 * time.Second
+				}
+				return runDemoTap(cmd.Context(), s, g, o)
+			}
+			return runTap(cmd.Context(), s, g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Listen, "listen", nil, "bind this endpoint and receive from publishers that dial it (repeatable)")
+	f.IntVar(&o.DPRanks, "dp-ranks", 1, "data-parallel ranks per endpoint: rank r publishes on port+r")
+	f.StringVar(&o.Topic, "topic", "", "subscribe to topics with this prefix only")
+	f.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to tap")
+	f.StringSliceVar(&o.Replay, "replay", nil, "replay (ROUTER) endpoint of each publisher, in the order of the endpoints, to recover lost batches")
+	f.StringVar(&o.Record, "record", "", "write everything received to this file (readable with --from)")
+	f.StringSliceVar(&o.From, "from", nil, "analyse recordings instead of tapping (repeatable; merged by receive time)")
+	f.StringVar(&o.HashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check that hashes are reproducible with sha256_cbor")
+	f.IntVar(&o.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 140 bytes each); the least recently stored are forgotten first")
+	f.Float64Var(&o.TokensPerSec, "tokens-per-sec", 0, "extrapolate the event bandwidth to this many stored tokens per second")
+	f.IntVar(&o.QueueSize, "queue-size", 65536, "messages buffered between the sockets and the decoder before the tap drops (and counts) its own")
+	f.StringVar((*string)(&o.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: info, warning or error")
+	f.BoolVar(&o.demo, "demo", false, "tap three emulated replicas on loopback (what kvcheck demo shows)")
+	_ = f.MarkHidden("demo")
+	return cmd
+}
+
+// expandRanks turns each endpoint into one per data-parallel rank (port + r).
+func expandRanks(eps []string, ranks int) ([]string, error) {
+	if ranks <= 1 {
+		return eps, nil
+	}
+	var out []string
+	for _, ep := range eps {
+		if ep == "-" || ep == "" { // no replay socket for this publisher
+			for range ranks {
+				out = append(out, "-")
+			}
+			continue
+		}
+		scheme, addr, ok := strings.Cut(ep, "://")
+		host, port, err := net.SplitHostPort(addr)
+		if !ok || err != nil || scheme != "tcp" {
+			return nil, usageErrorf("--dp-ranks needs tcp://HOST:PORT endpoints, got %q", ep)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, usageErrorf("--dp-ranks needs a numeric port in %q", ep)
+		}
+		for r := range ranks {
+			out = append(out, fmt.Sprintf("tcp://%s", net.JoinHostPort(host, strconv.Itoa(p+r))))
+		}
+	}
+	return out, nil
+}
+
+func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, args []string) error {
+	format, err := g.format(report.FormatText, report.FormatJSON)
+	if err != nil {
+		return err
+	}
+	if err := o.FailOn.validate(); err != nil {
+		return err
+	}
+	live := len(args) > 0 || len(o.Listen) > 0
+	switch {
+	case len(o.From) > 0 && live:
+		return usageErrorf("give endpoints or --from recordings, not both")
+	case len(o.From) == 0 && !live:
+		return usageErrorf("give at least one ENDPOINT (e.g. tcp://10.0.0.5:5557), --listen ADDR or --from FILE")
+	case o.DPRanks < 1:
+		return usageErrorf("--dp-ranks must be at least 1, got %d", o.DPRanks)
+	case o.Duration <= 0:
+		return usageErrorf("--duration must be positive, got %s", o.Duration)
+	case o.MaxBlocks < 1:
+		return usageErrorf("--max-blocks must be positive, got %d", o.MaxBlocks)
+	case o.Record != "" && !live:
+		return usageErrorf("--record needs endpoints to tap")
+	}
+	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec}
+	if o.hashSeedSet {
+		seed := o.HashSeed
+		opts.HashSeed = &seed
+	}
+	c := events.NewCollector(opts)
+	var dur time.Duration
+	if len(o.From) > 0 {
+		if dur, err = replayRecordings(o.From, o.Topic, c); err != nil {
+			return err
+		}
+	} else if dur, err = tapLive(ctx, s, o, args, c); err != nil {
+		return err
+	}
+	r := c.Report(dur)
+	r.Findings = append(r.Findings, portCollisions(args, o.Replay, o.DPRanks)...)
+	if format == report.FormatJSON {
+		err = report.TapJSON(s.Out, r)
+	} else {
+		err = g.text(s.Out).Tap(r)
+	}
+	if err != nil {
+		return err
+	}
+	sevs := make([]finding.Severity, len(r.Findings))
+	for i, f := range r.Findings {
+		sevs[i] = f.Severity
+	}
+	return o.FailOn.check(sevs...)
+}
+
+func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *events.Collector) (_ time.Duration, err error) {
+	eps, err := expandRanks(args, o.DPRanks)
+	if err != nil {
+		return 0, err
+	}
+	replays, err := expandRanks(o.Replay, o.DPRanks)
+	if err != nil {
+		return 0, err
+	}
+	if len(replays) > 0 && len(replays) != len(eps) {
+		return 0, usageErrorf("--replay gives %d endpoints for %d publishers: give one per publisher, in the same order", len(replays), len(eps))
+	}
+	var sources []events.Source
+	for i, ep := range eps {
+		src := events.Source{Endpoint: ep}
+		if len(replays) > 0 && replays[i] != "-" {
+			src.Replay = replays[i]
+		}
+		sources = append(sources, src)
+	}
+	listens, err := expandRanks(o.Listen, o.DPRanks)
+	if err != nil {
+		return 0, err
+	}
+	for _, ep := range listens {
+		sources = append(sources, events.Source{Endpoint: ep, Listen: true})
+	}
+	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize,
+		Logger: slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if o.Record != "" {
+		f, err := os.Create(o.Record)
+		if err != nil {
+			return 0, fmt.Errorf("create recording: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close recording %s: %w", o.Record, cerr)
+			}
+		}()
+		if cfg.Recorder, err = events.NewRecorder(f); err != nil {
+			return 0, err
+		}
+	}
+	fmt.Fprintf(s.ErrOut, "tapping %d publishers for %s (Ctrl-C stops early and prints the report)\n", len(sources), o.Duration)
+	tctx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	start := time.Now()
+	var received atomic.Uint64
+	cfg.Observe = func(*events.Message) { received.Add(1) }
+	var wg sync.WaitGroup
+	if report.IsTerminal(s.ErrOut) {
+		wg.Go(func() { tapProgress(tctx, s.ErrOut, start, o.Duration, &received) })
+	}
+	err = events.Tap(tctx, cfg, c)
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// tapProgress redraws one status line on a terminal's stderr every second.
+func tapProgress(ctx context.Context, w io.Writer, start time.Time, total time.Duration, received *atomic.Uint64) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprint(w, "\r\033[K")
+			return
+		case <-t.C:
+			el := time.Since(start).Truncate(time.Second)
+			fmt.Fprintf(w, "\r\033[K%s of %s, %d messages received", el, total, received.Load())
+		}
+	}
+}
+
+// portCollisions finds replay endpoints that are also event endpoints once the data-parallel
+// ranks are counted (SPEC §1.2: rank r uses port+r for both, so adjacent base ports collide).
+func portCollisions(eps, replays []string, ranks int) []events.Finding {
+	all, err1 := expandRanks(eps, ranks)
+	reps, err2 := expandRanks(replays, ranks)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	event := map[string]bool{}
+	for _, ep := range all {
+		event[ep] = true
+	}
+	var out []events.Finding
+	for _, rp := range reps {
+		if event[rp] {
+			out = append(out, events.Finding{Finding: finding.Finding{Severity: finding.Error, Code: "port-collision", Subject: rp,
+				Message: "this replay endpoint is also the event endpoint of a data-parallel rank: with " + strconv.Itoa(ranks) +
+					" ranks vLLM binds event port+r and replay port+r, so base ports closer than the rank count collide; move replay_endpoint further away"}})
+		}
+	}
+	return out
+}
+
+// recHeap merges recordings by receive time.
+type recItem struct {
+	rec events.Record
+	rd  *events.Reader
+	src string
+}
+type recHeap []*recItem
+
+func (h recHeap) Len() int           { return len(h) }
+func (h recHeap) Less(i, j int) bool { return h[i].rec.Message.RecvNanos < h[j].rec.Message.RecvNanos }
+func (h recHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *recHeap) Push(x any)        { *h = append(*h, x.(*recItem)) }
+func (h *recHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// replayRecordings feeds recordings to c in receive-time order, keeping the topics that start
+// with topic, and returns the time they span.
+func replayRecordings(files []string, topic string, c *events.Collector) (time.Duration, error) {
+	h := &recHeap{}
+	var first, last int64
+	next := func(it *recItem) (bool, error) {
+		for {
+			err := it.rd.Next(&it.rec)
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("recording %s: %w", it.src, err)
+			}
+			if it.rec.OwnDrops > 0 {
+				c.OwnDrops(it.rec.Message.Source, it.rec.OwnDrops)
+				continue
+			}
+			if !strings.HasPrefix(string(it.rec.Message.Topic), topic) {
+				continue
+			}
+			return true, nil
+		}
+	}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return 0, fmt.Errorf("open recording: %w", err)
+		}
+		defer f.Close()
+		rd, err := events.NewReader(f)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		it := &recItem{rd: rd, src: name}
+		ok, err := next(it)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			heap.Push(h, it)
+		}
+	}
+	for h.Len() > 0 {
+		it := (*h)[0]
+		m := &it.rec.Message
+		if first == 0 || m.RecvNanos < first {
+			first = m.RecvNanos
+		}
+		last = max(last, m.RecvNanos)
+		c.Add(m)
+		ok, err := next(it)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
+	}
+	return time.Duration(last - first), nil
+}

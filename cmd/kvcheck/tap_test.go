@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/fleet"
+)
+
+func TestExpandRanks(t *testing.T) {
+	tests := []struct {
+		name  string
+		eps   []string
+		ranks int
+		want  []string
+		usage bool
+	}{
+		{"one rank", []string{"tcp://10.0.0.5:5557"}, 1, []string{"tcp://10.0.0.5:5557"}, false},
+		{"two endpoints, three ranks", []string{"tcp://10.0.0.5:5557", "tcp://[::1]:6000"}, 3,
+			[]string{"tcp://10.0.0.5:5557", "tcp://10.0.0.5:5558", "tcp://10.0.0.5:5559", "tcp://[::1]:6000", "tcp://[::1]:6001", "tcp://[::1]:6002"}, false},
+		{"no replay socket", []string{"-", "tcp://h:7000"}, 2, []string{"-", "-", "tcp://h:7000", "tcp://h:7001"}, false},
+		{"ipc cannot be expanded", []string{"ipc:///tmp/kv"}, 2, nil, true},
+		{"no port", []string{"tcp://10.0.0.5"}, 2, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := expandRanks(tt.eps, tt.ranks)
+			var ue usageError
+			if tt.usage != errors.As(err, &ue) {
+				t.Fatalf("expandRanks error = %v, want usage error %v", err, tt.usage)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("expandRanks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTapDPRanks taps two data-parallel ranks given as one endpoint and --dp-ranks 2.
+func TestTapDPRanks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seed := "0"
+	pubs, err := fleet.NewRankedPublishers(ctx, fleet.PublisherConfig{Seed: &seed}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, p := range pubs {
+		defer p.Close()
+		ev, err := p.Stored(make([]int64, 32), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-pctx.Done():
+					return
+				case <-tick.C:
+					_ = p.Publish(ev)
+				}
+			}
+		})
+	}
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"tap", pubs[0].Endpoint(), "--dp-ranks", "2", "--duration", "1500ms", "-o", "json"},
+		streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, nil)
+	stop()
+	wg.Wait()
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut.String())
+	}
+	var doc struct {
+		Publishers []struct {
+			Endpoint string `json:"endpoint"`
+			DPRank   *int   `json:"dp_rank"`
+			Batches  int    `json:"batches"`
+		} `json:"publishers"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Publishers) != 2 {
+		t.Fatalf("got %d publishers, want 2: %s", len(doc.Publishers), out.String())
+	}
+	for r, p := range doc.Publishers {
+		if p.Endpoint != pubs[r].Endpoint() || p.DPRank == nil || *p.DPRank != r || p.Batches == 0 {
+			t.Errorf("publisher %d: %+v, want endpoint %s, rank %d and batches", r, p, pubs[r].Endpoint(), r)
+		}
+	}
+}
+
+// TestDemoTap runs the function kvcheck demo calls: three emulated replicas, a few seconds.
+func TestDemoTap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	g := &globalOptions{Output: "text", environ: []string{"NO_COLOR=1"}}
+	if err := demoTap(ctx, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, g); err != nil {
+		t.Fatalf("demoTap: %v\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"KV-event stream, 3 publishers", "kv@replica-c@demo", "hash parity:", "Findings"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestPortCollisions(t *testing.T) {
+	got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5558"}, 2)
+	if len(got) != 1 || got[0].Code != "port-collision" || got[0].Subject != "tcp://10.0.0.5:5558" {
+		t.Errorf("adjacent base ports with 2 ranks: got %+v, want one port-collision on :5558", got)
+	}
+	if got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5560"}, 2); len(got) != 0 {
+		t.Errorf("distant ports: got %+v, want none", got)
+	}
+}

@@ -1,0 +1,234 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/fleet"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// tapUntil runs a tap over sources while drive publishes; drive returns once it has seen what
+// it needs through the seen channel, then the tap stops and its report is returned.
+func tapUntil(t *testing.T, ctx context.Context, sources []events.Source, drive func(seen <-chan *events.Message)) *events.Report {
+	t.Helper()
+	c := events.NewCollector(events.Options{})
+	tctx, stop := context.WithCancel(ctx)
+	seen := make(chan *events.Message, 4096)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: sources, Observe: func(m *events.Message) {
+			mm := *m
+			select {
+			case seen <- &mm:
+			default:
+			}
+		}}, c)
+	}()
+	drive(seen)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return c.Report(time.Second)
+}
+
+// publishUntilSeen publishes ev until the tap reports a message from pub's endpoint.
+func publishUntilSeen(t *testing.T, ctx context.Context, pub *fleet.Publisher, seen <-chan *events.Message, ev events.Event) {
+	t.Helper()
+	for {
+		if err := pub.Publish(ev); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-seen:
+			return
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the tap never received from " + pub.Endpoint())
+		}
+	}
+}
+
+func TestTapListen(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	pub, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep, Connect: true, Version: "0.20.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	ev, _ := pub.Stored(make([]int64, 32), "")
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep, Listen: true}}, func(seen <-chan *events.Message) {
+		publishUntilSeen(t, ctx, pub, seen, ev)
+	})
+	if len(r.Publishers) != 1 || r.Publishers[0].Batches == 0 || r.Publishers[0].WireEra != "array" {
+		t.Errorf("publishers %+v, want one array-era publisher with batches", r.Publishers)
+	}
+}
+
+// TestTapRestartAndDeadPeer: a dead endpoint does not stall a live one, and a publisher that
+// restarts on the same port is picked up again, its restart counted.
+func TestTapRestartAndDeadPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dead := "tcp://" + freePort(t)
+	ep := "tcp://" + freePort(t)
+	start := func() *fleet.Publisher {
+		p, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: dead}, {Endpoint: ep}}, func(seen <-chan *events.Message) {
+		p1 := start()
+		ev, _ := p1.Stored(make([]int64, 16), "")
+		publishUntilSeen(t, ctx, p1, seen, ev)
+		// Enough batches that the new process's sequence stays below the old one while the
+		// tap reconnects (it backs off 100 ms).
+		for range 200 {
+			_ = p1.Publish(ev)
+		}
+		for n := 0; n < 200; n++ {
+			select {
+			case <-seen:
+			case <-ctx.Done():
+				t.Fatal("batches after the first never arrived")
+			}
+		}
+		p1.Close()
+		p2 := start()
+		defer p2.Close()
+		publishUntilSeen(t, ctx, p2, seen, ev)
+	})
+	var live, silent *events.Publisher
+	for i := range r.Publishers {
+		if r.Publishers[i].Endpoint == ep {
+			live = &r.Publishers[i]
+		} else {
+			silent = &r.Publishers[i]
+		}
+	}
+	if live == nil || silent == nil {
+		t.Fatalf("publishers %+v, want the live and the dead endpoint", r.Publishers)
+	}
+	if live.Restarts != 1 || silent.Messages != 0 {
+		t.Errorf("live restarts %d, dead messages %d; want 1 and 0", live.Restarts, silent.Messages)
+	}
+	if live.Connected == nil || !*live.Connected || live.Reconnects < 1 || silent.Connected == nil || *silent.Connected || silent.ConnectError == "" {
+		t.Errorf("live connected %v reconnects %d; dead connected %v error %q; want true, at least 1; false and an error",
+			live.Connected, live.Reconnects, silent.Connected, silent.ConnectError)
+	}
+}
+
+// TestTapTopicFilter: two publishers dial one listening tap; --topic keeps only one of them,
+// and the publishers are told apart by topic.
+func TestTapTopicFilter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	var pubs []*fleet.Publisher
+	for _, topic := range []string{"kv@a@m", "kv@b@m"} {
+		p, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep, Connect: true, Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		pubs = append(pubs, p)
+	}
+	ev, _ := pubs[0].Stored(make([]int64, 16), "")
+	c := events.NewCollector(events.Options{})
+	tctx, stop := context.WithCancel(ctx)
+	seen := make(chan string, 1024)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: ep, Listen: true}}, Topic: "kv@a",
+			Observe: func(m *events.Message) {
+				select {
+				case seen <- string(m.Topic):
+				default:
+				}
+			}}, c)
+	}()
+	// Both publish until a has been seen five times; b is filtered by the subscription.
+	for n := 0; n < 5; {
+		for _, p := range pubs {
+			_ = p.Publish(ev)
+		}
+		select {
+		case topic := <-seen:
+			if topic != "kv@a@m" {
+				t.Fatalf("received topic %q through a kv@a subscription", topic)
+			}
+			n++
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("nothing received")
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r := c.Report(time.Second)
+	if len(r.Publishers) != 1 || r.Publishers[0].Topic != "kv@a@m" {
+		t.Errorf("publishers %+v, want only kv@a@m", r.Publishers)
+	}
+}
+
+// failingWriter fails every write, as a full disk would.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestTapRecordingFails: a recording that cannot be written stops the tap with the error
+// instead of hanging or losing it.
+func TestTapRecordingFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pub, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	rec, err := events.NewRecorder(failingWriter{}) // buffered: fails at the first flush
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := pub.Stored(make([]int64, 16), "")
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				_ = pub.Publish(ev)
+			}
+		}
+	}()
+	defer close(stop)
+	err = events.Tap(ctx, events.Config{Sources: []events.Source{{Endpoint: pub.Endpoint()}}, Recorder: rec}, events.NewCollector(events.Options{}))
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("Tap = %v, want the write error", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("Tap ran until the test deadline instead of stopping at the write error")
+	}
+}

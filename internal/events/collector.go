@@ -1,0 +1,633 @@
+package events
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/blockhash"
+)
+
+// DefaultMaxBlocks bounds the tracked block state: about an hour of a busy replica storing
+// 250 blocks a second, at about 140 bytes per tracked block (see BENCHMARKS.md).
+const DefaultMaxBlocks = 1 << 20
+
+// Options configure a Collector.
+type Options struct {
+	// MaxBlocks bounds the blocks tracked for the analyses (0 means DefaultMaxBlocks), for
+	// the engine-hash index and the content index each. Blocks not used for the longest are
+	// forgotten first, half the bound at a time, and counted in Analysis.ForgottenBlocks.
+	MaxBlocks int
+	// HashSeed is the PYTHONHASHSEED the engines run with, for the hash-parity check; nil
+	// means unknown, and then only consistency across replicas is checked.
+	HashSeed *string
+	// TokensPerSec, when positive, asks for the bandwidth extrapolated to that store rate.
+	TokensPerSec float64
+}
+
+type pubKey struct{ source, topic string }
+
+type pubState struct {
+	Publisher
+	seq      seqTracker
+	firstTS  float64
+	lastTS   float64
+	offsetNs int64
+	hasOff   bool
+	tokens   uint64
+	idx      int
+	parityOK uint64
+	parityN  uint64
+	// eras and forms count by enum, turned into named maps for the report.
+	eras  [EraMap + 1]uint64
+	forms [HashBin + 1]uint64
+	// blocks are this publisher's tracked blocks by engine hash.
+	blocks                       generations[blockInfo]
+	media, loras, kinds, unknown names
+	// blockSizes is kept by number and turned into strings for the report.
+	blockSizes map[int64]uint64
+}
+
+// names counts a handful of distinct values (media, LoRA names, spec kinds) seen on every
+// event. A slice searched in order is cheaper than a map here and converts a value to a string
+// only the first time it appears.
+type names struct {
+	keys   []string
+	counts []uint64
+}
+
+// maxNames bounds names on a stream of ever-new values.
+const maxNames = 1024
+
+func (n *names) add(b []byte) {
+	for i, k := range n.keys {
+		if k == string(b) {
+			n.counts[i]++
+			return
+		}
+	}
+	if len(n.keys) < maxNames {
+		n.keys = append(n.keys, string(b))
+		n.counts = append(n.counts, 1)
+	}
+}
+
+func (n *names) fill(m map[string]uint64) {
+	for i, k := range n.keys {
+		m[k] = n.counts[i]
+	}
+}
+
+type blockInfo struct {
+	content uint64
+	depth   int32
+	digest  *blockhash.Digest
+}
+
+type contentInfo struct {
+	present uint64 // publishers holding the block now (bit = publisher index mod 64)
+	ever    uint64 // publishers that ever stored it
+	hash    uint64 // the engine hash of the first store, for the cross-replica comparison
+	hashPub int32
+}
+
+// Collector accounts for every message of a tap and runs the analyses. It is not safe for
+// concurrent use: one goroutine feeds it.
+type Collector struct {
+	opts     Options
+	pubs     map[pubKey]*pubState
+	order    []*pubState
+	batch    Batch
+	noneHash blockhash.Digest
+	last     *pubState
+
+	// curBlocks counts the blocks in the current generation of every publisher's map.
+	curBlocks int
+	contents  generations[contentInfo]
+	firstBlk  map[uint64]struct{}
+
+	a       Analysis
+	seed    maphash.Seed
+	scratch []byte
+}
+
+// NewCollector returns an empty collector.
+func NewCollector(o Options) *Collector {
+	if o.MaxBlocks <= 0 {
+		o.MaxBlocks = DefaultMaxBlocks
+	}
+	c := &Collector{
+		opts:     o,
+		pubs:     map[pubKey]*pubState{},
+		contents: newGenerations[contentInfo](),
+		firstBlk: map[uint64]struct{}{},
+		seed:     maphash.MakeSeed(),
+	}
+	if o.HashSeed != nil {
+		c.noneHash = blockhash.NoneHash(*o.HashSeed)
+	}
+	return c
+}
+
+func (c *Collector) pub(source string, topic []byte) *pubState {
+	// Messages come in runs from one publisher: check the last one before building a key.
+	if p := c.last; p != nil && p.Endpoint == source && p.Topic == string(topic) {
+		return p
+	}
+	if p, ok := c.pubs[pubKey{source, string(topic)}]; ok {
+		c.last = p
+		return p
+	}
+	// A source registered before it sent anything takes the topic of its first message.
+	if p, ok := c.pubs[pubKey{source, ""}]; ok && p.Messages == 0 && topic != nil {
+		delete(c.pubs, pubKey{source, ""})
+		p.Topic = string(topic)
+		c.pubs[pubKey{source, string(topic)}] = p
+		return p
+	}
+	if len(c.order) >= maxPublishers {
+		// A listener can be sent any number of topics: past the bound they share one entry.
+		key := pubKey{source, otherTopics}
+		if p, ok := c.pubs[key]; ok {
+			return p
+		}
+		topic = []byte(otherTopics)
+	}
+	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: newGenerations[blockInfo]()}
+	p.Publisher = newPublisher(source, string(topic))
+	c.pubs[pubKey{source, string(topic)}] = p
+	c.order = append(c.order, p)
+	return p
+}
+
+// maxPublishers bounds the publishers accounted apart; otherTopics names the entry that takes
+// the rest.
+const (
+	maxPublishers = 1024
+	otherTopics   = "(other topics)"
+)
+
+// Register makes a publisher known before any message arrives, so a silent one is reported.
+func (c *Collector) Register(source string) { c.pub(source, nil) }
+
+// Connection records what the tap's socket for source went through: how many times it
+// connected (or bound, for a listener) and the last error when it could not.
+func (c *Collector) Connection(source string, listen bool, connects uint64, lastErr string) {
+	for _, p := range c.order {
+		if p.Endpoint != source {
+			continue
+		}
+		ok := connects > 0
+		p.Connected = &ok
+		p.Listening = listen
+		p.Reconnects = max(connects, 1) - 1
+		if !ok {
+			p.ConnectError = lastErr
+		}
+	}
+}
+
+// OwnDrops records messages the tap itself dropped for source (its queue was full).
+func (c *Collector) OwnDrops(source string, n uint64) {
+	for _, p := range c.order {
+		if p.Endpoint == source {
+			p.OwnDrops += n
+			return
+		}
+	}
+	c.pub(source, nil).OwnDrops += n
+}
+
+// Add accounts for one message. It returns the missing range when the message reveals a gap
+// (Gap.To >= Gap.From), so the caller may ask a replay socket for it.
+func (c *Collector) Add(m *Message) (Gap, bool) {
+	p := c.pub(m.Source, m.Topic)
+	p.Messages++
+	p.FrameBytes += uint64(m.Bytes())
+	if m.Frames != 3 || m.SeqLen != 8 {
+		p.Malformed++
+		p.noteMalformed(fmt.Sprintf("message with %d frames and a %d-byte sequence, want 3 frames and 8 bytes", m.Frames, m.SeqLen), m.Seq)
+		return Gap{}, false
+	}
+	verdict, gap := p.seq.observe(m.Seq, c.payloadID(m.Payload))
+	if verdict == seqDuplicate {
+		return Gap{}, false
+	}
+	if m.Recovered && verdict == seqLate {
+		p.RecoveredBatches++
+	}
+	if err := Decode(m.Payload, &c.batch); err != nil {
+		p.Malformed++
+		p.noteMalformed(err.Error(), m.Seq)
+		return gap, verdict == seqGap
+	}
+	p.PayloadBytes += uint64(len(m.Payload))
+	c.account(p, m)
+	return gap, verdict == seqGap
+}
+
+// payloadID tells a batch sent twice from a different batch with the same sequence number
+// (a restarted publisher). The head holds the batch's timestamp, so hashing it and the length
+// suffices, and keeps the cost independent of the payload size.
+func (c *Collector) payloadID(p []byte) uint64 {
+	head := p[:min(len(p), 128)]
+	return maphash.Bytes(c.seed, head) ^ uint64(len(p))*0x9e3779b97f4a7c15
+}
+
+func (p *pubState) noteMalformed(reason string, seq uint64) {
+	if len(p.MalformedSamples) < 5 {
+		p.MalformedSamples = append(p.MalformedSamples, MalformedSample{Seq: seq, Reason: reason})
+	}
+}
+
+func (c *Collector) account(p *pubState, m *Message) {
+	b := &c.batch
+	p.Batches++
+	if b.HasDPRank {
+		r := b.DPRank
+		p.DPRank = &r
+	}
+	if p.Batches == 1 || b.TS < p.firstTS {
+		p.firstTS = b.TS
+	}
+	p.lastTS = max(p.lastTS, b.TS)
+	if b.TS > 0 {
+		off := m.RecvNanos - int64(b.TS*1e9)
+		if !p.hasOff || off < p.offsetNs {
+			p.offsetNs, p.hasOff = off, true
+		}
+	}
+	p.BatchSizes.add(len(b.Events))
+	for i := range b.Events {
+		ev := &b.Events[i]
+		p.Events.add(ev.Type)
+		p.eras[ev.Era]++
+		p.UnknownFields += uint64(ev.Unknown)
+		p.OddFields += uint64(ev.Odd)
+		if ev.Type == TypeUnknown {
+			p.unknown.add(ev.Tag)
+			continue
+		}
+		for _, h := range ev.BlockHashes {
+			p.forms[h.Form]++
+			if h.Negative {
+				p.SignedHashes++
+			}
+		}
+		switch ev.Type {
+		case TypeBlockStored:
+			if _, ok := p.blockSizes[ev.BlockSize]; ok || len(p.blockSizes) < maxNames {
+				p.blockSizes[ev.BlockSize]++
+			}
+			if ev.Medium != nil {
+				p.media.add(ev.Medium)
+			}
+			if ev.HasLoRAName {
+				p.loras.add(ev.LoRAName)
+			}
+			if ev.SpecKind != nil {
+				p.kinds.add(ev.SpecKind)
+			}
+			p.tokens += uint64(len(ev.TokenIDs))
+			c.stored(p, ev)
+		case TypeBlockRemoved:
+			c.removed(p, ev)
+		case TypeAllBlocksCleared:
+			c.cleared(p)
+		}
+	}
+}
+
+// contentKey chains our own key over the tokens of a block: engine hashes differ between
+// replicas without a pinned seed, token content does not. The key is process-local (maphash
+// with the collector's seed), which is all the analyses need.
+func (c *Collector) contentKey(parent uint64, tokens []int64, lora []byte) uint64 {
+	b := binary.LittleEndian.AppendUint64(c.scratch[:0], parent)
+	b = append(b, lora...)
+	for _, t := range tokens {
+		b = binary.LittleEndian.AppendUint32(b, uint32(t))
+	}
+	c.scratch = b
+	return maphash.Bytes(c.seed, b)
+}
+
+func (c *Collector) stored(p *pubState, ev *Event) {
+	a := &c.a
+	bs := int(ev.BlockSize)
+	if bs <= 0 || len(ev.TokenIDs) == 0 {
+		a.UnhashableStores++
+		return
+	}
+	n := len(ev.BlockHashes)
+	if len(ev.TokenIDs) != n*bs {
+		// Hybrid models skip masked blocks, partial blocks are shorter: the tokens cannot be
+		// matched to hashes block by block.
+		a.UnalignedStores++
+		return
+	}
+	var parentKey uint64
+	var depth int32
+	var parentDigest *blockhash.Digest
+	if !ev.ParentIsRoot() {
+		info, ok := p.blocks.get(ev.Parent.Value)
+		if !ok {
+			a.UnanchoredBlocks += uint64(n)
+			return
+		}
+		parentKey, depth, parentDigest = info.content, info.depth+1, info.digest
+	} else {
+		a.RootStores++
+	}
+	var extra [][]any
+	extraOK := true
+	if ev.ExtraKeys != nil {
+		var err error
+		if extra, err = ExtraKeys(ev.ExtraKeys); err != nil {
+			extraOK = false
+		}
+	} else if ev.HasLoRAName {
+		extra = make([][]any, n)
+		for i := range extra {
+			extra[i] = []any{string(ev.LoRAName)}
+		}
+	}
+	parity := c.opts.HashSeed != nil && extraOK && (ev.ParentIsRoot() || parentDigest != nil)
+	var digest blockhash.Digest
+	if parity {
+		if ev.ParentIsRoot() {
+			digest = c.noneHash
+		} else {
+			digest = *parentDigest
+		}
+	}
+	for i := range n {
+		tok := ev.TokenIDs[i*bs : (i+1)*bs]
+		key := c.contentKey(parentKey, tok, ev.LoRAName)
+		h := ev.BlockHashes[i]
+		a.StoredBlocks++
+		a.StoredTokens += uint64(bs)
+		if depth == 0 {
+			a.FirstBlockStores++
+			if len(c.firstBlk) < c.opts.MaxBlocks {
+				c.firstBlk[key] = struct{}{}
+			}
+		}
+		var dptr *blockhash.Digest
+		if parity {
+			var ek []any
+			if i < len(extra) {
+				ek = extra[i]
+			}
+			d, err := blockhash.Block(digest, tok, ek)
+			if err != nil {
+				parity = false
+			} else {
+				p.parityN++
+				if (h.Form == HashInt && d.Wire() == h.Value) || (h.Form == HashBin && string(h.Bin) == string(d[:])) {
+					p.parityOK++
+				}
+				digest = d
+				dd := d
+				dptr = &dd
+			}
+		}
+		c.content(p, key, h.Value, bs, depth)
+		c.track(p, h.Value, blockInfo{content: key, depth: depth, digest: dptr})
+		parentKey = key
+		depth++
+	}
+}
+
+func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32) {
+	a := &c.a
+	bit := uint64(1) << (p.idx % 64)
+	ci, ok := c.contents.get(key)
+	if !ok {
+		ci = contentInfo{hash: hash, hashPub: int32(p.idx)}
+	} else {
+		if ci.hashPub != int32(p.idx) {
+			a.HashPairsCompared++
+			if ci.hash != hash {
+				a.HashPairsDiffering++
+			}
+		}
+		switch {
+		case ci.present&bit != 0:
+			a.StoredWhilePresent++
+		case ci.ever&bit != 0:
+			a.Restores++
+		}
+		// Another replica holds the block right now: a KV-aware router could have sent the
+		// request there instead of prefilling it here.
+		if ci.present&^bit != 0 && ci.present&bit == 0 {
+			a.DuplicateBlocks++
+			a.DuplicateTokens += uint64(bs)
+			a.duplicateDepth(int(depth))
+		}
+	}
+	ci.present |= bit
+	ci.ever |= bit
+	c.contents.put(key, ci)
+	if len(c.contents.cur) >= max(1, c.opts.MaxBlocks/2) {
+		c.a.ForgottenBlocks += uint64(c.contents.rotate())
+	}
+}
+
+// trackedBlocks counts the blocks remembered under engine hashes, for tests of the bound.
+func (c *Collector) trackedBlocks() int {
+	n := 0
+	for _, p := range c.order {
+		n += p.blocks.len()
+	}
+	return n
+}
+
+// track remembers a block under its engine hash. The bound counts all publishers together:
+// when their current generations hold half of it, every publisher forgets its older one.
+func (c *Collector) track(p *pubState, hash uint64, info blockInfo) {
+	n := len(p.blocks.cur)
+	p.blocks.put(hash, info)
+	c.curBlocks += len(p.blocks.cur) - n
+	if c.curBlocks >= max(1, c.opts.MaxBlocks/2) {
+		for _, pp := range c.order {
+			pp.blocks.rotate()
+		}
+		c.curBlocks = 0
+	}
+}
+
+func (c *Collector) removed(p *pubState, ev *Event) {
+	bit := uint64(1) << (p.idx % 64)
+	for _, h := range ev.BlockHashes {
+		info, ok := p.blocks.get(h.Value)
+		if !ok {
+			c.a.UnknownRemovals++
+			continue
+		}
+		if _, inCur := p.blocks.cur[h.Value]; inCur {
+			c.curBlocks--
+		}
+		p.blocks.del(h.Value)
+		if ci, ok := c.contents.get(info.content); ok {
+			ci.present &^= bit
+			c.contents.put(info.content, ci)
+		}
+	}
+}
+
+func (c *Collector) cleared(p *pubState) {
+	bit := uint64(1) << (p.idx % 64)
+	c.curBlocks -= len(p.blocks.cur)
+	p.blocks.clear()
+	// A reset is not eviction: what this replica stores again afterwards is not churn.
+	for _, m := range []map[uint64]contentInfo{c.contents.cur, c.contents.old} {
+		for k, ci := range m {
+			if ci.ever&bit != 0 {
+				ci.present &^= bit
+				ci.ever &^= bit
+				m[k] = ci
+			}
+		}
+	}
+}
+
+// Report summarises everything seen so far over the given wall-clock duration.
+func (c *Collector) Report(d time.Duration) *Report {
+	secs := d.Seconds()
+	r := &Report{DurationSeconds: secs, Publishers: []Publisher{}, Findings: []Finding{}}
+	var payload, tokens uint64
+	for _, p := range c.order {
+		pp := p.Publisher
+		pp.LostBatches = p.seq.lost
+		pp.Gaps = p.seq.gapCount
+		pp.Restarts = p.seq.restarts
+		pp.Duplicates = p.seq.dups
+		pp.LateBatches = p.seq.late
+		pp.UnrecoverableBatches = pp.LostBatches - min(pp.LostBatches, pp.RecoveredBatches)
+		if p.seq.started {
+			first := p.seq.first
+			pp.FirstSeq = &first
+		}
+		if secs > 0 {
+			pp.BytesPerSec = float64(pp.PayloadBytes) / secs
+			pp.FrameBytesPerSec = float64(pp.FrameBytes) / secs
+			pp.EventsPerSec = float64(pp.Events.Total()) / secs
+			pp.TokensPerSec = float64(p.tokens) / secs
+		}
+		p.media.fill(pp.Media)
+		p.loras.fill(pp.LoRANames)
+		p.kinds.fill(pp.SpecKinds)
+		p.unknown.fill(pp.UnknownTypes)
+		for bs, n := range p.blockSizes {
+			pp.BlockSizes[fmt.Sprint(bs)] = n
+		}
+		pp.StoredTokens = p.tokens
+		if p.tokens > 0 {
+			pp.BytesPerStoredToken = float64(pp.PayloadBytes) / float64(p.tokens)
+		}
+		for _, e := range []Era{EraArray, EraMap} {
+			if n := p.eras[e]; n > 0 {
+				pp.Eras[e.String()] = n
+			}
+		}
+		for _, f := range []HashForm{HashInt, HashBin} {
+			if n := p.forms[f]; n > 0 {
+				pp.HashForms[f.String()] = n
+			}
+		}
+		pp.WireEra = eraSummary(pp.Eras)
+		pp.HashForm = formSummary(pp.HashForms)
+		if pp.Batches > 0 {
+			pp.FirstEventTime = unixTime(p.firstTS)
+			pp.LastEventTime = unixTime(p.lastTS)
+		}
+		if p.hasOff {
+			off := float64(p.offsetNs) / 1e9
+			pp.ClockOffsetSeconds = &off
+		}
+		if c.opts.HashSeed != nil && p.parityN > 0 {
+			pp.HashParity = &PublisherParity{Checked: p.parityN, Matched: p.parityOK}
+		}
+		payload += pp.PayloadBytes
+		tokens += p.tokens
+		r.Publishers = append(r.Publishers, pp)
+	}
+	a := c.a
+	a.DuplicateDepths = slices.Clone(c.a.DuplicateDepths)
+	if a.DuplicateDepths == nil {
+		a.DuplicateDepths = []DepthCount{}
+	}
+	a.FirstBlocksDistinct = uint64(len(c.firstBlk))
+	if a.StoredTokens > 0 {
+		a.DuplicateTokenFraction = ratio(a.DuplicateTokens, a.StoredTokens)
+	}
+	if a.StoredBlocks > 0 {
+		a.RestoreFraction = ratio(a.Restores, a.StoredBlocks)
+	}
+	if secs > 0 {
+		m := secs / 60
+		a.FirstBlocksPerMinute = float64(a.FirstBlocksDistinct) / m
+		a.FirstBlockStoresPerMinute = float64(a.FirstBlockStores) / m
+	}
+	if tokens > 0 {
+		bpt := float64(payload) / float64(tokens)
+		a.BytesPerStoredToken = &bpt
+		if c.opts.TokensPerSec > 0 {
+			bw := bpt * c.opts.TokensPerSec
+			a.ExtrapolatedBytesPerSec = &bw
+			a.ExtrapolatedTokensPerSec = c.opts.TokensPerSec
+		}
+	}
+	a.HashParity = c.parity()
+	r.Analysis = a
+	r.Findings = findings(r, c.opts)
+	return r
+}
+
+func (c *Collector) parity() HashParity {
+	hp := HashParity{SeedKnown: c.opts.HashSeed != nil, ComparedAcrossReplicas: c.a.HashPairsCompared}
+	var checked, matched uint64
+	for _, p := range c.order {
+		checked += p.parityN
+		matched += p.parityOK
+	}
+	hp.CheckedBlocks, hp.MatchedBlocks = checked, matched
+	if checked > 0 {
+		ok := matched == checked
+		hp.Reproducible = &ok
+	}
+	if c.a.HashPairsCompared > 0 {
+		ok := c.a.HashPairsDiffering == 0
+		hp.ConsistentAcrossReplicas = &ok
+	}
+	return hp
+}
+
+func ratio(a, b uint64) *float64 {
+	v := float64(a) / float64(b)
+	return &v
+}
+
+func unixTime(ts float64) *time.Time {
+	if ts <= 0 {
+		return nil
+	}
+	t := time.Unix(0, int64(ts*1e9)).UTC()
+	return &t
+}
+
+func eraSummary(m map[string]uint64) string {
+	switch len(m) {
+	case 0:
+		return ""
+	case 1:
+		for k := range m {
+			return k
+		}
+	}
+	return "mixed"
+}
+
+func formSummary(m map[string]uint64) string { return eraSummary(m) }

@@ -1,0 +1,185 @@
+package events
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/blockhash"
+)
+
+// storeEvent builds the BlockStored an engine with the given NONE_HASH sends for tokens.
+func storeEvent(t *testing.T, none blockhash.Digest, tokens []int64, bs int) Event {
+	t.Helper()
+	ds, err := blockhash.Chain(none, tokens, bs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := Event{Type: TypeBlockStored, TokenIDs: tokens, BlockSize: int64(bs), Medium: []byte("GPU")}
+	for _, d := range ds {
+		ev.BlockHashes = append(ev.BlockHashes, Hash{Form: HashInt, Value: d.Wire()})
+	}
+	return ev
+}
+
+func msg(source string, seq uint64, w Wire, evs ...Event) *Message {
+	b := Batch{TS: 1000, Events: evs, HasDPRank: true}
+	return &Message{Source: source, Seq: seq, Payload: AppendBatch(nil, &b, w), Frames: 3, SeqLen: 8, RecvNanos: 1000_500_000_000}
+}
+
+func toks(from, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(from + i)
+	}
+	return out
+}
+
+func TestCollectorFleet(t *testing.T) {
+	seed := "0"
+	seeded := blockhash.NoneHash(seed)
+	unseeded := blockhash.NoneHash("random per process")
+	shared := toks(1, 32)
+	c := NewCollector(Options{HashSeed: &seed, TokensPerSec: 1000})
+	w := Wire{Era: EraMap}
+	// Replica a: stores the shared prefix, then its own continuation.
+	sa := storeEvent(t, seeded, shared, 16)
+	c.Add(msg("a", 0, w, sa))
+	ext := storeEvent(t, seeded, append(append([]int64{}, shared...), toks(100, 16)...), 16)
+	ext.BlockHashes = ext.BlockHashes[2:]
+	ext.TokenIDs = ext.TokenIDs[32:]
+	ext.Parent, ext.HasParent = sa.BlockHashes[1], true
+	c.Add(msg("a", 1, w, ext))
+	// Replica b (unseeded) stores the same prefix with other hashes: duplicated prefill.
+	sb := storeEvent(t, unseeded, shared, 16)
+	c.Add(msg("b", 5, Wire{Era: EraArray, StoredFields: 7}, sb))
+	// a evicts its first block and stores it again: a re-store, and a duplicate of b's copy.
+	c.Add(msg("a", 2, w, Event{Type: TypeBlockRemoved, BlockHashes: sa.BlockHashes[:1]}))
+	c.Add(msg("a", 4, w, storeEvent(t, seeded, shared[:16], 16))) // seq 3 lost
+	c.Add(msg("a", 4, w, storeEvent(t, seeded, shared[:16], 16))) // duplicate
+	r := c.Report(60e9)
+
+	a := r.Analysis
+	type got struct {
+		Stored, StoredTok, Dup, DupTok, Restores, Roots, FirstDistinct, PairsDiff uint64
+		Reproducible, Consistent                                                  bool
+		Checked, Matched                                                          uint64
+	}
+	g := got{a.StoredBlocks, a.StoredTokens, a.DuplicateBlocks, a.DuplicateTokens, a.Restores, a.RootStores, a.FirstBlocksDistinct, a.HashPairsDiffering,
+		*a.HashParity.Reproducible, *a.HashParity.ConsistentAcrossReplicas, a.HashParity.CheckedBlocks, a.HashParity.MatchedBlocks}
+	// Duplicates: b's two blocks while a held them, then a's re-store while b held it.
+	want := got{6, 96, 3, 48, 1, 3, 1, 2, false, false, 6, 4}
+	if diff := cmp.Diff(want, g); diff != "" {
+		t.Errorf("analysis (-want +got):\n%s", diff)
+	}
+	pa := r.Publishers[0]
+	if pa.Batches != 4 || pa.LostBatches != 1 || pa.Gaps != 1 || pa.Duplicates != 1 || pa.Events.BlockStored != 3 || pa.Events.BlockRemoved != 1 {
+		t.Errorf("publisher a: batches %d lost %d gaps %d dups %d stored %d removed %d; want 4 1 1 1 3 1",
+			pa.Batches, pa.LostBatches, pa.Gaps, pa.Duplicates, pa.Events.BlockStored, pa.Events.BlockRemoved)
+	}
+	if pa.WireEra != "map" || r.Publishers[1].WireEra != "array" || pa.HashParity.Matched != 4 || r.Publishers[1].HashParity.Matched != 0 {
+		t.Errorf("eras %q %q, parity a %+v b %+v", pa.WireEra, r.Publishers[1].WireEra, pa.HashParity, r.Publishers[1].HashParity)
+	}
+	if pa.ClockOffsetSeconds == nil || *pa.ClockOffsetSeconds != 0.5 {
+		t.Errorf("clock offset = %v, want 0.5", pa.ClockOffsetSeconds)
+	}
+	codes := map[string]bool{}
+	for _, f := range r.Findings {
+		codes[f.Code] = true
+	}
+	for _, code := range []string{"batches-lost", "duplicate-batches", "hash-not-reproducible", "hash-inconsistent", "duplicate-prefill", "eviction-churn"} {
+		if !codes[code] {
+			t.Errorf("finding %s missing; got %v", code, codes)
+		}
+	}
+}
+
+func TestCollectorMalformedAndBound(t *testing.T) {
+	c := NewCollector(Options{MaxBlocks: 4})
+	c.Register("silent")
+	c.Add(&Message{Source: "x", Seq: 0, Payload: []byte{0xc1}, Frames: 3, SeqLen: 8})
+	c.Add(&Message{Source: "x", Seq: 1, Frames: 2, SeqLen: 8})
+	for i := range 10 {
+		c.Add(msg("x", uint64(2+i), Wire{Era: EraArray}, storeEvent(t, blockhash.NoneHash("0"), toks(i*16, 16), 16)))
+	}
+	r := c.Report(1e9)
+	if r.Publishers[0].Messages != 0 || r.Publishers[1].Malformed != 2 {
+		t.Errorf("silent messages %d, x malformed %d; want 0 and 2", r.Publishers[0].Messages, r.Publishers[1].Malformed)
+	}
+	// Ten blocks through a bound of 4 (two generations of 2): at most 4 remembered, the rest
+	// forgotten and counted.
+	if c.trackedBlocks() > 4 || c.contents.len() > 4 || r.Analysis.ForgottenBlocks != uint64(10-c.contents.len()) {
+		t.Errorf("tracked %d blocks, %d contents, forgot %d; want at most 4, at most 4, and the rest (%d) forgotten",
+			c.trackedBlocks(), c.contents.len(), r.Analysis.ForgottenBlocks, 10-c.contents.len())
+	}
+}
+
+// TestCollectorChurnBounded stores and removes blocks many times over: the state stays within
+// the bound.
+func TestCollectorChurnBounded(t *testing.T) {
+	c := NewCollector(Options{MaxBlocks: 16})
+	for i := range 100000 {
+		ev := Event{Type: TypeBlockStored, BlockSize: 1, TokenIDs: []int64{int64(i)}, BlockHashes: []Hash{{Form: HashInt, Value: uint64(i + 1)}}}
+		rm := Event{Type: TypeBlockRemoved, BlockHashes: []Hash{{Form: HashInt, Value: uint64(i + 1)}}}
+		c.Add(msg("x", uint64(i), Wire{Era: EraArray}, ev, rm))
+	}
+	if c.trackedBlocks() != 0 || c.contents.len() > 16 {
+		t.Errorf("tracked %d blocks, %d contents; want 0 and at most 16", c.trackedBlocks(), c.contents.len())
+	}
+}
+
+// TestCollectorResetIsNotChurn: blocks stored again after AllBlocksCleared are not re-stores,
+// blocks stored again after their BlockRemoved are.
+func TestCollectorResetIsNotChurn(t *testing.T) {
+	none := blockhash.NoneHash("0")
+	c := NewCollector(Options{})
+	w := Wire{Era: EraMap}
+	ev := storeEvent(t, none, toks(1, 32), 16)
+	c.Add(msg("a", 0, w, ev))
+	c.Add(msg("a", 1, w, Event{Type: TypeAllBlocksCleared}))
+	c.Add(msg("a", 2, w, ev))
+	c.Add(msg("a", 3, w, Event{Type: TypeBlockRemoved, BlockHashes: ev.BlockHashes}))
+	c.Add(msg("a", 4, w, ev))
+	if got := c.Report(1e9).Analysis.Restores; got != 2 {
+		t.Errorf("re-stores = %d, want 2 (the two blocks stored again after their removal)", got)
+	}
+}
+
+func TestGenerations(t *testing.T) {
+	g := newGenerations[int]()
+	g.put(1, 10)
+	g.put(2, 20)
+	if n := g.rotate(); n != 0 {
+		t.Fatalf("first rotate forgot %d, want 0", n)
+	}
+	if v, ok := g.get(1); !ok || v != 10 {
+		t.Fatalf("get(1) after rotate = %d, %v; want 10, true", v, ok)
+	}
+	g.put(1, 12) // written again: kept in the current generation
+	if v, _ := g.get(1); v != 12 {
+		t.Fatalf("get(1) = %d, want the newer 12", v)
+	}
+	g.rotate() // 2 was not written again: forgotten
+	if _, ok := g.get(2); ok {
+		t.Error("2 survived two rotations without use")
+	}
+	if v, _ := g.get(1); v != 12 || !g.del(1) || g.len() != 0 {
+		t.Errorf("1 = %d, then del and len %d; want 12 and 0", v, g.len())
+	}
+}
+
+// TestCollectorManyTopics: a listener sent endless new topics keeps a bounded set of publishers.
+func TestCollectorManyTopics(t *testing.T) {
+	c := NewCollector(Options{})
+	for i := range maxPublishers + 500 {
+		m := msg("listen", uint64(i), Wire{Era: EraMap}, Event{Type: TypeAllBlocksCleared})
+		m.Topic = []byte(fmt.Sprintf("kv@%d", i))
+		c.Add(m)
+	}
+	r := c.Report(1e9)
+	last := r.Publishers[len(r.Publishers)-1]
+	if len(r.Publishers) != maxPublishers+1 || last.Topic != otherTopics || last.Batches != 500 {
+		t.Errorf("%d publishers, last %q with %d batches; want %d, %q with 500", len(r.Publishers), last.Topic, last.Batches, maxPublishers+1, otherTopics)
+	}
+}

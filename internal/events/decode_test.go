@@ -1,0 +1,257 @@
+package events
+
+import (
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/tinylib/msgp/msgp"
+)
+
+func sampleStored() Event {
+	return Event{
+		Type:        TypeBlockStored,
+		BlockHashes: []Hash{{Form: HashInt, Value: 15760518052499183552}, {Form: HashInt, Value: 7}},
+		TokenIDs:    []int64{1, 2, 3, 300, 70000, 5, 6, 7},
+		BlockSize:   4,
+		Medium:      []byte("GPU"),
+		GroupIdx:    0, HasGroupIdx: true,
+		SpecKind: []byte("full_attention"),
+	}
+}
+
+// TestDecodeRoundTrip encodes one batch in every vLLM dialect and checks that the decoder gets
+// back what each dialect carries.
+func TestDecodeRoundTrip(t *testing.T) {
+	for _, fields := range []int{6, 7, 8, 9, 10, 12} {
+		for _, era := range []Era{EraArray, EraMap} {
+			for _, bin := range []bool{false, true} {
+				name := era.String() + "-" + string(rune('0'+fields/10)) + string(rune('0'+fields%10))
+				if bin {
+					name += "-bin"
+				}
+				t.Run(name, func(t *testing.T) {
+					in := Batch{TS: 1.5, DPRank: 1, HasDPRank: true, Elements: 3, Events: []Event{
+						sampleStored(),
+						{Type: TypeBlockRemoved, BlockHashes: []Hash{{Form: HashInt, Value: 7}}, Medium: []byte("GPU")},
+						{Type: TypeAllBlocksCleared},
+					}}
+					p := AppendBatch(nil, &in, Wire{Era: era, StoredFields: fields, BinHashes: bin})
+					var got Batch
+					if err := Decode(p, &got); err != nil {
+						t.Fatalf("Decode: %v", err)
+					}
+					want := in
+					want.Events = append([]Event(nil), in.Events...)
+					for i := range want.Events {
+						e := &want.Events[i]
+						e.Era = era
+						e.Tag = []byte(e.Type.String())
+						if bin {
+							hs := make([]Hash, len(e.BlockHashes))
+							for j, h := range e.BlockHashes {
+								b := make([]byte, 8)
+								for k := range 8 {
+									b[k] = byte(h.Value >> (56 - 8*k))
+								}
+								hs[j] = Hash{Form: HashBin, Value: h.Value, Bin: b}
+							}
+							e.BlockHashes = hs
+						}
+						if e.Type == TypeBlockStored && fields < 7 {
+							e.Medium = nil
+						}
+						if e.Type == TypeBlockRemoved && fields < 7 {
+							e.Medium = nil
+						}
+						if fields < 10 {
+							e.HasGroupIdx = false
+						}
+						if fields < 11 && e.Type == TypeBlockStored {
+							e.SpecKind = nil
+						}
+					}
+					opts := []cmp.Option{
+						cmpopts.IgnoreFields(Event{}, "Fields"),
+						cmpopts.EquateEmpty(),
+					}
+					if diff := cmp.Diff(want, got, opts...); diff != "" {
+						t.Errorf("decoded batch (-want +got):\n%s", diff)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDecodeTolerant covers shapes the decoder must accept without failing the batch.
+func TestDecodeTolerant(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func() []byte
+		check func(t *testing.T, b *Batch)
+	}{
+		{
+			name: "two-element batch (0.9.0)",
+			build: func() []byte {
+				in := Batch{TS: 2, Events: []Event{sampleStored()}}
+				return AppendBatch(nil, &in, Wire{Era: EraArray, StoredFields: 6, TwoElements: true})
+			},
+			check: func(t *testing.T, b *Batch) {
+				if b.Elements != 2 || b.HasDPRank || len(b.Events) != 1 {
+					t.Errorf("got elements %d, dp %v, events %d; want 2, false, 1", b.Elements, b.HasDPRank, len(b.Events))
+				}
+			},
+		},
+		{
+			name: "longer batch and longer event array",
+			build: func() []byte {
+				p := msgp.AppendArrayHeader(nil, 5)
+				p = msgp.AppendFloat64(p, 1)
+				p = msgp.AppendArrayHeader(p, 1)
+				p = msgp.AppendArrayHeader(p, 16)
+				p = msgp.AppendString(p, "BlockStored")
+				p = msgp.AppendArrayHeader(p, 1)
+				p = msgp.AppendUint64(p, 1<<63+5)
+				p = msgp.AppendInt(p, 0) // parent 0, as some emulators send
+				p = msgp.AppendArrayHeader(p, 2)
+				p = msgp.AppendInt(p, 1)
+				p = msgp.AppendInt(p, 2)
+				p = msgp.AppendInt(p, 2)
+				for range 11 {
+					p = msgp.AppendString(p, "future")
+				}
+				p = msgp.AppendNil(p)
+				p = msgp.AppendString(p, "extra")
+				p = msgp.AppendMapHeader(p, 0)
+				return p
+			},
+			check: func(t *testing.T, b *Batch) {
+				e := b.Events[0]
+				if e.BlockHashes[0].Value != 1<<63+5 || !e.ParentIsRoot() || e.Unknown != 3 || e.Odd != 4 {
+					t.Errorf("got hash %d root %v unknown %d odd %d; want %d true 3 4", e.BlockHashes[0].Value, e.ParentIsRoot(), e.Unknown, e.Odd, uint64(1<<63+5))
+				}
+			},
+		},
+		{
+			name: "map with unknown keys and signed hash",
+			build: func() []byte {
+				p := msgp.AppendArrayHeader(nil, 3)
+				p = msgp.AppendFloat32(p, 3)
+				p = msgp.AppendArrayHeader(p, 2)
+				p = msgp.AppendMapHeader(p, 4)
+				p = msgp.AppendString(p, "ownership")
+				p = msgp.AppendString(p, "x")
+				p = msgp.AppendString(p, "type")
+				p = msgp.AppendString(p, "BlockRemoved")
+				p = msgp.AppendString(p, "block_hashes")
+				p = msgp.AppendArrayHeader(p, 1)
+				p = msgp.AppendInt64(p, -42)
+				p = msgp.AppendInt(p, 9) // non-string key
+				p = msgp.AppendInt(p, 9)
+				p = msgp.AppendMapHeader(p, 1)
+				p = msgp.AppendString(p, "type")
+				p = msgp.AppendString(p, "SomethingNew")
+				p = msgp.AppendNil(p)
+				return p
+			},
+			check: func(t *testing.T, b *Batch) {
+				if b.TS != 3 || b.Events[0].Type != TypeBlockRemoved || !b.Events[0].BlockHashes[0].Negative || b.Events[0].Unknown != 2 {
+					t.Errorf("got %+v", b.Events[0])
+				}
+				if b.Events[1].Type != TypeUnknown || string(b.Events[1].Tag) != "SomethingNew" {
+					t.Errorf("got type %v tag %q, want unknown SomethingNew", b.Events[1].Type, b.Events[1].Tag)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Batch
+			if err := Decode(tt.build(), &b); err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			tt.check(t, &b)
+		})
+	}
+}
+
+func TestDecodeMalformed(t *testing.T) {
+	tests := []struct{ name, hex string }{
+		{"empty", ""},
+		{"not an array", "a3616263"},
+		{"one element", "91cb3ff0000000000000"},
+		{"huge event count", "93cb3ff0000000000000dd7fffffff"},
+		{"huge token count", "93cb3ff000000000000091" + "95ab426c6f636b53746f726564" + "90c0dd7fffffff"},
+		{"event not array", "93cb3ff000000000000091c3c0"},
+		{"trailing bytes", "93cb3ff000000000000090c0c0"},
+		{"bad hash type", "93cb3ff000000000000091" + "92ac426c6f636b52656d6f766564" + "91a178c0"},
+		{"map without type", "93cb3ff00000000000009181a16101c0"},
+		{"truncated", "93cb3ff0000000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := hex.DecodeString(tt.hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b Batch
+			err = Decode(p, &b)
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("Decode(%s) = %v, want a DecodeError", tt.hex, err)
+			}
+		})
+	}
+}
+
+func TestExtraKeys(t *testing.T) {
+	p := msgp.AppendArrayHeader(nil, 2)
+	p = msgp.AppendArrayHeader(p, 2)
+	p = msgp.AppendString(p, "my-lora")
+	p = msgp.AppendArrayHeader(p, 2)
+	p = msgp.AppendString(p, "img")
+	p = msgp.AppendInt(p, 3)
+	p = msgp.AppendNil(p)
+	got, err := ExtraKeys(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{{"my-lora", []any{"img", int64(3)}}, nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ExtraKeys (-want +got):\n%s", diff)
+	}
+	if _, err := ExtraKeys([]byte{0xdd, 0x7f, 0xff, 0xff, 0xff}); err == nil {
+		t.Error("ExtraKeys accepted an array claiming 2^31 entries in 0 bytes")
+	}
+}
+
+// FuzzDecode feeds arbitrary payloads to the decoder: it must return or fail, never panic, and
+// a payload it accepts must survive a re-encode and decode with the same event count.
+func FuzzDecode(f *testing.F) {
+	for _, era := range []Era{EraArray, EraMap} {
+		in := Batch{TS: 1, Events: []Event{sampleStored(), {Type: TypeBlockRemoved, BlockHashes: []Hash{{Form: HashInt, Value: 3}}}, {Type: TypeAllBlocksCleared}}}
+		f.Add(AppendBatch(nil, &in, Wire{Era: era}))
+		f.Add(AppendBatch(nil, &in, Wire{Era: era, StoredFields: 6, BinHashes: true, TwoElements: true}))
+	}
+	f.Add([]byte{0x93, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 0x7f, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		var b Batch
+		if err := Decode(p, &b); err != nil {
+			return
+		}
+		for i := range b.Events {
+			_, _ = ExtraKeys(b.Events[i].ExtraKeys)
+		}
+		q := AppendBatch(nil, &b, Wire{Era: EraMap})
+		var b2 Batch
+		if err := Decode(q, &b2); err != nil {
+			t.Fatalf("re-encoded batch does not decode: %v", err)
+		}
+		if len(b2.Events) != len(b.Events) {
+			t.Fatalf("re-encoded batch has %d events, want %d", len(b2.Events), len(b.Events))
+		}
+	})
+}

@@ -1,0 +1,248 @@
+package events
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A recording is a byte stream that starts with the magic "KVTAP\x00\x01\n" and continues with
+// records, each a kind byte followed by unsigned varints (uv) and bytes:
+//
+//	0x01 source:    uv id, uv len, name bytes (defines a source id before first use)
+//	0x02 message:   uv source id, uv receive time (Unix ns), uv frame count,
+//	                then per frame uv len and bytes
+//	0x03 recovered: as message, for a batch fetched from a replay socket
+//	0x04 own drops: uv source id, uv count of messages the tap dropped itself
+//
+// Records are written whole through a buffer that is flushed every second and on exit, so an
+// interrupted recording loses at most its last second and its last record may be cut short;
+// the reader stops cleanly at a cut record.
+const recordingMagic = "KVTAP\x00\x01\n"
+
+// maxRecordFrame bounds a frame in a recording, so a corrupt length cannot make the reader
+// allocate without limit.
+const maxRecordFrame = 256 << 20
+
+// Recorder writes a recording.
+type Recorder struct {
+	w       *bufio.Writer
+	ids     map[string]uint64
+	scratch []byte
+	err     error
+}
+
+// NewRecorder starts a recording on w.
+func NewRecorder(w io.Writer) (*Recorder, error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if _, err := bw.WriteString(recordingMagic); err != nil {
+		return nil, fmt.Errorf("write recording header: %w", err)
+	}
+	return &Recorder{w: bw, ids: map[string]uint64{}}, nil
+}
+
+func (r *Recorder) source(name string) uint64 {
+	if id, ok := r.ids[name]; ok {
+		return id
+	}
+	id := uint64(len(r.ids))
+	r.ids[name] = id
+	b := append(r.scratch[:0], 0x01)
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	b = append(b, name...)
+	r.write(b)
+	return id
+}
+
+func (r *Recorder) write(b []byte) {
+	if r.err == nil {
+		_, r.err = r.w.Write(b)
+	}
+	r.scratch = b[:0]
+}
+
+// Message records one received message with its frames as they arrived.
+func (r *Recorder) Message(m *Message, frames [][]byte) {
+	id := r.source(m.Source)
+	kind := byte(0x02)
+	if m.Recovered {
+		kind = 0x03
+	}
+	b := append(r.scratch[:0], kind)
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, uint64(max(m.RecvNanos, 0)))
+	b = binary.AppendUvarint(b, uint64(len(frames)))
+	for _, f := range frames {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	r.write(b)
+}
+
+// OwnDrops records messages the tap dropped itself.
+func (r *Recorder) OwnDrops(source string, n uint64) {
+	id := r.source(source)
+	b := append(r.scratch[:0], 0x04)
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, n)
+	r.write(b)
+}
+
+// Flush writes buffered records out and returns the first write error.
+func (r *Recorder) Flush() error {
+	if r.err != nil {
+		return fmt.Errorf("write recording: %w", r.err)
+	}
+	if err := r.w.Flush(); err != nil {
+		return fmt.Errorf("write recording: %w", err)
+	}
+	return nil
+}
+
+// Reader reads a recording.
+type Reader struct {
+	r       *bufio.Reader
+	sources []string
+	// Truncated is set when the recording ends inside a record (an interrupted tap).
+	Truncated bool
+}
+
+// NewReader checks the magic and returns a reader positioned at the first record.
+func NewReader(r io.Reader) (*Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic := make([]byte, len(recordingMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != recordingMagic {
+		return nil, errors.New("not a kvcheck tap recording (bad header): record one with kvcheck tap --record FILE")
+	}
+	return &Reader{r: br}, nil
+}
+
+// Record is one record read back: a message with its frames, or own drops.
+type Record struct {
+	Message  Message
+	Frames   [][]byte
+	OwnDrops uint64
+}
+
+// Next reads the next message or own-drops record. It returns io.EOF at the end, also after a
+// cut-short last record (then Truncated is set).
+func (rd *Reader) Next(rec *Record) error {
+	for {
+		kind, err := rd.r.ReadByte()
+		if err == io.EOF {
+			return io.EOF
+		}
+		if err != nil {
+			return fmt.Errorf("read recording: %w", err)
+		}
+		err = rd.record(kind, rec)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			rd.Truncated = true
+			return io.EOF
+		}
+		if err != nil || kind != 0x01 {
+			return err
+		}
+	}
+}
+
+func (rd *Reader) uv() (uint64, error) {
+	v, err := binary.ReadUvarint(rd.r)
+	if err == io.EOF {
+		return 0, io.ErrUnexpectedEOF
+	}
+	return v, err
+}
+
+func (rd *Reader) bytes(n uint64) ([]byte, error) {
+	if n > maxRecordFrame {
+		return nil, fmt.Errorf("record claims a %d-byte frame: the recording is corrupt", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(rd.r, b); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return b, nil
+}
+
+func (rd *Reader) sourceName(id uint64) (string, error) {
+	if id >= uint64(len(rd.sources)) {
+		return "", fmt.Errorf("record uses undefined source %d: the recording is corrupt", id)
+	}
+	return rd.sources[id], nil
+}
+
+func (rd *Reader) record(kind byte, rec *Record) error {
+	switch kind {
+	case 0x01:
+		id, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		n, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		name, err := rd.bytes(n)
+		if err != nil {
+			return err
+		}
+		if id != uint64(len(rd.sources)) {
+			return fmt.Errorf("source %d defined out of order: the recording is corrupt", id)
+		}
+		rd.sources = append(rd.sources, string(name))
+		return nil
+	case 0x02, 0x03:
+		id, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		src, err := rd.sourceName(id)
+		if err != nil {
+			return err
+		}
+		rx, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		nf, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		if nf > 64 {
+			return fmt.Errorf("record claims %d frames: the recording is corrupt", nf)
+		}
+		frames := make([][]byte, nf)
+		for i := range frames {
+			n, err := rd.uv()
+			if err != nil {
+				return err
+			}
+			if frames[i], err = rd.bytes(n); err != nil {
+				return err
+			}
+		}
+		*rec = Record{Message: FromFrames(src, frames, int64(rx)), Frames: frames}
+		rec.Message.Recovered = kind == 0x03
+		return nil
+	case 0x04:
+		id, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		src, err := rd.sourceName(id)
+		if err != nil {
+			return err
+		}
+		n, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		*rec = Record{Message: Message{Source: src}, OwnDrops: n}
+		return nil
+	}
+	return fmt.Errorf("unknown record kind 0x%02x: the recording is corrupt or from a newer kvcheck", kind)
+}

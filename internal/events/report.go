@@ -1,0 +1,350 @@
+package events
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Report is the result of a tap: one entry per publisher, the fleet-wide analyses and the
+// findings. The report package renders it.
+type Report struct {
+	DurationSeconds float64     `json:"duration_seconds"`
+	Publishers      []Publisher `json:"publishers"`
+	Analysis        Analysis    `json:"analysis"`
+	Findings        []Finding   `json:"findings"`
+}
+
+// Finding is a finding about a publisher or the fleet.
+type Finding struct {
+	finding.Finding
+}
+
+// Publisher is the accounting of one publisher socket and topic.
+type Publisher struct {
+	Endpoint string `json:"endpoint"`
+	Topic    string `json:"topic"`
+	DPRank   *int64 `json:"dp_rank"`
+	// Connected says whether the tap's socket ever connected (or bound, when Listening); nil
+	// for recordings. Reconnects counts the connections after the first.
+	Connected    *bool  `json:"connected"`
+	Listening    bool   `json:"listening"`
+	Reconnects   uint64 `json:"reconnects"`
+	ConnectError string `json:"connect_error,omitempty"`
+	// Messages counts everything received; Batches the messages decoded and accounted.
+	Messages         uint64      `json:"messages"`
+	Batches          uint64      `json:"batches"`
+	Events           EventCounts `json:"events"`
+	PayloadBytes     uint64      `json:"payload_bytes"`
+	FrameBytes       uint64      `json:"frame_bytes"`
+	BytesPerSec      float64     `json:"bytes_per_sec"`
+	FrameBytesPerSec float64     `json:"frame_bytes_per_sec"`
+	EventsPerSec     float64     `json:"events_per_sec"`
+	StoredTokens     uint64      `json:"stored_tokens"`
+	TokensPerSec     float64     `json:"tokens_per_sec"`
+	BatchSizes       BatchSizes  `json:"batch_sizes"`
+	FirstSeq         *uint64     `json:"first_seq"`
+	LostBatches      uint64      `json:"lost_batches"`
+	Gaps             uint64      `json:"gaps"`
+	Restarts         uint64      `json:"restarts"`
+	Duplicates       uint64      `json:"duplicates"`
+	LateBatches      uint64      `json:"late_batches"`
+	RecoveredBatches uint64      `json:"recovered_batches"`
+	// UnrecoverableBatches were lost and not recovered by replay.
+	UnrecoverableBatches uint64            `json:"unrecoverable_batches"`
+	OwnDrops             uint64            `json:"own_drops"`
+	Malformed            uint64            `json:"malformed"`
+	MalformedSamples     []MalformedSample `json:"malformed_samples"`
+	BlockSizes           map[string]uint64 `json:"block_sizes"`
+	Media                map[string]uint64 `json:"media"`
+	LoRANames            map[string]uint64 `json:"lora_names"`
+	SpecKinds            map[string]uint64 `json:"spec_kinds"`
+	Eras                 map[string]uint64 `json:"eras"`
+	WireEra              string            `json:"wire_era"`
+	HashForms            map[string]uint64 `json:"hash_forms"`
+	HashForm             string            `json:"hash_form"`
+	SignedHashes         uint64            `json:"signed_hashes"`
+	UnknownTypes         map[string]uint64 `json:"unknown_types"`
+	UnknownFields        uint64            `json:"unknown_fields"`
+	OddFields            uint64            `json:"odd_fields"`
+	BytesPerStoredToken  float64           `json:"bytes_per_stored_token"`
+	FirstEventTime       *time.Time        `json:"first_event_time"`
+	LastEventTime        *time.Time        `json:"last_event_time"`
+	// ClockOffsetSeconds is the smallest (receive time - event time) seen: the publisher's
+	// clock lag behind ours plus the network latency.
+	ClockOffsetSeconds *float64         `json:"clock_offset_seconds"`
+	HashParity         *PublisherParity `json:"hash_parity,omitempty"`
+}
+
+func newPublisher(source, topic string) Publisher {
+	return Publisher{
+		Endpoint: source, Topic: topic,
+		MalformedSamples: []MalformedSample{},
+		BlockSizes:       map[string]uint64{}, Media: map[string]uint64{}, LoRANames: map[string]uint64{},
+		SpecKinds: map[string]uint64{}, Eras: map[string]uint64{}, HashForms: map[string]uint64{},
+		UnknownTypes: map[string]uint64{},
+	}
+}
+
+// PublisherParity is the hash-parity check of one publisher.
+type PublisherParity struct {
+	Checked uint64 `json:"checked_blocks"`
+	Matched uint64 `json:"matched_blocks"`
+}
+
+// MalformedSample is one malformed message, kept to tell the operator what was wrong.
+type MalformedSample struct {
+	Seq    uint64 `json:"seq"`
+	Reason string `json:"reason"`
+}
+
+// EventCounts counts events by type.
+type EventCounts struct {
+	BlockStored      uint64 `json:"BlockStored"`
+	BlockRemoved     uint64 `json:"BlockRemoved"`
+	AllBlocksCleared uint64 `json:"AllBlocksCleared"`
+	Unknown          uint64 `json:"unknown"`
+}
+
+func (e *EventCounts) add(t Type) {
+	switch t {
+	case TypeBlockStored:
+		e.BlockStored++
+	case TypeBlockRemoved:
+		e.BlockRemoved++
+	case TypeAllBlocksCleared:
+		e.AllBlocksCleared++
+	default:
+		e.Unknown++
+	}
+}
+
+// Total is the number of events of every type.
+func (e EventCounts) Total() uint64 {
+	return e.BlockStored + e.BlockRemoved + e.AllBlocksCleared + e.Unknown
+}
+
+// BatchSizes is the distribution of events per batch.
+type BatchSizes struct {
+	Min  int    `json:"min"`
+	Max  int    `json:"max"`
+	Sum  uint64 `json:"sum"`
+	N    uint64 `json:"n"`
+	Le1  uint64 `json:"le_1"`
+	Le4  uint64 `json:"le_4"`
+	Le16 uint64 `json:"le_16"`
+	Le64 uint64 `json:"le_64"`
+	More uint64 `json:"more"`
+}
+
+func (b *BatchSizes) add(n int) {
+	if b.N == 0 || n < b.Min {
+		b.Min = n
+	}
+	b.Max = max(b.Max, n)
+	b.Sum += uint64(n)
+	b.N++
+	switch {
+	case n <= 1:
+		b.Le1++
+	case n <= 4:
+		b.Le4++
+	case n <= 16:
+		b.Le16++
+	case n <= 64:
+		b.Le64++
+	default:
+		b.More++
+	}
+}
+
+// Mean is the mean number of events per batch.
+func (b BatchSizes) Mean() float64 {
+	if b.N == 0 {
+		return 0
+	}
+	return float64(b.Sum) / float64(b.N)
+}
+
+// DepthCount counts duplicated blocks at one chain depth (0 = the first block of a prompt).
+type DepthCount struct {
+	Depth  int    `json:"depth"`
+	Blocks uint64 `json:"blocks"`
+}
+
+// Analysis holds the fleet-wide analyses of the stored blocks.
+type Analysis struct {
+	StoredBlocks uint64 `json:"stored_blocks"`
+	StoredTokens uint64 `json:"stored_tokens"`
+	// DuplicateBlocks were stored by a replica while another replica held the same content
+	// (stored and not yet removed): prefill a KV-aware router could have saved.
+	DuplicateBlocks        uint64       `json:"duplicate_blocks"`
+	DuplicateTokens        uint64       `json:"duplicate_tokens"`
+	DuplicateTokenFraction *float64     `json:"duplicate_token_fraction"`
+	DuplicateDepths        []DepthCount `json:"duplicate_depths"`
+	// Restores counts content stored again on the same replica after it was removed there.
+	Restores           uint64   `json:"restores"`
+	RestoreFraction    *float64 `json:"restore_fraction"`
+	StoredWhilePresent uint64   `json:"stored_while_present"`
+	RootStores         uint64   `json:"root_stores"`
+	FirstBlockStores   uint64   `json:"first_block_stores"`
+	// FirstBlocksDistinct counts distinct first blocks (chains starting at token 0).
+	FirstBlocksDistinct       uint64  `json:"first_blocks_distinct"`
+	FirstBlocksPerMinute      float64 `json:"first_blocks_distinct_per_minute"`
+	FirstBlockStoresPerMinute float64 `json:"first_block_stores_per_minute"`
+	// UnanchoredBlocks continue chains whose start the tap did not see (it joined late or
+	// forgot them); they are left out of the content analyses.
+	UnanchoredBlocks         uint64     `json:"unanchored_blocks"`
+	UnalignedStores          uint64     `json:"unaligned_stores"`
+	UnhashableStores         uint64     `json:"unhashable_stores"`
+	UnknownRemovals          uint64     `json:"unknown_removals"`
+	ForgottenBlocks          uint64     `json:"forgotten_blocks"`
+	HashPairsCompared        uint64     `json:"-"`
+	HashPairsDiffering       uint64     `json:"hash_pairs_differing"`
+	BytesPerStoredToken      *float64   `json:"bytes_per_stored_token"`
+	ExtrapolatedTokensPerSec float64    `json:"extrapolated_tokens_per_sec,omitempty"`
+	ExtrapolatedBytesPerSec  *float64   `json:"extrapolated_bytes_per_sec,omitempty"`
+	HashParity               HashParity `json:"hash_parity"`
+}
+
+func (a *Analysis) duplicateDepth(d int) {
+	for i := range a.DuplicateDepths {
+		if a.DuplicateDepths[i].Depth == d {
+			a.DuplicateDepths[i].Blocks++
+			return
+		}
+	}
+	if len(a.DuplicateDepths) < 256 {
+		a.DuplicateDepths = append(a.DuplicateDepths, DepthCount{Depth: d, Blocks: 1})
+	}
+}
+
+// HashParity says whether the stream's hashes can be reproduced outside the engine
+// (sha256_cbor with the given seed) and whether identical content carries identical hashes on
+// every replica: the fleet's readiness for an exact KV-aware router. Nil means not determined.
+type HashParity struct {
+	SeedKnown                bool   `json:"seed_known"`
+	Reproducible             *bool  `json:"reproducible"`
+	ConsistentAcrossReplicas *bool  `json:"consistent_across_replicas"`
+	CheckedBlocks            uint64 `json:"checked_blocks"`
+	MatchedBlocks            uint64 `json:"matched_blocks"`
+	ComparedAcrossReplicas   uint64 `json:"compared_across_replicas"`
+}
+
+func newFinding(s finding.Severity, code, subject, format string, args ...any) Finding {
+	return Finding{finding.Finding{Severity: s, Code: code, Subject: subject, Message: fmt.Sprintf(format, args...)}}
+}
+
+// findings turns the numbers into what an operator should act on.
+func findings(r *Report, o Options) []Finding {
+	out := []Finding{}
+	add := func(f Finding) { out = append(out, f) }
+	for _, p := range r.Publishers {
+		subj := p.Endpoint
+		if p.Topic != "" {
+			subj += " topic " + p.Topic
+		}
+		if p.Messages == 0 {
+			switch {
+			case p.Connected != nil && !*p.Connected && p.Listening:
+				add(newFinding(finding.Error, "no-connection", subj, "could not listen on this address (%s): is it in use, or not an address of this host?", p.ConnectError))
+			case p.Connected != nil && !*p.Connected:
+				add(newFinding(finding.Error, "no-connection", subj,
+					"could not connect (%s): nothing publishes there. vLLM publishes only with --kv-events-config '{\"enable_kv_cache_events\":true,...}' (and \"publisher\":\"zmq\" up to 0.11.0), on tcp://*:5557 by default, port+r for data-parallel rank r; a publisher that dials out needs --listen",
+					p.ConnectError))
+			default:
+				add(newFinding(finding.Error, "no-events", subj,
+					"connected but nothing received: no traffic reached the prefix cache, prefix caching is off (almost no events then), the --topic prefix does not match, or the publisher dials a collector and this tap should --listen"))
+			}
+			continue
+		}
+		if p.UnrecoverableBatches > 0 {
+			add(newFinding(finding.Error, "batches-lost", subj,
+				"%d batches lost in %d gap(s) (%d recovered by replay): the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
+				p.LostBatches, p.Gaps, p.RecoveredBatches))
+		} else if p.LostBatches > 0 {
+			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches lost and all recovered by replay", p.LostBatches))
+		}
+		if p.OwnDrops > 0 {
+			add(newFinding(finding.Error, "tap-dropped", subj,
+				"the tap itself dropped %d messages because its decoder fell behind; these are not publisher losses", p.OwnDrops))
+		}
+		if p.Restarts > 0 {
+			add(newFinding(finding.Warning, "publisher-restarted", subj, "the sequence went back %d times: the publisher restarted and its cache state was reset", p.Restarts))
+		}
+		if p.Duplicates > 0 {
+			add(newFinding(finding.Info, "duplicate-batches", subj, "%d batches arrived twice and were counted once", p.Duplicates))
+		}
+		if p.Malformed > 0 {
+			reason := ""
+			if len(p.MalformedSamples) > 0 {
+				reason = fmt.Sprintf(" (seq %d: %s)", p.MalformedSamples[0].Seq, p.MalformedSamples[0].Reason)
+			}
+			add(newFinding(finding.Error, "malformed-batches", subj, "%d messages could not be decoded and were skipped%s", p.Malformed, reason))
+		}
+		if len(p.UnknownTypes) > 0 || p.UnknownFields > 0 || p.OddFields > 0 {
+			add(newFinding(finding.Info, "unknown-fields", subj,
+				"%d unknown event types, %d unknown fields, %d fields of unexpected type were ignored: a newer vLLM than this kvcheck knows",
+				len(p.UnknownTypes), p.UnknownFields, p.OddFields))
+		}
+		if p.WireEra == "mixed" {
+			add(newFinding(finding.Info, "mixed-eras", subj, "array-era and map-era events in one stream"))
+		}
+		if p.HashForms["bin"] > 0 {
+			add(newFinding(finding.Info, "bin-hashes", subj, "hashes travel as full digests (VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0); consumers that expect integers will not match them"))
+		}
+		if p.SignedHashes > 0 {
+			add(newFinding(finding.Warning, "signed-hashes", subj, "%d negative block hashes: Python hash() of vLLM 0.10.1 or older, not reproducible across processes", p.SignedHashes))
+		}
+		if p.HashParity != nil && p.HashParity.Matched < p.HashParity.Checked {
+			add(newFinding(finding.Error, "hash-not-reproducible", subj,
+				"%d of %d blocks do not match sha256_cbor with seed %q: the engine uses another --prefix-caching-hash-algo or another PYTHONHASHSEED",
+				p.HashParity.Checked-p.HashParity.Matched, p.HashParity.Checked, *o.HashSeed))
+		}
+	}
+	a := r.Analysis
+	if c := a.HashParity.ConsistentAcrossReplicas; c != nil && !*c {
+		add(newFinding(finding.Error, "hash-inconsistent", "fleet",
+			"%d of %d blocks stored on several replicas carry different hashes: pin PYTHONHASHSEED on every replica or an exact KV-aware router never matches across replicas",
+			a.HashPairsDiffering, a.HashParity.ComparedAcrossReplicas))
+	}
+	if f := a.DuplicateTokenFraction; f != nil && *f >= 0.05 {
+		sev := finding.Info
+		if *f >= 0.2 {
+			sev = finding.Warning
+		}
+		where := "deep in prompts"
+		if shallow(a.DuplicateDepths) {
+			where = "mostly in the first blocks (a shared system prompt)"
+		}
+		add(newFinding(sev, "duplicate-prefill", "fleet",
+			"%.1f%% of stored tokens were prefilled again on another replica, %s: prefill a KV-aware router could save", *f*100, where))
+	}
+	if a.FirstBlockStores >= 20 && float64(a.FirstBlocksDistinct) >= 0.9*float64(a.FirstBlockStores) {
+		add(newFinding(finding.Warning, "block-zero-breaker", "fleet",
+			"%d of %d first blocks are distinct: something in the first block differs on every request (a date, a request id), so no prefix is ever shared",
+			a.FirstBlocksDistinct, a.FirstBlockStores))
+	}
+	if f := a.RestoreFraction; f != nil && *f >= 0.1 {
+		add(newFinding(finding.Warning, "eviction-churn", "fleet",
+			"%.1f%% of stored blocks were stored again after being evicted on the same replica: the KV cache is too small for the working set", *f*100))
+	}
+	if a.ForgottenBlocks > 0 {
+		add(newFinding(finding.Info, "state-bounded", "fleet",
+			"%d blocks were forgotten to stay within --max-blocks; content analyses cover the most recent blocks only", a.ForgottenBlocks))
+	}
+	return out
+}
+
+// shallow reports whether most duplicated blocks sit in the first four blocks of a chain.
+func shallow(ds []DepthCount) bool {
+	var near, all uint64
+	for _, d := range ds {
+		all += d.Blocks
+		if d.Depth < 4 {
+			near += d.Blocks
+		}
+	}
+	return all > 0 && near*2 > all
+}

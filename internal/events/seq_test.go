@@ -1,0 +1,57 @@
+package events
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSeqTracker(t *testing.T) {
+	type obs struct{ seq, hash uint64 }
+	type counts struct{ Batches, Gaps, Lost, Dups, Late, Restarts uint64 }
+	tests := []struct {
+		name string
+		in   []obs
+		want counts
+	}{
+		{"in order from 0", []obs{{0, 1}, {1, 2}, {2, 3}}, counts{Batches: 3}},
+		{"starts at 1", []obs{{1, 1}, {2, 2}}, counts{Batches: 2}},
+		{"gap of 3", []obs{{0, 1}, {4, 2}, {5, 3}}, counts{Batches: 3, Gaps: 1, Lost: 3}},
+		{"two gaps", []obs{{0, 1}, {2, 2}, {5, 3}}, counts{Batches: 3, Gaps: 2, Lost: 3}},
+		{"duplicate", []obs{{0, 1}, {1, 2}, {1, 2}}, counts{Batches: 2, Dups: 1}},
+		{"restart to 0", []obs{{0, 1}, {1, 2}, {2, 3}, {0, 9}, {1, 8}}, counts{Batches: 5, Restarts: 1}},
+		{"restart far back", []obs{{10000, 1}, {10001, 2}, {3, 9}}, counts{Batches: 3, Restarts: 1}},
+		{"late fills gap", []obs{{0, 1}, {3, 2}, {1, 5}, {2, 6}}, counts{Batches: 4, Gaps: 1, Lost: 2, Late: 2}},
+		{"late in middle", []obs{{0, 1}, {5, 2}, {3, 5}, {3, 5}}, counts{Batches: 3, Gaps: 1, Lost: 4, Late: 1, Dups: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s seqTracker
+			for _, o := range tt.in {
+				s.observe(o.seq, o.hash)
+			}
+			got := counts{s.batches, s.gapCount, s.lost, s.dups, s.late, s.restarts}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSeqGapsSplit(t *testing.T) {
+	var s seqTracker
+	s.observe(0, 1)
+	_, g := s.observe(10, 2)
+	if g != (Gap{1, 9}) {
+		t.Fatalf("gap = %v, want {1 9}", g)
+	}
+	for _, seq := range []uint64{5, 1, 9} {
+		if v, _ := s.observe(seq, seq+100); v != seqLate {
+			t.Fatalf("observe(%d) = %v, want late", seq, v)
+		}
+	}
+	want := []Gap{{2, 4}, {6, 8}}
+	if diff := cmp.Diff(want, s.gaps); diff != "" {
+		t.Errorf("open gaps (-want +got):\n%s", diff)
+	}
+}
