@@ -107,7 +107,7 @@ Policies (--policies):
 	f.StringVar(&o.format, "format", "auto", "--trace format: auto (by extension), mooncake, azure")
 	f.IntVar(&o.blockSize, "block-size", 0, "tokens per block: default 512 for Mooncake (its hash_ids), 16 for CSV traces and request logs (read from the server with --tokenize)")
 	f.StringVar(&o.requests, "requests", "", `request log as kvcheck audit reads it, one request per line ("-" for standard input)`)
-	f.StringArrayVar(&o.recordings, "recording", nil, "kvcheck tap recording (repeat for several files)")
+	f.StringSliceVar(&o.recordings, "recording", nil, "kvcheck tap recording (repeatable; several are merged by receive time)")
 	f.StringVar(&o.tokenize, "tokenize", "", "--requests: base URL of a vLLM server: exact tokens from its POST /tokenize, block size from its /metrics")
 	f.StringVar(&o.model, "model", "", "--requests: model name to send to /tokenize (default: each request's own)")
 	f.IntVar(&o.concurrency, "concurrency", 8, "--requests: tokenize requests in flight with --tokenize")
@@ -299,7 +299,7 @@ func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, erro
 	case o.requests != "":
 		return o.loadRequests(ctx, s)
 	case len(o.recordings) > 0:
-		return o.loadRecordings(s)
+		return o.loadRecordings(ctx)
 	}
 	kind := strings.ToLower(o.format)
 	switch kind {
@@ -478,6 +478,15 @@ func writePlot(path string, rep sim.Report) error {
 }
 
 // loadRecordings replays kvcheck tap recordings.
-func (o *simulateOptions) loadRecordings(s streams) (*sim.Trace, error) {
-	return nil, usageErrorf("--recording is not wired yet")
+func (o *simulateOptions) loadRecordings(ctx context.Context) (*sim.Trace, error) {
+	recs := make([]sim.Recording, 0, len(o.recordings))
+	for _, name := range o.recordings {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("open recording: %w", err)
+		}
+		defer f.Close()
+		recs = append(recs, sim.Recording{Name: name, R: f})
+	}
+	return sim.ReadRecordings(ctx, recs, sim.RecordingOptions{OutputTokens: o.outputTokens})
 }

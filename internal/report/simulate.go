@@ -26,15 +26,12 @@ func (t *Text) Simulation(r sim.Report) error {
 	for _, n := range tr.Notes {
 		t.Muted("  note: %s", n)
 	}
-	// Labels carried by every fleet's figures, so that no table is quoted without them.
-	var labels []string
+	labels := traceLabels(tr)
 	if tr.Tokens == "estimated" {
 		t.Line("  estimated: tokens are audit's byte estimate, so every hit rate and token figure below is an estimate")
-		labels = append(labels, "estimated tokens")
 	}
 	if tr.LowerBound {
 		t.Line("  lower bound: requests that hit fully store no block and are not in the recording, so every hit rate below is a lower bound")
-		labels = append(labels, "hit rates are lower bounds")
 	}
 	m, b := r.Sweep.Base.Model, r.Sweep.Base
 	t.Muted("Model: prefill %s per uncached token, decode %s per output token, %d running per replica; seed %d",
@@ -73,7 +70,11 @@ func (t *Text) Simulation(r sim.Report) error {
 		if err := t.Table(header, rows); err != nil {
 			return err
 		}
-		t.Verdict(fleetVerdict(f))
+		verdict := fleetVerdict(f)
+		if len(labels) > 0 {
+			verdict += " (" + strings.Join(labels, "; ") + ")"
+		}
+		t.Verdict(verdict)
 	}
 	if len(r.Fleets) > 1 {
 		t.Line("")
@@ -110,6 +111,19 @@ func (t *Text) Simulation(r sim.Report) error {
 	t.Muted("token hit: prompt tokens served from the prefix cache; prefill saved: against round-robin on the same fleet;")
 	t.Muted("ttft: TTFT proxy (queueing + uncached prefill); dup blocks: cached copies beyond the first, at the end of the run")
 	return nil
+}
+
+// traceLabels are the caveats every figure of the trace carries, so that no table, verdict or
+// chart is quoted without them.
+func traceLabels(tr *sim.Trace) []string {
+	var labels []string
+	if tr.Tokens == "estimated" {
+		labels = append(labels, "estimated tokens")
+	}
+	if tr.LowerBound {
+		labels = append(labels, "hit rates are lower bounds")
+	}
+	return labels
 }
 
 func bestResult(f sim.Fleet) *sim.Result {
