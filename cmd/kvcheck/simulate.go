@@ -267,8 +267,9 @@ func (o *simulateOptions) checkSource(cmd *cobra.Command) error {
 		"rate":          o.requests != "",
 		"max-requests":  o.requests != "",
 		"output-tokens": o.trace == "",
+		"block-size":    len(o.recordings) == 0,
 	}
-	for _, name := range []string{"format", "tokenize", "model", "concurrency", "timeout", "max-line", "rate", "max-requests", "output-tokens"} {
+	for _, name := range []string{"format", "tokenize", "model", "concurrency", "timeout", "max-line", "rate", "max-requests", "output-tokens", "block-size"} {
 		if cmd.Flags().Changed(name) && !only[name] {
 			return usageErrorf("--%s does not apply to this trace source (see kvcheck simulate --help)", name)
 		}

@@ -317,7 +317,8 @@ func (rp *replay) store(p *publisher, ev *events.Event, at float64, name string)
 	case len(ev.TokenIDs) == 0 || ev.BlockSize <= 0 || len(ev.BlockHashes) == 0:
 		rp.emptyStores++
 		return nil
-	case int64(len(ev.TokenIDs)) != int64(len(ev.BlockHashes))*ev.BlockSize:
+	case ev.BlockSize > int64(len(ev.TokenIDs)) || int64(len(ev.TokenIDs)) != int64(len(ev.BlockHashes))*ev.BlockSize:
+		// (The first test also keeps the product from overflowing into a false match.)
 		// Masked blocks or partial-block entries: hashes and tokens do not line up.
 		rp.irregular++
 		return nil

@@ -267,22 +267,36 @@ func TestRecordingBound(t *testing.T) {
 	}
 }
 
-// FuzzReadRecordings feeds arbitrary bytes after a valid header: the adapter must return a
-// trace or an error, never panic. The record format and batch decoder are fuzzed in package
-// events; this covers what the adapter does with whatever they let through.
+// FuzzReadRecordings wraps two fuzzed batch payloads from one publisher in a valid recording
+// (the record format and the batch decoder are fuzzed in package events): whatever events the
+// decoder lets through, the adapter returns a consistent trace or an error, never a panic.
 func FuzzReadRecordings(f *testing.F) {
-	f.Add(record(f, msg{source: "a:1", seq: 0, ts: 1, events: []stored{{hashes: []uint64{1, 2}, blocks: [][]int64{tok(1), tok(2)}}}}))
-	f.Add(record(f,
-		msg{source: "a:1", seq: 0, ts: 1, events: []stored{{hashes: []uint64{1}, blocks: [][]int64{tok(1)}}}},
-		msg{source: "a:1", seq: 3, ts: 2, wire: events.Wire{Era: events.EraArray, StoredFields: 9}, events: []stored{{parent: 1, hashes: []uint64{2}, blocks: [][]int64{tok(2)}, lora: "x"}}},
-	))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	enc := func(ts float64, wire events.Wire, ss ...stored) []byte {
+		b := events.Batch{TS: ts}
+		for _, s := range ss {
+			b.Events = append(b.Events, s.event())
+		}
+		return events.AppendBatch(nil, &b, wire)
+	}
+	mapEra, arrayEra := events.Wire{Era: events.EraMap}, events.Wire{Era: events.EraArray, StoredFields: 9}
+	f.Add(enc(1, mapEra, stored{hashes: []uint64{1, 2}, blocks: [][]int64{tok(1), tok(2)}}),
+		enc(2, arrayEra, stored{parent: 2, hashes: []uint64{3}, blocks: [][]int64{tok(3)}, lora: "x"}))
+	f.Add(enc(1, mapEra, stored{parent: 7, hashes: []uint64{1}, blocks: [][]int64{tok(1)}, medium: "CPU"}),
+		enc(0, arrayEra, stored{hashes: []uint64{1}, blocks: [][]int64{{1, 2, 3, 4, 5, 6, 7, 8}}, bs: 8}))
+	// A block size whose product with the hash count overflows to the token count.
+	f.Add(enc(1, mapEra, stored{hashes: []uint64{1, 2, 3, 4}, blocks: [][]int64{{1, 2, 3, 4}}, bs: 1<<62 + 1}), []byte{})
+	f.Fuzz(func(t *testing.T, p1, p2 []byte) {
+		var frames [][][]byte
+		for i, p := range [][]byte{p1, p2} {
+			frames = append(frames, [][]byte{[]byte("kv@a"), binary.BigEndian.AppendUint64(nil, uint64(i)), p})
+		}
+		data := record(t, msg{source: "a:1", raw: frames[0], ts: 1}, msg{source: "a:1", raw: frames[1], ts: 2})
 		tr, err := ReadRecordings(context.Background(), []Recording{{Name: "f.rec", R: bytes.NewReader(data)}}, RecordingOptions{MaxBlocks: 64})
 		if err != nil {
 			return
 		}
 		for i, r := range tr.Requests {
-			if r.InputTokens != len(r.Blocks)*tr.BlockSize || r.Arrival < 0 {
+			if r.InputTokens != len(r.Blocks)*tr.BlockSize || r.Arrival < 0 || tr.BlockSize <= 0 {
 				t.Fatalf("request %d: %d tokens in %d blocks of %d, arrival %v", i, r.InputTokens, len(r.Blocks), tr.BlockSize, r.Arrival)
 			}
 		}
