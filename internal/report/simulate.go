@@ -72,7 +72,7 @@ func (t *Text) Simulation(r sim.Report) error {
 		}
 		verdict := fleetVerdict(f)
 		if len(labels) > 0 {
-			verdict += " (" + strings.Join(labels, "; ") + ")"
+			verdict = strings.TrimSuffix(verdict, ".") + " (" + strings.Join(labels, "; ") + ")."
 		}
 		t.Verdict(verdict)
 	}

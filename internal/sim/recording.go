@@ -419,7 +419,7 @@ func (rp *replay) finish() (*Trace, error) {
 		return nil, errors.New(msg + ": record a fleet with KV events on (--kv-events-config) while it serves traffic")
 	}
 	t.Notes = append(t.Notes,
-		"lower bound: vLLM reports stored blocks, not hits (SPEC §1.7); a request whose prompt was all cached stores nothing and is missing here",
+		"lower bound: vLLM's KV events report stored blocks, not hits (unless every request asks for kv_cache_report_mode full); a request whose prompt was all cached stores nothing and is missing here",
 		fmt.Sprintf("%d BlockStored events from %d publishers became %d requests (%s the request its parent block ended: chunked prefill or decode)", rp.stored, len(rp.pubs), len(t.Requests), count(rp.continued, "event continued", "events continued")),
 		fmt.Sprintf("blocks keyed by content (token ids, LoRA name, extra keys), not engine hashes; output lengths: --output-tokens %d (events carry none); no sessions", rp.opts.OutputTokens),
 	)
@@ -432,17 +432,20 @@ func (rp *replay) finish() (*Trace, error) {
 		lost += p.lost
 		restarts += p.restart
 	}
-	if lost > 0 || rp.ownDrops > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d batches lost in sequence gaps and %d dropped by the tap itself: their prefills are missing", lost, rp.ownDrops))
+	if lost > 0 {
+		t.Notes = append(t.Notes, count(int64(lost), "batch", "batches")+" lost in sequence gaps: their prefills are missing")
+	}
+	if rp.ownDrops > 0 {
+		t.Notes = append(t.Notes, count(rp.ownDrops, "message", "messages")+" dropped by the tap itself: their prefills are missing")
 	}
 	if restarts > 0 {
 		t.Notes = append(t.Notes, count(int64(restarts), "publisher restart", "publisher restarts")+" (sequence went back)")
 	}
 	if rp.duplicates > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d batches were seen twice (overlapping recordings) and counted once", rp.duplicates))
+		t.Notes = append(t.Notes, count(rp.duplicates, "batch was", "batches were")+" seen twice (overlapping recordings) and counted once")
 	}
 	if rp.recovered > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d batches were recovered from replay sockets", rp.recovered))
+		t.Notes = append(t.Notes, count(rp.recovered, "batch was", "batches were")+" recovered from replay sockets")
 	}
 	skipped := []struct {
 		n    int64
