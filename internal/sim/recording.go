@@ -101,24 +101,26 @@ type blockRef struct {
 	pos int32
 }
 
-type indexKey struct {
-	pub  uint32
-	hash uint64
+// indexKey is an engine hash made specific to its publisher: hashes are only meaningful
+// within one engine. One uint64 keeps the map on its fast path; a false match needs a 64-bit
+// collision.
+func indexKey(pub uint32, hash uint64) uint64 {
+	return hash ^ mix64(uint64(pub)+1)
 }
 
 // twoGen is a map bounded by keeping two generations: when the current one fills, it becomes
 // the old one and the oldest is dropped, so recently used entries survive.
 type twoGen struct {
-	cur, old map[indexKey]blockRef
+	cur, old map[uint64]blockRef
 	max      int
 	dropped  int64
 }
 
 func newTwoGen(max int) *twoGen {
-	return &twoGen{cur: make(map[indexKey]blockRef), old: map[indexKey]blockRef{}, max: max}
+	return &twoGen{cur: make(map[uint64]blockRef), old: map[uint64]blockRef{}, max: max}
 }
 
-func (g *twoGen) get(k indexKey) (blockRef, bool) {
+func (g *twoGen) get(k uint64) (blockRef, bool) {
 	if v, ok := g.cur[k]; ok {
 		return v, true
 	}
@@ -129,10 +131,10 @@ func (g *twoGen) get(k indexKey) (blockRef, bool) {
 	return v, ok
 }
 
-func (g *twoGen) put(k indexKey, v blockRef) {
+func (g *twoGen) put(k uint64, v blockRef) {
 	if len(g.cur) >= g.max {
 		g.dropped += int64(len(g.old))
-		g.old, g.cur = g.cur, make(map[indexKey]blockRef, g.max/4)
+		g.old, g.cur = g.cur, make(map[uint64]blockRef, g.max/4)
 	}
 	g.cur[k] = v
 }
@@ -362,7 +364,7 @@ func (rp *replay) store(p *publisher, ev *events.Event, at float64, name string)
 			// The LoRA name enters every block's hash in vLLM; here it seeds the chain.
 			parentKey = chainBytes(0, ev.LoRAName)
 		}
-	} else if ref, ok := rp.index.get(indexKey{p.id, ev.Parent.Value}); ok && int(ref.req) < len(*reqs) && int(ref.pos) < len((*reqs)[ref.req].Blocks) {
+	} else if ref, ok := rp.index.get(indexKey(p.id, ev.Parent.Value)); ok && int(ref.req) < len(*reqs) && int(ref.pos) < len((*reqs)[ref.req].Blocks) {
 		owner := &(*reqs)[ref.req]
 		parentKey = owner.Blocks[ref.pos]
 		if int(ref.pos) == len(owner.Blocks)-1 && rp.pubOf[ref.req] == p.id {
@@ -392,7 +394,7 @@ func (rp *replay) store(p *publisher, ev *events.Event, at float64, name string)
 			key = chainBytes(key, []byte(fmt.Sprint(extra[i]...)))
 		}
 		r.Blocks = append(r.Blocks, key)
-		rp.index.put(indexKey{p.id, h.Value}, blockRef{req: int32(idx), pos: int32(len(r.Blocks) - 1)})
+		rp.index.put(indexKey(p.id, h.Value), blockRef{req: int32(idx), pos: int32(len(r.Blocks) - 1)})
 		parentKey = key
 	}
 	rp.refs += len(ev.BlockHashes) + len(prefix)
