@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os"
@@ -348,7 +347,7 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 		}
 		ro.Tokenizer = server
 	}
-	var in io.Reader = s.In
+	in := s.In
 	name := "standard input"
 	if o.requests != "-" {
 		f, err := os.Open(o.requests)

@@ -82,9 +82,9 @@ type requestLog struct {
 	first    float64
 	decided  bool
 
-	noTime, badTime, withOutput, withN int64
-	skipped                            int64
-	lineErrors                         []string
+	noTime, withOutput, withN int64
+	skipped                   int64
+	lineErrors                []string
 }
 
 // ReadRequests reads request logs in the format `kvcheck audit` reads (one OpenAI chat or
