@@ -64,7 +64,7 @@ func newSimulateCmd(s streams, g *globalOptions) *cobra.Command {
 	o := &simulateOptions{}
 	m, pr := sim.DefaultModel(), sim.DefaultParams()
 	cmd := &cobra.Command{
-		Use:   "simulate --trace FILE",
+		Use:   "simulate (--trace FILE | --requests FILE | --recording FILE...)",
 		Short: "Replay a request trace under routing policies and show what each would give",
 		Long: `simulate replays a trace through a model of a vLLM fleet (R replicas, each with an LRU
 prefix cache of C blocks, the N-1 rule, prefill and decode costs and a concurrency limit) under
@@ -357,7 +357,13 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 		defer f.Close()
 		in, name = f, o.requests
 	}
+	if report.IsTerminal(s.ErrOut) {
+		ro.Progress = func(n int) { fmt.Fprintf(s.ErrOut, "\rreading %d requests", n) }
+	}
 	tr, err := sim.ReadRequests(ctx, in, name, ro)
+	if ro.Progress != nil {
+		fmt.Fprint(s.ErrOut, "\r\033[K")
+	}
 	if err != nil {
 		return nil, err
 	}

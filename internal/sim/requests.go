@@ -57,6 +57,8 @@ type RequestLogOptions struct {
 	OutputTokens int
 	// MaxRequests stops reading after this many requests (0: no limit).
 	MaxRequests int
+	// Progress, when set, is called after every 1,000 requests with the count so far.
+	Progress func(requests int)
 }
 
 // logFields are what the adapter reads from a line beyond what audit.RequestReader gives.
@@ -336,6 +338,9 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 	l.t.Requests = append(l.t.Requests, Request{
 		Arrival: arrival, Session: req.Session, InputTokens: len(ids), OutputTokens: out, N: n,
 	})
+	if l.opts.Progress != nil && len(l.t.Requests)%1000 == 0 {
+		l.opts.Progress(len(l.t.Requests))
+	}
 	return nil
 }
 
