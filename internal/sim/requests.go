@@ -74,15 +74,17 @@ type logFields struct {
 
 // requestLog holds the adapter's state while it reads a log.
 type requestLog struct {
-	name     string
-	opts     RequestLogOptions
-	t        *Trace
-	keys     []uint64 // one backing array for every request's blocks
-	spans    [][2]int
-	timeKey  string // the field chosen on the first request; "" for synthetic arrivals
-	timeUnit string
-	first    float64
-	decided  bool
+	name    string
+	opts    RequestLogOptions
+	t       *Trace
+	keys    []uint64 // one backing array for every request's blocks
+	spans   [][2]int
+	timeKey string // the field chosen on the first request; "" for synthetic arrivals
+	// unreadTime is the time field the first request had but not as a time we read.
+	unreadTime string
+	timeUnit   string
+	first      float64
+	decided    bool
 
 	noTime, withOutput, withN int64
 	skipped                   int64
@@ -154,6 +156,8 @@ func (l *requestLog) next(rr *audit.RequestReader) (*audit.Request, logFields, e
 		l.decided = true
 		if f.hasTime {
 			l.timeKey, l.timeUnit, l.first = f.timeKeyName, f.timeUnitName, f.time
+		} else {
+			l.unreadTime = f.timeKeyName
 		}
 	}
 	return req, f, nil
@@ -366,8 +370,12 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 	}
 	n := int64(len(t.Requests))
 	if l.timeKey == "" {
-		t.Notes = append(t.Notes, fmt.Sprintf("arrivals: synthetic, one request every %s (--rate %g): the first request has none of the time fields %s",
-			strconv.FormatFloat(1/l.opts.Rate, 'g', 4, 64)+"s", l.opts.Rate, strings.Join(timeKeys, ", ")))
+		why := "the first request has none of the time fields " + strings.Join(timeKeys, ", ")
+		if l.unreadTime != "" {
+			why = fmt.Sprintf("the first request's %q is not a number of (milli, micro, nano)seconds since the epoch or an RFC 3339 time", l.unreadTime)
+		}
+		t.Notes = append(t.Notes, fmt.Sprintf("arrivals: synthetic, one request every %s (--rate %g): %s",
+			strconv.FormatFloat(1/l.opts.Rate, 'g', 4, 64)+"s", l.opts.Rate, why))
 	} else {
 		msg := fmt.Sprintf("arrivals: from field %q (%s)", l.timeKey, l.timeUnit)
 		if l.noTime > 0 {

@@ -144,6 +144,15 @@ func TestReadRequests(t *testing.T) {
 			notes: []string{`from field "created" (milliseconds); 1 request without it`, "sorted by time"},
 		},
 		{
+			name: "an unreadable time on the first request: synthetic arrivals, and why",
+			lines: func(t *testing.T) []string {
+				return []string{completion(t, map[string]any{"prompt": "x", "timestamp": "soon"}), completion(t, map[string]any{"prompt": "y", "timestamp": 1700000000})}
+			},
+			want:  []Request{{InputTokens: 1, OutputTokens: DefaultOutputTokens, N: 1}, {Arrival: 1, InputTokens: 1, OutputTokens: DefaultOutputTokens, N: 1}},
+			shape: []string{"0", "1"},
+			notes: []string{`arrivals: synthetic, one request every 1s (--rate 1): the first request's "timestamp" is not a number`},
+		},
+		{
 			name: "max requests",
 			lines: func(t *testing.T) []string {
 				return []string{completion(t, map[string]any{"prompt": "x"}), completion(t, map[string]any{"prompt": "y"}), completion(t, map[string]any{"prompt": "z"})}
