@@ -211,7 +211,7 @@ func (rp *replay) merge(ctx context.Context, recs []Recording) error {
 	for n := 0; len(live) > 0; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return err
+				return fmt.Errorf("replay recordings: %w", err)
 			}
 		}
 		// A handful of recordings: a linear scan for the earliest is cheaper than a heap.
