@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/events"
@@ -149,9 +151,12 @@ type replay struct {
 	refs  int
 
 	pubOf []uint32 // the publisher of each request, while the trace is built
-	seed  maphash.Seed
-	batch events.Batch
-	toks  []uint32
+	// pending holds single-block stores until an event of several blocks gives the block
+	// size (see store).
+	pending []pendingStore
+	seed    maphash.Seed
+	batch   events.Batch
+	toks    []uint32
 
 	messages, malformed, undecodable, recovered, ownDrops, duplicates int64
 	stored, removed, cleared, unknownTypes                            int64
@@ -304,8 +309,7 @@ func (rp *replay) message(m *events.Message, name string) error {
 	return nil
 }
 
-// store turns one BlockStored event into a new request, or the continuation of the request
-// whose chain its parent ends.
+// store checks one BlockStored event and adds it (see add) once the block size is known.
 func (rp *replay) store(p *publisher, ev *events.Event, at float64, name string) error {
 	switch {
 	case len(ev.Medium) > 0 && string(ev.Medium) != "GPU":
@@ -325,10 +329,65 @@ func (rp *replay) store(p *publisher, ev *events.Event, at float64, name string)
 		rp.irregular++
 		return nil
 	}
-	bs := int(ev.BlockSize)
 	if rp.t.BlockSize == 0 {
-		rp.t.BlockSize = bs
+		// Only the last block of a request can be a partial-block entry, with a block size
+		// below the engine's: the first event of two or more blocks sets the block size, and
+		// single-block events wait for it (a few of them; past that, the first one's).
+		if len(ev.BlockHashes) < 2 && len(rp.pending) < maxPending {
+			rp.pending = append(rp.pending, pendingStore{p: p, ev: cloneEvent(ev), at: at})
+			return nil
+		}
+		rp.t.BlockSize = int(ev.BlockSize)
+		if len(ev.BlockHashes) < 2 && len(rp.pending) > 0 {
+			rp.t.BlockSize = int(rp.pending[0].ev.BlockSize)
+		}
+		if err := rp.flushPending(name); err != nil {
+			return err
+		}
 	}
+	return rp.add(p, ev, at, name)
+}
+
+// maxPending bounds the single-block stores held until the block size is known.
+const maxPending = 1024
+
+// pendingStore is a single-block store held until the block size is known.
+type pendingStore struct {
+	p  *publisher
+	ev events.Event
+	at float64
+}
+
+// cloneEvent copies what add reads of an event out of the payload it points into.
+func cloneEvent(ev *events.Event) events.Event {
+	c := events.Event{
+		Type: ev.Type, Parent: ev.Parent, HasParent: ev.HasParent, BlockSize: ev.BlockSize,
+		BlockHashes: slices.Clone(ev.BlockHashes), TokenIDs: slices.Clone(ev.TokenIDs),
+		LoRAName: bytes.Clone(ev.LoRAName), HasLoRAName: ev.HasLoRAName, ExtraKeys: bytes.Clone(ev.ExtraKeys),
+	}
+	c.Parent.Bin = nil
+	for i := range c.BlockHashes {
+		c.BlockHashes[i].Bin = nil
+	}
+	return c
+}
+
+// flushPending adds the held single-block stores, in their order, now that the block size is
+// known.
+func (rp *replay) flushPending(name string) error {
+	pending := rp.pending
+	rp.pending = nil
+	for i := range pending {
+		if err := rp.add(pending[i].p, &pending[i].ev, pending[i].at, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add turns one well-formed store into a new request, or the continuation of one.
+func (rp *replay) add(p *publisher, ev *events.Event, at float64, name string) error {
+	bs := int(ev.BlockSize)
 	if bs != rp.t.BlockSize {
 		rp.otherBlockSize++
 		return nil
@@ -413,6 +472,12 @@ func chainBytes(h uint64, b []byte) uint64 {
 
 func (rp *replay) finish() (*Trace, error) {
 	t := rp.t
+	if len(rp.pending) > 0 {
+		t.BlockSize = int(rp.pending[0].ev.BlockSize)
+		if err := rp.flushPending(t.Name); err != nil {
+			return nil, err
+		}
+	}
 	if len(t.Requests) == 0 {
 		msg := fmt.Sprintf("recording %s: no usable BlockStored event in %d messages", t.Name, rp.messages)
 		if rp.firstDecodeErr != "" {

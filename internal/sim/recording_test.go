@@ -146,6 +146,22 @@ func TestReadRecordings(t *testing.T) {
 			notes: []string{"2 stored chains continue a parent block"},
 		},
 		{
+			name: "a partial-block entry first does not set the block size",
+			msgs: []msg{
+				{source: "a:5557", seq: 0, ts: 1, events: []stored{
+					{parent: 50, hashes: []uint64{51}, blocks: [][]int64{{9, 9}}, bs: 2},
+					{hashes: []uint64{1}, blocks: [][]int64{tok(1)}},
+					{hashes: []uint64{2, 3}, blocks: [][]int64{tok(2), tok(3)}},
+				}},
+			},
+			want: []Request{
+				{Arrival: 0, InputTokens: 4, OutputTokens: DefaultOutputTokens, N: 1},
+				{Arrival: 0, InputTokens: 8, OutputTokens: DefaultOutputTokens, N: 1},
+			},
+			shape: []string{"0", "1 2"},
+			notes: []string{"skipped 1: stores with a block size other than 4"},
+		},
+		{
 			name: "LoRA adapters and other tiers, groups and shapes are kept apart or skipped, and said",
 			msgs: []msg{
 				{source: "a:5557", seq: 0, ts: 1, events: []stored{
