@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 
 // Defaults of the request-log adapter.
 const (
+	// tokenCache bounds the recent conversations whose exact tokens are kept for repeats.
+	tokenCache = 4096
 	// DefaultRate is the synthetic arrival rate, in requests per second, of a log without
 	// timestamps.
 	DefaultRate = 1.0
@@ -104,7 +107,8 @@ type requestLog struct {
 // audit detects.
 //
 // The input is streamed: memory is one line (at most MaxLine) plus, with an exact tokenizer,
-// 3*Concurrency requests in flight; the trace kept for the simulation holds 8 bytes per block
+// 3*Concurrency requests in flight and the token ids of up to 4096 recent conversations (kept
+// so that repeats are tokenized once); the trace kept for the simulation holds 8 bytes per block
 // reference and about 100 bytes per request, up to MaxBlockRefs references.
 func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLogOptions) (*Trace, error) {
 	if opts.BlockSize <= 0 {
@@ -219,6 +223,7 @@ func (l *requestLog) readExact(ctx context.Context, rr *audit.RequestReader, n i
 	defer cancel()
 	type job struct {
 		req  *audit.Request
+		key  uint64
 		f    logFields
 		toks audit.Tokens
 		err  error
@@ -226,11 +231,30 @@ func (l *requestLog) readExact(ctx context.Context, rr *audit.RequestReader, n i
 	}
 	work := make(chan *job, n)
 	order := make(chan *job, 2*n)
+	// Logs repeat conversations (retries, identical prompts): those still in a small cache of
+	// recent ones are tokenized once.
+	var (
+		mu    sync.Mutex
+		cache = make(map[uint64][]uint32)
+		seed  = maphash.MakeSeed()
+	)
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
 			for j := range work {
-				j.toks, j.err = l.opts.Tokenizer.Tokenize(ctx, j.req)
+				mu.Lock()
+				ids, ok := cache[j.key]
+				mu.Unlock()
+				if ok {
+					j.toks = audit.Tokens{IDs: ids, Exact: true}
+				} else if j.toks, j.err = l.opts.Tokenizer.Tokenize(ctx, j.req); j.err == nil {
+					mu.Lock()
+					if len(cache) >= tokenCache {
+						clear(cache)
+					}
+					cache[j.key] = j.toks.IDs
+					mu.Unlock()
+				}
 				close(j.done)
 			}
 		})
@@ -262,7 +286,7 @@ func (l *requestLog) readExact(ctx context.Context, rr *audit.RequestReader, n i
 				readErr <- err
 				return
 			}
-			j := &job{req: req, f: f, done: make(chan struct{})}
+			j := &job{req: req, key: maphash.String(seed, req.Model+"\x00"+audit.Render(req).Text), f: f, done: make(chan struct{})}
 			select {
 			case order <- j:
 			case <-ctx.Done():

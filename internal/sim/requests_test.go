@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -365,6 +366,31 @@ func TestReadRequestsExact(t *testing.T) {
 				t.Errorf("notes do not count the bad line: %q", tr.Notes)
 			}
 		})
+	}
+}
+
+// TestReadRequestsExactRepeats tokenizes a repeated conversation once.
+func TestReadRequestsExactRepeats(t *testing.T) {
+	var calls atomic.Int64
+	mux := http.NewServeMux()
+	toy := emulated.TokenizeHandler(emulated.TokenizeOptions{})
+	mux.HandleFunc("/tokenize", func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		toy.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	lines := []string{`{"prompt": "the same prompt"}`, `{"prompt": "another"}`, `{"prompt": "the same prompt"}`, `{"prompt": "the same prompt", "model": "other"}`}
+	tr, err := ReadRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), "x.jsonl",
+		RequestLogOptions{Tokenizer: &audit.Server{BaseURL: srv.URL}, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 3 {
+		t.Errorf("%d calls to /tokenize for 4 requests, 3 of them distinct (a model counts), want 3", got)
+	}
+	if diff := cmp.Diff(tr.Requests[0].Blocks, tr.Requests[2].Blocks); diff != "" {
+		t.Errorf("the repeat has other blocks:\n%s", diff)
 	}
 }
 
