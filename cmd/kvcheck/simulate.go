@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -21,11 +26,20 @@ import (
 const defaultKVTokens = 1 << 20
 
 type simulateOptions struct {
-	trace     string
-	format    string
-	blockSize int
-	requests  string
-	recording string
+	trace      string
+	format     string
+	blockSize  int
+	requests   string
+	recordings []string
+
+	tokenize     string
+	model        string
+	concurrency  int
+	timeout      time.Duration
+	maxLine      int
+	rate         float64
+	outputTokens int
+	maxRequests  int
 
 	replicas string
 	kvBlocks string
@@ -50,7 +64,7 @@ func newSimulateCmd(s streams, g *globalOptions) *cobra.Command {
 	o := &simulateOptions{}
 	m, pr := sim.DefaultModel(), sim.DefaultParams()
 	cmd := &cobra.Command{
-		Use:   "simulate --trace FILE",
+		Use:   "simulate (--trace FILE | --requests FILE | --recording FILE...)",
 		Short: "Replay a request trace under routing policies and show what each would give",
 		Long: `simulate replays a trace through a model of a vLLM fleet (R replicas, each with an LRU
 prefix cache of C blocks, the N-1 rule, prefill and decode costs and a concurrency limit) under
@@ -58,14 +72,25 @@ every routing policy, and shows per policy the prefix-cache hit rate, the prefil
 round-robin, how evenly load spread, and a TTFT proxy. The trace's own ceiling (references to a
 block seen before) bounds every policy.
 
-Traces: Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids of 512-token
-blocks) and CSV with lengths only (Azure LLM inference format: no prefix information, the
-unique-prefix case). Comma-separated --replicas and --kv-blocks run a sweep.
+Traces (give one source):
+  --trace FILE      Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids of
+                    512-token blocks) or CSV with lengths only (Azure LLM inference format: no
+                    prefix information, the unique-prefix case).
+  --requests FILE   request logs as kvcheck audit reads them (OpenAI bodies or gateway exports,
+                    one per line), tokenized as audit does: estimated at 4 bytes a token, and
+                    labelled so, or exact through --tokenize URL of a vLLM server. Arrivals from
+                    the first request's time field (timestamp, start_time, created, ...), else
+                    --rate; output lengths from max_tokens, else --output-tokens.
+  --recording FILE  kvcheck tap recordings: the blocks each replica stored, as prefills to
+                    replay. A lower bound: requests that hit fully store nothing and are unseen.
+Comma-separated --replicas and --kv-blocks run a sweep.
 
 Policies (--policies):
 ` + policyHelp() + `
 ` + exitCodesHelp,
 		Example: `  kvcheck simulate --trace mooncake_conversation_trace.jsonl --replicas 8
+  kvcheck simulate --requests gateway.jsonl --tokenize http://127.0.0.1:8000 --replicas 4
+  kvcheck simulate --recording tap.rec --replicas 4
   kvcheck simulate --trace conv.jsonl --replicas 2,4,8,16 --kv-blocks 1024,8192 --plot sweep.svg
   kvcheck simulate --trace conv.jsonl --replicas 4 --add-replica-at 30m --policies round-robin,kv-longest,kv-load`,
 		Args: cobra.NoArgs,
@@ -77,11 +102,19 @@ Policies (--policies):
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.trace, "trace", "", "trace file: Mooncake JSONL or Azure-style CSV (required)")
-	f.StringVar(&o.format, "format", "auto", "trace format: auto (by extension), mooncake, azure")
-	f.IntVar(&o.blockSize, "block-size", 0, "tokens per block: default 512 for Mooncake (its hash_ids), 16 for CSV traces")
-	f.StringVar(&o.requests, "requests", "", "request log as read by kvcheck audit (not available yet)")
-	f.StringVar(&o.recording, "recording", "", "kvcheck tap recording (not available yet)")
+	f.StringVar(&o.trace, "trace", "", "trace file: Mooncake JSONL or Azure-style CSV")
+	f.StringVar(&o.format, "format", "auto", "--trace format: auto (by extension), mooncake, azure")
+	f.IntVar(&o.blockSize, "block-size", 0, "tokens per block: default 512 for Mooncake (its hash_ids), 16 for CSV traces and request logs (read from the server with --tokenize)")
+	f.StringVar(&o.requests, "requests", "", `request log as kvcheck audit reads it, one request per line ("-" for standard input)`)
+	f.StringSliceVar(&o.recordings, "recording", nil, "kvcheck tap recording (repeatable; several are merged by receive time)")
+	f.StringVar(&o.tokenize, "tokenize", "", "--requests: base URL of a vLLM server: exact tokens from its POST /tokenize, block size from its /metrics")
+	f.StringVar(&o.model, "model", "", "--requests: model name to send to /tokenize (default: each request's own)")
+	f.IntVar(&o.concurrency, "concurrency", 8, "--requests: tokenize requests in flight with --tokenize")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "--requests: timeout of each request to the --tokenize server")
+	f.IntVar(&o.maxLine, "max-line", audit.DefaultMaxLine, "--requests: longest accepted request line in bytes")
+	f.Float64Var(&o.rate, "rate", sim.DefaultRate, "--requests: synthetic arrivals per second when the log has no time field")
+	f.IntVar(&o.outputTokens, "output-tokens", sim.DefaultOutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all)")
 	f.StringVar(&o.replicas, "replicas", "2,4,8,16", "replica counts to simulate, comma-separated (1 to 64)")
 	f.StringVar(&o.kvBlocks, "kv-blocks", "", "prefix-cache blocks per replica, comma-separated (default: --kv-tokens / block size)")
 	f.StringVar(&o.kvTokens, "kv-tokens", strconv.Itoa(defaultKVTokens), "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")
@@ -110,13 +143,8 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if err := o.failOn.validate(); err != nil {
 		return err
 	}
-	switch {
-	case o.requests != "":
-		return usageErrorf("--requests: simulating request logs through kvcheck audit's tokenization is not available yet (planned next round); use --trace with a Mooncake JSONL or CSV trace")
-	case o.recording != "":
-		return usageErrorf("--recording: simulating kvcheck tap recordings is not available yet (planned next round); use --trace with a Mooncake JSONL or CSV trace")
-	case o.trace == "":
-		return usageErrorf("--trace is required: a Mooncake JSONL or Azure-style CSV trace")
+	if err := o.checkSource(cmd); err != nil {
+		return err
 	}
 	replicas, err := intList("--replicas", o.replicas, 1, sim.MaxReplicas)
 	if err != nil {
@@ -147,24 +175,7 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if cmd.Flags().Changed("add-replica-at") && slices.Max(replicas) >= sim.MaxReplicas {
 		return usageErrorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
 	}
-	kind := strings.ToLower(o.format)
-	switch kind {
-	case "auto", "mooncake", "azure":
-	default:
-		return usageErrorf("--format %q: use auto, mooncake or azure", o.format)
-	}
-	if kind == "auto" {
-		switch strings.ToLower(filepath.Ext(o.trace)) {
-		case ".jsonl", ".json", ".ndjson":
-			kind = "mooncake"
-		case ".csv":
-			kind = "azure"
-		default:
-			return usageErrorf("--trace %s: cannot tell the format from the extension: give --format mooncake or --format azure", o.trace)
-		}
-	}
-
-	tr, err := readTrace(o.trace, kind, o.blockSize)
+	tr, err := o.load(cmd.Context(), s)
 	if err != nil {
 		return err
 	}
@@ -228,6 +239,138 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 		sevs[i] = f.Severity
 	}
 	return o.failOn.check(sevs...)
+}
+
+// checkSource checks that exactly one trace source is given and that source-specific flags
+// match it.
+func (o *simulateOptions) checkSource(cmd *cobra.Command) error {
+	n := 0
+	for _, given := range []bool{o.trace != "", o.requests != "", len(o.recordings) > 0} {
+		if given {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return usageErrorf("--trace is required: a Mooncake JSONL or Azure-style CSV trace (or --requests with a request log, or --recording with kvcheck tap recordings)")
+	case n > 1:
+		return usageErrorf("give one of --trace, --requests and --recording")
+	}
+	only := map[string]bool{ // flag -> whether its source was given
+		"format":        o.trace != "",
+		"tokenize":      o.requests != "",
+		"model":         o.requests != "",
+		"concurrency":   o.requests != "",
+		"timeout":       o.requests != "",
+		"max-line":      o.requests != "",
+		"rate":          o.requests != "",
+		"max-requests":  o.requests != "",
+		"output-tokens": o.trace == "",
+		"block-size":    len(o.recordings) == 0,
+	}
+	for _, name := range []string{"format", "tokenize", "model", "concurrency", "timeout", "max-line", "rate", "max-requests", "output-tokens", "block-size"} {
+		if cmd.Flags().Changed(name) && !only[name] {
+			return usageErrorf("--%s does not apply to this trace source (see kvcheck simulate --help)", name)
+		}
+	}
+	switch {
+	case o.rate <= 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
+		return usageErrorf("--rate %v: want a positive number of requests per second", o.rate)
+	case o.outputTokens < 1 || o.outputTokens > 1<<20:
+		return usageErrorf("--output-tokens %d: want 1 to %d", o.outputTokens, 1<<20)
+	case o.concurrency < 1 || o.concurrency > 256:
+		return usageErrorf("--concurrency %d: want 1 to 256", o.concurrency)
+	case o.maxLine < 1:
+		return usageErrorf("--max-line %d: must be positive", o.maxLine)
+	case o.maxRequests < 0:
+		return usageErrorf("--max-requests %d: want 0 (all) or more", o.maxRequests)
+	case o.tokenize != "" && cmd.Flags().Changed("block-size"):
+		return usageErrorf("--block-size does not go with --tokenize: the block size is read from the server's /metrics")
+	}
+	if o.model != "" && o.tokenize == "" {
+		return usageErrorf("--model needs --tokenize")
+	}
+	return nil
+}
+
+// load reads the trace from whichever source was given.
+func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, error) {
+	switch {
+	case o.requests != "":
+		return o.loadRequests(ctx, s)
+	case len(o.recordings) > 0:
+		return o.loadRecordings(ctx)
+	}
+	kind := strings.ToLower(o.format)
+	switch kind {
+	case "auto", "mooncake", "azure":
+	default:
+		return nil, usageErrorf("--format %q: use auto, mooncake or azure", o.format)
+	}
+	if kind == "auto" {
+		switch strings.ToLower(filepath.Ext(o.trace)) {
+		case ".jsonl", ".json", ".ndjson":
+			kind = "mooncake"
+		case ".csv":
+			kind = "azure"
+		default:
+			return nil, usageErrorf("--trace %s: cannot tell the format from the extension: give --format mooncake or --format azure", o.trace)
+		}
+	}
+	return readTrace(o.trace, kind, o.blockSize)
+}
+
+// loadRequests tokenizes a request log as kvcheck audit does: estimated, or exact through a
+// vLLM server whose /metrics gives the block size.
+func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Trace, error) {
+	ro := sim.RequestLogOptions{
+		BlockSize: o.blockSize, Concurrency: o.concurrency, MaxLine: o.maxLine, Rate: o.rate,
+		OutputTokens: o.outputTokens, MaxRequests: o.maxRequests,
+	}
+	var note string
+	if o.tokenize != "" {
+		server := &audit.Server{BaseURL: o.tokenize, Model: o.model, Client: &http.Client{Timeout: o.timeout}}
+		cc, err := server.CacheConfig(ctx)
+		switch {
+		case errors.Is(err, audit.ErrNoCacheConfig):
+			ro.BlockSize = audit.DefaultBlockSize
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; assuming block size %d\n", o.tokenize, ro.BlockSize)
+			note = fmt.Sprintf("block size: %d assumed: %s/metrics has no vllm:cache_config_info", ro.BlockSize, o.tokenize)
+		case err != nil:
+			return nil, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate tokens)", err)
+		default:
+			ro.BlockSize = cc.BlockSize
+			note = fmt.Sprintf("block size: %d, from %s/metrics (vllm:cache_config_info)", cc.BlockSize, o.tokenize)
+			if cc.PrefixCachingKnown && !cc.PrefixCaching {
+				note += "; that server runs with prefix caching off, so it would hit nothing whatever the policy"
+			}
+		}
+		ro.Tokenizer = server
+	}
+	in := s.In
+	name := "standard input"
+	if o.requests != "-" {
+		f, err := os.Open(o.requests)
+		if err != nil {
+			return nil, fmt.Errorf("open request log: %w", err)
+		}
+		defer f.Close()
+		in, name = f, o.requests
+	}
+	if report.IsTerminal(s.ErrOut) {
+		ro.Progress = func(n int) { fmt.Fprintf(s.ErrOut, "\rreading %d requests", n) }
+	}
+	tr, err := sim.ReadRequests(ctx, in, name, ro)
+	if ro.Progress != nil {
+		fmt.Fprint(s.ErrOut, "\r\033[K")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		tr.Notes = append(tr.Notes, note)
+	}
+	return tr, nil
 }
 
 func readTrace(path, kind string, blockSize int) (*sim.Trace, error) {
@@ -338,4 +481,18 @@ func writePlot(path string, rep sim.Report) error {
 		return fmt.Errorf("write plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// loadRecordings replays kvcheck tap recordings.
+func (o *simulateOptions) loadRecordings(ctx context.Context) (*sim.Trace, error) {
+	recs := make([]sim.Recording, 0, len(o.recordings))
+	for _, name := range o.recordings {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("open recording: %w", err)
+		}
+		defer f.Close()
+		recs = append(recs, sim.Recording{Name: name, R: f})
+	}
+	return sim.ReadRecordings(ctx, recs, sim.RecordingOptions{OutputTokens: o.outputTokens})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -14,12 +15,23 @@ import (
 // table per fleet with its winner, a summary across the sweep, and the findings.
 func (t *Text) Simulation(r sim.Report) error {
 	tr, st := r.Trace, r.Stats
-	t.Heading(fmt.Sprintf("Trace %s (%s, %d-token blocks)", tr.Name, tr.Format, tr.BlockSize))
+	kind := fmt.Sprintf("%s, %d-token blocks", tr.Format, tr.BlockSize)
+	if tr.Tokens != "" {
+		kind += ", " + tr.Tokens + " tokens"
+	}
+	t.Heading(fmt.Sprintf("Trace %s (%s)", tr.Name, kind))
 	t.Line("  %d %s over %s; %d block references, %d distinct, %d repeats",
 		st.Requests, plural(st.Requests, "request"), seconds(st.Duration), st.BlockRefs, st.DistinctBlocks, st.Repeats)
 	t.Line("  ceiling: %s of block references repeat an earlier one (what one unbounded cache could hit)", pct(st.Ceiling))
 	for _, n := range tr.Notes {
 		t.Muted("  note: %s", n)
+	}
+	labels := traceLabels(tr)
+	if tr.Tokens == "estimated" {
+		t.Line("  estimated: tokens are audit's byte estimate, so every hit rate and token figure below is an estimate")
+	}
+	if tr.LowerBound {
+		t.Line("  lower bound: requests that hit fully store no block and are not in the recording, so every hit rate below is a lower bound")
 	}
 	m, b := r.Sweep.Base.Model, r.Sweep.Base
 	t.Muted("Model: prefill %s per uncached token, decode %s per output token, %d running per replica; seed %d",
@@ -33,6 +45,9 @@ func (t *Text) Simulation(r sim.Report) error {
 		title := fmt.Sprintf("%d %s x %d blocks (%d tokens) each", f.Replicas, plural(f.Replicas, "replica"), f.KVBlocks, f.KVBlocks*tr.BlockSize)
 		if fresh {
 			title += fmt.Sprintf(", one more added at %s", seconds(b.AddReplicaAt))
+		}
+		if len(labels) > 0 {
+			title += " (" + strings.Join(labels, "; ") + ")"
 		}
 		t.Heading(title)
 		header := []string{"policy", "token hit", "block hit", "prefill saved", "load max/mean", "load cv", "queue mean", "queue max", "ttft p50", "ttft p99", "dup blocks", "evictions"}
@@ -55,11 +70,19 @@ func (t *Text) Simulation(r sim.Report) error {
 		if err := t.Table(header, rows); err != nil {
 			return err
 		}
-		t.Verdict(fleetVerdict(f))
+		verdict := fleetVerdict(f)
+		if len(labels) > 0 {
+			verdict = strings.TrimSuffix(verdict, ".") + " (" + strings.Join(labels, "; ") + ")."
+		}
+		t.Verdict(verdict)
 	}
 	if len(r.Fleets) > 1 {
 		t.Line("")
-		t.Heading("Across the sweep")
+		heading := "Across the sweep"
+		if len(labels) > 0 {
+			heading += " (" + strings.Join(labels, "; ") + ")"
+		}
+		t.Heading(heading)
 		header := []string{"replicas", "kv blocks", "best", "token hit", "round-robin hit", "prefill saved", "load max/mean", "ttft p99", "round-robin ttft p99", "hot spots"}
 		rows := make([][]string, 0, len(r.Fleets))
 		for _, f := range r.Fleets {
@@ -88,6 +111,19 @@ func (t *Text) Simulation(r sim.Report) error {
 	t.Muted("token hit: prompt tokens served from the prefix cache; prefill saved: against round-robin on the same fleet;")
 	t.Muted("ttft: TTFT proxy (queueing + uncached prefill); dup blocks: cached copies beyond the first, at the end of the run")
 	return nil
+}
+
+// traceLabels are the caveats every figure of the trace carries, so that no table, verdict or
+// chart is quoted without them.
+func traceLabels(tr *sim.Trace) []string {
+	var labels []string
+	if tr.Tokens == "estimated" {
+		labels = append(labels, "estimated tokens")
+	}
+	if tr.LowerBound {
+		labels = append(labels, "hit rates are lower bounds")
+	}
+	return labels
 }
 
 func bestResult(f sim.Fleet) *sim.Result {
@@ -153,6 +189,9 @@ type traceJSON struct {
 	Format         string   `json:"format"`
 	BlockSize      int      `json:"block_size"`
 	PrefixInfo     bool     `json:"prefix_info"`
+	Tokens         string   `json:"tokens,omitempty"`
+	Estimated      bool     `json:"estimated,omitempty"`
+	LowerBound     bool     `json:"lower_bound,omitempty"`
 	Requests       int      `json:"requests"`
 	BlockRefs      int64    `json:"block_refs"`
 	DistinctBlocks int64    `json:"distinct_blocks"`
@@ -202,6 +241,10 @@ type resultJSON struct {
 	Evictions         int64    `json:"evictions"`
 	Uncacheable       int64    `json:"uncacheable_blocks"`
 	FreshShare        *float64 `json:"fresh_replica_share,omitempty"`
+	// Estimated and LowerBound repeat the trace's labels on every result, so that a result
+	// quoted alone keeps them.
+	Estimated  bool `json:"estimated,omitempty"`
+	LowerBound bool `json:"lower_bound,omitempty"`
 }
 
 type fleetJSON struct {
@@ -218,6 +261,7 @@ func SimulationJSON(w io.Writer, r sim.Report) error {
 		SchemaVersion: SchemaVersion,
 		Trace: traceJSON{
 			Name: r.Trace.Name, Format: r.Trace.Format, BlockSize: r.Trace.BlockSize, PrefixInfo: r.Trace.PrefixInfo,
+			Tokens: r.Trace.Tokens, Estimated: r.Trace.Tokens == "estimated", LowerBound: r.Trace.LowerBound,
 			Requests: r.Stats.Requests, BlockRefs: r.Stats.BlockRefs, DistinctBlocks: r.Stats.DistinctBlocks,
 			Repeats: r.Stats.Repeats, Ceiling: r.Stats.Ceiling, InputTokens: r.Stats.InputTokens,
 			OutputTokens: r.Stats.OutputTokens, DurationS: r.Stats.Duration, Notes: append([]string{}, r.Trace.Notes...),
@@ -246,6 +290,7 @@ func SimulationJSON(w io.Writer, r sim.Report) error {
 				LoadMaxOverMean: x.LoadMaxOverMean, LoadCV: x.LoadCV, QueueMean: x.QueueMean, QueueMax: x.QueueMax,
 				TTFTP50: x.TTFTP50, TTFTP99: x.TTFTP99, DuplicateBlocks: x.DuplicateBlocks,
 				DuplicateFraction: x.DuplicateFraction, Evictions: x.Evictions, Uncacheable: x.Uncacheable, FreshShare: x.FreshShare,
+				Estimated: r.Trace.Tokens == "estimated", LowerBound: r.Trace.LowerBound,
 			})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
@@ -62,7 +63,7 @@ func SimulationSVG(w io.Writer, r sim.Report) error {
 	p(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	p(`<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", plotLeft, esc(fmt.Sprintf("kvcheck simulate: %s (%d requests, ceiling %.1f%%)", filepath.Base(r.Trace.Name), r.Stats.Requests, 100*r.Stats.Ceiling)))
+	p(`<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", plotLeft, esc(fmt.Sprintf("kvcheck simulate: %s (%d requests, ceiling %.1f%%%s)", filepath.Base(r.Trace.Name), r.Stats.Requests, 100*r.Stats.Ceiling, labelSuffix(r.Trace))))
 
 	// Hit rates rarely approach 100%: scale to the ceiling, the highest value, and some room.
 	top := 100 * r.Stats.Ceiling
@@ -180,6 +181,14 @@ func trimFloat(v float64) string {
 // esc escapes text for SVG (XML) character data and attribute values.
 func esc(s string) string {
 	var b bytes.Buffer
-	xml.EscapeText(&b, []byte(s))
+	_ = xml.EscapeText(&b, []byte(s)) // a bytes.Buffer does not fail
 	return b.String()
+}
+
+// labelSuffix is the trace's caveats as a suffix for a title ("" when it has none).
+func labelSuffix(tr *sim.Trace) string {
+	if l := traceLabels(tr); len(l) > 0 {
+		return "; " + strings.Join(l, "; ")
+	}
+	return ""
 }

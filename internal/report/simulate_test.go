@@ -13,11 +13,15 @@ import (
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-// golden compares got with testdata/name, or rewrites the file with -update.
-
 // tinyReport simulates a small hand-made trace: two conversations that share block 1, on 1 and
 // 2 replicas, under three policies.
 func tinyReport(t *testing.T, addAt float64) sim.Report {
+	t.Helper()
+	return tinyReportOf(t, addAt, nil)
+}
+
+// tinyReportOf is tinyReport with the trace adjusted by label before the run (nil: as is).
+func tinyReportOf(t *testing.T, addAt float64, label func(*sim.Trace)) sim.Report {
 	t.Helper()
 	var rs []sim.Request
 	for i := range 12 {
@@ -29,6 +33,9 @@ func tinyReport(t *testing.T, addAt float64) sim.Report {
 		rs = append(rs, sim.Request{Arrival: float64(i), Blocks: blocks, InputTokens: len(blocks)*16 + 3, OutputTokens: 20, N: 1})
 	}
 	tr := &sim.Trace{Name: "tiny.jsonl", Format: "mooncake", BlockSize: 16, PrefixInfo: true, Requests: rs}
+	if label != nil {
+		label(tr)
+	}
 	sw := sim.Sweep{
 		Replicas: []int{1, 2},
 		KVBlocks: []int{8},
@@ -42,21 +49,84 @@ func tinyReport(t *testing.T, addAt float64) sim.Report {
 	return sim.NewReport(tr, sim.Stats(tr), sw, res)
 }
 
+// estimated labels the tiny trace as a request log tokenized by the estimate.
+func estimated(tr *sim.Trace) {
+	tr.Name, tr.Format, tr.Tokens = "requests.jsonl", "requests", "estimated"
+	tr.Notes = []string{"tokens: estimated, 4 bytes a token (audit's estimate); give --tokenize URL of a vLLM server for exact tokens"}
+}
+
+// recorded labels the tiny trace as a tap recording: hit rates are lower bounds.
+func recorded(tr *sim.Trace) {
+	tr.Name, tr.Format, tr.LowerBound = "tap.kvtap", "recording", true
+}
+
 func TestSimulationText(t *testing.T) {
 	cases := []struct {
 		name  string
 		addAt float64
+		label func(*sim.Trace)
 	}{
-		{"simulate.txt", -1},
-		{"simulate_add_replica.txt", 6},
+		{"simulate.txt", -1, nil},
+		{"simulate_add_replica.txt", 6, nil},
+		{"simulate_estimated.txt", -1, estimated},
+		{"simulate_recording.txt", -1, recorded},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := NewText(&b, false).Simulation(tinyReport(t, tc.addAt)); err != nil {
+			if err := NewText(&b, false).Simulation(tinyReportOf(t, tc.addAt, tc.label)); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tc.name+".golden", b.Bytes())
+		})
+	}
+}
+
+// TestSimulationJSONLabels checks that every result carries the trace's labels, so that a
+// result quoted alone keeps them, and that unlabelled traces carry none.
+func TestSimulationJSONLabels(t *testing.T) {
+	cases := []struct {
+		name                  string
+		label                 func(*sim.Trace)
+		tokens                string
+		estimated, lowerBound bool
+	}{
+		{"mooncake", nil, "", false, false},
+		{"estimated request log", estimated, "estimated", true, false},
+		{"exact request log", func(tr *sim.Trace) { tr.Format, tr.Tokens = "requests", "exact" }, "exact", false, false},
+		{"recording", recorded, "", false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := SimulationJSON(&b, tinyReportOf(t, -1, tc.label)); err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Trace struct {
+					Tokens     string `json:"tokens"`
+					Estimated  bool   `json:"estimated"`
+					LowerBound bool   `json:"lower_bound"`
+				} `json:"trace"`
+				Results []struct {
+					Estimated  bool `json:"estimated"`
+					LowerBound bool `json:"lower_bound"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.Trace.Tokens != tc.tokens || doc.Trace.Estimated != tc.estimated || doc.Trace.LowerBound != tc.lowerBound {
+				t.Errorf("trace labels = %+v, want tokens %q, estimated %v, lower bound %v", doc.Trace, tc.tokens, tc.estimated, tc.lowerBound)
+			}
+			if len(doc.Results) == 0 {
+				t.Fatal("no results")
+			}
+			for i, r := range doc.Results {
+				if r.Estimated != tc.estimated || r.LowerBound != tc.lowerBound {
+					t.Errorf("result %d: estimated %v, lower bound %v; want %v, %v", i, r.Estimated, r.LowerBound, tc.estimated, tc.lowerBound)
+				}
+			}
 		})
 	}
 }

@@ -1,9 +1,10 @@
 // Package sim replays request traces through a model of a vLLM fleet under routing policies.
 //
 // A trace source is a small adapter that produces a Trace of Requests (arrival time, session,
-// block chain of content keys, input and output lengths, n): ReadMooncake for Mooncake JSONL
-// and ReadAzure for lengths-only CSV. Request logs tokenized the way `kvcheck audit` does, and
-// `kvcheck tap` recordings, are meant to become two more adapters of the same shape.
+// block chain of content keys, input and output lengths, n): ReadMooncake for Mooncake JSONL,
+// ReadAzure for lengths-only CSV, ReadRequests for request logs tokenized by package audit
+// (estimated or exact, and the trace says which), and ReadRecordings for `kvcheck tap`
+// recordings (the prefills the engines reported: a lower bound, since hits store nothing).
 //
 // The fleet model (see Model) gives each replica an LRU prefix cache with vLLM's rules (only full
 // blocks cached, hits only on the run from block 0, the last prompt token always recomputed),
@@ -11,7 +12,8 @@
 // concentrates load. Every policy is one file; Policies lists them in display order.
 //
 // Memory: the trace is held in memory (about 12 bytes per block reference plus 100 per
-// request); each simulation adds, per replica, 4 bytes per distinct block of the trace and 16
-// per KV block, plus 8 bytes per distinct block for the fleet's block index and about 100 bytes
-// per request. Sweep points run in parallel, one per core.
+// request; the request-log and recording adapters stream their input and stop at MaxBlockRefs);
+// each simulation adds, per replica, 4 bytes per distinct block of the trace and 16 per KV
+// block, plus 8 bytes per distinct block for the fleet's block index and about 100 bytes per
+// request. Sweep points run in parallel, one per core.
 package sim

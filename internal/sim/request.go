@@ -27,8 +27,15 @@ type Request struct {
 type Trace struct {
 	// Name is what the user called the trace (usually its path).
 	Name string
-	// Format names the adapter that read it: "mooncake", "azure".
+	// Format names the adapter that read it: "mooncake", "azure", "requests", "recording".
 	Format string
+	// Tokens says where the token ids behind the block keys came from, for sources that
+	// tokenize: "exact" (the engine's /tokenize) or "estimated" (audit's byte estimate, and then
+	// every token figure is an estimate); empty for traces that carry their blocks.
+	Tokens string
+	// LowerBound is set when the source misses reuse by construction (a tap recording does not
+	// see requests that hit fully): every hit rate is then a lower bound.
+	LowerBound bool
 	// BlockSize is the number of tokens per block of Request.Blocks.
 	BlockSize int
 	// PrefixInfo is false when the source has lengths only: every block is then unique, the

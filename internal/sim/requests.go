@@ -1,0 +1,735 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+)
+
+// Defaults of the request-log adapter.
+const (
+	// tokenCache bounds the recent conversations whose exact tokens are kept for repeats.
+	tokenCache = 4096
+	// DefaultRate is the synthetic arrival rate, in requests per second, of a log without
+	// timestamps.
+	DefaultRate = 1.0
+	// DefaultOutputTokens is the output length of a request without max_tokens.
+	DefaultOutputTokens = 256
+	// MaxBlockRefs bounds the block references a request log or recording may expand to: the
+	// simulator holds the trace in memory at 8 bytes per reference, so 512 MB.
+	MaxBlockRefs = 1 << 26
+	// maxSiblings bounds a request's n, as --n does.
+	maxSiblings = 1024
+)
+
+// timeKeys are the fields that may carry a request's time, in the order they are preferred:
+// gateway exports (LiteLLM's spend logs and callbacks use start_time/startTime, proxies
+// timestamp or time, OpenAI-shaped records created/created_at).
+var timeKeys = []string{
+	"timestamp", "start_time", "startTime", "request_time", "requestTime", "created_at", "createdAt",
+	"created", "time", "ts", "arrival_time",
+}
+
+// RequestLogOptions configures ReadRequests.
+type RequestLogOptions struct {
+	// BlockSize is the engine's block size in tokens (audit.DefaultBlockSize when 0).
+	BlockSize int
+	// Tokenizer gives the token ids: audit.Estimator (the default) or an exact audit.Server.
+	Tokenizer audit.Tokenizer
+	// Concurrency bounds the tokenize calls in flight with an exact tokenizer (default 8).
+	Concurrency int
+	// MaxLine is the longest accepted line (audit.DefaultMaxLine when 0).
+	MaxLine int
+	// Rate is the synthetic arrival rate, requests per second, used when the first request has
+	// no time field (DefaultRate when 0).
+	Rate float64
+	// OutputTokens is the output length of requests without max_tokens or
+	// max_completion_tokens (DefaultOutputTokens when 0).
+	OutputTokens int
+	// MaxRequests stops reading after this many requests (0: no limit).
+	MaxRequests int
+	// Progress, when set, is called after every 1,000 requests with the count so far.
+	Progress func(requests int)
+}
+
+// logFields are what the adapter reads from a line beyond what audit.RequestReader gives.
+type logFields struct {
+	time         float64 // seconds since the epoch, or since whatever the field counts from
+	hasTime      bool
+	timeKeyName  string // the time field present on the line, read or not
+	timeUnitName string
+	output       int
+	hasOutput    bool
+	n            int
+}
+
+// requestLog holds the adapter's state while it reads a log.
+type requestLog struct {
+	name    string
+	opts    RequestLogOptions
+	t       *Trace
+	keys    []uint64 // one backing array for every request's blocks
+	spans   [][2]int
+	timeKey string // the field chosen on the first request; "" for synthetic arrivals
+	// unreadTime is the time field the first request had but not as a time we read.
+	unreadTime string
+	timeUnit   string
+	first      float64
+	decided    bool
+
+	noTime, withOutput, withN int64
+	skipped                   int64
+	lineErrors                []string
+}
+
+// ReadRequests reads request logs in the format `kvcheck audit` reads (one OpenAI chat or
+// completion body per line, or a gateway export with the body under a key) and turns each
+// request into a chain of block keys through audit's tokenization: the byte estimate by
+// default, the serving engine's own tokens with an audit.Server. The trace says which
+// (Trace.Tokens); figures from estimated tokens are estimates.
+//
+// Arrival times come from the first of timeKeys the first request carries (numbers in seconds,
+// milliseconds, microseconds or nanoseconds since the epoch, told apart by size, or RFC 3339
+// text); without one, requests arrive evenly at opts.Rate. Output lengths come from
+// max_completion_tokens or max_tokens, else opts.OutputTokens; n from n. Sessions are the ids
+// audit detects.
+//
+// The input is streamed: memory is one line (at most MaxLine) plus, with an exact tokenizer,
+// 3*Concurrency requests in flight and the token ids of up to 4096 recent conversations (kept
+// so that repeats are tokenized once); the trace kept for the simulation holds 8 bytes per block
+// reference and about 100 bytes per request, up to MaxBlockRefs references.
+func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLogOptions) (*Trace, error) {
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = audit.DefaultBlockSize
+	}
+	if opts.Tokenizer == nil {
+		opts.Tokenizer = audit.Estimator{}
+	}
+	if opts.Rate <= 0 || math.IsNaN(opts.Rate) || math.IsInf(opts.Rate, 0) {
+		opts.Rate = DefaultRate
+	}
+	if opts.OutputTokens <= 0 {
+		opts.OutputTokens = DefaultOutputTokens
+	}
+	tokens := "estimated"
+	if opts.Tokenizer.Exact() {
+		tokens = "exact"
+	}
+	l := &requestLog{name: name, opts: opts, t: &Trace{
+		Name: name, Format: "requests", BlockSize: opts.BlockSize, PrefixInfo: true, Tokens: tokens,
+	}}
+	rr := audit.NewRequestReader(r, opts.MaxLine)
+	var err error
+	if opts.Tokenizer.Exact() {
+		err = l.readExact(ctx, rr, max(1, opts.Concurrency))
+	} else {
+		err = l.readEstimated(ctx, rr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l.finish(rr.BodyKey())
+}
+
+// next reads the next request with its extra fields; a bad line comes back as an
+// *audit.LineError and reading may go on. The first request decides the time field: next runs
+// on the reading goroutine only, and add sees the decision through the channel that hands it
+// the request.
+func (l *requestLog) next(rr *audit.RequestReader) (*audit.Request, logFields, error) {
+	req, err := rr.Next()
+	if err != nil {
+		return nil, logFields{}, err
+	}
+	f, err := readFields(rr.Raw(), rr.BodyKey(), l.timeKey)
+	if err != nil {
+		return nil, logFields{}, &audit.LineError{Line: req.Line, Err: err}
+	}
+	if !l.decided {
+		l.decided = true
+		if f.hasTime {
+			l.timeKey, l.timeUnit, l.first = f.timeKeyName, f.timeUnitName, f.time
+		} else {
+			l.unreadTime = f.timeKeyName
+		}
+	}
+	return req, f, nil
+}
+
+func (l *requestLog) lineError(err error) {
+	l.skipped++
+	if len(l.lineErrors) < 3 {
+		l.lineErrors = append(l.lineErrors, err.Error())
+	}
+}
+
+func (l *requestLog) full() bool {
+	return l.opts.MaxRequests > 0 && len(l.t.Requests) >= l.opts.MaxRequests
+}
+
+// readEstimated reads in one goroutine: an estimate costs less than handing it to another.
+func (l *requestLog) readEstimated(ctx context.Context, rr *audit.RequestReader) error {
+	var ids []uint32
+	for n := 0; !l.full(); n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("request log %s: %w", l.name, err)
+			}
+		}
+		req, f, err := l.next(rr)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var le *audit.LineError
+		if errors.As(err, &le) {
+			l.lineError(le)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("request log %s: %w", l.name, err)
+		}
+		if _, ok := l.opts.Tokenizer.(audit.Estimator); ok {
+			// The estimate itself, into a reused buffer: add copies nothing but keys.
+			ids = audit.EstimateIDs(audit.Render(req).Text, ids[:0])
+		} else {
+			toks, err := l.opts.Tokenizer.Tokenize(ctx, req)
+			if err != nil {
+				return fmt.Errorf("request log %s line %d: %w", l.name, req.Line, err)
+			}
+			ids = toks.IDs
+		}
+		if err := l.add(req, f, ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readExact tokenizes with bounded concurrency and adds requests in input order, since arrival
+// ties and the synthetic clock follow the input.
+func (l *requestLog) readExact(ctx context.Context, rr *audit.RequestReader, n int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		req  *audit.Request
+		key  uint64
+		f    logFields
+		toks audit.Tokens
+		err  error
+		done chan struct{}
+	}
+	work := make(chan *job, n)
+	order := make(chan *job, 2*n)
+	// Logs repeat conversations (retries, identical prompts): those still in a small cache of
+	// recent ones are tokenized once.
+	var (
+		mu    sync.Mutex
+		cache = make(map[uint64][]uint32)
+		seed  = maphash.MakeSeed()
+	)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for j := range work {
+				mu.Lock()
+				ids, ok := cache[j.key]
+				mu.Unlock()
+				if ok {
+					j.toks = audit.Tokens{IDs: ids, Exact: true}
+				} else if j.toks, j.err = l.opts.Tokenizer.Tokenize(ctx, j.req); j.err == nil {
+					mu.Lock()
+					if len(cache) >= tokenCache {
+						clear(cache)
+					}
+					cache[j.key] = j.toks.IDs
+					mu.Unlock()
+				}
+				close(j.done)
+			}
+		})
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(order)
+		defer close(work)
+		for count := 0; l.opts.MaxRequests <= 0 || count < l.opts.MaxRequests; count++ {
+			req, f, err := l.next(rr)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			var le *audit.LineError
+			if errors.As(err, &le) {
+				// Counted by the consumer, in order, so that only one goroutine touches l.
+				j := &job{err: le, done: make(chan struct{})}
+				close(j.done)
+				count--
+				select {
+				case order <- j:
+					continue
+				case <-ctx.Done():
+					readErr <- ctx.Err()
+					return
+				}
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+			j := &job{req: req, key: maphash.String(seed, req.Model+"\x00"+audit.Render(req).Text), f: f, done: make(chan struct{})}
+			select {
+			case order <- j:
+			case <-ctx.Done():
+				readErr <- ctx.Err()
+				return
+			}
+			select {
+			case work <- j:
+			case <-ctx.Done():
+				j.err = ctx.Err()
+				close(j.done)
+				readErr <- ctx.Err()
+				return
+			}
+		}
+		readErr <- nil
+	}()
+	var firstErr error
+	for j := range order {
+		<-j.done
+		if firstErr != nil {
+			continue
+		}
+		var le *audit.LineError
+		var se *audit.ServerError
+		switch {
+		case errors.As(j.err, &le):
+			l.lineError(le)
+		case errors.As(j.err, &se) && se.Status == http.StatusBadRequest:
+			// One request the server refused (too long, say): skip it as audit does.
+			l.lineError(&audit.LineError{Line: j.req.Line, Err: se})
+		case j.err != nil:
+			firstErr = fmt.Errorf("request log %s line %d: %w", l.name, j.req.Line, j.err)
+			cancel()
+		default:
+			if err := l.add(j.req, j.f, j.toks.IDs); err != nil {
+				firstErr = err
+				cancel()
+			}
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := <-readErr; err != nil {
+		return fmt.Errorf("request log %s: %w", l.name, err)
+	}
+	return nil
+}
+
+// add turns one tokenized request into a simulator request.
+func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
+	bs := l.opts.BlockSize
+	nb := (len(ids) + bs - 1) / bs
+	if len(l.keys)+nb > MaxBlockRefs {
+		return fmt.Errorf("request log %s line %d: the log expands to more than %d block references of %d tokens; simulate a part of it with --max-requests", l.name, req.Line, MaxBlockRefs, bs)
+	}
+	from := len(l.keys)
+	l.keys = appendChain(l.keys, ids, bs)
+	l.spans = append(l.spans, [2]int{from, len(l.keys)})
+
+	i := len(l.t.Requests)
+	var arrival float64
+	switch {
+	case l.timeKey == "":
+		arrival = float64(i) / l.opts.Rate
+	case f.hasTime:
+		arrival = f.time - l.first
+	default:
+		// A request without the chosen field arrives with the one before it.
+		l.noTime++
+		if i > 0 {
+			arrival = l.t.Requests[i-1].Arrival
+		}
+	}
+	out := l.opts.OutputTokens
+	if f.hasOutput {
+		out = f.output
+		l.withOutput++
+	}
+	n := 1
+	if f.n > 1 {
+		n = min(f.n, maxSiblings)
+		l.withN++
+	}
+	l.t.Requests = append(l.t.Requests, Request{
+		Arrival: arrival, Session: req.Session, InputTokens: len(ids), OutputTokens: out, N: n,
+	})
+	if l.opts.Progress != nil && len(l.t.Requests)%1000 == 0 {
+		l.opts.Progress(len(l.t.Requests))
+	}
+	return nil
+}
+
+// finish attaches the blocks and writes the notes that say where each figure came from.
+func (l *requestLog) finish(bodyKey string) (*Trace, error) {
+	t := l.t
+	if len(t.Requests) == 0 {
+		if l.skipped > 0 {
+			return nil, fmt.Errorf("request log %s: no usable request in %d lines (first: %s): want one OpenAI chat or completion body per line, or an export with the body under a key", l.name, l.skipped, strings.Join(l.lineErrors, "; "))
+		}
+		return nil, fmt.Errorf("request log %s: no requests", l.name)
+	}
+	for i, s := range l.spans {
+		t.Requests[i].Blocks = l.keys[s[0]:s[1]:s[1]]
+	}
+	if t.Tokens == "exact" {
+		t.Notes = append(t.Notes, "tokens: exact, from the server's /tokenize (the model's own chat template)")
+	} else {
+		t.Notes = append(t.Notes, fmt.Sprintf("tokens: estimated, %d bytes a token (audit's estimate); give --tokenize URL of a vLLM server for exact tokens", audit.BytesPerToken))
+	}
+	if bodyKey != "" {
+		t.Notes = append(t.Notes, fmt.Sprintf("request bodies read from the export's %q field", bodyKey))
+	}
+	n := int64(len(t.Requests))
+	if l.timeKey == "" {
+		why := "the first request has none of the time fields " + strings.Join(timeKeys, ", ")
+		if l.unreadTime != "" {
+			why = fmt.Sprintf("the first request's %q is not a number of (milli, micro, nano)seconds since the epoch or an RFC 3339 time", l.unreadTime)
+		}
+		t.Notes = append(t.Notes, fmt.Sprintf("arrivals: synthetic, one request every %s (--rate %g): %s",
+			strconv.FormatFloat(1/l.opts.Rate, 'g', 4, 64)+"s", l.opts.Rate, why))
+	} else {
+		msg := fmt.Sprintf("arrivals: from field %q (%s)", l.timeKey, l.timeUnit)
+		if l.noTime > 0 {
+			msg += fmt.Sprintf("; %s without it (or unreadable) arrive with the request before them", count(l.noTime, "request", "requests"))
+		}
+		t.Notes = append(t.Notes, msg)
+	}
+	switch {
+	case l.withOutput == n:
+		t.Notes = append(t.Notes, "output lengths: max_completion_tokens or max_tokens of every request (a cap: real completions may be shorter)")
+	case l.withOutput > 0:
+		t.Notes = append(t.Notes, fmt.Sprintf("output lengths: max_completion_tokens or max_tokens on %d requests (a cap), --output-tokens %d on the other %d", l.withOutput, l.opts.OutputTokens, n-l.withOutput))
+	default:
+		t.Notes = append(t.Notes, fmt.Sprintf("output lengths: --output-tokens %d for every request (none has max_tokens)", l.opts.OutputTokens))
+	}
+	if l.withN > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s for n > 1 and arrive as that many siblings", count(l.withN, "request asks", "requests ask")))
+	}
+	if l.skipped > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s skipped (first: %s)", count(l.skipped, "line was not a usable request and was", "lines were not usable requests and were"), strings.Join(l.lineErrors, "; ")))
+	}
+	if l.full() {
+		t.Notes = append(t.Notes, fmt.Sprintf("read the first %d requests only (--max-requests)", l.opts.MaxRequests))
+	}
+	if sortByArrival(t.Requests) {
+		first := t.Requests[0].Arrival
+		for i := range t.Requests {
+			t.Requests[i].Arrival -= first
+		}
+		t.Notes = append(t.Notes, "times were not in order; requests were sorted by time")
+	}
+	return t, nil
+}
+
+// count writes n with the singular or plural phrase.
+func count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// appendChain appends the chained keys of ids' blocks to dst: each key depends on its block's
+// tokens and on the key before it, so equal keys mean equal tokens from token 0 (as vLLM's
+// block hashes do) and only true prefixes match. A partial last block gets a key too; the
+// simulator never caches it.
+func appendChain(dst []uint64, ids []uint32, bs int) []uint64 {
+	var parent uint64
+	for len(ids) > 0 {
+		blk := ids[:min(bs, len(ids))]
+		parent = chainKey(parent, blk)
+		dst = append(dst, parent)
+		ids = ids[len(blk):]
+	}
+	return dst
+}
+
+// chainKey is the content key of one block after parent. The block length enters the key, so
+// a partial block never equals a full one.
+func chainKey(parent uint64, ids []uint32) uint64 {
+	h := mix64(parent ^ uint64(len(ids))<<48)
+	for _, id := range ids {
+		h = mix64(h ^ uint64(id))
+	}
+	return h
+}
+
+// readFields reads the fields of a line that audit does not keep: the time from the line's
+// top level (the export record, or a plain body), max tokens and n from the body (under
+// bodyKey, a dotted path, in an export). timeKey, once chosen, is the only time field read.
+//
+// audit has already decoded the line with encoding/json, so a second full decode would only
+// repeat its work: a shallow walk over the members finds the few values needed, and only
+// those are decoded. On a line that is not a JSON object the walk stops and reports it.
+func readFields(line []byte, bodyKey, timeKey string) (logFields, error) {
+	var f logFields
+	var times [16]span // indexed like timeKeys
+	keys := timeKeys
+	if timeKey != "" {
+		keys = []string{timeKey}
+	}
+	var b bodyFields
+	var body span
+	path := []string{}
+	if bodyKey != "" {
+		path = strings.Split(bodyKey, ".")
+	}
+	ok := members(line, func(k, v span) {
+		for i, tk := range keys {
+			if string(k) == tk {
+				times[i] = v
+			}
+		}
+		if len(path) == 0 {
+			b.set(k, v)
+		} else if string(k) == path[0] {
+			body = v
+		}
+	})
+	if !ok {
+		return f, errors.New("invalid JSON: not an object")
+	}
+	for i, k := range keys {
+		raw := times[i]
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		// The first time field present decides; an unreadable one counts as missing.
+		f.timeKeyName = k
+		f.time, f.timeUnitName, f.hasTime = parseTime(json.RawMessage(raw))
+		break
+	}
+	for depth := 1; depth <= len(path) && body != nil; depth++ {
+		obj, ok := unquoted(body)
+		if !ok {
+			break
+		}
+		body = nil
+		members(obj, func(k, v span) {
+			if depth == len(path) {
+				b.set(k, v)
+			} else if string(k) == path[depth] {
+				body = v
+			}
+		})
+	}
+	for _, raw := range []span{b.maxCompletionTokens, b.maxTokens} {
+		if v, ok := nonNegInt(raw); ok {
+			f.output, f.hasOutput = v, true
+			break
+		}
+	}
+	if v, ok := nonNegInt(b.n); ok {
+		f.n = v
+	}
+	return f, nil
+}
+
+// span is a JSON value's bytes, pointing into the line.
+type span []byte
+
+// bodyFields are the body fields the simulator needs.
+type bodyFields struct {
+	maxTokens, maxCompletionTokens, n span
+}
+
+func (b *bodyFields) set(k, v span) {
+	switch string(k) {
+	case "max_tokens":
+		b.maxTokens = v
+	case "max_completion_tokens":
+		b.maxCompletionTokens = v
+	case "n":
+		b.n = v
+	}
+}
+
+// unquoted returns raw, or the JSON text inside it when it is a string (exports often hold the
+// body as a string).
+func unquoted(raw span) (span, bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false
+		}
+		return bytes.TrimSpace([]byte(s)), true
+	}
+	return raw, true
+}
+
+// members calls fn with each member of the JSON object in b: the key as written (escapes not
+// decoded) and the value's bytes. It walks strings and brackets without decoding them and
+// reports false when b is not an object; values are not validated.
+func members(b span, fn func(k, v span)) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '}':
+			return true
+		case ',':
+			i++
+			continue
+		case '"':
+		default:
+			return false
+		}
+		end := skipString(b, i)
+		if end < 0 {
+			return false
+		}
+		key := b[i+1 : end-1]
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		vend := skipValue(b, i)
+		if vend <= i {
+			return false
+		}
+		fn(key, b[i:vend])
+		i = vend
+	}
+}
+
+func skipSpace(b span, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] == '"', or -1.
+func skipString(b span, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		esc := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			esc++
+		}
+		if esc%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// skipValue returns the index after the value that starts at b[i], or -1.
+func skipValue(b span, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := skipString(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// nonNegInt reads a non-negative integer (a JSON number, possibly in a string).
+func nonNegInt(raw span) (int, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false
+	}
+	s := strings.Trim(string(raw), `"`)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v > 1<<30 || v != math.Trunc(v) {
+		return 0, false
+	}
+	return int(v), true
+}
+
+// parseTime reads a time as seconds: a number since the epoch in s, ms, µs or ns (told apart by
+// size: a number of seconds above 1e11 would be past the year 5000), or text in RFC 3339 or the
+// common "2006-01-02 15:04:05" shape (UTC when it has no zone).
+func parseTime(raw json.RawMessage) (float64, string, bool) {
+	s := strings.TrimSpace(string(raw))
+	if len(s) > 0 && s[0] == '"' {
+		var str string
+		if json.Unmarshal(raw, &str) != nil {
+			return 0, "", false
+		}
+		s = strings.TrimSpace(str)
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999"} {
+			if ts, err := time.Parse(layout, s); err == nil {
+				return float64(ts.UnixNano()) / 1e9, "date and time", true
+			}
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, "", false
+	}
+	switch {
+	case v >= 1e17:
+		return v / 1e9, "nanoseconds", true
+	case v >= 1e14:
+		return v / 1e6, "microseconds", true
+	case v >= 1e11:
+		return v / 1e3, "milliseconds", true
+	}
+	return v, "seconds", true
+}
