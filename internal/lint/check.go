@@ -129,6 +129,14 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 		}
 		return nil
 	})
+	// A matcher on model is the more direct mistake; the grouping is only reported when the
+	// query has none, so one query gives one label-drift finding.
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		if !drift {
+			drift = fl.checkGroupingDrift(s, node, sub, base)
+		}
+		return nil
+	})
 }
 
 // logQLRE matches LogQL's line filters and parsers, which PromQL does not have.
@@ -288,6 +296,129 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 		return true
 	}
 	return false
+}
+
+// checkGroupingDrift reports an aggregation (by, without) or a vector match (on) over the
+// label "model" when every series it works on is a vLLM engine metric, labelled model_name:
+// "sum by (model)" then adds every model into one series and "on (model)" matches on an
+// empty label, both without an error.
+func (fl *fileLint) checkGroupingDrift(s *site, node parser.Node, sub substituted, base int) bool {
+	var (
+		clause   string
+		operands []parser.Expr
+		from, to int // where the clause is written, in sub.text
+	)
+	switch n := node.(type) {
+	case *parser.AggregateExpr:
+		if !contains(n.Grouping, "model") || contains(n.Grouping, "model_name") {
+			return false
+		}
+		clause = "by"
+		if n.Without {
+			clause = "without"
+		}
+		operands = []parser.Expr{n.Expr}
+		from, to = int(n.PosRange.Start), int(n.PosRange.End)
+	case *parser.BinaryExpr:
+		vm := n.VectorMatching
+		if vm == nil || !vm.On || !contains(vm.MatchingLabels, "model") || contains(vm.MatchingLabels, "model_name") {
+			return false
+		}
+		clause = "on"
+		operands = []parser.Expr{n.LHS, n.RHS}
+		from, to = int(n.LHS.PositionRange().End), int(n.RHS.PositionRange().Start)
+	default:
+		return false
+	}
+	name := ""
+	for _, e := range operands {
+		nm, ok := fl.engineOnly(e)
+		if !ok {
+			return false
+		}
+		if name == "" {
+			name = nm
+		}
+	}
+	to = min(to, len(sub.text))
+	off := -1
+	for i := from; i < to; {
+		j := strings.Index(sub.text[i:to], "model")
+		if j < 0 {
+			break
+		}
+		at := i + j
+		i = at + len("model")
+		if inside(operands, at) || (at > 0 && isNameByte(sub.text[at-1])) || (i < len(sub.text) && isNameByte(sub.text[i])) {
+			continue
+		}
+		off = at
+		break
+	}
+	if off < 0 {
+		return false
+	}
+	var what string
+	switch n := node.(type) {
+	case *parser.AggregateExpr:
+		if clause == "by" {
+			what = n.Op.String() + " by (model) adds every model into one series"
+		} else {
+			what = n.Op.String() + " without (model) keeps model_name and aggregates nothing away"
+		}
+	default:
+		what = "on (model) matches on a label neither side has"
+	}
+	fl.add(s, base+sub.orig(off), "model", Finding{
+		Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
+			Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: %s", name, what)},
+		Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
+	})
+	return true
+}
+
+// inside reports whether a position lies within one of the expressions.
+func inside(es []parser.Expr, pos int) bool {
+	for _, e := range es {
+		r := e.PositionRange()
+		if pos >= int(r.Start) && pos < int(r.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// engineOnly returns the first metric an expression selects when every metric it selects is a
+// known vLLM engine metric (so labelled model_name, not model); false when it selects none, or
+// any other series: a router metric labelled model or selected by server, a recording rule,
+// something that is not vLLM's.
+func (fl *fileLint) engineOnly(e parser.Expr) (string, bool) {
+	first, ok := "", true
+	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+		vs, isSel := node.(*parser.VectorSelector)
+		if !isSel || !ok {
+			return nil
+		}
+		name, server := vs.Name, false
+		for _, m := range vs.LabelMatchers {
+			switch {
+			case m.Name == labels.MetricName && m.Type == labels.MatchEqual:
+				name = m.Value
+			case m.Name == "server":
+				server = true
+			}
+		}
+		mt, found := fl.l.cat.Lookup(name)
+		if !found || mt.Engine == nil || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
+			ok = false
+			return nil
+		}
+		if first == "" {
+			first = name
+		}
+		return nil
+	})
+	return first, ok && first != ""
 }
 
 func hasLabel(m *catalog.Metric, l string) bool { return contains(m.Labels, l) }

@@ -93,6 +93,12 @@ func TestFixtures(t *testing.T) {
 			{15, rm, "vllm:gpu_prefix_cache_hit_rate", `alert "VLLMLowHitRate"`, true},
 		}},
 		{"prometheusrule.yaml", []Format{FormatRules}, []got{}},
+		{"grouping.yaml", []Format{FormatRules}, []got{
+			{6, drift, "vllm:num_requests_waiting", `alert "QueuePerModel"`, false},
+			{8, drift, "vllm:prompt_tokens_total", `alert "TokensAcrossModels"`, false},
+			{10, drift, "vllm:num_requests_running", `alert "BusyAndQueued"`, false},
+			{12, drift, "vllm:num_requests_waiting", `alert "MatcherFirst"`, false}, // one finding: the matcher
+		}},
 		{"keda.yaml", []Format{FormatKEDA}, []got{
 			{12, drift, "vllm:num_requests_waiting", "trigger 0", false},
 			{17, rm, "vllm:gpu_cache_usage_perc", "trigger 1", true},
