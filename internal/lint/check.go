@@ -467,8 +467,10 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 		v.message = fmt.Sprintf("%s was removed in vLLM %s%s", name, since, history(e, st))
 	case catalog.Hidden:
 		v.status, v.code, v.sev = StatusHidden, CodeHidden, finding.Error
+		// vLLM shows hidden metrics when the flag names the minor release before the
+		// running one, so the value depends on the target, not on when the metric was hidden.
 		v.message = fmt.Sprintf("%s is hidden since vLLM %s (shown only with --show-hidden-metrics-for-version=%d.%d)%s",
-			name, since, since.Major, max(since.Minor-1, 0), history(e, st))
+			name, since, l.target.Major, max(l.target.Minor-1, 0), history(e, st))
 	case catalog.Deprecated:
 		v.status, v.code, v.sev = StatusDeprecated, CodeDeprecated, finding.Warning
 		v.message = fmt.Sprintf("%s is deprecated since vLLM %s%s", name, since, history(e, st))

@@ -400,6 +400,22 @@ func TestTargetVersion(t *testing.T) {
 			}
 		})
 	}
+	// The flag that shows hidden metrics names the minor release before the running one.
+	for _, tt := range []struct{ target, metric, flag string }{
+		{"0.11.0", "vllm:gpu_cache_usage_perc", "--show-hidden-metrics-for-version=0.10)"},
+		{"0.13", "vllm:time_per_output_token_seconds_bucket", "--show-hidden-metrics-for-version=0.12)"},
+		{"0.14.1", "vllm:time_per_output_token_seconds_bucket", "--show-hidden-metrics-for-version=0.13)"},
+	} {
+		var msg string
+		for _, f := range newLinter(t, tt.target).File("rules.yaml", src).Findings {
+			if f.Metric == tt.metric {
+				msg = f.Message
+			}
+		}
+		if !strings.Contains(msg, tt.flag) {
+			t.Errorf("at %s, %s: message %q lacks %q", tt.target, tt.metric, msg, tt.flag)
+		}
+	}
 	// A metric newer than the target is unknown there.
 	r := newLinter(t, "0.9.0").File("q.yaml", []byte("groups: [{name: g, rules: [{record: r, expr: 'vllm:kv_cache_usage_perc'}]}]\n"))
 	if len(r.Findings) != 1 || r.Findings[0].Status != StatusUnknown || !strings.Contains(r.Findings[0].Message, "added in vLLM 0.9.2") {
