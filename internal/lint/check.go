@@ -236,7 +236,8 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 		return
 	}
 	var worst *verdict
-	var repl []string
+	var repl, each []string
+	var last catalog.Version // the regex matched something until the last of its names went
 	for _, n := range matched {
 		v, _, ok := fl.l.judge(n, false, false)
 		if !ok || (v.status != StatusRemoved && v.status != StatusHidden) {
@@ -245,6 +246,10 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 		if worst == nil || v.sev > worst.sev {
 			worst = &v
 		}
+		if sv, err := catalog.ParseVersion(v.since); err == nil && last.Less(sv) {
+			last = sv
+		}
+		each = append(each, fmt.Sprintf("%s (%s %s)", n, v.status, v.since))
 		if v.replacement != "" && !contains(repl, v.replacement) {
 			repl = append(repl, v.replacement)
 		}
@@ -255,8 +260,8 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 	}
 	f := Finding{
 		Finding: finding.Finding{Severity: worst.sev, Code: worst.code,
-			Message: fmt.Sprintf("__name__=~%q only matches %s, %s at vLLM %s", m.Value, strings.Join(matched, ", "), worst.status, fl.l.target)},
-		Metric: m.Value, Status: worst.status, Since: worst.since, Replacement: strings.Join(repl, "; "),
+			Message: fmt.Sprintf("__name__=~%q only matches names gone at vLLM %s: %s", m.Value, fl.l.target, strings.Join(each, ", "))},
+		Metric: m.Value, Status: worst.status, Since: last.String(), Replacement: strings.Join(repl, "; "),
 	}
 	seen[key] = fl.add(s, off, "", f)
 }

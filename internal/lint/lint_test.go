@@ -607,3 +607,22 @@ func TestRecordedNames(t *testing.T) {
 		t.Errorf("dashboard alone: %d findings, want 2 (the rule file was not linted)", n)
 	}
 }
+
+// TestRegexSince checks that a __name__ regex over several retired names dates from the
+// last of them to go (it matched something until then) and names each one's fate.
+func TestRegexSince(t *testing.T) {
+	src := []byte(`{"panels": [{"title": "R", "targets": [{"expr": "{__name__=~\"vllm:(gpu|cpu)_cache_usage_perc\"}", "refId": "A"}]}]}`)
+	r := newLinter(t, "").File("d.json", src)
+	if len(r.Findings) != 1 {
+		t.Fatalf("got %d findings, want 1: %+v", len(r.Findings), r.Findings)
+	}
+	f := r.Findings[0]
+	if f.Since != "0.12.0" || f.Status != StatusRemoved {
+		t.Errorf("status %s since %s, want removed since 0.12.0", f.Status, f.Since)
+	}
+	for _, w := range []string{"vllm:cpu_cache_usage_perc (removed 0.9.1)", "vllm:gpu_cache_usage_perc (removed 0.12.0)"} {
+		if !strings.Contains(f.Message, w) {
+			t.Errorf("message %q lacks %q", f.Message, w)
+		}
+	}
+}
