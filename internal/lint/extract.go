@@ -43,6 +43,10 @@ type fileLint struct {
 	findings []*Finding
 	refs     map[string]Ref
 	fixed    []byte
+	// orig is the file as read when src is a Helm template with its actions masked (masks
+	// are the masked spans); rewrites are applied to orig.
+	orig     []byte
+	masks    [][2]int
 	embed    *embedding // set while walking a JSON document held in a YAML scalar
 	records  []string   // names of the recording rules the file defines
 }
@@ -165,6 +169,9 @@ func (fl *fileLint) run() {
 			return
 		}
 		if err != nil && helmTemplate(fl.src) {
+			if fl.lintTemplate() {
+				return
+			}
 			fl.formats = []Format{FormatHelmTemplate}
 			fl.textScan()
 			fl.addFile(finding.Info, CodeSkipped, StatusSkipped,

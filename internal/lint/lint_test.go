@@ -124,8 +124,13 @@ func TestFixtures(t *testing.T) {
 			{29, rm, "vllm:num_requests_swapped", `document 2: /spec/json: panel "Queue"`, false},          // folded
 		}},
 		{"helm-rules.yaml", []Format{FormatHelmTemplate}, []got{
+			// YAML once its {{ }} actions are masked: queries are parsed and checked.
 			{1, StatusSkipped, "", "", false},
-			{11, rm, "vllm:gpu_cache_usage_perc", "line 11", true},
+			{11, rm, "vllm:gpu_cache_usage_perc", `alert "KVFull"`, true},
+			{13, unk, "vllm:num_preemptions", `alert "Waiting"`, true},
+			{19, drift, "vllm:num_preemptions_total", `alert "Preempting"`, false},
+			// The rewrite would carry the masked namespace into the expression: left alone.
+			{21, rm, "vllm:gpu_prefix_cache_hit_rate", `alert "LowHitRate"`, false},
 		}},
 		{"runbook.md", []Format{FormatText}, []got{
 			{3, rm, "vllm:gpu_cache_usage_perc", "line 3", true},
@@ -624,5 +629,41 @@ func TestRegexSince(t *testing.T) {
 		if !strings.Contains(f.Message, w) {
 			t.Errorf("message %q lacks %q", f.Message, w)
 		}
+	}
+}
+
+func TestMaskTemplate(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"directive lines become blank", "{{- if .X }}\na: 1\n  {{- end }}\n", "            \na: 1\n            \n"},
+		{"values become x's", "name: {{ .Release.Name }}-rules\n", "name: xxxxxxxxxxxxxxxxxxx-rules\n"},
+		{"inside a query", `expr: m{ns="{{ .NS }}"} > {{ .T }}`, `expr: m{ns="xxxxxxxxx"} > xxxxxxxx`},
+		{"multi-line comment keeps its newlines", "{{/* a\nb */}}\nk: v\n", "      \n      \nk: v\n"},
+		{"unclosed", "a: {{ .X\n", ""},
+		{"no action", "a: 1\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, masks := maskTemplate([]byte(tt.in))
+			if string(got) != tt.want {
+				t.Errorf("maskTemplate(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if (got == nil) != (masks == nil) {
+				t.Errorf("masks %v for output %q", masks, got)
+			}
+			if got != nil && len(got) != len(tt.in) {
+				t.Errorf("length %d, want %d", len(got), len(tt.in))
+			}
+		})
+	}
+	// A template that is not YAML even when masked is still scanned for names.
+	src := []byte("{{- if .X }}\nexpr: |\n{{ .Values.rules }}\n  - a: vllm:gpu_cache_usage_perc\n    b: [\n")
+	r := newLinter(t, "").File("t.yaml", src)
+	if diff := cmp.Diff([]Format{FormatHelmTemplate}, r.Formats); diff != "" {
+		t.Errorf("formats (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]got{{1, StatusSkipped, "", "", false}, {4, rm, "vllm:gpu_cache_usage_perc", "line 4", true}}, summarize(r.Findings)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
