@@ -45,10 +45,10 @@ type fileLint struct {
 	fixed    []byte
 	// orig is the file as read when src is a Helm template with its actions masked (masks
 	// are the masked spans); rewrites are applied to orig.
-	orig     []byte
-	masks    [][2]int
-	embed    *embedding // set while walking a JSON document held in a YAML scalar
-	records  []string   // names of the recording rules the file defines
+	orig    []byte
+	masks   [][2]int
+	embed   *embedding // set while walking a JSON document held in a YAML scalar
+	records []string   // names of the recording rules the file defines
 }
 
 // embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
