@@ -199,13 +199,15 @@ func writeFixed(name string, content []byte) error {
 	if err != nil {
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
+	// After the rename there is nothing left to remove; before it, a failure leaves the
+	// temporary file, which this removes (its own error adds nothing to the one returned).
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
 	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {

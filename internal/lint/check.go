@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -106,7 +107,7 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 			}
 		}
 		for _, m := range vs.LabelMatchers {
-			if m.Name != labels.MetricName {
+			if m.Name != model.MetricNameLabel {
 				continue
 			}
 			switch m.Type {
@@ -272,7 +273,7 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 	name := vs.Name
 	if name == "" {
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 				name = m.Value
 			}
 		}
@@ -407,7 +408,7 @@ func (fl *fileLint) engineOnly(e parser.Expr) (string, bool) {
 		name, server := vs.Name, false
 		for _, m := range vs.LabelMatchers {
 			switch {
-			case m.Name == labels.MetricName && m.Type == labels.MatchEqual:
+			case m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual:
 				name = m.Value
 			case m.Name == "server":
 				server = true

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"gopkg.in/yaml.v3"
 )
@@ -309,5 +310,5 @@ func parseIndex(tok string, n int) (int, error) {
 
 // labelsRegex builds a __name__ regex matcher, as Grafana's metrics(regex) applies it.
 func labelsRegex(re string) (*labels.Matcher, error) {
-	return labels.NewMatcher(labels.MatchRegexp, labels.MetricName, re)
+	return labels.NewMatcher(labels.MatchRegexp, model.MetricNameLabel, re)
 }

@@ -167,9 +167,10 @@ func splitTopLevel(s string) [][2]int {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if quote != 0 {
-			if c == '\\' {
+			switch c {
+			case '\\':
 				i++
-			} else if c == quote {
+			case quote:
 				quote = 0
 			}
 			continue
