@@ -462,6 +462,22 @@ type yamlCtx struct {
 	loc      string // the nearest named thing: a rule, a trigger, a metric entry
 	parent   string // the key this node is the value of
 	promKind bool   // inside a mapping whose kind names a Prometheus query plugin (Perses)
+	// generic is set in a document of no known format (a chart's values, a config map):
+	// there, a scalar that is a vllm: name and nothing else is checked as a bare name.
+	generic bool
+}
+
+// vllmNameRE matches a scalar that is exactly one prefixed vLLM metric name, in any of its
+// spellings but the adapter's vllm_ (too common a prefix for things that are not metrics).
+var vllmNameRE = regexp.MustCompile(`^(?:prometheus\.googleapis\.com\|)?(?:ray_vllm_|vllm:)[A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?$`)
+
+// genericName checks a scalar of a generic document when it is one vLLM metric name.
+func (fl *fileLint) genericName(v *yaml.Node, ptr string, c yamlCtx) bool {
+	if !c.generic || v.Kind != yaml.ScalarNode || !vllmNameRE.MatchString(strings.TrimSpace(v.Value)) {
+		return false
+	}
+	fl.checkBareName(fl.yamlSite(v, ptr, c), v.Value)
+	return true
 }
 
 func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
@@ -472,8 +488,9 @@ func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
 		}
 		root := d.Content[0]
 		kind := mapText(root, "kind")
-		fl.formats = append(fl.formats, yamlFormat(root, kind))
-		fl.walkYAML(root, "", yamlCtx{doc: i, multi: len(docs) > 1, kind: kind})
+		f := yamlFormat(root, kind)
+		fl.formats = append(fl.formats, f)
+		fl.walkYAML(root, "", yamlCtx{doc: i, multi: len(docs) > 1, kind: kind, generic: f == FormatYAML})
 	}
 }
 
@@ -524,6 +541,9 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 				}
 			}
 			cc.parent = ""
+			if fl.genericName(k, ptr+"/"+strconv.Itoa(i), cc) {
+				continue
+			}
 			fl.walkYAML(k, ptr+"/"+strconv.Itoa(i), cc)
 		}
 		return
@@ -565,6 +585,9 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 				fl.checkBareName(fl.yamlSite(v, p, c), v.Value)
 				continue
 			}
+		}
+		if fl.genericName(v, p, c) {
+			continue
 		}
 		if key == "matchers" && v.Kind == yaml.SequenceNode && c.promKind {
 			for j, m := range v.Content {

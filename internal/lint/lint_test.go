@@ -123,6 +123,11 @@ func TestFixtures(t *testing.T) {
 			{21, rm, "vllm:gpu_cache_usage_perc", `document 1: /data/small.json: panel "T" query A`, true}, // double-quoted
 			{29, rm, "vllm:num_requests_swapped", `document 2: /spec/json: panel "Queue"`, false},          // folded
 		}},
+		{"values.yaml", []Format{FormatYAML}, []got{
+			{4, rm, "vllm:gpu_cache_usage_perc", "/autoscaling/metric", true},
+			{7, rm, "ray_vllm_num_requests_swapped", "/autoscaling/fallbackMetrics/0", false},
+			{15, rm, "vllm:gpu_cache_usage_perc", `alert "KV"`, true},
+		}},
 		{"helm-rules.yaml", []Format{FormatHelmTemplate}, []got{
 			// YAML once its {{ }} actions are masked: queries are parsed and checked.
 			{1, StatusSkipped, "", "", false},
