@@ -149,7 +149,7 @@ func (fl *fileLint) run() {
 		if err == nil {
 			fl.formats = []Format{jsonFormat(root)}
 			grafana := fl.formats[0] == FormatGrafana
-			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM})
+			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM, generic: fl.formats[0] == FormatJSON})
 			fl.fix()
 			return
 		}
@@ -253,6 +253,7 @@ type jsonCtx struct {
 	inVar    bool   // inside a templating variable (of any type)
 	widget   bool   // Cloud Monitoring: panels are widgets
 	foreign  bool   // the datasource in force is not Prometheus: its expr is not PromQL
+	generic  bool   // a JSON document of no known format: see yamlCtx.generic
 }
 
 // foreignDatasource recognises Loki, Elasticsearch and the like, in the object form
@@ -283,6 +284,8 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 		for i, k := range n.kids {
 			if k.kind == 'o' || k.kind == 'a' {
 				fl.walkJSON(k, append(path, strconv.Itoa(i)), c)
+			} else {
+				fl.genericJSONName(k, append(path, strconv.Itoa(i)), c)
 			}
 		}
 		return
@@ -342,9 +345,20 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 		default:
 			if v.kind == 'o' || v.kind == 'a' {
 				fl.walkJSON(v, p, c)
+			} else {
+				fl.genericJSONName(v, p, c)
 			}
 		}
 	}
+}
+
+// genericJSONName checks a string of a generic JSON document when it is one vLLM metric
+// name.
+func (fl *fileLint) genericJSONName(v *jsonNode, path []string, c jsonCtx) {
+	if !c.generic || v.kind != 's' || !vllmNameRE.MatchString(strings.TrimSpace(v.str)) {
+		return
+	}
+	fl.checkBareName(fl.jsonSite(v, path, "", false), v.str)
 }
 
 func (fl *fileLint) jsonLocation(c jsonCtx, n *jsonNode) string {

@@ -123,6 +123,11 @@ func TestFixtures(t *testing.T) {
 			{21, rm, "vllm:gpu_cache_usage_perc", `document 1: /data/small.json: panel "T" query A`, true}, // double-quoted
 			{29, rm, "vllm:num_requests_swapped", `document 2: /spec/json: panel "Queue"`, false},          // folded
 		}},
+		{"config.json", []Format{FormatJSON}, []got{
+			{3, rm, "vllm:gpu_cache_usage_perc", "/autoscaler/metric", true},
+			{4, rm, "ray_vllm_num_requests_swapped", "/autoscaler/fallback/0", false},
+			{6, rm, "vllm:gpu_prefix_cache_hit_rate", "/autoscaler/expr", true},
+		}},
 		{"values.yaml", []Format{FormatYAML}, []got{
 			{4, rm, "vllm:gpu_cache_usage_perc", "/autoscaling/metric", true},
 			{7, rm, "ray_vllm_num_requests_swapped", "/autoscaling/fallbackMetrics/0", false},
