@@ -324,6 +324,8 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 			loc := fl.jsonLocation(c, n)
 			s := fl.jsonSite(v, p, loc, c.grafana)
 			fl.checkPromQL(s, v.str, 0, kindPromQL)
+		case k == "overrides" && v.kind == 'a' && c.grafana && c.panel != "":
+			fl.checkOverrides(v, p, c)
 		case k == "query" && c.inVar:
 			if c.variable == "" {
 				continue // custom, interval, datasource variables: not queries
@@ -347,6 +349,59 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 				fl.walkJSON(v, p, c)
 			} else {
 				fl.genericJSONName(v, p, c)
+			}
+		}
+	}
+}
+
+// checkOverrides checks the series names that a Grafana panel's field overrides match by
+// name (byName, byNames, byRegexp). A display name such as {__name__="vllm:x", ...} names
+// the metric: once the query is renamed the override matches nothing, and an override made
+// by isolating a series in the legend ("hideSeriesFrom", mode exclude) then hides every
+// series. Renaming the metric inside the display name keeps it matching.
+func (fl *fileLint) checkOverrides(v *jsonNode, path []string, c jsonCtx) {
+	for i, o := range v.kids {
+		m := o.get("matcher")
+		switch m.text("id") {
+		case "byName", "byNames", "byRegexp":
+		default:
+			continue
+		}
+		loc := fmt.Sprintf("panel %q override %d", c.panel, i)
+		mp := append(path[:len(path):len(path)], strconv.Itoa(i), "matcher", "options")
+		opts := m.get("options")
+		if opts == nil {
+			continue
+		}
+		var strs []*jsonNode
+		var paths [][]string
+		if opts.kind == 's' {
+			strs, paths = append(strs, opts), append(paths, mp)
+		}
+		if names := opts.get("names"); names != nil && names.kind == 'a' {
+			for j, n := range names.kids {
+				if n.kind == 's' {
+					strs = append(strs, n)
+					paths = append(paths, append(mp[:len(mp):len(mp)], "names", strconv.Itoa(j)))
+				}
+			}
+		}
+		for j, sv := range strs {
+			s := fl.jsonSite(sv, paths[j], loc, true)
+			seen := map[string]*Finding{}
+			for _, at := range textNameRE.FindAllStringIndex(sv.str, -1) {
+				if at[0] > 0 && isNameByte(sv.str[at[0]-1]) {
+					continue
+				}
+				name := sv.str[at[0]:at[1]]
+				if seen[name] != nil {
+					continue
+				}
+				fl.queries++
+				fl.checkName(s, name, at[0], false, false, [3]int{}, seen, false)
+				if f := seen[name]; f != nil {
+					f.Message += "; this override selects series by that name and stops matching when the query is renamed (one made by isolating a series in the legend then hides every series)"
+				}
 			}
 		}
 	}

@@ -83,6 +83,11 @@ func TestFixtures(t *testing.T) {
 			{85, rm, "vllm:num_requests_swapped", `variable "job"`, false},                             // query_result
 		}},
 		{"clean_grafana.json", []Format{FormatGrafana}, []got{}},
+		{"grafana_overrides.json", []Format{FormatGrafana}, []got{
+			{7, rm, "vllm:gpu_cache_usage_perc", `panel "KV" override 0`, true}, // legend isolation
+			{9, rm, "vllm:num_requests_swapped", `panel "KV" override 1`, false},
+			{15, rm, "vllm:gpu_cache_usage_perc", `panel "KV" query A`, true},
+		}},
 		{"gcm.json", []Format{FormatGCM}, []got{
 			{12, rm, "vllm:gpu_cache_usage_perc", `widget "KV cache usage"`, true},
 		}},
@@ -313,8 +318,9 @@ var corpusExpect = map[string][]got{
 		{1784, rm, "vllm:cpu_cache_usage_perc", `panel "Cache Utilization" query B`, false},
 	},
 	"dashboards/kubeai_vllm-grafana-dashboard.json": {
-		// The second mention of gpu_cache_usage_perc (line 97) is a field-override matcher on a
-		// series display name, not a query.
+		// The second mention of gpu_cache_usage_perc is a legend-isolation override pinned to the
+		// series' display name: renamed with the query, or the panel's graph hides every series.
+		{97, rm, "vllm:gpu_cache_usage_perc", `panel "GPU Cache Usage" override 0`, true},
 		{145, rm, "vllm:gpu_cache_usage_perc", `panel "GPU Cache Usage" query A`, true},
 		{380, rm, "vllm:time_per_output_token_seconds_bucket", `panel "Time Per Output Token Latency" query A`, true},
 		{396, rm, "vllm:time_per_output_token_seconds_bucket", `panel "Time Per Output Token Latency" query B`, true},
