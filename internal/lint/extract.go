@@ -471,7 +471,30 @@ func (fl *fileLint) checkTemplate(s *site) {
 		fl.checkRegex(s, m, strings.Index(s.value, regex), map[string]*Finding{})
 		return
 	}
+	before := len(fl.findings)
 	fl.checkPromQL(s, expr, off, kindPromQL)
+	label, at, ok := labelValuesLabel(s.value)
+	if !ok || label != "model" {
+		return
+	}
+	for _, f := range fl.findings[before:] {
+		if f.Status == StatusLabelDrift || f.Status == StatusUnparsed {
+			return // one label-drift finding per query; nothing to say about what did not parse
+		}
+	}
+	// label_values(vllm:x, model) lists the values of a label vLLM's engine series do not
+	// have: the variable is empty and every panel filtering on it shows nothing.
+	e, err := promParser.ParseExpr(substituteVariables(expr, false).text)
+	if err != nil {
+		return
+	}
+	if name, ok := fl.engineOnly(e); ok {
+		fl.add(s, at, "model", Finding{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
+				Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: label_values lists nothing and the variable stays empty", name)},
+			Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
+		})
+	}
 }
 
 // maxYAMLDocs bounds the documents read from one file.

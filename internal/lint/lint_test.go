@@ -83,6 +83,11 @@ func TestFixtures(t *testing.T) {
 			{85, rm, "vllm:num_requests_swapped", `variable "job"`, false},                             // query_result
 		}},
 		{"clean_grafana.json", []Format{FormatGrafana}, []got{}},
+		{"grafana_variables.json", []Format{FormatGrafana}, []got{
+			{5, drift, "vllm:generation_tokens_total", `variable "model"`, false}, // label_values(..., model)
+			{6, drift, "vllm:num_requests_running", `variable "m2"`, false},       // one finding: the matcher
+			// The router's counter is labelled model; label_values(model) names no metric.
+		}},
 		{"grafana_overrides.json", []Format{FormatGrafana}, []got{
 			{7, rm, "vllm:gpu_cache_usage_perc", `panel "KV" override 0`, true}, // legend isolation
 			{9, rm, "vllm:num_requests_swapped", `panel "KV" override 1`, false},
