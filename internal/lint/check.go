@@ -77,10 +77,20 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 			pos = sub.orig(int(pe[0].PositionRange.Start))
 			err = pe[0].Err
 		}
+		sev, msg := finding.Warning, fmt.Sprintf("query does not parse as PromQL (%v); it was not checked", err)
+		written := q
+		if fl.masks != nil && fl.masked(s.srcStart, s.srcStart+len(s.value)+1) {
+			// A template action stands where PromQL wants a duration or a number: the
+			// rendered query may well parse.
+			sev = finding.Info
+			msg = fmt.Sprintf("query does not parse with its Helm template actions masked (%v); check it in the output of helm template", err)
+			if s.raw {
+				written = string(fl.orig[s.srcStart+base : s.srcStart+base+len(q)])
+			}
+		}
 		fl.add(s, base+pos, "", Finding{
-			Finding: finding.Finding{Severity: finding.Warning, Code: CodeUnparsed,
-				Message: fmt.Sprintf("query does not parse as PromQL (%v); it was not checked", err)},
-			Metric: truncate(strings.TrimSpace(q), 80), Status: StatusUnparsed,
+			Finding: finding.Finding{Severity: sev, Code: CodeUnparsed, Message: msg},
+			Metric:  truncate(strings.TrimSpace(written), 80), Status: StatusUnparsed,
 		})
 		return
 	}

@@ -151,6 +151,8 @@ func TestFixtures(t *testing.T) {
 			{19, drift, "vllm:num_preemptions_total", `alert "Preempting"`, false},
 			// The rewrite would carry the masked namespace into the expression: left alone.
 			{21, rm, "vllm:gpu_prefix_cache_hit_rate", `alert "LowHitRate"`, false},
+			// A range filled in by the chart does not parse masked: info, not a warning.
+			{23, StatusUnparsed, "rate(vllm:num_preemptions_total[{{ .Values.window }}]) > 0", `alert "Templated"`, false},
 		}},
 		{"runbook.md", []Format{FormatText}, []got{
 			{3, rm, "vllm:gpu_cache_usage_perc", "line 3", true},
