@@ -680,6 +680,16 @@ func TestMaskTemplate(t *testing.T) {
 			}
 		})
 	}
+	// A rewrite of a template changes the names and nothing else: no mask leaks into it.
+	tpl, err := os.ReadFile(filepath.Join(fixtures, "helm-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.NewReplacer("vllm:gpu_cache_usage_perc{", "vllm:kv_cache_usage_perc{",
+		"vllm:num_preemptions[", "vllm:num_preemptions_total[").Replace(string(tpl))
+	if got := string(newLinter(t, "").File("helm-rules.yaml", tpl).Fixed); got != want {
+		t.Errorf("fixed template:\n%s\nwant:\n%s", got, want)
+	}
 	// A template that is not YAML even when masked is still scanned for names.
 	src := []byte("{{- if .X }}\nexpr: |\n{{ .Values.rules }}\n  - a: vllm:gpu_cache_usage_perc\n    b: [\n")
 	r := newLinter(t, "").File("t.yaml", src)
