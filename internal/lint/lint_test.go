@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -543,6 +545,31 @@ func TestDiff(t *testing.T) {
 	farB := "one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\nfifteen\n"
 	if got := strings.Count(Diff("f", []byte(far), []byte(farB)), "@@ -"); got != 2 {
 		t.Errorf("distant changes: %d hunks, want 2", got)
+	}
+	// Adjacent changed lines, each paired with its rewrite.
+	if got, want := Diff("f", []byte("a\nb\nc\n"), []byte("a\nB\nC\n")), "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n-c\n+C\n"; got != want {
+		t.Errorf("Diff:\n%s\nwant:\n%s", got, want)
+	}
+	// Two rewrites 20,000 lines apart: what a fix does to a big file. The diff pairs lines
+	// instead of building a table of every line against every line (1.6 GB here).
+	var big, bigB strings.Builder
+	for i := range 20000 {
+		line := fmt.Sprintf("line %d\n", i)
+		big.WriteString(line)
+		if i == 0 || i == 19999 {
+			line = fmt.Sprintf("LINE %d\n", i)
+		}
+		bigB.WriteString(line)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d := Diff("f", []byte(big.String()), []byte(bigB.String()))
+	runtime.ReadMemStats(&after)
+	if got := strings.Count(d, "@@ -"); got != 2 {
+		t.Errorf("big file: %d hunks, want 2", got)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Errorf("big file: the diff allocated %d MB, want it proportional to the file (< 64 MB)", alloc>>20)
 	}
 }
 
