@@ -13,8 +13,7 @@ import (
 // as a plain scalar and PromQL as a name. masks are the replaced spans; nil when an action
 // is not closed.
 func maskTemplate(src []byte) (masked []byte, masks [][2]int) {
-	const sentinel = 0
-	out := bytes.Clone(src)
+	in := make([]bool, len(src)) // inside an action, newlines excepted
 	for at := 0; ; {
 		i := bytes.Index(src[at:], []byte("{{"))
 		if i < 0 {
@@ -28,15 +27,14 @@ func maskTemplate(src []byte) (masked []byte, masks [][2]int) {
 		end := start + 2 + j + 2
 		masks = append(masks, [2]int{start, end})
 		for k := start; k < end; k++ {
-			if out[k] != '\n' && out[k] != '\r' {
-				out[k] = sentinel
-			}
+			in[k] = src[k] != '\n' && src[k] != '\r'
 		}
 		at = end
 	}
 	if masks == nil {
 		return nil, nil
 	}
+	out := bytes.Clone(src)
 	for line := 0; line < len(out); {
 		end := bytes.IndexByte(out[line:], '\n')
 		if end < 0 {
@@ -45,8 +43,8 @@ func maskTemplate(src []byte) (masked []byte, masks [][2]int) {
 			end += line
 		}
 		alone := true
-		for _, c := range out[line:end] {
-			if c != sentinel && c != ' ' && c != '\t' && c != '\r' {
+		for k := line; k < end; k++ {
+			if c := src[k]; !in[k] && c != ' ' && c != '\t' && c != '\r' {
 				alone = false
 				break
 			}
@@ -56,7 +54,7 @@ func maskTemplate(src []byte) (masked []byte, masks [][2]int) {
 			fill = ' '
 		}
 		for k := line; k < end; k++ {
-			if out[k] == sentinel {
+			if in[k] {
 				out[k] = fill
 			}
 		}

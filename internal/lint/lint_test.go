@@ -690,6 +690,7 @@ func TestMaskTemplate(t *testing.T) {
 		{"values become x's", "name: {{ .Release.Name }}-rules\n", "name: xxxxxxxxxxxxxxxxxxx-rules\n"},
 		{"inside a query", `expr: m{ns="{{ .NS }}"} > {{ .T }}`, `expr: m{ns="xxxxxxxxx"} > xxxxxxxx`},
 		{"multi-line comment keeps its newlines", "{{/* a\nb */}}\nk: v\n", "      \n      \nk: v\n"},
+		{"other bytes stay, NUL included", "a: \x00 {{ .X }}\n", "a: \x00 xxxxxxxx\n"},
 		{"unclosed", "a: {{ .X\n", ""},
 		{"no action", "a: 1\n", ""},
 	}
