@@ -101,6 +101,12 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 		if target, err = catalog.ParseVersion(opts.Target); err != nil {
 			return usageErrorf("--target-version: %v", err)
 		}
+		if cat.Newest.Less(target) {
+			// Judging goes on (what was gone by the newest known release stays gone), but
+			// renames after it are not known: say so rather than imply a full check.
+			fmt.Fprintf(s.ErrOut, "kvcheck: --target-version %s is newer than the metric catalog (vLLM %s): changes after %s are not known to this kvcheck\n",
+				target, cat.Newest, cat.Newest)
+		}
 	}
 	var api lint.Querier
 	if opts.Prom.URL != "" {
@@ -199,13 +205,15 @@ func writeFixed(name string, content []byte) error {
 	if err != nil {
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
+	// After the rename there is nothing left to remove; before it, a failure leaves the
+	// temporary file, which this removes (its own error adds nothing to the one returned).
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
 	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +49,10 @@ func runMetrics(_ context.Context, s streams, g *globalOptions, opts *metricsOpt
 	if opts.Target != "" {
 		if target, err = catalog.ParseVersion(opts.Target); err != nil {
 			return usageErrorf("--target-version: %v", err)
+		}
+		if cat.Newest.Less(target) {
+			fmt.Fprintf(s.ErrOut, "kvcheck: --target-version %s is newer than the metric catalog (vLLM %s): changes after %s are not known to this kvcheck\n",
+				target, cat.Newest, cat.Newest)
 		}
 	}
 	if format == report.FormatJSON {

@@ -245,3 +245,51 @@ func BenchmarkLookup(b *testing.B) {
 		c.Lookup(names[i%len(names)])
 	}
 }
+
+// TestSpecRenames pins every row of SPEC §3.3: deprecated, hidden and removed versions, and
+// the replacement the table names.
+func TestSpecRenames(t *testing.T) {
+	c := mustLoad(t)
+	tests := []struct {
+		name                        string
+		deprecated, hidden, removed string
+		replacement                 string // a part of the catalog's replacement text
+	}{
+		{"vllm:gpu_cache_usage_perc", "0.9.2", "0.11.0", "0.12.0", "vllm:kv_cache_usage_perc"},
+		{"vllm:gpu_prefix_cache_queries_total", "0.9.2", "0.11.0", "0.12.0", "vllm:prefix_cache_queries_total"},
+		{"vllm:gpu_prefix_cache_hits_total", "0.9.2", "0.11.0", "0.12.0", "vllm:prefix_cache_hits_total"},
+		{"vllm:gpu_prefix_cache_hit_rate", "0.8.0", "0.8.3", "0.9.1", "rate(vllm:prefix_cache_hits_total[5m]) / rate(vllm:prefix_cache_queries_total[5m])"},
+		{"vllm:cpu_prefix_cache_hit_rate", "0.8.0", "0.8.3", "0.9.1", "rate(vllm:prefix_cache_hits_total[5m]) / rate(vllm:prefix_cache_queries_total[5m])"},
+		{"vllm:num_requests_swapped", "0.8.0", "0.8.3", "0.9.1", ""},
+		{"vllm:cpu_cache_usage_perc", "0.8.0", "0.8.3", "0.9.1", ""},
+		{"vllm:time_in_queue_requests", "0.8.0", "0.8.3", "0.9.1", "vllm:request_queue_time_seconds"},
+		{"vllm:model_forward_time_milliseconds", "0.8.0", "0.8.3", "0.9.1", "vllm:request_prefill_time_seconds"},
+		{"vllm:model_execute_time_milliseconds", "0.8.0", "0.8.3", "0.9.1", "vllm:request_decode_time_seconds"},
+		{"vllm:time_per_output_token_seconds", "0.10.2", "0.12.0", "0.15.0", "vllm:inter_token_latency_seconds"},
+		{"vllm:avg_prompt_throughput_toks_per_s", "", "", "0.7.0", "rate(vllm:prompt_tokens_total[5m])"},
+		{"vllm:avg_generation_throughput_toks_per_s", "", "", "0.7.0", "rate(vllm:generation_tokens_total[5m])"},
+		{"vllm:prompt_tokens_recomputed_total", "", "", "0.20.0", "vllm:prompt_tokens_by_source_total"},
+		{"vllm:kv_offload_total_bytes_total", "0.26.0", "", "", "vllm:kv_offload_load_bytes"},
+		{"vllm:kv_offload_total_time_total", "0.26.0", "", "", "vllm:kv_offload_store_time"},
+		{"vllm:kv_offload_size_bucket", "0.26.0", "", "", "vllm:kv_offload_load_size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, ok := c.Lookup(tt.name)
+			if !ok || m.Engine == nil {
+				t.Fatalf("%s: not an engine metric in the catalog", tt.name)
+			}
+			e := m.Engine
+			got := [3]string{e.Deprecated.String(), e.Hidden.String(), e.Removed.String()}
+			if want := [3]string{tt.deprecated, tt.hidden, tt.removed}; got != want {
+				t.Errorf("deprecated/hidden/removed = %v, want %v", got, want)
+			}
+			if !strings.Contains(e.Replacement, tt.replacement) {
+				t.Errorf("replacement %q lacks %q", e.Replacement, tt.replacement)
+			}
+		})
+	}
+	if m, _ := c.Lookup("vllm:prompt_tokens_recomputed_total"); m.Engine == nil || m.Engine.Added.String() != "0.16.0" {
+		t.Errorf("prompt_tokens_recomputed: added %v, want 0.16.0", m.Engine)
+	}
+}

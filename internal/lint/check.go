@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -76,10 +77,20 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 			pos = sub.orig(int(pe[0].PositionRange.Start))
 			err = pe[0].Err
 		}
+		sev, msg := finding.Warning, fmt.Sprintf("query does not parse as PromQL (%v); it was not checked", err)
+		written := q
+		if fl.masks != nil && fl.masked(s.srcStart, s.srcStart+len(s.value)+1) {
+			// A template action stands where PromQL wants a duration or a number: the
+			// rendered query may well parse.
+			sev = finding.Info
+			msg = fmt.Sprintf("query does not parse with its Helm template actions masked (%v); check it in the output of helm template", err)
+			if s.raw {
+				written = string(fl.orig[s.srcStart+base : s.srcStart+base+len(q)])
+			}
+		}
 		fl.add(s, base+pos, "", Finding{
-			Finding: finding.Finding{Severity: finding.Warning, Code: CodeUnparsed,
-				Message: fmt.Sprintf("query does not parse as PromQL (%v); it was not checked", err)},
-			Metric: truncate(strings.TrimSpace(q), 80), Status: StatusUnparsed,
+			Finding: finding.Finding{Severity: sev, Code: CodeUnparsed, Message: msg},
+			Metric:  truncate(strings.TrimSpace(written), 80), Status: StatusUnparsed,
 		})
 		return
 	}
@@ -106,7 +117,7 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 			}
 		}
 		for _, m := range vs.LabelMatchers {
-			if m.Name != labels.MetricName {
+			if m.Name != model.MetricNameLabel {
 				continue
 			}
 			switch m.Type {
@@ -126,6 +137,14 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 		}
 		if !drift {
 			drift = fl.checkDrift(s, vs, sub, base, server)
+		}
+		return nil
+	})
+	// A matcher on model is the more direct mistake; the grouping is only reported when the
+	// query has none, so one query gives one label-drift finding.
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		if !drift {
+			drift = fl.checkGroupingDrift(s, node, sub, base)
 		}
 		return nil
 	})
@@ -228,7 +247,8 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 		return
 	}
 	var worst *verdict
-	var repl []string
+	var repl, each []string
+	var last catalog.Version // the regex matched something until the last of its names went
 	for _, n := range matched {
 		v, _, ok := fl.l.judge(n, false, false)
 		if !ok || (v.status != StatusRemoved && v.status != StatusHidden) {
@@ -237,6 +257,10 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 		if worst == nil || v.sev > worst.sev {
 			worst = &v
 		}
+		if sv, err := catalog.ParseVersion(v.since); err == nil && last.Less(sv) {
+			last = sv
+		}
+		each = append(each, fmt.Sprintf("%s (%s %s)", n, v.status, v.since))
 		if v.replacement != "" && !contains(repl, v.replacement) {
 			repl = append(repl, v.replacement)
 		}
@@ -247,8 +271,8 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 	}
 	f := Finding{
 		Finding: finding.Finding{Severity: worst.sev, Code: worst.code,
-			Message: fmt.Sprintf("__name__=~%q only matches %s, %s at vLLM %s", m.Value, strings.Join(matched, ", "), worst.status, fl.l.target)},
-		Metric: m.Value, Status: worst.status, Since: worst.since, Replacement: strings.Join(repl, "; "),
+			Message: fmt.Sprintf("__name__=~%q only matches names gone at vLLM %s: %s", m.Value, fl.l.target, strings.Join(each, ", "))},
+		Metric: m.Value, Status: worst.status, Since: last.String(), Replacement: strings.Join(repl, "; "),
 	}
 	seen[key] = fl.add(s, off, "", f)
 }
@@ -259,7 +283,7 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 	name := vs.Name
 	if name == "" {
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 				name = m.Value
 			}
 		}
@@ -288,6 +312,129 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 		return true
 	}
 	return false
+}
+
+// checkGroupingDrift reports an aggregation (by, without) or a vector match (on) over the
+// label "model" when every series it works on is a vLLM engine metric, labelled model_name:
+// "sum by (model)" then adds every model into one series and "on (model)" matches on an
+// empty label, both without an error.
+func (fl *fileLint) checkGroupingDrift(s *site, node parser.Node, sub substituted, base int) bool {
+	var (
+		clause   string
+		operands []parser.Expr
+		from, to int // where the clause is written, in sub.text
+	)
+	switch n := node.(type) {
+	case *parser.AggregateExpr:
+		if !contains(n.Grouping, "model") || contains(n.Grouping, "model_name") {
+			return false
+		}
+		clause = "by"
+		if n.Without {
+			clause = "without"
+		}
+		operands = []parser.Expr{n.Expr}
+		from, to = int(n.PosRange.Start), int(n.PosRange.End)
+	case *parser.BinaryExpr:
+		vm := n.VectorMatching
+		if vm == nil || !vm.On || !contains(vm.MatchingLabels, "model") || contains(vm.MatchingLabels, "model_name") {
+			return false
+		}
+		clause = "on"
+		operands = []parser.Expr{n.LHS, n.RHS}
+		from, to = int(n.LHS.PositionRange().End), int(n.RHS.PositionRange().Start)
+	default:
+		return false
+	}
+	name := ""
+	for _, e := range operands {
+		nm, ok := fl.engineOnly(e)
+		if !ok {
+			return false
+		}
+		if name == "" {
+			name = nm
+		}
+	}
+	to = min(to, len(sub.text))
+	off := -1
+	for i := from; i < to; {
+		j := strings.Index(sub.text[i:to], "model")
+		if j < 0 {
+			break
+		}
+		at := i + j
+		i = at + len("model")
+		if inside(operands, at) || (at > 0 && isNameByte(sub.text[at-1])) || (i < len(sub.text) && isNameByte(sub.text[i])) {
+			continue
+		}
+		off = at
+		break
+	}
+	if off < 0 {
+		return false
+	}
+	var what string
+	switch n := node.(type) {
+	case *parser.AggregateExpr:
+		if clause == "by" {
+			what = n.Op.String() + " by (model) adds every model into one series"
+		} else {
+			what = n.Op.String() + " without (model) keeps model_name and aggregates nothing away"
+		}
+	default:
+		what = "on (model) matches on a label neither side has"
+	}
+	fl.add(s, base+sub.orig(off), "model", Finding{
+		Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
+			Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: %s", name, what)},
+		Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
+	})
+	return true
+}
+
+// inside reports whether a position lies within one of the expressions.
+func inside(es []parser.Expr, pos int) bool {
+	for _, e := range es {
+		r := e.PositionRange()
+		if pos >= int(r.Start) && pos < int(r.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// engineOnly returns the first metric an expression selects when every metric it selects is a
+// known vLLM engine metric (so labelled model_name, not model); false when it selects none, or
+// any other series: a router metric labelled model or selected by server, a recording rule,
+// something that is not vLLM's.
+func (fl *fileLint) engineOnly(e parser.Expr) (string, bool) {
+	first, ok := "", true
+	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+		vs, isSel := node.(*parser.VectorSelector)
+		if !isSel || !ok {
+			return nil
+		}
+		name, server := vs.Name, false
+		for _, m := range vs.LabelMatchers {
+			switch {
+			case m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual:
+				name = m.Value
+			case m.Name == "server":
+				server = true
+			}
+		}
+		mt, found := fl.l.cat.Lookup(name)
+		if !found || mt.Engine == nil || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
+			ok = false
+			return nil
+		}
+		if first == "" {
+			first = name
+		}
+		return nil
+	})
+	return first, ok && first != ""
 }
 
 func hasLabel(m *catalog.Metric, l string) bool { return contains(m.Labels, l) }
@@ -336,8 +483,10 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 		v.message = fmt.Sprintf("%s was removed in vLLM %s%s", name, since, history(e, st))
 	case catalog.Hidden:
 		v.status, v.code, v.sev = StatusHidden, CodeHidden, finding.Error
+		// vLLM shows hidden metrics when the flag names the minor release before the
+		// running one, so the value depends on the target, not on when the metric was hidden.
 		v.message = fmt.Sprintf("%s is hidden since vLLM %s (shown only with --show-hidden-metrics-for-version=%d.%d)%s",
-			name, since, since.Major, max(since.Minor-1, 0), history(e, st))
+			name, since, l.target.Major, max(l.target.Minor-1, 0), history(e, st))
 	case catalog.Deprecated:
 		v.status, v.code, v.sev = StatusDeprecated, CodeDeprecated, finding.Warning
 		v.message = fmt.Sprintf("%s is deprecated since vLLM %s%s", name, since, history(e, st))

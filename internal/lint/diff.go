@@ -33,14 +33,26 @@ func Diff(path string, a, b []byte) string {
 	for i := 0; i < pre; i++ {
 		ops = append(ops, op{' ', al[i]})
 	}
-	if int64(len(am)+1)*int64(len(bm)+1) > maxDiffCells {
+	switch {
+	case len(am) == len(bm):
+		// Rewrites never add or remove a line, so line i of one side is line i of the other:
+		// pair them instead of building a table of len(am)*len(bm) cells, which for two
+		// fixes far apart in a big file would be hundreds of megabytes.
+		for i := range am {
+			if am[i] == bm[i] {
+				ops = append(ops, op{' ', am[i]})
+				continue
+			}
+			ops = append(ops, op{'-', am[i]}, op{'+', bm[i]})
+		}
+	case int64(len(am)+1)*int64(len(bm)+1) > maxDiffCells:
 		for _, l := range am {
 			ops = append(ops, op{'-', l})
 		}
 		for _, l := range bm {
 			ops = append(ops, op{'+', l})
 		}
-	} else {
+	default:
 		// lcs[i][j] is the LCS length of am[i:] and bm[j:].
 		w := len(bm) + 1
 		lcs := make([]int32, (len(am)+1)*w)

@@ -43,8 +43,12 @@ type fileLint struct {
 	findings []*Finding
 	refs     map[string]Ref
 	fixed    []byte
-	embed    *embedding // set while walking a JSON document held in a YAML scalar
-	records  []string   // names of the recording rules the file defines
+	// orig is the file as read when src is a Helm template with its actions masked (masks
+	// are the masked spans); rewrites are applied to orig.
+	orig    []byte
+	masks   [][2]int
+	embed   *embedding // set while walking a JSON document held in a YAML scalar
+	records []string   // names of the recording rules the file defines
 }
 
 // embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
@@ -145,7 +149,7 @@ func (fl *fileLint) run() {
 		if err == nil {
 			fl.formats = []Format{jsonFormat(root)}
 			grafana := fl.formats[0] == FormatGrafana
-			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM})
+			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM, generic: fl.formats[0] == FormatJSON})
 			fl.fix()
 			return
 		}
@@ -165,6 +169,9 @@ func (fl *fileLint) run() {
 			return
 		}
 		if err != nil && helmTemplate(fl.src) {
+			if fl.lintTemplate() {
+				return
+			}
 			fl.formats = []Format{FormatHelmTemplate}
 			fl.textScan()
 			fl.addFile(finding.Info, CodeSkipped, StatusSkipped,
@@ -246,6 +253,7 @@ type jsonCtx struct {
 	inVar    bool   // inside a templating variable (of any type)
 	widget   bool   // Cloud Monitoring: panels are widgets
 	foreign  bool   // the datasource in force is not Prometheus: its expr is not PromQL
+	generic  bool   // a JSON document of no known format: see yamlCtx.generic
 }
 
 // foreignDatasource recognises Loki, Elasticsearch and the like, in the object form
@@ -276,6 +284,8 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 		for i, k := range n.kids {
 			if k.kind == 'o' || k.kind == 'a' {
 				fl.walkJSON(k, append(path, strconv.Itoa(i)), c)
+			} else {
+				fl.genericJSONName(k, append(path, strconv.Itoa(i)), c)
 			}
 		}
 		return
@@ -314,6 +324,8 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 			loc := fl.jsonLocation(c, n)
 			s := fl.jsonSite(v, p, loc, c.grafana)
 			fl.checkPromQL(s, v.str, 0, kindPromQL)
+		case k == "overrides" && v.kind == 'a' && c.grafana && c.panel != "":
+			fl.checkOverrides(v, p, c)
 		case k == "query" && c.inVar:
 			if c.variable == "" {
 				continue // custom, interval, datasource variables: not queries
@@ -335,9 +347,73 @@ func (fl *fileLint) walkJSON(n *jsonNode, path []string, c jsonCtx) {
 		default:
 			if v.kind == 'o' || v.kind == 'a' {
 				fl.walkJSON(v, p, c)
+			} else {
+				fl.genericJSONName(v, p, c)
 			}
 		}
 	}
+}
+
+// checkOverrides checks the series names that a Grafana panel's field overrides match by
+// name (byName, byNames, byRegexp). A display name such as {__name__="vllm:x", ...} names
+// the metric: once the query is renamed the override matches nothing, and an override made
+// by isolating a series in the legend ("hideSeriesFrom", mode exclude) then hides every
+// series. Renaming the metric inside the display name keeps it matching.
+func (fl *fileLint) checkOverrides(v *jsonNode, path []string, c jsonCtx) {
+	for i, o := range v.kids {
+		m := o.get("matcher")
+		switch m.text("id") {
+		case "byName", "byNames", "byRegexp":
+		default:
+			continue
+		}
+		loc := fmt.Sprintf("panel %q override %d", c.panel, i)
+		mp := append(path[:len(path):len(path)], strconv.Itoa(i), "matcher", "options")
+		opts := m.get("options")
+		if opts == nil {
+			continue
+		}
+		var strs []*jsonNode
+		var paths [][]string
+		if opts.kind == 's' {
+			strs, paths = append(strs, opts), append(paths, mp)
+		}
+		if names := opts.get("names"); names != nil && names.kind == 'a' {
+			for j, n := range names.kids {
+				if n.kind == 's' {
+					strs = append(strs, n)
+					paths = append(paths, append(mp[:len(mp):len(mp)], "names", strconv.Itoa(j)))
+				}
+			}
+		}
+		for j, sv := range strs {
+			s := fl.jsonSite(sv, paths[j], loc, true)
+			seen := map[string]*Finding{}
+			for _, at := range textNameRE.FindAllStringIndex(sv.str, -1) {
+				if at[0] > 0 && isNameByte(sv.str[at[0]-1]) {
+					continue
+				}
+				name := sv.str[at[0]:at[1]]
+				if seen[name] != nil {
+					continue
+				}
+				fl.queries++
+				fl.checkName(s, name, at[0], false, false, [3]int{}, seen, false)
+				if f := seen[name]; f != nil {
+					f.Message += "; this override selects series by that name and stops matching when the query is renamed (one made by isolating a series in the legend then hides every series)"
+				}
+			}
+		}
+	}
+}
+
+// genericJSONName checks a string of a generic JSON document when it is one vLLM metric
+// name.
+func (fl *fileLint) genericJSONName(v *jsonNode, path []string, c jsonCtx) {
+	if !c.generic || v.kind != 's' || !vllmNameRE.MatchString(strings.TrimSpace(v.str)) {
+		return
+	}
+	fl.checkBareName(fl.jsonSite(v, path, "", false), v.str)
 }
 
 func (fl *fileLint) jsonLocation(c jsonCtx, n *jsonNode) string {
@@ -395,7 +471,30 @@ func (fl *fileLint) checkTemplate(s *site) {
 		fl.checkRegex(s, m, strings.Index(s.value, regex), map[string]*Finding{})
 		return
 	}
+	before := len(fl.findings)
 	fl.checkPromQL(s, expr, off, kindPromQL)
+	label, at, ok := labelValuesLabel(s.value)
+	if !ok || label != "model" {
+		return
+	}
+	for _, f := range fl.findings[before:] {
+		if f.Status == StatusLabelDrift || f.Status == StatusUnparsed {
+			return // one label-drift finding per query; nothing to say about what did not parse
+		}
+	}
+	// label_values(vllm:x, model) lists the values of a label vLLM's engine series do not
+	// have: the variable is empty and every panel filtering on it shows nothing.
+	e, err := promParser.ParseExpr(substituteVariables(expr, false).text)
+	if err != nil {
+		return
+	}
+	if name, ok := fl.engineOnly(e); ok {
+		fl.add(s, at, "model", Finding{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
+				Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: label_values lists nothing and the variable stays empty", name)},
+			Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
+		})
+	}
 }
 
 // maxYAMLDocs bounds the documents read from one file.
@@ -455,6 +554,22 @@ type yamlCtx struct {
 	loc      string // the nearest named thing: a rule, a trigger, a metric entry
 	parent   string // the key this node is the value of
 	promKind bool   // inside a mapping whose kind names a Prometheus query plugin (Perses)
+	// generic is set in a document of no known format (a chart's values, a config map):
+	// there, a scalar that is a vllm: name and nothing else is checked as a bare name.
+	generic bool
+}
+
+// vllmNameRE matches a scalar that is exactly one prefixed vLLM metric name, in any of its
+// spellings but the adapter's vllm_ (too common a prefix for things that are not metrics).
+var vllmNameRE = regexp.MustCompile(`^(?:prometheus\.googleapis\.com\|)?(?:ray_vllm_|vllm:)[A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?$`)
+
+// genericName checks a scalar of a generic document when it is one vLLM metric name.
+func (fl *fileLint) genericName(v *yaml.Node, ptr string, c yamlCtx) bool {
+	if !c.generic || v.Kind != yaml.ScalarNode || !vllmNameRE.MatchString(strings.TrimSpace(v.Value)) {
+		return false
+	}
+	fl.checkBareName(fl.yamlSite(v, ptr, c), v.Value)
+	return true
 }
 
 func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
@@ -465,8 +580,9 @@ func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
 		}
 		root := d.Content[0]
 		kind := mapText(root, "kind")
-		fl.formats = append(fl.formats, yamlFormat(root, kind))
-		fl.walkYAML(root, "", yamlCtx{doc: i, multi: len(docs) > 1, kind: kind})
+		f := yamlFormat(root, kind)
+		fl.formats = append(fl.formats, f)
+		fl.walkYAML(root, "", yamlCtx{doc: i, multi: len(docs) > 1, kind: kind, generic: f == FormatYAML})
 	}
 }
 
@@ -517,6 +633,9 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 				}
 			}
 			cc.parent = ""
+			if fl.genericName(k, ptr+"/"+strconv.Itoa(i), cc) {
+				continue
+			}
 			fl.walkYAML(k, ptr+"/"+strconv.Itoa(i), cc)
 		}
 		return
@@ -558,6 +677,9 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 				fl.checkBareName(fl.yamlSite(v, p, c), v.Value)
 				continue
 			}
+		}
+		if fl.genericName(v, p, c) {
+			continue
 		}
 		if key == "matchers" && v.Kind == yaml.SequenceNode && c.promKind {
 			for j, m := range v.Content {

@@ -129,6 +129,26 @@ func precededBy(s, w string) bool {
 // query_result(expr) yield expr, metrics(regex) yields a __name__ regex, and
 // label_values(label) or label_names() yield nothing. It returns the PromQL part and its
 // offset in q, or a regex; ok is false when there is nothing to check.
+// labelValuesLabel returns the label argument of label_values(expr, label) and its offset
+// in q; ok is false for any other query.
+func labelValuesLabel(q string) (label string, off int, ok bool) {
+	t := strings.TrimSpace(q)
+	lead := strings.Index(q, t)
+	fn, rest, found := strings.Cut(t, "(")
+	if !found || strings.TrimSpace(fn) != "label_values" || !strings.HasSuffix(rest, ")") {
+		return "", 0, false
+	}
+	inner := rest[:len(rest)-1]
+	args := splitTopLevel(inner)
+	if len(args) < 2 {
+		return "", 0, false
+	}
+	a := args[len(args)-1]
+	raw := inner[a[0]:a[1]]
+	label = strings.TrimSpace(raw)
+	return label, lead + len(t) - len(rest) + a[0] + strings.Index(raw, label), label != ""
+}
+
 func templateQuery(q string) (expr string, off int, regex string, ok bool) {
 	t := strings.TrimSpace(q)
 	lead := strings.Index(q, t)
@@ -167,9 +187,10 @@ func splitTopLevel(s string) [][2]int {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if quote != 0 {
-			if c == '\\' {
+			switch c {
+			case '\\':
 				i++
-			} else if c == quote {
+			case quote:
 				quote = 0
 			}
 			continue

@@ -90,12 +90,12 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 	if p.pos >= len(p.src) {
 		return nil, p.errf("unexpected end of input")
 	}
-	switch c := p.src[p.pos]; {
-	case c == '{':
+	switch p.src[p.pos] {
+	case '{':
 		return p.object(depth)
-	case c == '[':
+	case '[':
 		return p.array(depth)
-	case c == '"':
+	case '"':
 		return p.string()
 	default:
 		start := p.pos

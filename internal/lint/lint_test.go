@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -83,6 +85,16 @@ func TestFixtures(t *testing.T) {
 			{85, rm, "vllm:num_requests_swapped", `variable "job"`, false},                             // query_result
 		}},
 		{"clean_grafana.json", []Format{FormatGrafana}, []got{}},
+		{"grafana_variables.json", []Format{FormatGrafana}, []got{
+			{5, drift, "vllm:generation_tokens_total", `variable "model"`, false}, // label_values(..., model)
+			{6, drift, "vllm:num_requests_running", `variable "m2"`, false},       // one finding: the matcher
+			// The router's counter is labelled model; label_values(model) names no metric.
+		}},
+		{"grafana_overrides.json", []Format{FormatGrafana}, []got{
+			{7, rm, "vllm:gpu_cache_usage_perc", `panel "KV" override 0`, true}, // legend isolation
+			{9, rm, "vllm:num_requests_swapped", `panel "KV" override 1`, false},
+			{15, rm, "vllm:gpu_cache_usage_perc", `panel "KV" query A`, true},
+		}},
 		{"gcm.json", []Format{FormatGCM}, []got{
 			{12, rm, "vllm:gpu_cache_usage_perc", `widget "KV cache usage"`, true},
 		}},
@@ -93,6 +105,12 @@ func TestFixtures(t *testing.T) {
 			{15, rm, "vllm:gpu_prefix_cache_hit_rate", `alert "VLLMLowHitRate"`, true},
 		}},
 		{"prometheusrule.yaml", []Format{FormatRules}, []got{}},
+		{"grouping.yaml", []Format{FormatRules}, []got{
+			{6, drift, "vllm:num_requests_waiting", `alert "QueuePerModel"`, false},
+			{8, drift, "vllm:prompt_tokens_total", `alert "TokensAcrossModels"`, false},
+			{10, drift, "vllm:num_requests_running", `alert "BusyAndQueued"`, false},
+			{12, drift, "vllm:num_requests_waiting", `alert "MatcherFirst"`, false}, // one finding: the matcher
+		}},
 		{"keda.yaml", []Format{FormatKEDA}, []got{
 			{12, drift, "vllm:num_requests_waiting", "trigger 0", false},
 			{17, rm, "vllm:gpu_cache_usage_perc", "trigger 1", true},
@@ -117,9 +135,26 @@ func TestFixtures(t *testing.T) {
 			{21, rm, "vllm:gpu_cache_usage_perc", `document 1: /data/small.json: panel "T" query A`, true}, // double-quoted
 			{29, rm, "vllm:num_requests_swapped", `document 2: /spec/json: panel "Queue"`, false},          // folded
 		}},
+		{"config.json", []Format{FormatJSON}, []got{
+			{3, rm, "vllm:gpu_cache_usage_perc", "/autoscaler/metric", true},
+			{4, rm, "ray_vllm_num_requests_swapped", "/autoscaler/fallback/0", false},
+			{6, rm, "vllm:gpu_prefix_cache_hit_rate", "/autoscaler/expr", true},
+		}},
+		{"values.yaml", []Format{FormatYAML}, []got{
+			{4, rm, "vllm:gpu_cache_usage_perc", "/autoscaling/metric", true},
+			{7, rm, "ray_vllm_num_requests_swapped", "/autoscaling/fallbackMetrics/0", false},
+			{15, rm, "vllm:gpu_cache_usage_perc", `alert "KV"`, true},
+		}},
 		{"helm-rules.yaml", []Format{FormatHelmTemplate}, []got{
+			// YAML once its {{ }} actions are masked: queries are parsed and checked.
 			{1, StatusSkipped, "", "", false},
-			{11, rm, "vllm:gpu_cache_usage_perc", "line 11", true},
+			{11, rm, "vllm:gpu_cache_usage_perc", `alert "KVFull"`, true},
+			{13, unk, "vllm:num_preemptions", `alert "Waiting"`, true},
+			{19, drift, "vllm:num_preemptions_total", `alert "Preempting"`, false},
+			// The rewrite would carry the masked namespace into the expression: left alone.
+			{21, rm, "vllm:gpu_prefix_cache_hit_rate", `alert "LowHitRate"`, false},
+			// A range filled in by the chart does not parse masked: info, not a warning.
+			{23, StatusUnparsed, "rate(vllm:num_preemptions_total[{{ .Values.window }}]) > 0", `alert "Templated"`, false},
 		}},
 		{"runbook.md", []Format{FormatText}, []got{
 			{3, rm, "vllm:gpu_cache_usage_perc", "line 3", true},
@@ -292,8 +327,9 @@ var corpusExpect = map[string][]got{
 		{1784, rm, "vllm:cpu_cache_usage_perc", `panel "Cache Utilization" query B`, false},
 	},
 	"dashboards/kubeai_vllm-grafana-dashboard.json": {
-		// The second mention of gpu_cache_usage_perc (line 97) is a field-override matcher on a
-		// series display name, not a query.
+		// The second mention of gpu_cache_usage_perc is a legend-isolation override pinned to the
+		// series' display name: renamed with the query, or the panel's graph hides every series.
+		{97, rm, "vllm:gpu_cache_usage_perc", `panel "GPU Cache Usage" override 0`, true},
 		{145, rm, "vllm:gpu_cache_usage_perc", `panel "GPU Cache Usage" query A`, true},
 		{380, rm, "vllm:time_per_output_token_seconds_bucket", `panel "Time Per Output Token Latency" query A`, true},
 		{396, rm, "vllm:time_per_output_token_seconds_bucket", `panel "Time Per Output Token Latency" query B`, true},
@@ -393,6 +429,22 @@ func TestTargetVersion(t *testing.T) {
 				t.Errorf("at %s (-want +got):\n%s", tt.target, diff)
 			}
 		})
+	}
+	// The flag that shows hidden metrics names the minor release before the running one.
+	for _, tt := range []struct{ target, metric, flag string }{
+		{"0.11.0", "vllm:gpu_cache_usage_perc", "--show-hidden-metrics-for-version=0.10)"},
+		{"0.13", "vllm:time_per_output_token_seconds_bucket", "--show-hidden-metrics-for-version=0.12)"},
+		{"0.14.1", "vllm:time_per_output_token_seconds_bucket", "--show-hidden-metrics-for-version=0.13)"},
+	} {
+		var msg string
+		for _, f := range newLinter(t, tt.target).File("rules.yaml", src).Findings {
+			if f.Metric == tt.metric {
+				msg = f.Message
+			}
+		}
+		if !strings.Contains(msg, tt.flag) {
+			t.Errorf("at %s, %s: message %q lacks %q", tt.target, tt.metric, msg, tt.flag)
+		}
 	}
 	// A metric newer than the target is unknown there.
 	r := newLinter(t, "0.9.0").File("q.yaml", []byte("groups: [{name: g, rules: [{record: r, expr: 'vllm:kv_cache_usage_perc'}]}]\n"))
@@ -494,6 +546,31 @@ func TestDiff(t *testing.T) {
 	if got := strings.Count(Diff("f", []byte(far), []byte(farB)), "@@ -"); got != 2 {
 		t.Errorf("distant changes: %d hunks, want 2", got)
 	}
+	// Adjacent changed lines, each paired with its rewrite.
+	if got, want := Diff("f", []byte("a\nb\nc\n"), []byte("a\nB\nC\n")), "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n-c\n+C\n"; got != want {
+		t.Errorf("Diff:\n%s\nwant:\n%s", got, want)
+	}
+	// Two rewrites 20,000 lines apart: what a fix does to a big file. The diff pairs lines
+	// instead of building a table of every line against every line (1.6 GB here).
+	var big, bigB strings.Builder
+	for i := range 20000 {
+		line := fmt.Sprintf("line %d\n", i)
+		big.WriteString(line)
+		if i == 0 || i == 19999 {
+			line = fmt.Sprintf("LINE %d\n", i)
+		}
+		bigB.WriteString(line)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d := Diff("f", []byte(big.String()), []byte(bigB.String()))
+	runtime.ReadMemStats(&after)
+	if got := strings.Count(d, "@@ -"); got != 2 {
+		t.Errorf("big file: %d hunks, want 2", got)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Errorf("big file: the diff allocated %d MB, want it proportional to the file (< 64 MB)", alloc>>20)
+	}
 }
 
 func TestBadInput(t *testing.T) {
@@ -583,5 +660,71 @@ func TestRecordedNames(t *testing.T) {
 	}
 	if n := len(alone[0].Findings); n != 2 {
 		t.Errorf("dashboard alone: %d findings, want 2 (the rule file was not linted)", n)
+	}
+}
+
+// TestRegexSince checks that a __name__ regex over several retired names dates from the
+// last of them to go (it matched something until then) and names each one's fate.
+func TestRegexSince(t *testing.T) {
+	src := []byte(`{"panels": [{"title": "R", "targets": [{"expr": "{__name__=~\"vllm:(gpu|cpu)_cache_usage_perc\"}", "refId": "A"}]}]}`)
+	r := newLinter(t, "").File("d.json", src)
+	if len(r.Findings) != 1 {
+		t.Fatalf("got %d findings, want 1: %+v", len(r.Findings), r.Findings)
+	}
+	f := r.Findings[0]
+	if f.Since != "0.12.0" || f.Status != StatusRemoved {
+		t.Errorf("status %s since %s, want removed since 0.12.0", f.Status, f.Since)
+	}
+	for _, w := range []string{"vllm:cpu_cache_usage_perc (removed 0.9.1)", "vllm:gpu_cache_usage_perc (removed 0.12.0)"} {
+		if !strings.Contains(f.Message, w) {
+			t.Errorf("message %q lacks %q", f.Message, w)
+		}
+	}
+}
+
+func TestMaskTemplate(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"directive lines become blank", "{{- if .X }}\na: 1\n  {{- end }}\n", "            \na: 1\n            \n"},
+		{"values become x's", "name: {{ .Release.Name }}-rules\n", "name: xxxxxxxxxxxxxxxxxxx-rules\n"},
+		{"inside a query", `expr: m{ns="{{ .NS }}"} > {{ .T }}`, `expr: m{ns="xxxxxxxxx"} > xxxxxxxx`},
+		{"multi-line comment keeps its newlines", "{{/* a\nb */}}\nk: v\n", "      \n      \nk: v\n"},
+		{"other bytes stay, NUL included", "a: \x00 {{ .X }}\n", "a: \x00 xxxxxxxx\n"},
+		{"unclosed", "a: {{ .X\n", ""},
+		{"no action", "a: 1\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, masks := maskTemplate([]byte(tt.in))
+			if string(got) != tt.want {
+				t.Errorf("maskTemplate(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if (got == nil) != (masks == nil) {
+				t.Errorf("masks %v for output %q", masks, got)
+			}
+			if got != nil && len(got) != len(tt.in) {
+				t.Errorf("length %d, want %d", len(got), len(tt.in))
+			}
+		})
+	}
+	// A rewrite of a template changes the names and nothing else: no mask leaks into it.
+	tpl, err := os.ReadFile(filepath.Join(fixtures, "helm-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.NewReplacer("vllm:gpu_cache_usage_perc{", "vllm:kv_cache_usage_perc{",
+		"vllm:num_preemptions[", "vllm:num_preemptions_total[").Replace(string(tpl))
+	if got := string(newLinter(t, "").File("helm-rules.yaml", tpl).Fixed); got != want {
+		t.Errorf("fixed template:\n%s\nwant:\n%s", got, want)
+	}
+	// A template that is not YAML even when masked is still scanned for names.
+	src := []byte("{{- if .X }}\nexpr: |\n{{ .Values.rules }}\n  - a: vllm:gpu_cache_usage_perc\n    b: [\n")
+	r := newLinter(t, "").File("t.yaml", src)
+	if diff := cmp.Diff([]Format{FormatHelmTemplate}, r.Formats); diff != "" {
+		t.Errorf("formats (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]got{{1, StatusSkipped, "", "", false}, {4, rm, "vllm:gpu_cache_usage_perc", "line 4", true}}, summarize(r.Findings)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }

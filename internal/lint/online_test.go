@@ -47,7 +47,9 @@ func startPrometheus(t *testing.T, openMetrics string) string {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+data,
 		"--web.listen-address="+addr, "--storage.tsdb.retention.time=30d")
 	var logs strings.Builder
