@@ -100,12 +100,13 @@ func TestTapRestartAndDeadPeer(t *testing.T) {
 		p1 := start()
 		ev, _ := p1.Stored(make([]int64, 16), "")
 		publishUntilSeen(t, ctx, p1, seen, ev)
-		// Enough batches that the new process's sequence stays below the old one while the
-		// tap reconnects (it backs off 100 ms).
-		for range 200 {
+		// Enough batches that the new process, publishing every 20 ms until the tap has
+		// reconnected, would need longer than the test's deadline to climb past the old
+		// sequence: a slow reconnect fails the test by its deadline, never by a miscount.
+		for range 2000 {
 			_ = p1.Publish(ev)
 		}
-		for n := 0; n < 200; n++ {
+		for n := 0; n < 2000; n++ {
 			select {
 			case <-seen:
 			case <-ctx.Done():
