@@ -211,7 +211,7 @@ func (c *Collector) Add(m *Message) (Gap, bool) {
 		p.noteMalformed(fmt.Sprintf("message with %d frames and a %d-byte sequence, want 3 frames and 8 bytes", m.Frames, m.SeqLen), m.Seq)
 		return Gap{}, false
 	}
-	verdict, gap := p.seq.observe(m.Seq, c.payloadID(m.Payload))
+	verdict, gap := p.seq.observe(m.Seq, c.payloadID(m.Payload), m.Recovered)
 	if verdict == seqDuplicate {
 		return Gap{}, false
 	}

@@ -41,7 +41,10 @@ type seqTracker struct {
 }
 
 // observe classifies seq and updates the counters. For a gap it also returns the missing range.
-func (s *seqTracker) observe(seq, hash uint64) (seqVerdict, Gap) {
+// A recovered batch (fetched from a replay socket) is never a restart: one that fills no open
+// gap, because the gap was forgotten or already filled, is skipped as a duplicate without
+// being counted as one.
+func (s *seqTracker) observe(seq, hash uint64, recovered bool) (seqVerdict, Gap) {
 	slot := &s.ring[seq%seqWindow]
 	switch {
 	case !s.started:
@@ -58,7 +61,7 @@ func (s *seqTracker) observe(seq, hash uint64) (seqVerdict, Gap) {
 		s.batches++
 		return seqGap, g
 	default: // seq < expected
-		if slot.valid && slot.seq == seq {
+		if slot.valid && slot.seq == seq && !recovered {
 			if slot.hash == hash {
 				s.dups++
 				return seqDuplicate, Gap{}
@@ -69,6 +72,8 @@ func (s *seqTracker) observe(seq, hash uint64) (seqVerdict, Gap) {
 			s.remember(slot, seq, hash)
 			s.batches++
 			return seqLate, Gap{}
+		} else if recovered {
+			return seqDuplicate, Gap{}
 		} else {
 			s.restart(seq)
 		}

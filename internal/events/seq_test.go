@@ -28,7 +28,7 @@ func TestSeqTracker(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var s seqTracker
 			for _, o := range tt.in {
-				s.observe(o.seq, o.hash)
+				s.observe(o.seq, o.hash, false)
 			}
 			got := counts{s.batches, s.gapCount, s.lost, s.dups, s.late, s.restarts}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -40,18 +40,42 @@ func TestSeqTracker(t *testing.T) {
 
 func TestSeqGapsSplit(t *testing.T) {
 	var s seqTracker
-	s.observe(0, 1)
-	_, g := s.observe(10, 2)
+	s.observe(0, 1, false)
+	_, g := s.observe(10, 2, false)
 	if g != (Gap{1, 9}) {
 		t.Fatalf("gap = %v, want {1 9}", g)
 	}
 	for _, seq := range []uint64{5, 1, 9} {
-		if v, _ := s.observe(seq, seq+100); v != seqLate {
+		if v, _ := s.observe(seq, seq+100, false); v != seqLate {
 			t.Fatalf("observe(%d) = %v, want late", seq, v)
 		}
 	}
 	want := []Gap{{2, 4}, {6, 8}}
 	if diff := cmp.Diff(want, s.gaps); diff != "" {
 		t.Errorf("open gaps (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecoveredNeverRestart: a replayed batch whose gap is no longer remembered (more gaps
+// opened meanwhile than maxOpenGaps) is old news, not a publisher restart; counting it as one
+// would also reset the expected sequence and report the whole stream since as lost.
+func TestRecoveredNeverRestart(t *testing.T) {
+	c := NewCollector(Options{})
+	w := Wire{Era: EraMap}
+	var seq uint64
+	c.Add(msg("a", seq, w))
+	for range maxOpenGaps + 1 { // each skips one sequence number
+		seq += 2
+		c.Add(msg("a", seq, w))
+	}
+	old := msg("a", 1, w) // the first gap, replayed after it was forgotten
+	old.Recovered = true
+	c.Add(old)
+	c.Add(msg("a", seq+1, w))
+	p := c.Report(0).Publishers[0]
+	got := [4]uint64{p.Restarts, p.LostBatches, p.Gaps, p.Batches}
+	want := [4]uint64{0, maxOpenGaps + 1, maxOpenGaps + 1, maxOpenGaps + 3}
+	if got != want {
+		t.Errorf("restarts, lost, gaps, batches = %v, want %v", got, want)
 	}
 }
