@@ -145,14 +145,16 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	}
 	c := events.NewCollector(opts)
 	var dur time.Duration
+	var extra []events.Finding
 	if len(o.From) > 0 {
-		if dur, err = replayRecordings(o.From, o.Topic, c); err != nil {
+		if dur, extra, err = replayRecordings(o.From, o.Topic, c); err != nil {
 			return err
 		}
 	} else if dur, err = tapLive(ctx, s, o, args, c); err != nil {
 		return err
 	}
 	r := c.Report(dur)
+	r.Findings = append(r.Findings, extra...)
 	r.Findings = append(r.Findings, portCollisions(args, o.Replay, o.DPRanks)...)
 	if format == report.FormatJSON {
 		err = report.TapJSON(s.Out, r)
@@ -290,14 +292,21 @@ func (h *recHeap) Pop() any {
 }
 
 // replayRecordings feeds recordings to c in receive-time order, keeping the topics that start
-// with topic, and returns the time they span.
-func replayRecordings(files []string, topic string, c *events.Collector) (time.Duration, error) {
+// with topic, and returns the time they span and a finding for each recording cut short.
+func replayRecordings(files []string, topic string, c *events.Collector) (time.Duration, []events.Finding, error) {
 	h := &recHeap{}
 	var first, last int64
+	cut := []events.Finding{}
 	next := func(it *recItem) (bool, error) {
 		for {
 			err := it.rd.Next(&it.rec)
 			if errors.Is(err, io.EOF) {
+				if it.rd.Truncated {
+					// What the cut record held is unknown, maybe the last batch of a
+					// publisher: the sequence numbers cannot show it, so say so.
+					cut = append(cut, events.Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: it.src,
+						Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"}})
+				}
 				return false, nil
 			}
 			if err != nil {
@@ -316,17 +325,17 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return 0, fmt.Errorf("open recording: %w", err)
+			return 0, nil, fmt.Errorf("open recording: %w", err)
 		}
 		defer f.Close()
 		rd, err := events.NewReader(f)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
+			return 0, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		it := &recItem{rd: rd, src: name}
 		ok, err := next(it)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if ok {
 			heap.Push(h, it)
@@ -342,7 +351,7 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 		c.Add(m)
 		ok, err := next(it)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if ok {
 			heap.Fix(h, 0)
@@ -350,5 +359,5 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 			heap.Pop(h)
 		}
 	}
-	return time.Duration(last - first), nil
+	return time.Duration(last - first), cut, nil
 }

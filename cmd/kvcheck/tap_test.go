@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 )
 
@@ -125,5 +129,59 @@ func TestPortCollisions(t *testing.T) {
 	}
 	if got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5560"}, 2); len(got) != 0 {
 		t.Errorf("distant ports: got %+v, want none", got)
+	}
+}
+
+// TestTapFromTruncated: a recording cut inside its last record (a tap killed hard, a partial
+// copy) is read up to the cut, and the cut is reported, not silently dropped.
+func TestTapFromTruncated(t *testing.T) {
+	var buf bytes.Buffer
+	rec, err := events.NewRecorder(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := events.AppendBatch(nil, &events.Batch{TS: 1000, HasDPRank: true}, events.Wire{Era: events.EraMap})
+	for seq := range uint64(3) {
+		frames := [][]byte{nil, binary.BigEndian.AppendUint64(nil, seq), payload}
+		m := events.FromFrames("tcp://10.0.0.5:5557", frames, int64(seq+1)*1e9)
+		rec.Message(&m, frames)
+	}
+	if err := rec.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(t.TempDir(), "full.kvtap")
+	cut := filepath.Join(t.TempDir(), "cut.kvtap")
+	if err := os.WriteFile(full, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, buf.Bytes()[:buf.Len()-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file    string
+		batches int
+		finding bool
+	}{{full, 3, false}, {cut, 2, true}} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"tap", "--from", tc.file, "-o", "json"},
+			streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, nil)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d, stderr %s", tc.file, code, errOut.String())
+		}
+		var doc struct {
+			Publishers []struct{ Batches int } `json:"publishers"`
+			Findings   []struct{ Code, Subject string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range doc.Findings {
+			found = found || (f.Code == "recording-truncated" && f.Subject == tc.file)
+		}
+		if len(doc.Publishers) != 1 || doc.Publishers[0].Batches != tc.batches || found != tc.finding {
+			t.Errorf("%s: publishers %+v, findings %+v; want %d batches and a recording-truncated finding %v",
+				filepath.Base(tc.file), doc.Publishers, doc.Findings, tc.batches, tc.finding)
+		}
 	}
 }
