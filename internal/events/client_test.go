@@ -233,3 +233,71 @@ func TestTapRecordingFails(t *testing.T) {
 		t.Error("Tap ran until the test deadline instead of stopping at the write error")
 	}
 }
+
+// TestTapMaxFrame: through real zmq4 sockets, a message with a frame over --max-frame drops
+// the connection before zmq4 allocates the frame; the tap reconnects, keeps receiving, and
+// reports the oversize frame instead of losing it silently.
+func TestTapMaxFrame(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pub, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	small, _ := pub.Stored(make([]int64, 16), "")
+	big, _ := pub.Stored(make([]int64, 1<<16), "") // 64 Ki tokens: over 64 KiB
+	const maxFrame = 64 << 10
+	c := events.NewCollector(events.Options{MaxFrame: maxFrame})
+	tctx, stop := context.WithCancel(ctx)
+	seen := make(chan *events.Message, 4096)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: pub.Endpoint()}}, MaxFrame: maxFrame,
+			Observe: func(m *events.Message) {
+				select {
+				case seen <- &events.Message{Seq: m.Seq}:
+				default:
+				}
+			}}, c)
+	}()
+	publishUntilSeen(t, ctx, pub, seen, small)
+	if err := pub.Publish(big); err != nil {
+		t.Fatal(err)
+	}
+	bigSeq := pub.Sent() - 1
+	// Small batches after the big one arrive only over a new connection, once the tap has
+	// dropped the old one at the big frame.
+	for after := false; !after; {
+		if err := pub.Publish(small); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-seen:
+			seq := m.Seq
+			if seq == bigSeq {
+				t.Fatal("the oversize batch was received")
+			}
+			after = seq > bigSeq
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("nothing arrived after the oversize batch")
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r := c.Report(time.Second)
+	p := r.Publishers[0]
+	if p.OversizeFrames < 1 || p.LargestFrame <= maxFrame || p.Reconnects < 1 {
+		t.Errorf("oversize frames %d, largest %d, reconnects %d; want at least 1, over %d, at least 1", p.OversizeFrames, p.LargestFrame, p.Reconnects, maxFrame)
+	}
+	found := false
+	for _, f := range r.Findings {
+		found = found || f.Code == "frame-too-large"
+	}
+	if !found {
+		t.Errorf("findings %+v, want frame-too-large", r.Findings)
+	}
+}

@@ -25,6 +25,9 @@ type Options struct {
 	HashSeed *string
 	// TokensPerSec, when positive, asks for the bandwidth extrapolated to that store rate.
 	TokensPerSec float64
+	// MaxFrame is the frame-size bound the tap enforced (0 means DefaultMaxFrame), for the
+	// findings.
+	MaxFrame uint64
 }
 
 type pubKey struct{ source, topic string }
@@ -118,6 +121,9 @@ func NewCollector(o Options) *Collector {
 	if o.MaxBlocks <= 0 {
 		o.MaxBlocks = DefaultMaxBlocks
 	}
+	if o.MaxFrame == 0 {
+		o.MaxFrame = DefaultMaxFrame
+	}
 	c := &Collector{
 		opts:     o,
 		pubs:     map[pubKey]*pubState{},
@@ -198,6 +204,24 @@ func (c *Collector) OwnDrops(source string, n uint64) {
 		}
 	}
 	c.pub(source, nil).OwnDrops += n
+}
+
+// OversizeFrames records connections dropped for source because the peer announced frames
+// over the bound, the largest of which claimed largest bytes.
+func (c *Collector) OversizeFrames(source string, n, largest uint64) {
+	p := c.sourcePub(source)
+	p.OversizeFrames += n
+	p.LargestFrame = max(p.LargestFrame, largest)
+}
+
+// sourcePub returns the first publisher accounted under source, registering one if none is.
+func (c *Collector) sourcePub(source string) *pubState {
+	for _, p := range c.order {
+		if p.Endpoint == source {
+			return p
+		}
+	}
+	return c.pub(source, nil)
 }
 
 // Add accounts for one message. It returns the missing range when the message reveals a gap

@@ -52,25 +52,29 @@ type Publisher struct {
 	LateBatches      uint64      `json:"late_batches"`
 	RecoveredBatches uint64      `json:"recovered_batches"`
 	// UnrecoverableBatches were lost and not recovered by replay.
-	UnrecoverableBatches uint64            `json:"unrecoverable_batches"`
-	OwnDrops             uint64            `json:"own_drops"`
-	Malformed            uint64            `json:"malformed"`
-	MalformedSamples     []MalformedSample `json:"malformed_samples"`
-	BlockSizes           map[string]uint64 `json:"block_sizes"`
-	Media                map[string]uint64 `json:"media"`
-	LoRANames            map[string]uint64 `json:"lora_names"`
-	SpecKinds            map[string]uint64 `json:"spec_kinds"`
-	Eras                 map[string]uint64 `json:"eras"`
-	WireEra              string            `json:"wire_era"`
-	HashForms            map[string]uint64 `json:"hash_forms"`
-	HashForm             string            `json:"hash_form"`
-	SignedHashes         uint64            `json:"signed_hashes"`
-	UnknownTypes         map[string]uint64 `json:"unknown_types"`
-	UnknownFields        uint64            `json:"unknown_fields"`
-	OddFields            uint64            `json:"odd_fields"`
-	BytesPerStoredToken  float64           `json:"bytes_per_stored_token"`
-	FirstEventTime       *time.Time        `json:"first_event_time"`
-	LastEventTime        *time.Time        `json:"last_event_time"`
+	UnrecoverableBatches uint64 `json:"unrecoverable_batches"`
+	OwnDrops             uint64 `json:"own_drops"`
+	// OversizeFrames counts connections the tap dropped because the peer announced a ZMTP
+	// frame over the --max-frame bound; LargestFrame is the largest size announced.
+	OversizeFrames      uint64            `json:"oversize_frames"`
+	LargestFrame        uint64            `json:"largest_oversize_frame,omitempty"`
+	Malformed           uint64            `json:"malformed"`
+	MalformedSamples    []MalformedSample `json:"malformed_samples"`
+	BlockSizes          map[string]uint64 `json:"block_sizes"`
+	Media               map[string]uint64 `json:"media"`
+	LoRANames           map[string]uint64 `json:"lora_names"`
+	SpecKinds           map[string]uint64 `json:"spec_kinds"`
+	Eras                map[string]uint64 `json:"eras"`
+	WireEra             string            `json:"wire_era"`
+	HashForms           map[string]uint64 `json:"hash_forms"`
+	HashForm            string            `json:"hash_form"`
+	SignedHashes        uint64            `json:"signed_hashes"`
+	UnknownTypes        map[string]uint64 `json:"unknown_types"`
+	UnknownFields       uint64            `json:"unknown_fields"`
+	OddFields           uint64            `json:"odd_fields"`
+	BytesPerStoredToken float64           `json:"bytes_per_stored_token"`
+	FirstEventTime      *time.Time        `json:"first_event_time"`
+	LastEventTime       *time.Time        `json:"last_event_time"`
 	// ClockOffsetSeconds is the smallest (receive time - event time) seen: the publisher's
 	// clock lag behind ours plus the network latency.
 	ClockOffsetSeconds *float64         `json:"clock_offset_seconds"`
@@ -244,6 +248,11 @@ func findings(r *Report, o Options) []Finding {
 		subj := p.Endpoint
 		if p.Topic != "" {
 			subj += " topic " + p.Topic
+		}
+		if p.OversizeFrames > 0 {
+			add(newFinding(finding.Error, "frame-too-large", subj,
+				"%d times the peer announced a ZMTP frame over the %d-byte bound (largest %d bytes) and the tap dropped the connection before allocating it; what it sent then is lost. A vLLM batch is a few KB to a few MB: this is not a vLLM publisher, or raise --max-frame",
+				p.OversizeFrames, o.MaxFrame, p.LargestFrame))
 		}
 		if p.Messages == 0 {
 			switch {
