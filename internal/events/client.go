@@ -237,6 +237,12 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 					}
 					cfg.Logger.Warn("frame over the bound", "endpoint", s.Endpoint, "err", err)
 				}
+				if s.Listen && ctx.Err() == nil {
+					// One peer's connection ended; the listener and the other peers'
+					// connections are fine. Rebinding would cut those off too.
+					cfg.Logger.Debug("peer connection ended", "endpoint", s.Endpoint, "err", err)
+					continue
+				}
 				if ctx.Err() == nil {
 					cfg.Logger.Info("connection lost, reconnecting", "endpoint", s.Endpoint, "err", err)
 				}

@@ -301,3 +301,58 @@ func TestTapMaxFrame(t *testing.T) {
 		t.Errorf("findings %+v, want frame-too-large", r.Findings)
 	}
 }
+
+// TestTapListenPeerLeaves: when one of the publishers dialling a listening tap goes away, the
+// others keep their connections: no reconnect, no batches lost.
+func TestTapListenPeerLeaves(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	var pubs []*fleet.Publisher
+	for _, topic := range []string{"kv@a@m", "kv@b@m"} {
+		p, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep, Connect: true, Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		pubs = append(pubs, p)
+	}
+	ev, _ := pubs[0].Stored(make([]int64, 16), "")
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep, Listen: true}}, func(seen <-chan *events.Message) {
+		// Both publish until each has been seen.
+		for got := map[string]bool{}; len(got) < 2; {
+			for _, p := range pubs {
+				_ = p.Publish(ev)
+			}
+			select {
+			case m := <-seen:
+				got[string(m.Topic)] = true
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatal("not both publishers were received")
+			}
+		}
+		pubs[0].Close()
+		for range 200 {
+			if err := pubs[1].Publish(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last := pubs[1].Sent() - 1
+		for {
+			select {
+			case m := <-seen:
+				if string(m.Topic) == "kv@b@m" && m.Seq == last {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatal("the remaining publisher's last batch never arrived")
+			}
+		}
+	})
+	for _, p := range r.Publishers {
+		if p.Topic == "kv@b@m" && (p.LostBatches != 0 || p.Reconnects != 0) {
+			t.Errorf("remaining publisher: lost %d, reconnects %d; want 0 and 0", p.LostBatches, p.Reconnects)
+		}
+	}
+}
