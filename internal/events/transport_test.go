@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -93,4 +94,56 @@ func TestBufferedConnFrames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readerConn serves a reader as a net.Conn, for the transport benchmark.
+type readerConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// BenchmarkTransportRead reads three-frame vLLM-sized messages the way zmq4 does (a 2-byte
+// header, the rest of a long header, then the body, each with io.ReadFull) through the
+// frame-checking connection and through a plain buffered reader, in the same run.
+func BenchmarkTransportRead(b *testing.B) {
+	msg := zmtpStream(0, 8, 2822)[zmtpGreeting:] // topic, sequence, a 2.8 KB batch
+	const perRound = 1024
+	stream := bytes.Repeat(msg, perRound)
+	read := func(b *testing.B, newConn func(io.Reader) io.Reader) {
+		b.SetBytes(int64(len(stream)))
+		b.ReportAllocs()
+		var hdr [8]byte
+		body := make([]byte, 4096)
+		for b.Loop() {
+			r := newConn(io.MultiReader(bytes.NewReader(make([]byte, zmtpGreeting)), bytes.NewReader(stream)))
+			if _, err := io.ReadFull(r, body[:zmtpGreeting]); err != nil {
+				b.Fatal(err)
+			}
+			for range perRound * 3 {
+				if _, err := io.ReadFull(r, hdr[:2]); err != nil {
+					b.Fatal(err)
+				}
+				size := uint64(hdr[1])
+				if hdr[0]&zmtpLong != 0 {
+					var long [8]byte
+					long[0] = hdr[1]
+					if _, err := io.ReadFull(r, long[1:]); err != nil {
+						b.Fatal(err)
+					}
+					size = binary.BigEndian.Uint64(long[:])
+				}
+				if _, err := io.ReadFull(r, body[:size]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("framed", func(b *testing.B) {
+		read(b, func(r io.Reader) io.Reader { return newBufferedConn(readerConn{r: r}, DefaultMaxFrame) })
+	})
+	b.Run("plain", func(b *testing.B) {
+		read(b, func(r io.Reader) io.Reader { return bufio.NewReaderSize(r, readBufferSize) })
+	})
 }
