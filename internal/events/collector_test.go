@@ -183,3 +183,23 @@ func TestCollectorManyTopics(t *testing.T) {
 		t.Errorf("%d publishers, last %q with %d batches; want %d, %q with 500", len(r.Publishers), last.Topic, last.Batches, maxPublishers+1, otherTopics)
 	}
 }
+
+// TestDuplicateDepthsComplete: the depth histogram accounts for every duplicated block, also
+// in prompts deeper than the number of depths it keeps apart (the deepest bucket takes them).
+func TestDuplicateDepthsComplete(t *testing.T) {
+	c := NewCollector(Options{})
+	none := blockhash.NoneHash("0")
+	ev := storeEvent(t, none, toks(1, 300), 1) // a 300-block chain, one token per block
+	c.Add(msg("a", 0, Wire{Era: EraMap}, ev))
+	c.Add(msg("b", 0, Wire{Era: EraMap}, ev))
+	a := c.Report(1e9).Analysis
+	var sum uint64
+	for _, d := range a.DuplicateDepths {
+		sum += d.Blocks
+	}
+	last := a.DuplicateDepths[len(a.DuplicateDepths)-1]
+	if a.DuplicateBlocks != 300 || sum != 300 || last.Depth != MaxDuplicateDepth || last.Blocks != 300-MaxDuplicateDepth {
+		t.Errorf("duplicate blocks %d, sum over depths %d, deepest bucket %+v; want 300, 300, {%d %d}",
+			a.DuplicateBlocks, sum, last, MaxDuplicateDepth, 300-MaxDuplicateDepth)
+	}
+}

@@ -171,7 +171,8 @@ func (b BatchSizes) Mean() float64 {
 	return float64(b.Sum) / float64(b.N)
 }
 
-// DepthCount counts duplicated blocks at one chain depth (0 = the first block of a prompt).
+// DepthCount counts duplicated blocks at one chain depth (0 = the first block of a prompt;
+// MaxDuplicateDepth and deeper are counted together at MaxDuplicateDepth).
 type DepthCount struct {
 	Depth  int    `json:"depth"`
 	Blocks uint64 `json:"blocks"`
@@ -212,16 +213,19 @@ type Analysis struct {
 	HashParity               HashParity `json:"hash_parity"`
 }
 
+// MaxDuplicateDepth is the deepest chain depth counted apart in Analysis.DuplicateDepths; the
+// bucket at this depth also counts every deeper block, so the list stays bounded and complete.
+const MaxDuplicateDepth = 255
+
 func (a *Analysis) duplicateDepth(d int) {
+	d = min(d, MaxDuplicateDepth)
 	for i := range a.DuplicateDepths {
 		if a.DuplicateDepths[i].Depth == d {
 			a.DuplicateDepths[i].Blocks++
 			return
 		}
 	}
-	if len(a.DuplicateDepths) < 256 {
-		a.DuplicateDepths = append(a.DuplicateDepths, DepthCount{Depth: d, Blocks: 1})
-	}
+	a.DuplicateDepths = append(a.DuplicateDepths, DepthCount{Depth: d, Blocks: 1})
 }
 
 // HashParity says whether the stream's hashes can be reproduced outside the engine
