@@ -3,8 +3,10 @@ package events
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kvcheck/kvcheck/internal/blockhash"
 )
@@ -201,5 +203,44 @@ func TestDuplicateDepthsComplete(t *testing.T) {
 	if a.DuplicateBlocks != 300 || sum != 300 || last.Depth != MaxDuplicateDepth || last.Blocks != 300-MaxDuplicateDepth {
 		t.Errorf("duplicate blocks %d, sum over depths %d, deepest bucket %+v; want 300, 300, {%d %d}",
 			a.DuplicateBlocks, sum, last, MaxDuplicateDepth, 300-MaxDuplicateDepth)
+	}
+}
+
+// TestCollectorRates checks every rate and derived number of the report against values
+// computed by hand from the messages sent.
+func TestCollectorRates(t *testing.T) {
+	none := blockhash.NoneHash("0")
+	c := NewCollector(Options{TokensPerSec: 1000})
+	w := Wire{Era: EraMap}
+	s1 := storeEvent(t, none, toks(1, 32), 16)  // 2 blocks, 32 tokens
+	s2 := storeEvent(t, none, toks(50, 16), 16) // 1 block, 16 tokens
+	rm := Event{Type: TypeBlockRemoved, BlockHashes: s1.BlockHashes[:1]}
+	m1 := msg("a", 0, w, s1)
+	m1.Topic = []byte("kv@a@m")
+	b2 := Batch{TS: 1010, HasDPRank: true, Events: []Event{s2, rm, {Type: TypeAllBlocksCleared}}}
+	m2 := &Message{Source: "a", Topic: []byte("kv@a@m"), Seq: 1, Payload: AppendBatch(nil, &b2, w), Frames: 3, SeqLen: 8, RecvNanos: 1010_200_000_000}
+	c.Add(m1)
+	c.Add(m2)
+	r := c.Report(2e9) // two seconds
+	p := r.Publishers[0]
+	payload := float64(len(m1.Payload) + len(m2.Payload))
+	frames := payload + 2*(6+8)
+	type nums struct {
+		BytesPerSec, FrameBytesPerSec, EventsPerSec, TokensPerSec, BytesPerStoredToken float64
+		BatchMin, BatchMax                                                             int
+		BatchMean                                                                      float64
+		First, Last                                                                    time.Time
+		Offset                                                                         float64
+		BPT, Extrapolated, FirstPerMin, FirstStoresPerMin                              float64
+	}
+	got := nums{p.BytesPerSec, p.FrameBytesPerSec, p.EventsPerSec, p.TokensPerSec, p.BytesPerStoredToken,
+		p.BatchSizes.Min, p.BatchSizes.Max, p.BatchSizes.Mean(), *p.FirstEventTime, *p.LastEventTime, *p.ClockOffsetSeconds,
+		*r.Analysis.BytesPerStoredToken, *r.Analysis.ExtrapolatedBytesPerSec, r.Analysis.FirstBlocksPerMinute, r.Analysis.FirstBlockStoresPerMinute}
+	want := nums{payload / 2, frames / 2, 4.0 / 2, 48.0 / 2, payload / 48,
+		1, 3, 2,
+		time.Unix(1000, 0).UTC(), time.Unix(1010, 0).UTC(), 0.2, // offsets 0.5 s and 0.2 s: the smaller
+		payload / 48, payload / 48 * 1000, 2 / (2.0 / 60), 2 / (2.0 / 60)}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("rates (-want +got):\n%s", diff)
 	}
 }
