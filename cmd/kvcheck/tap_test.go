@@ -185,3 +185,100 @@ func TestTapFromTruncated(t *testing.T) {
 		}
 	}
 }
+
+// TestTapDPRanksReplay: one event endpoint and one replay endpoint expanded to two
+// data-parallel ranks (port + r for both, SPEC §1.2) reach the right sockets: each rank's lost
+// batches are recovered from its own replay socket.
+func TestTapDPRanksReplay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seed := "0"
+	pubs, err := fleet.NewRankedPublishers(ctx, fleet.PublisherConfig{Seed: &seed, Replay: true, Version: "0.26.0"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pubs {
+		defer p.Close()
+	}
+	eps, err := expandRanks([]string{pubs[0].Endpoint()}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := expandRanks([]string{pubs[0].ReplayEndpoint()}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []events.Source
+	for r, p := range pubs {
+		if eps[r] != p.Endpoint() || reps[r] != p.ReplayEndpoint() {
+			t.Fatalf("rank %d expands to %s and %s, want %s and %s", r, eps[r], reps[r], p.Endpoint(), p.ReplayEndpoint())
+		}
+		sources = append(sources, events.Source{Endpoint: eps[r], Replay: reps[r]})
+	}
+	type obs struct {
+		source    string
+		recovered bool
+	}
+	seen := make(chan obs, 4096)
+	c := events.NewCollector(events.Options{HashSeed: &seed})
+	tctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: sources, Observe: func(m *events.Message) {
+			select {
+			case seen <- obs{m.Source, m.Recovered}:
+			default:
+			}
+		}}, c)
+	}()
+	recovered := map[string]int{}
+	for _, p := range pubs {
+		ev, err := p.Stored(make([]int64, 32), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Publish until this rank's subscription is live, then lose two and send one.
+		for live := false; !live; {
+			if err := p.Publish(ev); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case o := <-seen:
+				live = o.source == p.Endpoint()
+				if o.recovered { // the other rank's, already
+					recovered[o.source]++
+				}
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatalf("nothing received from %s", p.Endpoint())
+			}
+		}
+		for range 2 {
+			if err := p.PublishLost(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Publish(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for recovered[pubs[0].Endpoint()] < 2 || recovered[pubs[1].Endpoint()] < 2 {
+		select {
+		case o := <-seen:
+			if o.recovered {
+				recovered[o.source]++
+			}
+		case <-ctx.Done():
+			t.Fatalf("recovered by source %v, want 2 from each rank", recovered)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for r, p := range c.Report(time.Second).Publishers {
+		if p.DPRank == nil || *p.DPRank != int64(r) || p.LostBatches != 2 || p.RecoveredBatches != 2 || p.UnrecoverableBatches != 0 {
+			t.Errorf("rank %d: dp_rank %v lost %d recovered %d unrecoverable %d; want %d, 2, 2, 0", r, p.DPRank, p.LostBatches, p.RecoveredBatches, p.UnrecoverableBatches, r)
+		}
+	}
+}

@@ -41,9 +41,11 @@ type PublisherConfig struct {
 	BlockSize int
 	// DPRank is the data-parallel rank put in every batch.
 	DPRank int
-	// Replay, when true, also binds a replay ROUTER on a free port keeping ReplayBuffer batches.
-	Replay       bool
-	ReplayBuffer int
+	// Replay, when true, also binds a replay ROUTER keeping ReplayBuffer batches, on
+	// ReplayEndpoint or, when that is "", on a free port.
+	Replay         bool
+	ReplayEndpoint string
+	ReplayBuffer   int
 }
 
 // Publisher is an emulated vLLM KV-event publisher on loopback.
@@ -147,7 +149,11 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 	}
 	if cfg.Replay {
 		p.router = zmq4.NewRouter(ctx)
-		if err := p.router.Listen("tcp://127.0.0.1:0"); err != nil {
+		ep := cfg.ReplayEndpoint
+		if ep == "" {
+			ep = "tcp://127.0.0.1:0"
+		}
+		if err := p.router.Listen(ep); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("bind replay socket: %w", err)
 		}
@@ -307,8 +313,10 @@ func (p *Publisher) pubServeReplay() {
 }
 
 // NewRankedPublishers starts one publisher per data-parallel rank, as vLLM does with
-// data_parallel_size > 1: rank r binds the base port + r and reports rank r in its batches.
-// cfg.Endpoint must be tcp://HOST:PORT; port 0 picks a free run of consecutive ports.
+// data_parallel_size > 1: rank r binds the base port + r and reports rank r in its batches,
+// and with cfg.Replay its replay socket binds the replay base port + r. cfg.Endpoint must be
+// tcp://HOST:PORT; port 0 picks a free run of consecutive ports. The replay base is the port
+// after the last event port (cfg.ReplayEndpoint is ignored).
 func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([]*Publisher, error) {
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = "tcp://127.0.0.1:0"
@@ -337,6 +345,7 @@ func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([
 			c := cfg
 			c.DPRank = r
 			c.Endpoint = "tcp://" + net.JoinHostPort(host, strconv.Itoa(start+r))
+			c.ReplayEndpoint = "tcp://" + net.JoinHostPort(host, strconv.Itoa(start+ranks+r))
 			p, err := NewPublisher(ctx, c)
 			if err != nil {
 				lastErr = err
