@@ -16,7 +16,7 @@ import (
 // array-era one (0.23), and an unseeded one with a high-water mark of 1 that drops bursts.
 func demoTap(ctx context.Context, s streams, g *globalOptions) error {
 	return runDemoTap(ctx, s, g, &tapOptions{Duration: 3 * time.Second, DPRanks: 1, MaxBlocks: events.DefaultMaxBlocks,
-		QueueSize: 65536, TokensPerSec: 20000, MaxFrame: events.DefaultMaxFrame})
+		QueueSize: 65536, TokensPerSec: 20000, MaxMessage: events.DefaultMaxMessage})
 }
 
 // demoReplica is one emulated engine with its own cache state.

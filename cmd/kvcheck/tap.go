@@ -34,7 +34,7 @@ type tapOptions struct {
 	MaxBlocks    int
 	TokensPerSec float64
 	QueueSize    int
-	MaxFrame     uint64
+	MaxMessage   uint64
 	FailOn       failOn
 	hashSeedSet  bool
 	demo         bool
@@ -80,7 +80,7 @@ publishers that dial a collector, use --listen. Ctrl-C stops early and still pri
 	f.StringVar(&o.HashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check that hashes are reproducible with sha256_cbor")
 	f.IntVar(&o.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 140 bytes each); the least recently stored are forgotten first")
 	f.Float64Var(&o.TokensPerSec, "tokens-per-sec", 0, "extrapolate the event bandwidth to this many stored tokens per second")
-	f.Uint64Var(&o.MaxFrame, "max-frame", events.DefaultMaxFrame, "largest ZMTP frame accepted, in bytes: a peer announcing a larger one is disconnected before anything is allocated, and reported")
+	f.Uint64Var(&o.MaxMessage, "max-message", events.DefaultMaxMessage, "largest message accepted (all its ZMTP frames), in bytes: a peer announcing a larger one is disconnected before it is allocated, and reported")
 	f.IntVar(&o.QueueSize, "queue-size", 65536, "messages buffered between the sockets and the decoder before the tap drops (and counts) its own")
 	f.StringVar((*string)(&o.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: info, warning or error")
 	f.BoolVar(&o.demo, "demo", false, "tap three emulated replicas on loopback (what kvcheck demo shows)")
@@ -137,12 +137,12 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 		return usageErrorf("--duration must be positive, got %s", o.Duration)
 	case o.MaxBlocks < 1:
 		return usageErrorf("--max-blocks must be positive, got %d", o.MaxBlocks)
-	case o.MaxFrame < 1<<10:
-		return usageErrorf("--max-frame must be at least 1024 bytes, got %d", o.MaxFrame)
+	case o.MaxMessage < 1<<10:
+		return usageErrorf("--max-message must be at least 1024 bytes, got %d", o.MaxMessage)
 	case o.Record != "" && !live:
 		return usageErrorf("--record needs endpoints to tap")
 	}
-	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxFrame: o.MaxFrame}
+	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage}
 	if o.hashSeedSet {
 		seed := o.HashSeed
 		opts.HashSeed = &seed
@@ -202,7 +202,7 @@ func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *ev
 	for _, ep := range listens {
 		sources = append(sources, events.Source{Endpoint: ep, Listen: true})
 	}
-	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxFrame: o.MaxFrame,
+	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
 		Logger: slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if o.Record != "" {
 		f, err := os.Create(o.Record)

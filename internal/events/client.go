@@ -41,9 +41,10 @@ type Config struct {
 	// Observe, when set, is called with each message after it is accounted, on the tap's
 	// goroutine; tests use it to wait for a condition instead of sleeping.
 	Observe func(*Message)
-	// MaxFrame bounds the size of one ZMTP frame (0 means DefaultMaxFrame): a peer announcing a
-	// larger one is disconnected before anything is allocated for it, and counted.
-	MaxFrame uint64
+	// MaxMessage bounds the size of one ZMTP message, all its frames (0 means
+	// DefaultMaxMessage): a peer announcing a larger one is disconnected before anything is
+	// allocated for the frame that crosses the bound, and counted.
+	MaxMessage uint64
 }
 
 type received struct {
@@ -140,7 +141,7 @@ loop:
 			}
 		}
 		if n := links[i].oversize.Load(); n > 0 {
-			c.OversizeFrames(s.Endpoint, n, links[i].largest.Load())
+			c.OversizeMessages(s.Endpoint, n, links[i].largest.Load())
 		}
 		var lastErr string
 		if e := links[i].lastErr.Load(); e != nil {
@@ -193,7 +194,7 @@ type link struct {
 	drops    atomic.Uint64
 	connects atomic.Uint64
 	lastErr  atomic.Pointer[string]
-	// oversize counts connections dropped for a frame over the bound; largest is the
+	// oversize counts connections dropped for a message over the bound; largest is the
 	// largest size announced.
 	oversize, largest atomic.Uint64
 }
@@ -205,9 +206,9 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 		sock := zmq4.NewSub(sctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(2*time.Second))
 		var err error
 		if s.Listen {
-			err = sock.Listen(zmqEndpoint(s.Endpoint, cfg.MaxFrame))
+			err = sock.Listen(zmqEndpoint(s.Endpoint, cfg.MaxMessage))
 		} else {
-			err = sock.Dial(zmqEndpoint(s.Endpoint, cfg.MaxFrame))
+			err = sock.Dial(zmqEndpoint(s.Endpoint, cfg.MaxMessage))
 		}
 		if err == nil {
 			err = sock.SetOption(zmq4.OptionSubscribe, cfg.Topic)
@@ -230,12 +231,12 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 		for {
 			m, err := sock.Recv()
 			if err != nil {
-				if tooLarge := (*FrameTooLargeError)(nil); errors.As(err, &tooLarge) {
+				if tooLarge := (*MessageTooLargeError)(nil); errors.As(err, &tooLarge) {
 					l.oversize.Add(1)
 					if tooLarge.Size > l.largest.Load() { // this goroutine is the only writer
 						l.largest.Store(tooLarge.Size)
 					}
-					cfg.Logger.Warn("frame over the bound", "endpoint", s.Endpoint, "err", err)
+					cfg.Logger.Warn("message over the bound", "endpoint", s.Endpoint, "err", err)
 				}
 				if s.Listen && ctx.Err() == nil {
 					// One peer's connection ended; the listener and the other peers'
@@ -279,7 +280,7 @@ func replayLoop(ctx context.Context, cfg Config, s Source, gaps <-chan topicGap,
 			return
 		case tg := <-gaps:
 			g := tg.gap
-			ms, err := replay(ctx, s.Replay, g.From, g.To, cfg.Now, cfg.MaxFrame)
+			ms, err := replay(ctx, s.Replay, g.From, g.To, cfg.Now, cfg.MaxMessage)
 			if err != nil {
 				cfg.Logger.Warn("replay failed", "endpoint", s.Replay, "from", g.From, "to", g.To, "err", err)
 			}
@@ -304,15 +305,15 @@ func replayLoop(ctx context.Context, cfg Config, s Source, gaps <-chan topicGap,
 // returns those it sent in that range. Both reply shapes are understood: [seq, payload] up to
 // vLLM 0.25.1 and [topic, seq, payload] after, each after an empty delimiter frame.
 func Replay(ctx context.Context, endpoint string, from, to uint64, now func() time.Time) ([]Record, error) {
-	return replay(ctx, endpoint, from, to, now, DefaultMaxFrame)
+	return replay(ctx, endpoint, from, to, now, DefaultMaxMessage)
 }
 
-func replay(ctx context.Context, endpoint string, from, to uint64, now func() time.Time, maxFrame uint64) ([]Record, error) {
+func replay(ctx context.Context, endpoint string, from, to uint64, now func() time.Time, maxMessage uint64) ([]Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	sock := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithTimeout(5*time.Second))
 	defer sock.Close()
-	if err := sock.Dial(zmqEndpoint(endpoint, maxFrame)); err != nil {
+	if err := sock.Dial(zmqEndpoint(endpoint, maxMessage)); err != nil {
 		return nil, fmt.Errorf("dial replay %s: %w", endpoint, err)
 	}
 	start := binary.BigEndian.AppendUint64(nil, from)

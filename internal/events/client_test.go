@@ -234,10 +234,10 @@ func TestTapRecordingFails(t *testing.T) {
 	}
 }
 
-// TestTapMaxFrame: through real zmq4 sockets, a message with a frame over --max-frame drops
-// the connection before zmq4 allocates the frame; the tap reconnects, keeps receiving, and
-// reports the oversize frame instead of losing it silently.
-func TestTapMaxFrame(t *testing.T) {
+// TestTapMaxMessage: through real zmq4 sockets, a message over --max-message drops the
+// connection before zmq4 allocates the frame that crosses the bound; the tap reconnects, keeps
+// receiving, and reports the oversize message instead of losing it silently.
+func TestTapMaxMessage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pub, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{})
@@ -247,13 +247,13 @@ func TestTapMaxFrame(t *testing.T) {
 	defer pub.Close()
 	small, _ := pub.Stored(make([]int64, 16), "")
 	big, _ := pub.Stored(make([]int64, 1<<16), "") // 64 Ki tokens: over 64 KiB
-	const maxFrame = 64 << 10
-	c := events.NewCollector(events.Options{MaxFrame: maxFrame})
+	const maxMessage = 64 << 10
+	c := events.NewCollector(events.Options{MaxMessage: maxMessage})
 	tctx, stop := context.WithCancel(ctx)
 	seen := make(chan *events.Message, 4096)
 	done := make(chan error, 1)
 	go func() {
-		done <- events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: pub.Endpoint()}}, MaxFrame: maxFrame,
+		done <- events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: pub.Endpoint()}}, MaxMessage: maxMessage,
 			Observe: func(m *events.Message) {
 				select {
 				case seen <- &events.Message{Seq: m.Seq}:
@@ -267,7 +267,7 @@ func TestTapMaxFrame(t *testing.T) {
 	}
 	bigSeq := pub.Sent() - 1
 	// Small batches after the big one arrive only over a new connection, once the tap has
-	// dropped the old one at the big frame.
+	// dropped the old one at the big message.
 	for after := false; !after; {
 		if err := pub.Publish(small); err != nil {
 			t.Fatal(err)
@@ -290,15 +290,15 @@ func TestTapMaxFrame(t *testing.T) {
 	}
 	r := c.Report(time.Second)
 	p := r.Publishers[0]
-	if p.OversizeFrames < 1 || p.LargestFrame <= maxFrame || p.Reconnects < 1 {
-		t.Errorf("oversize frames %d, largest %d, reconnects %d; want at least 1, over %d, at least 1", p.OversizeFrames, p.LargestFrame, p.Reconnects, maxFrame)
+	if p.OversizeMessages < 1 || p.LargestMessage <= maxMessage || p.Reconnects < 1 {
+		t.Errorf("oversize messages %d, largest %d, reconnects %d; want at least 1, over %d, at least 1", p.OversizeMessages, p.LargestMessage, p.Reconnects, maxMessage)
 	}
 	found := false
 	for _, f := range r.Findings {
-		found = found || f.Code == "frame-too-large"
+		found = found || f.Code == "message-too-large"
 	}
 	if !found {
-		t.Errorf("findings %+v, want frame-too-large", r.Findings)
+		t.Errorf("findings %+v, want message-too-large", r.Findings)
 	}
 }
 

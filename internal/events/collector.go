@@ -25,9 +25,9 @@ type Options struct {
 	HashSeed *string
 	// TokensPerSec, when positive, asks for the bandwidth extrapolated to that store rate.
 	TokensPerSec float64
-	// MaxFrame is the frame-size bound the tap enforced (0 means DefaultMaxFrame), for the
-	// findings.
-	MaxFrame uint64
+	// MaxMessage is the message-size bound the tap enforced (0 means DefaultMaxMessage), for
+	// the findings.
+	MaxMessage uint64
 }
 
 type pubKey struct{ source, topic string }
@@ -121,8 +121,8 @@ func NewCollector(o Options) *Collector {
 	if o.MaxBlocks <= 0 {
 		o.MaxBlocks = DefaultMaxBlocks
 	}
-	if o.MaxFrame == 0 {
-		o.MaxFrame = DefaultMaxFrame
+	if o.MaxMessage == 0 {
+		o.MaxMessage = DefaultMaxMessage
 	}
 	c := &Collector{
 		opts:     o,
@@ -206,12 +206,12 @@ func (c *Collector) OwnDrops(source string, n uint64) {
 	c.pub(source, nil).OwnDrops += n
 }
 
-// OversizeFrames records connections dropped for source because the peer announced frames
+// OversizeMessages records connections dropped for source because the peer announced messages
 // over the bound, the largest of which claimed largest bytes.
-func (c *Collector) OversizeFrames(source string, n, largest uint64) {
+func (c *Collector) OversizeMessages(source string, n, largest uint64) {
 	p := c.sourcePub(source)
-	p.OversizeFrames += n
-	p.LargestFrame = max(p.LargestFrame, largest)
+	p.OversizeMessages += n
+	p.LargestMessage = max(p.LargestMessage, largest)
 }
 
 // sourcePub returns the first publisher accounted under source, registering one if none is.

@@ -54,10 +54,10 @@ type Publisher struct {
 	// UnrecoverableBatches were lost and not recovered by replay.
 	UnrecoverableBatches uint64 `json:"unrecoverable_batches"`
 	OwnDrops             uint64 `json:"own_drops"`
-	// OversizeFrames counts connections the tap dropped because the peer announced a ZMTP
-	// frame over the --max-frame bound; LargestFrame is the largest size announced.
-	OversizeFrames      uint64            `json:"oversize_frames"`
-	LargestFrame        uint64            `json:"largest_oversize_frame,omitempty"`
+	// OversizeMessages counts connections the tap dropped because the peer announced a ZMTP
+	// message over the --max-message bound; LargestMessage is the largest size announced.
+	OversizeMessages    uint64            `json:"oversize_messages"`
+	LargestMessage      uint64            `json:"largest_oversize_message,omitempty"`
 	Malformed           uint64            `json:"malformed"`
 	MalformedSamples    []MalformedSample `json:"malformed_samples"`
 	BlockSizes          map[string]uint64 `json:"block_sizes"`
@@ -253,10 +253,10 @@ func findings(r *Report, o Options) []Finding {
 		if p.Topic != "" {
 			subj += " topic " + p.Topic
 		}
-		if p.OversizeFrames > 0 {
-			add(newFinding(finding.Error, "frame-too-large", subj,
-				"%d times the peer announced a ZMTP frame over the %d-byte bound (largest %d bytes) and the tap dropped the connection before allocating it; what it sent then is lost. A vLLM batch is a few KB to a few MB: this is not a vLLM publisher, or raise --max-frame",
-				p.OversizeFrames, o.MaxFrame, p.LargestFrame))
+		if p.OversizeMessages > 0 {
+			add(newFinding(finding.Error, "message-too-large", subj,
+				"%d times the peer announced a ZMTP message over the %d-byte bound (at least %d bytes) and the tap dropped the connection before allocating it; what it sent then is lost. A vLLM batch is a few KB to a few MB: this is not a vLLM publisher, or raise --max-message",
+				p.OversizeMessages, o.MaxMessage, p.LargestMessage))
 		}
 		if p.Messages == 0 {
 			switch {

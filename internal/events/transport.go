@@ -20,17 +20,19 @@ import (
 // stream two thirds of the receiver's CPU went to read syscalls and the publisher dropped at
 // its high-water mark. Reading through a large buffer makes each syscall carry many frames.
 //
-// The transport also enforces a bound on frame size: zmq4 allocates each frame at whatever
-// size its ZMTP header claims (up to 2^63 bytes) before reading it, so a broken or hostile peer
-// could make the tap allocate without limit. The connection parses the ZMTP frame headers that
-// pass through it and fails with a FrameTooLargeError before zmq4 sees a header claiming more
-// than the bound. zmq4 transports are registered by name, once per process, so there is one
-// name per bound: "kvtcp<bound>".
+// The transport also enforces a bound on message size: zmq4 allocates each frame at whatever
+// size its ZMTP header claims (up to 2^63 bytes) before reading it, and appends frames to a
+// message for as long as the MORE flag says, so a broken or hostile peer could make the tap
+// allocate without limit. The connection parses the ZMTP frame headers that pass through it
+// and fails with a MessageTooLargeError before zmq4 sees a header that takes the frames of one
+// message past the bound. zmq4 transports are registered by name, once per process, so there
+// is one name per bound: "kvtcp<bound>".
 const bufferedScheme = "kvtcp"
 
-// DefaultMaxFrame is the frame-size bound when none is configured. A vLLM batch is one scheduler
-// step's events, a few KB to a few MB even for 128k-token prefills; 64 MiB leaves a wide margin.
-const DefaultMaxFrame = 64 << 20
+// DefaultMaxMessage is the message-size bound when none is configured. A vLLM message is one
+// scheduler step's events, a few KB to a few MB even for 128k-token prefills; 64 MiB leaves a
+// wide margin.
+const DefaultMaxMessage = 64 << 20
 
 const readBufferSize = 256 << 10
 
@@ -40,24 +42,25 @@ const zmtpGreeting = 64
 // registered holds the transport names already registered with zmq4, by bound.
 var registered sync.Map
 
-// schemeFor registers (once) and returns the transport name for frames of at most maxFrame bytes.
-func schemeFor(maxFrame uint64) string {
-	name := bufferedScheme + strconv.FormatUint(maxFrame, 10)
+// schemeFor registers (once) and returns the transport name for messages of at most maxMessage
+// bytes.
+func schemeFor(maxMessage uint64) string {
+	name := bufferedScheme + strconv.FormatUint(maxMessage, 10)
 	if _, loaded := registered.LoadOrStore(name, true); !loaded {
 		// A duplicate name can only mean another copy of this function registered it.
-		_ = zmq4.RegisterTransport(name, bufferedTransport{maxFrame: maxFrame})
+		_ = zmq4.RegisterTransport(name, bufferedTransport{maxMessage: maxMessage})
 	}
 	return name
 }
 
-// zmqEndpoint maps a user's tcp:// endpoint to the buffered transport with the given frame
-// bound (0 means DefaultMaxFrame).
-func zmqEndpoint(ep string, maxFrame uint64) string {
-	if maxFrame == 0 {
-		maxFrame = DefaultMaxFrame
+// zmqEndpoint maps a user's tcp:// endpoint to the buffered transport with the given message
+// bound (0 means DefaultMaxMessage).
+func zmqEndpoint(ep string, maxMessage uint64) string {
+	if maxMessage == 0 {
+		maxMessage = DefaultMaxMessage
 	}
 	if rest, ok := strings.CutPrefix(ep, "tcp://"); ok {
-		return schemeFor(maxFrame) + "://" + rest
+		return schemeFor(maxMessage) + "://" + rest
 	}
 	return ep
 }
@@ -65,14 +68,14 @@ func zmqEndpoint(ep string, maxFrame uint64) string {
 // ourScheme matches our transport names in zmq4's error messages.
 var ourScheme = regexp.MustCompile(bufferedScheme + `[0-9]*://`)
 
-type bufferedTransport struct{ maxFrame uint64 }
+type bufferedTransport struct{ maxMessage uint64 }
 
 func (t bufferedTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return newBufferedConn(c, t.maxFrame), nil
+	return newBufferedConn(c, t.maxMessage), nil
 }
 
 func (t bufferedTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -81,7 +84,7 @@ func (t bufferedTransport) Listen(ctx context.Context, addr string) (net.Listene
 	if err != nil {
 		return nil, err
 	}
-	return bufferedListener{l, t.maxFrame}, nil
+	return bufferedListener{l, t.maxMessage}, nil
 }
 
 func (bufferedTransport) Addr(ep string) (string, error) {
@@ -90,7 +93,7 @@ func (bufferedTransport) Addr(ep string) (string, error) {
 
 type bufferedListener struct {
 	net.Listener
-	maxFrame uint64
+	maxMessage uint64
 }
 
 func (l bufferedListener) Accept() (net.Conn, error) {
@@ -98,38 +101,46 @@ func (l bufferedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newBufferedConn(c, l.maxFrame), nil
+	return newBufferedConn(c, l.maxMessage), nil
 }
 
-// FrameTooLargeError is returned by a connection whose peer sent a ZMTP frame header claiming
-// more bytes than the bound; the connection is dropped before anything is allocated for it.
-type FrameTooLargeError struct {
+// MessageTooLargeError is returned by a connection whose peer sent ZMTP frame headers claiming
+// more bytes for one message (all its frames) than the bound; the connection is dropped before
+// anything is allocated for the frame that crossed it. Size is what the message claimed up to
+// and including that frame: the message is at least that large.
+type MessageTooLargeError struct {
 	Peer      string
 	Size, Max uint64
 }
 
-func (e *FrameTooLargeError) Error() string {
-	return fmt.Sprintf("peer %s sent a %d-byte ZMTP frame, over the %d-byte bound (--max-frame): connection dropped", e.Peer, e.Size, e.Max)
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("peer %s sent a ZMTP message of at least %d bytes, over the %d-byte bound (--max-message): connection dropped", e.Peer, e.Size, e.Max)
 }
 
 // bufferedConn reads through a large buffer and tracks the ZMTP framing of what it hands out:
 // first the greeting, then per frame a header (flags, then 1 size byte, or 8 with the LONG
-// flag) and a body. It hands out no byte of a long header before checking its size.
+// flag) and a body. It hands out no byte of a header before adding the frame's size to its
+// message's and checking the bound.
 type bufferedConn struct {
 	net.Conn
-	r        *bufio.Reader
-	maxFrame uint64
-	greeting int    // greeting bytes still to hand out
-	header   int    // header bytes still to hand out
-	body     uint64 // body bytes still to hand out
-	err      error
+	r          *bufio.Reader
+	maxMessage uint64
+	greeting   int    // greeting bytes still to hand out
+	header     int    // header bytes still to hand out
+	body       uint64 // body bytes still to hand out
+	more       bool   // the current frame has the MORE flag: the message goes on
+	message    uint64 // bytes claimed by the current message's frames so far
+	err        error
 }
 
-func newBufferedConn(c net.Conn, maxFrame uint64) net.Conn {
-	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBufferSize), maxFrame: maxFrame, greeting: zmtpGreeting}
+func newBufferedConn(c net.Conn, maxMessage uint64) net.Conn {
+	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBufferSize), maxMessage: maxMessage, greeting: zmtpGreeting}
 }
 
-const zmtpLong = 0x02
+const (
+	zmtpMore = 0x01
+	zmtpLong = 0x02
+)
 
 func (c *bufferedConn) Read(p []byte) (int, error) {
 	if c.err != nil {
@@ -147,24 +158,31 @@ func (c *bufferedConn) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		var size uint64
+		header := 2
 		if flags[0]&zmtpLong == 0 {
 			h, err := c.r.Peek(2)
 			if err != nil {
 				return 0, err
 			}
-			c.header, c.body = 2, uint64(h[1])
-			break
+			size = uint64(h[1])
+		} else {
+			h, err := c.r.Peek(9)
+			if err != nil {
+				return 0, err
+			}
+			size, header = binary.BigEndian.Uint64(h[1:9]), 9
 		}
-		h, err := c.r.Peek(9)
-		if err != nil {
-			return 0, err
+		if !c.more {
+			c.message = 0 // the previous frame ended its message
 		}
-		size := binary.BigEndian.Uint64(h[1:9])
-		if size > c.maxFrame {
-			c.err = &FrameTooLargeError{Peer: c.RemoteAddr().String(), Size: size, Max: c.maxFrame}
+		c.more = flags[0]&zmtpMore != 0
+		if size > c.maxMessage-c.message {
+			c.err = &MessageTooLargeError{Peer: c.RemoteAddr().String(), Size: c.message + min(size, 1<<62), Max: c.maxMessage}
 			return 0, c.err
 		}
-		c.header, c.body = 9, size
+		c.message += size
+		c.header, c.body = header, size
 	}
 	if c.header > 0 {
 		n, err := c.r.Read(p[:min(len(p), c.header)])

@@ -30,7 +30,7 @@ func zmtpStream(bodies ...int) []byte {
 }
 
 // pipeConn serves b to a bufferedConn with the given bound, as a socket would.
-func pipeConn(t *testing.T, b []byte, maxFrame uint64) net.Conn {
+func pipeConn(t *testing.T, b []byte, maxMessage uint64) net.Conn {
 	t.Helper()
 	client, server := net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
@@ -38,29 +38,37 @@ func pipeConn(t *testing.T, b []byte, maxFrame uint64) net.Conn {
 		_, _ = server.Write(b)
 		server.Close()
 	}()
-	return newBufferedConn(client, maxFrame)
+	return newBufferedConn(client, maxMessage)
 }
 
-// TestBufferedConnFrames: frames within the bound pass through byte for byte, in reads of any
-// size; a long header over the bound fails the connection before any of its bytes is handed
-// out, so zmq4 never sees the size it would allocate.
+// TestBufferedConnFrames: messages within the bound pass through byte for byte, in reads of
+// any size; a frame header that takes its message over the bound fails the connection before
+// any byte of that header is handed out, so zmq4 never sees the size it would allocate.
 func TestBufferedConnFrames(t *testing.T) {
+	msg := func(bodies ...int) []byte { return zmtpStream(bodies...)[zmtpGreeting:] }
+	greeting := zmtpStream()
+	join := func(parts ...[]byte) []byte { return bytes.Join(append([][]byte{greeting}, parts...), nil) }
+	const bound = 1 << 10
 	tests := []struct {
 		name     string
-		bodies   []int
-		maxFrame uint64
+		in       []byte
 		readSize int
-		tooLarge bool
+		// wantSize is the message size in the error (0: no error); handed is how many bytes
+		// come out before it.
+		wantSize uint64
+		handed   int
 	}{
-		{"short frames", []int{0, 8, 255}, 1 << 10, 4096, false},
-		{"long frame at the bound", []int{3, 1 << 10}, 1 << 10, 4096, false},
-		{"byte by byte", []int{3, 8, 300, 0}, 1 << 10, 1, false},
-		{"long frame over the bound", []int{3, 8, 1<<10 + 1}, 1 << 10, 4096, true},
+		{"short frames", join(msg(0, 8, 255)), 4096, 0, 0},
+		{"message at the bound", join(msg(3, 8, 1013)), 4096, 0, 0},
+		{"bound per message", join(msg(3, 8, 1013), msg(1000), msg(1024)), 4096, 0, 0},
+		{"byte by byte", join(msg(3, 8, 300, 0)), 1, 0, 0},
+		{"long frame over the bound", join(msg(3, 8, 1014)), 4096, 1025, len(join(msg(3, 8)))},
+		{"huge claim", join(msg(3), binary.BigEndian.AppendUint64([]byte{zmtpLong}, 1<<40)), 4096, 1 << 40, len(join(msg(3)))},
+		{"many short frames", join(msg(200, 200, 200, 200, 200, 200, 200)), 7, 1200, len(join(msg(200, 200, 200, 200, 200)))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := zmtpStream(tt.bodies...)
-			c := pipeConn(t, in, tt.maxFrame)
+			c := pipeConn(t, tt.in, bound)
 			var got []byte
 			buf := make([]byte, tt.readSize)
 			var err error
@@ -72,14 +80,13 @@ func TestBufferedConnFrames(t *testing.T) {
 					break
 				}
 			}
-			var tl *FrameTooLargeError
-			if tt.tooLarge {
-				if !errors.As(err, &tl) || tl.Size != 1<<10+1 || tl.Max != tt.maxFrame {
-					t.Fatalf("Read error = %v, want a FrameTooLargeError for %d bytes", err, 1<<10+1)
+			var tl *MessageTooLargeError
+			if tt.wantSize != 0 {
+				if !errors.As(err, &tl) || tl.Size != tt.wantSize || tl.Max != bound {
+					t.Fatalf("Read error = %v, want a MessageTooLargeError for %d bytes", err, tt.wantSize)
 				}
-				// Everything before the oversize header was handed out, and none of the header.
-				if want := len(zmtpStream(tt.bodies[:len(tt.bodies)-1]...)); len(got) != want {
-					t.Errorf("handed out %d bytes, want %d (up to the oversize header)", len(got), want)
+				if len(got) != tt.handed {
+					t.Errorf("handed out %d bytes, want %d (up to the header that crossed the bound)", len(got), tt.handed)
 				}
 				if _, err := c.Read(buf); !errors.As(err, &tl) {
 					t.Errorf("Read after the failure = %v, want the same error", err)
@@ -89,8 +96,8 @@ func TestBufferedConnFrames(t *testing.T) {
 			if !errors.Is(err, io.EOF) {
 				t.Fatalf("Read error = %v, want EOF", err)
 			}
-			if !bytes.Equal(got, in) {
-				t.Errorf("read %d bytes, want the %d written, unchanged", len(got), len(in))
+			if !bytes.Equal(got, tt.in) {
+				t.Errorf("read %d bytes, want the %d written, unchanged", len(got), len(tt.in))
 			}
 		})
 	}
@@ -103,6 +110,8 @@ type readerConn struct {
 }
 
 func (c readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (readerConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5557} }
 
 // BenchmarkTransportRead reads three-frame vLLM-sized messages the way zmq4 does (a 2-byte
 // header, the rest of a long header, then the body, each with io.ReadFull) through the
@@ -141,9 +150,39 @@ func BenchmarkTransportRead(b *testing.B) {
 		}
 	}
 	b.Run("framed", func(b *testing.B) {
-		read(b, func(r io.Reader) io.Reader { return newBufferedConn(readerConn{r: r}, DefaultMaxFrame) })
+		read(b, func(r io.Reader) io.Reader { return newBufferedConn(readerConn{r: r}, DefaultMaxMessage) })
 	})
 	b.Run("plain", func(b *testing.B) {
 		read(b, func(r io.Reader) io.Reader { return bufio.NewReaderSize(r, readBufferSize) })
+	})
+}
+
+// FuzzBufferedConn feeds arbitrary bytes after a greeting through the frame-checking
+// connection in reads of varying size: it never panics, hands out a prefix of what it got,
+// and unless a message crosses the bound, all of it but a header cut short at the end.
+func FuzzBufferedConn(f *testing.F) {
+	f.Add(zmtpStream(3, 8, 300)[zmtpGreeting:], uint8(7))
+	f.Add(binary.BigEndian.AppendUint64([]byte{zmtpLong | zmtpMore}, 1<<63), uint8(1))
+	f.Add(bytes.Repeat([]byte{zmtpMore, 255}, 8), uint8(255))
+	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		stream := append(zmtpStream(), in...)
+		c := newBufferedConn(readerConn{r: bytes.NewReader(stream)}, 1<<10)
+		buf := make([]byte, int(step)+1)
+		var got []byte
+		var err error
+		for err == nil {
+			var n int
+			n, err = c.Read(buf)
+			got = append(got, buf[:n]...)
+		}
+		if len(got) > len(stream) || !bytes.Equal(got, stream[:len(got)]) {
+			t.Fatalf("handed out %d bytes that are not a prefix of the %d sent", len(got), len(stream))
+		}
+		// Without a bound crossed, all is handed out but a header cut short by the end of
+		// the stream (zmq4 fails on that anyway).
+		var tl *MessageTooLargeError
+		if !errors.As(err, &tl) && len(stream)-len(got) >= 9 {
+			t.Fatalf("ended with %v after %d of %d bytes", err, len(got), len(stream))
+		}
 	})
 }
