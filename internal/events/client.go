@@ -140,6 +140,9 @@ loop:
 				cfg.Recorder.OwnDrops(s.Endpoint, n)
 			}
 		}
+		if s.Listen {
+			c.ListenPeers(s.Endpoint, int(links[i].peers.most.Load()))
+		}
 		if n := links[i].oversize.Load(); n > 0 {
 			c.OversizeMessages(s.Endpoint, n, links[i].largest.Load())
 		}
@@ -197,12 +200,14 @@ type link struct {
 	// oversize counts connections dropped for a message over the bound; largest is the
 	// largest size announced.
 	oversize, largest atomic.Uint64
+	// peers counts the publishers connected to a listener.
+	peers peerGauge
 }
 
 func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l *link) {
 	var wait time.Duration
 	for ctx.Err() == nil {
-		sctx, cancel := context.WithCancel(ctx)
+		sctx, cancel := context.WithCancel(context.WithValue(ctx, peersKey{}, &l.peers))
 		sock := zmq4.NewSub(sctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(2*time.Second))
 		var err error
 		if s.Listen {

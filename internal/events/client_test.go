@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -354,5 +355,51 @@ func TestTapListenPeerLeaves(t *testing.T) {
 		if p.Topic == "kv@b@m" && (p.LostBatches != 0 || p.Reconnects != 0) {
 			t.Errorf("remaining publisher: lost %d, reconnects %d; want 0 and 0", p.LostBatches, p.Reconnects)
 		}
+	}
+	for _, f := range r.Findings {
+		if f.Code == "listen-shared-topic" {
+			t.Errorf("finding %+v for publishers with distinct topics", f)
+		}
+	}
+}
+
+// TestTapListenSharedTopic: two publishers with the same (vLLM's default, empty) topic dial one
+// listening tap. Their sequences interleave under one topic, so the tap must say that its
+// loss and restart counts for that topic are meaningless.
+func TestTapListenSharedTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	var pubs []*fleet.Publisher
+	for range 2 {
+		p, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep, Connect: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		pubs = append(pubs, p)
+	}
+	pubs[1].SkipSeq(1 << 20) // tells the two apart in the test, not in the tap
+	ev, _ := pubs[0].Stored(make([]int64, 16), "")
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep, Listen: true}}, func(seen <-chan *events.Message) {
+		for got := map[bool]bool{}; len(got) < 2; {
+			for _, p := range pubs {
+				_ = p.Publish(ev)
+			}
+			select {
+			case m := <-seen:
+				got[m.Seq >= 1<<20] = true
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatal("not both publishers were received")
+			}
+		}
+	})
+	var codes []string
+	for _, f := range r.Findings {
+		codes = append(codes, f.Code)
+	}
+	if !slices.Contains(codes, "listen-shared-topic") || r.Publishers[0].ListenPeers != 2 {
+		t.Errorf("listen peers %d, findings %v; want 2 and listen-shared-topic", r.Publishers[0].ListenPeers, codes)
 	}
 }

@@ -206,6 +206,15 @@ func (c *Collector) OwnDrops(source string, n uint64) {
 	c.pub(source, nil).OwnDrops += n
 }
 
+// ListenPeers records the most publishers connected at once to the listener at source.
+func (c *Collector) ListenPeers(source string, n int) {
+	for _, p := range c.order {
+		if p.Endpoint == source {
+			p.ListenPeers = n
+		}
+	}
+}
+
 // OversizeMessages records connections dropped for source because the peer announced messages
 // over the bound, the largest of which claimed largest bytes.
 func (c *Collector) OversizeMessages(source string, n, largest uint64) {

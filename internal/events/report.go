@@ -32,6 +32,8 @@ type Publisher struct {
 	Listening    bool   `json:"listening"`
 	Reconnects   uint64 `json:"reconnects"`
 	ConnectError string `json:"connect_error,omitempty"`
+	// ListenPeers is, for a listener, the most publishers connected at once.
+	ListenPeers int `json:"listen_peers,omitempty"`
 	// Messages counts everything received; Batches the messages decoded and accounted.
 	Messages         uint64      `json:"messages"`
 	Batches          uint64      `json:"batches"`
@@ -248,6 +250,23 @@ func newFinding(s finding.Severity, code, subject, format string, args ...any) F
 func findings(r *Report, o Options) []Finding {
 	out := []Finding{}
 	add := func(f Finding) { out = append(out, f) }
+	// A listener tells its publishers apart only by topic (zmq4 does not say which peer sent
+	// a message): more peers at once than topics means interleaved sequences.
+	topics := map[string]int{}
+	for _, p := range r.Publishers {
+		if p.Listening && p.Messages > 0 {
+			topics[p.Endpoint]++
+		}
+	}
+	warned := map[string]bool{}
+	for _, p := range r.Publishers {
+		if p.Listening && p.ListenPeers > topics[p.Endpoint] && topics[p.Endpoint] > 0 && !warned[p.Endpoint] {
+			warned[p.Endpoint] = true
+			add(newFinding(finding.Error, "listen-shared-topic", p.Endpoint,
+				"%d publishers were connected at once but sent only %d distinct topic(s): a listener tells publishers apart by topic only, so their sequences interleave and the loss, restart and duplicate counts of those topics are wrong. Give each publisher its own topic (llm-d's kv@<pod-ip>:<port>@<model>) or tap them in dial mode",
+				p.ListenPeers, topics[p.Endpoint]))
+		}
+	}
 	for _, p := range r.Publishers {
 		subj := p.Endpoint
 		if p.Topic != "" {

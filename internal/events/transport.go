@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
@@ -84,7 +85,27 @@ func (t bufferedTransport) Listen(ctx context.Context, addr string) (net.Listene
 	if err != nil {
 		return nil, err
 	}
-	return bufferedListener{l, t.maxMessage}, nil
+	g, _ := ctx.Value(peersKey{}).(*peerGauge)
+	return bufferedListener{l, t.maxMessage, g}, nil
+}
+
+// peersKey carries a *peerGauge in the context of a listening socket: zmq4 passes the socket's
+// context to the transport, and does not tell its user which peer a message came from.
+type peersKey struct{}
+
+// peerGauge counts the peers connected to a listener, and the most connected at once.
+type peerGauge struct {
+	open, most atomic.Int64
+}
+
+func (g *peerGauge) add(d int64) {
+	n := g.open.Add(d)
+	for {
+		m := g.most.Load()
+		if n <= m || g.most.CompareAndSwap(m, n) {
+			return
+		}
+	}
 }
 
 func (bufferedTransport) Addr(ep string) (string, error) {
@@ -94,6 +115,7 @@ func (bufferedTransport) Addr(ep string) (string, error) {
 type bufferedListener struct {
 	net.Listener
 	maxMessage uint64
+	peers      *peerGauge
 }
 
 func (l bufferedListener) Accept() (net.Conn, error) {
@@ -101,7 +123,12 @@ func (l bufferedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newBufferedConn(c, l.maxMessage), nil
+	bc := newBufferedConn(c, l.maxMessage).(*bufferedConn)
+	if l.peers != nil {
+		l.peers.add(1)
+		bc.peers = l.peers
+	}
+	return bc, nil
 }
 
 // MessageTooLargeError is returned by a connection whose peer sent ZMTP frame headers claiming
@@ -131,6 +158,15 @@ type bufferedConn struct {
 	more       bool   // the current frame has the MORE flag: the message goes on
 	message    uint64 // bytes claimed by the current message's frames so far
 	err        error
+	peers      *peerGauge // the listener's, counted down once on Close
+	closeOnce  sync.Once
+}
+
+func (c *bufferedConn) Close() error {
+	if c.peers != nil {
+		c.closeOnce.Do(func() { c.peers.add(-1) })
+	}
+	return c.Conn.Close()
 }
 
 func newBufferedConn(c net.Conn, maxMessage uint64) net.Conn {
