@@ -273,9 +273,11 @@ func (p *Publisher) SkipSeq(n uint64) {
 
 // pubServeReplay answers replay requests like vLLM's ROUTER: every buffered batch from the
 // asked sequence on, then the end marker. Versions up to 0.25.1 reply [seq, payload], later
-// ones [topic, seq, payload].
+// ones [topic, seq, payload] (SPEC §1.8).
 func (p *Publisher) pubServeReplay() {
-	withTopic := p.wire.Era == events.EraMap && !strings.HasPrefix(p.cfg.Version, "0.24") && !strings.HasPrefix(p.cfg.Version, "0.25")
+	var minor, patch int
+	_, _ = fmt.Sscanf(p.cfg.Version, "0.%d.%d", &minor, &patch) // validated by NewPublisher
+	withTopic := minor*100+patch > 2501
 	for {
 		m, err := p.router.Recv()
 		if err != nil {
