@@ -538,7 +538,7 @@ func (c *Collector) Report(d time.Duration) *Report {
 		pp.Restarts = p.seq.restarts
 		pp.Duplicates = p.seq.dups
 		pp.LateBatches = p.seq.late
-		pp.UnrecoverableBatches = pp.LostBatches - min(pp.LostBatches, pp.RecoveredBatches)
+		pp.UnrecoverableBatches = pp.LostBatches - min(pp.LostBatches, pp.LateBatches)
 		if p.seq.started {
 			first := p.seq.first
 			pp.FirstSeq = &first

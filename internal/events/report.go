@@ -53,7 +53,9 @@ type Publisher struct {
 	Duplicates       uint64      `json:"duplicates"`
 	LateBatches      uint64      `json:"late_batches"`
 	RecoveredBatches uint64      `json:"recovered_batches"`
-	// UnrecoverableBatches were lost and not recovered by replay.
+	// LateBatches filled a gap after it was seen: recovered by replay (RecoveredBatches counts
+	// those) or received by another tap whose recording was merged with this one.
+	// UnrecoverableBatches were lost and never arrived: LostBatches less LateBatches.
 	UnrecoverableBatches uint64 `json:"unrecoverable_batches"`
 	OwnDrops             uint64 `json:"own_drops"`
 	// OversizeMessages counts connections the tap dropped because the peer announced a ZMTP
@@ -291,12 +293,20 @@ func findings(r *Report, o Options) []Finding {
 			}
 			continue
 		}
+		// Late batches fill gaps after the fact: recovered by replay, or received by another
+		// tap whose recording was merged with this one.
+		late := p.LateBatches - min(p.LateBatches, p.RecoveredBatches)
 		if p.UnrecoverableBatches > 0 {
+			filled := ""
+			if p.LateBatches > 0 {
+				filled = fmt.Sprintf(" (besides %d recovered by replay and %d received late)", p.RecoveredBatches, late)
+			}
 			add(newFinding(finding.Error, "batches-lost", subj,
-				"%d batches lost in %d gap(s) (%d recovered by replay): the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
-				p.LostBatches, p.Gaps, p.RecoveredBatches))
+				"%d batches lost in %d gap(s)%s: the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
+				p.UnrecoverableBatches, p.Gaps, filled))
 		} else if p.LostBatches > 0 {
-			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches lost and all recovered by replay", p.LostBatches))
+			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches were missing and all arrived later (%d recovered by replay, %d received late, as from another merged recording)",
+				p.LostBatches, p.RecoveredBatches, late))
 		}
 		if p.OwnDrops > 0 {
 			add(newFinding(finding.Error, "tap-dropped", subj,

@@ -79,3 +79,25 @@ func TestRecoveredNeverRestart(t *testing.T) {
 		t.Errorf("restarts, lost, gaps, batches = %v, want %v", got, want)
 	}
 }
+
+// TestMergedRecordingsFillGaps: two taps of one publisher, merged by receive time. One lost a
+// batch the other received; it arrives late in the merge. Nothing is missing in the end, so
+// nothing is unrecoverable and the report does not claim loss.
+func TestMergedRecordingsFillGaps(t *testing.T) {
+	c := NewCollector(Options{})
+	w := Wire{Era: EraMap}
+	c.Add(msg("a", 0, w))
+	c.Add(msg("a", 2, w)) // tap 1 lost seq 1
+	c.Add(msg("a", 1, w)) // tap 2 had it
+	c.Add(msg("a", 3, w))
+	r := c.Report(1e9)
+	p := r.Publishers[0]
+	if p.LostBatches != 1 || p.LateBatches != 1 || p.UnrecoverableBatches != 0 || p.Batches != 4 {
+		t.Errorf("lost %d late %d unrecoverable %d batches %d; want 1 1 0 4", p.LostBatches, p.LateBatches, p.UnrecoverableBatches, p.Batches)
+	}
+	for _, f := range r.Findings {
+		if f.Code == "batches-lost" {
+			t.Errorf("finding %s: %s", f.Code, f.Message)
+		}
+	}
+}
