@@ -47,7 +47,7 @@ func runDemoTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions)
 		if err != nil {
 			return fmt.Errorf("start emulated publisher: %w", err)
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		reps = append(reps, &demoReplica{pub: p, cached: map[uint64]bool{}, lossy: sp.lossy, bursty: sp.bursty})
 		args = append(args, p.Endpoint())
 		replays = append(replays, p.ReplayEndpoint())

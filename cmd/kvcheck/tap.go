@@ -331,7 +331,7 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 		if err != nil {
 			return 0, nil, fmt.Errorf("open recording: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		rd, err := events.NewReader(f)
 		if err != nil {
 			return 0, nil, fmt.Errorf("%s: %w", name, err)

@@ -60,7 +60,7 @@ func TestTapDPRanks(t *testing.T) {
 	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, p := range pubs {
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		ev, err := p.Stored(make([]int64, 32), "")
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +198,7 @@ func TestTapDPRanksReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pubs {
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 	}
 	eps, err := expandRanks([]string{pubs[0].Endpoint()}, 2)
 	if err != nil {

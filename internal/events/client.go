@@ -219,7 +219,7 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 			err = sock.SetOption(zmq4.OptionSubscribe, cfg.Topic)
 		}
 		if err != nil {
-			sock.Close()
+			_ = sock.Close()
 			cancel()
 			msg := connectError(err)
 			l.lastErr.Store(&msg)
@@ -261,7 +261,7 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 				l.drops.Add(1)
 			}
 		}
-		sock.Close()
+		_ = sock.Close()
 		cancel()
 		if !sleepCtx(ctx, backoff(0)) {
 			return
@@ -317,7 +317,7 @@ func replay(ctx context.Context, endpoint string, from, to uint64, now func() ti
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	sock := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithTimeout(5*time.Second))
-	defer sock.Close()
+	defer func() { _ = sock.Close() }()
 	if err := sock.Dial(zmqEndpoint(endpoint, maxMessage)); err != nil {
 		return nil, fmt.Errorf("dial replay %s: %w", endpoint, err)
 	}

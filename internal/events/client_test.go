@@ -19,7 +19,7 @@ func freePort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -73,7 +73,7 @@ func TestTapListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer func() { _ = pub.Close() }()
 	ev, _ := pub.Stored(make([]int64, 32), "")
 	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep, Listen: true}}, func(seen <-chan *events.Message) {
 		publishUntilSeen(t, ctx, pub, seen, ev)
@@ -114,9 +114,9 @@ func TestTapRestartAndDeadPeer(t *testing.T) {
 				t.Fatal("batches after the first never arrived")
 			}
 		}
-		p1.Close()
+		_ = p1.Close()
 		p2 := start()
-		defer p2.Close()
+		defer func() { _ = p2.Close() }()
 		publishUntilSeen(t, ctx, p2, seen, ev)
 	})
 	var live, silent *events.Publisher
@@ -151,7 +151,7 @@ func TestTapTopicFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		pubs = append(pubs, p)
 	}
 	ev, _ := pubs[0].Stored(make([]int64, 16), "")
@@ -208,7 +208,7 @@ func TestTapRecordingFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer func() { _ = pub.Close() }()
 	rec, err := events.NewRecorder(failingWriter{}) // buffered: fails at the first flush
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +245,7 @@ func TestTapMaxMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer func() { _ = pub.Close() }()
 	small, _ := pub.Stored(make([]int64, 16), "")
 	big, _ := pub.Stored(make([]int64, 1<<16), "") // 64 Ki tokens: over 64 KiB
 	const maxMessage = 64 << 10
@@ -315,7 +315,7 @@ func TestTapListenPeerLeaves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		pubs = append(pubs, p)
 	}
 	ev, _ := pubs[0].Stored(make([]int64, 16), "")
@@ -333,7 +333,7 @@ func TestTapListenPeerLeaves(t *testing.T) {
 				t.Fatal("not both publishers were received")
 			}
 		}
-		pubs[0].Close()
+		_ = pubs[0].Close()
 		for range 200 {
 			if err := pubs[1].Publish(ev); err != nil {
 				t.Fatal(err)
@@ -376,7 +376,7 @@ func TestTapListenSharedTopic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		pubs = append(pubs, p)
 	}
 	pubs[1].SkipSeq(1 << 20) // tells the two apart in the test, not in the tap

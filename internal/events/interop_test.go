@@ -59,7 +59,7 @@ func pyPublisher(t *testing.T, ctx context.Context, args ...string) (string, io.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		stdin.Close()
+		_ = stdin.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
@@ -179,7 +179,7 @@ func TestTapFleetPublisher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer func() { _ = pub.Close() }()
 	c := events.NewCollector(events.Options{HashSeed: &seed})
 	tapCtx, stopTap := context.WithCancel(ctx)
 	type obs struct {
@@ -266,7 +266,7 @@ func TestInteropCorpusEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ep, stdin, _ := pyPublisher(t, ctx, "--corpus-event", filepath.Join(dir, "events", "llmd-kvcache_kv_event_base.json"))
-	defer stdin.Close()
+	defer func() { _ = stdin.Close() }()
 	seed := "42"
 	c := events.NewCollector(events.Options{HashSeed: &seed})
 	tctx, stop := context.WithCancel(ctx)

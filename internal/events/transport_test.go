@@ -33,10 +33,10 @@ func zmtpStream(bodies ...int) []byte {
 func pipeConn(t *testing.T, b []byte, maxMessage uint64) net.Conn {
 	t.Helper()
 	client, server := net.Pipe()
-	t.Cleanup(func() { client.Close(); server.Close() })
+	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
 	go func() {
 		_, _ = server.Write(b)
-		server.Close()
+		_ = server.Close()
 	}()
 	return newBufferedConn(client, maxMessage)
 }

@@ -127,7 +127,7 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 	ctx, p.cancel = context.WithCancel(ctx)
 	p.pub = zmq4.NewPub(ctx)
 	if err := p.pub.SetOption(zmq4.OptionHWM, cfg.HWM); err != nil {
-		p.Close()
+		_ = p.Close()
 		return nil, fmt.Errorf("set publisher high-water mark: %w", err)
 	}
 	if cfg.Connect {
@@ -144,7 +144,7 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 			}
 		})
 	} else if err := p.pub.Listen(cfg.Endpoint); err != nil {
-		p.Close()
+		_ = p.Close()
 		return nil, fmt.Errorf("bind publisher %s: %w", cfg.Endpoint, err)
 	}
 	if cfg.Replay {
@@ -154,7 +154,7 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 			ep = "tcp://127.0.0.1:0"
 		}
 		if err := p.router.Listen(ep); err != nil {
-			p.Close()
+			_ = p.Close()
 			return nil, fmt.Errorf("bind replay socket: %w", err)
 		}
 		p.done.Go(p.pubServeReplay)
@@ -340,7 +340,7 @@ func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([
 				return nil, fmt.Errorf("find a free port: %w", err)
 			}
 			start = l.Addr().(*net.TCPAddr).Port
-			l.Close()
+			_ = l.Close()
 		}
 		var pubs []*Publisher
 		for r := range ranks {
@@ -359,7 +359,7 @@ func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([
 			return pubs, nil
 		}
 		for _, p := range pubs {
-			p.Close()
+			_ = p.Close()
 		}
 		if base != 0 {
 			break

@@ -50,7 +50,7 @@ func TestPublisherReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.Close()
+			defer func() { _ = p.Close() }()
 			ev, err := p.Stored(make([]int64, 48), "lora-a")
 			if err != nil {
 				t.Fatal(err)
