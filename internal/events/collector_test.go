@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +243,22 @@ func TestCollectorRates(t *testing.T) {
 		payload / 48, payload / 48 * 1000, 2 / (2.0 / 60), 2 / (2.0 / 60)}
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("rates (-want +got):\n%s", diff)
+	}
+}
+
+// TestNoConnectionWording: a port that refuses is told apart from one that answers without
+// speaking ZMTP (an HTTP port given by mistake).
+func TestNoConnectionWording(t *testing.T) {
+	c := NewCollector(Options{})
+	c.Register("tcp://h:5557")
+	c.Register("tcp://h:8000")
+	c.Connection("tcp://h:5557", false, 0, "dial tcp 127.0.0.1:5557: connect: connection refused")
+	c.Connection("tcp://h:8000", false, 0, "zmq4: could not open a ZMTP connection: could not read ZMTP greeting: EOF")
+	msgs := map[string]string{}
+	for _, f := range c.Report(1e9).Findings {
+		msgs[f.Subject] = f.Message
+	}
+	if !strings.Contains(msgs["tcp://h:5557"], "nothing publishes there") || !strings.Contains(msgs["tcp://h:8000"], "handshake failed") {
+		t.Errorf("findings %v: want 'nothing publishes there' for the refused port and 'handshake failed' for the other", msgs)
 	}
 }

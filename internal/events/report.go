@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -283,6 +284,10 @@ func findings(r *Report, o Options) []Finding {
 			switch {
 			case p.Connected != nil && !*p.Connected && p.Listening:
 				add(newFinding(finding.Error, "no-connection", subj, "could not listen on this address (%s): is it in use, or not an address of this host?", p.ConnectError))
+			case p.Connected != nil && !*p.Connected && strings.Contains(p.ConnectError, "ZMTP"):
+				add(newFinding(finding.Error, "no-connection", subj,
+					"something answers there but the ZMQ handshake failed (%s): it is not a ZMQ publisher (an HTTP or metrics port?) or not a well-behaved one; vLLM's KV events are on the port of --kv-events-config's endpoint, 5557 by default",
+					p.ConnectError))
 			case p.Connected != nil && !*p.Connected:
 				add(newFinding(finding.Error, "no-connection", subj,
 					"could not connect (%s): nothing publishes there. vLLM publishes only with --kv-events-config '{\"enable_kv_cache_events\":true,...}' (and \"publisher\":\"zmq\" up to 0.11.0), on tcp://*:5557 by default, port+r for data-parallel rank r; a publisher that dials out needs --listen",
