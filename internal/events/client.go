@@ -221,6 +221,11 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 		if err != nil {
 			_ = sock.Close()
 			cancel()
+			if ctx.Err() != nil {
+				// The tap is stopping: this attempt was cut short, and its error would
+				// hide why the earlier ones failed.
+				return
+			}
 			msg := connectError(err)
 			l.lastErr.Store(&msg)
 			cfg.Logger.Debug("connect failed", "endpoint", s.Endpoint, "err", err)

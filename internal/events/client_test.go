@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"slices"
@@ -401,5 +402,47 @@ func TestTapListenSharedTopic(t *testing.T) {
 	}
 	if !slices.Contains(codes, "listen-shared-topic") || r.Publishers[0].ListenPeers != 2 {
 		t.Errorf("listen peers %d, findings %v; want 2 and listen-shared-topic", r.Publishers[0].ListenPeers, codes)
+	}
+}
+
+// TestTapHostilePeer: a peer that completes the ZMTP greeting and then announces a 1 TiB
+// handshake command makes zmq4 allocate that much unless the transport refuses it first. The
+// tap must survive (the test process would die of it), retry, and name the cause.
+func TestTapHostilePeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	retried := make(chan struct{})
+	go func() {
+		greeting := append([]byte{0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 3, 0}, "NULL"...)
+		greeting = append(greeting, make([]byte, 64-len(greeting))...)
+		for n := 1; ; n++ {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write(greeting)
+			_, _ = c.Write(binary.BigEndian.AppendUint64([]byte{0x06}, 1<<40)) // COMMAND|LONG
+			if n == 2 {
+				close(retried) // the first attempt is over: the tap dialled again
+			}
+			defer func() { _ = c.Close() }()
+		}
+	}()
+	ep := "tcp://" + l.Addr().String()
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep}}, func(<-chan *events.Message) {
+		select {
+		case <-retried:
+		case <-ctx.Done():
+			t.Fatal("the tap did not dial again after the hostile handshake")
+		}
+	})
+	p := r.Publishers[0]
+	if p.Connected == nil || *p.Connected || !strings.Contains(p.ConnectError, "over the 67108864-byte bound") {
+		t.Errorf("connected %v, error %q; want not connected, naming the --max-message bound", p.Connected, p.ConnectError)
 	}
 }
