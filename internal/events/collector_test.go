@@ -247,18 +247,23 @@ func TestCollectorRates(t *testing.T) {
 }
 
 // TestNoConnectionWording: a port that refuses is told apart from one that answers without
-// speaking ZMTP (an HTTP port given by mistake).
+// speaking ZMTP (an HTTP port given by mistake), and a listener nobody dialled from one whose
+// publishers sent nothing.
 func TestNoConnectionWording(t *testing.T) {
 	c := NewCollector(Options{})
 	c.Register("tcp://h:5557")
 	c.Register("tcp://h:8000")
 	c.Connection("tcp://h:5557", false, 0, "dial tcp 127.0.0.1:5557: connect: connection refused")
 	c.Connection("tcp://h:8000", false, 0, "zmq4: could not open a ZMTP connection: could not read ZMTP greeting: EOF")
+	c.Register("tcp://0.0.0.0:5557")
+	c.Connection("tcp://0.0.0.0:5557", true, 1, "")
+	c.ListenPeers("tcp://0.0.0.0:5557", 0)
 	msgs := map[string]string{}
 	for _, f := range c.Report(1e9).Findings {
 		msgs[f.Subject] = f.Message
 	}
-	if !strings.Contains(msgs["tcp://h:5557"], "nothing publishes there") || !strings.Contains(msgs["tcp://h:8000"], "handshake failed") {
-		t.Errorf("findings %v: want 'nothing publishes there' for the refused port and 'handshake failed' for the other", msgs)
+	if !strings.Contains(msgs["tcp://h:5557"], "nothing publishes there") || !strings.Contains(msgs["tcp://h:8000"], "handshake failed") ||
+		!strings.Contains(msgs["tcp://0.0.0.0:5557"], "no publisher connected") {
+		t.Errorf("findings %v: want 'nothing publishes there' for the refused port, 'handshake failed' for the other, 'no publisher connected' for the listener", msgs)
 	}
 }

@@ -292,6 +292,9 @@ func findings(r *Report, o Options) []Finding {
 				add(newFinding(finding.Error, "no-connection", subj,
 					"could not connect (%s): nothing publishes there. vLLM publishes only with --kv-events-config '{\"enable_kv_cache_events\":true,...}' (and \"publisher\":\"zmq\" up to 0.11.0), on tcp://*:5557 by default, port+r for data-parallel rank r; a publisher that dials out needs --listen",
 					p.ConnectError))
+			case p.Listening && p.ListenPeers == 0:
+				add(newFinding(finding.Error, "no-events", subj,
+					"listening, but no publisher connected: a vLLM publisher dials out only when its endpoint has no '*' (for example tcp://<this host>:5557); check that it names this address and port"))
 			default:
 				add(newFinding(finding.Error, "no-events", subj,
 					"connected but nothing received: no traffic reached the prefix cache, prefix caching is off (almost no events then), the --topic prefix does not match, or the publisher dials a collector and this tap should --listen"))
