@@ -313,8 +313,11 @@ func findings(r *Report, o Options) []Finding {
 				"%d batches lost in %d gap(s)%s: the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
 				p.UnrecoverableBatches, p.Gaps, filled))
 		} else if p.LostBatches > 0 {
-			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches were missing and all arrived later (%d recovered by replay, %d received late, as from another merged recording)",
-				p.LostBatches, p.RecoveredBatches, late))
+			how := "recovered by replay"
+			if late > 0 {
+				how = fmt.Sprintf("arrived later: %d recovered by replay, %d received late (from another merged recording)", p.RecoveredBatches, late)
+			}
+			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches lost and all %s", p.LostBatches, how))
 		}
 		if p.OwnDrops > 0 {
 			add(newFinding(finding.Error, "tap-dropped", subj,
