@@ -134,7 +134,11 @@ func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64, float64
 			}
 		}}, c)
 	}()
-	<-started
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("no probe batch arrived from the publisher")
+	}
 	cpu0 := cpuSeconds(t)
 	_, _ = io.WriteString(stdin, "GO\n")
 	res := readResult(t, out)
