@@ -142,7 +142,8 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	case o.Record != "" && !live:
 		return usageErrorf("--record needs endpoints to tap")
 	}
-	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage}
+	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage,
+		Ordered: len(o.From) <= 1}
 	if o.hashSeedSet {
 		seed := o.HashSeed
 		opts.HashSeed = &seed

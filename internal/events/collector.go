@@ -25,6 +25,10 @@ type Options struct {
 	HashSeed *string
 	// TokensPerSec, when positive, asks for the bandwidth extrapolated to that store rate.
 	TokensPerSec float64
+	// Ordered says each publisher's batches arrive in sequence order, except replayed ones:
+	// true for a live tap (one ordered connection per publisher) and one recording, false for
+	// merged recordings, where a batch one tap lost can arrive late from another.
+	Ordered bool
 	// MaxMessage is the message-size bound the tap enforced (0 means DefaultMaxMessage), for
 	// the findings.
 	MaxMessage uint64
@@ -163,6 +167,7 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 	}
 	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: newGenerations[blockInfo]()}
 	p.Publisher = newPublisher(source, string(topic))
+	p.seq.ordered = c.opts.Ordered
 	c.pubs[pubKey{source, string(topic)}] = p
 	c.order = append(c.order, p)
 	return p

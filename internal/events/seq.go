@@ -31,6 +31,9 @@ type Gap struct{ From, To uint64 }
 // seqTracker accounts for one publisher's sequence numbers. The first number seen is taken as
 // the start, since some emulators count from 1 and a tap may join late.
 type seqTracker struct {
+	// ordered says batches arrive in sequence order but for replays (one connection per
+	// publisher): a lower number that is not a replay is then a restart, never a late batch.
+	ordered  bool
 	started  bool
 	first    uint64
 	expected uint64
@@ -67,7 +70,7 @@ func (s *seqTracker) observe(seq, hash uint64, recovered bool) (seqVerdict, Gap)
 				return seqDuplicate, Gap{}
 			}
 			s.restart(seq)
-		} else if s.fill(seq) {
+		} else if (recovered || !s.ordered) && s.fill(seq) {
 			s.late++
 			s.remember(slot, seq, hash)
 			s.batches++

@@ -101,3 +101,23 @@ func TestMergedRecordingsFillGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderedRestartInGap: a live tap receives each publisher over one ordered connection, so
+// a lower sequence number that is not a replay is a restart even when it falls in an open
+// gap. (Merged recordings are not ordered: there it fills the gap, see
+// TestMergedRecordingsFillGaps.)
+func TestOrderedRestartInGap(t *testing.T) {
+	c := NewCollector(Options{Ordered: true})
+	w := Wire{Era: EraMap}
+	for seq := range uint64(5) {
+		c.Add(msg("a", seq, w))
+	}
+	c.Add(msg("a", 100, w)) // 5..99 lost
+	c.Add(msg("a", 7, w))   // the publisher restarted; the tap saw its batches from 7 on
+	c.Add(msg("a", 8, w))
+	p := c.Report(1e9).Publishers[0]
+	got := [4]uint64{p.Restarts, p.LateBatches, p.LostBatches, p.UnrecoverableBatches}
+	if want := [4]uint64{1, 0, 95, 95}; got != want {
+		t.Errorf("restarts, late, lost, unrecoverable = %v, want %v", got, want)
+	}
+}
