@@ -194,17 +194,19 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		}
 	}
 	if len(o.tapFrom) > 0 {
-		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks}
+		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks, Ordered: len(o.tapFrom) <= 1}
 		if o.seedSet {
 			seed := o.hashSeed
 			opts.HashSeed = &seed
 		}
 		c := events.NewCollector(opts)
-		dur, err := replayRecordings(o.tapFrom, "", c)
+		dur, cut, err := replayRecordings(o.tapFrom, "", c)
 		if err != nil {
 			return err
 		}
-		in.Stream = advise.FromTap(c.Report(dur), o.tapFrom, o.seedSet)
+		r := c.Report(dur)
+		r.Findings = append(r.Findings, cut...)
+		in.Stream = advise.FromTap(r, o.tapFrom, o.seedSet)
 	}
 	if o.trace != "" || o.embedded != nil {
 		if in.Simulation, err = assessSimulate(ctx, s, o, in.Metrics, blockSize); err != nil {

@@ -16,7 +16,7 @@ import (
 // array-era one (0.23), and an unseeded one with a high-water mark of 1 that drops bursts.
 func demoTap(ctx context.Context, s streams, g *globalOptions) error {
 	return runDemoTap(ctx, s, g, &tapOptions{Duration: 3 * time.Second, DPRanks: 1, MaxBlocks: events.DefaultMaxBlocks,
-		QueueSize: 65536, TokensPerSec: 20000})
+		QueueSize: 65536, TokensPerSec: 20000, MaxMessage: events.DefaultMaxMessage})
 }
 
 // demoReplica is one emulated engine with its own cache state.
@@ -47,7 +47,7 @@ func runDemoTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions)
 		if err != nil {
 			return fmt.Errorf("start emulated publisher: %w", err)
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		reps = append(reps, &demoReplica{pub: p, cached: map[uint64]bool{}, lossy: sp.lossy, bursty: sp.bursty})
 		args = append(args, p.Endpoint())
 		replays = append(replays, p.ReplayEndpoint())

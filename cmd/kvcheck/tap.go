@@ -34,6 +34,7 @@ type tapOptions struct {
 	MaxBlocks    int
 	TokensPerSec float64
 	QueueSize    int
+	MaxMessage   uint64
 	FailOn       failOn
 	hashSeedSet  bool
 	demo         bool
@@ -79,6 +80,7 @@ publishers that dial a collector, use --listen. Ctrl-C stops early and still pri
 	f.StringVar(&o.HashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check that hashes are reproducible with sha256_cbor")
 	f.IntVar(&o.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 140 bytes each); the least recently stored are forgotten first")
 	f.Float64Var(&o.TokensPerSec, "tokens-per-sec", 0, "extrapolate the event bandwidth to this many stored tokens per second")
+	f.Uint64Var(&o.MaxMessage, "max-message", events.DefaultMaxMessage, "largest message accepted (all its ZMTP frames), in bytes: a peer announcing a larger one is disconnected before it is allocated, and reported")
 	f.IntVar(&o.QueueSize, "queue-size", 65536, "messages buffered between the sockets and the decoder before the tap drops (and counts) its own")
 	f.StringVar((*string)(&o.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: info, warning or error")
 	f.BoolVar(&o.demo, "demo", false, "tap three emulated replicas on loopback (what kvcheck demo shows)")
@@ -135,24 +137,29 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 		return usageErrorf("--duration must be positive, got %s", o.Duration)
 	case o.MaxBlocks < 1:
 		return usageErrorf("--max-blocks must be positive, got %d", o.MaxBlocks)
+	case o.MaxMessage < 1<<10:
+		return usageErrorf("--max-message must be at least 1024 bytes, got %d", o.MaxMessage)
 	case o.Record != "" && !live:
 		return usageErrorf("--record needs endpoints to tap")
 	}
-	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec}
+	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage,
+		Ordered: len(o.From) <= 1}
 	if o.hashSeedSet {
 		seed := o.HashSeed
 		opts.HashSeed = &seed
 	}
 	c := events.NewCollector(opts)
 	var dur time.Duration
+	var extra []events.Finding
 	if len(o.From) > 0 {
-		if dur, err = replayRecordings(o.From, o.Topic, c); err != nil {
+		if dur, extra, err = replayRecordings(o.From, o.Topic, c); err != nil {
 			return err
 		}
 	} else if dur, err = tapLive(ctx, s, o, args, c); err != nil {
 		return err
 	}
 	r := c.Report(dur)
+	r.Findings = append(r.Findings, extra...)
 	r.Findings = append(r.Findings, portCollisions(args, o.Replay, o.DPRanks)...)
 	if format == report.FormatJSON {
 		err = report.TapJSON(s.Out, r)
@@ -196,7 +203,7 @@ func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *ev
 	for _, ep := range listens {
 		sources = append(sources, events.Source{Endpoint: ep, Listen: true})
 	}
-	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize,
+	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
 		Logger: slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if o.Record != "" {
 		f, err := os.Create(o.Record)
@@ -290,14 +297,21 @@ func (h *recHeap) Pop() any {
 }
 
 // replayRecordings feeds recordings to c in receive-time order, keeping the topics that start
-// with topic, and returns the time they span.
-func replayRecordings(files []string, topic string, c *events.Collector) (time.Duration, error) {
+// with topic, and returns the time they span and a finding for each recording cut short.
+func replayRecordings(files []string, topic string, c *events.Collector) (time.Duration, []events.Finding, error) {
 	h := &recHeap{}
 	var first, last int64
+	cut := []events.Finding{}
 	next := func(it *recItem) (bool, error) {
 		for {
 			err := it.rd.Next(&it.rec)
 			if errors.Is(err, io.EOF) {
+				if it.rd.Truncated {
+					// What the cut record held is unknown, maybe the last batch of a
+					// publisher: the sequence numbers cannot show it, so say so.
+					cut = append(cut, events.Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: it.src,
+						Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"}})
+				}
 				return false, nil
 			}
 			if err != nil {
@@ -316,17 +330,17 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return 0, fmt.Errorf("open recording: %w", err)
+			return 0, nil, fmt.Errorf("open recording: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		rd, err := events.NewReader(f)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
+			return 0, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		it := &recItem{rd: rd, src: name}
 		ok, err := next(it)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if ok {
 			heap.Push(h, it)
@@ -342,7 +356,7 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 		c.Add(m)
 		ok, err := next(it)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if ok {
 			heap.Fix(h, 0)
@@ -350,5 +364,5 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 			heap.Pop(h)
 		}
 	}
-	return time.Duration(last - first), nil
+	return time.Duration(last - first), cut, nil
 }

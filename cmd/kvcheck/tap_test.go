@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 )
 
@@ -56,7 +60,7 @@ func TestTapDPRanks(t *testing.T) {
 	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, p := range pubs {
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		ev, err := p.Stored(make([]int64, 32), "")
 		if err != nil {
 			t.Fatal(err)
@@ -125,5 +129,156 @@ func TestPortCollisions(t *testing.T) {
 	}
 	if got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5560"}, 2); len(got) != 0 {
 		t.Errorf("distant ports: got %+v, want none", got)
+	}
+}
+
+// TestTapFromTruncated: a recording cut inside its last record (a tap killed hard, a partial
+// copy) is read up to the cut, and the cut is reported, not silently dropped.
+func TestTapFromTruncated(t *testing.T) {
+	var buf bytes.Buffer
+	rec, err := events.NewRecorder(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := events.AppendBatch(nil, &events.Batch{TS: 1000, HasDPRank: true}, events.Wire{Era: events.EraMap})
+	for seq := range uint64(3) {
+		frames := [][]byte{nil, binary.BigEndian.AppendUint64(nil, seq), payload}
+		m := events.FromFrames("tcp://10.0.0.5:5557", frames, int64(seq+1)*1e9)
+		rec.Message(&m, frames)
+	}
+	if err := rec.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(t.TempDir(), "full.kvtap")
+	cut := filepath.Join(t.TempDir(), "cut.kvtap")
+	if err := os.WriteFile(full, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, buf.Bytes()[:buf.Len()-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file    string
+		batches int
+		finding bool
+	}{{full, 3, false}, {cut, 2, true}} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"tap", "--from", tc.file, "-o", "json"},
+			streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, nil)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d, stderr %s", tc.file, code, errOut.String())
+		}
+		var doc struct {
+			Publishers []struct{ Batches int } `json:"publishers"`
+			Findings   []struct{ Code, Subject string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range doc.Findings {
+			found = found || (f.Code == "recording-truncated" && f.Subject == tc.file)
+		}
+		if len(doc.Publishers) != 1 || doc.Publishers[0].Batches != tc.batches || found != tc.finding {
+			t.Errorf("%s: publishers %+v, findings %+v; want %d batches and a recording-truncated finding %v",
+				filepath.Base(tc.file), doc.Publishers, doc.Findings, tc.batches, tc.finding)
+		}
+	}
+}
+
+// TestTapDPRanksReplay: one event endpoint and one replay endpoint expanded to two
+// data-parallel ranks (port + r for both, SPEC §1.2) reach the right sockets: each rank's lost
+// batches are recovered from its own replay socket.
+func TestTapDPRanksReplay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seed := "0"
+	pubs, err := fleet.NewRankedPublishers(ctx, fleet.PublisherConfig{Seed: &seed, Replay: true, Version: "0.26.0"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pubs {
+		defer func() { _ = p.Close() }()
+	}
+	eps, err := expandRanks([]string{pubs[0].Endpoint()}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := expandRanks([]string{pubs[0].ReplayEndpoint()}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []events.Source
+	for r, p := range pubs {
+		if eps[r] != p.Endpoint() || reps[r] != p.ReplayEndpoint() {
+			t.Fatalf("rank %d expands to %s and %s, want %s and %s", r, eps[r], reps[r], p.Endpoint(), p.ReplayEndpoint())
+		}
+		sources = append(sources, events.Source{Endpoint: eps[r], Replay: reps[r]})
+	}
+	type obs struct {
+		source    string
+		recovered bool
+	}
+	seen := make(chan obs, 4096)
+	c := events.NewCollector(events.Options{HashSeed: &seed})
+	tctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: sources, Observe: func(m *events.Message) {
+			select {
+			case seen <- obs{m.Source, m.Recovered}:
+			default:
+			}
+		}}, c)
+	}()
+	recovered := map[string]int{}
+	for _, p := range pubs {
+		ev, err := p.Stored(make([]int64, 32), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Publish until this rank's subscription is live, then lose two and send one.
+		for live := false; !live; {
+			if err := p.Publish(ev); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case o := <-seen:
+				live = o.source == p.Endpoint()
+				if o.recovered { // the other rank's, already
+					recovered[o.source]++
+				}
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatalf("nothing received from %s", p.Endpoint())
+			}
+		}
+		for range 2 {
+			if err := p.PublishLost(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Publish(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for recovered[pubs[0].Endpoint()] < 2 || recovered[pubs[1].Endpoint()] < 2 {
+		select {
+		case o := <-seen:
+			if o.recovered {
+				recovered[o.source]++
+			}
+		case <-ctx.Done():
+			t.Fatalf("recovered by source %v, want 2 from each rank", recovered)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for r, p := range c.Report(time.Second).Publishers {
+		if p.DPRank == nil || *p.DPRank != int64(r) || p.LostBatches != 2 || p.RecoveredBatches != 2 || p.UnrecoverableBatches != 0 {
+			t.Errorf("rank %d: dp_rank %v lost %d recovered %d unrecoverable %d; want %d, 2, 2, 0", r, p.DPRank, p.LostBatches, p.RecoveredBatches, p.UnrecoverableBatches, r)
+		}
 	}
 }

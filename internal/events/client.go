@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +41,10 @@ type Config struct {
 	// Observe, when set, is called with each message after it is accounted, on the tap's
 	// goroutine; tests use it to wait for a condition instead of sleeping.
 	Observe func(*Message)
+	// MaxMessage bounds the size of one ZMTP message, all its frames (0 means
+	// DefaultMaxMessage): a peer announcing a larger one is disconnected before anything is
+	// allocated for the frame that crosses the bound, and counted.
+	MaxMessage uint64
 }
 
 type received struct {
@@ -137,6 +140,12 @@ loop:
 				cfg.Recorder.OwnDrops(s.Endpoint, n)
 			}
 		}
+		if s.Listen {
+			c.ListenPeers(s.Endpoint, int(links[i].peers.most.Load()))
+		}
+		if n := links[i].oversize.Load(); n > 0 {
+			c.OversizeMessages(s.Endpoint, n, links[i].largest.Load())
+		}
 		var lastErr string
 		if e := links[i].lastErr.Load(); e != nil {
 			lastErr = *e
@@ -180,7 +189,7 @@ func connectError(err error) string {
 	if errors.As(err, &op) {
 		return op.Error()
 	}
-	return strings.ReplaceAll(err.Error(), bufferedScheme+"://", "tcp://")
+	return ourScheme.ReplaceAllString(err.Error(), "tcp://")
 }
 
 // link is what a receiver learns about its connection, read by Tap when it ends.
@@ -188,25 +197,35 @@ type link struct {
 	drops    atomic.Uint64
 	connects atomic.Uint64
 	lastErr  atomic.Pointer[string]
+	// oversize counts connections dropped for a message over the bound; largest is the
+	// largest size announced.
+	oversize, largest atomic.Uint64
+	// peers counts the publishers connected to a listener.
+	peers peerGauge
 }
 
 func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l *link) {
 	var wait time.Duration
 	for ctx.Err() == nil {
-		sctx, cancel := context.WithCancel(ctx)
+		sctx, cancel := context.WithCancel(context.WithValue(ctx, peersKey{}, &l.peers))
 		sock := zmq4.NewSub(sctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(2*time.Second))
 		var err error
 		if s.Listen {
-			err = sock.Listen(zmqEndpoint(s.Endpoint))
+			err = sock.Listen(zmqEndpoint(s.Endpoint, cfg.MaxMessage))
 		} else {
-			err = sock.Dial(zmqEndpoint(s.Endpoint))
+			err = sock.Dial(zmqEndpoint(s.Endpoint, cfg.MaxMessage))
 		}
 		if err == nil {
 			err = sock.SetOption(zmq4.OptionSubscribe, cfg.Topic)
 		}
 		if err != nil {
-			sock.Close()
+			_ = sock.Close()
 			cancel()
+			if ctx.Err() != nil {
+				// The tap is stopping: this attempt was cut short, and its error would
+				// hide why the earlier ones failed.
+				return
+			}
 			msg := connectError(err)
 			l.lastErr.Store(&msg)
 			cfg.Logger.Debug("connect failed", "endpoint", s.Endpoint, "err", err)
@@ -222,6 +241,19 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 		for {
 			m, err := sock.Recv()
 			if err != nil {
+				if tooLarge := (*MessageTooLargeError)(nil); errors.As(err, &tooLarge) {
+					l.oversize.Add(1)
+					if tooLarge.Size > l.largest.Load() { // this goroutine is the only writer
+						l.largest.Store(tooLarge.Size)
+					}
+					cfg.Logger.Warn("message over the bound", "endpoint", s.Endpoint, "err", err)
+				}
+				if s.Listen && ctx.Err() == nil {
+					// One peer's connection ended; the listener and the other peers'
+					// connections are fine. Rebinding would cut those off too.
+					cfg.Logger.Debug("peer connection ended", "endpoint", s.Endpoint, "err", err)
+					continue
+				}
 				if ctx.Err() == nil {
 					cfg.Logger.Info("connection lost, reconnecting", "endpoint", s.Endpoint, "err", err)
 				}
@@ -234,7 +266,7 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 				l.drops.Add(1)
 			}
 		}
-		sock.Close()
+		_ = sock.Close()
 		cancel()
 		if !sleepCtx(ctx, backoff(0)) {
 			return
@@ -258,7 +290,7 @@ func replayLoop(ctx context.Context, cfg Config, s Source, gaps <-chan topicGap,
 			return
 		case tg := <-gaps:
 			g := tg.gap
-			ms, err := Replay(ctx, s.Replay, g.From, g.To, cfg.Now)
+			ms, err := replay(ctx, s.Replay, g.From, g.To, cfg.Now, cfg.MaxMessage)
 			if err != nil {
 				cfg.Logger.Warn("replay failed", "endpoint", s.Replay, "from", g.From, "to", g.To, "err", err)
 			}
@@ -283,11 +315,15 @@ func replayLoop(ctx context.Context, cfg Config, s Source, gaps <-chan topicGap,
 // returns those it sent in that range. Both reply shapes are understood: [seq, payload] up to
 // vLLM 0.25.1 and [topic, seq, payload] after, each after an empty delimiter frame.
 func Replay(ctx context.Context, endpoint string, from, to uint64, now func() time.Time) ([]Record, error) {
+	return replay(ctx, endpoint, from, to, now, DefaultMaxMessage)
+}
+
+func replay(ctx context.Context, endpoint string, from, to uint64, now func() time.Time, maxMessage uint64) ([]Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	sock := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithTimeout(5*time.Second))
-	defer sock.Close()
-	if err := sock.Dial(zmqEndpoint(endpoint)); err != nil {
+	defer func() { _ = sock.Close() }()
+	if err := sock.Dial(zmqEndpoint(endpoint, maxMessage)); err != nil {
 		return nil, fmt.Errorf("dial replay %s: %w", endpoint, err)
 	}
 	start := binary.BigEndian.AppendUint64(nil, from)

@@ -2,8 +2,10 @@ package events_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ func freePort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -72,7 +74,7 @@ func TestTapListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer func() { _ = pub.Close() }()
 	ev, _ := pub.Stored(make([]int64, 32), "")
 	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep, Listen: true}}, func(seen <-chan *events.Message) {
 		publishUntilSeen(t, ctx, pub, seen, ev)
@@ -100,21 +102,22 @@ func TestTapRestartAndDeadPeer(t *testing.T) {
 		p1 := start()
 		ev, _ := p1.Stored(make([]int64, 16), "")
 		publishUntilSeen(t, ctx, p1, seen, ev)
-		// Enough batches that the new process's sequence stays below the old one while the
-		// tap reconnects (it backs off 100 ms).
-		for range 200 {
+		// Enough batches that the new process, publishing every 20 ms until the tap has
+		// reconnected, would need longer than the test's deadline to climb past the old
+		// sequence: a slow reconnect fails the test by its deadline, never by a miscount.
+		for range 2000 {
 			_ = p1.Publish(ev)
 		}
-		for n := 0; n < 200; n++ {
+		for n := 0; n < 2000; n++ {
 			select {
 			case <-seen:
 			case <-ctx.Done():
 				t.Fatal("batches after the first never arrived")
 			}
 		}
-		p1.Close()
+		_ = p1.Close()
 		p2 := start()
-		defer p2.Close()
+		defer func() { _ = p2.Close() }()
 		publishUntilSeen(t, ctx, p2, seen, ev)
 	})
 	var live, silent *events.Publisher
@@ -149,7 +152,7 @@ func TestTapTopicFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		pubs = append(pubs, p)
 	}
 	ev, _ := pubs[0].Stored(make([]int64, 16), "")
@@ -206,7 +209,7 @@ func TestTapRecordingFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer func() { _ = pub.Close() }()
 	rec, err := events.NewRecorder(failingWriter{}) // buffered: fails at the first flush
 	if err != nil {
 		t.Fatal(err)
@@ -230,5 +233,216 @@ func TestTapRecordingFails(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Error("Tap ran until the test deadline instead of stopping at the write error")
+	}
+}
+
+// TestTapMaxMessage: through real zmq4 sockets, a message over --max-message drops the
+// connection before zmq4 allocates the frame that crosses the bound; the tap reconnects, keeps
+// receiving, and reports the oversize message instead of losing it silently.
+func TestTapMaxMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pub, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pub.Close() }()
+	small, _ := pub.Stored(make([]int64, 16), "")
+	big, _ := pub.Stored(make([]int64, 1<<16), "") // 64 Ki tokens: over 64 KiB
+	const maxMessage = 64 << 10
+	c := events.NewCollector(events.Options{MaxMessage: maxMessage})
+	tctx, stop := context.WithCancel(ctx)
+	seen := make(chan *events.Message, 4096)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: pub.Endpoint()}}, MaxMessage: maxMessage,
+			Observe: func(m *events.Message) {
+				select {
+				case seen <- &events.Message{Seq: m.Seq}:
+				default:
+				}
+			}}, c)
+	}()
+	publishUntilSeen(t, ctx, pub, seen, small)
+	if err := pub.Publish(big); err != nil {
+		t.Fatal(err)
+	}
+	bigSeq := pub.Sent() - 1
+	// Small batches after the big one arrive only over a new connection, once the tap has
+	// dropped the old one at the big message.
+	for after := false; !after; {
+		if err := pub.Publish(small); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-seen:
+			seq := m.Seq
+			if seq == bigSeq {
+				t.Fatal("the oversize batch was received")
+			}
+			after = seq > bigSeq
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("nothing arrived after the oversize batch")
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r := c.Report(time.Second)
+	p := r.Publishers[0]
+	if p.OversizeMessages < 1 || p.LargestMessage <= maxMessage || p.Reconnects < 1 {
+		t.Errorf("oversize messages %d, largest %d, reconnects %d; want at least 1, over %d, at least 1", p.OversizeMessages, p.LargestMessage, p.Reconnects, maxMessage)
+	}
+	found := false
+	for _, f := range r.Findings {
+		found = found || f.Code == "message-too-large"
+	}
+	if !found {
+		t.Errorf("findings %+v, want message-too-large", r.Findings)
+	}
+}
+
+// TestTapListenPeerLeaves: when one of the publishers dialling a listening tap goes away, the
+// others keep their connections: no reconnect, no batches lost.
+func TestTapListenPeerLeaves(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	var pubs []*fleet.Publisher
+	for _, topic := range []string{"kv@a@m", "kv@b@m"} {
+		p, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep, Connect: true, Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = p.Close() }()
+		pubs = append(pubs, p)
+	}
+	ev, _ := pubs[0].Stored(make([]int64, 16), "")
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep, Listen: true}}, func(seen <-chan *events.Message) {
+		// Both publish until each has been seen.
+		for got := map[string]bool{}; len(got) < 2; {
+			for _, p := range pubs {
+				_ = p.Publish(ev)
+			}
+			select {
+			case m := <-seen:
+				got[string(m.Topic)] = true
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatal("not both publishers were received")
+			}
+		}
+		_ = pubs[0].Close()
+		for range 200 {
+			if err := pubs[1].Publish(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last := pubs[1].Sent() - 1
+		for {
+			select {
+			case m := <-seen:
+				if string(m.Topic) == "kv@b@m" && m.Seq == last {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatal("the remaining publisher's last batch never arrived")
+			}
+		}
+	})
+	for _, p := range r.Publishers {
+		if p.Topic == "kv@b@m" && (p.LostBatches != 0 || p.Reconnects != 0) {
+			t.Errorf("remaining publisher: lost %d, reconnects %d; want 0 and 0", p.LostBatches, p.Reconnects)
+		}
+	}
+	for _, f := range r.Findings {
+		if f.Code == "listen-shared-topic" {
+			t.Errorf("finding %+v for publishers with distinct topics", f)
+		}
+	}
+}
+
+// TestTapListenSharedTopic: two publishers with the same (vLLM's default, empty) topic dial one
+// listening tap. Their sequences interleave under one topic, so the tap must say that its
+// loss and restart counts for that topic are meaningless.
+func TestTapListenSharedTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	var pubs []*fleet.Publisher
+	for range 2 {
+		p, err := fleet.NewPublisher(ctx, fleet.PublisherConfig{Endpoint: ep, Connect: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = p.Close() }()
+		pubs = append(pubs, p)
+	}
+	pubs[1].SkipSeq(1 << 20) // tells the two apart in the test, not in the tap
+	ev, _ := pubs[0].Stored(make([]int64, 16), "")
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep, Listen: true}}, func(seen <-chan *events.Message) {
+		for got := map[bool]bool{}; len(got) < 2; {
+			for _, p := range pubs {
+				_ = p.Publish(ev)
+			}
+			select {
+			case m := <-seen:
+				got[m.Seq >= 1<<20] = true
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatal("not both publishers were received")
+			}
+		}
+	})
+	var codes []string
+	for _, f := range r.Findings {
+		codes = append(codes, f.Code)
+	}
+	if !slices.Contains(codes, "listen-shared-topic") || r.Publishers[0].ListenPeers != 2 {
+		t.Errorf("listen peers %d, findings %v; want 2 and listen-shared-topic", r.Publishers[0].ListenPeers, codes)
+	}
+}
+
+// TestTapHostilePeer: a peer that completes the ZMTP greeting and then announces a 1 TiB
+// handshake command makes zmq4 allocate that much unless the transport refuses it first. The
+// tap must survive (the test process would die of it), retry, and name the cause.
+func TestTapHostilePeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	retried := make(chan struct{})
+	go func() {
+		greeting := append([]byte{0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 3, 0}, "NULL"...)
+		greeting = append(greeting, make([]byte, 64-len(greeting))...)
+		for n := 1; ; n++ {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write(greeting)
+			_, _ = c.Write(binary.BigEndian.AppendUint64([]byte{0x06}, 1<<40)) // COMMAND|LONG
+			if n == 2 {
+				close(retried) // the first attempt is over: the tap dialled again
+			}
+			defer func() { _ = c.Close() }()
+		}
+	}()
+	ep := "tcp://" + l.Addr().String()
+	r := tapUntil(t, ctx, []events.Source{{Endpoint: ep}}, func(<-chan *events.Message) {
+		select {
+		case <-retried:
+		case <-ctx.Done():
+			t.Fatal("the tap did not dial again after the hostile handshake")
+		}
+	})
+	p := r.Publishers[0]
+	if p.Connected == nil || *p.Connected || !strings.Contains(p.ConnectError, "over the 67108864-byte bound") {
+		t.Errorf("connected %v, error %q; want not connected, naming the --max-message bound", p.Connected, p.ConnectError)
 	}
 }

@@ -25,6 +25,13 @@ type Options struct {
 	HashSeed *string
 	// TokensPerSec, when positive, asks for the bandwidth extrapolated to that store rate.
 	TokensPerSec float64
+	// Ordered says each publisher's batches arrive in sequence order, except replayed ones:
+	// true for a live tap (one ordered connection per publisher) and one recording, false for
+	// merged recordings, where a batch one tap lost can arrive late from another.
+	Ordered bool
+	// MaxMessage is the message-size bound the tap enforced (0 means DefaultMaxMessage), for
+	// the findings.
+	MaxMessage uint64
 }
 
 type pubKey struct{ source, topic string }
@@ -118,6 +125,9 @@ func NewCollector(o Options) *Collector {
 	if o.MaxBlocks <= 0 {
 		o.MaxBlocks = DefaultMaxBlocks
 	}
+	if o.MaxMessage == 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
 	c := &Collector{
 		opts:     o,
 		pubs:     map[pubKey]*pubState{},
@@ -157,6 +167,7 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 	}
 	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: newGenerations[blockInfo]()}
 	p.Publisher = newPublisher(source, string(topic))
+	p.seq.ordered = c.opts.Ordered
 	c.pubs[pubKey{source, string(topic)}] = p
 	c.order = append(c.order, p)
 	return p
@@ -200,6 +211,33 @@ func (c *Collector) OwnDrops(source string, n uint64) {
 	c.pub(source, nil).OwnDrops += n
 }
 
+// ListenPeers records the most publishers connected at once to the listener at source.
+func (c *Collector) ListenPeers(source string, n int) {
+	for _, p := range c.order {
+		if p.Endpoint == source {
+			p.ListenPeers = n
+		}
+	}
+}
+
+// OversizeMessages records connections dropped for source because the peer announced messages
+// over the bound, the largest of which claimed largest bytes.
+func (c *Collector) OversizeMessages(source string, n, largest uint64) {
+	p := c.sourcePub(source)
+	p.OversizeMessages += n
+	p.LargestMessage = max(p.LargestMessage, largest)
+}
+
+// sourcePub returns the first publisher accounted under source, registering one if none is.
+func (c *Collector) sourcePub(source string) *pubState {
+	for _, p := range c.order {
+		if p.Endpoint == source {
+			return p
+		}
+	}
+	return c.pub(source, nil)
+}
+
 // Add accounts for one message. It returns the missing range when the message reveals a gap
 // (Gap.To >= Gap.From), so the caller may ask a replay socket for it.
 func (c *Collector) Add(m *Message) (Gap, bool) {
@@ -211,7 +249,7 @@ func (c *Collector) Add(m *Message) (Gap, bool) {
 		p.noteMalformed(fmt.Sprintf("message with %d frames and a %d-byte sequence, want 3 frames and 8 bytes", m.Frames, m.SeqLen), m.Seq)
 		return Gap{}, false
 	}
-	verdict, gap := p.seq.observe(m.Seq, c.payloadID(m.Payload))
+	verdict, gap := p.seq.observe(m.Seq, c.payloadID(m.Payload), m.Recovered)
 	if verdict == seqDuplicate {
 		return Gap{}, false
 	}
@@ -505,7 +543,7 @@ func (c *Collector) Report(d time.Duration) *Report {
 		pp.Restarts = p.seq.restarts
 		pp.Duplicates = p.seq.dups
 		pp.LateBatches = p.seq.late
-		pp.UnrecoverableBatches = pp.LostBatches - min(pp.LostBatches, pp.RecoveredBatches)
+		pp.UnrecoverableBatches = pp.LostBatches - min(pp.LostBatches, pp.LateBatches)
 		if p.seq.started {
 			first := p.seq.first
 			pp.FirstSeq = &first

@@ -2,9 +2,12 @@ package events
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kvcheck/kvcheck/internal/blockhash"
 )
@@ -181,5 +184,86 @@ func TestCollectorManyTopics(t *testing.T) {
 	last := r.Publishers[len(r.Publishers)-1]
 	if len(r.Publishers) != maxPublishers+1 || last.Topic != otherTopics || last.Batches != 500 {
 		t.Errorf("%d publishers, last %q with %d batches; want %d, %q with 500", len(r.Publishers), last.Topic, last.Batches, maxPublishers+1, otherTopics)
+	}
+}
+
+// TestDuplicateDepthsComplete: the depth histogram accounts for every duplicated block, also
+// in prompts deeper than the number of depths it keeps apart (the deepest bucket takes them).
+func TestDuplicateDepthsComplete(t *testing.T) {
+	c := NewCollector(Options{})
+	none := blockhash.NoneHash("0")
+	ev := storeEvent(t, none, toks(1, 300), 1) // a 300-block chain, one token per block
+	c.Add(msg("a", 0, Wire{Era: EraMap}, ev))
+	c.Add(msg("b", 0, Wire{Era: EraMap}, ev))
+	a := c.Report(1e9).Analysis
+	var sum uint64
+	for _, d := range a.DuplicateDepths {
+		sum += d.Blocks
+	}
+	last := a.DuplicateDepths[len(a.DuplicateDepths)-1]
+	if a.DuplicateBlocks != 300 || sum != 300 || last.Depth != MaxDuplicateDepth || last.Blocks != 300-MaxDuplicateDepth {
+		t.Errorf("duplicate blocks %d, sum over depths %d, deepest bucket %+v; want 300, 300, {%d %d}",
+			a.DuplicateBlocks, sum, last, MaxDuplicateDepth, 300-MaxDuplicateDepth)
+	}
+}
+
+// TestCollectorRates checks every rate and derived number of the report against values
+// computed by hand from the messages sent.
+func TestCollectorRates(t *testing.T) {
+	none := blockhash.NoneHash("0")
+	c := NewCollector(Options{TokensPerSec: 1000})
+	w := Wire{Era: EraMap}
+	s1 := storeEvent(t, none, toks(1, 32), 16)  // 2 blocks, 32 tokens
+	s2 := storeEvent(t, none, toks(50, 16), 16) // 1 block, 16 tokens
+	rm := Event{Type: TypeBlockRemoved, BlockHashes: s1.BlockHashes[:1]}
+	m1 := msg("a", 0, w, s1)
+	m1.Topic = []byte("kv@a@m")
+	b2 := Batch{TS: 1010, HasDPRank: true, Events: []Event{s2, rm, {Type: TypeAllBlocksCleared}}}
+	m2 := &Message{Source: "a", Topic: []byte("kv@a@m"), Seq: 1, Payload: AppendBatch(nil, &b2, w), Frames: 3, SeqLen: 8, RecvNanos: 1010_200_000_000}
+	c.Add(m1)
+	c.Add(m2)
+	r := c.Report(2e9) // two seconds
+	p := r.Publishers[0]
+	payload := float64(len(m1.Payload) + len(m2.Payload))
+	frames := payload + 2*(6+8)
+	type nums struct {
+		BytesPerSec, FrameBytesPerSec, EventsPerSec, TokensPerSec, BytesPerStoredToken float64
+		BatchMin, BatchMax                                                             int
+		BatchMean                                                                      float64
+		First, Last                                                                    time.Time
+		Offset                                                                         float64
+		BPT, Extrapolated, FirstPerMin, FirstStoresPerMin                              float64
+	}
+	got := nums{p.BytesPerSec, p.FrameBytesPerSec, p.EventsPerSec, p.TokensPerSec, p.BytesPerStoredToken,
+		p.BatchSizes.Min, p.BatchSizes.Max, p.BatchSizes.Mean(), *p.FirstEventTime, *p.LastEventTime, *p.ClockOffsetSeconds,
+		*r.Analysis.BytesPerStoredToken, *r.Analysis.ExtrapolatedBytesPerSec, r.Analysis.FirstBlocksPerMinute, r.Analysis.FirstBlockStoresPerMinute}
+	want := nums{payload / 2, frames / 2, 4.0 / 2, 48.0 / 2, payload / 48,
+		1, 3, 2,
+		time.Unix(1000, 0).UTC(), time.Unix(1010, 0).UTC(), 0.2, // offsets 0.5 s and 0.2 s: the smaller
+		payload / 48, payload / 48 * 1000, 2 / (2.0 / 60), 2 / (2.0 / 60)}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("rates (-want +got):\n%s", diff)
+	}
+}
+
+// TestNoConnectionWording: a port that refuses is told apart from one that answers without
+// speaking ZMTP (an HTTP port given by mistake), and a listener nobody dialled from one whose
+// publishers sent nothing.
+func TestNoConnectionWording(t *testing.T) {
+	c := NewCollector(Options{})
+	c.Register("tcp://h:5557")
+	c.Register("tcp://h:8000")
+	c.Connection("tcp://h:5557", false, 0, "dial tcp 127.0.0.1:5557: connect: connection refused")
+	c.Connection("tcp://h:8000", false, 0, "zmq4: could not open a ZMTP connection: could not read ZMTP greeting: EOF")
+	c.Register("tcp://0.0.0.0:5557")
+	c.Connection("tcp://0.0.0.0:5557", true, 1, "")
+	c.ListenPeers("tcp://0.0.0.0:5557", 0)
+	msgs := map[string]string{}
+	for _, f := range c.Report(1e9).Findings {
+		msgs[f.Subject] = f.Message
+	}
+	if !strings.Contains(msgs["tcp://h:5557"], "nothing publishes there") || !strings.Contains(msgs["tcp://h:8000"], "handshake failed") ||
+		!strings.Contains(msgs["tcp://0.0.0.0:5557"], "no publisher connected") {
+		t.Errorf("findings %v: want 'nothing publishes there' for the refused port, 'handshake failed' for the other, 'no publisher connected' for the listener", msgs)
 	}
 }

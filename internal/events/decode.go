@@ -521,6 +521,13 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 	}
 	p = o
 	ev.Era, ev.Fields = EraMap, int(n)
+	// Fields are decoded by the event's type, so it must be known first. msgspec writes
+	// "type" first; other encoders may not, and then one pass over the keys finds it.
+	if n > 0 && !bytesHasTypeKey(p) {
+		if err := d.findType(p, n, ev); err != nil {
+			return p, err
+		}
+	}
 	for range n {
 		if msgp.NextType(p) != msgp.StrType {
 			if p, err = d.skip(p, ev); err != nil { // a non-string key and its value
@@ -553,6 +560,38 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 		return p, d.fail(p, "event map has no \"type\" key")
 	}
 	return p, nil
+}
+
+// bytesHasTypeKey reports whether p starts with the map key "type".
+func bytesHasTypeKey(p []byte) bool {
+	return len(p) >= 5 && p[0] == 0xa4 && string(p[1:5]) == "type"
+}
+
+// findType looks through a map event's n keys for "type" and sets the event's tag and type;
+// a missing "type" is left for mapEvent to report.
+func (d *decoder) findType(p []byte, n uint32, ev *Event) error {
+	for range n {
+		var err error
+		if msgp.NextType(p) == msgp.StrType {
+			var key []byte
+			if key, p, err = msgp.ReadStringZC(p); err != nil {
+				return d.wrap(p, "event map key", err)
+			}
+			if string(key) == "type" && msgp.NextType(p) == msgp.StrType {
+				if ev.Tag, _, err = msgp.ReadStringZC(p); err != nil {
+					return d.wrap(p, "event type", err)
+				}
+				ev.Type = typeOf(ev.Tag)
+				return nil
+			}
+		} else if p, err = msgp.Skip(p); err != nil {
+			return d.wrap(p, "event map key", err)
+		}
+		if p, err = msgp.Skip(p); err != nil {
+			return d.wrap(p, "event map value", err)
+		}
+	}
+	return nil
 }
 
 // knownName returns the constant spelling of a known field name, "" for others, so looking a

@@ -166,6 +166,40 @@ func TestDecodeTolerant(t *testing.T) {
 				}
 			},
 		},
+		{
+			// msgspec writes the tag first, but a map is unordered: another encoder (an
+			// emulator, a proxy re-encoding a dict) may put "type" anywhere.
+			name: "map with type last",
+			build: func() []byte {
+				p := msgp.AppendArrayHeader(nil, 3)
+				p = msgp.AppendFloat64(p, 1)
+				p = msgp.AppendArrayHeader(p, 1)
+				p = msgp.AppendMapHeader(p, 5)
+				p = msgp.AppendString(p, "block_hashes")
+				p = msgp.AppendArrayHeader(p, 1)
+				p = msgp.AppendUint64(p, 77)
+				p = msgp.AppendString(p, "token_ids")
+				p = msgp.AppendArrayHeader(p, 2)
+				p = msgp.AppendInt(p, 5)
+				p = msgp.AppendInt(p, 6)
+				p = msgp.AppendString(p, "block_size")
+				p = msgp.AppendInt(p, 2)
+				p = msgp.AppendString(p, "medium")
+				p = msgp.AppendString(p, "CPU")
+				p = msgp.AppendString(p, "type")
+				p = msgp.AppendString(p, "BlockStored")
+				p = msgp.AppendInt(p, 0)
+				return p
+			},
+			check: func(t *testing.T, b *Batch) {
+				e := b.Events[0]
+				got := []any{e.Type, len(e.BlockHashes), e.TokenIDs, e.BlockSize, string(e.Medium), e.Unknown, e.Odd}
+				want := []any{TypeBlockStored, 1, []int64{5, 6}, int64(2), "CPU", 0, 0}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("type, hashes, tokens, block size, medium, unknown, odd (-want +got):\n%s", diff)
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,7 +82,7 @@ func cpuSeconds(t *testing.T) float64 {
 
 func e2ePySub(t *testing.T, ctx context.Context) (float64, int64, float64) {
 	ep, stdin, out := pyPublisher(t, ctx, e2eArgs...)
-	defer stdin.Close()
+	defer func() { _ = stdin.Close() }()
 	script, _ := filepath.Abs("../../testdata/tap/sub.py")
 	sub := exec.CommandContext(ctx, python, script, ep)
 	subIn, _ := sub.StdinPipe()
@@ -96,7 +96,7 @@ func e2ePySub(t *testing.T, ctx context.Context) (float64, int64, float64) {
 	if l, err := subOut.ReadString('\n'); err != nil || strings.TrimSpace(l) != "READY" {
 		t.Fatalf("sub.py said %q: %v", l, err)
 	}
-	io.WriteString(stdin, "GO\n")
+	_, _ = io.WriteString(stdin, "GO\n")
 	res := readResult(t, out)
 	fmt.Fprintf(subIn, "%d\n", res.LastSeq)
 	var py struct {
@@ -114,7 +114,7 @@ func e2ePySub(t *testing.T, ctx context.Context) (float64, int64, float64) {
 
 func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64, float64) {
 	ep, stdin, out := pyPublisher(t, ctx, e2eArgs...)
-	defer stdin.Close()
+	defer func() { _ = stdin.Close() }()
 	c := events.NewCollector(events.Options{})
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -134,9 +134,13 @@ func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64, float64
 			}
 		}}, c)
 	}()
-	<-started
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("no probe batch arrived from the publisher")
+	}
 	cpu0 := cpuSeconds(t)
-	io.WriteString(stdin, "GO\n")
+	_, _ = io.WriteString(stdin, "GO\n")
 	res := readResult(t, out)
 	lastSeq.Store(res.LastSeq)
 	go func() {

@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -32,6 +33,8 @@ type Publisher struct {
 	Listening    bool   `json:"listening"`
 	Reconnects   uint64 `json:"reconnects"`
 	ConnectError string `json:"connect_error,omitempty"`
+	// ListenPeers is, for a listener, the most publishers connected at once.
+	ListenPeers int `json:"listen_peers,omitempty"`
 	// Messages counts everything received; Batches the messages decoded and accounted.
 	Messages         uint64      `json:"messages"`
 	Batches          uint64      `json:"batches"`
@@ -51,26 +54,32 @@ type Publisher struct {
 	Duplicates       uint64      `json:"duplicates"`
 	LateBatches      uint64      `json:"late_batches"`
 	RecoveredBatches uint64      `json:"recovered_batches"`
-	// UnrecoverableBatches were lost and not recovered by replay.
-	UnrecoverableBatches uint64            `json:"unrecoverable_batches"`
-	OwnDrops             uint64            `json:"own_drops"`
-	Malformed            uint64            `json:"malformed"`
-	MalformedSamples     []MalformedSample `json:"malformed_samples"`
-	BlockSizes           map[string]uint64 `json:"block_sizes"`
-	Media                map[string]uint64 `json:"media"`
-	LoRANames            map[string]uint64 `json:"lora_names"`
-	SpecKinds            map[string]uint64 `json:"spec_kinds"`
-	Eras                 map[string]uint64 `json:"eras"`
-	WireEra              string            `json:"wire_era"`
-	HashForms            map[string]uint64 `json:"hash_forms"`
-	HashForm             string            `json:"hash_form"`
-	SignedHashes         uint64            `json:"signed_hashes"`
-	UnknownTypes         map[string]uint64 `json:"unknown_types"`
-	UnknownFields        uint64            `json:"unknown_fields"`
-	OddFields            uint64            `json:"odd_fields"`
-	BytesPerStoredToken  float64           `json:"bytes_per_stored_token"`
-	FirstEventTime       *time.Time        `json:"first_event_time"`
-	LastEventTime        *time.Time        `json:"last_event_time"`
+	// LateBatches filled a gap after it was seen: recovered by replay (RecoveredBatches counts
+	// those) or received by another tap whose recording was merged with this one.
+	// UnrecoverableBatches were lost and never arrived: LostBatches less LateBatches.
+	UnrecoverableBatches uint64 `json:"unrecoverable_batches"`
+	OwnDrops             uint64 `json:"own_drops"`
+	// OversizeMessages counts connections the tap dropped because the peer announced a ZMTP
+	// message over the --max-message bound; LargestMessage is the largest size announced.
+	OversizeMessages    uint64            `json:"oversize_messages"`
+	LargestMessage      uint64            `json:"largest_oversize_message,omitempty"`
+	Malformed           uint64            `json:"malformed"`
+	MalformedSamples    []MalformedSample `json:"malformed_samples"`
+	BlockSizes          map[string]uint64 `json:"block_sizes"`
+	Media               map[string]uint64 `json:"media"`
+	LoRANames           map[string]uint64 `json:"lora_names"`
+	SpecKinds           map[string]uint64 `json:"spec_kinds"`
+	Eras                map[string]uint64 `json:"eras"`
+	WireEra             string            `json:"wire_era"`
+	HashForms           map[string]uint64 `json:"hash_forms"`
+	HashForm            string            `json:"hash_form"`
+	SignedHashes        uint64            `json:"signed_hashes"`
+	UnknownTypes        map[string]uint64 `json:"unknown_types"`
+	UnknownFields       uint64            `json:"unknown_fields"`
+	OddFields           uint64            `json:"odd_fields"`
+	BytesPerStoredToken float64           `json:"bytes_per_stored_token"`
+	FirstEventTime      *time.Time        `json:"first_event_time"`
+	LastEventTime       *time.Time        `json:"last_event_time"`
 	// ClockOffsetSeconds is the smallest (receive time - event time) seen: the publisher's
 	// clock lag behind ours plus the network latency.
 	ClockOffsetSeconds *float64         `json:"clock_offset_seconds"`
@@ -167,7 +176,8 @@ func (b BatchSizes) Mean() float64 {
 	return float64(b.Sum) / float64(b.N)
 }
 
-// DepthCount counts duplicated blocks at one chain depth (0 = the first block of a prompt).
+// DepthCount counts duplicated blocks at one chain depth (0 = the first block of a prompt;
+// MaxDuplicateDepth and deeper are counted together at MaxDuplicateDepth).
 type DepthCount struct {
 	Depth  int    `json:"depth"`
 	Blocks uint64 `json:"blocks"`
@@ -208,16 +218,19 @@ type Analysis struct {
 	HashParity               HashParity `json:"hash_parity"`
 }
 
+// MaxDuplicateDepth is the deepest chain depth counted apart in Analysis.DuplicateDepths; the
+// bucket at this depth also counts every deeper block, so the list stays bounded and complete.
+const MaxDuplicateDepth = 255
+
 func (a *Analysis) duplicateDepth(d int) {
+	d = min(d, MaxDuplicateDepth)
 	for i := range a.DuplicateDepths {
 		if a.DuplicateDepths[i].Depth == d {
 			a.DuplicateDepths[i].Blocks++
 			return
 		}
 	}
-	if len(a.DuplicateDepths) < 256 {
-		a.DuplicateDepths = append(a.DuplicateDepths, DepthCount{Depth: d, Blocks: 1})
-	}
+	a.DuplicateDepths = append(a.DuplicateDepths, DepthCount{Depth: d, Blocks: 1})
 }
 
 // HashParity says whether the stream's hashes can be reproduced outside the engine
@@ -240,31 +253,71 @@ func newFinding(s finding.Severity, code, subject, format string, args ...any) F
 func findings(r *Report, o Options) []Finding {
 	out := []Finding{}
 	add := func(f Finding) { out = append(out, f) }
+	// A listener tells its publishers apart only by topic (zmq4 does not say which peer sent
+	// a message): more peers at once than topics means interleaved sequences.
+	topics := map[string]int{}
+	for _, p := range r.Publishers {
+		if p.Listening && p.Messages > 0 {
+			topics[p.Endpoint]++
+		}
+	}
+	warned := map[string]bool{}
+	for _, p := range r.Publishers {
+		if p.Listening && p.ListenPeers > topics[p.Endpoint] && topics[p.Endpoint] > 0 && !warned[p.Endpoint] {
+			warned[p.Endpoint] = true
+			add(newFinding(finding.Error, "listen-shared-topic", p.Endpoint,
+				"%d publishers were connected at once but sent only %d distinct topic(s): a listener tells publishers apart by topic only, so their sequences interleave and the loss, restart and duplicate counts of those topics are wrong. Give each publisher its own topic (llm-d's kv@<pod-ip>:<port>@<model>) or tap them in dial mode",
+				p.ListenPeers, topics[p.Endpoint]))
+		}
+	}
 	for _, p := range r.Publishers {
 		subj := p.Endpoint
 		if p.Topic != "" {
 			subj += " topic " + p.Topic
 		}
+		if p.OversizeMessages > 0 {
+			add(newFinding(finding.Error, "message-too-large", subj,
+				"%d times the peer announced a ZMTP message over the %d-byte bound (at least %d bytes) and the tap dropped the connection before allocating it; what it sent then is lost. A vLLM batch is a few KB to a few MB: this is not a vLLM publisher, or raise --max-message",
+				p.OversizeMessages, o.MaxMessage, p.LargestMessage))
+		}
 		if p.Messages == 0 {
 			switch {
 			case p.Connected != nil && !*p.Connected && p.Listening:
 				add(newFinding(finding.Error, "no-connection", subj, "could not listen on this address (%s): is it in use, or not an address of this host?", p.ConnectError))
+			case p.Connected != nil && !*p.Connected && strings.Contains(p.ConnectError, "ZMTP"):
+				add(newFinding(finding.Error, "no-connection", subj,
+					"something answers there but the ZMQ handshake failed (%s): it is not a ZMQ publisher (an HTTP or metrics port?) or not a well-behaved one; vLLM's KV events are on the port of --kv-events-config's endpoint, 5557 by default",
+					p.ConnectError))
 			case p.Connected != nil && !*p.Connected:
 				add(newFinding(finding.Error, "no-connection", subj,
 					"could not connect (%s): nothing publishes there. vLLM publishes only with --kv-events-config '{\"enable_kv_cache_events\":true,...}' (and \"publisher\":\"zmq\" up to 0.11.0), on tcp://*:5557 by default, port+r for data-parallel rank r; a publisher that dials out needs --listen",
 					p.ConnectError))
+			case p.Listening && p.ListenPeers == 0:
+				add(newFinding(finding.Error, "no-events", subj,
+					"listening, but no publisher connected: a vLLM publisher dials out only when its endpoint has no '*' (for example tcp://<this host>:5557); check that it names this address and port"))
 			default:
 				add(newFinding(finding.Error, "no-events", subj,
 					"connected but nothing received: no traffic reached the prefix cache, prefix caching is off (almost no events then), the --topic prefix does not match, or the publisher dials a collector and this tap should --listen"))
 			}
 			continue
 		}
+		// Late batches fill gaps after the fact: recovered by replay, or received by another
+		// tap whose recording was merged with this one.
+		late := p.LateBatches - min(p.LateBatches, p.RecoveredBatches)
 		if p.UnrecoverableBatches > 0 {
+			filled := ""
+			if p.LateBatches > 0 {
+				filled = fmt.Sprintf(" (besides %d recovered by replay and %d received late)", p.RecoveredBatches, late)
+			}
 			add(newFinding(finding.Error, "batches-lost", subj,
-				"%d batches lost in %d gap(s) (%d recovered by replay): the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
-				p.LostBatches, p.Gaps, p.RecoveredBatches))
+				"%d batches lost in %d gap(s)%s: the publisher dropped them at its high-water mark or the tap joined late; a KV-aware router on this stream has a wrong view of the caches",
+				p.UnrecoverableBatches, p.Gaps, filled))
 		} else if p.LostBatches > 0 {
-			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches lost and all recovered by replay", p.LostBatches))
+			how := "recovered by replay"
+			if late > 0 {
+				how = fmt.Sprintf("arrived later: %d recovered by replay, %d received late (from another merged recording)", p.RecoveredBatches, late)
+			}
+			add(newFinding(finding.Info, "batches-recovered", subj, "%d batches lost and all %s", p.LostBatches, how))
 		}
 		if p.OwnDrops > 0 {
 			add(newFinding(finding.Error, "tap-dropped", subj,

@@ -31,6 +31,9 @@ type Gap struct{ From, To uint64 }
 // seqTracker accounts for one publisher's sequence numbers. The first number seen is taken as
 // the start, since some emulators count from 1 and a tap may join late.
 type seqTracker struct {
+	// ordered says batches arrive in sequence order but for replays (one connection per
+	// publisher): a lower number that is not a replay is then a restart, never a late batch.
+	ordered  bool
 	started  bool
 	first    uint64
 	expected uint64
@@ -41,7 +44,10 @@ type seqTracker struct {
 }
 
 // observe classifies seq and updates the counters. For a gap it also returns the missing range.
-func (s *seqTracker) observe(seq, hash uint64) (seqVerdict, Gap) {
+// A recovered batch (fetched from a replay socket) is never a restart: one that fills no open
+// gap, because the gap was forgotten or already filled, is skipped as a duplicate without
+// being counted as one.
+func (s *seqTracker) observe(seq, hash uint64, recovered bool) (seqVerdict, Gap) {
 	slot := &s.ring[seq%seqWindow]
 	switch {
 	case !s.started:
@@ -58,17 +64,19 @@ func (s *seqTracker) observe(seq, hash uint64) (seqVerdict, Gap) {
 		s.batches++
 		return seqGap, g
 	default: // seq < expected
-		if slot.valid && slot.seq == seq {
+		if slot.valid && slot.seq == seq && !recovered {
 			if slot.hash == hash {
 				s.dups++
 				return seqDuplicate, Gap{}
 			}
 			s.restart(seq)
-		} else if s.fill(seq) {
+		} else if (recovered || !s.ordered) && s.fill(seq) {
 			s.late++
 			s.remember(slot, seq, hash)
 			s.batches++
 			return seqLate, Gap{}
+		} else if recovered {
+			return seqDuplicate, Gap{}
 		} else {
 			s.restart(seq)
 		}

@@ -41,9 +41,11 @@ type PublisherConfig struct {
 	BlockSize int
 	// DPRank is the data-parallel rank put in every batch.
 	DPRank int
-	// Replay, when true, also binds a replay ROUTER on a free port keeping ReplayBuffer batches.
-	Replay       bool
-	ReplayBuffer int
+	// Replay, when true, also binds a replay ROUTER keeping ReplayBuffer batches, on
+	// ReplayEndpoint or, when that is "", on a free port.
+	Replay         bool
+	ReplayEndpoint string
+	ReplayBuffer   int
 }
 
 // Publisher is an emulated vLLM KV-event publisher on loopback.
@@ -125,7 +127,7 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 	ctx, p.cancel = context.WithCancel(ctx)
 	p.pub = zmq4.NewPub(ctx)
 	if err := p.pub.SetOption(zmq4.OptionHWM, cfg.HWM); err != nil {
-		p.Close()
+		_ = p.Close()
 		return nil, fmt.Errorf("set publisher high-water mark: %w", err)
 	}
 	if cfg.Connect {
@@ -142,13 +144,17 @@ func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) 
 			}
 		})
 	} else if err := p.pub.Listen(cfg.Endpoint); err != nil {
-		p.Close()
+		_ = p.Close()
 		return nil, fmt.Errorf("bind publisher %s: %w", cfg.Endpoint, err)
 	}
 	if cfg.Replay {
 		p.router = zmq4.NewRouter(ctx)
-		if err := p.router.Listen("tcp://127.0.0.1:0"); err != nil {
-			p.Close()
+		ep := cfg.ReplayEndpoint
+		if ep == "" {
+			ep = "tcp://127.0.0.1:0"
+		}
+		if err := p.router.Listen(ep); err != nil {
+			_ = p.Close()
 			return nil, fmt.Errorf("bind replay socket: %w", err)
 		}
 		p.done.Go(p.pubServeReplay)
@@ -267,9 +273,11 @@ func (p *Publisher) SkipSeq(n uint64) {
 
 // pubServeReplay answers replay requests like vLLM's ROUTER: every buffered batch from the
 // asked sequence on, then the end marker. Versions up to 0.25.1 reply [seq, payload], later
-// ones [topic, seq, payload].
+// ones [topic, seq, payload] (SPEC §1.8).
 func (p *Publisher) pubServeReplay() {
-	withTopic := p.wire.Era == events.EraMap && !strings.HasPrefix(p.cfg.Version, "0.24") && !strings.HasPrefix(p.cfg.Version, "0.25")
+	var minor, patch int
+	_, _ = fmt.Sscanf(p.cfg.Version, "0.%d.%d", &minor, &patch) // validated by NewPublisher
+	withTopic := minor*100+patch > 2501
 	for {
 		m, err := p.router.Recv()
 		if err != nil {
@@ -307,8 +315,10 @@ func (p *Publisher) pubServeReplay() {
 }
 
 // NewRankedPublishers starts one publisher per data-parallel rank, as vLLM does with
-// data_parallel_size > 1: rank r binds the base port + r and reports rank r in its batches.
-// cfg.Endpoint must be tcp://HOST:PORT; port 0 picks a free run of consecutive ports.
+// data_parallel_size > 1: rank r binds the base port + r and reports rank r in its batches,
+// and with cfg.Replay its replay socket binds the replay base port + r. cfg.Endpoint must be
+// tcp://HOST:PORT; port 0 picks a free run of consecutive ports. The replay base is the port
+// after the last event port (cfg.ReplayEndpoint is ignored).
 func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([]*Publisher, error) {
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = "tcp://127.0.0.1:0"
@@ -330,13 +340,14 @@ func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([
 				return nil, fmt.Errorf("find a free port: %w", err)
 			}
 			start = l.Addr().(*net.TCPAddr).Port
-			l.Close()
+			_ = l.Close()
 		}
 		var pubs []*Publisher
 		for r := range ranks {
 			c := cfg
 			c.DPRank = r
 			c.Endpoint = "tcp://" + net.JoinHostPort(host, strconv.Itoa(start+r))
+			c.ReplayEndpoint = "tcp://" + net.JoinHostPort(host, strconv.Itoa(start+ranks+r))
 			p, err := NewPublisher(ctx, c)
 			if err != nil {
 				lastErr = err
@@ -348,7 +359,7 @@ func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([
 			return pubs, nil
 		}
 		for _, p := range pubs {
-			p.Close()
+			_ = p.Close()
 		}
 		if base != 0 {
 			break

@@ -40,7 +40,8 @@ func TestPubStoredFields(t *testing.T) {
 
 // TestPublisherReplay asks the replay ROUTER for a range, in both reply shapes.
 func TestPublisherReplay(t *testing.T) {
-	for _, version := range []string{"0.25.0", "0.26.0"} {
+	// Up to 0.25.1 the reply is [seq, payload]; after it [topic, seq, payload] (SPEC §1.8).
+	for _, version := range []string{"0.25.1", "0.25.2", "0.26.0"} {
 		t.Run(version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -49,7 +50,7 @@ func TestPublisherReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.Close()
+			defer func() { _ = p.Close() }()
 			ev, err := p.Stored(make([]int64, 48), "lora-a")
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +67,14 @@ func TestPublisherReplay(t *testing.T) {
 				}
 				from := max(r[0], 200) // older than the buffer: gone
 				if want := int(r[1] - from + 1); len(ms) != want {
-					t.Errorf("replay %d..%d returned %d batches, want %d", r[0], r[1], len(ms), want)
+					t.Fatalf("replay %d..%d returned %d batches, want %d", r[0], r[1], len(ms), want)
+				}
+				want := "kv@x@m"
+				if version == "0.25.1" {
+					want = ""
+				}
+				if got := string(ms[0].Message.Topic); got != want {
+					t.Errorf("replay reply topic %q, want %q", got, want)
 				}
 			}
 		})

@@ -125,7 +125,11 @@ func depths(ds []events.DepthCount) string {
 			parts = append(parts, "...")
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%d:%d", d.Depth, d.Blocks))
+		deeper := ""
+		if d.Depth == events.MaxDuplicateDepth {
+			deeper = "+"
+		}
+		parts = append(parts, fmt.Sprintf("%d%s:%d", d.Depth, deeper, d.Blocks))
 	}
 	return strings.Join(parts, " ")
 }

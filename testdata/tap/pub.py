@@ -3,10 +3,11 @@
 
 It binds a PUB socket, prints "READY <port>", and sends probe batches every 10 ms until a line
 "GO" arrives on stdin. It then sends --count batches as fast as it can through a PUB socket
-with send high-water mark --hwm, waits, sends one final batch, and prints one JSON line:
+with send high-water mark --hwm, sends one final batch, and prints one JSON line:
 {"first_seq": <first batch after GO>, "last_seq": <final batch>, "sent": <batches handed to
-zmq after GO>}. libzmq drops silently at the high-water mark, so only the tap's sequence
-accounting can tell how many arrived. It exits when stdin closes.
+zmq after GO>}, then keeps sending tail batches every 10 ms. libzmq drops silently at the
+high-water mark, so only the tap's sequence accounting can tell how many arrived. It exits when
+stdin has another line or closes.
 
 Batches follow SPEC 1.3-1.5: frames [topic, seq as 8 bytes big-endian, msgpack payload], the
 payload [ts, events, dp_rank], events positional arrays (--era array, vLLM 0.22-0.23) or maps
@@ -94,11 +95,17 @@ def main():
     else:
         for i in range(a.count):
             send(payloads[i % len(payloads)])
-    time.sleep(0.3)
+    # A final batch can itself be dropped at a small high-water mark while the burst drains,
+    # so keep sending tail batches every 10 ms until stdin has a line or closes: the receiver
+    # waits for any sequence number at or past last_seq instead of for one batch that may be lost.
     last = seq
     send(batch(a.era, seq, 1, a.block_size))
     print(json.dumps({"first_seq": first, "last_seq": last, "sent": last - first + 1}), flush=True)
-    sys.stdin.read()
+    while True:
+        r, _, _ = select.select([sys.stdin], [], [], 0.01)
+        if r:
+            break
+        send(batch(a.era, seq, 1, a.block_size))
     sock.close()
     ctx.term()
 
