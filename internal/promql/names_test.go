@@ -92,7 +92,7 @@ func TestOldNameFindingText(t *testing.T) {
 		}, nil},
 		{"V0 gauge beside V1 counters", cpuGauge, finding.Warning, []string{
 			"V0 engine only: deprecated in vLLM 0.8.0, hidden in 0.8.3, removed in 0.9.1",
-			"vllm:cpu_prefix_cache_hit_rate (use rate(vllm:external_prefix_cache_hits_total[5m])",
+			"vllm:cpu_prefix_cache_hit_rate (use rate(vllm:prefix_cache_hits_total[5m]) / rate(vllm:prefix_cache_queries_total[5m]) for V1's one local prefix cache, or rate(vllm:external_prefix_cache_hits_total[5m])",
 		}, nil},
 		{"replacement exported too", usage, finding.Info, []string{
 			"vllm:gpu_cache_usage_perc (use vllm:kv_cache_usage_perc)",
