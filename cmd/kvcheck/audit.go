@@ -74,7 +74,7 @@ conversation with two dates.
 	f.StringVar(&opts.Tokenize, "tokenize", "", "base URL of a vLLM server: exact tokens from its POST /tokenize, block size from its /metrics")
 	f.StringVar(&opts.Model, "model", "", "model name to send to /tokenize (default: each request's own)")
 	f.IntVar(&opts.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
-	f.IntVar(&opts.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks (about 40 bytes each); past it reuse figures are lower bounds")
+	f.IntVar(&opts.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (about 50 bytes a block); past it reuse figures are lower bounds")
 	f.IntVar(&opts.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")
 	f.IntVar(&opts.Concurrency, "concurrency", 8, "tokenize requests in flight with --tokenize")
 	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "timeout of each request to the --tokenize server")

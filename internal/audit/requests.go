@@ -19,8 +19,9 @@ import (
 // Defaults for the request audit's bounds.
 const (
 	DefaultBlockSize = 16
-	// DefaultMaxBlocks bounds the prefix index: about 40 bytes per block, so 4M blocks hold
-	// the index under about 200 MB however long the input.
+	// DefaultMaxBlocks bounds the prefix index and, apart, the (session, block) pairs that
+	// split reuse by session: about 24 bytes an entry in each, so at 4M the two hold about
+	// 200 MB together however long the input.
 	DefaultMaxBlocks = 4_000_000
 	// maxSamples bounds the block texts kept to explain divergences (one block of estimated
 	// text each: 64 bytes at block size 16, so about 25 MB with the map).
@@ -67,9 +68,10 @@ type Summary struct {
 	// CacheableTokens is the prompt tokens an unbounded prefix cache shared by every replica
 	// would serve from cache, in order of arrival (the last token of a prompt never is).
 	CacheableTokens int64
-	// CrossSessionTokens and WithinSessionTokens split CacheableTokens by whether the block was
-	// first stored by another session (a KV-aware router helps) or by the same one (session
-	// affinity is enough). Without session ids every hit counts as cross-session.
+	// CrossSessionTokens and WithinSessionTokens split CacheableTokens by whether the request's
+	// own session had already computed the block (session affinity is enough) or only other
+	// sessions had (a KV-aware router helps). Without session ids every hit counts as
+	// cross-session.
 	CrossSessionTokens, WithinSessionTokens int64
 	Sessions                                int64
 	// FollowUps counts requests of a session seen before (later turns); FollowUpCacheable of
@@ -199,7 +201,7 @@ func (s *Summary) Findings(subject string) []Finding {
 		add(finding.Warning, "audit/skipped-lines", fmt.Sprintf("%d lines were not usable requests and were skipped (first: %s)", s.Skipped, strings.Join(s.LineErrors, "; ")), "check the log format: one JSON request body or export record per line")
 	}
 	if s.Capped {
-		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks were not indexed, so reuse figures are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 40 bytes each)")
+		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks (or session-block pairs) were not indexed, so reuse figures, and the within-session share, are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 50 bytes each)")
 	}
 	return out
 }
@@ -219,13 +221,15 @@ type chain struct {
 	max   int
 	seed  maphash.Seed
 	nodes map[uint64]node
-	buf   []byte
+	// touched holds a key per (session, block) pair seen: a hit on a block its own session
+	// has already computed is one session affinity serves, whoever stored the block first.
+	touched map[uint64]struct{}
+	buf     []byte
 }
 
 type node struct {
-	session uint64
-	count   uint32
-	depth0  bool
+	count  uint32
+	depth0 bool
 }
 
 // walk is what one request's pass over a chain found: its full blocks, the leading hits (split
@@ -237,7 +241,7 @@ type walk struct {
 }
 
 func newChain(bs, max int, seed maphash.Seed) *chain {
-	return &chain{bs: bs, max: max, seed: seed, nodes: make(map[uint64]node), buf: make([]byte, 0, 8+4*bs)}
+	return &chain{bs: bs, max: max, seed: seed, nodes: make(map[uint64]node), touched: make(map[uint64]struct{}), buf: make([]byte, 0, 8+4*bs)}
 }
 
 func (c *chain) hash(parent uint64, ids []uint32) uint64 {
@@ -267,11 +271,13 @@ func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i
 				c.nodes[h] = n
 				if w.hits < maxHits {
 					w.hits++
-					if session != 0 && n.session == session {
+					if c.touch(h, session, unindexed) {
 						w.within++
 					} else {
 						w.cross++
 					}
+				} else {
+					c.touch(h, session, unindexed)
 				}
 				parent = h
 				continue
@@ -283,13 +289,35 @@ func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i
 			*unindexed += int64(w.blocks - i)
 			break
 		}
-		c.nodes[h] = node{session: session, count: 1, depth0: i == 0}
+		c.nodes[h] = node{count: 1, depth0: i == 0}
+		c.touch(h, session, unindexed)
 		if onNew != nil {
 			onNew(i, parent)
 		}
 		parent = h
 	}
 	return w
+}
+
+// touch records that session has the block h and reports whether it had it before. Without a
+// session it reports false: every hit then counts as cross-session. Past the bound the pair is
+// not recorded and counted as unindexed, so later hits on it count as cross-session.
+func (c *chain) touch(h, session uint64, unindexed *int64) bool {
+	if session == 0 {
+		return false
+	}
+	// Mixing the session in by multiplication keeps (session, block) keys apart for sessions
+	// that share blocks.
+	k := h ^ session*0x9e3779b97f4a7c15
+	if _, ok := c.touched[k]; ok {
+		return true
+	}
+	if len(c.touched) >= c.max {
+		*unindexed++
+		return false
+	}
+	c.touched[k] = struct{}{}
+	return false
 }
 
 // Analysis accumulates the request audit one request at a time; AuditRequests drives it over a

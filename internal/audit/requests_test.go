@@ -176,6 +176,36 @@ func TestSessionFirstBlock(t *testing.T) {
 	}
 }
 
+// TestSessionSplitInterleaved: two sessions share a system prompt and take turns. The second
+// session's first request reuses the system prompt from the first session (cross-session); every
+// later turn reuses only what its own session computed before, so session affinity serves it
+// (within-session), even where another session stored those blocks first.
+func TestSessionSplitInterleaved(t *testing.T) {
+	sys := Message{"system", system128}
+	turn2 := []Message{{"assistant", "Sure."}, {"user", "And then?"}}
+	a1 := []Message{sys, {"user", user100(1)}}
+	b1 := []Message{sys, {"user", user100(2)}}
+	lines := []string{
+		chatLine(t, "A", a1...),
+		chatLine(t, "B", b1...),
+		chatLine(t, "A", append(a1, turn2...)...),
+		chatLine(t, "B", append(b1, turn2...)...),
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each first turn renders to 238 bytes: 3 full blocks, the first 2 the system prompt.
+	// B1 hits the 2 system blocks A1 stored: cross. A2 and B2 hit the 3 blocks of their own
+	// first turn: within, 6 blocks.
+	type split struct{ Cacheable, Cross, Within int64 }
+	got := split{sum.CacheableTokens, sum.CrossSessionTokens, sum.WithinSessionTokens}
+	want := split{8 * 16, 2 * 16, 6 * 16}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reuse split in tokens (-want +got):\n%s", diff)
+	}
+}
+
 func TestAuditRequestsErrors(t *testing.T) {
 	tests := []struct {
 		name, in, want string
