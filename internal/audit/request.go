@@ -21,6 +21,9 @@ type Request struct {
 	Chat     bool
 	Messages []Message
 	Prompt   string
+	// PromptIDs holds a completion prompt given as token ids ("prompt": [1, 2, ...]); vLLM
+	// hashes them as they are, so they need no tokenizer. Nil for a text prompt.
+	PromptIDs []uint32
 	// Tools is the compact JSON of the request's tools, empty when none; chat templates print
 	// tools before the conversation, so they are part of the prefix.
 	Tools string
@@ -451,7 +454,11 @@ func (b wireBody) request() (*Request, error) {
 			req.Prompt = list[0]
 			break
 		}
-		return nil, errors.New("prompt: want a string or a list of strings (token-id prompts are not supported)")
+		ids, err := promptIDs(b.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		req.PromptIDs = ids
 	default:
 		return nil, errors.New("no messages and no prompt")
 	}
@@ -460,6 +467,27 @@ func (b wireBody) request() (*Request, error) {
 		req.Session = "user:" + u
 	}
 	return req, nil
+}
+
+// promptIDs reads a prompt of token ids: a list of ids, or a batch of such lists (the first
+// is read, as for a batch of strings).
+func promptIDs(raw json.RawMessage) ([]uint32, error) {
+	var ids []int64
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		var batch [][]int64
+		if err := json.Unmarshal(raw, &batch); err != nil || len(batch) == 0 {
+			return nil, errors.New("prompt: want a string, a list of strings, or token ids (a list of integers or a list of such lists)")
+		}
+		ids = batch[0]
+	}
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		if id < 0 || id > 1<<32-1 {
+			return nil, fmt.Errorf("prompt: token id %d at index %d is out of range", id, i)
+		}
+		out[i] = uint32(id)
+	}
+	return out, nil
 }
 
 // contentText reads a message content: a string, null, or a list of parts.

@@ -103,7 +103,7 @@ func TestRequestReaderBadLines(t *testing.T) {
 		`{"messages":`,
 		`{"other":1}`,
 		`{"messages":[{"role":"user","content":5}]}`,
-		`{"prompt":[1,2,3]}`,
+		`{"prompt":{"text":"not a prompt"}}`,
 		`{"prompt":"` + strings.Repeat("x", 200) + `"}`,
 		`{"prompt":"ok"}`,
 		`[1,2]`,

@@ -168,7 +168,8 @@ func (s *Summary) Findings(subject string) []Finding {
 		share := float64(st.Count) / float64(withBlock)
 		if st.Block > 0 && st.Block <= 3 && st.Message <= 0 && share >= 0.1 {
 			sev := finding.Warning
-			if share >= 0.5 && st.Cause != "text" {
+			// Plain text and bare token ids do not say the value was generated.
+			if share >= 0.5 && st.Cause != "text" && st.Cause != "token ids" {
 				sev = finding.Error
 			}
 			f := add(sev, "audit/early-divergence",
@@ -480,8 +481,16 @@ func (a *Analysis) siteFor(req *Request, l Layout, i int, mine, other string) *S
 	}
 	off := i*a.s.BlockSize*BytesPerToken + k
 	msg, within := l.Locate(off)
-	example, cause := around(l.Text, off)
-	otherEx, _ := around(other, k)
+	var example, cause, otherEx string
+	if l.IDs {
+		// A token-id prompt: the offset counts tokens, and the ids are shown as they are.
+		within /= BytesPerToken
+		example, cause = idsAround(l.Text, off/BytesPerToken), "token ids"
+		otherEx = idsAround(other, k/BytesPerToken)
+	} else {
+		example, cause = around(l.Text, off)
+		otherEx, _ = around(other, k)
+	}
 	role := "tools"
 	if msg >= 0 {
 		role = l.Roles[msg]
@@ -536,6 +545,21 @@ func around(text string, off int) (string, string) {
 		return ctx, "number"
 	}
 	return ctx, "text"
+}
+
+// idsAround shows the token ids of a packed id prompt from a few before token i to a few after.
+func idsAround(packed string, i int) string {
+	n := len(packed) / BytesPerToken
+	lo, hi := max(0, i-3), min(n, i+5)
+	var sb strings.Builder
+	sb.WriteString("ids")
+	for k := lo; k < hi; k++ {
+		if k == i {
+			sb.WriteString(" |")
+		}
+		fmt.Fprintf(&sb, " %d", binary.LittleEndian.Uint32([]byte(packed[k*BytesPerToken:(k+1)*BytesPerToken])))
+	}
+	return sb.String()
 }
 
 func isWordByte(b byte) bool {

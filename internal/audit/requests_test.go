@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,61 @@ func TestSessionSplitInterleaved(t *testing.T) {
 	want := split{8 * 16, 2 * 16, 6 * 16}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reuse split in tokens (-want +got):\n%s", diff)
+	}
+}
+
+// TestTokenIDPrompts: completion prompts given as token ids are the engine's own ids, block
+// for block. 40 shared ids, then one that differs per request and 20 more: 61 tokens, 3 full
+// blocks, the first 2 shared; the batch form reads its first prompt.
+func TestTokenIDPrompts(t *testing.T) {
+	shared := make([]int, 40)
+	for i := range shared {
+		shared[i] = 1000 + i
+	}
+	var lines []string
+	for i := range 4 {
+		ids := append(append(slices.Clone(shared), 5000+i), make([]int, 20)...)
+		b, _ := json.Marshal(map[string]any{"prompt": ids})
+		lines = append(lines, string(b))
+	}
+	b, _ := json.Marshal(map[string]any{"prompt": [][]int{append(slices.Clone(shared), 1, 2, 3), {9, 9}}})
+	lines = append(lines, string(b), `{"prompt":[1,-2]}`)
+	run := func(t *testing.T, tok Tokenizer) Summary {
+		sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{Tokenizer: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	type figures struct {
+		Requests, Skipped, PromptTokens, Cacheable int64
+		Block, Offset                              int
+		Cause, Example                             string
+	}
+	// Requests 2-4 reuse 2 blocks each; the batch's 43-token first prompt reuses 2.
+	want := figures{5, 1, 4*61 + 43, 4 * 32, 2, 40, "token ids", "ids 1037 1038 1039 | 5001 0 0 0 0"}
+	for _, tt := range []struct {
+		name string
+		tok  Tokenizer
+	}{
+		{"estimated", nil},
+		// The server must not be asked: the ids are the engine's already.
+		{"exact", &Server{BaseURL: "http://127.0.0.1:1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sum := run(t, tt.tok)
+			got := figures{sum.Requests, sum.Skipped, sum.PromptTokens, sum.CacheableTokens, -1, -1, "", ""}
+			if len(sum.Sites) > 0 {
+				st := sum.Sites[0]
+				got.Block, got.Offset, got.Cause, got.Example = st.Block, st.Offset, st.Cause, st.Example
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("figures (-want +got):\n%s", diff)
+			}
+			if len(sum.LineErrors) != 1 || !strings.Contains(sum.LineErrors[0], "line 6: prompt: token id -2") {
+				t.Errorf("line errors %q, want line 6's out-of-range id", sum.LineErrors)
+			}
+		})
 	}
 }
 

@@ -49,6 +49,9 @@ type Layout struct {
 	Roles []string
 	// ToolsEnd is the end of the tools preamble (0 when there are no tools).
 	ToolsEnd int
+	// IDs is set when Text packs a token-id prompt, BytesPerToken bytes an id, so that the
+	// estimate reads back exactly the ids the engine hashes.
+	IDs bool
 }
 
 // Render lays a request out the way chat templates do in general: the tools first, then each
@@ -57,6 +60,18 @@ type Layout struct {
 func Render(req *Request) Layout {
 	var b strings.Builder
 	var l Layout
+	if !req.Chat && req.PromptIDs != nil {
+		// Completions carry no tools, and nothing may shift the ids off their 4-byte slots.
+		l = Layout{Starts: []int{0}, Roles: []string{"prompt"}, IDs: true}
+		b.Grow(len(req.PromptIDs) * BytesPerToken)
+		var w [BytesPerToken]byte
+		for _, id := range req.PromptIDs {
+			binary.LittleEndian.PutUint32(w[:], id)
+			b.Write(w[:])
+		}
+		l.Text = b.String()
+		return l
+	}
 	if req.Tools != "" {
 		b.WriteString("<|tools|>")
 		b.WriteString(req.Tools)
@@ -180,6 +195,10 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 			body.Tools = json.RawMessage(req.Tools)
 		}
 	} else {
+		if req.PromptIDs != nil {
+			// vLLM takes a token-id prompt as it is: these are the ids it hashes.
+			return Tokens{IDs: req.PromptIDs, Exact: true}, nil
+		}
 		p := req.Prompt
 		body.Prompt = &p
 	}
