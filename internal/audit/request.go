@@ -34,6 +34,10 @@ type Request struct {
 	// never hits, SPEC §6).
 	CacheControl     int
 	CacheControlLast bool
+	// RawMessages and RawKwargs are the body's messages and chat_template_kwargs as sent,
+	// kept only by a reader with KeepRaw: an exact tokenizer needs what the engine rendered
+	// (tool calls, tool call ids, images, template switches), not the text the estimate reads.
+	RawMessages, RawKwargs json.RawMessage
 }
 
 // Message is one chat message with its text content (text parts joined; other parts become a
@@ -69,6 +73,9 @@ type RequestReader struct {
 	buf     []byte
 	// bodyKey is the key path where the last export line held its body.
 	bodyKey []string
+	// KeepRaw makes Next keep each chat request's messages and chat_template_kwargs as sent
+	// (Request.RawMessages, RawKwargs), at the cost of a second decode of the body.
+	KeepRaw bool
 }
 
 // NewRequestReader returns a reader over r with lines up to maxLine bytes (DefaultMaxLine when
@@ -211,7 +218,7 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	}
 	if found {
 		rr.bodyKey = nil
-		return b.request()
+		return rr.request(b, line)
 	}
 	outer, raw, err := rr.findBody(line)
 	if err != nil {
@@ -220,12 +227,34 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	if b, _, err = decodeBody(raw); err != nil {
 		return nil, fmt.Errorf("body under %q: %w", rr.BodyKey(), err)
 	}
-	req, err := b.request()
+	req, err := rr.request(b, raw)
 	if err != nil {
 		return nil, err
 	}
 	if req.Session == "" {
 		req.Session = sessionFrom(outer)
+	}
+	return req, nil
+}
+
+// request builds the request from its decoded body and, with KeepRaw, keeps the raw parts an
+// exact tokenizer sends on.
+func (rr *RequestReader) request(b wireBody, data []byte) (*Request, error) {
+	req, err := b.request()
+	if err != nil || !rr.KeepRaw || !req.Chat {
+		return req, err
+	}
+	var raw struct {
+		Messages json.RawMessage `json:"messages"`
+		Kwargs   json.RawMessage `json:"chat_template_kwargs"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	// Copies: data lives in the reader's line buffer, which the next line overwrites.
+	req.RawMessages = bytes.Clone(raw.Messages)
+	if len(raw.Kwargs) > 0 && string(raw.Kwargs) != "null" {
+		req.RawKwargs = bytes.Clone(raw.Kwargs)
 	}
 	return req, nil
 }

@@ -628,6 +628,7 @@ func AuditRequests(ctx context.Context, r io.Reader, opts RequestOptions) (Summa
 	a := NewAnalysis(opts.BlockSize, opts.MaxBlocks, tok.Exact())
 	a.progress = opts.Progress
 	rr := NewRequestReader(r, opts.MaxLine)
+	rr.KeepRaw = tok.Exact()
 	var err error
 	if tok.Exact() {
 		err = a.streamExact(ctx, rr, tok, max(1, opts.Concurrency))
@@ -741,7 +742,10 @@ func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Token
 				readErr <- err
 				return
 			}
-			j := &job{req: req, key: maphash.String(a.seed, Render(req).Text), done: make(chan struct{})}
+			// The raw parts join the key: two requests whose text renders alike may still
+			// differ in what the template sees (images, tool call ids, kwargs).
+			key := maphash.String(a.seed, Render(req).Text) ^ maphash.Bytes(a.seed, req.RawMessages)*31 ^ maphash.Bytes(a.seed, req.RawKwargs)*131
+			j := &job{req: req, key: key, done: make(chan struct{})}
 			select {
 			case order <- j:
 			case <-ctx.Done():

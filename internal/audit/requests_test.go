@@ -409,3 +409,53 @@ func BenchmarkAuditExact(b *testing.B) {
 		})
 	}
 }
+
+// TestExactSendsRequestAsSent: with --tokenize the ids must be the ones the engine computes for
+// the request as the client sent it: tool calls rendered by the template (not pasted into the
+// content as JSON) and the request's chat_template_kwargs applied (here the date line).
+func TestExactSendsRequestAsSent(t *testing.T) {
+	srv := replica(t, 16, "True", func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) })
+	line := `{"model":"m","chat_template_kwargs":{"date_string":"01 Jan 2020"},"tools":[{"type":"function","function":{"name":"search","parameters":{"type":"object"}}}],` +
+		`"messages":[{"role":"system","content":"You are an agent."},{"role":"user","content":"find x"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"search","arguments":"{\"q\": \"x\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"found"}]}`
+	// What the engine tokenizes: the body itself, with the generation prompt.
+	var body map[string]any
+	if err := json.Unmarshal([]byte(line), &body); err != nil {
+		t.Fatal(err)
+	}
+	body["add_generation_prompt"] = true
+	direct, _ := json.Marshal(body)
+	resp, err := http.Post(srv.URL+"/tokenize", "application/json", strings.NewReader(string(direct)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var want struct {
+		Tokens []uint32 `json:"tokens"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&want); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("direct tokenize: status %d, %v", resp.StatusCode, err)
+	}
+	rr := NewRequestReader(strings.NewReader(line), 0)
+	rr.KeepRaw = true
+	req, err := rr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&Server{BaseURL: srv.URL}).Tokenize(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Tokens, got.IDs); diff != "" {
+		t.Errorf("ids (-engine's +audit's):\n%s", diff)
+	}
+	// And the whole exact path sees the same count.
+	sum, err := AuditRequests(context.Background(), strings.NewReader(line), RequestOptions{Tokenizer: &Server{BaseURL: srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.PromptTokens != int64(len(want.Tokens)) {
+		t.Errorf("prompt tokens %d, want the engine's %d", sum.PromptTokens, len(want.Tokens))
+	}
+}

@@ -159,12 +159,12 @@ func (*Server) Exact() bool { return true }
 type tokenizeRequest struct {
 	Model               string          `json:"model,omitempty"`
 	Prompt              *string         `json:"prompt,omitempty"`
-	Messages            []wireOut       `json:"messages,omitempty"`
+	Messages            json.RawMessage `json:"messages,omitempty"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt,omitempty"`
 	AddSpecialTokens    *bool           `json:"add_special_tokens,omitempty"`
 	Tools               json.RawMessage `json:"tools,omitempty"`
 	ChatTemplate        string          `json:"chat_template,omitempty"`
-	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs,omitempty"`
+	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs,omitempty"`
 }
 
 type wireOut struct {
@@ -187,9 +187,14 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 	if req.Chat {
 		t := true
 		body.AddGenerationPrompt = &t
-		body.Messages = make([]wireOut, len(req.Messages))
-		for i, m := range req.Messages {
-			body.Messages[i] = wireOut{Role: m.Role, Content: m.Content}
+		// The messages as the request sent them, when the reader kept them: the chat template
+		// renders tool calls, tool call ids and images its own way.
+		body.Messages, body.ChatTemplateKwargs = req.RawMessages, req.RawKwargs
+		if len(body.Messages) == 0 {
+			var err error
+			if body.Messages, err = outMessages(req.Messages); err != nil {
+				return Tokens{}, err
+			}
 		}
 		if req.Tools != "" {
 			body.Tools = json.RawMessage(req.Tools)
@@ -214,11 +219,30 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 // empty (vLLM accepts one only when started with --trust-request-chat-template).
 func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTemplate string, kwargs map[string]any) ([]uint32, []string, error) {
 	t := true
-	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ChatTemplateKwargs: kwargs}
-	for _, m := range msgs {
-		body.Messages = append(body.Messages, wireOut{Role: m.Role, Content: m.Content})
+	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate}
+	var err error
+	if body.Messages, err = outMessages(msgs); err != nil {
+		return nil, nil, err
+	}
+	if len(kwargs) > 0 {
+		if body.ChatTemplateKwargs, err = json.Marshal(kwargs); err != nil {
+			return nil, nil, fmt.Errorf("encode chat_template_kwargs: %w", err)
+		}
 	}
 	return s.post(ctx, body)
+}
+
+// outMessages encodes messages as {role, content} for /tokenize.
+func outMessages(msgs []Message) (json.RawMessage, error) {
+	out := make([]wireOut, len(msgs))
+	for i, m := range msgs {
+		out[i] = wireOut{Role: m.Role, Content: m.Content}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode messages: %w", err)
+	}
+	return b, nil
 }
 
 func (s *Server) client() *http.Client {

@@ -61,8 +61,17 @@ type tokRequest struct {
 }
 
 type tokMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []tokToolCall   `json:"tool_calls"`
+}
+
+// tokToolCall is an OpenAI tool call of an assistant message.
+type tokToolCall struct {
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
 }
 
 type tokResponse struct {
@@ -210,6 +219,17 @@ func tokChat(req *tokRequest, opts TokenizeOptions) (string, error) {
 		}
 		b.WriteString("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n")
 		b.WriteString(strings.TrimSpace(s))
+		// Tool calls the Llama 3.1 way: one JSON object per call after the content, the
+		// arguments (a JSON string in OpenAI's format) unquoted.
+		for _, tc := range m.ToolCalls {
+			args := tc.Function.Arguments
+			var str string
+			if json.Unmarshal(args, &str) == nil {
+				args = json.RawMessage(str)
+			}
+			name, _ := json.Marshal(tc.Function.Name)
+			b.WriteString(`{"name": ` + string(name) + `, "parameters": ` + string(args) + "}")
+		}
 		b.WriteString("<|eot_id|>")
 	}
 	if req.AddGenerationPrompt == nil || *req.AddGenerationPrompt {
