@@ -70,10 +70,15 @@ type Summary struct {
 	CacheableTokens int64
 	// CrossSessionTokens and WithinSessionTokens split CacheableTokens by whether the request's
 	// own session had already computed the block (session affinity is enough) or only other
-	// sessions had (a KV-aware router helps). Without session ids every hit counts as
-	// cross-session.
+	// sessions had (a KV-aware router helps). A chat request without a session id is given
+	// the session of the earlier request whose conversation it continues (InferredSessions);
+	// a completion without one counts every hit as cross-session.
 	CrossSessionTokens, WithinSessionTokens int64
 	Sessions                                int64
+	// InferredSessions counts the sessions (of Sessions) found without an id: a chat request
+	// whose messages continue an earlier request's whole conversation (turn k+1 repeats turn
+	// k's messages) joins that request's session.
+	InferredSessions int64
 	// FollowUps counts requests of a session seen before (later turns); FollowUpCacheable of
 	// their FollowUpTokens were served from cache; FollowUpFirstBlockChanged counts those whose
 	// first block differs from their session's previous request, so that even session affinity
@@ -331,6 +336,8 @@ type Analysis struct {
 	samples   map[uint64]string
 	sites     map[siteKey]*Site
 	sessions  map[uint64]uint64 // session -> first-block hash of its latest request
+	convs     map[uint64]uint64 // hash of a request's whole conversation -> its inferred session
+	prefixes  []uint64
 	hist      []int64
 	idsBuf    []uint32
 	unindexed int64
@@ -359,6 +366,7 @@ func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
 		samples:  make(map[uint64]string),
 		sites:    make(map[siteKey]*Site),
 		sessions: make(map[uint64]uint64),
+		convs:    make(map[uint64]uint64),
 		hist:     make([]int64, len(histEdges)),
 	}
 	a.s.BlockSize = blockSize
@@ -389,6 +397,8 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	var sess uint64
 	if req.Session != "" {
 		sess = maphash.String(a.seed, req.Session) | 1
+	} else if req.Chat && len(req.Messages) > 0 {
+		sess = a.inferSession(req)
 	}
 	l := Render(req)
 	a.idsBuf = EstimateIDs(l.Text, a.idsBuf[:0])
@@ -443,6 +453,38 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	if a.progress != nil && a.s.Requests%10000 == 0 {
 		a.progress(a.s.Requests)
 	}
+}
+
+// inferSession finds the session of a chat request without an id: the session of the latest
+// earlier request whose whole conversation this one's messages begin with, or a new one. The
+// conversations remembered are bounded like the index.
+func (a *Analysis) inferSession(req *Request) uint64 {
+	var h maphash.Hash
+	h.SetSeed(a.seed)
+	a.prefixes = a.prefixes[:0]
+	for _, m := range req.Messages {
+		h.WriteString(m.Role)
+		h.WriteByte(0)
+		h.WriteString(m.Content)
+		h.WriteByte(0)
+		a.prefixes = append(a.prefixes, h.Sum64())
+	}
+	var sess uint64
+	for i := len(a.prefixes) - 1; i >= 0; i-- {
+		if s, ok := a.convs[a.prefixes[i]]; ok {
+			sess = s
+			break
+		}
+	}
+	if sess == 0 {
+		// Even, unlike the hashes of real ids, so the two never meet.
+		sess = uint64(a.s.Requests) << 1
+		a.s.InferredSessions++
+	}
+	if len(a.convs) < a.text.max {
+		a.convs[a.prefixes[len(a.prefixes)-1]] = sess
+	}
+	return sess
 }
 
 // followUp accounts a request of a session: whether it is a later turn, how much of it the

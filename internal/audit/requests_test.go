@@ -186,24 +186,32 @@ func TestSessionSplitInterleaved(t *testing.T) {
 	turn2 := []Message{{"assistant", "Sure."}, {"user", "And then?"}}
 	a1 := []Message{sys, {"user", user100(1)}}
 	b1 := []Message{sys, {"user", user100(2)}}
-	lines := []string{
-		chatLine(t, "A", a1...),
-		chatLine(t, "B", b1...),
-		chatLine(t, "A", append(a1, turn2...)...),
-		chatLine(t, "B", append(b1, turn2...)...),
-	}
-	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each first turn renders to 238 bytes: 3 full blocks, the first 2 the system prompt.
-	// B1 hits the 2 system blocks A1 stored: cross. A2 and B2 hit the 3 blocks of their own
-	// first turn: within, 6 blocks.
-	type split struct{ Cacheable, Cross, Within int64 }
-	got := split{sum.CacheableTokens, sum.CrossSessionTokens, sum.WithinSessionTokens}
-	want := split{8 * 16, 2 * 16, 6 * 16}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("reuse split in tokens (-want +got):\n%s", diff)
+	// Without ids the sessions are inferred: a later turn repeats its first turn's messages.
+	for _, ids := range []struct{ a, b string }{{"A", "B"}, {"", ""}} {
+		t.Run(fmt.Sprintf("ids=%t", ids.a != ""), func(t *testing.T) {
+			lines := []string{
+				chatLine(t, ids.a, a1...),
+				chatLine(t, ids.b, b1...),
+				chatLine(t, ids.a, append(slices.Clone(a1), turn2...)...),
+				chatLine(t, ids.b, append(slices.Clone(b1), turn2...)...),
+			}
+			sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each first turn renders to 238 bytes: 3 full blocks, the first 2 the system
+			// prompt. B1 hits the 2 system blocks A1 stored: cross. A2 and B2 hit the 3
+			// blocks of their own first turn: within, 6 blocks.
+			type split struct{ Cacheable, Cross, Within, Sessions, Inferred, FollowUps int64 }
+			got := split{sum.CacheableTokens, sum.CrossSessionTokens, sum.WithinSessionTokens, sum.Sessions, sum.InferredSessions, sum.FollowUps}
+			want := split{8 * 16, 2 * 16, 6 * 16, 2, 0, 2}
+			if ids.a == "" {
+				want.Inferred = 2
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("reuse split in tokens (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -62,6 +62,7 @@ type auditRequestsDoc struct {
 	Chat                     int64            `json:"chat"`
 	Completion               int64            `json:"completion"`
 	Sessions                 int64            `json:"sessions"`
+	InferredSessions         int64            `json:"inferred_sessions"`
 	ShorterThanBlock         int64            `json:"shorter_than_one_block"`
 	Skipped                  int64            `json:"skipped_lines"`
 	LineErrors               []string         `json:"line_errors"`
@@ -137,7 +138,7 @@ func AuditJSON(w io.Writer, a Audit) error {
 	if s := a.Requests; s != nil {
 		rd := &auditRequestsDoc{
 			Source: a.RequestsSource, Estimated: !s.Exact, BodyKey: s.BodyKey, Requests: s.Requests, Chat: s.Chat,
-			Completion: s.Completion, Sessions: s.Sessions, ShorterThanBlock: s.Short, Skipped: s.Skipped,
+			Completion: s.Completion, Sessions: s.Sessions, InferredSessions: s.InferredSessions, ShorterThanBlock: s.Short, Skipped: s.Skipped,
 			LineErrors: append([]string{}, s.LineErrors...), PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
 			CacheableFraction: frac(s.CacheableTokens, s.PromptTokens), CrossSessionTokens: s.CrossSessionTokens,
 			WithinSessionTokens: s.WithinSessionTokens, UniqueFirstBlock: s.UniqueFirstBlock,
@@ -194,6 +195,9 @@ func (t *Text) Audit(a Audit) error {
 			reqApprox = " (estimated)"
 		}
 		t.Line("requests          %d (chat %d, completion %d), sessions %d", s.Requests, s.Chat, s.Completion, s.Sessions)
+		if s.InferredSessions > 0 {
+			t.Muted("%d sessions without an id, inferred: a request that repeats an earlier request's whole conversation continues its session", s.InferredSessions)
+		}
 		if s.BodyKey != "" {
 			t.Muted("request bodies read from the export key %q", s.BodyKey)
 		}
