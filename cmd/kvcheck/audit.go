@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"time"
@@ -149,14 +148,14 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		res.Findings = append(res.Findings, fs...)
 	}
 	if opts.Requests != "" {
-		var in io.Reader = s.In
+		in := s.In
 		res.RequestsSource = "standard input"
 		if opts.Requests != "-" {
 			f, err := os.Open(opts.Requests)
 			if err != nil {
 				return fmt.Errorf("requests: %w", err)
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }() // read only: nothing to lose on close
 			in = f
 			res.RequestsSource = opts.Requests
 		}

@@ -29,7 +29,7 @@ func chatLine(t testing.TB, session string, msgs ...Message) string {
 		Metadata map[string]string `json:"metadata,omitempty"`
 	}{}
 	for _, x := range msgs {
-		body.Messages = append(body.Messages, m{x.Role, x.Content})
+		body.Messages = append(body.Messages, m(x))
 	}
 	if session != "" {
 		body.Metadata = map[string]string{"session_id": session}
@@ -438,7 +438,7 @@ func TestExactSendsRequestAsSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var want struct {
 		Tokens []uint32 `json:"tokens"`
 	}

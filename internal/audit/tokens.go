@@ -236,7 +236,7 @@ func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTempl
 func outMessages(msgs []Message) (json.RawMessage, error) {
 	out := make([]wireOut, len(msgs))
 	for i, m := range msgs {
-		out[i] = wireOut{Role: m.Role, Content: m.Content}
+		out[i] = wireOut(m)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -267,7 +267,7 @@ func (s *Server) post(ctx context.Context, body tokenizeRequest) ([]uint32, []st
 	if err != nil {
 		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tokenize %s: read response: %w", url, err)
@@ -348,7 +348,7 @@ func (s *Server) CacheConfig(ctx context.Context) (CacheConfig, error) {
 	if err != nil {
 		return CacheConfig{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return CacheConfig{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
 	}
