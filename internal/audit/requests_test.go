@@ -119,6 +119,10 @@ func TestAuditRequestsFigures(t *testing.T) {
 		if !f.Estimated {
 			t.Errorf("finding %s not marked estimated", f.Code)
 		}
+		// A figure in blocks from estimated tokens says so in the text too.
+		if f.Block >= 0 && !strings.Contains(f.Message, "(estimated)") {
+			t.Errorf("finding %s at block %d: message %q does not say the figure is estimated", f.Code, f.Block, f.Message)
+		}
 	}
 	if diff := cmp.Diff([]string{"audit/unique-first-block/warning", "audit/skipped-lines/warning"}, codes); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)

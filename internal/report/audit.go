@@ -204,8 +204,8 @@ func (t *Text) Audit(a Audit) error {
 		t.Line("prompt tokens     %d%s", s.PromptTokens, reqApprox)
 		cf := frac(s.CacheableTokens, s.PromptTokens)
 		t.Verdict(fmt.Sprintf("shareable prefill %s of prompt tokens with an unbounded shared cache%s", pct(cf), reqApprox))
-		t.Line("  cross-session   %s (a KV-aware router helps)", pct(frac(s.CrossSessionTokens, s.PromptTokens)))
-		t.Line("  within-session  %s (session affinity is enough)", pct(frac(s.WithinSessionTokens, s.PromptTokens)))
+		t.Line("  cross-session   %s%s: a KV-aware router helps", pct(frac(s.CrossSessionTokens, s.PromptTokens)), reqApprox)
+		t.Line("  within-session  %s%s: session affinity is enough", pct(frac(s.WithinSessionTokens, s.PromptTokens)), reqApprox)
 		if s.FollowUps > 0 {
 			t.Line("later turns       %d in sessions seen before: %s of their prompt served from cache; first block changed in %d%s",
 				s.FollowUps, pct(frac(s.FollowUpCacheable, s.FollowUpTokens)), s.FollowUpFirstBlockChanged, reqApprox)
@@ -232,7 +232,11 @@ func (t *Text) Audit(a Audit) error {
 		}
 		if len(s.Sites) > 0 {
 			t.Line("")
-			t.Line("where requests diverge from earlier ones:")
+			if s.Exact {
+				t.Line("where requests diverge from earlier ones (blocks the engine's; offsets and text in the request's messages):")
+			} else {
+				t.Line("where requests diverge from earlier ones (blocks estimated):")
+			}
 			rows = rows[:0]
 			for _, st := range s.Sites {
 				rows = append(rows, []string{st.Where(), strconv.Itoa(st.Offset), strconv.Itoa(st.Block), st.Cause,
