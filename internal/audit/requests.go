@@ -126,6 +126,10 @@ type Site struct {
 func (s *Summary) Findings(subject string) []Finding {
 	var out []Finding
 	est := !s.Exact
+	approx := ""
+	if est {
+		approx = " (estimated)"
+	}
 	add := func(sev finding.Severity, code, msg, fix string) *Finding {
 		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject},
 			File: subject, Estimated: est, Fix: fix, Block: -1, Frequency: Unknown})
@@ -154,7 +158,7 @@ func (s *Summary) Findings(subject string) []Finding {
 		case frac >= 0.1:
 			sev = finding.Warning
 		}
-		msg := fmt.Sprintf("%.1f%% of requests have a first block no other request shares: their chain breaks at block 0", frac*100)
+		msg := fmt.Sprintf("%.1f%% of requests have a first block no other request shares: their chain breaks at block 0%s", frac*100, approx)
 		var site *Site
 		if len(s.Sites) > 0 && s.Sites[0].Block == 0 {
 			site = &s.Sites[0]
@@ -178,8 +182,8 @@ func (s *Summary) Findings(subject string) []Finding {
 				sev = finding.Error
 			}
 			f := add(sev, "audit/early-divergence",
-				fmt.Sprintf("%.1f%% of requests leave the shared prefix at %s, offset %d, block %d: %s (e.g. %q where an earlier request had %q)",
-					share*100, st.Where(), st.Offset, st.Block, st.Cause, st.Example, st.Other),
+				fmt.Sprintf("%.1f%% of requests leave the shared prefix at %s, offset %d, block %d%s: %s (e.g. %q where an earlier request had %q)",
+					share*100, st.Where(), st.Offset, st.Block, approx, st.Cause, st.Example, st.Other),
 				"move the changing value out of the first message: to the end of the prompt, the last user message or a tool result")
 			at(f, st, Early)
 		}
@@ -194,7 +198,7 @@ func (s *Summary) Findings(subject string) []Finding {
 			sev = finding.Warning
 		}
 		f := add(sev, "audit/session-first-block",
-			fmt.Sprintf("in %.1f%% of later turns the first block differs from the same session's previous request: not even session affinity can reuse their prefix", share*100),
+			fmt.Sprintf("in %.1f%% of later turns the first block differs from the same session's previous request%s: not even session affinity can reuse their prefix", share*100, approx),
 			"keep the start of the prompt identical across the turns of a session; put per-call values at the end")
 		f.Position, f.Block = Breaker, 0
 	}
