@@ -471,3 +471,51 @@ func TestExactSendsRequestAsSent(t *testing.T) {
 		t.Errorf("prompt tokens %d, want the engine's %d", sum.PromptTokens, len(want.Tokens))
 	}
 }
+
+// TestProbeClockOnlyTemplate: a template that reads the clock itself ignores the date kwargs and
+// renders alike all day; the probe finds today's date in the render instead. A template
+// without a date stays clean.
+func TestProbeClockOnlyTemplate(t *testing.T) {
+	tests := []struct {
+		name string
+		opts fleet.TokenizeOptions
+		want int // findings
+	}{
+		{"clock only", fleet.TokenizeOptions{DateLine: true, ClockOnly: true}, 1},
+		{"no date", fleet.TokenizeOptions{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("/tokenize", fleet.TokenizeHandler(tt.opts))
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			tpl, fs, err := ProbeServerTemplate(context.Background(), &Server{BaseURL: srv.URL}, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fs) != tt.want {
+				t.Fatalf("findings %+v, want %d", fs, tt.want)
+			}
+			if tt.want == 0 {
+				if tpl.Verdict != VerdictClean {
+					t.Errorf("verdict %s, want clean", tpl.Verdict)
+				}
+				return
+			}
+			f := fs[0]
+			type fig struct {
+				Kind      Kind
+				Freq      Frequency
+				Block     int
+				Position  Position
+				Estimated bool
+				Verdict   Verdict
+			}
+			// "Today Date: " after the header: token 18-19, block 1, before the system prompt.
+			if diff := cmp.Diff(fig{KindClock, Daily, 1, Early, false, VerdictEarly}, fig{f.Kind, f.Frequency, f.Block, f.Position, f.Estimated, tpl.Verdict}); diff != "" {
+				t.Errorf("probe (-want +got):\n%s\n%s", diff, f.Message)
+			}
+		})
+	}
+}

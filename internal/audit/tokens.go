@@ -165,6 +165,8 @@ type tokenizeRequest struct {
 	Tools               json.RawMessage `json:"tools,omitempty"`
 	ChatTemplate        string          `json:"chat_template,omitempty"`
 	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs,omitempty"`
+	// ReturnTokenStrs asks for token_strs, which vLLM leaves out by default.
+	ReturnTokenStrs *bool `json:"return_token_strs,omitempty"`
 }
 
 type wireOut struct {
@@ -219,7 +221,7 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 // empty (vLLM accepts one only when started with --trust-request-chat-template).
 func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTemplate string, kwargs map[string]any) ([]uint32, []string, error) {
 	t := true
-	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate}
+	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ReturnTokenStrs: &t}
 	var err error
 	if body.Messages, err = outMessages(msgs); err != nil {
 		return nil, nil, err

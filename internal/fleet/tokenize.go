@@ -24,6 +24,9 @@ type TokenizeOptions struct {
 	// Llama 3.1 templates do. The date comes from chat_template_kwargs.date_string when the
 	// request passes it, otherwise from Now.
 	DateLine bool
+	// ClockOnly makes the date line ignore chat_template_kwargs, as templates that call
+	// strftime_now themselves do (Mistral's); only the clock moves it.
+	ClockOnly bool
 	// Now is the template's clock (default time.Now); tests inject one to prove what a date
 	// line does to the token ids.
 	Now func() time.Time
@@ -202,7 +205,7 @@ func tokChat(req *tokRequest, opts TokenizeOptions) (string, error) {
 	}
 	if opts.DateLine {
 		date := opts.Now().Format("02 Jan 2006")
-		if v, ok := req.ChatTemplateKwargs["date_string"].(string); ok {
+		if v, ok := req.ChatTemplateKwargs["date_string"].(string); ok && !opts.ClockOnly {
 			date = v
 		}
 		b.WriteString("Cutting Knowledge Date: December 2023\nToday Date: " + date + "\n\n")
