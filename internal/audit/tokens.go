@@ -47,16 +47,18 @@ type Layout struct {
 	Starts []int
 	// Roles[i] is message i's role ("prompt" for a completion).
 	Roles []string
-	// ToolsEnd is the end of the tools preamble (0 when there are no tools).
-	ToolsEnd int
+	// ToolsStart and ToolsEnd bound the tools section (both 0 when there are no tools).
+	ToolsStart, ToolsEnd int
 	// IDs is set when Text packs a token-id prompt, BytesPerToken bytes an id, so that the
 	// estimate reads back exactly the ids the engine hashes.
 	IDs bool
 }
 
-// Render lays a request out the way chat templates do in general: the tools first, then each
-// message behind a role marker. The markers are not any model's, but they are the same for
-// every request, so equal conversations render equally and differences stay where they are.
+// Render lays a request out the way chat templates do in general: a leading system (or
+// developer) message first, then the tools (Qwen, Hermes and Llama 3.2 print them after the
+// system text, Llama 3.1 and Mistral later still, none before it), then each other message
+// behind a role marker. The markers are not any model's, but they are the same for every
+// request, so equal conversations render equally and differences stay where they are.
 func Render(req *Request) Layout {
 	var b strings.Builder
 	var l Layout
@@ -72,13 +74,17 @@ func Render(req *Request) Layout {
 		l.Text = b.String()
 		return l
 	}
-	if req.Tools != "" {
-		b.WriteString("<|tools|>")
-		b.WriteString(req.Tools)
-		b.WriteString("\n")
-		l.ToolsEnd = b.Len()
+	tools := func() {
+		if req.Tools != "" {
+			l.ToolsStart = b.Len()
+			b.WriteString("<|tools|>")
+			b.WriteString(req.Tools)
+			b.WriteString("\n")
+			l.ToolsEnd = b.Len()
+		}
 	}
 	if !req.Chat {
+		tools()
 		l.Starts = []int{b.Len()}
 		l.Roles = []string{"prompt"}
 		b.WriteString(req.Prompt)
@@ -87,7 +93,14 @@ func Render(req *Request) Layout {
 	}
 	l.Starts = make([]int, len(req.Messages))
 	l.Roles = make([]string, len(req.Messages))
+	lead := len(req.Messages) > 0 && (req.Messages[0].Role == "system" || req.Messages[0].Role == "developer")
+	if !lead {
+		tools()
+	}
 	for i, m := range req.Messages {
+		if i == 1 && lead {
+			tools()
+		}
 		b.WriteString("<|")
 		b.WriteString(m.Role)
 		b.WriteString("|>\n")
@@ -96,13 +109,20 @@ func Render(req *Request) Layout {
 		b.WriteString(m.Content)
 		b.WriteString("\n")
 	}
+	if lead && len(req.Messages) == 1 {
+		tools()
+	}
 	l.Text = b.String()
 	return l
 }
 
 // Locate returns the message holding byte offset off and the offset within its content
-// (-1 for the tools preamble or a role marker before the first message).
+// (-1 for the tools section or a role marker before the first message; the offset is then
+// from the section's start).
 func (l Layout) Locate(off int) (msg, within int) {
+	if l.ToolsEnd > 0 && off >= l.ToolsStart && off < l.ToolsEnd {
+		return -1, off - l.ToolsStart
+	}
 	msg = -1
 	for i, s := range l.Starts {
 		if s <= off {
