@@ -460,24 +460,22 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 }
 
 // inferSession finds the session of a chat request without an id: the session of the latest
-// earlier request whose whole conversation this one's messages begin with, or a new one. The
+// earlier request whose whole conversation this one's messages begin with; failing that, the
+// same ignoring a leading system message (an agent that stamps the time into its system
+// prompt changes it every turn, and that is what the session-first-block figure is for; two
+// sessions that open with the same first message then count as one); or a new one. The
 // conversations remembered are bounded like the index.
 func (a *Analysis) inferSession(req *Request) uint64 {
-	var h maphash.Hash
-	h.SetSeed(a.seed)
-	a.prefixes = a.prefixes[:0]
-	for _, m := range req.Messages {
-		h.WriteString(m.Role)
-		h.WriteByte(0)
-		h.WriteString(m.Content)
-		h.WriteByte(0)
-		a.prefixes = append(a.prefixes, h.Sum64())
+	msgs := req.Messages
+	var rest []uint64
+	if len(msgs) > 1 && (msgs[0].Role == "system" || msgs[0].Role == "developer") {
+		rest = slices.Clone(a.convPrefixes(msgs[1:], 1))
 	}
+	full := a.convPrefixes(msgs, 0)
 	var sess uint64
-	for i := len(a.prefixes) - 1; i >= 0; i-- {
-		if s, ok := a.convs[a.prefixes[i]]; ok {
-			sess = s
-			break
+	for _, keys := range [][]uint64{full, rest} {
+		for i := len(keys) - 1; i >= 0 && sess == 0; i-- {
+			sess = a.convs[keys[i]]
 		}
 	}
 	if sess == 0 {
@@ -485,10 +483,29 @@ func (a *Analysis) inferSession(req *Request) uint64 {
 		sess = uint64(a.s.Requests) << 1
 		a.s.InferredSessions++
 	}
-	if len(a.convs) < a.text.max {
-		a.convs[a.prefixes[len(a.prefixes)-1]] = sess
+	for _, keys := range [][]uint64{full, rest} {
+		if len(keys) > 0 && len(a.convs) < a.text.max {
+			a.convs[keys[len(keys)-1]] = sess
+		}
 	}
 	return sess
+}
+
+// convPrefixes hashes each prefix of msgs (tag keeps the with- and without-system forms apart)
+// into a.prefixes, which it returns.
+func (a *Analysis) convPrefixes(msgs []Message, tag byte) []uint64 {
+	var h maphash.Hash
+	h.SetSeed(a.seed)
+	h.WriteByte(tag)
+	a.prefixes = a.prefixes[:0]
+	for _, m := range msgs {
+		h.WriteString(m.Role)
+		h.WriteByte(0)
+		h.WriteString(m.Content)
+		h.WriteByte(0)
+		a.prefixes = append(a.prefixes, h.Sum64())
+	}
+	return a.prefixes
 }
 
 // followUp accounts a request of a session: whether it is a later turn, how much of it the

@@ -274,6 +274,41 @@ func TestTokenIDPrompts(t *testing.T) {
 	}
 }
 
+// TestInferredSessionTimestampedSystem: an agent stamps the time into its system prompt on
+// every call and the log has no session ids. The later turns still continue their
+// conversations (same messages after the system prompt), so they are follow-ups whose first
+// block changed: session affinity cannot help them either.
+func TestInferredSessionTimestampedSystem(t *testing.T) {
+	sys := func(call int) Message {
+		return Message{"system", fmt.Sprintf("Time: 2026-11-30T10:%02d:%02d.%06dZ. ", call/60, call%60, call*7919) + system128}
+	}
+	var lines []string
+	call := 0
+	for s := range 2 {
+		conv := []Message{{"user", user100(s)}}
+		for range 3 {
+			call++
+			lines = append(lines, chatLine(t, "", append([]Message{sys(call)}, conv...)...))
+			conv = append(conv, Message{"assistant", "Checking."}, Message{"user", "And now?"})
+		}
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type figs struct{ Sessions, Inferred, FollowUps, FirstBlockChanged int64 }
+	if diff := cmp.Diff(figs{2, 2, 4, 4}, figs{sum.Sessions, sum.InferredSessions, sum.FollowUps, sum.FollowUpFirstBlockChanged}); diff != "" {
+		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+	var codes []string
+	for _, f := range sum.Findings("x") {
+		codes = append(codes, f.Code)
+	}
+	if !slices.Contains(codes, "audit/session-first-block") {
+		t.Errorf("findings %v, want audit/session-first-block", codes)
+	}
+}
+
 func TestAuditRequestsErrors(t *testing.T) {
 	tests := []struct {
 		name, in, want string

@@ -196,7 +196,7 @@ func (t *Text) Audit(a Audit) error {
 		}
 		t.Line("requests          %d (chat %d, completion %d), sessions %d", s.Requests, s.Chat, s.Completion, s.Sessions)
 		if s.InferredSessions > 0 {
-			t.Muted("%d sessions without an id, inferred: a request that repeats an earlier request's whole conversation continues its session", s.InferredSessions)
+			t.Muted("%d sessions without an id, inferred: a request that repeats an earlier request's whole conversation (its system message aside) continues its session", s.InferredSessions)
 		}
 		if s.BodyKey != "" {
 			t.Muted("request bodies read from the export key %q", s.BodyKey)
