@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -434,6 +436,12 @@ type wirePart struct {
 	Type         string          `json:"type"`
 	Text         string          `json:"text"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	// The payloads of media parts: their hash goes into the placeholder, since the engine
+	// hashes the item too (SPEC 2.3) and two images never share blocks.
+	ImageURL   json.RawMessage `json:"image_url"`
+	InputAudio json.RawMessage `json:"input_audio"`
+	VideoURL   json.RawMessage `json:"video_url"`
+	File       json.RawMessage `json:"file"`
 }
 
 func (b wireBody) request() (*Request, error) {
@@ -545,7 +553,13 @@ func contentText(raw json.RawMessage) (string, bool, error) {
 		case "text", "input_text", "":
 			sb.WriteString(p.Text)
 		default:
-			sb.WriteString("<" + p.Type + ">")
+			sb.WriteString("<" + p.Type)
+			if payload := slices.Concat(p.ImageURL, p.InputAudio, p.VideoURL, p.File); len(payload) > 0 {
+				h := fnv.New32a()
+				h.Write(payload)
+				fmt.Fprintf(&sb, ":%08x", h.Sum32())
+			}
+			sb.WriteString(">")
 		}
 	}
 	return sb.String(), marked, nil

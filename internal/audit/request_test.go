@@ -41,7 +41,7 @@ func TestRequestReader(t *testing.T) {
 		{
 			name: "chat body",
 			in:   `{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}],"user":"u1"}`,
-			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"system", "S"}, {"user", "a<image_url>b"}}, Session: "user:u1"}},
+			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"system", "S"}, {"user", "a<image_url:fcf5501a>b"}}, Session: "user:u1"}},
 		},
 		{
 			name: "completion, list prompt, blank lines",

@@ -309,6 +309,39 @@ func TestInferredSessionTimestampedSystem(t *testing.T) {
 	}
 }
 
+// TestImagesDiffer: two requests with the same text and different images share only the
+// blocks before the image, as in the engine, where the image's hash enters the block hash.
+func TestImagesDiffer(t *testing.T) {
+	line := func(url string) string {
+		return `{"messages":[{"role":"system","content":"` + system128 + `"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"` + url + `"}},{"type":"text","text":"` + strings.Repeat("Describe this picture. ", 8) + `"}]}]}`
+	}
+	for _, tt := range []struct {
+		name string
+		urls []string
+		want int64 // cacheable tokens
+	}{
+		// Only the two system blocks are shared.
+		{"different images", []string{"https://x/a.png", "https://x/b.png"}, 32},
+		{"same image", []string{"https://x/a.png", "https://x/a.png"}, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := line(tt.urls[0]) + "\n" + line(tt.urls[1])
+			sum, err := AuditRequests(context.Background(), strings.NewReader(in), RequestOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			if want < 0 {
+				// Everything but the last partial block and the last token.
+				want = (sum.PromptTokens/2 - 1) / 16 * 16
+			}
+			if sum.CacheableTokens != want {
+				t.Errorf("cacheable %d tokens, want %d", sum.CacheableTokens, want)
+			}
+		})
+	}
+}
+
 func TestAuditRequestsErrors(t *testing.T) {
 	tests := []struct {
 		name, in, want string
