@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"time"
@@ -74,7 +73,7 @@ conversation with two dates.
 	f.StringVar(&opts.Tokenize, "tokenize", "", "base URL of a vLLM server: exact tokens from its POST /tokenize, block size from its /metrics")
 	f.StringVar(&opts.Model, "model", "", "model name to send to /tokenize (default: each request's own)")
 	f.IntVar(&opts.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
-	f.IntVar(&opts.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks (about 40 bytes each); past it reuse figures are lower bounds")
+	f.IntVar(&opts.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (about 50 bytes a block); past it reuse figures are lower bounds")
 	f.IntVar(&opts.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")
 	f.IntVar(&opts.Concurrency, "concurrency", 8, "tokenize requests in flight with --tokenize")
 	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "timeout of each request to the --tokenize server")
@@ -149,14 +148,14 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		res.Findings = append(res.Findings, fs...)
 	}
 	if opts.Requests != "" {
-		var in io.Reader = s.In
+		in := s.In
 		res.RequestsSource = "standard input"
 		if opts.Requests != "-" {
 			f, err := os.Open(opts.Requests)
 			if err != nil {
 				return fmt.Errorf("requests: %w", err)
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }() // read only: nothing to lose on close
 			in = f
 			res.RequestsSource = opts.Requests
 		}

@@ -65,11 +65,14 @@ func FuzzRequestReader(f *testing.F) {
 			f.Add(bytes.Join(lines[:min(2, len(lines))], []byte("\n")))
 		}
 	}
-	for _, s := range []string{`{"messages":[]}`, `{"prompt":null}`, `{"a":{"b":{"messages":[{"role":"u","content":[{"type":"x"}]}]}}}`, `{"body":"{\"prompt\":\"p\"}"}`, "{\n{", `{"messages":[{"content":{"a":1}}]}`} {
+	for _, s := range []string{`{"messages":[]}`, `{"prompt":null}`, `{"a":{"b":{"messages":[{"role":"u","content":[{"type":"x"}]}]}}}`, `{"body":"{\"prompt\":\"p\"}"}`, "{\n{", `{"messages":[{"content":{"a":1}}]}`,
+		`{"prompt":[1,2,3]}`, `{"prompt":[[4294967295],[0]]}`, `{"prompt":[-1]}`,
+		`{"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":{"x":1}}` + "\n" + `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":null,"tool_calls":[]}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rr := NewRequestReader(bytes.NewReader(data), 4096)
+		rr.KeepRaw = len(data)%2 == 0
 		a := NewAnalysis(16, 1000, false)
 		for range 10000 {
 			req, err := rr.Next()

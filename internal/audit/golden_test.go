@@ -44,7 +44,7 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer f.Close()
+				defer func() { _ = f.Close() }()
 				sum, err := audit.AuditRequests(context.Background(), f, audit.RequestOptions{})
 				if err != nil {
 					t.Fatal(err)

@@ -457,9 +457,10 @@ func splitTop(s string, seps string) []string {
 		c := s[i]
 		switch {
 		case q != 0:
-			if c == '\\' {
+			switch c {
+			case '\\':
 				i++
-			} else if c == q {
+			case q:
 				q = 0
 			}
 		case c == '"' || c == '\'':

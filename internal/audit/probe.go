@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // probeDates are the values given to date-like chat-template variables in the two renders of a
@@ -46,9 +48,9 @@ func ProbeTemplate(ctx context.Context, s *Server, name, chatTemplate string, bl
 		}
 		renders[i] = ids
 	}
-	plain1, err := render(probeConversation, nil)
+	plain1, strs, err := s.TokenizeMessages(ctx, probeConversation, chatTemplate, nil)
 	if err != nil {
-		return tpl, nil, err
+		return tpl, nil, fmt.Errorf("probe chat template: %w", err)
 	}
 	plain2, err := render(probeConversation, nil)
 	if err != nil {
@@ -84,7 +86,45 @@ func ProbeTemplate(ctx context.Context, s *Server, name, chatTemplate string, bl
 		add(at, "a value the template computes on every render", KindClock, PerCall,
 			"two renders of one conversation moments apart differ from this token on")
 	}
+	if len(out) == 0 {
+		// A template that reads the clock itself (strftime_now) ignores the kwargs and renders
+		// alike within a day; today's date in its render gives it away.
+		if at, date := dateIn(strs, time.Now()); at >= 0 {
+			add(at, "today's date, rendered by the template itself (strftime_now)", KindClock, Daily,
+				fmt.Sprintf("the render holds today's date %q though no date was passed", date))
+		}
+	}
 	return tpl, out, nil
+}
+
+// dateFormats are the ways templates print a day (Llama's "%d %b %Y", Mistral's "%Y-%m-%d",
+// Meta's "%d %B %Y", US and ISO forms).
+var dateFormats = []string{"2006-01-02", "02 Jan 2006", "2 Jan 2006", "02 January 2006", "2 January 2006", "January 2, 2006", "Jan 2, 2006", "01/02/2006"}
+
+// dateIn finds a date within a day of now in the rendered token strings and returns the index
+// of the token where it starts (-1 when none does, or the server sent no token strings).
+func dateIn(strs []string, now time.Time) (int, string) {
+	text := strings.Join(strs, "")
+	if text == "" {
+		return -1, ""
+	}
+	for _, d := range []time.Time{now, now.AddDate(0, 0, -1), now.AddDate(0, 0, 1)} {
+		for _, f := range dateFormats {
+			s := d.Format(f)
+			off := strings.Index(text, s)
+			if off < 0 {
+				continue
+			}
+			n := 0
+			for i, t := range strs {
+				if n+len(t) > off {
+					return i, s
+				}
+				n += len(t)
+			}
+		}
+	}
+	return -1, ""
 }
 
 // firstDiff returns the first index where a and b differ, or -1 when they are equal.

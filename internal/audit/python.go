@@ -191,7 +191,12 @@ func pyScan(file, src string) ([]pyPrompt, []pyFiller) {
 	var fillers []pyFiller
 	var stack []pyOpen
 	stmtStart := 0
+	// skip is the end of a concatenation already read as one prompt.
+	skip := 0
 	for i, t := range toks {
+		if i < skip && t.kind == pyString {
+			continue
+		}
 		switch t.kind {
 		case pyNewline:
 			stmtStart = i + 1
@@ -243,9 +248,68 @@ func pyScan(file, src string) ([]pyPrompt, []pyFiller) {
 			text = strings.TrimLeft(d, "\n")
 			line += len(d) - len(text)
 		}
-		prompts = append(prompts, pyPrompt{file: file, line: line, text: text, holds: placeholders(text, line, t.fstr)})
+		fstr := t.fstr
+		if joined, end, ok := pyConcat(toks, i); ok {
+			text, fstr, skip = joined, true, end
+		}
+		prompts = append(prompts, pyPrompt{file: file, line: line, text: text, holds: placeholders(text, line, fstr)})
 	}
 	return prompts, fillers
+}
+
+// pyConcat reads a concatenation that starts with the string toks[i] ("You are X. Time: " +
+// time.strftime("%H:%M") + "...") as one f-string: each operand that is not a string becomes a
+// placeholder {expr}; braces of plain strings are doubled so that they stay text. It reports
+// false when no operand but strings follows, and returns the index after the last operand.
+func pyConcat(toks []pyTok, i int) (string, int, bool) {
+	var b strings.Builder
+	esc := func(t pyTok) string {
+		if t.fstr {
+			return t.body
+		}
+		return strings.NewReplacer("{", "{{", "}", "}}").Replace(t.body)
+	}
+	b.WriteString(esc(toks[i]))
+	dynamic := false
+	k := i + 1
+	for k+1 < len(toks) && toks[k].kind == pyOp && toks[k].text == "+" {
+		k++
+		if toks[k].kind == pyString && (k+1 >= len(toks) || toks[k+1].kind != pyOp || toks[k+1].text != ".") {
+			b.WriteString(esc(toks[k]))
+			k++
+			continue
+		}
+		// An expression operand: up to the next + , or closing bracket at its own depth.
+		var expr strings.Builder
+		depth := 0
+	operand:
+		for ; k < len(toks); k++ {
+			t := toks[k]
+			switch {
+			case t.kind == pyNewline && depth == 0:
+				break operand
+			case t.kind == pyOp && (t.text == "(" || t.text == "[" || t.text == "{"):
+				depth++
+			case t.kind == pyOp && (t.text == ")" || t.text == "]" || t.text == "}"):
+				if depth == 0 {
+					break operand
+				}
+				depth--
+			case t.kind == pyOp && (t.text == "+" || t.text == ",") && depth == 0:
+				break operand
+			}
+			if expr.Len() > 0 && t.kind == pyName && toks[k-1].kind == pyName {
+				expr.WriteByte(' ')
+			}
+			expr.WriteString(t.text)
+		}
+		if expr.Len() == 0 {
+			break
+		}
+		dynamic = true
+		b.WriteString("{" + expr.String() + "}")
+	}
+	return b.String(), k, dynamic
 }
 
 // pyOpen is an open bracket: its kind and, for a call, the name called.
@@ -268,6 +332,10 @@ func callOf(stack []pyOpen) string {
 func pyIsPrompt(toks []pyTok, i, stmtStart int, stack []pyOpen) bool {
 	t := toks[i]
 	if t.triple {
+		return true
+	}
+	// "...{name}...".format(...): the string is the template the call fills.
+	if i+2 < len(toks) && toks[i+1].kind == pyOp && toks[i+1].text == "." && toks[i+2].kind == pyName && toks[i+2].text == "format" {
 		return true
 	}
 	// assigned to a prompt-like name: NAME = "..." or self.NAME = "..."

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -21,6 +23,9 @@ type Request struct {
 	Chat     bool
 	Messages []Message
 	Prompt   string
+	// PromptIDs holds a completion prompt given as token ids ("prompt": [1, 2, ...]); vLLM
+	// hashes them as they are, so they need no tokenizer. Nil for a text prompt.
+	PromptIDs []uint32
 	// Tools is the compact JSON of the request's tools, empty when none; chat templates print
 	// tools before the conversation, so they are part of the prefix.
 	Tools string
@@ -31,6 +36,10 @@ type Request struct {
 	// never hits, SPEC §6).
 	CacheControl     int
 	CacheControlLast bool
+	// RawMessages and RawKwargs are the body's messages and chat_template_kwargs as sent,
+	// kept only by a reader with KeepRaw: an exact tokenizer needs what the engine rendered
+	// (tool calls, tool call ids, images, template switches), not the text the estimate reads.
+	RawMessages, RawKwargs json.RawMessage
 }
 
 // Message is one chat message with its text content (text parts joined; other parts become a
@@ -66,6 +75,9 @@ type RequestReader struct {
 	buf     []byte
 	// bodyKey is the key path where the last export line held its body.
 	bodyKey []string
+	// KeepRaw makes Next keep each chat request's messages and chat_template_kwargs as sent
+	// (Request.RawMessages, RawKwargs), at the cost of a second decode of the body.
+	KeepRaw bool
 }
 
 // NewRequestReader returns a reader over r with lines up to maxLine bytes (DefaultMaxLine when
@@ -208,7 +220,7 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	}
 	if found {
 		rr.bodyKey = nil
-		return b.request()
+		return rr.request(b, line)
 	}
 	outer, raw, err := rr.findBody(line)
 	if err != nil {
@@ -217,12 +229,34 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	if b, _, err = decodeBody(raw); err != nil {
 		return nil, fmt.Errorf("body under %q: %w", rr.BodyKey(), err)
 	}
-	req, err := b.request()
+	req, err := rr.request(b, raw)
 	if err != nil {
 		return nil, err
 	}
 	if req.Session == "" {
 		req.Session = sessionFrom(outer)
+	}
+	return req, nil
+}
+
+// request builds the request from its decoded body and, with KeepRaw, keeps the raw parts an
+// exact tokenizer sends on.
+func (rr *RequestReader) request(b wireBody, data []byte) (*Request, error) {
+	req, err := b.request()
+	if err != nil || !rr.KeepRaw || !req.Chat {
+		return req, err
+	}
+	var raw struct {
+		Messages json.RawMessage `json:"messages"`
+		Kwargs   json.RawMessage `json:"chat_template_kwargs"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	// Copies: data lives in the reader's line buffer, which the next line overwrites.
+	req.RawMessages = bytes.Clone(raw.Messages)
+	if len(raw.Kwargs) > 0 && string(raw.Kwargs) != "null" {
+		req.RawKwargs = bytes.Clone(raw.Kwargs)
 	}
 	return req, nil
 }
@@ -402,6 +436,12 @@ type wirePart struct {
 	Type         string          `json:"type"`
 	Text         string          `json:"text"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	// The payloads of media parts: their hash goes into the placeholder, since the engine
+	// hashes the item too (SPEC 2.3) and two images never share blocks.
+	ImageURL   json.RawMessage `json:"image_url"`
+	InputAudio json.RawMessage `json:"input_audio"`
+	VideoURL   json.RawMessage `json:"video_url"`
+	File       json.RawMessage `json:"file"`
 }
 
 func (b wireBody) request() (*Request, error) {
@@ -451,7 +491,11 @@ func (b wireBody) request() (*Request, error) {
 			req.Prompt = list[0]
 			break
 		}
-		return nil, errors.New("prompt: want a string or a list of strings (token-id prompts are not supported)")
+		ids, err := promptIDs(b.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		req.PromptIDs = ids
 	default:
 		return nil, errors.New("no messages and no prompt")
 	}
@@ -460,6 +504,27 @@ func (b wireBody) request() (*Request, error) {
 		req.Session = "user:" + u
 	}
 	return req, nil
+}
+
+// promptIDs reads a prompt of token ids: a list of ids, or a batch of such lists (the first
+// is read, as for a batch of strings).
+func promptIDs(raw json.RawMessage) ([]uint32, error) {
+	var ids []int64
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		var batch [][]int64
+		if err := json.Unmarshal(raw, &batch); err != nil || len(batch) == 0 {
+			return nil, errors.New("prompt: want a string, a list of strings, or token ids (a list of integers or a list of such lists)")
+		}
+		ids = batch[0]
+	}
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		if id < 0 || id > 1<<32-1 {
+			return nil, fmt.Errorf("prompt: token id %d at index %d is out of range", id, i)
+		}
+		out[i] = uint32(id)
+	}
+	return out, nil
 }
 
 // contentText reads a message content: a string, null, or a list of parts.
@@ -488,7 +553,13 @@ func contentText(raw json.RawMessage) (string, bool, error) {
 		case "text", "input_text", "":
 			sb.WriteString(p.Text)
 		default:
-			sb.WriteString("<" + p.Type + ">")
+			sb.WriteString("<" + p.Type)
+			if payload := slices.Concat(p.ImageURL, p.InputAudio, p.VideoURL, p.File); len(payload) > 0 {
+				h := fnv.New32a()
+				h.Write(payload)
+				fmt.Fprintf(&sb, ":%08x", h.Sum32())
+			}
+			sb.WriteString(">")
 		}
 	}
 	return sb.String(), marked, nil

@@ -41,7 +41,7 @@ func TestRequestReader(t *testing.T) {
 		{
 			name: "chat body",
 			in:   `{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}],"user":"u1"}`,
-			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"system", "S"}, {"user", "a<image_url>b"}}, Session: "user:u1"}},
+			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"system", "S"}, {"user", "a<image_url:fcf5501a>b"}}, Session: "user:u1"}},
 		},
 		{
 			name: "completion, list prompt, blank lines",
@@ -103,7 +103,7 @@ func TestRequestReaderBadLines(t *testing.T) {
 		`{"messages":`,
 		`{"other":1}`,
 		`{"messages":[{"role":"user","content":5}]}`,
-		`{"prompt":[1,2,3]}`,
+		`{"prompt":{"text":"not a prompt"}}`,
 		`{"prompt":"` + strings.Repeat("x", 200) + `"}`,
 		`{"prompt":"ok"}`,
 		`[1,2]`,
@@ -135,9 +135,10 @@ func TestRequestReaderBadLines(t *testing.T) {
 }
 
 func TestRenderLocate(t *testing.T) {
+	// Tools follow a leading system message, as in most chat templates.
 	req := &Request{Chat: true, Tools: `[1]`, Messages: []Message{{"system", "abc"}, {"user", "hello"}}}
 	l := Render(req)
-	if want := "<|tools|>[1]\n<|system|>\nabc\n<|user|>\nhello\n"; l.Text != want {
+	if want := "<|system|>\nabc\n<|tools|>[1]\n<|user|>\nhello\n"; l.Text != want {
 		t.Fatalf("text = %q, want %q", l.Text, want)
 	}
 	tests := []struct {
@@ -145,12 +146,25 @@ func TestRenderLocate(t *testing.T) {
 	}{
 		{0, -1, 0},
 		{l.Starts[0] + 1, 0, 1},
+		{l.ToolsStart + 2, -1, 2},
 		{l.Starts[1] + 4, 1, 4},
 	}
 	for _, tt := range tests {
 		msg, within := l.Locate(tt.off)
 		if msg != tt.msg || within != tt.within {
 			t.Errorf("Locate(%d) = %d, %d; want %d, %d", tt.off, msg, within, tt.msg, tt.within)
+		}
+	}
+	// Without a system message the tools come first.
+	for _, tt := range []struct {
+		req  *Request
+		want string
+	}{
+		{&Request{Chat: true, Tools: `[1]`, Messages: []Message{{"user", "hi"}}}, "<|tools|>[1]\n<|user|>\nhi\n"},
+		{&Request{Chat: true, Tools: `[1]`, Messages: []Message{{"system", "s"}}}, "<|system|>\ns\n<|tools|>[1]\n"},
+	} {
+		if got := Render(tt.req).Text; got != tt.want {
+			t.Errorf("Render = %q, want %q", got, tt.want)
 		}
 	}
 	ids := EstimateIDs("abcdefghi", nil)

@@ -19,8 +19,9 @@ import (
 // Defaults for the request audit's bounds.
 const (
 	DefaultBlockSize = 16
-	// DefaultMaxBlocks bounds the prefix index: about 40 bytes per block, so 4M blocks hold
-	// the index under about 200 MB however long the input.
+	// DefaultMaxBlocks bounds the prefix index and, apart, the (session, block) pairs that
+	// split reuse by session: about 24 bytes an entry in each, so at 4M the two hold about
+	// 200 MB together however long the input.
 	DefaultMaxBlocks = 4_000_000
 	// maxSamples bounds the block texts kept to explain divergences (one block of estimated
 	// text each: 64 bytes at block size 16, so about 25 MB with the map).
@@ -67,11 +68,17 @@ type Summary struct {
 	// CacheableTokens is the prompt tokens an unbounded prefix cache shared by every replica
 	// would serve from cache, in order of arrival (the last token of a prompt never is).
 	CacheableTokens int64
-	// CrossSessionTokens and WithinSessionTokens split CacheableTokens by whether the block was
-	// first stored by another session (a KV-aware router helps) or by the same one (session
-	// affinity is enough). Without session ids every hit counts as cross-session.
+	// CrossSessionTokens and WithinSessionTokens split CacheableTokens by whether the request's
+	// own session had already computed the block (session affinity is enough) or only other
+	// sessions had (a KV-aware router helps). A chat request without a session id is given
+	// the session of the earlier request whose conversation it continues (InferredSessions);
+	// a completion without one counts every hit as cross-session.
 	CrossSessionTokens, WithinSessionTokens int64
 	Sessions                                int64
+	// InferredSessions counts the sessions (of Sessions) found without an id: a chat request
+	// whose messages continue an earlier request's whole conversation (turn k+1 repeats turn
+	// k's messages) joins that request's session.
+	InferredSessions int64
 	// FollowUps counts requests of a session seen before (later turns); FollowUpCacheable of
 	// their FollowUpTokens were served from cache; FollowUpFirstBlockChanged counts those whose
 	// first block differs from their session's previous request, so that even session affinity
@@ -119,6 +126,10 @@ type Site struct {
 func (s *Summary) Findings(subject string) []Finding {
 	var out []Finding
 	est := !s.Exact
+	approx := ""
+	if est {
+		approx = " (estimated)"
+	}
 	add := func(sev finding.Severity, code, msg, fix string) *Finding {
 		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject},
 			File: subject, Estimated: est, Fix: fix, Block: -1, Frequency: Unknown})
@@ -147,7 +158,7 @@ func (s *Summary) Findings(subject string) []Finding {
 		case frac >= 0.1:
 			sev = finding.Warning
 		}
-		msg := fmt.Sprintf("%.1f%% of requests have a first block no other request shares: their chain breaks at block 0", frac*100)
+		msg := fmt.Sprintf("%.1f%% of requests have a first block no other request shares: their chain breaks at block 0%s", frac*100, approx)
 		var site *Site
 		if len(s.Sites) > 0 && s.Sites[0].Block == 0 {
 			site = &s.Sites[0]
@@ -166,12 +177,13 @@ func (s *Summary) Findings(subject string) []Finding {
 		share := float64(st.Count) / float64(withBlock)
 		if st.Block > 0 && st.Block <= 3 && st.Message <= 0 && share >= 0.1 {
 			sev := finding.Warning
-			if share >= 0.5 && st.Cause != "text" {
+			// Plain text and bare token ids do not say the value was generated.
+			if share >= 0.5 && st.Cause != "text" && st.Cause != "token ids" {
 				sev = finding.Error
 			}
 			f := add(sev, "audit/early-divergence",
-				fmt.Sprintf("%.1f%% of requests leave the shared prefix at %s, offset %d, block %d: %s (e.g. %q where an earlier request had %q)",
-					share*100, st.Where(), st.Offset, st.Block, st.Cause, st.Example, st.Other),
+				fmt.Sprintf("%.1f%% of requests leave the shared prefix at %s, offset %d, block %d%s: %s (e.g. %q where an earlier request had %q)",
+					share*100, st.Where(), st.Offset, st.Block, approx, st.Cause, st.Example, st.Other),
 				"move the changing value out of the first message: to the end of the prompt, the last user message or a tool result")
 			at(f, st, Early)
 		}
@@ -186,7 +198,7 @@ func (s *Summary) Findings(subject string) []Finding {
 			sev = finding.Warning
 		}
 		f := add(sev, "audit/session-first-block",
-			fmt.Sprintf("in %.1f%% of later turns the first block differs from the same session's previous request: not even session affinity can reuse their prefix", share*100),
+			fmt.Sprintf("in %.1f%% of later turns the first block differs from the same session's previous request%s: not even session affinity can reuse their prefix", share*100, approx),
 			"keep the start of the prompt identical across the turns of a session; put per-call values at the end")
 		f.Position, f.Block = Breaker, 0
 	}
@@ -199,7 +211,7 @@ func (s *Summary) Findings(subject string) []Finding {
 		add(finding.Warning, "audit/skipped-lines", fmt.Sprintf("%d lines were not usable requests and were skipped (first: %s)", s.Skipped, strings.Join(s.LineErrors, "; ")), "check the log format: one JSON request body or export record per line")
 	}
 	if s.Capped {
-		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks were not indexed, so reuse figures are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 40 bytes each)")
+		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks (or session-block pairs) were not indexed, so reuse figures, and the within-session share, are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 50 bytes each)")
 	}
 	return out
 }
@@ -219,13 +231,15 @@ type chain struct {
 	max   int
 	seed  maphash.Seed
 	nodes map[uint64]node
-	buf   []byte
+	// touched holds a key per (session, block) pair seen: a hit on a block its own session
+	// has already computed is one session affinity serves, whoever stored the block first.
+	touched map[uint64]struct{}
+	buf     []byte
 }
 
 type node struct {
-	session uint64
-	count   uint32
-	depth0  bool
+	count  uint32
+	depth0 bool
 }
 
 // walk is what one request's pass over a chain found: its full blocks, the leading hits (split
@@ -237,7 +251,7 @@ type walk struct {
 }
 
 func newChain(bs, max int, seed maphash.Seed) *chain {
-	return &chain{bs: bs, max: max, seed: seed, nodes: make(map[uint64]node), buf: make([]byte, 0, 8+4*bs)}
+	return &chain{bs: bs, max: max, seed: seed, nodes: make(map[uint64]node), touched: make(map[uint64]struct{}), buf: make([]byte, 0, 8+4*bs)}
 }
 
 func (c *chain) hash(parent uint64, ids []uint32) uint64 {
@@ -267,11 +281,13 @@ func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i
 				c.nodes[h] = n
 				if w.hits < maxHits {
 					w.hits++
-					if session != 0 && n.session == session {
+					if c.touch(h, session, unindexed) {
 						w.within++
 					} else {
 						w.cross++
 					}
+				} else {
+					c.touch(h, session, unindexed)
 				}
 				parent = h
 				continue
@@ -283,13 +299,35 @@ func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i
 			*unindexed += int64(w.blocks - i)
 			break
 		}
-		c.nodes[h] = node{session: session, count: 1, depth0: i == 0}
+		c.nodes[h] = node{count: 1, depth0: i == 0}
+		c.touch(h, session, unindexed)
 		if onNew != nil {
 			onNew(i, parent)
 		}
 		parent = h
 	}
 	return w
+}
+
+// touch records that session has the block h and reports whether it had it before. Without a
+// session it reports false: every hit then counts as cross-session. Past the bound the pair is
+// not recorded and counted as unindexed, so later hits on it count as cross-session.
+func (c *chain) touch(h, session uint64, unindexed *int64) bool {
+	if session == 0 {
+		return false
+	}
+	// Mixing the session in by multiplication keeps (session, block) keys apart for sessions
+	// that share blocks.
+	k := h ^ session*0x9e3779b97f4a7c15
+	if _, ok := c.touched[k]; ok {
+		return true
+	}
+	if len(c.touched) >= c.max {
+		*unindexed++
+		return false
+	}
+	c.touched[k] = struct{}{}
+	return false
 }
 
 // Analysis accumulates the request audit one request at a time; AuditRequests drives it over a
@@ -302,6 +340,8 @@ type Analysis struct {
 	samples   map[uint64]string
 	sites     map[siteKey]*Site
 	sessions  map[uint64]uint64 // session -> first-block hash of its latest request
+	convs     map[uint64]uint64 // hash of a request's whole conversation -> its inferred session
+	prefixes  []uint64
 	hist      []int64
 	idsBuf    []uint32
 	unindexed int64
@@ -330,6 +370,7 @@ func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
 		samples:  make(map[uint64]string),
 		sites:    make(map[siteKey]*Site),
 		sessions: make(map[uint64]uint64),
+		convs:    make(map[uint64]uint64),
 		hist:     make([]int64, len(histEdges)),
 	}
 	a.s.BlockSize = blockSize
@@ -360,6 +401,8 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	var sess uint64
 	if req.Session != "" {
 		sess = maphash.String(a.seed, req.Session) | 1
+	} else if req.Chat && len(req.Messages) > 0 {
+		sess = a.inferSession(req)
 	}
 	l := Render(req)
 	a.idsBuf = EstimateIDs(l.Text, a.idsBuf[:0])
@@ -416,6 +459,55 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	}
 }
 
+// inferSession finds the session of a chat request without an id: the session of the latest
+// earlier request whose whole conversation this one's messages begin with; failing that, the
+// same ignoring a leading system message (an agent that stamps the time into its system
+// prompt changes it every turn, and that is what the session-first-block figure is for; two
+// sessions that open with the same first message then count as one); or a new one. The
+// conversations remembered are bounded like the index.
+func (a *Analysis) inferSession(req *Request) uint64 {
+	msgs := req.Messages
+	var rest []uint64
+	if len(msgs) > 1 && (msgs[0].Role == "system" || msgs[0].Role == "developer") {
+		rest = slices.Clone(a.convPrefixes(msgs[1:], 1))
+	}
+	full := a.convPrefixes(msgs, 0)
+	var sess uint64
+	for _, keys := range [][]uint64{full, rest} {
+		for i := len(keys) - 1; i >= 0 && sess == 0; i-- {
+			sess = a.convs[keys[i]]
+		}
+	}
+	if sess == 0 {
+		// Even, unlike the hashes of real ids, so the two never meet.
+		sess = uint64(a.s.Requests) << 1
+		a.s.InferredSessions++
+	}
+	for _, keys := range [][]uint64{full, rest} {
+		if len(keys) > 0 && len(a.convs) < a.text.max {
+			a.convs[keys[len(keys)-1]] = sess
+		}
+	}
+	return sess
+}
+
+// convPrefixes hashes each prefix of msgs (tag keeps the with- and without-system forms apart)
+// into a.prefixes, which it returns.
+func (a *Analysis) convPrefixes(msgs []Message, tag byte) []uint64 {
+	var h maphash.Hash
+	h.SetSeed(a.seed)
+	h.WriteByte(tag)
+	a.prefixes = a.prefixes[:0]
+	for _, m := range msgs {
+		h.WriteString(m.Role)
+		h.WriteByte(0)
+		h.WriteString(m.Content)
+		h.WriteByte(0)
+		a.prefixes = append(a.prefixes, h.Sum64())
+	}
+	return a.prefixes
+}
+
 // followUp accounts a request of a session: whether it is a later turn, how much of it the
 // cache serves, and whether its first block changed since the session's previous request.
 func (a *Analysis) followUp(sess uint64, ids []uint32, w walk) {
@@ -452,8 +544,16 @@ func (a *Analysis) siteFor(req *Request, l Layout, i int, mine, other string) *S
 	}
 	off := i*a.s.BlockSize*BytesPerToken + k
 	msg, within := l.Locate(off)
-	example, cause := around(l.Text, off)
-	otherEx, _ := around(other, k)
+	var example, cause, otherEx string
+	if l.IDs {
+		// A token-id prompt: the offset counts tokens, and the ids are shown as they are.
+		within /= BytesPerToken
+		example, cause = idsAround(l.Text, off/BytesPerToken), "token ids"
+		otherEx = idsAround(other, k/BytesPerToken)
+	} else {
+		example, cause = around(l.Text, off)
+		otherEx, _ = around(other, k)
+	}
 	role := "tools"
 	if msg >= 0 {
 		role = l.Roles[msg]
@@ -508,6 +608,21 @@ func around(text string, off int) (string, string) {
 		return ctx, "number"
 	}
 	return ctx, "text"
+}
+
+// idsAround shows the token ids of a packed id prompt from a few before token i to a few after.
+func idsAround(packed string, i int) string {
+	n := len(packed) / BytesPerToken
+	lo, hi := max(0, i-3), min(n, i+5)
+	var sb strings.Builder
+	sb.WriteString("ids")
+	for k := lo; k < hi; k++ {
+		if k == i {
+			sb.WriteString(" |")
+		}
+		fmt.Fprintf(&sb, " %d", binary.LittleEndian.Uint32([]byte(packed[k*BytesPerToken:(k+1)*BytesPerToken])))
+	}
+	return sb.String()
 }
 
 func isWordByte(b byte) bool {
@@ -576,6 +691,7 @@ func AuditRequests(ctx context.Context, r io.Reader, opts RequestOptions) (Summa
 	a := NewAnalysis(opts.BlockSize, opts.MaxBlocks, tok.Exact())
 	a.progress = opts.Progress
 	rr := NewRequestReader(r, opts.MaxLine)
+	rr.KeepRaw = tok.Exact()
 	var err error
 	if tok.Exact() {
 		err = a.streamExact(ctx, rr, tok, max(1, opts.Concurrency))
@@ -689,7 +805,10 @@ func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Token
 				readErr <- err
 				return
 			}
-			j := &job{req: req, key: maphash.String(a.seed, Render(req).Text), done: make(chan struct{})}
+			// The raw parts join the key: two requests whose text renders alike may still
+			// differ in what the template sees (images, tool call ids, kwargs).
+			key := maphash.String(a.seed, Render(req).Text) ^ maphash.Bytes(a.seed, req.RawMessages)*31 ^ maphash.Bytes(a.seed, req.RawKwargs)*131
+			j := &job{req: req, key: key, done: make(chan struct{})}
 			select {
 			case order <- j:
 			case <-ctx.Done():

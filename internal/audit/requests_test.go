@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func chatLine(t testing.TB, session string, msgs ...Message) string {
 		Metadata map[string]string `json:"metadata,omitempty"`
 	}{}
 	for _, x := range msgs {
-		body.Messages = append(body.Messages, m{x.Role, x.Content})
+		body.Messages = append(body.Messages, m(x))
 	}
 	if session != "" {
 		body.Metadata = map[string]string{"session_id": session}
@@ -118,6 +119,10 @@ func TestAuditRequestsFigures(t *testing.T) {
 		if !f.Estimated {
 			t.Errorf("finding %s not marked estimated", f.Code)
 		}
+		// A figure in blocks from estimated tokens says so in the text too.
+		if f.Block >= 0 && !strings.Contains(f.Message, "(estimated)") {
+			t.Errorf("finding %s at block %d: message %q does not say the figure is estimated", f.Code, f.Block, f.Message)
+		}
 	}
 	if diff := cmp.Diff([]string{"audit/unique-first-block/warning", "audit/skipped-lines/warning"}, codes); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
@@ -173,6 +178,167 @@ func TestSessionFirstBlock(t *testing.T) {
 	want := []string{"audit/unique-first-block/error", "audit/session-first-block/error"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// TestSessionSplitInterleaved: two sessions share a system prompt and take turns. The second
+// session's first request reuses the system prompt from the first session (cross-session); every
+// later turn reuses only what its own session computed before, so session affinity serves it
+// (within-session), even where another session stored those blocks first.
+func TestSessionSplitInterleaved(t *testing.T) {
+	sys := Message{"system", system128}
+	turn2 := []Message{{"assistant", "Sure."}, {"user", "And then?"}}
+	a1 := []Message{sys, {"user", user100(1)}}
+	b1 := []Message{sys, {"user", user100(2)}}
+	// Without ids the sessions are inferred: a later turn repeats its first turn's messages.
+	for _, ids := range []struct{ a, b string }{{"A", "B"}, {"", ""}} {
+		t.Run(fmt.Sprintf("ids=%t", ids.a != ""), func(t *testing.T) {
+			lines := []string{
+				chatLine(t, ids.a, a1...),
+				chatLine(t, ids.b, b1...),
+				chatLine(t, ids.a, append(slices.Clone(a1), turn2...)...),
+				chatLine(t, ids.b, append(slices.Clone(b1), turn2...)...),
+			}
+			sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each first turn renders to 238 bytes: 3 full blocks, the first 2 the system
+			// prompt. B1 hits the 2 system blocks A1 stored: cross. A2 and B2 hit the 3
+			// blocks of their own first turn: within, 6 blocks.
+			type split struct{ Cacheable, Cross, Within, Sessions, Inferred, FollowUps int64 }
+			got := split{sum.CacheableTokens, sum.CrossSessionTokens, sum.WithinSessionTokens, sum.Sessions, sum.InferredSessions, sum.FollowUps}
+			want := split{8 * 16, 2 * 16, 6 * 16, 2, 0, 2}
+			if ids.a == "" {
+				want.Inferred = 2
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("reuse split in tokens (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTokenIDPrompts: completion prompts given as token ids are the engine's own ids, block
+// for block. 40 shared ids, then one that differs per request and 20 more: 61 tokens, 3 full
+// blocks, the first 2 shared; the batch form reads its first prompt.
+func TestTokenIDPrompts(t *testing.T) {
+	shared := make([]int, 40)
+	for i := range shared {
+		shared[i] = 1000 + i
+	}
+	var lines []string
+	for i := range 4 {
+		ids := append(append(slices.Clone(shared), 5000+i), make([]int, 20)...)
+		b, _ := json.Marshal(map[string]any{"prompt": ids})
+		lines = append(lines, string(b))
+	}
+	b, _ := json.Marshal(map[string]any{"prompt": [][]int{append(slices.Clone(shared), 1, 2, 3), {9, 9}}})
+	lines = append(lines, string(b), `{"prompt":[1,-2]}`)
+	run := func(t *testing.T, tok Tokenizer) Summary {
+		sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{Tokenizer: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	type figures struct {
+		Requests, Skipped, PromptTokens, Cacheable int64
+		Block, Offset                              int
+		Cause, Example                             string
+	}
+	// Requests 2-4 reuse 2 blocks each; the batch's 43-token first prompt reuses 2.
+	want := figures{5, 1, 4*61 + 43, 4 * 32, 2, 40, "token ids", "ids 1037 1038 1039 | 5001 0 0 0 0"}
+	for _, tt := range []struct {
+		name string
+		tok  Tokenizer
+	}{
+		{"estimated", nil},
+		// The server must not be asked: the ids are the engine's already.
+		{"exact", &Server{BaseURL: "http://127.0.0.1:1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sum := run(t, tt.tok)
+			got := figures{sum.Requests, sum.Skipped, sum.PromptTokens, sum.CacheableTokens, -1, -1, "", ""}
+			if len(sum.Sites) > 0 {
+				st := sum.Sites[0]
+				got.Block, got.Offset, got.Cause, got.Example = st.Block, st.Offset, st.Cause, st.Example
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("figures (-want +got):\n%s", diff)
+			}
+			if len(sum.LineErrors) != 1 || !strings.Contains(sum.LineErrors[0], "line 6: prompt: token id -2") {
+				t.Errorf("line errors %q, want line 6's out-of-range id", sum.LineErrors)
+			}
+		})
+	}
+}
+
+// TestInferredSessionTimestampedSystem: an agent stamps the time into its system prompt on
+// every call and the log has no session ids. The later turns still continue their
+// conversations (same messages after the system prompt), so they are follow-ups whose first
+// block changed: session affinity cannot help them either.
+func TestInferredSessionTimestampedSystem(t *testing.T) {
+	sys := func(call int) Message {
+		return Message{"system", fmt.Sprintf("Time: 2026-11-30T10:%02d:%02d.%06dZ. ", call/60, call%60, call*7919) + system128}
+	}
+	var lines []string
+	call := 0
+	for s := range 2 {
+		conv := []Message{{"user", user100(s)}}
+		for range 3 {
+			call++
+			lines = append(lines, chatLine(t, "", append([]Message{sys(call)}, conv...)...))
+			conv = append(conv, Message{"assistant", "Checking."}, Message{"user", "And now?"})
+		}
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type figs struct{ Sessions, Inferred, FollowUps, FirstBlockChanged int64 }
+	if diff := cmp.Diff(figs{2, 2, 4, 4}, figs{sum.Sessions, sum.InferredSessions, sum.FollowUps, sum.FollowUpFirstBlockChanged}); diff != "" {
+		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+	var codes []string
+	for _, f := range sum.Findings("x") {
+		codes = append(codes, f.Code)
+	}
+	if !slices.Contains(codes, "audit/session-first-block") {
+		t.Errorf("findings %v, want audit/session-first-block", codes)
+	}
+}
+
+// TestImagesDiffer: two requests with the same text and different images share only the
+// blocks before the image, as in the engine, where the image's hash enters the block hash.
+func TestImagesDiffer(t *testing.T) {
+	line := func(url string) string {
+		return `{"messages":[{"role":"system","content":"` + system128 + `"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"` + url + `"}},{"type":"text","text":"` + strings.Repeat("Describe this picture. ", 8) + `"}]}]}`
+	}
+	for _, tt := range []struct {
+		name string
+		urls []string
+		want int64 // cacheable tokens
+	}{
+		// Only the two system blocks are shared.
+		{"different images", []string{"https://x/a.png", "https://x/b.png"}, 32},
+		{"same image", []string{"https://x/a.png", "https://x/a.png"}, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := line(tt.urls[0]) + "\n" + line(tt.urls[1])
+			sum, err := AuditRequests(context.Background(), strings.NewReader(in), RequestOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			if want < 0 {
+				// Everything but the last partial block and the last token.
+				want = (sum.PromptTokens/2 - 1) / 16 * 16
+			}
+			if sum.CacheableTokens != want {
+				t.Errorf("cacheable %d tokens, want %d", sum.CacheableTokens, want)
+			}
+		})
 	}
 }
 
@@ -320,6 +486,104 @@ func BenchmarkAuditExact(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}
+
+// TestExactSendsRequestAsSent: with --tokenize the ids must be the ones the engine computes for
+// the request as the client sent it: tool calls rendered by the template (not pasted into the
+// content as JSON) and the request's chat_template_kwargs applied (here the date line).
+func TestExactSendsRequestAsSent(t *testing.T) {
+	srv := replica(t, 16, "True", func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) })
+	line := `{"model":"m","chat_template_kwargs":{"date_string":"01 Jan 2020"},"tools":[{"type":"function","function":{"name":"search","parameters":{"type":"object"}}}],` +
+		`"messages":[{"role":"system","content":"You are an agent."},{"role":"user","content":"find x"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"search","arguments":"{\"q\": \"x\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"found"}]}`
+	// What the engine tokenizes: the body itself, with the generation prompt.
+	var body map[string]any
+	if err := json.Unmarshal([]byte(line), &body); err != nil {
+		t.Fatal(err)
+	}
+	body["add_generation_prompt"] = true
+	direct, _ := json.Marshal(body)
+	resp, err := http.Post(srv.URL+"/tokenize", "application/json", strings.NewReader(string(direct)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var want struct {
+		Tokens []uint32 `json:"tokens"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&want); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("direct tokenize: status %d, %v", resp.StatusCode, err)
+	}
+	rr := NewRequestReader(strings.NewReader(line), 0)
+	rr.KeepRaw = true
+	req, err := rr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&Server{BaseURL: srv.URL}).Tokenize(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Tokens, got.IDs); diff != "" {
+		t.Errorf("ids (-engine's +audit's):\n%s", diff)
+	}
+	// And the whole exact path sees the same count.
+	sum, err := AuditRequests(context.Background(), strings.NewReader(line), RequestOptions{Tokenizer: &Server{BaseURL: srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.PromptTokens != int64(len(want.Tokens)) {
+		t.Errorf("prompt tokens %d, want the engine's %d", sum.PromptTokens, len(want.Tokens))
+	}
+}
+
+// TestProbeClockOnlyTemplate: a template that reads the clock itself ignores the date kwargs and
+// renders alike all day; the probe finds today's date in the render instead. A template
+// without a date stays clean.
+func TestProbeClockOnlyTemplate(t *testing.T) {
+	tests := []struct {
+		name string
+		opts fleet.TokenizeOptions
+		want int // findings
+	}{
+		{"clock only", fleet.TokenizeOptions{DateLine: true, ClockOnly: true}, 1},
+		{"no date", fleet.TokenizeOptions{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("/tokenize", fleet.TokenizeHandler(tt.opts))
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			tpl, fs, err := ProbeServerTemplate(context.Background(), &Server{BaseURL: srv.URL}, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fs) != tt.want {
+				t.Fatalf("findings %+v, want %d", fs, tt.want)
+			}
+			if tt.want == 0 {
+				if tpl.Verdict != VerdictClean {
+					t.Errorf("verdict %s, want clean", tpl.Verdict)
+				}
+				return
+			}
+			f := fs[0]
+			type fig struct {
+				Kind      Kind
+				Freq      Frequency
+				Block     int
+				Position  Position
+				Estimated bool
+				Verdict   Verdict
+			}
+			// "Today Date: " after the header: token 18-19, block 1, before the system prompt.
+			if diff := cmp.Diff(fig{KindClock, Daily, 1, Early, false, VerdictEarly}, fig{f.Kind, f.Frequency, f.Block, f.Position, f.Estimated, tpl.Verdict}); diff != "" {
+				t.Errorf("probe (-want +got):\n%s\n%s", diff, f.Message)
+			}
 		})
 	}
 }

@@ -62,8 +62,8 @@ func (g *genLog) line() {
 
 // TestStreamBoundedMemory streams a generated log through the audit and checks the heap stays
 // bounded. Default 256 MB (32 MB under the race detector); KVCHECK_AUDIT_STREAM_MB sets the size (2048 for the 2 GB run in
-// BENCHMARKS.md). The bound: the block index holds at most MaxBlocks entries (~50 bytes each
-// with map overhead), the divergence samples at most 250k blocks of text, and the reader one
+// BENCHMARKS.md). The bound: the block index and the (session, block) pairs hold at most
+// MaxBlocks entries each (~24 bytes an entry, twice that just after a map grows), the divergence samples at most 250k blocks of text, and the reader one
 // line: with MaxBlocks 1M the live heap must stay under 256 MB however long the log.
 func TestStreamBoundedMemory(t *testing.T) {
 	if testing.Short() {

@@ -100,7 +100,7 @@ func readTemplate(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("template %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	info, err := f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("template %s: %w", path, err)

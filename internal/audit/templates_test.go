@@ -104,6 +104,11 @@ func TestTemplateFixtures(t *testing.T) {
 		{"py/percent_user.py", "percent_user.py", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", ""}},
 		{"py/uuid_id.py", "uuid_id.py", want{VerdictBreaker, 3, KindID, PerCall, 0, finding.Error, "", "uuid.uuid4().hex"}},
 		{"py/random_nonce.py", "random_nonce.py", want{VerdictBreaker, 4, KindRandom, PerCall, 0, finding.Error, "", "random.randint"}},
+		// "..." + time.strftime("%H:%M") + "...": the concatenation is one prompt, the call in
+		// it a per-minute clock ~9 tokens in.
+		{"py/concat_clock.py", "concat_clock.py", want{VerdictBreaker, 5, KindClock, PerMinute, 0, finding.Error, "", ""}},
+		// "Request {rid}...".format(rid=uuid.uuid4()): the literal the call fills is the prompt.
+		{"py/literal_format.py", "literal_format.py", want{VerdictBreaker, 3, KindID, PerCall, 0, finding.Error, "", "uuid.uuid4()"}},
 		{"unit", "prompts.py", want{VerdictBreaker, 3, KindClock, Daily, 0, finding.Warning, "", "agent.py:7"}},
 		{"unit", "agent.py", want{VerdictBreaker, 7, KindClock, Daily, 0, finding.Warning, "", "fills {current_date} at prompts.py:3"}},
 		{"lone", "agent.py", want{VerdictUnknown, 5, KindClock, PerCall, -1, finding.Warning, "", "system_time"}},

@@ -47,23 +47,44 @@ type Layout struct {
 	Starts []int
 	// Roles[i] is message i's role ("prompt" for a completion).
 	Roles []string
-	// ToolsEnd is the end of the tools preamble (0 when there are no tools).
-	ToolsEnd int
+	// ToolsStart and ToolsEnd bound the tools section (both 0 when there are no tools).
+	ToolsStart, ToolsEnd int
+	// IDs is set when Text packs a token-id prompt, BytesPerToken bytes an id, so that the
+	// estimate reads back exactly the ids the engine hashes.
+	IDs bool
 }
 
-// Render lays a request out the way chat templates do in general: the tools first, then each
-// message behind a role marker. The markers are not any model's, but they are the same for
-// every request, so equal conversations render equally and differences stay where they are.
+// Render lays a request out the way chat templates do in general: a leading system (or
+// developer) message first, then the tools (Qwen, Hermes and Llama 3.2 print them after the
+// system text, Llama 3.1 and Mistral later still, none before it), then each other message
+// behind a role marker. The markers are not any model's, but they are the same for every
+// request, so equal conversations render equally and differences stay where they are.
 func Render(req *Request) Layout {
 	var b strings.Builder
 	var l Layout
-	if req.Tools != "" {
-		b.WriteString("<|tools|>")
-		b.WriteString(req.Tools)
-		b.WriteString("\n")
-		l.ToolsEnd = b.Len()
+	if !req.Chat && req.PromptIDs != nil {
+		// Completions carry no tools, and nothing may shift the ids off their 4-byte slots.
+		l = Layout{Starts: []int{0}, Roles: []string{"prompt"}, IDs: true}
+		b.Grow(len(req.PromptIDs) * BytesPerToken)
+		var w [BytesPerToken]byte
+		for _, id := range req.PromptIDs {
+			binary.LittleEndian.PutUint32(w[:], id)
+			b.Write(w[:])
+		}
+		l.Text = b.String()
+		return l
+	}
+	tools := func() {
+		if req.Tools != "" {
+			l.ToolsStart = b.Len()
+			b.WriteString("<|tools|>")
+			b.WriteString(req.Tools)
+			b.WriteString("\n")
+			l.ToolsEnd = b.Len()
+		}
 	}
 	if !req.Chat {
+		tools()
 		l.Starts = []int{b.Len()}
 		l.Roles = []string{"prompt"}
 		b.WriteString(req.Prompt)
@@ -72,7 +93,14 @@ func Render(req *Request) Layout {
 	}
 	l.Starts = make([]int, len(req.Messages))
 	l.Roles = make([]string, len(req.Messages))
+	lead := len(req.Messages) > 0 && (req.Messages[0].Role == "system" || req.Messages[0].Role == "developer")
+	if !lead {
+		tools()
+	}
 	for i, m := range req.Messages {
+		if i == 1 && lead {
+			tools()
+		}
 		b.WriteString("<|")
 		b.WriteString(m.Role)
 		b.WriteString("|>\n")
@@ -81,13 +109,20 @@ func Render(req *Request) Layout {
 		b.WriteString(m.Content)
 		b.WriteString("\n")
 	}
+	if lead && len(req.Messages) == 1 {
+		tools()
+	}
 	l.Text = b.String()
 	return l
 }
 
 // Locate returns the message holding byte offset off and the offset within its content
-// (-1 for the tools preamble or a role marker before the first message).
+// (-1 for the tools section or a role marker before the first message; the offset is then
+// from the section's start).
 func (l Layout) Locate(off int) (msg, within int) {
+	if l.ToolsEnd > 0 && off >= l.ToolsStart && off < l.ToolsEnd {
+		return -1, off - l.ToolsStart
+	}
 	msg = -1
 	for i, s := range l.Starts {
 		if s <= off {
@@ -144,12 +179,14 @@ func (*Server) Exact() bool { return true }
 type tokenizeRequest struct {
 	Model               string          `json:"model,omitempty"`
 	Prompt              *string         `json:"prompt,omitempty"`
-	Messages            []wireOut       `json:"messages,omitempty"`
+	Messages            json.RawMessage `json:"messages,omitempty"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt,omitempty"`
 	AddSpecialTokens    *bool           `json:"add_special_tokens,omitempty"`
 	Tools               json.RawMessage `json:"tools,omitempty"`
 	ChatTemplate        string          `json:"chat_template,omitempty"`
-	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs,omitempty"`
+	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs,omitempty"`
+	// ReturnTokenStrs asks for token_strs, which vLLM leaves out by default.
+	ReturnTokenStrs *bool `json:"return_token_strs,omitempty"`
 }
 
 type wireOut struct {
@@ -172,14 +209,23 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 	if req.Chat {
 		t := true
 		body.AddGenerationPrompt = &t
-		body.Messages = make([]wireOut, len(req.Messages))
-		for i, m := range req.Messages {
-			body.Messages[i] = wireOut{Role: m.Role, Content: m.Content}
+		// The messages as the request sent them, when the reader kept them: the chat template
+		// renders tool calls, tool call ids and images its own way.
+		body.Messages, body.ChatTemplateKwargs = req.RawMessages, req.RawKwargs
+		if len(body.Messages) == 0 {
+			var err error
+			if body.Messages, err = outMessages(req.Messages); err != nil {
+				return Tokens{}, err
+			}
 		}
 		if req.Tools != "" {
 			body.Tools = json.RawMessage(req.Tools)
 		}
 	} else {
+		if req.PromptIDs != nil {
+			// vLLM takes a token-id prompt as it is: these are the ids it hashes.
+			return Tokens{IDs: req.PromptIDs, Exact: true}, nil
+		}
 		p := req.Prompt
 		body.Prompt = &p
 	}
@@ -195,11 +241,30 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 // empty (vLLM accepts one only when started with --trust-request-chat-template).
 func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTemplate string, kwargs map[string]any) ([]uint32, []string, error) {
 	t := true
-	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ChatTemplateKwargs: kwargs}
-	for _, m := range msgs {
-		body.Messages = append(body.Messages, wireOut{Role: m.Role, Content: m.Content})
+	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ReturnTokenStrs: &t}
+	var err error
+	if body.Messages, err = outMessages(msgs); err != nil {
+		return nil, nil, err
+	}
+	if len(kwargs) > 0 {
+		if body.ChatTemplateKwargs, err = json.Marshal(kwargs); err != nil {
+			return nil, nil, fmt.Errorf("encode chat_template_kwargs: %w", err)
+		}
 	}
 	return s.post(ctx, body)
+}
+
+// outMessages encodes messages as {role, content} for /tokenize.
+func outMessages(msgs []Message) (json.RawMessage, error) {
+	out := make([]wireOut, len(msgs))
+	for i, m := range msgs {
+		out[i] = wireOut(m)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode messages: %w", err)
+	}
+	return b, nil
 }
 
 func (s *Server) client() *http.Client {
@@ -224,7 +289,7 @@ func (s *Server) post(ctx context.Context, body tokenizeRequest) ([]uint32, []st
 	if err != nil {
 		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tokenize %s: read response: %w", url, err)
@@ -305,7 +370,7 @@ func (s *Server) CacheConfig(ctx context.Context) (CacheConfig, error) {
 	if err != nil {
 		return CacheConfig{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return CacheConfig{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
 	}

@@ -24,6 +24,9 @@ type TokenizeOptions struct {
 	// Llama 3.1 templates do. The date comes from chat_template_kwargs.date_string when the
 	// request passes it, otherwise from Now.
 	DateLine bool
+	// ClockOnly makes the date line ignore chat_template_kwargs, as templates that call
+	// strftime_now themselves do (Mistral's); only the clock moves it.
+	ClockOnly bool
 	// Now is the template's clock (default time.Now); tests inject one to prove what a date
 	// line does to the token ids.
 	Now func() time.Time
@@ -61,8 +64,17 @@ type tokRequest struct {
 }
 
 type tokMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []tokToolCall   `json:"tool_calls"`
+}
+
+// tokToolCall is an OpenAI tool call of an assistant message.
+type tokToolCall struct {
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
 }
 
 type tokResponse struct {
@@ -193,7 +205,7 @@ func tokChat(req *tokRequest, opts TokenizeOptions) (string, error) {
 	}
 	if opts.DateLine {
 		date := opts.Now().Format("02 Jan 2006")
-		if v, ok := req.ChatTemplateKwargs["date_string"].(string); ok {
+		if v, ok := req.ChatTemplateKwargs["date_string"].(string); ok && !opts.ClockOnly {
 			date = v
 		}
 		b.WriteString("Cutting Knowledge Date: December 2023\nToday Date: " + date + "\n\n")
@@ -210,6 +222,17 @@ func tokChat(req *tokRequest, opts TokenizeOptions) (string, error) {
 		}
 		b.WriteString("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n")
 		b.WriteString(strings.TrimSpace(s))
+		// Tool calls the Llama 3.1 way: one JSON object per call after the content, the
+		// arguments (a JSON string in OpenAI's format) unquoted.
+		for _, tc := range m.ToolCalls {
+			args := tc.Function.Arguments
+			var str string
+			if json.Unmarshal(args, &str) == nil {
+				args = json.RawMessage(str)
+			}
+			name, _ := json.Marshal(tc.Function.Name)
+			b.WriteString(`{"name": ` + string(name) + `, "parameters": ` + string(args) + "}")
+		}
 		b.WriteString("<|eot_id|>")
 	}
 	if req.AddGenerationPrompt == nil || *req.AddGenerationPrompt {

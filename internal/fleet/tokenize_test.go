@@ -175,3 +175,19 @@ func TestTokenizeErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenizeToolCalls: an assistant's tool calls are part of what the engine hashes; the toy
+// template renders them the Llama 3.1 way, arguments unquoted.
+func TestTokenizeToolCalls(t *testing.T) {
+	srv := tokServer(t, TokenizeOptions{})
+	body := `{"messages":[{"role":"user","content":"find x"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"search","arguments":"{\"q\": \"x\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"found"}],"add_generation_prompt":false}`
+	status, out := tokPost(t, srv.URL, body)
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %+v", status, out.Error)
+	}
+	got := strings.Join(out.TokenStrs, "")
+	want := `<|start_header_id|>assistant<|end_header_id|>` + "\n\n" + `{"name": "search", "parameters": {"q": "x"}}<|eot_id|><|start_header_id|>tool<|end_header_id|>` + "\n\nfound<|eot_id|>"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("rendered %q, want it to end with %q", got, want)
+	}
+}

@@ -62,6 +62,7 @@ type auditRequestsDoc struct {
 	Chat                     int64            `json:"chat"`
 	Completion               int64            `json:"completion"`
 	Sessions                 int64            `json:"sessions"`
+	InferredSessions         int64            `json:"inferred_sessions"`
 	ShorterThanBlock         int64            `json:"shorter_than_one_block"`
 	Skipped                  int64            `json:"skipped_lines"`
 	LineErrors               []string         `json:"line_errors"`
@@ -137,7 +138,7 @@ func AuditJSON(w io.Writer, a Audit) error {
 	if s := a.Requests; s != nil {
 		rd := &auditRequestsDoc{
 			Source: a.RequestsSource, Estimated: !s.Exact, BodyKey: s.BodyKey, Requests: s.Requests, Chat: s.Chat,
-			Completion: s.Completion, Sessions: s.Sessions, ShorterThanBlock: s.Short, Skipped: s.Skipped,
+			Completion: s.Completion, Sessions: s.Sessions, InferredSessions: s.InferredSessions, ShorterThanBlock: s.Short, Skipped: s.Skipped,
 			LineErrors: append([]string{}, s.LineErrors...), PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
 			CacheableFraction: frac(s.CacheableTokens, s.PromptTokens), CrossSessionTokens: s.CrossSessionTokens,
 			WithinSessionTokens: s.WithinSessionTokens, UniqueFirstBlock: s.UniqueFirstBlock,
@@ -194,14 +195,17 @@ func (t *Text) Audit(a Audit) error {
 			reqApprox = " (estimated)"
 		}
 		t.Line("requests          %d (chat %d, completion %d), sessions %d", s.Requests, s.Chat, s.Completion, s.Sessions)
+		if s.InferredSessions > 0 {
+			t.Muted("%d sessions without an id, inferred: a request that repeats an earlier request's whole conversation (its system message aside) continues its session", s.InferredSessions)
+		}
 		if s.BodyKey != "" {
 			t.Muted("request bodies read from the export key %q", s.BodyKey)
 		}
 		t.Line("prompt tokens     %d%s", s.PromptTokens, reqApprox)
 		cf := frac(s.CacheableTokens, s.PromptTokens)
 		t.Verdict(fmt.Sprintf("shareable prefill %s of prompt tokens with an unbounded shared cache%s", pct(cf), reqApprox))
-		t.Line("  cross-session   %s (a KV-aware router helps)", pct(frac(s.CrossSessionTokens, s.PromptTokens)))
-		t.Line("  within-session  %s (session affinity is enough)", pct(frac(s.WithinSessionTokens, s.PromptTokens)))
+		t.Line("  cross-session   %s%s: a KV-aware router helps", pct(frac(s.CrossSessionTokens, s.PromptTokens)), reqApprox)
+		t.Line("  within-session  %s%s: session affinity is enough", pct(frac(s.WithinSessionTokens, s.PromptTokens)), reqApprox)
 		if s.FollowUps > 0 {
 			t.Line("later turns       %d in sessions seen before: %s of their prompt served from cache; first block changed in %d%s",
 				s.FollowUps, pct(frac(s.FollowUpCacheable, s.FollowUpTokens)), s.FollowUpFirstBlockChanged, reqApprox)
@@ -228,7 +232,11 @@ func (t *Text) Audit(a Audit) error {
 		}
 		if len(s.Sites) > 0 {
 			t.Line("")
-			t.Line("where requests diverge from earlier ones:")
+			if s.Exact {
+				t.Line("where requests diverge from earlier ones (blocks the engine's; offsets and text in the request's messages):")
+			} else {
+				t.Line("where requests diverge from earlier ones (blocks estimated):")
+			}
 			rows = rows[:0]
 			for _, st := range s.Sites {
 				rows = append(rows, []string{st.Where(), strconv.Itoa(st.Offset), strconv.Itoa(st.Block), st.Cause,
