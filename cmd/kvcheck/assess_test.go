@@ -105,7 +105,9 @@ func TestAssessInputs(t *testing.T) {
 		{name: "shared system prompt log", args: []string{"--requests", td + "assess/shared_prompt.jsonl"}, code: exitOK,
 			verdict: "kv-aware-router", rules: "cross-session-reuse"},
 		{name: "timestamp in the first message", args: []string{"--requests", td + "audit/requests/agent_timestamp.jsonl", "--fail-on", "warning"}, code: exitFindings,
-			verdict: "fix-first", then: "kv-aware-router", rules: "request-breaker,cross-session-reuse", fixes: []string{"error audit/early-divergence"}, confidence: "low"},
+			// audit joins the agent's turns into sessions although each turn's timestamp differs
+			// (the system message is set aside for that), so the reuse left is within sessions.
+			verdict: "fix-first", then: "session-affinity", rules: "request-breaker,reuse-within-sessions", fixes: []string{"error audit/early-divergence"}, confidence: "low"},
 		{name: "corpus templates", corpus: true, args: []string{"--templates", "templates"}, code: exitOK,
 			verdict: "fix-first", rules: "template-breaker", fixes: []string{"error audit/breaker", "error audit/breaker", "warning audit/breaker", "warning audit/breaker", "warning audit/early"},
 			evidence: map[string]string{"templates.verdicts": `^7: 4 breaker, 1 early, 2 clean$`}},
