@@ -355,7 +355,7 @@ func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize 
 		if err != nil {
 			return nil, fmt.Errorf("requests: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: nothing to lose on close
 		rd = f
 	}
 	sum, err := audit.AuditRequests(ctx, rd, ropts)

@@ -232,7 +232,7 @@ func (l *Linter) readFile(path string) (FileResult, error) {
 	if err != nil {
 		return FileResult{}, fmt.Errorf("lint %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose on close
 	var buf bytes.Buffer
 	if st, err := f.Stat(); err == nil && st.Size() < l.max {
 		buf.Grow(int(st.Size()) + bytes.MinRead)

@@ -69,7 +69,7 @@ func startPrometheus(t *testing.T, openMetrics string) string {
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/-/ready", nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return url
 			}
