@@ -49,7 +49,11 @@ func runAssessDemo(ctx context.Context, s streams, g *globalOptions) error {
 	if err := f.Start(); err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
+		}
+	}()
 	var targets []string
 	for _, r := range f.Replicas() {
 		targets = append(targets, r.Name()+"="+r.URL())

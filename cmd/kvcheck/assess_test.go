@@ -202,7 +202,11 @@ func TestAssessScrapeFleet(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close the fleet: %v", err)
+		}
+	})
 	var targets []string
 	for _, r := range f.Replicas() {
 		targets = append(targets, r.Name()+"="+r.URL())
@@ -285,7 +289,11 @@ func TestDemoAssess(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close the fleet: %v", err)
+		}
+	})
 	var targets []string
 	for _, r := range f.Replicas() {
 		targets = append(targets, r.Name()+"="+r.URL())
@@ -316,7 +324,11 @@ func TestAssessTokenize(t *testing.T) {
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close the fleet: %v", err)
+		}
+	})
 	doc, code, stderr := runAssessJSON(t, "--requests", "../../testdata/assess/shared_prompt.jsonl", "--tokenize", f.URLs()[0], "--fail-on", "error")
 	if code != exitFindings {
 		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitFindings, stderr)
