@@ -81,8 +81,8 @@ func ReadAzure(r io.Reader, name string, blockSize int) (*Trace, error) {
 		}
 		in, err1 := strconv.Atoi(strings.TrimSpace(rec[idx[1]]))
 		out, err2 := strconv.Atoi(strings.TrimSpace(rec[idx[2]]))
-		if err1 != nil || err2 != nil || in < 0 || out < 0 || in > 1<<30 || out > 1<<30 {
-			return nil, fmt.Errorf("azure trace %s line %d: token counts %q, %q: want non-negative integers", name, line, rec[idx[1]], rec[idx[2]])
+		if err1 != nil || err2 != nil || in < 0 || out < 0 || in > maxTokens || out > maxTokens {
+			return nil, fmt.Errorf("azure trace %s line %d: token counts %q, %q: want non-negative integers of at most %d", name, line, rec[idx[1]], rec[idx[2]], maxTokens)
 		}
 		if len(spans) == 0 {
 			start = ts

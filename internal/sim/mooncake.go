@@ -15,6 +15,10 @@ import (
 // MooncakeBlockSize is the number of tokens per hash_id in the Mooncake FAST'25 traces.
 const MooncakeBlockSize = 512
 
+// maxTokens bounds a request's prompt and output lengths: a thousand times the longest context
+// of any model, and small enough that sums over a trace cannot overflow.
+const maxTokens = 1 << 30
+
 // maxLine bounds one JSONL line, so a file without newlines cannot take all memory.
 const maxLine = 64 << 20
 
@@ -75,6 +79,9 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 		}
 		if *row.InputLength < 0 || row.OutputLength < 0 {
 			return nil, fmt.Errorf("mooncake trace %s line %d: negative length (input %d, output %d)", name, line, *row.InputLength, row.OutputLength)
+		}
+		if *row.InputLength > maxTokens || row.OutputLength > maxTokens {
+			return nil, fmt.Errorf("mooncake trace %s line %d: length out of range (input %d, output %d): want at most %d tokens", name, line, *row.InputLength, row.OutputLength, maxTokens)
 		}
 		if ts := *row.Timestamp; ts < 0 || ts != ts || ts > 1e15 {
 			return nil, fmt.Errorf("mooncake trace %s line %d: timestamp %v is not a time in milliseconds", name, line, ts)

@@ -51,6 +51,8 @@ func TestReadMooncake(t *testing.T) {
 		{name: "no hash_ids", in: `{"timestamp": 0, "input_length": 10, "output_length": 1}`, wantErr: "--format azure"},
 		{name: "no timestamp", in: `{"input_length": 10, "hash_ids": []}`, wantErr: "no timestamp"},
 		{name: "negative length", in: `{"timestamp": 0, "input_length": -1, "hash_ids": []}`, wantErr: "negative length"},
+		{name: "huge input length", in: `{"timestamp": 0, "input_length": 9223372036854775807, "output_length": 1, "hash_ids": [0]}`, wantErr: "at most 1073741824"},
+		{name: "huge output length", in: `{"timestamp": 0, "input_length": 1, "output_length": 9223372036854775807, "hash_ids": [0]}`, wantErr: "at most 1073741824"},
 		{name: "fractional hash id", in: `{"timestamp": 0, "input_length": 1, "hash_ids": [1.5]}`, wantErr: "line 1"},
 		{name: "empty", in: "", wantErr: "no requests"},
 		{name: "two values on a line", in: `{"timestamp": 0, "input_length": 1, "hash_ids": []} {}`, wantErr: "more than one JSON value"},
