@@ -218,7 +218,7 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if err != nil {
 		return err
 	}
-	rep := sim.NewReport(tr, sim.Stats(tr), sweep, results)
+	rep := sim.NewReport(tr, sim.SiblingStats(tr, sweep.Base.Siblings), sweep, results)
 
 	if o.plot != "" {
 		if err := writePlot(o.plot, rep); err != nil {

@@ -45,3 +45,39 @@ func TestNewReport(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", d)
 	}
 }
+
+// TestCeilingWithSiblings checks that the ceiling counts every copy of a request sent as
+// siblings (the trace's own n, or --n): each copy after the first repeats the prompt, so one
+// unbounded cache could hit more, and no policy may beat the ceiling the report prints.
+func TestCeilingWithSiblings(t *testing.T) {
+	two := req(0, "", 1, 1, 2)
+	two.N = 2
+	tr := tinyTrace(req(0, "", 1, 1, 2), two)
+	cases := []struct {
+		name     string
+		siblings int
+		want     TraceStats
+	}{
+		// 1 + 2 copies of [1 2]: 6 references, 2 distinct, 4 repeats.
+		{"trace n", 0, TraceStats{Requests: 2, BlockRefs: 6, DistinctBlocks: 2, Repeats: 4, Ceiling: 4.0 / 6, InputTokens: 24, OutputTokens: 3}},
+		// --n 3: 3 + 3 copies: 12 references, 10 repeats.
+		{"--n 3", 3, TraceStats{Requests: 2, BlockRefs: 12, DistinctBlocks: 2, Repeats: 10, Ceiling: 10.0 / 12, InputTokens: 48, OutputTokens: 6}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SiblingStats(tr, tc.siblings)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("stats (-want +got):\n%s", d)
+			}
+			c := tinyConfig(1)
+			c.Siblings = tc.siblings
+			res, err := Simulate(tr, c, "round-robin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BlockRefs != got.BlockRefs || res.BlockHitRate > got.Ceiling {
+				t.Errorf("simulated %d block refs at block hit rate %.3f; stats %d refs, ceiling %.3f", res.BlockRefs, res.BlockHitRate, got.BlockRefs, got.Ceiling)
+			}
+		})
+	}
+}
