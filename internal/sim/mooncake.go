@@ -126,6 +126,12 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 	if sortByArrival(t.Requests) {
 		t.Notes = append(t.Notes, "timestamps were not in order; requests were sorted by timestamp")
 	}
+	// Arrivals count from the first request (the published traces start at 0, exports with
+	// epoch milliseconds do not), so that --add-replica-at is a time into the trace.
+	first := t.Requests[0].Arrival
+	for i := range t.Requests {
+		t.Requests[i].Arrival -= first
+	}
 	return t, nil
 }
 

@@ -36,10 +36,22 @@ func TestReadMooncake(t *testing.T) {
 {"timestamp": 1000, "input_length": 10, "output_length": 1, "hash_ids": [6], "chat_id": "c"}
 `,
 			want: []Request{
-				{Arrival: 1, Session: "c", Blocks: []uint64{6}, InputTokens: 10, OutputTokens: 1, N: 1},
-				{Arrival: 2, Blocks: []uint64{5}, InputTokens: 10, OutputTokens: 1, N: 1},
+				{Arrival: 0, Session: "c", Blocks: []uint64{6}, InputTokens: 10, OutputTokens: 1, N: 1},
+				{Arrival: 1, Blocks: []uint64{5}, InputTokens: 10, OutputTokens: 1, N: 1},
 			},
 			notes: 1,
+		},
+		{
+			// Epoch milliseconds: arrivals count from the first request, so that
+			// --add-replica-at 30m means 30 minutes into the trace.
+			name: "arrivals count from the first request",
+			in: `{"timestamp": 1732000000000, "input_length": 10, "output_length": 1, "hash_ids": [5]}
+{"timestamp": 1732000001500, "input_length": 10, "output_length": 1, "hash_ids": [6]}
+`,
+			want: []Request{
+				{Arrival: 0, Blocks: []uint64{5}, InputTokens: 10, OutputTokens: 1, N: 1},
+				{Arrival: 1.5, Blocks: []uint64{6}, InputTokens: 10, OutputTokens: 1, N: 1},
+			},
 		},
 		{
 			name:  "hash_ids count inconsistent with input_length is noted",
