@@ -34,8 +34,13 @@ type mooncakeRow struct {
 
 // ReadMooncake reads a Mooncake trace: JSON lines with timestamp (ms), input_length,
 // output_length, hash_ids (one per block of blockSize tokens, block 0 first) and, when present,
-// a session_id or chat_id. name is used in errors and notes.
+// a session_id or chat_id. name is used in errors and notes. The trace is held in memory: a
+// file of more than MaxRequests requests or MaxBlockRefs block references is an error.
 func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
+	return readMooncake(r, name, blockSize, defaultLimits())
+}
+
+func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace, error) {
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("mooncake trace %s: block size %d must be positive", name, blockSize)
 	}
@@ -91,6 +96,12 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 			if firstBad == 0 {
 				firstBad = line
 			}
+		}
+		if len(t.Requests) >= lim.requests {
+			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
+		}
+		if len(keys)+len(row.HashIDs) > lim.refs {
+			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d block references, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.refs)
 		}
 		from := len(keys)
 		for _, h := range row.HashIDs {

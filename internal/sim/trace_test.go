@@ -272,3 +272,52 @@ func FuzzReadAzure(f *testing.F) {
 		}
 	})
 }
+
+// TestTraceBounds checks that an endless trace stops with an error at the memory bound rather
+// than taking all memory: the bounds are lowered so that the test is quick.
+func TestTraceBounds(t *testing.T) {
+	lim := traceLimits{refs: 10, requests: 4}
+	cases := []struct {
+		name, in, wantErr string
+		read              func(string) error
+	}{
+		{
+			name: "mooncake block references",
+			in:   strings.Repeat(`{"timestamp": 0, "input_length": 1536, "output_length": 1, "hash_ids": [0, 1, 2]}`+"\n", 4),
+			read: func(s string) error {
+				_, err := readMooncake(strings.NewReader(s), "t.jsonl", 512, lim)
+				return err
+			},
+			wantErr: "t.jsonl line 4: more than 10 block references",
+		},
+		{
+			name: "mooncake requests",
+			in:   strings.Repeat(`{"timestamp": 0, "input_length": 0, "output_length": 1, "hash_ids": []}`+"\n", 5),
+			read: func(s string) error {
+				_, err := readMooncake(strings.NewReader(s), "t.jsonl", 512, lim)
+				return err
+			},
+			wantErr: "t.jsonl line 5: more than 4 requests",
+		},
+		{
+			name: "azure requests",
+			in:   "TIMESTAMP,ContextTokens,GeneratedTokens\n" + strings.Repeat("2023-11-16 18:15:46.68,0,1\n", 5),
+			read: func(s string) error {
+				_, err := readAzure(strings.NewReader(s), "t.csv", 16, lim)
+				return err
+			},
+			wantErr: "t.csv line 6: more than 4 requests",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.read(tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+			if err := tc.read(strings.Join(strings.SplitAfter(tc.in, "\n")[:3], "")); err != nil {
+				t.Errorf("within the bounds: %v", err)
+			}
+		})
+	}
+}
