@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ type mooncakeRow struct {
 	Timestamp    *float64        `json:"timestamp"`
 	InputLength  *int            `json:"input_length"`
 	OutputLength int             `json:"output_length"`
-	HashIDs      []int64         `json:"hash_ids"`
+	HashIDs      hashIDs         `json:"hash_ids"`
 	SessionID    json.RawMessage `json:"session_id"`
 	ChatID       json.RawMessage `json:"chat_id"`
 }
@@ -104,9 +105,7 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d block references, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.refs)
 		}
 		from := len(keys)
-		for _, h := range row.HashIDs {
-			keys = append(keys, uint64(h))
-		}
+		keys = append(keys, row.HashIDs...)
 		spans = append(spans, span{from, len(keys)})
 		t.Requests = append(t.Requests, Request{
 			Arrival:      *row.Timestamp / 1000,
@@ -144,6 +143,69 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 		t.Requests[i].Arrival -= first
 	}
 	return t, nil
+}
+
+// hashIDs are a row's block ids. Published traces number blocks from 0, but a trace made from
+// vLLM's events carries its unsigned 64-bit hashes, half of them above the int64 range, and
+// older tools wrote signed ones: both are read, a negative id as its two's complement.
+type hashIDs []uint64
+
+// UnmarshalJSON reads an array of integers. encoding/json has checked the syntax already, so
+// splitting at commas only has to reject elements that are not integers.
+func (h *hashIDs) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return errors.New("hash_ids: want an array of integers")
+	}
+	inner := bytes.TrimSpace(b[1 : len(b)-1])
+	out := make(hashIDs, 0, bytes.Count(inner, []byte{','})+1)
+	for len(inner) > 0 {
+		elem := inner
+		if i := bytes.IndexByte(inner, ','); i >= 0 {
+			elem, inner = inner[:i], inner[i+1:]
+		} else {
+			inner = nil
+		}
+		v, ok := parseHashID(bytes.TrimSpace(elem))
+		if !ok {
+			return fmt.Errorf("hash_ids: %.40q is not an integer of at most 64 bits", bytes.TrimSpace(elem))
+		}
+		out = append(out, v)
+	}
+	*h = out
+	return nil
+}
+
+// parseHashID parses a decimal integer in the int64 or uint64 range.
+func parseHashID(b []byte) (uint64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -v, true
+	}
+	return v, true
 }
 
 // decodeMooncakeRow decodes one line and names the fields it does not know. Rows without

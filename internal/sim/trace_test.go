@@ -59,6 +59,15 @@ func TestReadMooncake(t *testing.T) {
 			want:  []Request{{Blocks: []uint64{1, 2, 3}, InputTokens: 10, OutputTokens: 1, N: 1}},
 			notes: 1,
 		},
+		{
+			// vLLM's wire hashes are unsigned 64-bit: half of them do not fit an int64.
+			name:  "hash ids above 2^63 and negative ones",
+			in:    `{"timestamp": 0, "input_length": 1536, "output_length": 1, "hash_ids": [18446744073709551615, -1, 9223372036854775808, 7]}`,
+			want:  []Request{{Blocks: []uint64{18446744073709551615, 18446744073709551615, 9223372036854775808, 7}, InputTokens: 1536, OutputTokens: 1, N: 1}},
+			notes: 1,
+		},
+		{name: "hash id beyond 64 bits", in: `{"timestamp": 0, "input_length": 1, "hash_ids": [18446744073709551616]}`, wantErr: "line 1"},
+		{name: "hash ids not an array", in: `{"timestamp": 0, "input_length": 1, "hash_ids": "abc"}`, wantErr: "line 1"},
 		{name: "not JSON", in: "timestamp,input\n", wantErr: "line 1"},
 		{name: "no hash_ids", in: `{"timestamp": 0, "input_length": 10, "output_length": 1}`, wantErr: "--format azure"},
 		{name: "no timestamp", in: `{"input_length": 10, "hash_ids": []}`, wantErr: "no timestamp"},
