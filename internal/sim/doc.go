@@ -16,5 +16,5 @@
 // also at MaxRequests requests);
 // each simulation adds, per replica, 4 bytes per distinct block of the trace and 16 per KV
 // block, plus 8 bytes per distinct block for the fleet's block index and about 100 bytes per
-// request. Sweep points run in parallel, one per core.
+// request sent (siblings included; at most MaxRequests). Sweep points run in parallel, one per core.
 package sim

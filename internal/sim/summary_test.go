@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,5 +80,24 @@ func TestCeilingWithSiblings(t *testing.T) {
 				t.Errorf("simulated %d block refs at block hit rate %.3f; stats %d refs, ceiling %.3f", res.BlockRefs, res.BlockHitRate, got.BlockRefs, got.Ceiling)
 			}
 		})
+	}
+}
+
+// TestSiblingBound checks that a trace whose siblings expand past MaxRequests is refused before
+// the simulator allocates a job for each: --n 1024 on a large trace would need gigabytes.
+func TestSiblingBound(t *testing.T) {
+	rs := make([]Request, MaxRequests/1024+1)
+	for i := range rs {
+		rs[i] = req(float64(i), "", 1, 1)
+	}
+	c := tinyConfig(2)
+	c.Siblings = 1024
+	_, err := Simulate(tinyTrace(rs...), c, "round-robin")
+	if err == nil || !strings.Contains(err.Error(), "lower --n") {
+		t.Fatalf("error = %v, want one saying to lower --n", err)
+	}
+	c.Siblings = 2
+	if _, err := Simulate(tinyTrace(rs...), c, "round-robin"); err != nil {
+		t.Errorf("--n 2: %v", err)
 	}
 }
