@@ -19,7 +19,7 @@ func TestTiny10(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	tr, err := ReadMooncake(f, "tiny10.jsonl", MooncakeBlockSize)
 	if err != nil {
 		t.Fatal(err)
