@@ -179,6 +179,10 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if err != nil {
 		return err
 	}
+	if last := tr.Requests[len(tr.Requests)-1].Arrival; cmd.Flags().Changed("add-replica-at") && o.addAt.Seconds() > last {
+		d := time.Duration(last * float64(time.Second)).Truncate(time.Millisecond)
+		return usageErrorf("--add-replica-at %s is after the trace's last request (at %s): no replica would be added; give a time up to %s", o.addAt, d, d)
+	}
 	kv, err := kvBlocks(o, tr.BlockSize)
 	if err != nil {
 		return err
@@ -218,7 +222,7 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if err != nil {
 		return err
 	}
-	rep := sim.NewReport(tr, sim.Stats(tr), sweep, results)
+	rep := sim.NewReport(tr, sim.SiblingStats(tr, sweep.Base.Siblings), sweep, results)
 
 	if o.plot != "" {
 		if err := writePlot(o.plot, rep); err != nil {

@@ -11,6 +11,20 @@ import (
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
+// sentAsSiblings reports whether some request was sent as several copies (--n, or the trace's
+// own n), so that the trace figures count copies.
+func sentAsSiblings(r sim.Report) bool {
+	if r.Sweep.Base.Siblings > 1 {
+		return true
+	}
+	for i := range r.Trace.Requests {
+		if r.Trace.Requests[i].N > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // Simulation writes the results of `kvcheck simulate` as text: the trace and its ceiling, one
 // table per fleet with its winner, a summary across the sweep, and the findings.
 func (t *Text) Simulation(r sim.Report) error {
@@ -20,8 +34,12 @@ func (t *Text) Simulation(r sim.Report) error {
 		kind += ", " + tr.Tokens + " tokens"
 	}
 	t.Heading(fmt.Sprintf("Trace %s (%s)", tr.Name, kind))
-	t.Line("  %d %s over %s; %d block references, %d distinct, %d repeats",
-		st.Requests, plural(st.Requests, "request"), seconds(st.Duration), st.BlockRefs, st.DistinctBlocks, st.Repeats)
+	refs := "block references"
+	if sentAsSiblings(r) {
+		refs = "block references (every sibling copy counted)"
+	}
+	t.Line("  %d %s over %s; %d %s, %d distinct, %d repeats",
+		st.Requests, plural(st.Requests, "request"), seconds(st.Duration), st.BlockRefs, refs, st.DistinctBlocks, st.Repeats)
 	t.Line("  ceiling: %s of block references repeat an earlier one (what one unbounded cache could hit)", pct(st.Ceiling))
 	for _, n := range tr.Notes {
 		t.Muted("  note: %s", n)

@@ -25,7 +25,12 @@ const uniqueKeyBase = uint64(1) << 62
 // ReadAzure reads a CSV trace with lengths only, like the Azure LLM inference traces
 // (TIMESTAMP, ContextTokens, GeneratedTokens). There is no prefix information: every block gets a
 // key of its own, so the trace is the unique-prefix case. blockSize is the fleet's block size.
+// At most MaxRequests rows are read.
 func ReadAzure(r io.Reader, name string, blockSize int) (*Trace, error) {
+	return readAzure(r, name, blockSize, defaultLimits())
+}
+
+func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace, error) {
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("azure trace %s: block size %d must be positive", name, blockSize)
 	}
@@ -81,8 +86,11 @@ func ReadAzure(r io.Reader, name string, blockSize int) (*Trace, error) {
 		}
 		in, err1 := strconv.Atoi(strings.TrimSpace(rec[idx[1]]))
 		out, err2 := strconv.Atoi(strings.TrimSpace(rec[idx[2]]))
-		if err1 != nil || err2 != nil || in < 0 || out < 0 || in > 1<<30 || out > 1<<30 {
-			return nil, fmt.Errorf("azure trace %s line %d: token counts %q, %q: want non-negative integers", name, line, rec[idx[1]], rec[idx[2]])
+		if err1 != nil || err2 != nil || in < 0 || out < 0 || in > maxTokens || out > maxTokens {
+			return nil, fmt.Errorf("azure trace %s line %d: token counts %q, %q: want non-negative integers of at most %d", name, line, rec[idx[1]], rec[idx[2]], maxTokens)
+		}
+		if len(t.Requests) >= lim.requests {
+			return nil, fmt.Errorf("azure trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
 		}
 		if len(spans) == 0 {
 			start = ts

@@ -12,8 +12,9 @@
 // concentrates load. Every policy is one file; Policies lists them in display order.
 //
 // Memory: the trace is held in memory (about 12 bytes per block reference plus 100 per
-// request; the request-log and recording adapters stream their input and stop at MaxBlockRefs);
+// request; every reader streams its input and stops at MaxBlockRefs references, the trace files
+// also at MaxRequests requests);
 // each simulation adds, per replica, 4 bytes per distinct block of the trace and 16 per KV
 // block, plus 8 bytes per distinct block for the fleet's block index and about 100 bytes per
-// request. Sweep points run in parallel, one per core.
+// request sent (siblings included; at most MaxRequests). Sweep points run in parallel, one per core.
 package sim

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,10 @@ import (
 
 // MooncakeBlockSize is the number of tokens per hash_id in the Mooncake FAST'25 traces.
 const MooncakeBlockSize = 512
+
+// maxTokens bounds a request's prompt and output lengths: a thousand times the longest context
+// of any model, and small enough that sums over a trace cannot overflow.
+const maxTokens = 1 << 30
 
 // maxLine bounds one JSONL line, so a file without newlines cannot take all memory.
 const maxLine = 64 << 20
@@ -23,15 +28,20 @@ type mooncakeRow struct {
 	Timestamp    *float64        `json:"timestamp"`
 	InputLength  *int            `json:"input_length"`
 	OutputLength int             `json:"output_length"`
-	HashIDs      []int64         `json:"hash_ids"`
+	HashIDs      hashIDs         `json:"hash_ids"`
 	SessionID    json.RawMessage `json:"session_id"`
 	ChatID       json.RawMessage `json:"chat_id"`
 }
 
 // ReadMooncake reads a Mooncake trace: JSON lines with timestamp (ms), input_length,
 // output_length, hash_ids (one per block of blockSize tokens, block 0 first) and, when present,
-// a session_id or chat_id. name is used in errors and notes.
+// a session_id or chat_id. name is used in errors and notes. The trace is held in memory: a
+// file of more than MaxRequests requests or MaxBlockRefs block references is an error.
 func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
+	return readMooncake(r, name, blockSize, defaultLimits())
+}
+
+func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace, error) {
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("mooncake trace %s: block size %d must be positive", name, blockSize)
 	}
@@ -76,6 +86,9 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 		if *row.InputLength < 0 || row.OutputLength < 0 {
 			return nil, fmt.Errorf("mooncake trace %s line %d: negative length (input %d, output %d)", name, line, *row.InputLength, row.OutputLength)
 		}
+		if *row.InputLength > maxTokens || row.OutputLength > maxTokens {
+			return nil, fmt.Errorf("mooncake trace %s line %d: length out of range (input %d, output %d): want at most %d tokens", name, line, *row.InputLength, row.OutputLength, maxTokens)
+		}
 		if ts := *row.Timestamp; ts < 0 || ts != ts || ts > 1e15 {
 			return nil, fmt.Errorf("mooncake trace %s line %d: timestamp %v is not a time in milliseconds", name, line, ts)
 		}
@@ -85,10 +98,14 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 				firstBad = line
 			}
 		}
-		from := len(keys)
-		for _, h := range row.HashIDs {
-			keys = append(keys, uint64(h))
+		if len(t.Requests) >= lim.requests {
+			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
 		}
+		if len(keys)+len(row.HashIDs) > lim.refs {
+			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d block references, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.refs)
+		}
+		from := len(keys)
+		keys = append(keys, row.HashIDs...)
 		spans = append(spans, span{from, len(keys)})
 		t.Requests = append(t.Requests, Request{
 			Arrival:      *row.Timestamp / 1000,
@@ -119,7 +136,76 @@ func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
 	if sortByArrival(t.Requests) {
 		t.Notes = append(t.Notes, "timestamps were not in order; requests were sorted by timestamp")
 	}
+	// Arrivals count from the first request (the published traces start at 0, exports with
+	// epoch milliseconds do not), so that --add-replica-at is a time into the trace.
+	first := t.Requests[0].Arrival
+	for i := range t.Requests {
+		t.Requests[i].Arrival -= first
+	}
 	return t, nil
+}
+
+// hashIDs are a row's block ids. Published traces number blocks from 0, but a trace made from
+// vLLM's events carries its unsigned 64-bit hashes, half of them above the int64 range, and
+// older tools wrote signed ones: both are read, a negative id as its two's complement.
+type hashIDs []uint64
+
+// UnmarshalJSON reads an array of integers. encoding/json has checked the syntax already, so
+// splitting at commas only has to reject elements that are not integers.
+func (h *hashIDs) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return errors.New("hash_ids: want an array of integers")
+	}
+	inner := bytes.TrimSpace(b[1 : len(b)-1])
+	out := make(hashIDs, 0, bytes.Count(inner, []byte{','})+1)
+	for len(inner) > 0 {
+		elem := inner
+		if i := bytes.IndexByte(inner, ','); i >= 0 {
+			elem, inner = inner[:i], inner[i+1:]
+		} else {
+			inner = nil
+		}
+		v, ok := parseHashID(bytes.TrimSpace(elem))
+		if !ok {
+			return fmt.Errorf("hash_ids: %.40q is not an integer of at most 64 bits", bytes.TrimSpace(elem))
+		}
+		out = append(out, v)
+	}
+	*h = out
+	return nil
+}
+
+// parseHashID parses a decimal integer in the int64 or uint64 range.
+func parseHashID(b []byte) (uint64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -v, true
+	}
+	return v, true
 }
 
 // decodeMooncakeRow decodes one line and names the fields it does not know. Rows without

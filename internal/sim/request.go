@@ -89,6 +89,15 @@ func sortByArrival(rs []Request) bool {
 	return true
 }
 
+// MaxRequests bounds the requests a trace file may hold, as MaxBlockRefs bounds its block
+// references: the simulator holds the trace in memory at about 100 bytes per request, so 400 MB.
+const MaxRequests = 1 << 22
+
+// traceLimits are the memory bounds of the trace readers; tests lower them.
+type traceLimits struct{ refs, requests int }
+
+func defaultLimits() traceLimits { return traceLimits{refs: MaxBlockRefs, requests: MaxRequests} }
+
 // fullBlocks is the number of complete blocks in a prompt: only those are ever cached.
 func fullBlocks(r *Request, blockSize int) int {
 	return min(len(r.Blocks), r.InputTokens/blockSize)

@@ -715,7 +715,12 @@ func parseTime(raw json.RawMessage) (float64, string, bool) {
 		s = strings.TrimSpace(str)
 		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999"} {
 			if ts, err := time.Parse(layout, s); err == nil {
-				return float64(ts.UnixNano()) / 1e9, "date and time", true
+				// Unix, not UnixNano: nanoseconds overflow int64 after 2262. Times before the
+				// epoch are refused, as negative numbers are.
+				if ts.Unix() < 0 {
+					return 0, "", false
+				}
+				return float64(ts.Unix()) + float64(ts.Nanosecond())/1e9, "date and time", true
 			}
 		}
 	}

@@ -226,6 +226,9 @@ func TestParseTime(t *testing.T) {
 		{`"2023-11-15T00:13:20.25+02:00"`, 1700000000.25, "date and time", true},
 		{`"2023-11-14 22:13:20.25"`, 1700000000.25, "date and time", true},
 		{`"2023-11-14T22:13:20.25"`, 1700000000.25, "date and time", true},
+		// Past 2262 a time no longer fits int64 nanoseconds; it wrapped to a negative time.
+		{`"2320-11-14 22:13:20.25"`, 11072412800.25, "date and time", true},
+		{`"1960-01-01T00:00:00Z"`, 0, "", false},
 		{`"yesterday"`, 0, "", false},
 		{`-5`, 0, "", false},
 		{`{}`, 0, "", false},

@@ -85,6 +85,10 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 	for i := range t.Requests {
 		n += siblings(&t.Requests[i], c)
 	}
+	if n > MaxRequests {
+		// Every request sent is a job of about 90 bytes held to the end of the run.
+		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings, more than the %d one simulation holds; lower --n or simulate a part of the trace", t.Name, n, MaxRequests)
+	}
 	jobs := make([]job, 0, n)
 	added := c.AddReplicaAt < 0
 	freshFrom, afterAdd := 0, 0

@@ -75,8 +75,11 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 		var balanced []*Result
 		for ri := range f.Results {
 			r := &f.Results[ri]
-			if f.Baseline != nil && r.LoadMaxOverMean >= HotSpotRatio &&
-				r.TTFTP99 > HotSpotSlowdown*f.Baseline.TTFTP99 && r.TTFTP99 > f.Baseline.TTFTP99+HotSpotDelay {
+			// Starvation is reported for hot-spot policies too: they are the ones most likely
+			// to leave a fresh replica idle, and a reader filtering on the code must see them.
+			hot := f.Baseline != nil && r.LoadMaxOverMean >= HotSpotRatio &&
+				r.TTFTP99 > HotSpotSlowdown*f.Baseline.TTFTP99 && r.TTFTP99 > f.Baseline.TTFTP99+HotSpotDelay
+			if hot {
 				f.HotSpots = append(f.HotSpots, r.Policy)
 				rep.Findings = append(rep.Findings, finding.Finding{
 					Severity: finding.Warning,
@@ -85,9 +88,7 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), TTFT p99 %.1f s against %.2f s with round-robin: affinity without a load bound melts one replica",
 						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, r.TTFTP99, f.Baseline.TTFTP99),
 				})
-				continue
 			}
-			balanced = append(balanced, r)
 			if r.FreshShare != nil && *r.FreshShare < 0.25/float64(r.Replicas+1) {
 				rep.Findings = append(rep.Findings, finding.Finding{
 					Severity: finding.Warning,
@@ -96,6 +97,9 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 					Message: fmt.Sprintf("the replica added at %.0f s got %.1f%% of later requests under %s, fair share %.1f%%",
 						s.Base.AddReplicaAt, 100**r.FreshShare, r.Policy, 100/float64(r.Replicas+1)),
 				})
+			}
+			if !hot {
+				balanced = append(balanced, r)
 			}
 		}
 		f.Best = pickBest(balanced)

@@ -36,10 +36,22 @@ func TestReadMooncake(t *testing.T) {
 {"timestamp": 1000, "input_length": 10, "output_length": 1, "hash_ids": [6], "chat_id": "c"}
 `,
 			want: []Request{
-				{Arrival: 1, Session: "c", Blocks: []uint64{6}, InputTokens: 10, OutputTokens: 1, N: 1},
-				{Arrival: 2, Blocks: []uint64{5}, InputTokens: 10, OutputTokens: 1, N: 1},
+				{Arrival: 0, Session: "c", Blocks: []uint64{6}, InputTokens: 10, OutputTokens: 1, N: 1},
+				{Arrival: 1, Blocks: []uint64{5}, InputTokens: 10, OutputTokens: 1, N: 1},
 			},
 			notes: 1,
+		},
+		{
+			// Epoch milliseconds: arrivals count from the first request, so that
+			// --add-replica-at 30m means 30 minutes into the trace.
+			name: "arrivals count from the first request",
+			in: `{"timestamp": 1732000000000, "input_length": 10, "output_length": 1, "hash_ids": [5]}
+{"timestamp": 1732000001500, "input_length": 10, "output_length": 1, "hash_ids": [6]}
+`,
+			want: []Request{
+				{Arrival: 0, Blocks: []uint64{5}, InputTokens: 10, OutputTokens: 1, N: 1},
+				{Arrival: 1.5, Blocks: []uint64{6}, InputTokens: 10, OutputTokens: 1, N: 1},
+			},
 		},
 		{
 			name:  "hash_ids count inconsistent with input_length is noted",
@@ -47,10 +59,21 @@ func TestReadMooncake(t *testing.T) {
 			want:  []Request{{Blocks: []uint64{1, 2, 3}, InputTokens: 10, OutputTokens: 1, N: 1}},
 			notes: 1,
 		},
+		{
+			// vLLM's wire hashes are unsigned 64-bit: half of them do not fit an int64.
+			name:  "hash ids above 2^63 and negative ones",
+			in:    `{"timestamp": 0, "input_length": 1536, "output_length": 1, "hash_ids": [18446744073709551615, -1, 9223372036854775808, 7]}`,
+			want:  []Request{{Blocks: []uint64{18446744073709551615, 18446744073709551615, 9223372036854775808, 7}, InputTokens: 1536, OutputTokens: 1, N: 1}},
+			notes: 1,
+		},
+		{name: "hash id beyond 64 bits", in: `{"timestamp": 0, "input_length": 1, "hash_ids": [18446744073709551616]}`, wantErr: "line 1"},
+		{name: "hash ids not an array", in: `{"timestamp": 0, "input_length": 1, "hash_ids": "abc"}`, wantErr: "line 1"},
 		{name: "not JSON", in: "timestamp,input\n", wantErr: "line 1"},
 		{name: "no hash_ids", in: `{"timestamp": 0, "input_length": 10, "output_length": 1}`, wantErr: "--format azure"},
 		{name: "no timestamp", in: `{"input_length": 10, "hash_ids": []}`, wantErr: "no timestamp"},
 		{name: "negative length", in: `{"timestamp": 0, "input_length": -1, "hash_ids": []}`, wantErr: "negative length"},
+		{name: "huge input length", in: `{"timestamp": 0, "input_length": 9223372036854775807, "output_length": 1, "hash_ids": [0]}`, wantErr: "at most 1073741824"},
+		{name: "huge output length", in: `{"timestamp": 0, "input_length": 1, "output_length": 9223372036854775807, "hash_ids": [0]}`, wantErr: "at most 1073741824"},
 		{name: "fractional hash id", in: `{"timestamp": 0, "input_length": 1, "hash_ids": [1.5]}`, wantErr: "line 1"},
 		{name: "empty", in: "", wantErr: "no requests"},
 		{name: "two values on a line", in: `{"timestamp": 0, "input_length": 1, "hash_ids": []} {}`, wantErr: "more than one JSON value"},
@@ -257,4 +280,53 @@ func FuzzReadAzure(f *testing.F) {
 			t.Fatalf("simulate a trace the reader accepted: %v", err)
 		}
 	})
+}
+
+// TestTraceBounds checks that an endless trace stops with an error at the memory bound rather
+// than taking all memory: the bounds are lowered so that the test is quick.
+func TestTraceBounds(t *testing.T) {
+	lim := traceLimits{refs: 10, requests: 4}
+	cases := []struct {
+		name, in, wantErr string
+		read              func(string) error
+	}{
+		{
+			name: "mooncake block references",
+			in:   strings.Repeat(`{"timestamp": 0, "input_length": 1536, "output_length": 1, "hash_ids": [0, 1, 2]}`+"\n", 4),
+			read: func(s string) error {
+				_, err := readMooncake(strings.NewReader(s), "t.jsonl", 512, lim)
+				return err
+			},
+			wantErr: "t.jsonl line 4: more than 10 block references",
+		},
+		{
+			name: "mooncake requests",
+			in:   strings.Repeat(`{"timestamp": 0, "input_length": 0, "output_length": 1, "hash_ids": []}`+"\n", 5),
+			read: func(s string) error {
+				_, err := readMooncake(strings.NewReader(s), "t.jsonl", 512, lim)
+				return err
+			},
+			wantErr: "t.jsonl line 5: more than 4 requests",
+		},
+		{
+			name: "azure requests",
+			in:   "TIMESTAMP,ContextTokens,GeneratedTokens\n" + strings.Repeat("2023-11-16 18:15:46.68,0,1\n", 5),
+			read: func(s string) error {
+				_, err := readAzure(strings.NewReader(s), "t.csv", 16, lim)
+				return err
+			},
+			wantErr: "t.csv line 6: more than 4 requests",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.read(tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+			if err := tc.read(strings.Join(strings.SplitAfter(tc.in, "\n")[:3], "")); err != nil {
+				t.Errorf("within the bounds: %v", err)
+			}
+		})
+	}
 }

@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestNewReport(t *testing.T) {
+	share := func(x float64) *float64 { return &x }
+	fleet := func(r Result) Result { r.Replicas, r.KVBlocks = 2, 64; return r }
+	results := []Result{
+		fleet(Result{Policy: "round-robin", LoadMaxOverMean: 1, TTFTP99: 1, FreshShare: share(1.0 / 3)}),
+		// Everything on one replica, 100 times slower than round-robin, nothing to the added
+		// replica: a hot spot and a starved replica, both reported.
+		fleet(Result{Policy: "kv-longest", PerReplica: []int{10, 0, 0}, Requests: 10, LoadMaxOverMean: 3, TTFTP99: 100, PrefillSaved: 0.3, FreshShare: share(0)}),
+		// Saves the most but is slower than approx-prefix, which is within BestMargin of it.
+		fleet(Result{Policy: "kv-llmd", LoadMaxOverMean: 1.1, TTFTP99: 0.9, PrefillSaved: 0.2, FreshShare: share(0.3)}),
+		fleet(Result{Policy: "approx-prefix", LoadMaxOverMean: 1.1, TTFTP99: 0.8, PrefillSaved: 0.198, FreshShare: share(0.01)}),
+	}
+	tr := &Trace{Name: "t", BlockSize: 4, PrefixInfo: true}
+	sw := Sweep{Base: Config{AddReplicaAt: 10}}
+	rep := NewReport(tr, Stats(tr), sw, results)
+	if len(rep.Fleets) != 1 {
+		t.Fatalf("fleets = %d, want 1", len(rep.Fleets))
+	}
+	f := rep.Fleets[0]
+	if f.Best != "approx-prefix" {
+		t.Errorf("best = %q, want approx-prefix (within %.3f of the most saved, lower TTFT p99)", f.Best, BestMargin)
+	}
+	if d := cmp.Diff([]string{"kv-longest"}, f.HotSpots); d != "" {
+		t.Errorf("hot spots (-want +got):\n%s", d)
+	}
+	type key struct{ Code, Subject string }
+	var got []key
+	for _, fd := range rep.Findings {
+		got = append(got, key{fd.Code, fd.Subject})
+	}
+	want := []key{
+		{"hot-spot", "kv-longest@2x64"},
+		{"starved-replica", "kv-longest@2x64"},
+		{"starved-replica", "approx-prefix@2x64"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("findings (-want +got):\n%s", d)
+	}
+}
+
+// TestCeilingWithSiblings checks that the ceiling counts every copy of a request sent as
+// siblings (the trace's own n, or --n): each copy after the first repeats the prompt, so one
+// unbounded cache could hit more, and no policy may beat the ceiling the report prints.
+func TestCeilingWithSiblings(t *testing.T) {
+	two := req(0, "", 1, 1, 2)
+	two.N = 2
+	tr := tinyTrace(req(0, "", 1, 1, 2), two)
+	cases := []struct {
+		name     string
+		siblings int
+		want     TraceStats
+	}{
+		// 1 + 2 copies of [1 2]: 6 references, 2 distinct, 4 repeats.
+		{"trace n", 0, TraceStats{Requests: 2, BlockRefs: 6, DistinctBlocks: 2, Repeats: 4, Ceiling: 4.0 / 6, InputTokens: 24, OutputTokens: 3}},
+		// --n 3: 3 + 3 copies: 12 references, 10 repeats.
+		{"--n 3", 3, TraceStats{Requests: 2, BlockRefs: 12, DistinctBlocks: 2, Repeats: 10, Ceiling: 10.0 / 12, InputTokens: 48, OutputTokens: 6}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SiblingStats(tr, tc.siblings)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("stats (-want +got):\n%s", d)
+			}
+			c := tinyConfig(1)
+			c.Siblings = tc.siblings
+			res, err := Simulate(tr, c, "round-robin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BlockRefs != got.BlockRefs || res.BlockHitRate > got.Ceiling {
+				t.Errorf("simulated %d block refs at block hit rate %.3f; stats %d refs, ceiling %.3f", res.BlockRefs, res.BlockHitRate, got.BlockRefs, got.Ceiling)
+			}
+		})
+	}
+}
+
+// TestSiblingBound checks that a trace whose siblings expand past MaxRequests is refused before
+// the simulator allocates a job for each: --n 1024 on a large trace would need gigabytes.
+func TestSiblingBound(t *testing.T) {
+	rs := make([]Request, MaxRequests/1024+1)
+	for i := range rs {
+		rs[i] = req(float64(i), "", 1, 1)
+	}
+	c := tinyConfig(2)
+	c.Siblings = 1024
+	_, err := Simulate(tinyTrace(rs...), c, "round-robin")
+	if err == nil || !strings.Contains(err.Error(), "lower --n") {
+		t.Fatalf("error = %v, want one saying to lower --n", err)
+	}
+	c.Siblings = 2
+	if _, err := Simulate(tinyTrace(rs...), c, "round-robin"); err != nil {
+		t.Errorf("--n 2: %v", err)
+	}
+}
