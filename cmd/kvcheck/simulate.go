@@ -358,7 +358,7 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 		if err != nil {
 			return nil, fmt.Errorf("open request log: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		in, name = f, o.requests
 	}
 	if report.IsTerminal(s.ErrOut) {
@@ -382,7 +382,7 @@ func readTrace(path, kind string, blockSize int) (*sim.Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trace: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	switch kind {
 	case "mooncake":
 		if blockSize == 0 {
@@ -478,7 +478,7 @@ func writePlot(path string, rep sim.Report) error {
 		return fmt.Errorf("write plot: %w", err)
 	}
 	if err := report.SimulationSVG(f, rep); err != nil {
-		f.Close()
+		_ = f.Close() // the write already failed; that error is the one to report
 		return fmt.Errorf("write plot %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
@@ -495,7 +495,7 @@ func (o *simulateOptions) loadRecordings(ctx context.Context) (*sim.Trace, error
 		if err != nil {
 			return nil, fmt.Errorf("open recording: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		recs = append(recs, sim.Recording{Name: name, R: f})
 	}
 	return sim.ReadRecordings(ctx, recs, sim.RecordingOptions{OutputTokens: o.outputTokens})
