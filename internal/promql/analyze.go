@@ -43,6 +43,16 @@ type Input struct {
 	Routers      []string
 	Down         []Down
 	Queries      []QueryStat
+	// Warnings are what the server said alongside a successful answer, such as a Thanos or
+	// Mimir partial response.
+	Warnings []ServerWarning
+}
+
+// ServerWarning is one warning text a Prometheus-compatible server returned with its answer,
+// and the queries it came with.
+type ServerWarning struct {
+	Warning string
+	Queries []string
 }
 
 // Down is a target or input that could not be read.
@@ -180,6 +190,9 @@ func Analyze(in Input) Report {
 	fleetFindings(rep, add)
 	for _, d := range in.Down {
 		add(finding.Error, "target-down", d.Target, "could not read %s: %s; the fleet row leaves it out", d.Target, d.Error)
+	}
+	for _, w := range in.Warnings {
+		add(finding.Warning, "server-warning", "", "%s answered with a warning (queries: %s): %s; the figures may miss series (a partial response leaves out what an unavailable store holds)", strings.Join(in.Inputs, ", "), strings.Join(w.Queries, ", "), w.Warning)
 	}
 	if len(in.Routers) > 0 {
 		add(finding.Info, "router-series", "", "production-stack router series (label server: %s) re-export vllm: names; they were kept apart from the engine series", strings.Join(in.Routers, ", "))

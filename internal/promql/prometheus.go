@@ -36,8 +36,6 @@ type Prometheus struct {
 	Timeout time.Duration
 	// Time is the evaluation time; zero means now.
 	Time time.Time
-	// Warn receives the server's warnings; nil drops them.
-	Warn func(string)
 }
 
 // tagLabel carries the metric name through aggregations, so one query returns several metrics.
@@ -131,6 +129,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 	results := make([]model.Vector, len(qs))
 	errs := make([]error, len(qs))
 	stats := make([]QueryStat, len(qs))
+	warnings := make([]promv1.Warnings, len(qs))
 	var wg sync.WaitGroup
 	for i, q := range qs {
 		wg.Go(func() {
@@ -151,11 +150,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 				errs[i] = p.queryError(q, err)
 				return
 			}
-			if p.Warn != nil {
-				for _, w := range warns {
-					p.Warn(fmt.Sprintf("%s: query %s: %s", p.URL, q.name, w))
-				}
-			}
+			warnings[i] = warns
 			vec, ok := v.(model.Vector)
 			if !ok {
 				errs[i] = fmt.Errorf("%s: query %s: got a %s, want an instant vector", p.URL, q.name, v.Type())
@@ -183,7 +178,8 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 	for i, q := range qs {
 		byName[q.name] = results[i]
 	}
-	in := Input{Source: SourcePrometheus, Inputs: []string{p.URL}, Mode: ModeRate, Window: p.Window.Seconds(), Queries: stats}
+	in := Input{Source: SourcePrometheus, Inputs: []string{p.URL}, Mode: ModeRate, Window: p.Window.Seconds(), Queries: stats,
+		Warnings: serverWarnings(qs, warnings)}
 	resetsOf := map[string]float64{}
 	for _, s := range byName["resets"] {
 		resetsOf[string(s.Metric[tagLabel])+"\xff"+labelsKey(s.Metric)] = float64(s.Value)
@@ -225,6 +221,25 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		}
 	}
 	return in, nil
+}
+
+// serverWarnings folds the warnings of the queries into one per distinct text, naming the
+// queries that got it. Thanos and Mimir answer a query that missed a store with status success
+// and a "partial response" warning: the figures then miss series, so the warning must reach the
+// report rather than be dropped.
+func serverWarnings(qs []query, warnings []promv1.Warnings) []ServerWarning {
+	var out []ServerWarning
+	for i, ws := range warnings {
+		for _, w := range ws {
+			j := slices.IndexFunc(out, func(sw ServerWarning) bool { return sw.Warning == w })
+			if j < 0 {
+				out = append(out, ServerWarning{Warning: w})
+				j = len(out) - 1
+			}
+			out[j].Queries = append(out[j].Queries, qs[i].name)
+		}
+	}
+	return out
 }
 
 func plain(m model.Metric) map[string]string {

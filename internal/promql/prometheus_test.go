@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // TestQueriesConstant checks that every query parses and that their number does not depend
@@ -68,6 +70,8 @@ type fakeProm struct {
 	answers map[string][]map[string]any // query name -> vector
 	calls   atomic.Int32
 	block   chan struct{} // when set, requests hang until it is closed
+	// warnings go with every successful answer, as Thanos's partial responses do.
+	warnings []string
 }
 
 func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +111,11 @@ func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s["value"] = []any{ts, s["v"]}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
+	body := map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}}
+	if fp.warnings != nil {
+		body["warnings"] = fp.warnings
+	}
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func series(tag string, v string, labels ...string) map[string]any {
@@ -223,5 +231,37 @@ func TestPrometheusErrors(t *testing.T) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPrometheusPartialResponse checks that a warning the server sends with a successful answer
+// (Thanos and Mimir say "partial response" when a store did not answer) becomes a finding, once
+// per distinct text, rather than being dropped.
+func TestPrometheusPartialResponse(t *testing.T) {
+	const partial = "partial response: store gateway eu-1 unavailable"
+	fp := &fakeProm{
+		warnings: []string{partial},
+		answers: map[string][]map[string]any{"counters": {
+			series("vllm:prefix_cache_queries_total", "100", "pod", "a", "model_name", "m"),
+			series("vllm:prefix_cache_hits_total", "50", "pod", "a", "model_name", "m"),
+		}},
+	}
+	p := newProm(t, fp)
+	in, err := p.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerWarning{{Warning: partial, Queries: []string{"counters", "resets", "gauges", "config", "routers"}}}
+	if diff := cmp.Diff(want, in.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	var got []Finding
+	for _, f := range Analyze(in).Findings {
+		if f.Code == "server-warning" {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 || got[0].Severity != finding.Warning || !strings.Contains(got[0].Message, partial) || !strings.Contains(got[0].Message, p.URL) {
+		t.Errorf("server-warning findings = %+v, want one warning naming %s and quoting %q", got, p.URL, partial)
 	}
 }
