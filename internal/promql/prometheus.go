@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -269,7 +270,16 @@ func (p Prometheus) queryError(q query, err error) error {
 			hint = ": raise --query-timeout or shorten --window"
 		case apiErr.Type == promv1.ErrBadData:
 			hint = ": check --selector and --by"
+		case strings.Contains(apiErr.Msg, "404"):
+			hint = ": no Prometheus query API at this URL; give the base URL the API hangs off (with its path prefix, such as /prometheus for Mimir)"
+		case apiErr.Type == promv1.ErrBadResponse:
+			// A login page, a Grafana URL or a plain web server answers 200 with HTML.
+			hint = ": the answer is not the Prometheus API's JSON; is this the Prometheus (or Thanos, Mimir) URL, not a UI or login page?"
 		}
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		hint = ": is the server running and the address right?"
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		hint = ": no answer within --query-timeout " + p.Timeout.String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -70,6 +71,8 @@ type fakeProm struct {
 	answers map[string][]map[string]any // query name -> vector
 	calls   atomic.Int32
 	block   chan struct{} // when set, requests hang until it is closed
+	// html answers every request with a web page, as a UI or a login page does.
+	html bool
 	// warnings go with every successful answer, as Thanos's partial responses do.
 	warnings []string
 }
@@ -82,6 +85,11 @@ func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-fp.block:
 		}
+		return
+	}
+	if fp.html {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<!doctype html><html><body>Sign in</body></html>"))
 		return
 	}
 	if fp.status != 0 {
@@ -218,6 +226,8 @@ func TestPrometheusErrors(t *testing.T) {
 		{"empty", &fakeProm{}, "no vLLM engine series over the last 1m (selector: none)"},
 		{"only routers", &fakeProm{answers: map[string][]map[string]any{"routers": {series("", "3", "server", "r")}}}, "only production-stack router series"},
 		{"timeout", &fakeProm{block: make(chan struct{})}, "query-timeout"},
+		{"not found", &fakeProm{status: http.StatusNotFound}, "no Prometheus query API at this URL"},
+		{"html", &fakeProm{html: true}, "not the Prometheus API's JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,5 +273,24 @@ func TestPrometheusPartialResponse(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Severity != finding.Warning || !strings.Contains(got[0].Message, partial) || !strings.Contains(got[0].Message, p.URL) {
 		t.Errorf("server-warning findings = %+v, want one warning naming %s and quoting %q", got, p.URL, partial)
+	}
+}
+
+// TestPrometheusUnreachable checks the message when nothing listens at the address.
+func TestPrometheusUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // the port is now free: nothing answers there
+	c, err := api.NewClient(api.Config{Address: "http://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Prometheus{API: promv1.NewAPI(c), URL: "http://" + addr, Window: time.Minute, Timeout: 5 * time.Second}
+	_, err = p.Collect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "is the server running") {
+		t.Errorf("error = %v, want it to name %s and ask whether the server runs", err, addr)
 	}
 }
