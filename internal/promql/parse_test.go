@@ -3,6 +3,7 @@ package promql
 import (
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,6 +23,31 @@ func TestParseExpositionErrors(t *testing.T) {
 			_, err := ParseExposition(strings.NewReader(tt.body), "src")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseExpositionCRLF checks that a dump with Windows line ends reads as the same dump.
+func TestParseExpositionCRLF(t *testing.T) {
+	const lf = "# HELP vllm:prefix_cache_hits_total Hits.\n# TYPE vllm:prefix_cache_hits_total counter\n" +
+		"vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 30\n" +
+		"# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.5\n"
+	want, err := ParseExposition(strings.NewReader(lf), "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, body string }{
+		{"crlf", strings.ReplaceAll(lf, "\n", "\r\n")},
+		{"crlf but the last line", strings.TrimSuffix(strings.ReplaceAll(lf, "\n", "\r\n"), "\r\n") + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseExposition(iotest.OneByteReader(strings.NewReader(tt.body)), "src")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("dump (-want +got):\n%s", diff)
 			}
 		})
 	}
