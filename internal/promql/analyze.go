@@ -277,6 +277,13 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 	if o.Generation == "" && o.Queries == nil && o.Hits == nil && o.GaugeHitRate == nil && mode != ModeLog {
 		add(finding.Warning, "no-prefix-metrics", name, "no prefix-cache metric found (neither vllm:prefix_cache_* nor the older names)")
 	}
+	if (o.Queries == nil) != (o.Hits == nil) && len(o.BadValues) == 0 {
+		have, missing := o.QueriesName, "vllm:prefix_cache_hits_total"
+		if o.Queries == nil {
+			have, missing = o.HitsName, "vllm:prefix_cache_queries_total"
+		}
+		add(finding.Warning, "missing-counter", name, "%s is exported but not %s (nor an older name for it): the hit rate needs both; is the dump cut short, or a relabelling or a --selector dropping it?", have, missing)
+	}
 	if o.Generation == V0 && o.Queries == nil {
 		gauge, _ := lookupName("vllm:gpu_prefix_cache_hit_rate")
 		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (%s): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters", gauge.life())

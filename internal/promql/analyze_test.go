@@ -54,6 +54,8 @@ func TestFindings(t *testing.T) {
 	reset.Resets = []string{"vllm:prefix_cache_queries_total"}
 	healthy := counters("h", 1000, 500)
 	healthy.PrefixCaching = &on
+	queriesOnly := counters("q", 1000, 0)
+	queriesOnly.Hits, queriesOnly.HitsName = nil, ""
 	tests := []struct {
 		name string
 		in   Input
@@ -73,6 +75,9 @@ func TestFindings(t *testing.T) {
 			[]codeAt{{"replica-cold", "c", finding.Warning}, {"replica-hot", "d", finding.Warning}}},
 		{"down and router", Input{Observations: []Observation{healthy, healthy}, Down: []Down{{"x:1", "refused"}}, Routers: []string{"r"}},
 			[]codeAt{{"target-down", "x:1", finding.Error}, {"router-series", "", finding.Info}}},
+		{"queries without hits", Input{Observations: []Observation{queriesOnly, healthy}}, []codeAt{{"missing-counter", "q", finding.Warning}}},
+		{"server warning", Input{Inputs: []string{"http://p"}, Observations: []Observation{healthy, healthy}, Warnings: []ServerWarning{{"partial response", []string{"counters"}}}},
+			[]codeAt{{"server-warning", "", finding.Warning}}},
 		{"lifetime", Input{Mode: ModeLifetime, Observations: []Observation{healthy, healthy}}, []codeAt{{"lifetime-totals", "", finding.Info}}},
 	}
 	for _, tt := range tests {
