@@ -229,18 +229,9 @@ func collectScrape(ctx context.Context, o *hitrateOptions) (promql.Input, error)
 		}
 		raw = append(raw, lines...)
 	}
-	var targets []promql.Target
-	seen := map[string]bool{}
-	for _, r := range raw {
-		t, err := promql.ParseTarget(r)
-		if err != nil {
-			return promql.Input{}, usageErrorf("--scrape: %v", err)
-		}
-		if seen[t.Name] {
-			continue
-		}
-		seen[t.Name] = true
-		targets = append(targets, t)
+	targets, err := promql.Targets(raw)
+	if err != nil {
+		return promql.Input{}, usageErrorf("--scrape: %v", err)
 	}
 	if len(targets) == 0 {
 		return promql.Input{}, usageErrorf("--targets %s: no targets in the file", o.targetsFile)
