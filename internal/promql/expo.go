@@ -46,7 +46,7 @@ func ParseExposition(r io.Reader, source string) (Dump, error) {
 	d := Dump{Source: source}
 	lr := &io.LimitedReader{R: r, N: maxExpositionBytes + 1}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(&lfReader{br: bufio.NewReaderSize(lr, 64<<10)})
+	fams, err := p.TextToMetricFamilies(&lfReader{br: bufio.NewReader(lr)})
 	if lr.N <= 0 {
 		return d, fmt.Errorf("%s: larger than %d MiB: not a single replica's /metrics", source, maxExpositionBytes>>20)
 	}
