@@ -216,6 +216,10 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		}
 		return in, fmt.Errorf("%s: no vLLM engine series over the last %s (selector: %s): %s", p.URL, model.Duration(p.Window), sel, hint)
 	}
+	if len(p.By) > 0 && !slices.ContainsFunc(in.Observations, func(o Observation) bool { return o.Replica != "" }) {
+		// Every series would fold into one row that reads like a single replica.
+		return in, fmt.Errorf("%s: --by %s: no vLLM series carries these labels; see the labels of vllm:prefix_cache_queries_total in Prometheus, or leave --by out (pod, else instance)", p.URL, strings.Join(p.By, ","))
+	}
 	for i := range in.Observations {
 		if in.Observations[i].Replica == "" {
 			in.Observations[i].Replica = "(no replica label)"

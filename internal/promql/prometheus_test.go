@@ -71,6 +71,8 @@ type fakeProm struct {
 	answers map[string][]map[string]any // query name -> vector
 	calls   atomic.Int32
 	block   chan struct{} // when set, requests hang until it is closed
+	// by is the --by the test's client uses.
+	by []string
 	// html answers every request with a web page, as a UI or a login page does.
 	html bool
 	// warnings go with every successful answer, as Thanos's partial responses do.
@@ -226,12 +228,17 @@ func TestPrometheusErrors(t *testing.T) {
 		{"empty", &fakeProm{}, "no vLLM engine series over the last 1m (selector: none)"},
 		{"only routers", &fakeProm{answers: map[string][]map[string]any{"routers": {series("", "3", "server", "r")}}}, "only production-stack router series"},
 		{"timeout", &fakeProm{block: make(chan struct{})}, "query-timeout"},
+		{"by a label no series has", &fakeProm{by: []string{"namespace"}, answers: map[string][]map[string]any{"counters": {
+			series("vllm:prefix_cache_queries_total", "100", "pod", "a", "model_name", "m"),
+			series("vllm:prefix_cache_queries_total", "100", "pod", "b", "model_name", "m"),
+		}}}, "--by namespace: no vLLM series carries these labels"},
 		{"not found", &fakeProm{status: http.StatusNotFound}, "no Prometheus query API at this URL"},
 		{"html", &fakeProm{html: true}, "not the Prometheus API's JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newProm(t, tt.fp)
+			p.By = tt.fp.by
 			if tt.fp.block != nil {
 				p.Timeout = 50 * time.Millisecond
 				t.Cleanup(func() { close(tt.fp.block) }) // runs before the server closes
