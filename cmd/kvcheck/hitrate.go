@@ -139,7 +139,8 @@ func collectHitrate(ctx context.Context, o *hitrateOptions) (promql.Input, error
 		}
 		return promql.Input{}, usageErrorf("give exactly one source, not %s", strings.Join(given, " and "))
 	}
-	if o.window < 0 {
+	if o.window < 0 || (o.windowSet && o.window == 0) {
+		// A zero window would turn every counter's increase into 0: idle replicas everywhere.
 		return promql.Input{}, usageErrorf("--window %s: must be positive", o.window)
 	}
 	if len(o.by) > 0 && given[0] == "--log" {
