@@ -210,3 +210,35 @@ func TestGroupingKey(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigWithoutEngine checks that a vllm:cache_config_info series without an engine label
+// gives its settings to the replica's engine rows under --by ...,engine instead of a row of
+// its own.
+func TestConfigWithoutEngine(t *testing.T) {
+	cfg := map[string]string{"instance": "h:1", "block_size": "32", "enable_prefix_caching": "True"}
+	points := []point{{name: configInfo, labels: cfg, value: 1}}
+	for _, e := range []string{"0", "1"} {
+		l := map[string]string{"instance": "h:1", "engine": e, "model_name": "m"}
+		points = append(points,
+			point{name: "vllm:prefix_cache_queries_total", labels: l, value: 100},
+			point{name: "vllm:prefix_cache_hits_total", labels: l, value: 50})
+	}
+	for _, by := range [][]string{{"instance", "engine"}, {"engine"}} {
+		t.Run(strings.Join(by, ","), func(t *testing.T) {
+			type row struct {
+				Replica       string
+				BlockSize     int
+				PrefixCaching *bool
+			}
+			var got []row
+			for _, o := range assemble(points, grouping{by: by}, 60).obs {
+				got = append(got, row{o.Replica, o.BlockSize, o.PrefixCaching})
+			}
+			on := true
+			want := []row{{"h:1/0", 32, &on}, {"h:1/1", 32, &on}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
