@@ -131,3 +131,29 @@ INFO 11-30 10:00:10 [loggers.py:1] Engine 000: Avg prompt throughput: 20.0 token
 		})
 	}
 }
+
+// TestParseLogLongLines checks that a line far longer than any stat line (a prompt logged by
+// --enable-log-requests) is skipped rather than failing the whole log, and that CRLF line
+// ends and a last line without one read the same.
+func TestParseLogLongLines(t *testing.T) {
+	stat := func(hit string) string {
+		return "INFO 11-30 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: " + hit + "%"
+	}
+	prompt := "INFO 11-30 10:00:01 [logger.py:39] Received request cmpl-1: prompt: '" + strings.Repeat("x", 3<<20) + "'"
+	for _, tt := range []struct{ name, log string }{
+		{"long line", stat("50.0") + "\n" + prompt + "\n" + stat("60.0") + "\n"},
+		{"long line, CRLF, no final line end", stat("50.0") + "\r\n" + prompt + "\r\n" + stat("60.0")},
+		{"long last line", stat("60.0") + "\n" + prompt},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := ParseLog(strings.NewReader(tt.log), "x.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := st.Observations("x")
+			if len(obs) != 1 || obs[0].GaugeHitRate == nil || !approx(*obs[0].GaugeHitRate, 0.6) {
+				t.Errorf("observations = %+v, want one engine at hit rate 0.6", obs)
+			}
+		})
+	}
+}
