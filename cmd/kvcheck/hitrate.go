@@ -35,8 +35,8 @@ type hitrateOptions struct {
 	failOn        failOn
 	// windowSet records whether --window was given, since each source has its own default.
 	windowSet bool
-	// progress receives progress lines (stderr, on a terminal only); warn receives the
-	// server's warnings (stderr, always).
+	// progress receives progress lines (stderr, on a terminal only); warn, when set, receives
+	// the server's warnings (hitrate reports them as findings instead; assess sets it).
 	progress, warn func(string)
 }
 
@@ -68,7 +68,6 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.windowSet = cmd.Flags().Changed("window")
-			o.warn = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s\n", msg) }
 			o.progress = func(string) {}
 			if report.IsTerminal(s.ErrOut) {
 				o.progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
@@ -140,7 +139,8 @@ func collectHitrate(ctx context.Context, o *hitrateOptions) (promql.Input, error
 		}
 		return promql.Input{}, usageErrorf("give exactly one source, not %s", strings.Join(given, " and "))
 	}
-	if o.window < 0 {
+	if o.window < 0 || (o.windowSet && o.window == 0) {
+		// A zero window would turn every counter's increase into 0: idle replicas everywhere.
 		return promql.Input{}, usageErrorf("--window %s: must be positive", o.window)
 	}
 	if len(o.by) > 0 && given[0] == "--log" {
@@ -197,9 +197,15 @@ func collectPrometheus(ctx context.Context, o *hitrateOptions) (promql.Input, er
 	}
 	p := promql.Prometheus{
 		API: api, URL: o.prom.URL, Window: window, Selector: sel, By: o.by,
-		Timeout: o.prom.QueryTimeout, Time: at, Warn: o.warn,
+		Timeout: o.prom.QueryTimeout, Time: at,
 	}
-	return p.Collect(ctx)
+	in, err := p.Collect(ctx)
+	if o.warn != nil {
+		for _, w := range in.Warnings {
+			o.warn(fmt.Sprintf("%s: query %s: %s", o.prom.URL, strings.Join(w.Queries, ", "), w.Warning))
+		}
+	}
+	return in, err
 }
 
 func parseTime(s string) (time.Time, error) {
@@ -224,18 +230,9 @@ func collectScrape(ctx context.Context, o *hitrateOptions) (promql.Input, error)
 		}
 		raw = append(raw, lines...)
 	}
-	var targets []promql.Target
-	seen := map[string]bool{}
-	for _, r := range raw {
-		t, err := promql.ParseTarget(r)
-		if err != nil {
-			return promql.Input{}, usageErrorf("--scrape: %v", err)
-		}
-		if seen[t.Name] {
-			continue
-		}
-		seen[t.Name] = true
-		targets = append(targets, t)
+	targets, err := promql.Targets(raw)
+	if err != nil {
+		return promql.Input{}, usageErrorf("--scrape: %v", err)
 	}
 	if len(targets) == 0 {
 		return promql.Input{}, usageErrorf("--targets %s: no targets in the file", o.targetsFile)

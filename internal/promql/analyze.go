@@ -43,6 +43,16 @@ type Input struct {
 	Routers      []string
 	Down         []Down
 	Queries      []QueryStat
+	// Warnings are what the server said alongside a successful answer, such as a Thanos or
+	// Mimir partial response.
+	Warnings []ServerWarning
+}
+
+// ServerWarning is one warning text a Prometheus-compatible server returned with its answer,
+// and the queries it came with.
+type ServerWarning struct {
+	Warning string
+	Queries []string
 }
 
 // Down is a target or input that could not be read.
@@ -181,6 +191,9 @@ func Analyze(in Input) Report {
 	for _, d := range in.Down {
 		add(finding.Error, "target-down", d.Target, "could not read %s: %s; the fleet row leaves it out", d.Target, d.Error)
 	}
+	for _, w := range in.Warnings {
+		add(finding.Warning, "server-warning", "", "%s answered with a warning (queries: %s): %s; the figures may miss series (a partial response leaves out what an unavailable store holds)", strings.Join(in.Inputs, ", "), strings.Join(w.Queries, ", "), w.Warning)
+	}
 	if len(in.Routers) > 0 {
 		add(finding.Info, "router-series", "", "production-stack router series (label server: %s) re-export vllm: names; they were kept apart from the engine series", strings.Join(in.Routers, ", "))
 	}
@@ -263,6 +276,13 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 	}
 	if o.Generation == "" && o.Queries == nil && o.Hits == nil && o.GaugeHitRate == nil && mode != ModeLog {
 		add(finding.Warning, "no-prefix-metrics", name, "no prefix-cache metric found (neither vllm:prefix_cache_* nor the older names)")
+	}
+	if (o.Queries == nil) != (o.Hits == nil) && len(o.BadValues) == 0 {
+		have, missing := o.QueriesName, "vllm:prefix_cache_hits_total"
+		if o.Queries == nil {
+			have, missing = o.HitsName, "vllm:prefix_cache_queries_total"
+		}
+		add(finding.Warning, "missing-counter", name, "%s is exported but not %s (nor an older name for it): the hit rate needs both; is the dump cut short, or a relabelling or a --selector dropping it?", have, missing)
 	}
 	if o.Generation == V0 && o.Queries == nil {
 		gauge, _ := lookupName("vllm:gpu_prefix_cache_hit_rate")

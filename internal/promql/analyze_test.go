@@ -54,6 +54,8 @@ func TestFindings(t *testing.T) {
 	reset.Resets = []string{"vllm:prefix_cache_queries_total"}
 	healthy := counters("h", 1000, 500)
 	healthy.PrefixCaching = &on
+	queriesOnly := counters("q", 1000, 0)
+	queriesOnly.Hits, queriesOnly.HitsName = nil, ""
 	tests := []struct {
 		name string
 		in   Input
@@ -73,6 +75,9 @@ func TestFindings(t *testing.T) {
 			[]codeAt{{"replica-cold", "c", finding.Warning}, {"replica-hot", "d", finding.Warning}}},
 		{"down and router", Input{Observations: []Observation{healthy, healthy}, Down: []Down{{"x:1", "refused"}}, Routers: []string{"r"}},
 			[]codeAt{{"target-down", "x:1", finding.Error}, {"router-series", "", finding.Info}}},
+		{"queries without hits", Input{Observations: []Observation{queriesOnly, healthy}}, []codeAt{{"missing-counter", "q", finding.Warning}}},
+		{"server warning", Input{Inputs: []string{"http://p"}, Observations: []Observation{healthy, healthy}, Warnings: []ServerWarning{{"partial response", []string{"counters"}}}},
+			[]codeAt{{"server-warning", "", finding.Warning}}},
 		{"lifetime", Input{Mode: ModeLifetime, Observations: []Observation{healthy, healthy}}, []codeAt{{"lifetime-totals", "", finding.Info}}},
 	}
 	for _, tt := range tests {
@@ -201,6 +206,38 @@ func TestGroupingKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.g.key(tt.l); got != tt.want {
 				t.Errorf("key = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestConfigWithoutEngine checks that a vllm:cache_config_info series without an engine label
+// gives its settings to the replica's engine rows under --by ...,engine instead of a row of
+// its own.
+func TestConfigWithoutEngine(t *testing.T) {
+	cfg := map[string]string{"instance": "h:1", "block_size": "32", "enable_prefix_caching": "True"}
+	points := []point{{name: configInfo, labels: cfg, value: 1}}
+	for _, e := range []string{"0", "1"} {
+		l := map[string]string{"instance": "h:1", "engine": e, "model_name": "m"}
+		points = append(points,
+			point{name: "vllm:prefix_cache_queries_total", labels: l, value: 100},
+			point{name: "vllm:prefix_cache_hits_total", labels: l, value: 50})
+	}
+	for _, by := range [][]string{{"instance", "engine"}, {"engine"}} {
+		t.Run(strings.Join(by, ","), func(t *testing.T) {
+			type row struct {
+				Replica       string
+				BlockSize     int
+				PrefixCaching *bool
+			}
+			var got []row
+			for _, o := range assemble(points, grouping{by: by}, 60).obs {
+				got = append(got, row{o.Replica, o.BlockSize, o.PrefixCaching})
+			}
+			on := true
+			want := []row{{"h:1/0", 32, &on}, {"h:1/1", 32, &on}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -61,7 +61,7 @@ func BenchmarkPrometheus200(b *testing.B) {
 	ct := &countingTransport{}
 	ps := startPrometheus(b, ctx, []targetGroup{{targets: first, labels: map[string]string{"group": "first20"}}, {targets: rest}}, &http.Client{Transport: ct})
 	waitFor(b, ctx, "200 replicas with 3 samples each in Prometheus", func() (bool, error) {
-		v, err := ps.values(ctx, `count(count_over_time(vllm:prefix_cache_queries_total[1m]) >= 3)`)
+		v, err := ps.values(ctx, `count(count_over_time(vllm:prefix_cache_queries_total[1m]) >= 3)`, time.Now())
 		if err != nil {
 			return false, err
 		}

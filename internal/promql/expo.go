@@ -1,6 +1,7 @@
 package promql
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func ParseExposition(r io.Reader, source string) (Dump, error) {
 	d := Dump{Source: source}
 	lr := &io.LimitedReader{R: r, N: maxExpositionBytes + 1}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(lr)
+	fams, err := p.TextToMetricFamilies(&lfReader{br: bufio.NewReader(lr)})
 	if lr.N <= 0 {
 		return d, fmt.Errorf("%s: larger than %d MiB: not a single replica's /metrics", source, maxExpositionBytes>>20)
 	}
@@ -82,6 +83,34 @@ func ParseExposition(r io.Reader, source string) (Dump, error) {
 		return d, fmt.Errorf("%s: no vllm: metrics found%s: is this a vLLM /metrics endpoint or dump?", source, renamedHint(others))
 	}
 	return d, nil
+}
+
+// lfReader turns CRLF line ends into LF: a dump saved on Windows or through some tools has
+// them, and the exposition parser takes the \r for part of the value or type. Lines longer
+// than the buffer pass through in pieces, unchanged.
+type lfReader struct {
+	br   *bufio.Reader
+	line []byte // the rest of the current line, valid until the next read from br
+	err  error
+}
+
+func (l *lfReader) Read(p []byte) (int, error) {
+	for len(l.line) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			err = nil
+		}
+		if n := len(line); n >= 2 && line[n-2] == '\r' && line[n-1] == '\n' {
+			line[n-2], line = '\n', line[:n-1]
+		}
+		l.line, l.err = line, err
+	}
+	n := copy(p, l.line)
+	l.line = l.line[n:]
+	return n, nil
 }
 
 // renamedHint recognises vLLM metrics exported under other names (SPEC §3.4).

@@ -62,6 +62,11 @@ func FromDumps(paths []string, window time.Duration, by []string) (Input, error)
 		if dt <= 0 {
 			return in, ErrNeedWindow
 		}
+		if ca, cb, shared := counterOverlap(a, b); shared == 0 && ca+cb > 0 {
+			// Without this check the first dump's replicas vanish and the second's show gauges
+			// only, which reads like a fleet of idle replicas.
+			return in, fmt.Errorf("%s and %s share no vllm: counter series (%d and %d counter series): are they dumps of the same replicas? Give the same replica's /metrics saved twice", paths[0], paths[1], ca, cb)
+		}
 		in.Mode, in.Window = ModeRate, dt
 		asm := assemble(increase(a, b), grouping{by: by, fallback: dumpName(paths[1])}, dt)
 		in.Observations, in.Routers = asm.obs, asm.routers
@@ -71,4 +76,23 @@ func FromDumps(paths []string, window time.Duration, by []string) (Input, error)
 		return in, nil
 	}
 	return in, fmt.Errorf("give one dump (lifetime totals) or two dumps of the same replicas (rates), not %d", len(paths))
+}
+
+// counterOverlap counts the counter series of a and of b, and those the two share.
+func counterOverlap(a, b Dump) (ca, cb, shared int) {
+	inA := map[string]bool{}
+	for _, s := range a.Samples {
+		if isCounter(s.Name) {
+			inA[seriesKey(s)] = true
+		}
+	}
+	for _, s := range b.Samples {
+		if isCounter(s.Name) {
+			cb++
+			if inA[seriesKey(s)] {
+				shared++
+			}
+		}
+	}
+	return len(inA), cb, shared
 }

@@ -93,6 +93,7 @@ func TestDumpErrors(t *testing.T) {
 		{"no timestamps no window", []string{fixture("caching-off.prom"), fixture("caching-off.prom")}, 0, "", ErrNeedWindow},
 		{"reversed", []string{fixture("after.prom"), fixture("before.prom")}, 0, "is not later than", nil},
 		{"three", []string{"a", "b", "c"}, 0, "not 3", nil},
+		{"different replicas", []string{fixture("before.prom"), fixture("caching-off.prom")}, time.Minute, "share no vllm: counter series", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,10 +6,14 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,9 +133,9 @@ func waitFor(tb testing.TB, ctx context.Context, what string, cond func() (bool,
 	}
 }
 
-// values runs an instant query and returns its values by instance.
-func (ps *promServer) values(ctx context.Context, q string) (map[string]float64, error) {
-	v, _, _, err := ps.api.Query(ctx, q, time.Now())
+// values runs an instant query at time at and returns its values by instance.
+func (ps *promServer) values(ctx context.Context, q string, at time.Time) (map[string]float64, error) {
+	v, _, _, err := ps.api.Query(ctx, q, at)
 	if err != nil {
 		return nil, err
 	}
@@ -147,11 +151,15 @@ func (ps *promServer) values(ctx context.Context, q string) (map[string]float64,
 }
 
 // waitQueries waits until Prometheus's latest sample of every replica's query counter equals
-// want (by instance).
-func (ps *promServer) waitQueries(tb testing.TB, ctx context.Context, want map[string]float64) {
+// want (by instance), and returns the evaluation time at which it did. Queries evaluated at
+// that time see exactly those samples: a later scrape that times out under load writes
+// staleness markers, and a query at "now" would then miss that target's gauges.
+func (ps *promServer) waitQueries(tb testing.TB, ctx context.Context, want map[string]float64) time.Time {
 	tb.Helper()
+	var at time.Time
 	waitFor(tb, ctx, fmt.Sprintf("prometheus to hold the query counters %v", want), func() (bool, error) {
-		got, err := ps.values(ctx, `sum by (instance) (vllm:prefix_cache_queries_total or vllm:gpu_prefix_cache_queries_total)`)
+		at = time.Now()
+		got, err := ps.values(ctx, `sum by (instance) (vllm:prefix_cache_queries_total or vllm:gpu_prefix_cache_queries_total)`, at)
 		if err != nil {
 			return false, err
 		}
@@ -162,6 +170,7 @@ func (ps *promServer) waitQueries(tb testing.TB, ctx context.Context, want map[s
 		}
 		return true, nil
 	})
+	return at
 }
 
 func queriesByAddr(f *fleet.Fleet) map[string]float64 {
@@ -211,7 +220,22 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 		}
 		targets = append(targets, tg)
 	}
-	ps := startPrometheus(t, ctx, []targetGroup{{targets: addrs}}, nil)
+	// Prometheus scrapes replica 0 through a proxy that the test can make fail, as a scrape
+	// that times out under load does; the instance label keeps the replica's own address.
+	var failing atomic.Bool
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addrs[0]})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "failing on purpose", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	ps := startPrometheus(t, ctx, []targetGroup{
+		{targets: []string{strings.TrimPrefix(proxy.URL, "http://")}, labels: map[string]string{"instance": addrs[0]}},
+		{targets: addrs[1:]},
+	}, nil)
 
 	// State A: Prometheus has it, then the scrape source reads it.
 	ps.waitQueries(t, ctx, queriesByAddr(f))
@@ -225,10 +249,21 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 	if len(down) > 0 {
 		t.Fatalf("scrape B: %v", down)
 	}
-	ps.waitQueries(t, ctx, queriesByAddr(f))
+	at := ps.waitQueries(t, ctx, queriesByAddr(f))
+	// A failed scrape after that writes staleness markers for replica 0: its gauges vanish
+	// from queries at "now", not from queries at the time state B was confirmed.
+	failing.Store(true)
+	waitFor(t, ctx, "prometheus to record a failed scrape of "+addrs[0], func() (bool, error) {
+		up, err := ps.values(ctx, `up`, time.Now())
+		if err != nil {
+			return false, err
+		}
+		v, ok := up[addrs[0]]
+		return ok && v == 0, nil
+	})
 
 	scraped := Analyze(Compare(targets, a, b, nil, nil))
-	pin, err := Prometheus{API: ps.api, URL: ps.url, Window: 10 * time.Minute, Timeout: 10 * time.Second}.Collect(ctx)
+	pin, err := Prometheus{API: ps.api, URL: ps.url, Window: 10 * time.Minute, Timeout: 10 * time.Second, Time: at}.Collect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"regexp"
 	"slices"
@@ -17,6 +18,37 @@ var (
 	logTime   = regexp.MustCompile(`(\d\d-\d\d \d\d:\d\d:\d\d)`)
 	logV0Hit  = regexp.MustCompile(`Prefix cache hit rate: GPU: ([0-9.]+)%, CPU: ([0-9.]+)%`)
 )
+
+// maxLogLine bounds the part of a log line that is kept. Stat lines are a few hundred bytes;
+// longer lines (a request's prompt logged by --enable-log-requests can be megabytes) are
+// skipped, so memory stays at one buffer of this size.
+const maxLogLine = 64 << 10
+
+// logLines yields the log's lines without their line end, skipping lines longer than
+// maxLogLine. A read error ends the sequence and is stored in *errp.
+func logLines(r io.Reader, errp *error) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		br := bufio.NewReaderSize(r, maxLogLine)
+		for {
+			raw, err := br.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				for err == bufio.ErrBufferFull {
+					_, err = br.ReadSlice('\n')
+				}
+				raw = nil
+			}
+			if len(raw) > 0 && !yield(strings.TrimRight(string(raw), "\r\n")) {
+				return
+			}
+			if err != nil {
+				if err != io.EOF {
+					*errp = err
+				}
+				return
+			}
+		}
+	}
+}
 
 // engineLog accumulates one engine's stat lines. Only the latest values and running sums are
 // kept, so memory stays constant however long the log is.
@@ -55,10 +87,8 @@ func ParseLog(r io.Reader, source string) (LogStats, error) {
 		}
 		return e
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	var readErr error
+	for line := range logLines(r, &readErr) {
 		var at time.Time
 		if m := logTime.FindStringSubmatch(line); m != nil {
 			at, _ = time.Parse("01-02 15:04:05", m[1])
@@ -95,7 +125,7 @@ func ParseLog(r io.Reader, source string) (LogStats, error) {
 			e.last = at
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := readErr; err != nil {
 		return st, fmt.Errorf("%s: %w", source, err)
 	}
 	n := 0

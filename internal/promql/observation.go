@@ -180,6 +180,31 @@ func assemble(points []point, g grouping, window float64) assembled {
 		a.n++
 		a.resets += p.resets
 	}
+	// vllm:cache_config_info carries no engine label on some versions (and no model_name), so
+	// with --by ...,engine it lands in a row of its own, "instance" beside "instance/0": hand
+	// its settings to the engine rows of that replica instead.
+	order = slices.DeleteFunc(order, func(k string) bool {
+		r := reps[k]
+		if len(r.seen) > 0 || (r.obs.BlockSize == 0 && r.obs.PrefixCaching == nil) {
+			return false
+		}
+		prefix := strings.TrimSuffix(k, "/") + "/"
+		taken := false
+		for _, k2 := range order {
+			if k2 == k || !strings.HasPrefix(k2, prefix) || len(reps[k2].seen) == 0 {
+				continue
+			}
+			o := &reps[k2].obs
+			if o.BlockSize == 0 {
+				o.BlockSize = r.obs.BlockSize
+			}
+			if o.PrefixCaching == nil {
+				o.PrefixCaching = r.obs.PrefixCaching
+			}
+			taken = true
+		}
+		return taken
+	})
 	out := assembled{}
 	for _, k := range order {
 		r := reps[k]

@@ -3,6 +3,7 @@ package promql
 import (
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,6 +23,31 @@ func TestParseExpositionErrors(t *testing.T) {
 			_, err := ParseExposition(strings.NewReader(tt.body), "src")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseExpositionCRLF checks that a dump with Windows line ends reads as the same dump.
+func TestParseExpositionCRLF(t *testing.T) {
+	const lf = "# HELP vllm:prefix_cache_hits_total Hits.\n# TYPE vllm:prefix_cache_hits_total counter\n" +
+		"vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 30\n" +
+		"# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.5\n"
+	want, err := ParseExposition(strings.NewReader(lf), "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, body string }{
+		{"crlf", strings.ReplaceAll(lf, "\n", "\r\n")},
+		{"crlf but the last line", strings.TrimSuffix(strings.ReplaceAll(lf, "\n", "\r\n"), "\r\n") + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseExposition(iotest.OneByteReader(strings.NewReader(tt.body)), "src")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("dump (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -101,6 +127,32 @@ INFO 11-30 10:00:10 [loggers.py:1] Engine 000: Avg prompt throughput: 20.0 token
 			}
 			if e := rep.Replicas[1].ExternalHitRate; e == nil || !approx(*e, 0.05) {
 				t.Errorf("engine 001 external hit rate = %v, want 0.05", e)
+			}
+		})
+	}
+}
+
+// TestParseLogLongLines checks that a line far longer than any stat line (a prompt logged by
+// --enable-log-requests) is skipped rather than failing the whole log, and that CRLF line
+// ends and a last line without one read the same.
+func TestParseLogLongLines(t *testing.T) {
+	stat := func(hit string) string {
+		return "INFO 11-30 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: " + hit + "%"
+	}
+	prompt := "INFO 11-30 10:00:01 [logger.py:39] Received request cmpl-1: prompt: '" + strings.Repeat("x", 3<<20) + "'"
+	for _, tt := range []struct{ name, log string }{
+		{"long line", stat("50.0") + "\n" + prompt + "\n" + stat("60.0") + "\n"},
+		{"long line, CRLF, no final line end", stat("50.0") + "\r\n" + prompt + "\r\n" + stat("60.0")},
+		{"long last line", stat("60.0") + "\n" + prompt},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := ParseLog(strings.NewReader(tt.log), "x.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := st.Observations("x")
+			if len(obs) != 1 || obs[0].GaugeHitRate == nil || !approx(*obs[0].GaugeHitRate, 0.6) {
+				t.Errorf("observations = %+v, want one engine at hit rate 0.6", obs)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -36,8 +37,6 @@ type Prometheus struct {
 	Timeout time.Duration
 	// Time is the evaluation time; zero means now.
 	Time time.Time
-	// Warn receives the server's warnings; nil drops them.
-	Warn func(string)
 }
 
 // tagLabel carries the metric name through aggregations, so one query returns several metrics.
@@ -131,6 +130,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 	results := make([]model.Vector, len(qs))
 	errs := make([]error, len(qs))
 	stats := make([]QueryStat, len(qs))
+	warnings := make([]promv1.Warnings, len(qs))
 	var wg sync.WaitGroup
 	for i, q := range qs {
 		wg.Go(func() {
@@ -151,11 +151,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 				errs[i] = p.queryError(q, err)
 				return
 			}
-			if p.Warn != nil {
-				for _, w := range warns {
-					p.Warn(fmt.Sprintf("%s: query %s: %s", p.URL, q.name, w))
-				}
-			}
+			warnings[i] = warns
 			vec, ok := v.(model.Vector)
 			if !ok {
 				errs[i] = fmt.Errorf("%s: query %s: got a %s, want an instant vector", p.URL, q.name, v.Type())
@@ -183,7 +179,8 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 	for i, q := range qs {
 		byName[q.name] = results[i]
 	}
-	in := Input{Source: SourcePrometheus, Inputs: []string{p.URL}, Mode: ModeRate, Window: p.Window.Seconds(), Queries: stats}
+	in := Input{Source: SourcePrometheus, Inputs: []string{p.URL}, Mode: ModeRate, Window: p.Window.Seconds(), Queries: stats,
+		Warnings: serverWarnings(qs, warnings)}
 	resetsOf := map[string]float64{}
 	for _, s := range byName["resets"] {
 		resetsOf[string(s.Metric[tagLabel])+"\xff"+labelsKey(s.Metric)] = float64(s.Value)
@@ -219,12 +216,35 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		}
 		return in, fmt.Errorf("%s: no vLLM engine series over the last %s (selector: %s): %s", p.URL, model.Duration(p.Window), sel, hint)
 	}
+	if len(p.By) > 0 && !slices.ContainsFunc(in.Observations, func(o Observation) bool { return o.Replica != "" }) {
+		// Every series would fold into one row that reads like a single replica.
+		return in, fmt.Errorf("%s: --by %s: no vLLM series carries these labels; see the labels of vllm:prefix_cache_queries_total in Prometheus, or leave --by out (pod, else instance)", p.URL, strings.Join(p.By, ","))
+	}
 	for i := range in.Observations {
 		if in.Observations[i].Replica == "" {
 			in.Observations[i].Replica = "(no replica label)"
 		}
 	}
 	return in, nil
+}
+
+// serverWarnings folds the warnings of the queries into one per distinct text, naming the
+// queries that got it. Thanos and Mimir answer a query that missed a store with status success
+// and a "partial response" warning: the figures then miss series, so the warning must reach the
+// report rather than be dropped.
+func serverWarnings(qs []query, warnings []promv1.Warnings) []ServerWarning {
+	var out []ServerWarning
+	for i, ws := range warnings {
+		for _, w := range ws {
+			j := slices.IndexFunc(out, func(sw ServerWarning) bool { return sw.Warning == w })
+			if j < 0 {
+				out = append(out, ServerWarning{Warning: w})
+				j = len(out) - 1
+			}
+			out[j].Queries = append(out[j].Queries, qs[i].name)
+		}
+	}
+	return out
 }
 
 func plain(m model.Metric) map[string]string {
@@ -254,7 +274,16 @@ func (p Prometheus) queryError(q query, err error) error {
 			hint = ": raise --query-timeout or shorten --window"
 		case apiErr.Type == promv1.ErrBadData:
 			hint = ": check --selector and --by"
+		case strings.Contains(apiErr.Msg, "404"):
+			hint = ": no Prometheus query API at this URL; give the base URL the API hangs off (with its path prefix, such as /prometheus for Mimir)"
+		case apiErr.Type == promv1.ErrBadResponse:
+			// A login page, a Grafana URL or a plain web server answers 200 with HTML.
+			hint = ": the answer is not the Prometheus API's JSON; is this the Prometheus (or Thanos, Mimir) URL, not a UI or login page?"
 		}
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		hint = ": is the server running and the address right?"
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		hint = ": no answer within --query-timeout " + p.Timeout.String()

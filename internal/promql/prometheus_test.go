@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // TestQueriesConstant checks that every query parses and that their number does not depend
@@ -68,6 +71,12 @@ type fakeProm struct {
 	answers map[string][]map[string]any // query name -> vector
 	calls   atomic.Int32
 	block   chan struct{} // when set, requests hang until it is closed
+	// by is the --by the test's client uses.
+	by []string
+	// html answers every request with a web page, as a UI or a login page does.
+	html bool
+	// warnings go with every successful answer, as Thanos's partial responses do.
+	warnings []string
 }
 
 func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -78,6 +87,11 @@ func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-fp.block:
 		}
+		return
+	}
+	if fp.html {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<!doctype html><html><body>Sign in</body></html>"))
 		return
 	}
 	if fp.status != 0 {
@@ -107,7 +121,11 @@ func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s["value"] = []any{ts, s["v"]}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
+	body := map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}}
+	if fp.warnings != nil {
+		body["warnings"] = fp.warnings
+	}
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func series(tag string, v string, labels ...string) map[string]any {
@@ -210,10 +228,17 @@ func TestPrometheusErrors(t *testing.T) {
 		{"empty", &fakeProm{}, "no vLLM engine series over the last 1m (selector: none)"},
 		{"only routers", &fakeProm{answers: map[string][]map[string]any{"routers": {series("", "3", "server", "r")}}}, "only production-stack router series"},
 		{"timeout", &fakeProm{block: make(chan struct{})}, "query-timeout"},
+		{"by a label no series has", &fakeProm{by: []string{"namespace"}, answers: map[string][]map[string]any{"counters": {
+			series("vllm:prefix_cache_queries_total", "100", "pod", "a", "model_name", "m"),
+			series("vllm:prefix_cache_queries_total", "100", "pod", "b", "model_name", "m"),
+		}}}, "--by namespace: no vLLM series carries these labels"},
+		{"not found", &fakeProm{status: http.StatusNotFound}, "no Prometheus query API at this URL"},
+		{"html", &fakeProm{html: true}, "not the Prometheus API's JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newProm(t, tt.fp)
+			p.By = tt.fp.by
 			if tt.fp.block != nil {
 				p.Timeout = 50 * time.Millisecond
 				t.Cleanup(func() { close(tt.fp.block) }) // runs before the server closes
@@ -223,5 +248,56 @@ func TestPrometheusErrors(t *testing.T) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPrometheusPartialResponse checks that a warning the server sends with a successful answer
+// (Thanos and Mimir say "partial response" when a store did not answer) becomes a finding, once
+// per distinct text, rather than being dropped.
+func TestPrometheusPartialResponse(t *testing.T) {
+	const partial = "partial response: store gateway eu-1 unavailable"
+	fp := &fakeProm{
+		warnings: []string{partial},
+		answers: map[string][]map[string]any{"counters": {
+			series("vllm:prefix_cache_queries_total", "100", "pod", "a", "model_name", "m"),
+			series("vllm:prefix_cache_hits_total", "50", "pod", "a", "model_name", "m"),
+		}},
+	}
+	p := newProm(t, fp)
+	in, err := p.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerWarning{{Warning: partial, Queries: []string{"counters", "resets", "gauges", "config", "routers"}}}
+	if diff := cmp.Diff(want, in.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	var got []Finding
+	for _, f := range Analyze(in).Findings {
+		if f.Code == "server-warning" {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 || got[0].Severity != finding.Warning || !strings.Contains(got[0].Message, partial) || !strings.Contains(got[0].Message, p.URL) {
+		t.Errorf("server-warning findings = %+v, want one warning naming %s and quoting %q", got, p.URL, partial)
+	}
+}
+
+// TestPrometheusUnreachable checks the message when nothing listens at the address.
+func TestPrometheusUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // the port is now free: nothing answers there
+	c, err := api.NewClient(api.Config{Address: "http://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Prometheus{API: promv1.NewAPI(c), URL: "http://" + addr, Window: time.Minute, Timeout: 5 * time.Second}
+	_, err = p.Collect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "is the server running") {
+		t.Errorf("error = %v, want it to name %s and ask whether the server runs", err, addr)
 	}
 }

@@ -58,6 +58,41 @@ func ParseTarget(s string) (Target, error) {
 	return Target{URL: u.String(), Name: name}, nil
 }
 
+// Targets parses the --scrape and --targets values into distinct targets. The same URL given
+// twice is scraped once. Targets behind one host:port (a kubectl proxy, a gateway routing by
+// path) would share the default name and overwrite each other's figures, so they are named by
+// host and path instead; the same explicit name for two URLs is an error.
+func Targets(raw []string) ([]Target, error) {
+	var out []Target
+	seenURL := map[string]bool{}
+	for _, r := range raw {
+		t, err := ParseTarget(r)
+		if err != nil {
+			return nil, err
+		}
+		if seenURL[t.URL] {
+			continue
+		}
+		seenURL[t.URL] = true
+		out = append(out, t)
+	}
+	count := map[string]int{}
+	for _, t := range out {
+		count[t.Name]++
+	}
+	for i, t := range out {
+		if count[t.Name] < 2 {
+			continue
+		}
+		u, err := url.Parse(t.URL)
+		if err != nil || t.Name != u.Host {
+			return nil, fmt.Errorf("target name %q given to more than one URL: give each replica its own name", t.Name)
+		}
+		out[i].Name = u.Host + strings.TrimSuffix(u.Path, "/metrics")
+	}
+	return out, nil
+}
+
 // Round scrapes every target once, concurrently, each bounded by the timeout. It returns the
 // dumps of the targets that answered, by target name, and the others as down.
 func (s Scraper) Round(ctx context.Context, targets []Target, withVersion bool) (map[string]Dump, []Down) {

@@ -40,6 +40,46 @@ func TestParseTarget(t *testing.T) {
 	}
 }
 
+// TestTargets checks that targets behind one host:port stay apart, and that a URL given twice
+// is scraped once.
+func TestTargets(t *testing.T) {
+	const proxy = "127.0.0.1:8001/api/v1/namespaces/prod/pods/"
+	tests := []struct {
+		name string
+		in   []string
+		want []Target
+		err  string
+	}{
+		{"same URL twice", []string{"10.0.0.7:8000", "http://10.0.0.7:8000/metrics"},
+			[]Target{{URL: "http://10.0.0.7:8000/metrics", Name: "10.0.0.7:8000"}}, ""},
+		{"one proxy, two pods", []string{proxy + "a:8000/proxy/metrics", proxy + "b:8000/proxy/metrics", "10.0.0.9:8000"},
+			[]Target{
+				{URL: "http://" + proxy + "a:8000/proxy/metrics", Name: proxy + "a:8000/proxy"},
+				{URL: "http://" + proxy + "b:8000/proxy/metrics", Name: proxy + "b:8000/proxy"},
+				{URL: "http://10.0.0.9:8000/metrics", Name: "10.0.0.9:8000"},
+			}, ""},
+		{"one name, two URLs", []string{"a=10.0.0.7:8000", "a=10.0.0.8:8000"}, nil, `target name "a" given to more than one URL`},
+		{"bad", []string{"ftp://h:1"}, nil, "give host:port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Targets(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestScrapeFleet scrapes an emulated fleet with the real HTTP client: rates come from the
 // counters' deltas and match the emulator's own totals.
 func TestScrapeFleet(t *testing.T) {
