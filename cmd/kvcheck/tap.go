@@ -169,11 +169,29 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	if err != nil {
 		return err
 	}
+	if len(o.From) == 0 && noneConnected(r) {
+		// Every number above is zero because nothing was measured, not because the stream is
+		// quiet: that is a failed run, whatever --fail-on says.
+		return fmt.Errorf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", len(r.Publishers))
+	}
 	sevs := make([]finding.Severity, len(r.Findings))
 	for i, f := range r.Findings {
 		sevs[i] = f.Severity
 	}
 	return o.FailOn.check(sevs...)
+}
+
+// noneConnected reports whether the tap had endpoints and never connected to (or bound) any.
+func noneConnected(r *events.Report) bool {
+	if len(r.Publishers) == 0 {
+		return false
+	}
+	for _, p := range r.Publishers {
+		if p.Connected == nil || *p.Connected || p.Messages > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *events.Collector) (_ time.Duration, err error) {
