@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
@@ -736,119 +734,22 @@ func (a *Analysis) streamEstimated(ctx context.Context, rr *RequestReader) error
 }
 
 // streamExact tokenizes with bounded concurrency and feeds the analysis in input order, since
-// "first seen" depends on order. Identical conversations are tokenized once while they stay in
-// a small cache.
+// "first seen" depends on order.
 func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Tokenizer, n int) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type job struct {
-		req  *Request
-		key  uint64
-		toks Tokens
-		err  error
-		done chan struct{}
+	next := func() (*Request, struct{}, error) {
+		req, err := rr.Next()
+		return req, struct{}{}, err
 	}
-	work := make(chan *job, n)
-	order := make(chan *job, 2*n)
-	var (
-		mu    sync.Mutex
-		cache = make(map[uint64][]uint32)
-	)
-	const cacheMax = 4096
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for j := range work {
-				mu.Lock()
-				ids, ok := cache[j.key]
-				mu.Unlock()
-				if ok {
-					j.toks = Tokens{IDs: ids, Exact: true}
-				} else {
-					j.toks, j.err = tok.Tokenize(ctx, j.req)
-					if j.err == nil {
-						mu.Lock()
-						if len(cache) >= cacheMax {
-							clear(cache)
-						}
-						cache[j.key] = j.toks.IDs
-						mu.Unlock()
-					}
-				}
-				close(j.done)
-			}
-		})
-	}
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(order)
-		defer close(work)
-		for {
-			req, err := rr.Next()
-			if errors.Is(err, io.EOF) {
-				readErr <- nil
-				return
-			}
-			var le *LineError
-			if errors.As(err, &le) {
-				j := &job{err: le, done: make(chan struct{})}
-				close(j.done)
-				select {
-				case order <- j:
-					continue
-				case <-ctx.Done():
-					readErr <- ctx.Err()
-					return
-				}
-			}
-			if err != nil {
-				readErr <- err
-				return
-			}
-			// The raw parts join the key: two requests whose text renders alike may still
-			// differ in what the template sees (images, tool call ids, kwargs).
-			key := maphash.String(a.seed, Render(req).Text) ^ maphash.Bytes(a.seed, req.RawMessages)*31 ^ maphash.Bytes(a.seed, req.RawKwargs)*131
-			j := &job{req: req, key: key, done: make(chan struct{})}
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				readErr <- ctx.Err()
-				return
-			}
-			select {
-			case work <- j:
-			case <-ctx.Done():
-				// The job is already queued in order: finish it so the consumer does not wait.
-				j.err = ctx.Err()
-				close(j.done)
-				readErr <- ctx.Err()
-				return
-			}
-		}
-	}()
-	var firstErr error
-	for j := range order {
-		<-j.done
-		if firstErr != nil {
-			continue
-		}
+	return TokenizeInOrder(ctx, n, tok, next, func(req *Request, _ struct{}, toks Tokens, err error) error {
 		var le *LineError
-		var se *ServerError
 		switch {
-		case errors.As(j.err, &le):
+		case errors.As(err, &le):
 			a.lineError(le)
-		case errors.As(j.err, &se) && se.Status == http.StatusBadRequest:
-			a.lineError(&LineError{Line: j.req.Line, Err: se})
-		case j.err != nil:
-			firstErr = fmt.Errorf("line %d: %w", j.req.Line, j.err)
-			cancel()
+		case err != nil:
+			return fmt.Errorf("line %d: %w", req.Line, err)
 		default:
-			a.Add(j.req, j.toks)
+			a.Add(req, toks)
 		}
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return <-readErr
+		return nil
+	})
 }

@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
@@ -20,8 +17,6 @@ import (
 
 // Defaults of the request-log adapter.
 const (
-	// tokenCache bounds the recent conversations whose exact tokens are kept for repeats.
-	tokenCache = 4096
 	// DefaultRate is the synthetic arrival rate, in requests per second, of a log without
 	// timestamps.
 	DefaultRate = 1.0
@@ -219,123 +214,38 @@ func (l *requestLog) readEstimated(ctx context.Context, rr *audit.RequestReader)
 // readExact tokenizes with bounded concurrency and adds requests in input order, since arrival
 // ties and the synthetic clock follow the input.
 func (l *requestLog) readExact(ctx context.Context, rr *audit.RequestReader, n int) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type job struct {
-		req  *audit.Request
-		key  uint64
-		f    logFields
-		toks audit.Tokens
-		err  error
-		done chan struct{}
-	}
-	work := make(chan *job, n)
-	order := make(chan *job, 2*n)
-	// Logs repeat conversations (retries, identical prompts): those still in a small cache of
-	// recent ones are tokenized once.
-	var (
-		mu    sync.Mutex
-		cache = make(map[uint64][]uint32)
-		seed  = maphash.MakeSeed()
-	)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for j := range work {
-				mu.Lock()
-				ids, ok := cache[j.key]
-				mu.Unlock()
-				if ok {
-					j.toks = audit.Tokens{IDs: ids, Exact: true}
-				} else if j.toks, j.err = l.opts.Tokenizer.Tokenize(ctx, j.req); j.err == nil {
-					mu.Lock()
-					if len(cache) >= tokenCache {
-						clear(cache)
-					}
-					cache[j.key] = j.toks.IDs
-					mu.Unlock()
-				}
-				close(j.done)
-			}
-		})
-	}
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(order)
-		defer close(work)
-		for count := 0; l.opts.MaxRequests <= 0 || count < l.opts.MaxRequests; count++ {
-			req, f, err := l.next(rr)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			var le *audit.LineError
-			if errors.As(err, &le) {
-				// Counted by the consumer, in order, so that only one goroutine touches l.
-				j := &job{err: le, done: make(chan struct{})}
-				close(j.done)
-				count--
-				select {
-				case order <- j:
-					continue
-				case <-ctx.Done():
-					readErr <- ctx.Err()
-					return
-				}
-			}
-			if err != nil {
-				readErr <- err
-				return
-			}
-			j := &job{req: req, key: maphash.String(seed, req.Model+"\x00"+audit.Render(req).Text), f: f, done: make(chan struct{})}
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				readErr <- ctx.Err()
-				return
-			}
-			select {
-			case work <- j:
-			case <-ctx.Done():
-				j.err = ctx.Err()
-				close(j.done)
-				readErr <- ctx.Err()
-				return
-			}
+	read := 0
+	// next runs on audit's reading goroutine: it counts the requests for MaxRequests itself,
+	// and bad lines are counted by the consumer, in order, so that only one goroutine touches l.
+	next := func() (*audit.Request, logFields, error) {
+		if l.opts.MaxRequests > 0 && read >= l.opts.MaxRequests {
+			return nil, logFields{}, io.EOF
 		}
-		readErr <- nil
-	}()
-	var firstErr error
-	for j := range order {
-		<-j.done
-		if firstErr != nil {
-			continue
+		req, f, err := l.next(rr)
+		if err == nil {
+			read++
 		}
+		return req, f, err
+	}
+	emitted := false // emit's errors carry the log's name and line already
+	err := audit.TokenizeInOrder(ctx, n, l.opts.Tokenizer, next, func(req *audit.Request, f logFields, toks audit.Tokens, err error) error {
 		var le *audit.LineError
-		var se *audit.ServerError
 		switch {
-		case errors.As(j.err, &le):
+		case errors.As(err, &le):
 			l.lineError(le)
-		case errors.As(j.err, &se) && se.Status == http.StatusBadRequest:
-			// One request the server refused (too long, say): skip it as audit does.
-			l.lineError(&audit.LineError{Line: j.req.Line, Err: se})
-		case j.err != nil:
-			firstErr = fmt.Errorf("request log %s line %d: %w", l.name, j.req.Line, j.err)
-			cancel()
+			return nil
+		case err != nil:
+			err = fmt.Errorf("request log %s line %d: %w", l.name, req.Line, err)
 		default:
-			if err := l.add(j.req, j.f, j.toks.IDs); err != nil {
-				firstErr = err
-				cancel()
-			}
+			err = l.add(req, f, toks.IDs)
 		}
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if err := <-readErr; err != nil {
+		emitted = err != nil
+		return err
+	})
+	if err != nil && !emitted {
 		return fmt.Errorf("request log %s: %w", l.name, err)
 	}
-	return nil
+	return err
 }
 
 // add turns one tokenized request into a simulator request.

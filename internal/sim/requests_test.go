@@ -372,6 +372,31 @@ func TestReadRequestsExact(t *testing.T) {
 	}
 }
 
+// TestReadRequestsExactMaxRequests stops after MaxRequests requests with an exact tokenizer too:
+// bad lines do not count towards the limit, and nothing past it is read.
+func TestReadRequestsExactMaxRequests(t *testing.T) {
+	srv := tokenizeServer(t, 8)
+	lines := []string{`{"prompt": "a"}`, "not a request", `{"prompt": "b"}`, `{"prompt": "c"}`, "not read"}
+	for _, conc := range []int{1, 3} {
+		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
+			tr, err := ReadRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), "x.jsonl",
+				RequestLogOptions{Tokenizer: &audit.Server{BaseURL: srv.URL}, Concurrency: conc, MaxRequests: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Requests) != 2 {
+				t.Fatalf("%d requests, want 2", len(tr.Requests))
+			}
+			notes := strings.Join(tr.Notes, "\n")
+			for _, want := range []string{"first 2 requests only", "1 line was not a usable request"} {
+				if !strings.Contains(notes, want) {
+					t.Errorf("notes %q do not say %q", tr.Notes, want)
+				}
+			}
+		})
+	}
+}
+
 // TestReadRequestsExactRepeats tokenizes a repeated conversation once.
 func TestReadRequestsExactRepeats(t *testing.T) {
 	var calls atomic.Int64
