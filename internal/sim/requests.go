@@ -126,6 +126,9 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 		Name: name, Format: "requests", BlockSize: opts.BlockSize, PrefixInfo: true, Tokens: tokens,
 	}}
 	rr := audit.NewRequestReader(r, opts.MaxLine)
+	// An exact tokenizer sends the messages and chat_template_kwargs as the client sent them
+	// (tool calls, images), as kvcheck audit does, so both commands see the engine's tokens.
+	rr.KeepRaw = opts.Tokenizer.Exact()
 	var err error
 	if opts.Tokenizer.Exact() {
 		err = l.readExact(ctx, rr, max(1, opts.Concurrency))

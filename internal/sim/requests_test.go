@@ -467,3 +467,47 @@ func FuzzReadFields(f *testing.F) {
 		}
 	})
 }
+
+// TestReadRequestsExactToolCalls sends the conversation as the client wrote it, tool calls
+// included, so simulate's exact tokens are the ones kvcheck audit gets for the same line.
+func TestReadRequestsExactToolCalls(t *testing.T) {
+	srv := tokenizeServer(t, 8)
+	ctx := context.Background()
+	server := &audit.Server{BaseURL: srv.URL}
+	line := `{"messages": [{"role": "system", "content": "You look things up."},` +
+		`{"role": "user", "content": "Weather in Paris?"},` +
+		`{"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"celsius\"}"}}]},` +
+		`{"role": "tool", "tool_call_id": "call_1", "content": "18 C, cloudy"}]}`
+	tr, err := ReadRequests(ctx, strings.NewReader(line), "tools.jsonl",
+		RequestLogOptions{BlockSize: 8, Tokenizer: server, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Requests) != 1 {
+		t.Fatalf("%d requests, want 1", len(tr.Requests))
+	}
+	raw := audit.NewRequestReader(strings.NewReader(line), 0)
+	raw.KeepRaw = true
+	req, err := raw.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := server.Tokenize(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := audit.NewRequestReader(strings.NewReader(line), 0).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := server.Tokenize(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flat.IDs) == len(want.IDs) {
+		t.Fatalf("the emulated server renders the tool call the same with and without the raw messages (%d tokens): the test proves nothing", len(want.IDs))
+	}
+	if got := tr.Requests[0].InputTokens; got != len(want.IDs) {
+		t.Errorf("simulate tokenized %d tokens, want the %d the server gives for the raw messages (%d without them)", got, len(want.IDs), len(flat.IDs))
+	}
+}
