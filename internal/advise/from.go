@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
@@ -21,6 +22,13 @@ func FromHitrate(rep promql.Report) *Metrics {
 			x.BlockSize = *r.BlockSize
 		}
 		m.Replicas = append(m.Replicas, x)
+	}
+	for _, f := range rep.Findings {
+		if f.Code != "server-warning" {
+			continue
+		}
+		m.Warnings = append(m.Warnings, Fix{Finding: finding.Finding{Severity: f.Severity, Code: f.Code, Subject: m.Source, Message: f.Message},
+			Source: "hitrate", Fix: "query again when every store answers, or give --scrape of the replicas themselves; until then treat the metrics' figures as a lower bound"})
 	}
 	return m
 }

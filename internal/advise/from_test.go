@@ -2,6 +2,8 @@ package advise
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,5 +90,32 @@ func TestFromSimulation(t *testing.T) {
 	want := map[string]Family{"round-robin": FamilyBalance, "session": FamilySession, "kv-longest": FamilyKV, "kv-load": FamilyKV}
 	if d := cmp.Diff(want, fam); d != "" {
 		t.Errorf("families (-want +got):\n%s", d)
+	}
+}
+
+// A partial response from Thanos or Mimir is a hitrate finding; assess must show it as
+// evidence and pass it on as a fix, not only print it on stderr.
+func TestServerWarningSurfaces(t *testing.T) {
+	on := true
+	rep := promql.Analyze(promql.Input{Source: promql.SourcePrometheus, Mode: promql.ModeRate, Window: 300, Inputs: []string{"http://thanos"},
+		Observations: []promql.Observation{
+			{Replica: "a", Window: 300, Queries: ptr(1000.0), Hits: ptr(500.0), BlockSize: 16, PrefixCaching: &on},
+			{Replica: "b", Window: 300, Queries: ptr(1000.0), Hits: ptr(500.0), BlockSize: 16, PrefixCaching: &on},
+		},
+		Warnings: []promql.ServerWarning{{Warning: "partial response: store 10.0.0.9 unavailable", Queries: []string{"hits"}}}})
+	m := FromHitrate(rep)
+	if len(m.Warnings) != 1 || m.Warnings[0].Code != "server-warning" || m.Warnings[0].Severity != finding.Warning {
+		t.Fatalf("FromHitrate warnings = %+v, want one server-warning warning", m.Warnings)
+	}
+	rec := Decide(Input{Metrics: m}, DefaultThresholds())
+	if !slices.ContainsFunc(rec.Fixes, func(f Fix) bool { return f.Code == "server-warning" }) {
+		t.Errorf("fixes = %+v, want the server warning", rec.Fixes)
+	}
+	i := slices.IndexFunc(rec.Evidence, func(e Evidence) bool { return e.ID == "hitrate.server_warnings" })
+	if i < 0 || !strings.Contains(rec.Evidence[i].Figure, "store 10.0.0.9 unavailable") {
+		t.Errorf("evidence = %+v, want hitrate.server_warnings naming the warning", rec.Evidence)
+	}
+	if rec.Verdict == FixFirst {
+		t.Errorf("verdict = %s: a warning alone must not block", rec.Verdict)
 	}
 }

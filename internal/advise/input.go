@@ -27,6 +27,9 @@ type Metrics struct {
 	// KVBlocks and KVBlockSize are the smallest replica's num_gpu_blocks and block_size from
 	// vllm:cache_config_info; 0 when unknown.
 	KVBlocks, KVBlockSize int
+	// Warnings are the server's warnings (hitrate's server-warning findings: a Thanos or Mimir
+	// partial response, for example): the figures above may miss series.
+	Warnings []Fix
 }
 
 // Replica is one replica's figures.

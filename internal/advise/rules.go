@@ -210,6 +210,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 		out = append(out, Reason{Rule: rule, Verdict: FixFirst, Strength: st, Text: text, Evidence: ev})
 	}
 	if m := d.in.Metrics; m != nil {
+		d.passOn(m.Warnings)
 		var off []string
 		for _, r := range m.Replicas {
 			if r.PrefixCaching != nil && !*r.PrefixCaching {
