@@ -387,7 +387,8 @@ func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.
 	replicas, replicasFrom := o.replicas, "--replicas"
 	switch {
 	case replicas > 0:
-	case seen > 0:
+	// One replica in a dump or log the user picked is a sample, not the fleet's size.
+	case seen > 1 || seen == 1 && !m.Sampled():
 		replicas, replicasFrom = min(seen, sim.MaxReplicas), "the metrics' replica count"
 	default:
 		replicas, replicasFrom = defaultAssessReplicas, "default"

@@ -87,6 +87,17 @@ func TestDecide(t *testing.T) {
 			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"single-replica"}},
 		},
 		{
+			// One dump or log is a sample of the fleet: one replica there decides nothing.
+			name: "single replica in a dump",
+			in:   Input{Metrics: func() *Metrics { m := healthy(1); m.Source = "file"; return m }()},
+			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}},
+		},
+		{
+			name: "single replica in a log, with cross-session reuse",
+			in:   Input{Metrics: func() *Metrics { m := healthy(1); m.Source = "log"; return m }(), Requests: requests(500, 0.5, 0, true)},
+			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"cross-session-reuse"}},
+		},
+		{
 			name: "single simulated replica",
 			in:   Input{Simulation: func() *Simulation { s := simulation(0.4, 2); s.Replicas = 1; return s }()},
 			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"single-replica"}},

@@ -18,6 +18,10 @@ func (d *decision) nextSteps(route Verdict) {
 		add("add --scrape HOST:PORT,... (or --prometheus URL) to this run",
 			"whether prefix caching is on on every replica and the fleet is not thrashing, and the replica count and KV size the simulation should use")
 	}
+	if m := in.Metrics; m != nil && m.Sampled() && len(m.Replicas) == 1 {
+		add("add --scrape with every replica (or --prometheus URL) if the fleet has more than the one replica in "+m.Source+" "+shortList(m.Inputs),
+			"how many replicas a router would choose between: one dump or log is one replica, not necessarily the fleet")
+	}
 	if in.Templates == nil {
 		add("add --templates with the chat template and the code that builds prompts",
 			"whether a date, an id or a per-user value in block 0 breaks every prefix before any router sees it")
