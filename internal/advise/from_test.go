@@ -119,3 +119,36 @@ func TestServerWarningSurfaces(t *testing.T) {
 		t.Errorf("verdict = %s: a warning alone must not block", rec.Verdict)
 	}
 }
+
+// Requests that start with the user's own question have unique first blocks without any value
+// to move: the audit's error must not make assess say "fix this first".
+func TestUserTextFirstIsNoBreaker(t *testing.T) {
+	sum := func(role, cause string) audit.Summary {
+		return audit.Summary{Requests: 200, UniqueFirstBlock: 200, PromptTokens: 16000, BlockSize: 16,
+			Sites: []audit.Site{{Message: 0, Role: role, Block: 0, Cause: cause, Count: 200, Example: "what is"}}}
+	}
+	tests := []struct {
+		name, role, cause string
+		sev               finding.Severity
+		verdict           Verdict
+	}{
+		{"user text", "user", "text", finding.Warning, Nothing},
+		{"system text", "system", "text", finding.Error, FixFirst},
+		{"date in a user message", "user", "date/time", finding.Error, FixFirst},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := FromRequests(sum(tt.role, tt.cause), "log.jsonl")
+			i := slices.IndexFunc(r.Findings, func(f Fix) bool { return f.Code == "audit/unique-first-block" })
+			if i < 0 {
+				t.Fatalf("findings = %+v, want audit/unique-first-block", r.Findings)
+			}
+			if got := r.Findings[i].Severity; got != tt.sev {
+				t.Errorf("severity = %s, want %s", got, tt.sev)
+			}
+			if got := Decide(Input{Requests: r}, DefaultThresholds()).Verdict; got != tt.verdict {
+				t.Errorf("verdict = %s, want %s", got, tt.verdict)
+			}
+		})
+	}
+}
