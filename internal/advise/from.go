@@ -11,8 +11,9 @@ import (
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-// FromHitrate takes the hitrate report. The report does not carry num_gpu_blocks: callers set
-// KVBlocks and KVBlockSize when they can read them.
+// FromHitrate takes the hitrate report. KVBlocks and KVBlockSize are the smallest replica's
+// num_gpu_blocks and block_size when the report has them (scrapes and dumps); with
+// --prometheus, whose queries aggregate num_gpu_blocks away, callers set them.
 func FromHitrate(rep promql.Report) *Metrics {
 	m := &Metrics{Source: string(rep.Source), Inputs: slices.Clone(rep.Inputs), Mode: string(rep.Mode), HitRate: rep.Fleet.HitRate, Down: len(rep.Down)}
 	for _, r := range rep.Replicas {
@@ -20,6 +21,9 @@ func FromHitrate(rep promql.Report) *Metrics {
 			PreemptionsPer1k: r.PreemptionsPer1k, KVUsage: r.KVUsage}
 		if r.BlockSize != nil {
 			x.BlockSize = *r.BlockSize
+			if n := r.NumGPUBlocks; n != nil && (m.KVBlocks == 0 || *n**r.BlockSize < m.KVBlocks*m.KVBlockSize) {
+				m.KVBlocks, m.KVBlockSize = *n, *r.BlockSize
+			}
 		}
 		m.Replicas = append(m.Replicas, x)
 	}

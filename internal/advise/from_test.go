@@ -152,3 +152,17 @@ func TestUserTextFirstIsNoBreaker(t *testing.T) {
 		})
 	}
 }
+
+// FromHitrate takes the smallest replica's KV cache (num_gpu_blocks x block_size) from the
+// report, so assess needs no scrape of its own.
+func TestFromHitrateKVShape(t *testing.T) {
+	rep := promql.Report{Source: promql.SourceScrape, Replicas: []promql.Replica{
+		{Replica: "a", BlockSize: ptr(16), NumGPUBlocks: ptr(4096)},
+		{Replica: "b", BlockSize: ptr(32), NumGPUBlocks: ptr(1024)},
+		{Replica: "c", BlockSize: ptr(16)},
+	}}
+	m := FromHitrate(rep)
+	if m.KVBlocks != 1024 || m.KVBlockSize != 32 {
+		t.Errorf("KV shape = %d x %d, want 1024 x 32 (the smallest cache)", m.KVBlocks, m.KVBlockSize)
+	}
+}
