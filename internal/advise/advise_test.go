@@ -98,6 +98,18 @@ func TestDecide(t *testing.T) {
 			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"cross-session-reuse"}},
 		},
 		{
+			// Thanos answered with a partial response: the other replicas may be in the store
+			// that did not answer.
+			name: "single replica in a partial response",
+			in: Input{Metrics: func() *Metrics {
+				m := healthy(1)
+				m.Source = "prometheus"
+				m.Warnings = []Fix{{Finding: finding.Finding{Severity: finding.Warning, Code: "server-warning", Message: "partial response"}, Source: "hitrate"}}
+				return m
+			}()},
+			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}, Fixes: []string{"warning server-warning"}},
+		},
+		{
 			name: "single simulated replica",
 			in:   Input{Simulation: func() *Simulation { s := simulation(0.4, 2); s.Replicas = 1; return s }()},
 			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"single-replica"}},

@@ -49,7 +49,9 @@ func (d *decision) route() (v Verdict, reasons []Reason, decided bool) {
 func (d *decision) singleReplica() (Reason, bool) {
 	// A dump or a log is one replica's view unless it says otherwise: one replica there is a
 	// sample, not the fleet's size, so it decides nothing (nextSteps asks for every replica).
-	if m := d.in.Metrics; m != nil && len(m.Replicas) == 1 && m.Down == 0 && !m.Sampled() {
+	// A partial response (a server warning) may have left the other replicas out, as a target
+	// that could not be read may have.
+	if m := d.in.Metrics; m != nil && len(m.Replicas) == 1 && m.Down == 0 && len(m.Warnings) == 0 && !m.Sampled() {
 		return Reason{Rule: "single-replica", Verdict: Nothing, Strength: High, Evidence: []string{"hitrate.replicas"},
 			Text: "the fleet has one replica: a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up"}, true
 	}
