@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -343,6 +344,40 @@ func TestAssessTokenize(t *testing.T) {
 	for _, n := range doc.NextSteps {
 		if strings.Contains(n.Measure, "--tokenize") {
 			t.Errorf("next steps ask for --tokenize, which was given: %q", n.Measure)
+		}
+	}
+}
+
+// TestAssessServerWarning: a Thanos or Mimir partial response is a finding of hitrate's; assess
+// shows it as evidence and a warning fix, and one replica seen through it decides nothing.
+func TestAssessServerWarning(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		result := `[]`
+		if strings.Contains(r.Form.Get("query"), "vllm:cache_config_info") {
+			result = `[{"metric":{"pod":"p0","block_size":"16","enable_prefix_caching":"True"},"value":[1764496860,"1"]}]`
+		}
+		_, _ = io.WriteString(w, `{"status":"success","warnings":["partial response: store 10.0.0.9 unavailable"],"data":{"resultType":"vector","result":`+result+`}}`)
+	}))
+	defer srv.Close()
+	doc, code, stderr := runAssessJSON(t, "--prometheus", srv.URL)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if got := doc.figure("hitrate.server_warnings"); !strings.Contains(got, "store 10.0.0.9 unavailable") {
+		t.Errorf("evidence hitrate.server_warnings = %q, want the server's warning", got)
+	}
+	var codes []string
+	for _, f := range doc.Fixes {
+		codes = append(codes, f.Severity+" "+f.Code)
+	}
+	if !slices.Contains(codes, "warning server-warning") {
+		t.Errorf("fixes = %v, want a warning server-warning", codes)
+	}
+	for _, r := range doc.Reasons {
+		if r.Rule == "single-replica" {
+			t.Errorf("single-replica decided on a partial response")
 		}
 	}
 }
