@@ -107,8 +107,16 @@ func FromTap(r *events.Report, inputs []string, seedKnown bool) *Stream {
 	for _, p := range r.Publishers {
 		s.LostBatches += p.UnrecoverableBatches
 	}
+	for _, f := range r.Findings {
+		if f.Severity >= finding.Warning && !slices.Contains(tapRestated, f.Code) {
+			s.Findings = append(s.Findings, Fix{Finding: f.Finding, Source: "tap"})
+		}
+	}
 	return s
 }
+
+// tapRestated are tap's finding codes the rules turn into fixes or reasons of their own.
+var tapRestated = []string{"hash-inconsistent", "hash-not-reproducible", "batches-lost", "eviction-churn", "block-zero-breaker", "duplicate-prefill"}
 
 // FromSimulation takes the first fleet of a simulation; replicasFrom and kvFrom say where its
 // shape came from.

@@ -166,3 +166,27 @@ func TestFromHitrateKVShape(t *testing.T) {
 		t.Errorf("KV shape = %d x %d, want 1024 x 32 (the smallest cache)", m.KVBlocks, m.KVBlockSize)
 	}
 }
+
+// Tap's warnings that no rule restates (a truncated recording, a restarted publisher) qualify
+// the stream's figures: assess passes them on instead of dropping them.
+func TestFromTapFindings(t *testing.T) {
+	f := func(sev finding.Severity, code string) events.Finding {
+		return events.Finding{Finding: finding.Finding{Severity: sev, Code: code, Subject: "a.kvtap", Message: code}}
+	}
+	rep := &events.Report{Findings: []events.Finding{
+		f(finding.Warning, "recording-truncated"), f(finding.Warning, "publisher-restarted"),
+		f(finding.Error, "hash-inconsistent"), f(finding.Info, "duplicate-batches"),
+	}}
+	s := FromTap(rep, []string{"a.kvtap"}, false)
+	var got []string
+	for _, x := range s.Findings {
+		got = append(got, x.Code)
+	}
+	if want := []string{"recording-truncated", "publisher-restarted"}; !cmp.Equal(want, got) {
+		t.Errorf("stream findings = %v, want %v", got, want)
+	}
+	rec := Decide(Input{Stream: s}, DefaultThresholds())
+	if !slices.ContainsFunc(rec.Fixes, func(x Fix) bool { return x.Code == "recording-truncated" }) {
+		t.Errorf("fixes = %+v, want recording-truncated passed on", rec.Fixes)
+	}
+}

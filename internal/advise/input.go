@@ -93,6 +93,9 @@ type Stream struct {
 	// RestoreFraction the share of blocks stored again after eviction on the same replica.
 	DuplicateFraction, RestoreFraction    *float64
 	FirstBlockStores, FirstBlocksDistinct uint64
+	// Findings are tap's own warnings and errors that the rules do not restate (a truncated
+	// recording, a publisher restart, a tap that fell behind, ...): they qualify the figures.
+	Findings []Fix
 }
 
 // Simulation is one fleet of kvcheck simulate over a trace.

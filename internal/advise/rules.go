@@ -260,6 +260,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 		}
 	}
 	if s := d.in.Stream; s != nil {
+		d.passOn(s.Findings)
 		sev := finding.Warning
 		if route == KVAwareRouter {
 			sev = finding.Error
