@@ -315,6 +315,8 @@ func TestNextSteps(t *testing.T) {
 			[]string{"--scrape", "--templates", "--requests", "--hash-seed"}, []string{"kvcheck tap"}},
 		{"estimated requests without sessions", Input{Requests: func() *Requests { r := requests(500, 0.01, 0.01, false); r.Sessions = 0; return r }()},
 			[]string{"--scrape", "--templates", "--tokenize", "session id", "--trace"}, nil},
+		{"one replica's log, caching unknown", Input{Metrics: &Metrics{Source: "log", Inputs: []string{"vllm.log"}, Mode: "log", Replicas: []Replica{{Name: "engine000"}}}},
+			[]string{"cache_config_info", "every replica", "--templates", "--requests", "--trace"}, nil},
 		{"default fleet shape", Input{Simulation: func() *Simulation { s := simulation(0.05, 1); s.KVFrom = "default"; return s }()},
 			[]string{"--scrape", "--templates", "--requests", "fleet's own shape"}, nil},
 	}
