@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -228,8 +227,8 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	return o.failOn.check(rec.Severities()...)
 }
 
-// assessMetrics reads the one metrics source exactly as kvcheck hitrate does, then reads
-// num_gpu_blocks, which the hitrate analysis does not keep, from vllm:cache_config_info.
+// assessMetrics reads the one metrics source exactly as kvcheck hitrate does. The report
+// carries num_gpu_blocks from scrapes and dumps; only --prometheus needs one more query.
 func assessMetrics(ctx context.Context, s streams, h *hitrateOptions) (*advise.Metrics, error) {
 	raw, err := collectHitrate(ctx, h)
 	if err != nil {
@@ -240,15 +239,16 @@ func assessMetrics(ctx context.Context, s streams, h *hitrateOptions) (*advise.M
 		fmt.Fprintf(s.ErrOut, "kvcheck: warning: could not read %s: %s; the assessment leaves it out\n", d.Target, d.Error)
 	}
 	m := advise.FromHitrate(rep)
-	m.KVBlocks, m.KVBlockSize = kvShape(ctx, s, h)
+	if m.KVBlocks == 0 && h.prom.URL != "" {
+		m.KVBlocks, m.KVBlockSize = kvShape(ctx, s, h)
+	}
 	return m, nil
 }
 
-// kvShape reads num_gpu_blocks and block_size, which the hitrate analysis does not keep, from
-// vllm:cache_config_info of the same source: the last dump, one more scrape of each target, or
-// one instant query. It returns the smallest replica's cache (the one whose working set
-// overflows first). It is best effort: without it the simulation falls back to --kv-blocks or its
-// default, and the report says which.
+// kvShape reads num_gpu_blocks and block_size with one instant query of vllm:cache_config_info,
+// for --prometheus, whose hitrate queries aggregate num_gpu_blocks away. It returns the smallest
+// replica's cache (the one whose working set overflows first). It is best effort: without it
+// the simulation falls back to --kv-blocks or its default, and the report says which.
 func kvShape(ctx context.Context, s streams, h *hitrateOptions) (blocks, blockSize int) {
 	fromSamples := func(samples []promql.Sample) {
 		for _, smp := range samples {
@@ -265,60 +265,32 @@ func kvShape(ctx context.Context, s streams, h *hitrateOptions) (blocks, blockSi
 			}
 		}
 	}
-	switch {
-	case len(h.files) > 0:
-		if d, err := promql.ReadDump(h.files[len(h.files)-1]); err == nil {
-			fromSamples(d.Samples)
-		}
-	case len(h.scrape) > 0 || h.targetsFile != "":
-		raw := h.scrape
-		if h.targetsFile != "" {
-			if lines, err := readTargetsFile(h.targetsFile); err == nil {
-				raw = append(slices.Clone(raw), lines...)
+	api, err := h.prom.api()
+	if err != nil {
+		return 0, 0
+	}
+	q := "vllm:cache_config_info"
+	if h.selector != "" {
+		q += "{" + h.selector + "}"
+	}
+	timeout := h.prom.QueryTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, _, _, err := api.Query(qctx, q, time.Now())
+	if err != nil {
+		fmt.Fprintf(s.ErrOut, "kvcheck: warning: query %s for num_gpu_blocks: %v\n", q, err)
+		return 0, 0
+	}
+	if vec, ok := v.(model.Vector); ok {
+		for _, smp := range vec {
+			labels := map[string]string{}
+			for k, x := range smp.Metric {
+				labels[string(k)] = string(x)
 			}
-		}
-		var targets []promql.Target
-		for _, r := range raw {
-			if t, err := promql.ParseTarget(r); err == nil {
-				targets = append(targets, t)
-			}
-		}
-		hc, err := h.prom.httpClient()
-		if err != nil {
-			return 0, 0
-		}
-		dumps, _ := promql.Scraper{Client: hc, Timeout: h.scrapeTimeout}.Round(ctx, targets, false)
-		for _, d := range dumps {
-			fromSamples(d.Samples)
-		}
-	case h.prom.URL != "":
-		api, err := h.prom.api()
-		if err != nil {
-			return 0, 0
-		}
-		q := "vllm:cache_config_info"
-		if h.selector != "" {
-			q += "{" + h.selector + "}"
-		}
-		timeout := h.prom.QueryTimeout
-		if timeout <= 0 {
-			timeout = 30 * time.Second
-		}
-		qctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		v, _, _, err := api.Query(qctx, q, time.Now())
-		if err != nil {
-			fmt.Fprintf(s.ErrOut, "kvcheck: warning: query %s for num_gpu_blocks: %v\n", q, err)
-			return 0, 0
-		}
-		if vec, ok := v.(model.Vector); ok {
-			for _, smp := range vec {
-				labels := map[string]string{}
-				for k, x := range smp.Metric {
-					labels[string(k)] = string(x)
-				}
-				fromSamples([]promql.Sample{{Name: labels["__name__"], Labels: labels}})
-			}
+			fromSamples([]promql.Sample{{Name: labels["__name__"], Labels: labels}})
 		}
 	}
 	return blocks, blockSize
@@ -387,7 +359,8 @@ func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.
 	replicas, replicasFrom := o.replicas, "--replicas"
 	switch {
 	case replicas > 0:
-	case seen > 0:
+	// One replica in a dump or log the user picked is a sample, not the fleet's size.
+	case seen > 1 || seen == 1 && !m.Sampled():
 		replicas, replicasFrom = min(seen, sim.MaxReplicas), "the metrics' replica count"
 	default:
 		replicas, replicasFrom = defaultAssessReplicas, "default"

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,8 +98,9 @@ func TestAssessInputs(t *testing.T) {
 			verdict: "fix-first"},
 		{name: "thrashing", args: []string{"--file", td + "assess/thrashing.prom"}, code: exitOK,
 			verdict: "fix-first", rules: "fleet-thrashes", fixes: []string{"error thrashing", "warning thrashing"}, confidence: "medium"},
+		// One dump is one replica's view, not the fleet's size: it decides nothing on its own.
 		{name: "single replica", args: []string{"--file", td + "assess/single.prom", "--fail-on", "info"}, code: exitOK,
-			verdict: "nothing", rules: "single-replica", confidence: "high"},
+			verdict: "nothing", rules: "no-reuse-measured", confidence: "low"},
 		{name: "within-session chat log", args: []string{"--requests", td + "assess/chat_sessions.jsonl", "--file", td + "assess/healthy.prom"}, code: exitOK,
 			verdict: "session-affinity", rules: "reuse-within-sessions",
 			evidence: map[string]string{"requests.within": `^5\d\.\d% of prompt tokens`}},
@@ -127,13 +129,13 @@ func TestAssessInputs(t *testing.T) {
 			verdict: "nothing", rules: "no-reuse-measured", confidence: "low"},
 		{name: "corpus V0 engine dump without prefix caching", corpus: true,
 			args: []string{"--file", "metrics/vllm-v0engine-aibrix-runtime-docs.prom"}, code: exitOK,
-			verdict: "fix-first", then: "nothing", rules: "prefix-caching-off,single-replica", fixes: []string{"error prefix-caching-off"}},
+			verdict: "fix-first", rules: "prefix-caching-off", fixes: []string{"error prefix-caching-off"}},
 		{name: "corpus V1 0.10.0 dump excerpt: one replica", corpus: true,
 			args: []string{"--file", "metrics/vllm-0.10.0-v1-production-stack-issue-617-excerpt.prom"}, code: exitOK,
-			verdict: "nothing", rules: "single-replica", confidence: "high"},
+			verdict: "nothing", rules: "no-reuse-measured", confidence: "low"},
 		{name: "corpus saturated engine log", corpus: true,
 			args: []string{"--log", "logs/issue_vllm-43295_vllm-v1_kv-saturated_queue.log"}, code: exitOK,
-			verdict: "fix-first", then: "nothing", rules: "fleet-thrashes,single-replica", fixes: []string{"error thrashing"}},
+			verdict: "fix-first", rules: "fleet-thrashes", fixes: []string{"error thrashing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -342,6 +344,40 @@ func TestAssessTokenize(t *testing.T) {
 	for _, n := range doc.NextSteps {
 		if strings.Contains(n.Measure, "--tokenize") {
 			t.Errorf("next steps ask for --tokenize, which was given: %q", n.Measure)
+		}
+	}
+}
+
+// TestAssessServerWarning: a Thanos or Mimir partial response is a finding of hitrate's; assess
+// shows it as evidence and a warning fix, and one replica seen through it decides nothing.
+func TestAssessServerWarning(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		result := `[]`
+		if strings.Contains(r.Form.Get("query"), "vllm:cache_config_info") {
+			result = `[{"metric":{"pod":"p0","block_size":"16","enable_prefix_caching":"True"},"value":[1764496860,"1"]}]`
+		}
+		_, _ = io.WriteString(w, `{"status":"success","warnings":["partial response: store 10.0.0.9 unavailable"],"data":{"resultType":"vector","result":`+result+`}}`)
+	}))
+	defer srv.Close()
+	doc, code, stderr := runAssessJSON(t, "--prometheus", srv.URL)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if got := doc.figure("hitrate.server_warnings"); !strings.Contains(got, "store 10.0.0.9 unavailable") {
+		t.Errorf("evidence hitrate.server_warnings = %q, want the server's warning", got)
+	}
+	var codes []string
+	for _, f := range doc.Fixes {
+		codes = append(codes, f.Severity+" "+f.Code)
+	}
+	if !slices.Contains(codes, "warning server-warning") {
+		t.Errorf("fixes = %v, want a warning server-warning", codes)
+	}
+	for _, r := range doc.Reasons {
+		if r.Rule == "single-replica" {
+			t.Errorf("single-replica decided on a partial response")
 		}
 	}
 }

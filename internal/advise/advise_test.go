@@ -87,6 +87,29 @@ func TestDecide(t *testing.T) {
 			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"single-replica"}},
 		},
 		{
+			// One dump or log is a sample of the fleet: one replica there decides nothing.
+			name: "single replica in a dump",
+			in:   Input{Metrics: func() *Metrics { m := healthy(1); m.Source = "file"; return m }()},
+			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}},
+		},
+		{
+			name: "single replica in a log, with cross-session reuse",
+			in:   Input{Metrics: func() *Metrics { m := healthy(1); m.Source = "log"; return m }(), Requests: requests(500, 0.5, 0, true)},
+			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"cross-session-reuse"}},
+		},
+		{
+			// Thanos answered with a partial response: the other replicas may be in the store
+			// that did not answer.
+			name: "single replica in a partial response",
+			in: Input{Metrics: func() *Metrics {
+				m := healthy(1)
+				m.Source = "prometheus"
+				m.Warnings = []Fix{{Finding: finding.Finding{Severity: finding.Warning, Code: "server-warning", Message: "partial response"}, Source: "hitrate"}}
+				return m
+			}()},
+			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}, Fixes: []string{"warning server-warning"}},
+		},
+		{
 			name: "single simulated replica",
 			in:   Input{Simulation: func() *Simulation { s := simulation(0.4, 2); s.Replicas = 1; return s }()},
 			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"single-replica"}},
@@ -292,6 +315,8 @@ func TestNextSteps(t *testing.T) {
 			[]string{"--scrape", "--templates", "--requests", "--hash-seed"}, []string{"kvcheck tap"}},
 		{"estimated requests without sessions", Input{Requests: func() *Requests { r := requests(500, 0.01, 0.01, false); r.Sessions = 0; return r }()},
 			[]string{"--scrape", "--templates", "--tokenize", "session id", "--trace"}, nil},
+		{"one replica's log, caching unknown", Input{Metrics: &Metrics{Source: "log", Inputs: []string{"vllm.log"}, Mode: "log", Replicas: []Replica{{Name: "engine000"}}}},
+			[]string{"cache_config_info", "every replica", "--templates", "--requests", "--trace"}, nil},
 		{"default fleet shape", Input{Simulation: func() *Simulation { s := simulation(0.05, 1); s.KVFrom = "default"; return s }()},
 			[]string{"--scrape", "--templates", "--requests", "fleet's own shape"}, nil},
 	}

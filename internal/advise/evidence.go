@@ -46,6 +46,9 @@ func (d *decision) collectEvidence() {
 		if name, v := worst(m.Replicas, func(r Replica) *float64 { return r.KVUsage }); name != "" {
 			d.evidence("hitrate.kv_usage", "hitrate", in, "KV-cache usage (fullest replica)", "%s on %s", pct(v), name)
 		}
+		if n := len(m.Warnings); n > 0 {
+			d.evidence("hitrate.server_warnings", "hitrate", in, "server warnings (figures may miss series)", "%d: %s", n, m.Warnings[0].Message)
+		}
 		if m.KVBlocks > 0 {
 			d.evidence("hitrate.kv_capacity", "hitrate", in, "KV cache per replica (smallest num_gpu_blocks x block_size)", "%d blocks x %d = %d tokens", m.KVBlocks, m.KVBlockSize, m.KVBlocks*m.KVBlockSize)
 		}

@@ -6,12 +6,14 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-// FromHitrate takes the hitrate report. The report does not carry num_gpu_blocks: callers set
-// KVBlocks and KVBlockSize when they can read them.
+// FromHitrate takes the hitrate report. KVBlocks and KVBlockSize are the smallest replica's
+// num_gpu_blocks and block_size when the report has them (scrapes and dumps); with
+// --prometheus, whose queries aggregate num_gpu_blocks away, callers set them.
 func FromHitrate(rep promql.Report) *Metrics {
 	m := &Metrics{Source: string(rep.Source), Inputs: slices.Clone(rep.Inputs), Mode: string(rep.Mode), HitRate: rep.Fleet.HitRate, Down: len(rep.Down)}
 	for _, r := range rep.Replicas {
@@ -19,8 +21,18 @@ func FromHitrate(rep promql.Report) *Metrics {
 			PreemptionsPer1k: r.PreemptionsPer1k, KVUsage: r.KVUsage}
 		if r.BlockSize != nil {
 			x.BlockSize = *r.BlockSize
+			if n := r.NumGPUBlocks; n != nil && (m.KVBlocks == 0 || *n**r.BlockSize < m.KVBlocks*m.KVBlockSize) {
+				m.KVBlocks, m.KVBlockSize = *n, *r.BlockSize
+			}
 		}
 		m.Replicas = append(m.Replicas, x)
+	}
+	for _, f := range rep.Findings {
+		if f.Code != "server-warning" {
+			continue
+		}
+		m.Warnings = append(m.Warnings, Fix{Finding: finding.Finding{Severity: f.Severity, Code: f.Code, Subject: m.Source, Message: f.Message},
+			Source: "hitrate", Fix: "query again when every store answers, or give --scrape of the replicas themselves; until then treat the metrics' figures as a lower bound"})
 	}
 	return m
 }
@@ -42,8 +54,30 @@ func FromRequests(s audit.Summary, input string) *Requests {
 		WithBlock: s.Requests - s.Short, UniqueFirstBlock: s.UniqueFirstBlock,
 		PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
 		CrossSessionTokens: s.CrossSessionTokens, WithinSessionTokens: s.WithinSessionTokens,
-		Findings: fromAudit("requests", s.Findings(input)),
+		Findings: userTextFirst(s, fromAudit("requests", s.Findings(input))),
 	}
+}
+
+// userTextFirst grades down the audit's unique-first-block error when the requests diverge in
+// plain text of a user message at block 0: prompts that start with the user's own question have
+// no shared prefix, which says there is no reuse (rule 2), not that a changing value should move
+// (rule 1). A generated value (a date, an id, a number) or a system message keeps the error.
+func userTextFirst(s audit.Summary, fs []Fix) []Fix {
+	if len(s.Sites) == 0 {
+		return fs
+	}
+	st := s.Sites[0]
+	if st.Block != 0 || st.Role != "user" || st.Cause != "text" {
+		return fs
+	}
+	for i := range fs {
+		if fs[i].Code == "audit/unique-first-block" && fs[i].Severity == finding.Error {
+			fs[i].Severity = finding.Warning
+			fs[i].Message += "; it is plain text in a user message, so the prompts start with the users' own words: nothing to move, only no prefix to share"
+			fs[i].Fix = "nothing to move: a shared prefix would come from a common system prompt or from the turns of a conversation"
+		}
+	}
+	return fs
 }
 
 func fromAudit(source string, fs []audit.Finding) []Fix {
@@ -73,8 +107,16 @@ func FromTap(r *events.Report, inputs []string, seedKnown bool) *Stream {
 	for _, p := range r.Publishers {
 		s.LostBatches += p.UnrecoverableBatches
 	}
+	for _, f := range r.Findings {
+		if f.Severity >= finding.Warning && !slices.Contains(tapRestated, f.Code) {
+			s.Findings = append(s.Findings, Fix{Finding: f.Finding, Source: "tap"})
+		}
+	}
 	return s
 }
+
+// tapRestated are tap's finding codes the rules turn into fixes or reasons of their own.
+var tapRestated = []string{"hash-inconsistent", "hash-not-reproducible", "batches-lost", "eviction-churn", "block-zero-breaker", "duplicate-prefill"}
 
 // FromSimulation takes the first fleet of a simulation; replicasFrom and kvFrom say where its
 // shape came from.

@@ -2,6 +2,8 @@ package advise
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,5 +90,103 @@ func TestFromSimulation(t *testing.T) {
 	want := map[string]Family{"round-robin": FamilyBalance, "session": FamilySession, "kv-longest": FamilyKV, "kv-load": FamilyKV}
 	if d := cmp.Diff(want, fam); d != "" {
 		t.Errorf("families (-want +got):\n%s", d)
+	}
+}
+
+// A partial response from Thanos or Mimir is a hitrate finding; assess must show it as
+// evidence and pass it on as a fix, not only print it on stderr.
+func TestServerWarningSurfaces(t *testing.T) {
+	on := true
+	rep := promql.Analyze(promql.Input{Source: promql.SourcePrometheus, Mode: promql.ModeRate, Window: 300, Inputs: []string{"http://thanos"},
+		Observations: []promql.Observation{
+			{Replica: "a", Window: 300, Queries: ptr(1000.0), Hits: ptr(500.0), BlockSize: 16, PrefixCaching: &on},
+			{Replica: "b", Window: 300, Queries: ptr(1000.0), Hits: ptr(500.0), BlockSize: 16, PrefixCaching: &on},
+		},
+		Warnings: []promql.ServerWarning{{Warning: "partial response: store 10.0.0.9 unavailable", Queries: []string{"hits"}}}})
+	m := FromHitrate(rep)
+	if len(m.Warnings) != 1 || m.Warnings[0].Code != "server-warning" || m.Warnings[0].Severity != finding.Warning {
+		t.Fatalf("FromHitrate warnings = %+v, want one server-warning warning", m.Warnings)
+	}
+	rec := Decide(Input{Metrics: m}, DefaultThresholds())
+	if !slices.ContainsFunc(rec.Fixes, func(f Fix) bool { return f.Code == "server-warning" }) {
+		t.Errorf("fixes = %+v, want the server warning", rec.Fixes)
+	}
+	i := slices.IndexFunc(rec.Evidence, func(e Evidence) bool { return e.ID == "hitrate.server_warnings" })
+	if i < 0 || !strings.Contains(rec.Evidence[i].Figure, "store 10.0.0.9 unavailable") {
+		t.Errorf("evidence = %+v, want hitrate.server_warnings naming the warning", rec.Evidence)
+	}
+	if rec.Verdict == FixFirst {
+		t.Errorf("verdict = %s: a warning alone must not block", rec.Verdict)
+	}
+}
+
+// Requests that start with the user's own question have unique first blocks without any value
+// to move: the audit's error must not make assess say "fix this first".
+func TestUserTextFirstIsNoBreaker(t *testing.T) {
+	sum := func(role, cause string) audit.Summary {
+		return audit.Summary{Requests: 200, UniqueFirstBlock: 200, PromptTokens: 16000, BlockSize: 16,
+			Sites: []audit.Site{{Message: 0, Role: role, Block: 0, Cause: cause, Count: 200, Example: "what is"}}}
+	}
+	tests := []struct {
+		name, role, cause string
+		sev               finding.Severity
+		verdict           Verdict
+	}{
+		{"user text", "user", "text", finding.Warning, Nothing},
+		{"system text", "system", "text", finding.Error, FixFirst},
+		{"date in a user message", "user", "date/time", finding.Error, FixFirst},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := FromRequests(sum(tt.role, tt.cause), "log.jsonl")
+			i := slices.IndexFunc(r.Findings, func(f Fix) bool { return f.Code == "audit/unique-first-block" })
+			if i < 0 {
+				t.Fatalf("findings = %+v, want audit/unique-first-block", r.Findings)
+			}
+			if got := r.Findings[i].Severity; got != tt.sev {
+				t.Errorf("severity = %s, want %s", got, tt.sev)
+			}
+			if got := Decide(Input{Requests: r}, DefaultThresholds()).Verdict; got != tt.verdict {
+				t.Errorf("verdict = %s, want %s", got, tt.verdict)
+			}
+		})
+	}
+}
+
+// FromHitrate takes the smallest replica's KV cache (num_gpu_blocks x block_size) from the
+// report, so assess needs no scrape of its own.
+func TestFromHitrateKVShape(t *testing.T) {
+	rep := promql.Report{Source: promql.SourceScrape, Replicas: []promql.Replica{
+		{Replica: "a", BlockSize: ptr(16), NumGPUBlocks: ptr(4096)},
+		{Replica: "b", BlockSize: ptr(32), NumGPUBlocks: ptr(1024)},
+		{Replica: "c", BlockSize: ptr(16)},
+	}}
+	m := FromHitrate(rep)
+	if m.KVBlocks != 1024 || m.KVBlockSize != 32 {
+		t.Errorf("KV shape = %d x %d, want 1024 x 32 (the smallest cache)", m.KVBlocks, m.KVBlockSize)
+	}
+}
+
+// Tap's warnings that no rule restates (a truncated recording, a restarted publisher) qualify
+// the stream's figures: assess passes them on instead of dropping them.
+func TestFromTapFindings(t *testing.T) {
+	f := func(sev finding.Severity, code string) events.Finding {
+		return events.Finding{Finding: finding.Finding{Severity: sev, Code: code, Subject: "a.kvtap", Message: code}}
+	}
+	rep := &events.Report{Findings: []events.Finding{
+		f(finding.Warning, "recording-truncated"), f(finding.Warning, "publisher-restarted"),
+		f(finding.Error, "hash-inconsistent"), f(finding.Info, "duplicate-batches"),
+	}}
+	s := FromTap(rep, []string{"a.kvtap"}, false)
+	var got []string
+	for _, x := range s.Findings {
+		got = append(got, x.Code)
+	}
+	if want := []string{"recording-truncated", "publisher-restarted"}; !cmp.Equal(want, got) {
+		t.Errorf("stream findings = %v, want %v", got, want)
+	}
+	rec := Decide(Input{Stream: s}, DefaultThresholds())
+	if !slices.ContainsFunc(rec.Fixes, func(x Fix) bool { return x.Code == "recording-truncated" }) {
+		t.Errorf("fixes = %+v, want recording-truncated passed on", rec.Fixes)
 	}
 }

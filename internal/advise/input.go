@@ -27,6 +27,9 @@ type Metrics struct {
 	// KVBlocks and KVBlockSize are the smallest replica's num_gpu_blocks and block_size from
 	// vllm:cache_config_info; 0 when unknown.
 	KVBlocks, KVBlockSize int
+	// Warnings are the server's warnings (hitrate's server-warning findings: a Thanos or Mimir
+	// partial response, for example): the figures above may miss series.
+	Warnings []Fix
 }
 
 // Replica is one replica's figures.
@@ -90,6 +93,9 @@ type Stream struct {
 	// RestoreFraction the share of blocks stored again after eviction on the same replica.
 	DuplicateFraction, RestoreFraction    *float64
 	FirstBlockStores, FirstBlocksDistinct uint64
+	// Findings are tap's own warnings and errors that the rules do not restate (a truncated
+	// recording, a publisher restart, a tap that fell behind, ...): they qualify the figures.
+	Findings []Fix
 }
 
 // Simulation is one fleet of kvcheck simulate over a trace.

@@ -1,5 +1,7 @@
 package advise
 
+import "slices"
+
 // nextSteps says, for each measurement missing or weak, what would settle it.
 func (d *decision) nextSteps(route Verdict) {
 	add := func(measure, settles string) {
@@ -17,6 +19,14 @@ func (d *decision) nextSteps(route Verdict) {
 	if in.Metrics == nil {
 		add("add --scrape HOST:PORT,... (or --prometheus URL) to this run",
 			"whether prefix caching is on on every replica and the fleet is not thrashing, and the replica count and KV size the simulation should use")
+	}
+	if m := in.Metrics; m != nil && slices.ContainsFunc(m.Replicas, func(r Replica) bool { return r.PrefixCaching == nil }) {
+		add("read vllm:cache_config_info from the replicas' /metrics (--scrape), or check their command lines for --no-enable-prefix-caching",
+			"whether prefix caching is on where the metrics given do not say (a log or an old dump carries no cache_config_info)")
+	}
+	if m := in.Metrics; m != nil && m.Sampled() && len(m.Replicas) == 1 {
+		add("add --scrape with every replica (or --prometheus URL) if the fleet has more than the one replica in "+m.Source+" "+shortList(m.Inputs),
+			"how many replicas a router would choose between: one dump or log is one replica, not necessarily the fleet")
 	}
 	if in.Templates == nil {
 		add("add --templates with the chat template and the code that builds prompts",

@@ -47,7 +47,11 @@ func (d *decision) route() (v Verdict, reasons []Reason, decided bool) {
 }
 
 func (d *decision) singleReplica() (Reason, bool) {
-	if m := d.in.Metrics; m != nil && len(m.Replicas) == 1 && m.Down == 0 {
+	// A dump or a log is one replica's view unless it says otherwise: one replica there is a
+	// sample, not the fleet's size, so it decides nothing (nextSteps asks for every replica).
+	// A partial response (a server warning) may have left the other replicas out, as a target
+	// that could not be read may have.
+	if m := d.in.Metrics; m != nil && len(m.Replicas) == 1 && m.Down == 0 && len(m.Warnings) == 0 && !m.Sampled() {
 		return Reason{Rule: "single-replica", Verdict: Nothing, Strength: High, Evidence: []string{"hitrate.replicas"},
 			Text: "the fleet has one replica: a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up"}, true
 	}
@@ -210,6 +214,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 		out = append(out, Reason{Rule: rule, Verdict: FixFirst, Strength: st, Text: text, Evidence: ev})
 	}
 	if m := d.in.Metrics; m != nil {
+		d.passOn(m.Warnings)
 		var off []string
 		for _, r := range m.Replicas {
 			if r.PrefixCaching != nil && !*r.PrefixCaching {
@@ -255,6 +260,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 		}
 	}
 	if s := d.in.Stream; s != nil {
+		d.passOn(s.Findings)
 		sev := finding.Warning
 		if route == KVAwareRouter {
 			sev = finding.Error
@@ -356,3 +362,7 @@ func versionNote(v string) string {
 	}
 	return " (vLLM " + v + " leaves preempted lookups out, but counts a request retried under KV pressure again, issue #43736)"
 }
+
+// Sampled reports whether the metrics came from dumps or logs the user picked, which need not
+// cover the whole fleet, rather than from a scrape of the targets or a Prometheus query.
+func (m *Metrics) Sampled() bool { return m.Source == "file" || m.Source == "log" }

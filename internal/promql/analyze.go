@@ -98,6 +98,9 @@ type Replica struct {
 	BlockSize          *int       `json:"block_size"`
 	PrefixCaching      *bool      `json:"prefix_caching"`
 	Generation         Generation `json:"metric_generation"`
+	// NumGPUBlocks is the KV cache's size in blocks from vllm:cache_config_info (nil when
+	// unknown). kvcheck assess sizes its simulated fleet with it; hitrate does not show it.
+	NumGPUBlocks *int `json:"-"`
 }
 
 // Fleet sums the replicas up.
@@ -228,6 +231,9 @@ func replicaFigures(o Observation) Replica {
 	}
 	if o.BlockSize > 0 {
 		r.BlockSize = ptr(o.BlockSize)
+	}
+	if o.NumGPUBlocks > 0 {
+		r.NumGPUBlocks = ptr(o.NumGPUBlocks)
 	}
 	switch {
 	case o.Queries != nil && o.Hits != nil:

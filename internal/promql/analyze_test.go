@@ -1,6 +1,7 @@
 package promql
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -238,6 +239,36 @@ func TestConfigWithoutEngine(t *testing.T) {
 			want := []row{{"h:1/0", 32, &on}, {"h:1/1", 32, &on}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNumGPUBlocks checks that num_gpu_blocks from vllm:cache_config_info reaches the replica
+// (also when the series has no engine label) without changing hitrate's JSON.
+func TestNumGPUBlocks(t *testing.T) {
+	points := []point{{name: configInfo, labels: map[string]string{"instance": "h:1", "block_size": "16", "num_gpu_blocks": "4096"}, value: 1}}
+	for _, e := range []string{"0", "1"} {
+		l := map[string]string{"instance": "h:1", "engine": e}
+		points = append(points, point{name: "vllm:prefix_cache_queries_total", labels: l, value: 100})
+	}
+	for _, by := range [][]string{{"instance"}, {"instance", "engine"}} {
+		t.Run(strings.Join(by, ","), func(t *testing.T) {
+			rep := Analyze(Input{Mode: ModeRate, Observations: assemble(points, grouping{by: by}, 60).obs})
+			if len(rep.Replicas) == 0 {
+				t.Fatal("no replicas")
+			}
+			for _, r := range rep.Replicas {
+				if r.NumGPUBlocks == nil || *r.NumGPUBlocks != 4096 {
+					t.Errorf("%s: NumGPUBlocks = %v, want 4096", r.Replica, r.NumGPUBlocks)
+				}
+				b, err := json.Marshal(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(b), "4096") {
+					t.Errorf("%s: hitrate's JSON shows num_gpu_blocks: %s", r.Replica, b)
+				}
 			}
 		})
 	}

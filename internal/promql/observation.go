@@ -38,7 +38,10 @@ type Observation struct {
 
 	BlockSize     int
 	PrefixCaching *bool
-	Generation    Generation
+	// NumGPUBlocks is num_gpu_blocks from vllm:cache_config_info, the KV cache's size in
+	// blocks; 0 when unknown (the --prometheus queries aggregate it away).
+	NumGPUBlocks int
+	Generation   Generation
 	// QueriesName and HitsName are the counters the hit rate was computed from.
 	QueriesName, HitsName string
 	// Exported are the known metric names the replica exports.
@@ -153,6 +156,9 @@ func assemble(points []point, g grouping, window float64) assembled {
 			if on, err := strconv.ParseBool(p.labels["enable_prefix_caching"]); err == nil {
 				r.obs.PrefixCaching = &on
 			}
+			if n, err := strconv.Atoi(p.labels["num_gpu_blocks"]); err == nil && n > 0 {
+				r.obs.NumGPUBlocks = n
+			}
 			continue
 		}
 		r.seen[p.name] = true
@@ -200,6 +206,9 @@ func assemble(points []point, g grouping, window float64) assembled {
 			}
 			if o.PrefixCaching == nil {
 				o.PrefixCaching = r.obs.PrefixCaching
+			}
+			if o.NumGPUBlocks == 0 {
+				o.NumGPUBlocks = r.obs.NumGPUBlocks
 			}
 			taken = true
 		}

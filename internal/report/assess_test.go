@@ -32,7 +32,7 @@ func assessInputs() map[string]advise.Input {
 		"kv_router": {Simulation: sim},
 		"session": {Requests: &advise.Requests{Input: "chat.jsonl", Estimated: true, Requests: 120, Sessions: 30, WithBlock: 120, PromptTokens: 29371,
 			CacheableTokens: 16653, WithinSessionTokens: 16653}},
-		"nothing": {Metrics: &advise.Metrics{Source: "file", Inputs: []string{"single.prom"}, Mode: "lifetime", Replicas: []advise.Replica{{Name: "10.0.0.1:8000", PrefixCaching: &on}}}},
+		"nothing": {Metrics: &advise.Metrics{Source: "scrape", Inputs: []string{"10.0.0.1:8000"}, Mode: "rate", Replicas: []advise.Replica{{Name: "10.0.0.1:8000", PrefixCaching: &on}}}},
 	}
 }
 
