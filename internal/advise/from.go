@@ -54,30 +54,8 @@ func FromRequests(s audit.Summary, input string) *Requests {
 		WithBlock: s.Requests - s.Short, UniqueFirstBlock: s.UniqueFirstBlock,
 		PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
 		CrossSessionTokens: s.CrossSessionTokens, WithinSessionTokens: s.WithinSessionTokens,
-		Findings: userTextFirst(s, fromAudit("requests", s.Findings(input))),
+		Findings: fromAudit("requests", s.Findings(input)),
 	}
-}
-
-// userTextFirst grades down the audit's unique-first-block error when the requests diverge in
-// plain text of a user message at block 0: prompts that start with the user's own question have
-// no shared prefix, which says there is no reuse (rule 2), not that a changing value should move
-// (rule 1). A generated value (a date, an id, a number) or a system message keeps the error.
-func userTextFirst(s audit.Summary, fs []Fix) []Fix {
-	if len(s.Sites) == 0 {
-		return fs
-	}
-	st := s.Sites[0]
-	if st.Block != 0 || st.Role != "user" || st.Cause != "text" {
-		return fs
-	}
-	for i := range fs {
-		if fs[i].Code == "audit/unique-first-block" && fs[i].Severity == finding.Error {
-			fs[i].Severity = finding.Warning
-			fs[i].Message += "; it is plain text in a user message, so the prompts start with the users' own words: nothing to move, only no prefix to share"
-			fs[i].Fix = "nothing to move: a shared prefix would come from a common system prompt or from the turns of a conversation"
-		}
-	}
-	return fs
 }
 
 func fromAudit(source string, fs []audit.Finding) []Fix {

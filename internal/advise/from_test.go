@@ -121,7 +121,7 @@ func TestServerWarningSurfaces(t *testing.T) {
 }
 
 // Requests that start with the user's own question have unique first blocks without any value
-// to move: the audit's error must not make assess say "fix this first".
+// to move: the audit grades that as info, and assess must not say "fix this first".
 func TestUserTextFirstIsNoBreaker(t *testing.T) {
 	sum := func(role, cause string) audit.Summary {
 		return audit.Summary{Requests: 200, UniqueFirstBlock: 200, PromptTokens: 16000, BlockSize: 16,
@@ -132,7 +132,7 @@ func TestUserTextFirstIsNoBreaker(t *testing.T) {
 		sev               finding.Severity
 		verdict           Verdict
 	}{
-		{"user text", "user", "text", finding.Warning, Nothing},
+		{"user text", "user", "text", finding.Info, Nothing},
 		{"system text", "system", "text", finding.Error, FixFirst},
 		{"date in a user message", "user", "date/time", finding.Error, FixFirst},
 	}

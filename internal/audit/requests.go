@@ -162,7 +162,15 @@ func (s *Summary) Findings(subject string) []Finding {
 			site = &s.Sites[0]
 			msg += fmt.Sprintf("; most often at %s, offset %d (%s, e.g. %q)", site.Where(), site.Offset, site.Cause, site.Example)
 		}
-		f := add(sev, "audit/unique-first-block", msg, "move per-request values (dates, ids, user data) out of the start of the prompt: to the end, a later message or a tool result")
+		fix := "move per-request values (dates, ids, user data) out of the start of the prompt: to the end, a later message or a tool result"
+		if site != nil && userText(*site) {
+			// The prompt opens with what the user typed: nothing generated breaks a shared
+			// prefix, there is just none to share. Only later turns of a conversation can reuse.
+			sev = finding.Info
+			msg += ": the prompts start with the user's own text, so there is no shared prefix to break"
+			fix = "nothing to fix in the prompt builder; a shared system prompt placed first would be cached once per replica, and later turns of a conversation reuse their own prefix"
+		}
+		f := add(sev, "audit/unique-first-block", msg, fix)
 		f.Position, f.Block = Breaker, 0
 		if site != nil {
 			at(f, *site, Breaker)
@@ -752,4 +760,10 @@ func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Token
 		}
 		return nil
 	})
+}
+
+// userText reports whether requests leave the shared prefix inside a user message (or a plain
+// completion prompt) on ordinary text rather than on a date, an id or a number a program wrote.
+func userText(st Site) bool {
+	return (st.Role == "user" || st.Role == "") && (st.Cause == "text" || st.Cause == "token ids")
 }

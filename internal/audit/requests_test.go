@@ -587,3 +587,50 @@ func TestProbeClockOnlyTemplate(t *testing.T) {
 		})
 	}
 }
+
+// TestUniqueFirstBlockUserText: requests that open with the user's own question have unique
+// first blocks, but nothing generated breaks a prefix there: info, not an error to fix.
+func TestUniqueFirstBlockUserText(t *testing.T) {
+	questions := []string{
+		"How do I reverse a linked list in place without extra memory?",
+		"What is the difference between a mutex and a semaphore in practice?",
+		"Can you explain how TCP slow start interacts with packet loss?",
+		"Why does my Python program use so much memory when reading CSV files?",
+		"Which sorting algorithm is stable and runs in n log n time?",
+		"Summarise the causes of the French Revolution in three sentences.",
+	}
+	tests := []struct {
+		name string
+		line func(i int, q string) string
+		want finding.Severity
+	}{
+		{"user text first", func(i int, q string) string { return chatLine(t, "", Message{"user", q}) }, finding.Info},
+		{"timestamp first", func(i int, q string) string {
+			return chatLine(t, "", Message{"system", fmt.Sprintf("2026-11-30T10:%02d:%02d.%06dZ You are a helpful assistant.", i, i*7%60, i*12345)}, Message{"user", q})
+		}, finding.Error},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var lines []string
+			for i, q := range questions {
+				lines = append(lines, tt.line(i, q))
+			}
+			sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range sum.Findings("log.jsonl") {
+				if f.Code == "audit/unique-first-block" {
+					if f.Severity != tt.want {
+						t.Errorf("unique-first-block is %s, want %s: %s", f.Severity, tt.want, f.Message)
+					}
+					got = append(got, f.Message)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("got %d unique-first-block findings, want 1: %q", len(got), got)
+			}
+		})
+	}
+}
