@@ -54,11 +54,7 @@ func runAssessDemo(ctx context.Context, s streams, g *globalOptions) error {
 			fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
 		}
 	}()
-	var targets []string
-	for _, r := range f.Replicas() {
-		targets = append(targets, r.Name()+"="+r.URL())
-	}
-	return demoAssess(ctx, s, g, targets)
+	return demoAssess(ctx, s, g, f.Targets())
 }
 
 // The built-in chat trace's shape: conversations start over ten minutes, each has a few turns

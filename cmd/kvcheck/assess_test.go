@@ -197,22 +197,7 @@ func TestAssessScrapeFleet(t *testing.T) {
 	off := false
 	cfgs := fleet.Uniform(3, fleet.Config{WarmupSteps: 200, KVBlocks: 1536, BlockSize: 32})
 	cfgs[2].PrefixCaching = &off
-	f, err := fleet.New(fleet.Options{Replicas: cfgs, Tick: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("close the fleet: %v", err)
-		}
-	})
-	var targets []string
-	for _, r := range f.Replicas() {
-		targets = append(targets, r.Name()+"="+r.URL())
-	}
+	targets := startFleet(t, fleet.Options{Replicas: cfgs, Tick: time.Millisecond}).Targets()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -284,22 +269,7 @@ func TestAssessPrometheus(t *testing.T) {
 
 // TestDemoAssess runs the function kvcheck demo calls against four emulated replicas.
 func TestDemoAssess(t *testing.T) {
-	f, err := fleet.New(fleet.Options{Replicas: fleet.Uniform(4, fleet.Config{WarmupSteps: 500}), Tick: 5 * time.Millisecond, StepsPerTick: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("close the fleet: %v", err)
-		}
-	})
-	var targets []string
-	for _, r := range f.Replicas() {
-		targets = append(targets, r.Name()+"="+r.URL())
-	}
+	targets := startFleet(t, fleet.Options{Replicas: fleet.Uniform(4, fleet.Config{WarmupSteps: 500}), Tick: 5 * time.Millisecond, StepsPerTick: 5}).Targets()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer

@@ -298,7 +298,7 @@ func demoHitrate(ctx context.Context, d *demoSession) error {
 		return err
 	}
 	defer d.stop(f)
-	var notes, targets []string
+	var notes []string
 	for _, r := range f.Replicas() {
 		note := ""
 		switch r.Name() {
@@ -308,9 +308,8 @@ func demoHitrate(ctx context.Context, d *demoSession) error {
 			note = " (mostly unique prompts: colder)"
 		}
 		notes = append(notes, fmt.Sprintf("  %s  %s  vLLM %s%s", r.Name(), r.URL(), r.Config().Version, note))
-		targets = append(targets, r.Name()+"="+r.URL())
 	}
 	notes = append(notes, fmt.Sprintf("Scrape window %s (30s by default outside the demo); the built-in workload runs about 300 requests/s per replica so the counters move within seconds.", d.o.window))
 	d.heading("Demo: kvcheck hitrate against 4 emulated vLLM replicas", notes...)
-	return d.exec(ctx, "hitrate", "--scrape", strings.Join(targets, ","), "--window", d.o.window.String())
+	return d.exec(ctx, "hitrate", "--scrape", strings.Join(f.Targets(), ","), "--window", d.o.window.String())
 }

@@ -20,14 +20,7 @@ import (
 func TestAuditTokenizeDemoFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := fleet.New(fleet.Options{Replicas: append(demoFleet(1), demoAuditReplica(1))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeFleet(t, f) })
+	f := startFleet(t, fleet.Options{Replicas: append(demoFleet(1), demoAuditReplica(1))})
 	for _, r := range f.Replicas() {
 		t.Run(r.Name(), func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -143,4 +136,18 @@ func closeFleet(t testing.TB, f *fleet.Fleet) {
 	if err := f.Close(); err != nil {
 		t.Error(err)
 	}
+}
+
+// startFleet starts an emulated fleet on loopback for one test and closes it at the end.
+func startFleet(t *testing.T, o fleet.Options) *fleet.Fleet {
+	t.Helper()
+	f, err := fleet.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeFleet(t, f) })
+	return f
 }

@@ -68,14 +68,7 @@ func TestHitrateCorpus(t *testing.T) {
 // TestHitrateScrapePartlyDown scrapes two emulated replicas and a dead port: the report shows
 // the two, names the dead one, and the exit code says the fleet row is incomplete.
 func TestHitrateScrapePartlyDown(t *testing.T) {
-	f, err := fleet.New(fleet.Options{Replicas: fleet.Uniform(2, fleet.Config{WarmupSteps: 100}), Tick: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeFleet(t, f) })
+	f := startFleet(t, fleet.Options{Replicas: fleet.Uniform(2, fleet.Config{WarmupSteps: 100}), Tick: time.Millisecond})
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	args := []string{"hitrate", "--window", "200ms", "--scrape", "a=" + f.URLs()[0], "--scrape", "b=" + f.URLs()[1], "--scrape", "dead=" + dead.URL}

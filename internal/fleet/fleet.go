@@ -102,6 +102,16 @@ func (f *Fleet) URLs() []string {
 	return out
 }
 
+// Targets returns the replicas as name=URL, the form kvcheck hitrate --scrape takes, so the
+// report names each replica as the fleet does.
+func (f *Fleet) Targets() []string {
+	out := make([]string, len(f.replicas))
+	for i, r := range f.replicas {
+		out[i] = r.Name() + "=" + r.URL()
+	}
+	return out
+}
+
 // Step runs n scheduler steps on every replica.
 func (f *Fleet) Step(n int) {
 	for _, r := range f.replicas {

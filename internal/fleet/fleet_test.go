@@ -118,6 +118,11 @@ func TestFleetServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeFleet(t, f) })
+	for i, tg := range f.Targets() {
+		if want := f.Replicas()[i].Name() + "=" + f.URLs()[i]; tg != want {
+			t.Errorf("Targets()[%d] = %q, want %q", i, tg, want)
+		}
+	}
 	ctx := context.Background()
 	for _, tc := range []struct{ url, want string }{
 		{f.URLs()[0] + "/metrics", `vllm:prefix_cache_queries_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"}`},
