@@ -168,7 +168,12 @@ func (rd *Reader) bytes(n uint64) ([]byte, error) {
 	return b, nil
 }
 
-func (rd *Reader) sourceName(id uint64) (string, error) {
+// source reads a source id and returns the name an earlier record defined for it.
+func (rd *Reader) source() (string, error) {
+	id, err := rd.uv()
+	if err != nil {
+		return "", err
+	}
 	if id >= uint64(len(rd.sources)) {
 		return "", fmt.Errorf("record uses undefined source %d: the recording is corrupt", id)
 	}
@@ -196,11 +201,7 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 		rd.sources = append(rd.sources, string(name))
 		return nil
 	case 0x02, 0x03:
-		id, err := rd.uv()
-		if err != nil {
-			return err
-		}
-		src, err := rd.sourceName(id)
+		src, err := rd.source()
 		if err != nil {
 			return err
 		}
@@ -229,11 +230,7 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 		rec.Message.Recovered = kind == 0x03
 		return nil
 	case 0x04:
-		id, err := rd.uv()
-		if err != nil {
-			return err
-		}
-		src, err := rd.sourceName(id)
+		src, err := rd.source()
 		if err != nil {
 			return err
 		}
