@@ -324,6 +324,10 @@ func replayRecordings(files []string, topic string, c *events.Collector) (time.D
 		for {
 			err := it.rd.Next(&it.rec)
 			if errors.Is(err, io.EOF) {
+				if it.rd.Skipped > 0 {
+					cut = append(cut, events.Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-skipped", Subject: it.src,
+						Message: fmt.Sprintf("%d record(s) skipped, the first holding %s: a hostile or broken publisher's message that an older kvcheck recorded; everything else was read", it.rd.Skipped, it.rd.SkipReason)}})
+				}
 				if it.rd.Truncated {
 					// What the cut record held is unknown, maybe the last batch of a
 					// publisher: the sequence numbers cannot show it, so say so.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -157,11 +158,22 @@ func TestTapFromTruncated(t *testing.T) {
 	if err := os.WriteFile(cut, buf.Bytes()[:buf.Len()-3], 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A message of 100 frames, as kvcheck recorded before it bounded frames at receive time:
+	// the reader skips it and says so; the rest of the recording counts.
+	hostile := filepath.Join(t.TempDir(), "hostile.kvtap")
+	bad := append(slices.Clone(buf.Bytes()), 0x02, 0x00, 0x04, 100)
+	for range 100 {
+		bad = append(bad, 1, 'x')
+	}
+	if err := os.WriteFile(hostile, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		file    string
 		batches int
 		finding bool
-	}{{full, 3, false}, {cut, 2, true}} {
+		code    string
+	}{{full, 3, false, "recording-truncated"}, {cut, 2, true, "recording-truncated"}, {hostile, 3, true, "recording-skipped"}} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), []string{"tap", "--from", tc.file, "-o", "json"},
 			streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, nil)
@@ -177,11 +189,11 @@ func TestTapFromTruncated(t *testing.T) {
 		}
 		found := false
 		for _, f := range doc.Findings {
-			found = found || (f.Code == "recording-truncated" && f.Subject == tc.file)
+			found = found || (f.Code == tc.code && f.Subject == tc.file)
 		}
 		if len(doc.Publishers) != 1 || doc.Publishers[0].Batches != tc.batches || found != tc.finding {
-			t.Errorf("%s: publishers %+v, findings %+v; want %d batches and a recording-truncated finding %v",
-				filepath.Base(tc.file), doc.Publishers, doc.Findings, tc.batches, tc.finding)
+			t.Errorf("%s: publishers %+v, findings %+v; want %d batches and a %s finding %v",
+				filepath.Base(tc.file), doc.Publishers, doc.Findings, tc.batches, tc.code, tc.finding)
 		}
 	}
 }

@@ -259,7 +259,14 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 				}
 				break
 			}
-			r := received{msg: FromFrames(s.Endpoint, m.Frames, cfg.Now().UnixNano()), frames: m.Frames}
+			frames := m.Frames
+			if len(frames) > maxFrames {
+				// Counted as malformed with its real frame count; recorded with the first
+				// maxFrames frames only, so the recording holds nothing its reader refuses.
+				frames = frames[:maxFrames]
+			}
+			r := received{msg: FromFrames(s.Endpoint, frames, cfg.Now().UnixNano()), frames: frames}
+			r.msg.Frames = len(m.Frames)
 			select {
 			case queue <- r:
 			default:

@@ -1,14 +1,18 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
 
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/fleet"
@@ -444,5 +448,103 @@ func TestTapHostilePeer(t *testing.T) {
 	p := r.Publishers[0]
 	if p.Connected == nil || *p.Connected || !strings.Contains(p.ConnectError, "over the 67108864-byte bound") {
 		t.Errorf("connected %v, error %q; want not connected, naming the --max-message bound", p.Connected, p.ConnectError)
+	}
+}
+
+// TestTapHundredFrameMessage: a publisher sends a message of 100 frames between good batches.
+// The tap counts it as malformed with its real frame count, and the recording it writes reads
+// back whole: the hostile message costs itself, not the capture.
+func TestTapHundredFrameMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep := "tcp://" + freePort(t)
+	pub := zmq4.NewPub(ctx)
+	defer func() { _ = pub.Close() }()
+	if err := pub.Listen(ep); err != nil {
+		t.Fatal(err)
+	}
+	good := func(seq uint64) zmq4.Msg {
+		return zmq4.NewMsgFrom([]byte("kv"), binary.BigEndian.AppendUint64(nil, seq), []byte{0x93, 0xcb, 0x41, 0xd9, 0, 0, 0, 0, 0, 0, 0x90, 0xc0})
+	}
+	hostile := make([][]byte, 100)
+	for i := range hostile {
+		hostile[i] = []byte{byte(i)}
+	}
+	var rec bytes.Buffer
+	recorder, err := events.NewRecorder(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := events.NewCollector(events.Options{})
+	tctx, stop := context.WithCancel(ctx)
+	seen := make(chan int, 4096)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tap(tctx, events.Config{Sources: []events.Source{{Endpoint: ep}}, Recorder: recorder,
+			Observe: func(m *events.Message) {
+				select {
+				case seen <- m.Frames:
+				default:
+				}
+			}}, c)
+	}()
+	// Publish until the subscription has reached the publisher, then the hostile message and
+	// one more good batch.
+	for first := false; !first; {
+		if err := pub.Send(good(1)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-seen:
+			first = true
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("nothing received")
+		}
+	}
+	if err := pub.Send(zmq4.NewMsgFrom(hostile...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Send(good(2)); err != nil {
+		t.Fatal(err)
+	}
+	for frames := []int{}; !slices.Contains(frames, 100); {
+		select {
+		case n := <-seen:
+			frames = append(frames, n)
+		case <-ctx.Done():
+			t.Fatalf("the hostile message was not accounted (got messages of %v frames)", frames)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The hostile message's first frame is its topic: it is accounted under that topic.
+	var malformed uint64
+	var samples []events.MalformedSample
+	for _, p := range c.Report(time.Second).Publishers {
+		malformed += p.Malformed
+		samples = append(samples, p.MalformedSamples...)
+	}
+	if malformed != 1 || len(samples) != 1 || !strings.Contains(samples[0].Reason, "100 frames") {
+		t.Errorf("malformed %d %+v, want 1 naming 100 frames", malformed, samples)
+	}
+	rd, err := events.NewReader(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		var r events.Record
+		if err := rd.Next(&r); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("the recording does not read back: %v", err)
+		}
+		n++
+	}
+	if n < 3 || rd.Skipped != 0 || rd.Truncated {
+		t.Errorf("read %d records, skipped %d, truncated %v; want every message, none skipped", n, rd.Skipped, rd.Truncated)
 	}
 }

@@ -22,9 +22,14 @@ import (
 // the reader stops cleanly at a cut record.
 const recordingMagic = "KVTAP\x00\x01\n"
 
-// maxRecordFrame bounds a frame in a recording, so a corrupt length cannot make the reader
-// allocate without limit.
+// maxRecordFrame bounds a frame the reader allocates, so a corrupt length cannot make it
+// allocate without limit; a longer frame is skipped over without being read into memory.
 const maxRecordFrame = 256 << 20
+
+// maxFrames bounds the frames of one message as the tap keeps it (a vLLM message has 3): the
+// tap records at most that many of a message's frames, and the reader skips a record that
+// claims more.
+const maxFrames = 64
 
 // Recorder writes a recording.
 type Recorder struct {
@@ -74,6 +79,7 @@ func (r *Recorder) Message(m *Message, frames [][]byte) {
 	b := append(r.scratch[:0], kind)
 	b = binary.AppendUvarint(b, id)
 	b = binary.AppendUvarint(b, uint64(max(m.RecvNanos, 0)))
+	frames = frames[:min(len(frames), maxFrames)] // the reader skips a record of more
 	b = binary.AppendUvarint(b, uint64(len(frames)))
 	for _, f := range frames {
 		b = binary.AppendUvarint(b, uint64(len(f)))
@@ -108,7 +114,17 @@ type Reader struct {
 	sources []string
 	// Truncated is set when the recording ends inside a record (an interrupted tap).
 	Truncated bool
+	// Skipped counts the message records the reader skipped because they hold what it does
+	// not accept (more than 64 frames, a frame over 256 MiB): recordings of older kvcheck
+	// versions, which recorded any message. SkipReason says why the first one was skipped.
+	Skipped    uint64
+	SkipReason string
 }
+
+// errSkip marks a record that was read past but not kept.
+type errSkip struct{ reason string }
+
+func (e errSkip) Error() string { return e.reason }
 
 // NewReader checks the magic and returns a reader positioned at the first record.
 func NewReader(r io.Reader) (*Reader, error) {
@@ -143,6 +159,14 @@ func (rd *Reader) Next(rec *Record) error {
 			rd.Truncated = true
 			return io.EOF
 		}
+		var skip errSkip
+		if errors.As(err, &skip) {
+			if rd.Skipped == 0 {
+				rd.SkipReason = skip.reason
+			}
+			rd.Skipped++
+			continue
+		}
 		if err != nil || kind != 0x01 {
 			return err
 		}
@@ -155,6 +179,18 @@ func (rd *Reader) uv() (uint64, error) {
 		return 0, io.ErrUnexpectedEOF
 	}
 	return v, err
+}
+
+// discard reads past n bytes without keeping them.
+func (rd *Reader) discard(n uint64) error {
+	for n > 0 {
+		k, err := rd.r.Discard(int(min(n, 1<<30)))
+		n -= uint64(k)
+		if err != nil {
+			return io.ErrUnexpectedEOF
+		}
+	}
+	return nil
 }
 
 func (rd *Reader) bytes(n uint64) ([]byte, error) {
@@ -213,18 +249,33 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 		if err != nil {
 			return err
 		}
-		if nf > 64 {
-			return fmt.Errorf("record claims %d frames: the recording is corrupt", nf)
+		// A record the reader does not keep is read past frame by frame (each frame carries
+		// its length), so one hostile message costs that message, not the recording.
+		var skip string
+		if nf > maxFrames {
+			skip = fmt.Sprintf("a message of %d frames (at most %d are kept; vLLM sends 3)", nf, maxFrames)
 		}
-		frames := make([][]byte, nf)
-		for i := range frames {
+		frames := make([][]byte, min(nf, maxFrames))
+		for i := uint64(0); i < nf; i++ {
 			n, err := rd.uv()
 			if err != nil {
 				return err
 			}
+			if skip == "" && n > maxRecordFrame {
+				skip = fmt.Sprintf("a frame of %d bytes (over the reader's %d MiB)", n, maxRecordFrame>>20)
+			}
+			if skip != "" {
+				if err := rd.discard(n); err != nil {
+					return err
+				}
+				continue
+			}
 			if frames[i], err = rd.bytes(n); err != nil {
 				return err
 			}
+		}
+		if skip != "" {
+			return errSkip{skip}
 		}
 		*rec = Record{Message: FromFrames(src, frames, int64(rx)), Frames: frames}
 		rec.Message.Recovered = kind == 0x03

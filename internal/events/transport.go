@@ -138,11 +138,23 @@ func (l bufferedListener) Accept() (net.Conn, error) {
 type MessageTooLargeError struct {
 	Peer      string
 	Size, Max uint64
+	// Frames is set instead of Size when the message went over maxConnFrames frames.
+	Frames int
 }
 
 func (e *MessageTooLargeError) Error() string {
+	if e.Frames > 0 {
+		return fmt.Sprintf("peer %s sent a ZMTP message of more than %d frames (a vLLM message has 3): connection dropped", e.Peer, e.Frames-1)
+	}
 	return fmt.Sprintf("peer %s sent a ZMTP message of at least %d bytes, over the %d-byte bound (--max-message): connection dropped", e.Peer, e.Size, e.Max)
 }
+
+// maxConnFrames bounds the frames of one message on a connection. zmq4 appends a frame to the
+// message for every header with the MORE flag, and empty frames add nothing to the byte
+// bound, so without it a peer could grow one message without limit. Messages of more than
+// maxFrames but at most maxConnFrames frames are received and counted as malformed; past
+// maxConnFrames the connection is dropped like an oversize message.
+const maxConnFrames = 4096
 
 // bufferedConn reads through a large buffer and tracks the ZMTP framing of what it hands out:
 // first the greeting, then per frame a header (flags, then 1 size byte, or 8 with the LONG
@@ -157,6 +169,7 @@ type bufferedConn struct {
 	body       uint64 // body bytes still to hand out
 	more       bool   // the current frame has the MORE flag: the message goes on
 	message    uint64 // bytes claimed by the current message's frames so far
+	frames     int    // frames of the current message so far
 	err        error
 	peers      *peerGauge // the listener's, counted down once on Close
 	closeOnce  sync.Once
@@ -210,9 +223,14 @@ func (c *bufferedConn) Read(p []byte) (int, error) {
 			size, header = binary.BigEndian.Uint64(h[1:9]), 9
 		}
 		if !c.more {
-			c.message = 0 // the previous frame ended its message
+			c.message, c.frames = 0, 0 // the previous frame ended its message
 		}
 		c.more = flags[0]&zmtpMore != 0
+		c.frames++
+		if c.frames > maxConnFrames {
+			c.err = &MessageTooLargeError{Peer: c.RemoteAddr().String(), Size: c.message, Max: c.maxMessage, Frames: c.frames}
+			return 0, c.err
+		}
 		if size > c.maxMessage-c.message {
 			c.err = &MessageTooLargeError{Peer: c.RemoteAddr().String(), Size: c.message + min(size, 1<<62), Max: c.maxMessage}
 			return 0, c.err

@@ -186,3 +186,21 @@ func FuzzBufferedConn(f *testing.F) {
 		}
 	})
 }
+
+// TestBufferedConnFrameBound: empty frames add nothing to the byte bound, so without a frame
+// bound a peer could grow one message (zmq4 appends every MORE frame) without limit. A message
+// of maxConnFrames frames passes; one more frame drops the connection.
+func TestBufferedConnFrameBound(t *testing.T) {
+	for _, tt := range []struct {
+		frames  int
+		tooMany bool
+	}{{maxConnFrames, false}, {maxConnFrames + 1, true}} {
+		bodies := make([]int, tt.frames)
+		c := pipeConn(t, zmtpStream(bodies...), 1<<10)
+		_, err := io.Copy(io.Discard, c)
+		var tl *MessageTooLargeError
+		if got := errors.As(err, &tl); got != tt.tooMany || (got && tl.Frames != maxConnFrames+1) {
+			t.Errorf("%d empty frames: err %v, want too large %v", tt.frames, err, tt.tooMany)
+		}
+	}
+}

@@ -162,7 +162,7 @@ type replay struct {
 	stored, removed, cleared, unknownTypes                            int64
 	continued, orphans, skippedMedium, skippedGroup                   int64
 	irregular, otherBlockSize, emptyStores                            int64
-	truncated                                                         []string
+	truncated, skipped                                                []string
 	firstDecodeErr                                                    string
 }
 
@@ -180,6 +180,9 @@ func (rp *replay) next(src *source) (bool, error) {
 		if errors.Is(err, io.EOF) {
 			if src.rd.Truncated {
 				rp.truncated = append(rp.truncated, src.name)
+			}
+			if src.rd.Skipped > 0 {
+				rp.skipped = append(rp.skipped, fmt.Sprintf("%s: %d record(s) skipped, the first %s", src.name, src.rd.Skipped, src.rd.SkipReason))
 			}
 			return false, nil
 		}
@@ -534,6 +537,9 @@ func (rp *replay) finish() (*Trace, error) {
 	}
 	if rp.index.dropped > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d engine hashes were forgotten to bound memory; later children of them count as new chains", rp.index.dropped))
+	}
+	if len(rp.skipped) > 0 {
+		t.Notes = append(t.Notes, strings.Join(rp.skipped, "; ")+": messages the tap should not have kept, read past")
 	}
 	if len(rp.truncated) > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s ends inside a record (an interrupted tap); read up to the cut", strings.Join(rp.truncated, ", ")))
