@@ -159,7 +159,6 @@ type wireBody struct {
 	Messages  *[]wireMessage  `json:"messages"`
 	Prompt    json.RawMessage `json:"prompt"`
 	Tools     json.RawMessage `json:"tools"`
-	User      json.RawMessage `json:"user"`
 	SessionID json.RawMessage `json:"session_id"`
 	Metadata  json.RawMessage `json:"metadata"`
 }
@@ -366,20 +365,47 @@ func bodyAt(m map[string]json.RawMessage, path []string) ([]byte, bool) {
 	return nil, false
 }
 
-// sessionFrom finds a session id among an object's members, its metadata and its headers.
+// sessionFrom finds a session id among an object's members, its metadata and its headers
+// (also any x-<vendor>-session-id header, the convention LiteLLM's session_affinity reads).
 func sessionFrom(m map[string]json.RawMessage) string {
+	if s := sessionIn(m); s != "" {
+		return s
+	}
+	for _, k := range []string{"metadata", "headers", "request_headers", "proxy_server_request"} {
+		if inner, ok := asObject(m[k]); ok {
+			if s := sessionIn(inner); s != "" {
+				return s
+			}
+			if k == "proxy_server_request" {
+				if h, ok := asObject(inner["headers"]); ok {
+					if s := sessionIn(h); s != "" {
+						return s
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// sessionIn finds a session id among one object's members: a known key, else a header named
+// x-<vendor>-session-id (case-insensitive, as HTTP header names are).
+func sessionIn(m map[string]json.RawMessage) string {
 	for _, k := range sessionKeys {
 		if s := stringOrNumber(m[k]); s != "" {
 			return s
 		}
 	}
-	for _, k := range []string{"metadata", "headers", "request_headers", "proxy_server_request"} {
-		if inner, ok := asObject(m[k]); ok {
-			for _, sk := range sessionKeys {
-				if s := stringOrNumber(inner[sk]); s != "" {
-					return s
-				}
-			}
+	var keys []string
+	for k := range m {
+		if l := strings.ToLower(k); len(l) > len("x--session-id") && strings.HasPrefix(l, "x-") && strings.HasSuffix(l, "-session-id") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys) // one answer whatever the map's order
+	for _, k := range keys {
+		if s := stringOrNumber(m[k]); s != "" {
+			return s
 		}
 	}
 	return ""
@@ -499,10 +525,9 @@ func (b wireBody) request() (*Request, error) {
 	default:
 		return nil, errors.New("no messages and no prompt")
 	}
-	if u := stringOrNumber(b.User); req.Session == "" && u != "" {
-		// OpenAI's user field names the end user; lacking a session id it is the best grouping.
-		req.Session = "user:" + u
-	}
+	// OpenAI's user field names the end user, not a conversation: one user talks to several
+	// assistants and opens many conversations, so it is never a session (sessions come from
+	// conversation ids, or from conversation continuity in the analysis).
 	return req, nil
 }
 

@@ -41,7 +41,7 @@ func TestRequestReader(t *testing.T) {
 		{
 			name: "chat body",
 			in:   `{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}],"user":"u1"}`,
-			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"system", "S"}, {"user", "a<image_url:fcf5501a>b"}}, Session: "user:u1"}},
+			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"system", "S"}, {"user", "a<image_url:fcf5501a>b"}}}},
 		},
 		{
 			name: "completion, list prompt, blank lines",
@@ -59,6 +59,22 @@ func TestRequestReader(t *testing.T) {
 			in:      `{"headers":{"x-litellm-session-id":"abc"},"body":"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}"}`,
 			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "abc"}},
 			wantKey: "body",
+		},
+		{
+			name:    "an x-vendor-session-id header in a gateway export; user is not a session",
+			in:      `{"request_headers":{"X-Acme-Session-Id":"conv-9"},"body":{"messages":[{"role":"user","content":"q"}],"user":"u1"}}`,
+			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "conv-9"}},
+			wantKey: "body",
+		},
+		{
+			name:    "the OpenAI user field is an end user, not a session",
+			in:      `{"model":"m","messages":[{"role":"user","content":"q"}],"user":"alice","metadata":{"user_id":"alice"}}`,
+			want:    []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"user", "q"}}}},
+		},
+		{
+			name:    "metadata session_id",
+			in:      `{"messages":[{"role":"user","content":"q"}],"user":"alice","metadata":{"session_id":"s-7"}}`,
+			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "s-7"}},
 		},
 		{
 			name:    "export nested two levels",

@@ -346,8 +346,7 @@ type Analysis struct {
 	samples   map[uint64]string
 	sites     map[siteKey]*Site
 	sessions  map[uint64]uint64 // session -> first-block hash of its latest request
-	convs     map[uint64]uint64 // hash of a request's whole conversation -> its inferred session
-	prefixes  []uint64
+	conv      *Conversations
 	hist      []int64
 	idsBuf    []uint32
 	unindexed int64
@@ -376,12 +375,12 @@ func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
 		samples:  make(map[uint64]string),
 		sites:    make(map[siteKey]*Site),
 		sessions: make(map[uint64]uint64),
-		convs:    make(map[uint64]uint64),
 		hist:     make([]int64, len(histEdges)),
 	}
 	a.s.BlockSize = blockSize
 	a.s.Exact = exact
 	a.text = newChain(blockSize, maxBlocks, a.seed)
+	a.conv = NewConversations(maxBlocks)
 	if exact {
 		a.exact = newChain(blockSize, maxBlocks, a.seed)
 	}
@@ -465,53 +464,97 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	}
 }
 
-// inferSession finds the session of a chat request without an id: the session of the latest
-// earlier request whose whole conversation this one's messages begin with; failing that, the
-// same ignoring a leading system message (an agent that stamps the time into its system
-// prompt changes it every turn, and that is what the session-first-block figure is for; two
-// sessions that open with the same first message then count as one); or a new one. The
-// conversations remembered are bounded like the index.
+// inferSession finds the session of a chat request without an id (see Conversations).
 func (a *Analysis) inferSession(req *Request) uint64 {
-	msgs := req.Messages
-	var rest []uint64
-	if len(msgs) > 1 && (msgs[0].Role == "system" || msgs[0].Role == "developer") {
-		rest = slices.Clone(a.convPrefixes(msgs[1:], 1))
-	}
-	full := a.convPrefixes(msgs, 0)
-	var sess uint64
-	for _, keys := range [][]uint64{full, rest} {
-		for i := len(keys) - 1; i >= 0 && sess == 0; i-- {
-			sess = a.convs[keys[i]]
-		}
-	}
+	sess, _ := a.conv.Infer(req)
 	if sess == 0 {
 		// Even, unlike the hashes of real ids, so the two never meet.
 		sess = uint64(a.s.Requests) << 1
 		a.s.InferredSessions++
-	}
-	for _, keys := range [][]uint64{full, rest} {
-		if len(keys) > 0 && len(a.convs) < a.text.max {
-			a.convs[keys[len(keys)-1]] = sess
-		}
+		a.conv.Remember(req, sess)
 	}
 	return sess
 }
 
+// Conversations infers the sessions of chat requests that carry no session id from
+// conversation continuity: a request whose messages begin with an earlier request's whole
+// conversation (turn k+1 repeats turn k's messages) continues that request's session; failing
+// that, the same ignoring a leading system message (an agent that stamps the time into its
+// system prompt changes it every turn; two sessions that open with the same first message then
+// count as one). It remembers at most max conversations. The OpenAI user field is never used:
+// it names an end user, not a conversation.
+type Conversations struct {
+	seed     maphash.Seed
+	convs    map[uint64]uint64 // hash of a request's whole conversation -> its session
+	prefixes []uint64
+	max      int
+}
+
+// NewConversations returns an empty inference that remembers at most max conversations.
+func NewConversations(max int) *Conversations {
+	return &Conversations{seed: maphash.MakeSeed(), convs: make(map[uint64]uint64), max: max}
+}
+
+// Infer returns the session of the conversation req continues and true, or 0 and false when
+// it continues none (then call Remember with a new session). A continued request is
+// remembered under its session.
+func (c *Conversations) Infer(req *Request) (uint64, bool) {
+	if !req.Chat || len(req.Messages) == 0 {
+		return 0, false
+	}
+	full, rest := c.keys(req.Messages)
+	var sess uint64
+	for _, keys := range [][]uint64{full, rest} {
+		for i := len(keys) - 1; i >= 0 && sess == 0; i-- {
+			sess = c.convs[keys[i]]
+		}
+	}
+	if sess == 0 {
+		return 0, false
+	}
+	c.remember(full, rest, sess)
+	return sess, true
+}
+
+// Remember records req's whole conversation as session sess's latest.
+func (c *Conversations) Remember(req *Request, sess uint64) {
+	if !req.Chat || len(req.Messages) == 0 {
+		return
+	}
+	full, rest := c.keys(req.Messages)
+	c.remember(full, rest, sess)
+}
+
+func (c *Conversations) keys(msgs []Message) (full, rest []uint64) {
+	if len(msgs) > 1 && (msgs[0].Role == "system" || msgs[0].Role == "developer") {
+		rest = slices.Clone(c.convPrefixes(msgs[1:], 1))
+	}
+	return c.convPrefixes(msgs, 0), rest
+}
+
+func (c *Conversations) remember(full, rest []uint64, sess uint64) {
+	for _, keys := range [][]uint64{full, rest} {
+		if len(keys) > 0 && len(c.convs) < c.max {
+			c.convs[keys[len(keys)-1]] = sess
+		}
+	}
+}
+
 // convPrefixes hashes each prefix of msgs (tag keeps the with- and without-system forms apart)
-// into a.prefixes, which it returns.
-func (a *Analysis) convPrefixes(msgs []Message, tag byte) []uint64 {
+// into c.prefixes, which it returns.
+func (c *Conversations) convPrefixes(msgs []Message, tag byte) []uint64 {
 	var h maphash.Hash
-	h.SetSeed(a.seed)
+	h.SetSeed(c.seed)
 	h.WriteByte(tag)
-	a.prefixes = a.prefixes[:0]
+	c.prefixes = c.prefixes[:0]
 	for _, m := range msgs {
 		h.WriteString(m.Role)
 		h.WriteByte(0)
 		h.WriteString(m.Content)
 		h.WriteByte(0)
-		a.prefixes = append(a.prefixes, h.Sum64())
+		c.prefixes = append(c.prefixes, h.Sum64())
 	}
-	return a.prefixes
+	return c.prefixes
 }
 
 // followUp accounts a request of a session: whether it is a later turn, how much of it the

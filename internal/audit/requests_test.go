@@ -634,3 +634,41 @@ func TestUniqueFirstBlockUserText(t *testing.T) {
 		})
 	}
 }
+
+// TestUserIsNotASession is issue 9's second failure: many tenants, each with its own long
+// system prompt, and end users identified by OpenAI's user field who talk to several tenants.
+// Reading user as a session made every user's next request "a later turn whose first block
+// changed" (a different tenant's prompt) and the audit said fix first. A user is not a
+// conversation: there are no later turns here, and no session-first-block finding.
+func TestUserIsNotASession(t *testing.T) {
+	var lines []string
+	for i := range 30 {
+		tenant := i % 5
+		sys := fmt.Sprintf("You are the assistant of tenant %d. ", tenant) + strings.Repeat(fmt.Sprintf("Tenant %d policy text. ", tenant), 20)
+		body := map[string]any{
+			"user":     fmt.Sprintf("user-%d", i%3),
+			"messages": []map[string]string{{"role": "system", "content": sys}, {"role": "user", "content": fmt.Sprintf("question number %d about my order", i)}},
+		}
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FollowUps != 0 || sum.FollowUpFirstBlockChanged != 0 {
+		t.Errorf("follow-ups %d, first block changed %d: the user field was read as a session", sum.FollowUps, sum.FollowUpFirstBlockChanged)
+	}
+	for _, f := range sum.Findings("log") {
+		if f.Code == "audit/session-first-block" || f.Severity == finding.Error {
+			t.Errorf("finding %s %s: %s", f.Severity, f.Code, f.Message)
+		}
+	}
+	// Every tenant's prompt repeats across users: the reuse is there, and cross-session.
+	if sum.CrossSessionTokens == 0 {
+		t.Errorf("no cross-session reuse of the tenants' prompts: %+v", sum)
+	}
+}

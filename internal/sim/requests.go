@@ -85,6 +85,11 @@ type requestLog struct {
 	decided    bool
 
 	noTime, withOutput, withN int64
+	// conv infers the sessions of chat requests without an id from conversation continuity;
+	// withID counts requests with an id, continued those that continue an earlier request's
+	// conversation, conversations the sessions started without an id.
+	conv                             *audit.Conversations
+	withID, continued, conversations int64
 	skipped                   int64
 	lineErrors                []string
 }
@@ -124,7 +129,7 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 	}
 	l := &requestLog{name: name, opts: opts, t: &Trace{
 		Name: name, Format: "requests", BlockSize: opts.BlockSize, PrefixInfo: true, Tokens: tokens,
-	}}
+	}, conv: audit.NewConversations(maxConversations)}
 	rr := audit.NewRequestReader(r, opts.MaxLine)
 	// An exact tokenizer sends the messages and chat_template_kwargs as the client sent them
 	// (tool calls, images), as kvcheck audit does, so both commands see the engine's tokens.
@@ -287,12 +292,41 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 		l.withN++
 	}
 	l.t.Requests = append(l.t.Requests, Request{
-		Arrival: arrival, Session: req.Session, InputTokens: len(ids), OutputTokens: out, N: n,
+		Arrival: arrival, Session: l.session(req), InputTokens: len(ids), OutputTokens: out, N: n,
 	})
 	if l.opts.Progress != nil && len(l.t.Requests)%1000 == 0 {
 		l.opts.Progress(len(l.t.Requests))
 	}
 	return nil
+}
+
+// maxConversations bounds the conversations remembered to infer sessions (a hash and a
+// session each, about 40 bytes).
+const maxConversations = 1 << 20
+
+// InferredSessionPrefix starts the session of a request that carried no session id and was
+// grouped by conversation continuity; ids from the log are kept as they are.
+const InferredSessionPrefix = "~conversation-"
+
+// session is the request's session: its id, else for a chat request the conversation it
+// continues (audit.Conversations), else none. The OpenAI user field is never a session.
+func (l *requestLog) session(req *audit.Request) string {
+	if req.Session != "" {
+		l.withID++
+		return req.Session
+	}
+	if !req.Chat {
+		return ""
+	}
+	s, ok := l.conv.Infer(req)
+	if ok {
+		l.continued++
+	} else {
+		l.conversations++
+		s = uint64(l.conversations)
+		l.conv.Remember(req, s)
+	}
+	return InferredSessionPrefix + strconv.FormatUint(s, 10)
 }
 
 // finish attaches the blocks and writes the notes that say where each figure came from.
@@ -337,6 +371,14 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 		t.Notes = append(t.Notes, fmt.Sprintf("output lengths: max_completion_tokens or max_tokens on %d requests (a cap), --output-tokens %d on the other %d", l.withOutput, l.opts.OutputTokens, n-l.withOutput))
 	default:
 		t.Notes = append(t.Notes, fmt.Sprintf("output lengths: --output-tokens %d for every request (none has max_tokens)", l.opts.OutputTokens))
+	}
+	switch {
+	case l.withID == n:
+		t.Notes = append(t.Notes, "sessions: every request carries a session or conversation id")
+	case l.withID > 0 || l.continued > 0:
+		t.Notes = append(t.Notes, fmt.Sprintf("sessions: %d requests carry a session or conversation id; %d continue an earlier request's conversation (sessions inferred from the messages); the OpenAI user field is not a session", l.withID, l.continued))
+	default:
+		t.Notes = append(t.Notes, "sessions: none known (no session or conversation id, and no request continues an earlier one's conversation); the OpenAI user field is not a session")
 	}
 	if l.withN > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s for n > 1 and arrive as that many siblings", count(l.withN, "request asks", "requests ask")))

@@ -83,11 +83,31 @@ func TestReadRequests(t *testing.T) {
 			want: []Request{
 				{Arrival: 0, Session: "s1", InputTokens: 33, OutputTokens: 10, N: 1},
 				{Arrival: 2.5, InputTokens: 48, OutputTokens: 20, N: 3},
-				{Arrival: 3, Session: "user:u7", InputTokens: 32, OutputTokens: DefaultOutputTokens, N: 1},
+				// OpenAI's user field names an end user, not a conversation: no session.
+				{Arrival: 3, InputTokens: 32, OutputTokens: DefaultOutputTokens, N: 1},
 			},
 			// Block b after a is not block b at the start: only true prefixes match.
 			shape: []string{"0 1 2", "0 1 3", "4 5"},
-			notes: []string{"tokens: estimated", `from field "timestamp" (seconds)`, "on 2 requests (a cap), --output-tokens 256 on the other 1", "1 request asks for n > 1"},
+			notes: []string{"tokens: estimated", `from field "timestamp" (seconds)`, "on 2 requests (a cap), --output-tokens 256 on the other 1", "1 request asks for n > 1", "1 requests carry a session or conversation id; 0 continue"},
+		},
+		{
+			name: "chat without ids: a request that extends an earlier one's messages continues its session; user is not one",
+			lines: func(t *testing.T) []string {
+				msg := func(role, text string) map[string]string { return map[string]string{"role": role, "content": text} }
+				sys, q1, a1, q2 := msg("system", blk('s')), msg("user", blk('q')), msg("assistant", blk('r')), msg("user", blk('t'))
+				return []string{
+					completion(t, map[string]any{"messages": []any{sys, q1}, "user": "alice"}),
+					completion(t, map[string]any{"messages": []any{sys, msg("user", blk('z'))}, "user": "alice"}),
+					completion(t, map[string]any{"messages": []any{sys, q1, a1, q2}, "user": "bob"}),
+				}
+			},
+			want: []Request{
+				{Arrival: 0, Session: InferredSessionPrefix + "1", InputTokens: 38, OutputTokens: DefaultOutputTokens, N: 1},
+				{Arrival: 1, Session: InferredSessionPrefix + "2", InputTokens: 38, OutputTokens: DefaultOutputTokens, N: 1},
+				{Arrival: 2, Session: InferredSessionPrefix + "1", InputTokens: 76, OutputTokens: DefaultOutputTokens, N: 1},
+			},
+			shape: []string{"0 1 2", "0 3 4", "0 1 5 6 7"},
+			notes: []string{"0 requests carry a session or conversation id; 1 continue an earlier request's conversation", "the OpenAI user field is not a session"},
 		},
 		{
 			name: "gateway export: body in a JSON string, RFC 3339 start time, session in metadata",
