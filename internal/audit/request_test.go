@@ -67,14 +67,14 @@ func TestRequestReader(t *testing.T) {
 			wantKey: "body",
 		},
 		{
-			name:    "the OpenAI user field is an end user, not a session",
-			in:      `{"model":"m","messages":[{"role":"user","content":"q"}],"user":"alice","metadata":{"user_id":"alice"}}`,
-			want:    []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"user", "q"}}}},
+			name: "the OpenAI user field is an end user, not a session",
+			in:   `{"model":"m","messages":[{"role":"user","content":"q"}],"user":"alice","metadata":{"user_id":"alice"}}`,
+			want: []Request{{Line: 1, Model: "m", Chat: true, Messages: []Message{{"user", "q"}}}},
 		},
 		{
-			name:    "metadata session_id",
-			in:      `{"messages":[{"role":"user","content":"q"}],"user":"alice","metadata":{"session_id":"s-7"}}`,
-			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "s-7"}},
+			name: "metadata session_id",
+			in:   `{"messages":[{"role":"user","content":"q"}],"user":"alice","metadata":{"session_id":"s-7"}}`,
+			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "s-7"}},
 		},
 		{
 			name:    "export nested two levels",

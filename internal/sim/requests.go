@@ -90,8 +90,8 @@ type requestLog struct {
 	// conversation, conversations the sessions started without an id.
 	conv                             *audit.Conversations
 	withID, continued, conversations int64
-	skipped                   int64
-	lineErrors                []string
+	skipped                          int64
+	lineErrors                       []string
 }
 
 // ReadRequests reads request logs in the format `kvcheck audit` reads (one OpenAI chat or
