@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -46,8 +44,9 @@ type assessOptions struct {
 	hashSeed string
 	seedSet  bool
 
-	trace      string
-	traceBlock int
+	trace       string
+	traceFormat string
+	traceBlock  int
 	// embedded, when set, is simulated instead of reading --trace (the demo's built-in trace).
 	embedded *sim.Trace
 	replicas int
@@ -124,6 +123,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.StringArrayVar(&o.tapFrom, "tap-from", nil, "kvcheck tap recording to analyse (repeatable)")
 	fs.StringVar(&o.hashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check hash reproducibility in --tap-from")
 	fs.StringVar(&o.trace, "trace", "", "request trace to simulate: Mooncake JSONL or lengths-only CSV")
+	fs.StringVar(&o.traceFormat, "trace-format", sim.FormatAuto, "--trace format: auto (by extension: .jsonl, .json, .ndjson Mooncake; .csv Azure), mooncake, azure")
 	fs.IntVar(&o.traceBlock, "trace-block-size", 0, "tokens per block of --trace: default 512 for Mooncake (its hash_ids), 16 for CSV")
 	fs.IntVar(&o.replicas, "replicas", 0, fmt.Sprintf("replicas to simulate (default: the metrics' replica count, else %d)", defaultAssessReplicas))
 	fs.IntVar(&o.kvBlocks, "kv-blocks", 0, "KV-cache blocks per replica as vLLM counts them (num_gpu_blocks, of --block-size tokens); default: the metrics' num_gpu_blocks, else 1Mi tokens")
@@ -199,7 +199,7 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 			opts.HashSeed = &seed
 		}
 		c := events.NewCollector(opts)
-		dur, cut, err := replayRecordings(o.tapFrom, "", c)
+		dur, cut, err := c.AddRecordings(ctx, o.tapFrom, "")
 		if err != nil {
 			return err
 		}
@@ -346,12 +346,8 @@ func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize 
 func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.Metrics, vllmBlock int) (*advise.Simulation, error) {
 	tr := o.embedded
 	if tr == nil {
-		kind := "mooncake"
-		if strings.EqualFold(filepath.Ext(o.trace), ".csv") {
-			kind = "azure"
-		}
 		var err error
-		if tr, err = readTrace(o.trace, kind, o.traceBlock); err != nil {
+		if tr, err = readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock); err != nil {
 			return nil, err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -305,23 +305,7 @@ func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, erro
 	case len(o.recordings) > 0:
 		return o.loadRecordings(ctx)
 	}
-	kind := strings.ToLower(o.format)
-	switch kind {
-	case "auto", "mooncake", "azure":
-	default:
-		return nil, usageErrorf("--format %q: use auto, mooncake or azure", o.format)
-	}
-	if kind == "auto" {
-		switch strings.ToLower(filepath.Ext(o.trace)) {
-		case ".jsonl", ".json", ".ndjson":
-			kind = "mooncake"
-		case ".csv":
-			kind = "azure"
-		default:
-			return nil, usageErrorf("--trace %s: cannot tell the format from the extension: give --format mooncake or --format azure", o.trace)
-		}
-	}
-	return readTrace(o.trace, kind, o.blockSize)
+	return readTrace(o.trace, o.format, "--format", o.blockSize)
 }
 
 // loadRequests tokenizes a request log as kvcheck audit does: estimated, or exact through a
@@ -377,24 +361,18 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 	return tr, nil
 }
 
-func readTrace(path, kind string, blockSize int) (*sim.Trace, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open trace: %w", err)
+// readTrace reads a --trace file by sim's one detection rule; a format that rule cannot tell
+// is a usage error that names the command's format flag.
+func readTrace(path, format, formatFlag string, blockSize int) (*sim.Trace, error) {
+	tr, err := sim.ReadTraceFile(path, format, blockSize)
+	var fe *sim.FormatError
+	switch {
+	case !errors.As(err, &fe):
+		return tr, err
+	case fe.Path == "":
+		return nil, usageErrorf("%s %q: use auto, mooncake or azure", formatFlag, fe.Format)
 	}
-	defer func() { _ = f.Close() }() // read only
-	switch kind {
-	case "mooncake":
-		if blockSize == 0 {
-			blockSize = sim.MooncakeBlockSize
-		}
-		return sim.ReadMooncake(f, path, blockSize)
-	default:
-		if blockSize == 0 {
-			blockSize = 16
-		}
-		return sim.ReadAzure(f, path, blockSize)
-	}
+	return nil, usageErrorf("--trace %v: give %s mooncake or %s azure", err, formatFlag, formatFlag)
 }
 
 // kvBlocks resolves --kv-blocks, or --kv-tokens in the trace's block size.
@@ -489,14 +467,10 @@ func writePlot(path string, rep sim.Report) error {
 
 // loadRecordings replays kvcheck tap recordings.
 func (o *simulateOptions) loadRecordings(ctx context.Context) (*sim.Trace, error) {
-	recs := make([]sim.Recording, 0, len(o.recordings))
-	for _, name := range o.recordings {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("open recording: %w", err)
-		}
-		defer func() { _ = f.Close() }() // read only
-		recs = append(recs, sim.Recording{Name: name, R: f})
+	recs, closeAll, err := events.OpenRecordings(o.recordings)
+	if err != nil {
+		return nil, err
 	}
+	defer closeAll()
 	return sim.ReadRecordings(ctx, recs, sim.RecordingOptions{OutputTokens: o.outputTokens})
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -152,7 +150,7 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	var dur time.Duration
 	var extra []events.Finding
 	if len(o.From) > 0 {
-		if dur, extra, err = replayRecordings(o.From, o.Topic, c); err != nil {
+		if dur, extra, err = c.AddRecordings(ctx, o.From, o.Topic); err != nil {
 			return err
 		}
 	} else if dur, err = tapLive(ctx, s, o, args, c); err != nil {
@@ -293,98 +291,4 @@ func portCollisions(eps, replays []string, ranks int) []events.Finding {
 		}
 	}
 	return out
-}
-
-// recHeap merges recordings by receive time.
-type recItem struct {
-	rec events.Record
-	rd  *events.Reader
-	src string
-}
-type recHeap []*recItem
-
-func (h recHeap) Len() int           { return len(h) }
-func (h recHeap) Less(i, j int) bool { return h[i].rec.Message.RecvNanos < h[j].rec.Message.RecvNanos }
-func (h recHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *recHeap) Push(x any)        { *h = append(*h, x.(*recItem)) }
-func (h *recHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// replayRecordings feeds recordings to c in receive-time order, keeping the topics that start
-// with topic, and returns the time they span and a finding for each recording cut short.
-func replayRecordings(files []string, topic string, c *events.Collector) (time.Duration, []events.Finding, error) {
-	h := &recHeap{}
-	var first, last int64
-	cut := []events.Finding{}
-	next := func(it *recItem) (bool, error) {
-		for {
-			err := it.rd.Next(&it.rec)
-			if errors.Is(err, io.EOF) {
-				if it.rd.Skipped > 0 {
-					cut = append(cut, events.Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-skipped", Subject: it.src,
-						Message: fmt.Sprintf("%d record(s) skipped, the first holding %s: a hostile or broken publisher's message that an older kvcheck recorded; everything else was read", it.rd.Skipped, it.rd.SkipReason)}})
-				}
-				if it.rd.Truncated {
-					// What the cut record held is unknown, maybe the last batch of a
-					// publisher: the sequence numbers cannot show it, so say so.
-					cut = append(cut, events.Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: it.src,
-						Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"}})
-				}
-				return false, nil
-			}
-			if err != nil {
-				return false, fmt.Errorf("recording %s: %w", it.src, err)
-			}
-			if it.rec.OwnDrops > 0 {
-				c.OwnDrops(it.rec.Message.Source, it.rec.OwnDrops)
-				continue
-			}
-			if !strings.HasPrefix(string(it.rec.Message.Topic), topic) {
-				continue
-			}
-			return true, nil
-		}
-	}
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return 0, nil, fmt.Errorf("open recording: %w", err)
-		}
-		defer func() { _ = f.Close() }()
-		rd, err := events.NewReader(f)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%s: %w", name, err)
-		}
-		it := &recItem{rd: rd, src: name}
-		ok, err := next(it)
-		if err != nil {
-			return 0, nil, err
-		}
-		if ok {
-			heap.Push(h, it)
-		}
-	}
-	for h.Len() > 0 {
-		it := (*h)[0]
-		m := &it.rec.Message
-		if first == 0 || m.RecvNanos < first {
-			first = m.RecvNanos
-		}
-		last = max(last, m.RecvNanos)
-		c.Add(m)
-		ok, err := next(it)
-		if err != nil {
-			return 0, nil, err
-		}
-		if ok {
-			heap.Fix(h, 0)
-		} else {
-			heap.Pop(h)
-		}
-	}
-	return time.Duration(last - first), cut, nil
 }

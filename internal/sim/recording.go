@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -17,13 +16,6 @@ import (
 // DefaultRecordingBlocks bounds the engine hashes the recording adapter remembers to find a
 // stored chain's parent: two generations of this many, about 80 bytes each, so 160 MB.
 const DefaultRecordingBlocks = 1 << 20
-
-// Recording is one kvcheck tap recording to replay.
-type Recording struct {
-	// Name is what the user called it (usually its path), for errors and notes.
-	Name string
-	R    io.Reader
-}
 
 // RecordingOptions configures ReadRecordings.
 type RecordingOptions struct {
@@ -52,7 +44,7 @@ type RecordingOptions struct {
 //
 // Memory: one record at a time, 2*MaxBlocks remembered engine hashes (about 80 bytes each),
 // and the trace: 8 bytes per block reference plus about 100 per request, up to MaxBlockRefs.
-func ReadRecordings(ctx context.Context, recs []Recording, opts RecordingOptions) (*Trace, error) {
+func ReadRecordings(ctx context.Context, recs []events.Recording, opts RecordingOptions) (*Trace, error) {
 	if opts.OutputTokens <= 0 {
 		opts.OutputTokens = DefaultOutputTokens
 	}
@@ -166,79 +158,33 @@ type replay struct {
 	firstDecodeErr                                                    string
 }
 
-// source is one open recording in the merge.
-type source struct {
-	name string
-	rd   *events.Reader
-	rec  events.Record
-}
-
-// next advances src to its next message, counting own-drop records on the way.
-func (rp *replay) next(src *source) (bool, error) {
-	for {
-		err := src.rd.Next(&src.rec)
-		if errors.Is(err, io.EOF) {
-			if src.rd.Truncated {
-				rp.truncated = append(rp.truncated, src.name)
-			}
-			if src.rd.Skipped > 0 {
-				rp.skipped = append(rp.skipped, fmt.Sprintf("%s: %d record(s) skipped, the first %s", src.name, src.rd.Skipped, src.rd.SkipReason))
-			}
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("recording %s: %w", src.name, err)
-		}
-		if src.rec.OwnDrops > 0 {
-			rp.ownDrops += int64(src.rec.OwnDrops)
+// merge reads the recordings together in receive-time order (events.Merge), as kvcheck tap
+// --from does, so that recordings taken at the same time by several taps interleave, and one
+// publisher seen by two of them counts once.
+func (rp *replay) merge(ctx context.Context, recs []events.Recording) error {
+	m, err := events.NewMerge(recs)
+	if err != nil {
+		return err
+	}
+	for m.Next(ctx) {
+		rec := m.Record()
+		if rec.OwnDrops > 0 {
+			rp.ownDrops += int64(rec.OwnDrops)
 			continue
 		}
-		return true, nil
-	}
-}
-
-// merge reads the recordings together in receive-time order, as kvcheck tap --from does, so
-// that recordings taken at the same time by several taps interleave, and one publisher seen by
-// two of them counts once.
-func (rp *replay) merge(ctx context.Context, recs []Recording) error {
-	var live []*source
-	for _, r := range recs {
-		rd, err := events.NewReader(r.R)
-		if err != nil {
-			return fmt.Errorf("recording %s: %w", r.Name, err)
-		}
-		src := &source{name: r.Name, rd: rd}
-		ok, err := rp.next(src)
-		if err != nil {
+		if err := rp.message(&rec.Message, m.Name()); err != nil {
 			return err
-		}
-		if ok {
-			live = append(live, src)
 		}
 	}
-	for n := 0; len(live) > 0; n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("replay recordings: %w", err)
-			}
+	if err := m.Err(); err != nil {
+		return err
+	}
+	for _, e := range m.Ends() {
+		if e.Skipped > 0 {
+			rp.skipped = append(rp.skipped, fmt.Sprintf("%s: %d record(s) skipped, the first %s", e.Name, e.Skipped, e.SkipReason))
 		}
-		// A handful of recordings: a linear scan for the earliest is cheaper than a heap.
-		k := 0
-		for i, src := range live {
-			if src.rec.Message.RecvNanos < live[k].rec.Message.RecvNanos {
-				k = i
-			}
-		}
-		src := live[k]
-		if err := rp.message(&src.rec.Message, src.name); err != nil {
-			return err
-		}
-		ok, err := rp.next(src)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			live = append(live[:k], live[k+1:]...)
+		if e.Truncated {
+			rp.truncated = append(rp.truncated, e.Name)
 		}
 	}
 	return nil

@@ -193,7 +193,7 @@ func TestReadRecordings(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			data := record(t, tc.msgs...)
-			tr, err := ReadRecordings(context.Background(), []Recording{{Name: "a.rec", R: bytes.NewReader(data)}}, RecordingOptions{})
+			tr, err := ReadRecordings(context.Background(), []events.Recording{{Name: "a.rec", R: bytes.NewReader(data)}}, RecordingOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestReadRecordingsAcrossFiles(t *testing.T) {
 		msg{source: "a:5557", seq: 1, ts: 60, events: []stored{{parent: 11, hashes: []uint64{12}, blocks: [][]int64{tok(2)}}}},
 		msg{source: "a:5557", seq: 2, ts: 70, events: []stored{{parent: 11, hashes: []uint64{13}, blocks: [][]int64{tok(3)}}}},
 	)
-	tr, err := ReadRecordings(context.Background(), []Recording{
+	tr, err := ReadRecordings(context.Background(), []events.Recording{
 		{Name: "one.rec", R: bytes.NewReader(first)},
 		{Name: "two.rec", R: bytes.NewReader(second[:len(second)-3])},
 	}, RecordingOptions{OutputTokens: 9})
@@ -258,7 +258,7 @@ func TestReadRecordingsErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadRecordings(context.Background(), []Recording{{Name: "x.rec", R: bytes.NewReader(tc.data)}}, RecordingOptions{})
+			_, err := ReadRecordings(context.Background(), []events.Recording{{Name: "x.rec", R: bytes.NewReader(tc.data)}}, RecordingOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
 			}
@@ -273,7 +273,7 @@ func TestRecordingBound(t *testing.T) {
 		msgs = append(msgs, msg{source: "a:1", seq: uint64(i), ts: float64(i), events: []stored{{hashes: []uint64{uint64(100 + i)}, blocks: [][]int64{tok(int64(i))}}}})
 	}
 	msgs = append(msgs, msg{source: "a:1", seq: 10, ts: 10, events: []stored{{parent: 100, hashes: []uint64{200}, blocks: [][]int64{tok(50)}}}})
-	tr, err := ReadRecordings(context.Background(), []Recording{{Name: "x.rec", R: bytes.NewReader(record(t, msgs...))}}, RecordingOptions{MaxBlocks: 3})
+	tr, err := ReadRecordings(context.Background(), []events.Recording{{Name: "x.rec", R: bytes.NewReader(record(t, msgs...))}}, RecordingOptions{MaxBlocks: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func FuzzReadRecordings(f *testing.F) {
 			frames = append(frames, [][]byte{[]byte("kv@a"), binary.BigEndian.AppendUint64(nil, uint64(i)), p})
 		}
 		data := record(t, msg{source: "a:1", raw: frames[0], ts: 1}, msg{source: "a:1", raw: frames[1], ts: 2})
-		tr, err := ReadRecordings(context.Background(), []Recording{{Name: "f.rec", R: bytes.NewReader(data)}}, RecordingOptions{MaxBlocks: 64})
+		tr, err := ReadRecordings(context.Background(), []events.Recording{{Name: "f.rec", R: bytes.NewReader(data)}}, RecordingOptions{MaxBlocks: 64})
 		if err != nil {
 			return
 		}
@@ -328,7 +328,7 @@ func TestReadRecordingsOverlap(t *testing.T) {
 	}
 	restart := msg{source: "a:1", seq: 0, ts: 3, events: []stored{{hashes: []uint64{3}, blocks: [][]int64{tok(3)}}}}
 	one, two := record(t, msgs...), record(t, append(msgs, restart)...)
-	tr, err := ReadRecordings(context.Background(), []Recording{{Name: "one.rec", R: bytes.NewReader(one)}, {Name: "two.rec", R: bytes.NewReader(two)}}, RecordingOptions{})
+	tr, err := ReadRecordings(context.Background(), []events.Recording{{Name: "one.rec", R: bytes.NewReader(one)}, {Name: "two.rec", R: bytes.NewReader(two)}}, RecordingOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

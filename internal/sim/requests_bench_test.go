@@ -143,7 +143,7 @@ func BenchmarkReadRecordings(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		t0 := cpuTime()
-		if _, err := ReadRecordings(context.Background(), []Recording{{Name: "bench", R: bytes.NewReader(data)}}, RecordingOptions{}); err != nil {
+		if _, err := ReadRecordings(context.Background(), []events.Recording{{Name: "bench", R: bytes.NewReader(data)}}, RecordingOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		t1 := cpuTime()

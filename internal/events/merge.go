@@ -1,0 +1,247 @@
+package events
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Recording is one recording to read, named as the user gave it (usually its path).
+type Recording struct {
+	Name string
+	R    io.Reader
+}
+
+// Merge reads several recordings together and yields their records in receive-time order, so
+// that recordings taken at the same time by several taps interleave as the batches arrived.
+// Records with equal receive times come in the order the recordings were given. An own-drops
+// record (the tap's own losses, which carry no receive time) is yielded as soon as it is read.
+//
+// The earliest pending message of each recording sits in a heap: each record costs O(log k)
+// for k recordings, and memory is one record per recording.
+//
+//	m, err := events.NewMerge(recs)
+//	for m.Next(ctx) {
+//		rec, name := m.Record(), m.Name()
+//		...
+//	}
+//	if err := m.Err(); err != nil { ... }
+type Merge struct {
+	h       mergeHeap
+	drops   []mergeDrop // own-drops records read but not yet yielded
+	cur     *Record
+	curName string
+	drop    Record
+	err     error
+	ends    []End
+}
+
+// End is how one recording ended: cut short inside a record (an interrupted tap or a partial
+// copy; everything before the cut was read), or with records read past (see Reader.Skipped).
+type End struct {
+	Name       string
+	Truncated  bool
+	Skipped    uint64
+	SkipReason string
+}
+
+type mergeSource struct {
+	name  string
+	index int
+	rd    *Reader
+	rec   Record
+}
+
+type mergeDrop struct {
+	name string
+	rec  Record
+}
+
+// mergeHeap orders the sources by their pending message's receive time, then by their index.
+type mergeHeap []*mergeSource
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	a, b := h[i].rec.Message.RecvNanos, h[j].rec.Message.RecvNanos
+	return a < b || a == b && h[i].index < h[j].index
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*mergeSource)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// NewMerge checks each recording's header and reads its first message. An error names the
+// recording.
+func NewMerge(recs []Recording) (*Merge, error) {
+	m := &Merge{}
+	for i, r := range recs {
+		rd, err := NewReader(r.R)
+		if err != nil {
+			return nil, fmt.Errorf("recording %s: %w", r.Name, err)
+		}
+		src := &mergeSource{name: r.Name, index: i, rd: rd}
+		ok, err := m.advance(src)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			m.h = append(m.h, src)
+		}
+	}
+	heap.Init(&m.h)
+	return m, nil
+}
+
+// OpenRecordings opens the recording files at paths, named by their paths; closeAll closes
+// them.
+func OpenRecordings(paths []string) (recs []Recording, closeAll func(), err error) {
+	var files []*os.File
+	closeAll = func() {
+		for _, f := range files {
+			_ = f.Close() // opened for reading: a close error loses nothing
+		}
+	}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("open recording: %w", err)
+		}
+		files = append(files, f)
+		recs = append(recs, Recording{Name: p, R: f})
+	}
+	return recs, closeAll, nil
+}
+
+// advance reads src's next message, setting own-drops records aside to be yielded first. It
+// reports false at the end of the recording.
+func (m *Merge) advance(src *mergeSource) (bool, error) {
+	for {
+		err := src.rd.Next(&src.rec)
+		if errors.Is(err, io.EOF) {
+			if src.rd.Truncated || src.rd.Skipped > 0 {
+				m.ends = append(m.ends, End{Name: src.name, Truncated: src.rd.Truncated, Skipped: src.rd.Skipped, SkipReason: src.rd.SkipReason})
+			}
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("recording %s: %w", src.name, err)
+		}
+		if src.rec.OwnDrops > 0 {
+			m.drops = append(m.drops, mergeDrop{name: src.name, rec: src.rec})
+			continue
+		}
+		return true, nil
+	}
+}
+
+// Next moves to the next record, reporting false at the end of every recording, on a read
+// error or when ctx is done; Err then says which.
+func (m *Merge) Next(ctx context.Context) bool {
+	if m.err != nil {
+		return false
+	}
+	if err := ctx.Err(); err != nil {
+		m.err = fmt.Errorf("read recordings: %w", err)
+		return false
+	}
+	// The record yielded last is replaced only now, so it stayed valid until this call.
+	if m.cur != nil && m.cur != &m.drop {
+		src := m.h[0]
+		ok, err := m.advance(src)
+		switch {
+		case err != nil:
+			m.err = err
+			return false
+		case ok:
+			heap.Fix(&m.h, 0)
+		default:
+			heap.Pop(&m.h)
+		}
+	}
+	m.cur = nil
+	if len(m.drops) > 0 {
+		d := m.drops[0]
+		m.drops = m.drops[1:]
+		m.drop, m.curName, m.cur = d.rec, d.name, &m.drop
+		return true
+	}
+	if len(m.h) == 0 {
+		return false
+	}
+	m.cur, m.curName = &m.h[0].rec, m.h[0].name
+	return true
+}
+
+// Record is the current record, valid until the next call to Next.
+func (m *Merge) Record() *Record { return m.cur }
+
+// Name is the name of the recording the current record comes from.
+func (m *Merge) Name() string { return m.curName }
+
+// Err is the error that ended the merge, nil at a clean end.
+func (m *Merge) Err() error { return m.err }
+
+// Ends are the recordings that ended cut short or with records skipped, in the order the merge
+// reached their ends; whole recordings are not listed.
+func (m *Merge) Ends() []End { return m.ends }
+
+// AddRecordings feeds the recording files at paths to c in receive-time order (see Merge),
+// keeping the topics that start with topic, and returns the time they span and a finding for
+// each recording cut short.
+func (c *Collector) AddRecordings(ctx context.Context, paths []string, topic string) (time.Duration, []Finding, error) {
+	recs, closeAll, err := OpenRecordings(paths)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer closeAll()
+	m, err := NewMerge(recs)
+	if err != nil {
+		return 0, nil, err
+	}
+	var first, last int64
+	for m.Next(ctx) {
+		rec := m.Record()
+		if rec.OwnDrops > 0 {
+			c.OwnDrops(rec.Message.Source, rec.OwnDrops)
+			continue
+		}
+		msg := &rec.Message
+		if !strings.HasPrefix(string(msg.Topic), topic) {
+			continue
+		}
+		if first == 0 || msg.RecvNanos < first {
+			first = msg.RecvNanos
+		}
+		last = max(last, msg.RecvNanos)
+		c.Add(msg)
+	}
+	if err := m.Err(); err != nil {
+		return 0, nil, err
+	}
+	cut := []Finding{}
+	for _, e := range m.Ends() {
+		if e.Skipped > 0 {
+			cut = append(cut, Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-skipped", Subject: e.Name,
+				Message: fmt.Sprintf("%d record(s) skipped, the first holding %s: a hostile or broken publisher's message that an older kvcheck recorded; everything else was read", e.Skipped, e.SkipReason)}})
+		}
+		if e.Truncated {
+			// What the cut record held is unknown, maybe the last batch of a publisher: the
+			// sequence numbers cannot show it, so say so.
+			cut = append(cut, Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: e.Name,
+				Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"}})
+		}
+	}
+	return time.Duration(last - first), cut, nil
+}
