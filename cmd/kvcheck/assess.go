@@ -299,7 +299,7 @@ func kvShape(ctx context.Context, s streams, h *hitrateOptions) (blocks, blockSi
 // assessRequests audits the request log as kvcheck audit --requests does.
 func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize int) (*advise.Requests, error) {
 	ropts := audit.RequestOptions{BlockSize: blockSize, MaxBlocks: audit.DefaultMaxBlocks, MaxLine: audit.DefaultMaxLine, Concurrency: 8}
-	var cachingOff *advise.Fix
+	var cachingOff *finding.Finding
 	if o.tokenize != "" {
 		server := &audit.Server{BaseURL: o.tokenize, Client: &http.Client{Timeout: 30 * time.Second}}
 		cc, err := server.CacheConfig(ctx)
@@ -311,9 +311,8 @@ func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize 
 		default:
 			ropts.BlockSize = cc.BlockSize
 			if cc.PrefixCachingKnown && !cc.PrefixCaching {
-				cachingOff = &advise.Fix{Finding: finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: o.tokenize,
-					Message: "the --tokenize server runs with prefix caching off (enable_prefix_caching=False): nothing is cached, whatever the prompts"},
-					Source: "requests", Fix: "drop --no-enable-prefix-caching from the vLLM command line"}
+				cachingOff = &finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: o.tokenize,
+					Message: "the --tokenize server runs with prefix caching off (enable_prefix_caching=False): nothing is cached, whatever the prompts", Source: "requests", Fix: "drop --no-enable-prefix-caching from the vLLM command line"}
 			}
 		}
 		ropts.Tokenizer = server
@@ -336,7 +335,7 @@ func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize 
 	}
 	r := advise.FromRequests(sum, src)
 	if cachingOff != nil {
-		r.Findings = append([]advise.Fix{*cachingOff}, r.Findings...)
+		r.Findings = append([]finding.Finding{*cachingOff}, r.Findings...)
 	}
 	return r, nil
 }

@@ -118,11 +118,7 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 			}
 			res.BlockSize = cc.BlockSize
 			if cc.PrefixCachingKnown && !cc.PrefixCaching {
-				res.Findings = append(res.Findings, audit.Finding{
-					Finding: finding.Finding{Severity: finding.Error, Code: "audit/prefix-caching-off", Subject: opts.Tokenize,
-						Message: "the server runs with prefix caching off (enable_prefix_caching=False): nothing is shared whatever the prompts"},
-					File: opts.Tokenize, Block: -1, Frequency: audit.Unknown, Fix: "drop --no-enable-prefix-caching from the vLLM command line",
-				})
+				res.Findings = append(res.Findings, audit.Finding{Finding: finding.Finding{Severity: finding.Error, Code: "audit/prefix-caching-off", Subject: opts.Tokenize, Message: "the server runs with prefix caching off (enable_prefix_caching=False): nothing is shared whatever the prompts", File: opts.Tokenize, Fix: "drop --no-enable-prefix-caching from the vLLM command line"}, Block: -1, Frequency: audit.Unknown})
 			}
 		}
 		res.Exact = true

@@ -148,7 +148,7 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	}
 	c := events.NewCollector(opts)
 	var dur time.Duration
-	var extra []events.Finding
+	var extra []finding.Finding
 	if len(o.From) > 0 {
 		if dur, extra, err = c.AddRecordings(ctx, o.From, o.Topic); err != nil {
 			return err
@@ -272,7 +272,7 @@ func tapProgress(ctx context.Context, w io.Writer, start time.Time, total time.D
 
 // portCollisions finds replay endpoints that are also event endpoints once the data-parallel
 // ranks are counted (SPEC §1.2: rank r uses port+r for both, so adjacent base ports collide).
-func portCollisions(eps, replays []string, ranks int) []events.Finding {
+func portCollisions(eps, replays []string, ranks int) []finding.Finding {
 	all, err1 := expandRanks(eps, ranks)
 	reps, err2 := expandRanks(replays, ranks)
 	if err1 != nil || err2 != nil {
@@ -282,12 +282,12 @@ func portCollisions(eps, replays []string, ranks int) []events.Finding {
 	for _, ep := range all {
 		event[ep] = true
 	}
-	var out []events.Finding
+	var out []finding.Finding
 	for _, rp := range reps {
 		if event[rp] {
-			out = append(out, events.Finding{Finding: finding.Finding{Severity: finding.Error, Code: "port-collision", Subject: rp,
+			out = append(out, finding.Finding{Severity: finding.Error, Code: "port-collision", Subject: rp,
 				Message: "this replay endpoint is also the event endpoint of a data-parallel rank: with " + strconv.Itoa(ranks) +
-					" ranks vLLM binds event port+r and replay port+r, so base ports closer than the rank count collide; move replay_endpoint further away"}})
+					" ranks vLLM binds event port+r and replay port+r, so base ports closer than the rank count collide; move replay_endpoint further away"})
 		}
 	}
 	return out

@@ -117,11 +117,11 @@ type Recommendation struct {
 	Confidence Level   `json:"confidence"`
 	// Then is, for FixFirst, what the evidence recommends once the fixes are made; empty when
 	// the evidence does not say.
-	Then      Verdict    `json:"then,omitempty"`
-	Reasons   []Reason   `json:"reasons"`
-	Evidence  []Evidence `json:"evidence"`
-	Fixes     []Fix      `json:"fixes"`
-	NextSteps []NextStep `json:"next_steps"`
+	Then      Verdict           `json:"then,omitempty"`
+	Reasons   []Reason          `json:"reasons"`
+	Evidence  []Evidence        `json:"evidence"`
+	Fixes     []finding.Finding `json:"fixes"`
+	NextSteps []NextStep        `json:"next_steps"`
 	// Advice names the traps of the routers that implement the verdict (SPEC §6).
 	Advice []string `json:"advice"`
 }
@@ -139,11 +139,11 @@ func (r Recommendation) Severities() []finding.Severity {
 // session affinity, and a KV-aware router. It is a pure function of its input.
 func Decide(in Input, th Thresholds) Recommendation {
 	d := &decision{in: in, th: th}
-	d.rec = Recommendation{Reasons: []Reason{}, Evidence: []Evidence{}, Fixes: []Fix{}, NextSteps: []NextStep{}, Advice: []string{}}
+	d.rec = Recommendation{Reasons: []Reason{}, Evidence: []Evidence{}, Fixes: []finding.Finding{}, NextSteps: []NextStep{}, Advice: []string{}}
 	d.collectEvidence()
 	route, routeReasons, decided := d.route()
 	blockers := d.citeKnown(d.fixFirst(route))
-	slices.SortStableFunc(d.rec.Fixes, func(a, b Fix) int { return cmp.Compare(b.Severity, a.Severity) })
+	slices.SortStableFunc(d.rec.Fixes, func(a, b finding.Finding) int { return cmp.Compare(b.Severity, a.Severity) })
 	if len(blockers) > 0 {
 		d.rec.Verdict = FixFirst
 		d.rec.Reasons = blockers
@@ -203,7 +203,7 @@ func (d *decision) evidence(id, source, input, what, format string, args ...any)
 	return id
 }
 
-func (d *decision) fix(f Fix) { d.rec.Fixes = append(d.rec.Fixes, f) }
+func (d *decision) fix(f finding.Finding) { d.rec.Fixes = append(d.rec.Fixes, f) }
 
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
 

@@ -71,9 +71,9 @@ func summarize(r Recommendation) outcome {
 }
 
 func TestDecide(t *testing.T) {
-	breaker := Fix{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "isoformat() in block 0"}, Source: "templates", Fix: "move it"}
-	daily := Fix{Finding: finding.Finding{Severity: finding.Warning, Code: "audit/breaker", Subject: "llama.py:26", Message: "date in block 0"}, Source: "templates"}
-	late := Fix{Finding: finding.Finding{Severity: finding.Info, Code: "audit/late", Subject: "x.py:3", Message: "late"}, Source: "templates"}
+	breaker := finding.Finding{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "isoformat() in block 0", Source: "templates", Fix: "move it"}
+	daily := finding.Finding{Severity: finding.Warning, Code: "audit/breaker", Subject: "llama.py:26", Message: "date in block 0", Source: "templates"}
+	late := finding.Finding{Severity: finding.Info, Code: "audit/late", Subject: "x.py:3", Message: "late", Source: "templates"}
 	kvWins := simulation(0.36, 90, pol("chash-bounded", -0.001, 1.3, false), pol("session", -0.03, 8, true), pol("kv-load", 0.20, 1.07, false))
 
 	tests := []struct {
@@ -104,7 +104,7 @@ func TestDecide(t *testing.T) {
 			in: Input{Metrics: func() *Metrics {
 				m := healthy(1)
 				m.Source = "prometheus"
-				m.Warnings = []Fix{{Finding: finding.Finding{Severity: finding.Warning, Code: "server-warning", Message: "partial response"}, Source: "hitrate"}}
+				m.Warnings = []finding.Finding{{Severity: finding.Warning, Code: "server-warning", Message: "partial response", Source: "hitrate"}}
 				return m
 			}()},
 			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}, Fixes: []string{"warning server-warning"}},
@@ -206,20 +206,20 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "template breaker per call; daily and late findings do not block",
-			in:   Input{Templates: &Templates{Inputs: []string{"t/"}, Verdicts: map[string]int{"breaker": 2}, Findings: []Fix{breaker, daily, late}}, Simulation: kvWins},
+			in:   Input{Templates: &Templates{Inputs: []string{"t/"}, Verdicts: map[string]int{"breaker": 2}, Findings: []finding.Finding{breaker, daily, late}}, Simulation: kvWins},
 			want: outcome{Verdict: FixFirst, Then: KVAwareRouter, Confidence: Medium, Rules: []string{"template-breaker", "kv-routing-wins", "working-set-exceeds-replica"},
 				Fixes: []string{"error audit/breaker", "warning audit/breaker"}},
 		},
 		{
 			name: "daily template date alone does not block",
-			in:   Input{Templates: &Templates{Inputs: []string{"t/"}, Verdicts: map[string]int{"breaker": 1}, Findings: []Fix{daily}}, Simulation: kvWins},
+			in:   Input{Templates: &Templates{Inputs: []string{"t/"}, Verdicts: map[string]int{"breaker": 1}, Findings: []finding.Finding{daily}}, Simulation: kvWins},
 			want: outcome{Verdict: KVAwareRouter, Confidence: Medium, Rules: []string{"kv-routing-wins", "working-set-exceeds-replica"}, Fixes: []string{"warning audit/breaker"}},
 		},
 		{
 			name: "request log diverging at block zero",
 			in: Input{Requests: func() *Requests {
 				r := requests(500, 0.01, 0.01, false)
-				r.Findings = []Fix{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/unique-first-block", Message: "97% unique"}, Source: "requests"}}
+				r.Findings = []finding.Finding{{Severity: finding.Error, Code: "audit/unique-first-block", Message: "97% unique", Source: "requests"}}
 				return r
 			}()},
 			want: outcome{Verdict: FixFirst, Then: Nothing, Confidence: Medium, Rules: []string{"request-breaker", "little-shareable-prefill"}, Fixes: []string{"error audit/unique-first-block"}},
@@ -249,7 +249,7 @@ func TestDecide(t *testing.T) {
 					m.Replicas[1].KVUsage = ptr(0.99)
 					return m
 				}(),
-				Templates: &Templates{Findings: []Fix{breaker}},
+				Templates: &Templates{Findings: []finding.Finding{breaker}},
 				Stream:    &Stream{Publishers: 2, Consistent: ptr(false)},
 				Requests:  requests(500, 0.4, 0, true),
 			},

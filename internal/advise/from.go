@@ -31,8 +31,7 @@ func FromHitrate(rep promql.Report) *Metrics {
 		if f.Code != "server-warning" {
 			continue
 		}
-		m.Warnings = append(m.Warnings, Fix{Finding: finding.Finding{Severity: f.Severity, Code: f.Code, Subject: m.Source, Message: f.Message},
-			Source: "hitrate", Fix: "query again when every store answers, or give --scrape of the replicas themselves; until then treat the metrics' figures as a lower bound"})
+		m.Warnings = append(m.Warnings, finding.Finding{Severity: f.Severity, Code: f.Code, Subject: m.Source, Message: f.Message, Source: "hitrate", Fix: "query again when every store answers, or give --scrape of the replicas themselves; until then treat the metrics' figures as a lower bound"})
 	}
 	return m
 }
@@ -58,10 +57,11 @@ func FromRequests(s audit.Summary, input string) *Requests {
 	}
 }
 
-func fromAudit(source string, fs []audit.Finding) []Fix {
-	out := make([]Fix, 0, len(fs))
+func fromAudit(source string, fs []audit.Finding) []finding.Finding {
+	out := make([]finding.Finding, 0, len(fs))
 	for _, f := range fs {
-		x := Fix{Finding: f.Finding, Source: source, Fix: f.Fix}
+		x := f.Finding
+		x.Source = source
 		if x.Subject == "" {
 			x.Subject = f.File
 		}
@@ -87,7 +87,8 @@ func FromTap(r *events.Report, inputs []string, seedKnown bool) *Stream {
 	}
 	for _, f := range r.Findings {
 		if f.Severity >= finding.Warning && !slices.Contains(tapRestated, f.Code) {
-			s.Findings = append(s.Findings, Fix{Finding: f.Finding, Source: "tap"})
+			f.Source = "tap"
+			s.Findings = append(s.Findings, f)
 		}
 	}
 	return s

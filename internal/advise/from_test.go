@@ -35,11 +35,11 @@ func TestFromHitrate(t *testing.T) {
 func TestFromAudit(t *testing.T) {
 	tr := audit.TemplateReport{
 		Templates: []audit.Template{{File: "a.py", Verdict: audit.VerdictBreaker}, {File: "b.jinja", Verdict: audit.VerdictClean}},
-		Findings:  []audit.Finding{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m"}, File: "a.py", Line: 41, Fix: "move it"}},
+		Findings:  []audit.Finding{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m", File: "a.py", Line: 41, Fix: "move it"}}},
 	}
 	got := FromTemplates(tr, []string{"dir"})
-	want := &Templates{Inputs: []string{"dir"}, Verdicts: map[string]int{"breaker": 1, "clean": 1}, Findings: []Fix{
-		{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m", Subject: "a.py:41"}, Source: "templates", Fix: "move it"},
+	want := &Templates{Inputs: []string{"dir"}, Verdicts: map[string]int{"breaker": 1, "clean": 1}, Findings: []finding.Finding{
+		finding.Finding{Severity: finding.Error, Code: "audit/breaker", Message: "m", Subject: "a.py:41", Source: "templates", Fix: "move it", File: "a.py", Line: 41},
 	}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("FromTemplates (-want +got):\n%s", d)
@@ -108,7 +108,7 @@ func TestServerWarningSurfaces(t *testing.T) {
 		t.Fatalf("FromHitrate warnings = %+v, want one server-warning warning", m.Warnings)
 	}
 	rec := Decide(Input{Metrics: m}, DefaultThresholds())
-	if !slices.ContainsFunc(rec.Fixes, func(f Fix) bool { return f.Code == "server-warning" }) {
+	if !slices.ContainsFunc(rec.Fixes, func(f finding.Finding) bool { return f.Code == "server-warning" }) {
 		t.Errorf("fixes = %+v, want the server warning", rec.Fixes)
 	}
 	i := slices.IndexFunc(rec.Evidence, func(e Evidence) bool { return e.ID == "hitrate.server_warnings" })
@@ -139,7 +139,7 @@ func TestUserTextFirstIsNoBreaker(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := FromRequests(sum(tt.role, tt.cause), "log.jsonl")
-			i := slices.IndexFunc(r.Findings, func(f Fix) bool { return f.Code == "audit/unique-first-block" })
+			i := slices.IndexFunc(r.Findings, func(f finding.Finding) bool { return f.Code == "audit/unique-first-block" })
 			if i < 0 {
 				t.Fatalf("findings = %+v, want audit/unique-first-block", r.Findings)
 			}
@@ -170,10 +170,10 @@ func TestFromHitrateKVShape(t *testing.T) {
 // Tap's warnings that no rule restates (a truncated recording, a restarted publisher) qualify
 // the stream's figures: assess passes them on instead of dropping them.
 func TestFromTapFindings(t *testing.T) {
-	f := func(sev finding.Severity, code string) events.Finding {
-		return events.Finding{Finding: finding.Finding{Severity: sev, Code: code, Subject: "a.kvtap", Message: code}}
+	f := func(sev finding.Severity, code string) finding.Finding {
+		return finding.Finding{Severity: sev, Code: code, Subject: "a.kvtap", Message: code}
 	}
-	rep := &events.Report{Findings: []events.Finding{
+	rep := &events.Report{Findings: []finding.Finding{
 		f(finding.Warning, "recording-truncated"), f(finding.Warning, "publisher-restarted"),
 		f(finding.Error, "hash-inconsistent"), f(finding.Info, "duplicate-batches"),
 	}}
@@ -186,7 +186,7 @@ func TestFromTapFindings(t *testing.T) {
 		t.Errorf("stream findings = %v, want %v", got, want)
 	}
 	rec := Decide(Input{Stream: s}, DefaultThresholds())
-	if !slices.ContainsFunc(rec.Fixes, func(x Fix) bool { return x.Code == "recording-truncated" }) {
+	if !slices.ContainsFunc(rec.Fixes, func(x finding.Finding) bool { return x.Code == "recording-truncated" }) {
 		t.Errorf("fixes = %+v, want recording-truncated passed on", rec.Fixes)
 	}
 }

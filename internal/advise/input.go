@@ -29,7 +29,7 @@ type Metrics struct {
 	KVBlocks, KVBlockSize int
 	// Warnings are the server's warnings (hitrate's server-warning findings: a Thanos or Mimir
 	// partial response, for example): the figures above may miss series.
-	Warnings []Fix
+	Warnings []finding.Finding
 }
 
 // Replica is one replica's figures.
@@ -44,14 +44,6 @@ type Replica struct {
 	BlockSize int
 }
 
-// Fix is a finding the recommendation passes on, with the analysis it came from and what to do.
-type Fix struct {
-	finding.Finding
-	// Source is the analysis: hitrate, templates, requests, tap or simulate.
-	Source string `json:"source"`
-	Fix    string `json:"fix,omitempty"`
-}
-
 // Templates is the static template audit (kvcheck audit TEMPLATE...).
 type Templates struct {
 	Inputs []string
@@ -59,7 +51,7 @@ type Templates struct {
 	Verdicts map[string]int
 	// Findings are the audit's findings; errors are block-zero breakers that change per call or
 	// per user.
-	Findings []Fix
+	Findings []finding.Finding
 }
 
 // Requests is the request-log audit (kvcheck audit --requests).
@@ -75,7 +67,7 @@ type Requests struct {
 	// CacheableTokens is what an unbounded shared cache would serve; Cross and Within split it
 	// by whether another session or the same one stored the block first.
 	CacheableTokens, CrossSessionTokens, WithinSessionTokens int64
-	Findings                                                 []Fix
+	Findings                                                 []finding.Finding
 }
 
 // Stream is what KV-event recordings said (kvcheck tap --from).
@@ -95,7 +87,7 @@ type Stream struct {
 	FirstBlockStores, FirstBlocksDistinct uint64
 	// Findings are tap's own warnings and errors that the rules do not restate (a truncated
 	// recording, a publisher restart, a tap that fell behind, ...): they qualify the figures.
-	Findings []Fix
+	Findings []finding.Finding
 }
 
 // Simulation is one fleet of kvcheck simulate over a trace.

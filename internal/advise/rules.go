@@ -219,9 +219,8 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 		for _, r := range m.Replicas {
 			if r.PrefixCaching != nil && !*r.PrefixCaching {
 				off = append(off, r.Name)
-				d.fix(Fix{Finding: finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: r.Name,
-					Message: "prefix caching is off (vllm:cache_config_info enable_prefix_caching=False): nothing is cached, whatever the router"},
-					Source: "hitrate", Fix: "remove --no-enable-prefix-caching from this replica's vLLM command line"})
+				d.fix(finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: r.Name,
+					Message: "prefix caching is off (vllm:cache_config_info enable_prefix_caching=False): nothing is cached, whatever the router", Source: "hitrate", Fix: "remove --no-enable-prefix-caching from this replica's vLLM command line"})
 			}
 		}
 		if len(off) > 0 {
@@ -240,9 +239,8 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 			if sev == finding.Error {
 				thrash = append(thrash, r.Name)
 			}
-			d.fix(Fix{Finding: finding.Finding{Severity: sev, Code: "thrashing", Subject: r.Name,
-				Message: why + ": the hit rate may count re-prefill after eviction rather than reuse" + versionNote(r.Version) + ", and a router adds little while the cache cannot hold what it is sent"},
-				Source: "hitrate", Fix: "give the replica more KV cache (lower --max-num-seqs, raise --gpu-memory-utilization, a larger GPU) or add replicas, then measure again"})
+			d.fix(finding.Finding{Severity: sev, Code: "thrashing", Subject: r.Name,
+				Message: why + ": the hit rate may count re-prefill after eviction rather than reuse" + versionNote(r.Version) + ", and a router adds little while the cache cannot hold what it is sent", Source: "hitrate", Fix: "give the replica more KV cache (lower --max-num-seqs, raise --gpu-memory-utilization, a larger GPU) or add replicas, then measure again"})
 		}
 		if len(thrash) > 0 {
 			block("fleet-thrashes", st, fmt.Sprintf("the KV cache thrashes on %s (at least %.0f preemptions per 1k requests or %s full): fix capacity before judging reuse, since the hit rate may be re-prefill", shortList(thrash), th.ThrashPreemptionsPer1k, pct(th.ThrashKVUsage)), "hitrate.preemptions", "hitrate.kv_usage")
@@ -268,33 +266,28 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 		parity := 0
 		if s.Consistent != nil && !*s.Consistent {
 			parity++
-			d.fix(Fix{Finding: finding.Finding{Severity: sev, Code: "hash-inconsistent", Subject: "fleet",
-				Message: "identical content carries different block hashes on different replicas: an exact KV-aware router never matches a prefix across replicas"},
-				Source: "tap", Fix: "set the same PYTHONHASHSEED on every replica (and the same --prefix-caching-hash-algo)"})
+			d.fix(finding.Finding{Severity: sev, Code: "hash-inconsistent", Subject: "fleet",
+				Message: "identical content carries different block hashes on different replicas: an exact KV-aware router never matches a prefix across replicas", Source: "tap", Fix: "set the same PYTHONHASHSEED on every replica (and the same --prefix-caching-hash-algo)"})
 		}
 		if s.SeedKnown && s.Reproducible != nil && !*s.Reproducible {
 			parity++
-			d.fix(Fix{Finding: finding.Finding{Severity: sev, Code: "hash-not-reproducible", Subject: "fleet",
-				Message: "the engines' block hashes do not match sha256_cbor with the given seed: a router that computes hashes itself will not find them"},
-				Source: "tap", Fix: "run the replicas with --prefix-caching-hash-algo sha256_cbor and the PYTHONHASHSEED the router is given"})
+			d.fix(finding.Finding{Severity: sev, Code: "hash-not-reproducible", Subject: "fleet",
+				Message: "the engines' block hashes do not match sha256_cbor with the given seed: a router that computes hashes itself will not find them", Source: "tap", Fix: "run the replicas with --prefix-caching-hash-algo sha256_cbor and the PYTHONHASHSEED the router is given"})
 		}
 		if parity > 0 && sev == finding.Error {
 			block("hash-parity", High, "the KV-event hashes fail the parity check an exact KV-aware router depends on", "tap.parity")
 		}
 		if s.LostBatches > 0 {
-			d.fix(Fix{Finding: finding.Finding{Severity: finding.Warning, Code: "events-lost", Subject: "fleet",
-				Message: fmt.Sprintf("%d event batches were lost and not recovered: a router on this stream has a wrong view of the caches", s.LostBatches)},
-				Source: "tap", Fix: "raise the publisher's hwm in --kv-events-config, give it a replay_endpoint, and check the collector keeps up"})
+			d.fix(finding.Finding{Severity: finding.Warning, Code: "events-lost", Subject: "fleet",
+				Message: fmt.Sprintf("%d event batches were lost and not recovered: a router on this stream has a wrong view of the caches", s.LostBatches), Source: "tap", Fix: "raise the publisher's hwm in --kv-events-config, give it a replay_endpoint, and check the collector keeps up"})
 		}
 		if s.RestoreFraction != nil && *s.RestoreFraction >= 0.1 {
-			d.fix(Fix{Finding: finding.Finding{Severity: finding.Warning, Code: "eviction-churn", Subject: "fleet",
-				Message: fmt.Sprintf("%s of stored blocks were stored again after eviction on the same replica: the KV cache is too small for the working set", pct(*s.RestoreFraction))},
-				Source: "tap", Fix: "more KV cache per replica, or more replicas with affinity so each holds a part of the working set"})
+			d.fix(finding.Finding{Severity: finding.Warning, Code: "eviction-churn", Subject: "fleet",
+				Message: fmt.Sprintf("%s of stored blocks were stored again after eviction on the same replica: the KV cache is too small for the working set", pct(*s.RestoreFraction)), Source: "tap", Fix: "more KV cache per replica, or more replicas with affinity so each holds a part of the working set"})
 		}
 		if s.FirstBlockStores >= 20 && float64(s.FirstBlocksDistinct) >= 0.9*float64(s.FirstBlockStores) {
-			d.fix(Fix{Finding: finding.Finding{Severity: finding.Error, Code: "block-zero-breaker", Subject: "fleet",
-				Message: fmt.Sprintf("%d of %d first blocks stored were distinct: something in the first block differs on every request", s.FirstBlocksDistinct, s.FirstBlockStores)},
-				Source: "tap", Fix: "find the changing value with kvcheck audit (templates, or --requests) and move it after the shared text"})
+			d.fix(finding.Finding{Severity: finding.Error, Code: "block-zero-breaker", Subject: "fleet",
+				Message: fmt.Sprintf("%d of %d first blocks stored were distinct: something in the first block differs on every request", s.FirstBlocksDistinct, s.FirstBlockStores), Source: "tap", Fix: "find the changing value with kvcheck audit (templates, or --requests) and move it after the shared text"})
 			block("stream-breaker", High, "the live KV-event stream shows a new first block on almost every request: the chain breaks at block 0", "tap.first_blocks")
 		}
 	}
@@ -303,7 +296,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 
 // passOn records the findings that deserve action (errors and warnings) and returns how many
 // are errors.
-func (d *decision) passOn(fs []Fix) int {
+func (d *decision) passOn(fs []finding.Finding) int {
 	n := 0
 	for _, f := range fs {
 		if f.Severity < finding.Warning {

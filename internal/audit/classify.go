@@ -87,11 +87,11 @@ func (p Position) rank() int {
 	return 0
 }
 
-// Finding is one dynamic element found in a template or prompt module.
+// Finding is one dynamic element found in a template or prompt module, or one finding of the
+// request audit. The embedded finding carries severity, code, message, subject, the file and
+// line it is at, and the fix.
 type Finding struct {
 	finding.Finding
-	File       string
-	Line       int
 	Expression string
 	Kind       Kind
 	Position   Position
@@ -105,7 +105,6 @@ type Finding struct {
 	Condition string
 	// Origin says where the value comes from when that is elsewhere (another line or file).
 	Origin string
-	Fix    string
 }
 
 var (

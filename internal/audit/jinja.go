@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // The Jinja scanner does not run templates: it follows the order in which a chat template
@@ -366,11 +368,7 @@ func (w *jWalker) report(d *jDyn, n jNode, st *jState, valueConds []string) {
 		origin = fmt.Sprintf("line %d", d.line)
 	}
 	cond := strings.Join(dedupe(conds), " and ")
-	w.findings = append(w.findings, Finding{
-		File: w.file, Line: n.line, Expression: d.expr, Kind: d.kind, Position: pos, Block: block,
-		TokensBefore: st.pos, Frequency: d.freq, Estimated: true, Condition: cond, Origin: origin,
-		Fix: fixFor(d.kind, d.freq, pos),
-	})
+	w.findings = append(w.findings, Finding{Finding: finding.Finding{File: w.file, Line: n.line, Fix: fixFor(d.kind, d.freq, pos)}, Expression: d.expr, Kind: d.kind, Position: pos, Block: block, TokensBefore: st.pos, Frequency: d.freq, Estimated: true, Condition: cond, Origin: origin})
 }
 
 func dedupe(ss []string) []string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // probeDates are the values given to date-like chat-template variables in the two renders of a
@@ -67,8 +69,7 @@ func ProbeTemplate(ctx context.Context, s *Server, name, chatTemplate string, bl
 	add := func(at int, expr string, kind Kind, freq Frequency, origin string) {
 		late := convStart >= 0 && at > convStart
 		pos, block := place(at, blockSize, false, late)
-		f := Finding{File: name, Line: 0, Expression: expr, Kind: kind, Position: pos, Block: block, TokensBefore: at,
-			Frequency: freq, Estimated: false, Origin: origin, Fix: fixFor(kind, freq, pos)}
+		f := Finding{Finding: finding.Finding{File: name, Line: 0, Fix: fixFor(kind, freq, pos)}, Expression: expr, Kind: kind, Position: pos, Block: block, TokensBefore: at, Frequency: freq, Estimated: false, Origin: origin}
 		f.Severity = severity(pos, kind, freq)
 		f.Code = "audit/" + string(pos)
 		f.Subject = name

@@ -129,8 +129,7 @@ func (s *Summary) Findings(subject string) []Finding {
 		approx = " (estimated)"
 	}
 	add := func(sev finding.Severity, code, msg, fix string) *Finding {
-		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject},
-			File: subject, Estimated: est, Fix: fix, Block: -1, Frequency: Unknown})
+		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject, File: subject, Fix: fix}, Estimated: est, Block: -1, Frequency: Unknown})
 		return &out[len(out)-1]
 	}
 	// at fills a finding's position from the site where requests diverge.

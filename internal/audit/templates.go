@@ -210,17 +210,10 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 				kind, freq = classifyName(h.name)
 			}
 			pos, block := place(h.before, bs, true, h.before >= h.after && h.before > 0)
-			out[p.file] = append(out[p.file], Finding{
-				File: p.file, Line: h.line, Expression: h.expr, Kind: kind, Position: pos, Block: block,
-				TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin, Fix: fixFor(kind, freq, pos),
-			})
+			out[p.file] = append(out[p.file], Finding{Finding: finding.Finding{File: p.file, Line: h.line, Fix: fixFor(kind, freq, pos)}, Expression: h.expr, Kind: kind, Position: pos, Block: block, TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin})
 			if fi >= 0 && fillers[fi].file != p.file {
 				f := fillers[fi]
-				out[f.file] = append(out[f.file], Finding{
-					File: f.file, Line: f.line, Expression: f.expr, Kind: f.kind, Position: pos, Block: block,
-					TokensBefore: h.before, Frequency: f.freq, Estimated: true,
-					Origin: fmt.Sprintf("fills %s at %s:%d", h.expr, filepath.Base(p.file), h.line), Fix: fixFor(f.kind, f.freq, pos),
-				})
+				out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line, Fix: fixFor(f.kind, f.freq, pos)}, Expression: f.expr, Kind: f.kind, Position: pos, Block: block, TokensBefore: h.before, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %s at %s:%d", h.expr, filepath.Base(p.file), h.line)})
 			}
 		}
 	}
@@ -228,11 +221,7 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 		if used[i] || !reFillCall.MatchString(f.call) {
 			continue
 		}
-		out[f.file] = append(out[f.file], Finding{
-			File: f.file, Line: f.line, Expression: f.expr, Kind: f.kind, Position: PositionUnknown, Block: -1,
-			Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %q through %s()", f.name, f.call),
-			Fix: "audit this file together with the prompt it fills (pass their directory); " + fixFor(f.kind, f.freq, Early),
-		})
+		out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line, Fix: "audit this file together with the prompt it fills (pass their directory); " + fixFor(f.kind, f.freq, Early)}, Expression: f.expr, Kind: f.kind, Position: PositionUnknown, Block: -1, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %q through %s()", f.name, f.call)})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/blockhash"
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // DefaultMaxBlocks bounds the tracked block state: about an hour of a busy replica storing
@@ -534,7 +535,7 @@ func (c *Collector) cleared(p *pubState) {
 // Report summarises everything seen so far over the given wall-clock duration.
 func (c *Collector) Report(d time.Duration) *Report {
 	secs := d.Seconds()
-	r := &Report{DurationSeconds: secs, Publishers: []Publisher{}, Findings: []Finding{}}
+	r := &Report{DurationSeconds: secs, Publishers: []Publisher{}, Findings: []finding.Finding{}}
 	var payload, tokens uint64
 	for _, p := range c.order {
 		pp := p.Publisher

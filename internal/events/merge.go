@@ -200,7 +200,7 @@ func (m *Merge) Ends() []End { return m.ends }
 // AddRecordings feeds the recording files at paths to c in receive-time order (see Merge),
 // keeping the topics that start with topic, and returns the time they span and a finding for
 // each recording cut short.
-func (c *Collector) AddRecordings(ctx context.Context, paths []string, topic string) (time.Duration, []Finding, error) {
+func (c *Collector) AddRecordings(ctx context.Context, paths []string, topic string) (time.Duration, []finding.Finding, error) {
 	recs, closeAll, err := OpenRecordings(paths)
 	if err != nil {
 		return 0, nil, err
@@ -230,17 +230,17 @@ func (c *Collector) AddRecordings(ctx context.Context, paths []string, topic str
 	if err := m.Err(); err != nil {
 		return 0, nil, err
 	}
-	cut := []Finding{}
+	cut := []finding.Finding{}
 	for _, e := range m.Ends() {
 		if e.Skipped > 0 {
-			cut = append(cut, Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-skipped", Subject: e.Name,
-				Message: fmt.Sprintf("%d record(s) skipped, the first holding %s: a hostile or broken publisher's message that an older kvcheck recorded; everything else was read", e.Skipped, e.SkipReason)}})
+			cut = append(cut, finding.Finding{Severity: finding.Warning, Code: "recording-skipped", Subject: e.Name,
+				Message: fmt.Sprintf("%d record(s) skipped, the first holding %s: a hostile or broken publisher's message that an older kvcheck recorded; everything else was read", e.Skipped, e.SkipReason)})
 		}
 		if e.Truncated {
 			// What the cut record held is unknown, maybe the last batch of a publisher: the
 			// sequence numbers cannot show it, so say so.
-			cut = append(cut, Finding{Finding: finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: e.Name,
-				Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"}})
+			cut = append(cut, finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: e.Name,
+				Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"})
 		}
 	}
 	return time.Duration(last - first), cut, nil

@@ -11,15 +11,10 @@ import (
 // Report is the result of a tap: one entry per publisher, the fleet-wide analyses and the
 // findings. The report package renders it.
 type Report struct {
-	DurationSeconds float64     `json:"duration_seconds"`
-	Publishers      []Publisher `json:"publishers"`
-	Analysis        Analysis    `json:"analysis"`
-	Findings        []Finding   `json:"findings"`
-}
-
-// Finding is a finding about a publisher or the fleet.
-type Finding struct {
-	finding.Finding
+	DurationSeconds float64           `json:"duration_seconds"`
+	Publishers      []Publisher       `json:"publishers"`
+	Analysis        Analysis          `json:"analysis"`
+	Findings        []finding.Finding `json:"findings"`
 }
 
 // Publisher is the accounting of one publisher socket and topic.
@@ -245,14 +240,14 @@ type HashParity struct {
 	ComparedAcrossReplicas   uint64 `json:"compared_across_replicas"`
 }
 
-func newFinding(s finding.Severity, code, subject, format string, args ...any) Finding {
-	return Finding{finding.Finding{Severity: s, Code: code, Subject: subject, Message: fmt.Sprintf(format, args...)}}
+func newFinding(s finding.Severity, code, subject, format string, args ...any) finding.Finding {
+	return finding.Finding{Severity: s, Code: code, Subject: subject, Message: fmt.Sprintf(format, args...)}
 }
 
 // findings turns the numbers into what an operator should act on.
-func findings(r *Report, o Options) []Finding {
-	out := []Finding{}
-	add := func(f Finding) { out = append(out, f) }
+func findings(r *Report, o Options) []finding.Finding {
+	out := []finding.Finding{}
+	add := func(f finding.Finding) { out = append(out, f) }
 	// A listener tells its publishers apart only by topic (zmq4 does not say which peer sent
 	// a message): more peers at once than topics means interleaved sequences.
 	topics := map[string]int{}

@@ -55,20 +55,47 @@ func ParseSeverity(s string) (Severity, error) {
 	return Info, fmt.Errorf("unknown severity %q: use error, warning or info", s)
 }
 
-// Finding is one observation with a stable code. Analyses embed or fill it; the report package
-// renders it. Subject names what the finding is about (a replica, a file, a publisher) when it
-// applies.
+// Finding is one observation with a stable code: the one finding record of kvcheck. Every
+// analysis (hitrate, lint, audit, tap, simulate, assess) returns it, or a domain record that
+// embeds it; the report package renders it in every format and computes --fail-on from it.
+//
+// Subject names what the finding is about (a replica, a file, a publisher, "fleet") when it
+// applies. Source names the analysis a finding was passed on from (assess combines several);
+// Fix says what to do about it.
+//
+// File, Line and Column locate a finding inside an input file (lint, the template audit), for
+// SARIF and GitHub annotations; Pointer is the JSON pointer there (RFC 6901). They, Fixable,
+// Resolved and Properties are not part of the finding's JSON: each command's JSON document
+// chooses which of them it shows and under which names.
 type Finding struct {
 	Severity Severity `json:"severity"`
 	Code     string   `json:"code"`
 	Message  string   `json:"message"`
 	Subject  string   `json:"subject,omitempty"`
+	Source   string   `json:"source,omitempty"`
+	Fix      string   `json:"fix,omitempty"`
+
+	File    string `json:"-"`
+	Line    int    `json:"-"`
+	Column  int    `json:"-"`
+	Pointer string `json:"-"`
+	// Fixable says kvcheck has an exact rewrite for the finding (lint --fix).
+	Fixable bool `json:"-"`
+	// Resolved says the finding was fixed in this run (lint --fix wrote the rewrite): it is still
+	// reported, but no longer counts for --fail-on.
+	Resolved bool `json:"-"`
+	// Properties are extra named facts machine formats carry (SARIF result properties).
+	Properties map[string]string `json:"-"`
 }
 
-// Worst returns the highest severity among fs and whether there was any finding.
+// Worst returns the highest severity among the findings that count (not Resolved) and whether
+// there was any.
 func Worst(fs []Finding) (Severity, bool) {
 	worst, any := Info, false
 	for _, f := range fs {
+		if f.Resolved {
+			continue
+		}
 		if !any || f.Severity > worst {
 			worst, any = f.Severity, true
 		}

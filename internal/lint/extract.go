@@ -220,10 +220,7 @@ func helmTemplate(src []byte) bool {
 
 // addFile records a finding about the whole file.
 func (fl *fileLint) addFile(sev finding.Severity, code, status, msg string) {
-	fl.findings = append(fl.findings, &Finding{
-		Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: fl.path},
-		File:    fl.path, Line: 1, Column: 1, Status: status,
-	})
+	fl.findings = append(fl.findings, &Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: fl.path, File: fl.path, Line: 1, Column: 1}, Status: status})
 }
 
 func jsonFormat(root *jsonNode) Format {

@@ -43,14 +43,12 @@ const (
 
 // Finding is one reference to a vLLM metric that will not work as intended, or a query that
 // could not be checked.
+//
+// The embedded finding holds the file, line and column of the reference, and its Pointer, the
+// JSON pointer (RFC 6901) of the string holding the query, for JSON and YAML files alike (empty
+// for text files).
 type Finding struct {
 	finding.Finding
-	File   string
-	Line   int
-	Column int
-	// Pointer is the JSON pointer (RFC 6901) of the string holding the query, for JSON and
-	// YAML files alike; empty for text files.
-	Pointer string
 	// Location names the query for a person: a panel and its query, a rule, a trigger.
 	Location    string
 	Metric      string // the name as written, or the regex for a __name__ regex
@@ -244,8 +242,9 @@ func (l *Linter) readFile(path string) (FileResult, error) {
 	if n > l.max {
 		return FileResult{Path: path, Formats: []Format{}, Findings: []Finding{{
 			Finding: finding.Finding{Severity: finding.Warning, Code: CodeSkipped,
-				Message: fmt.Sprintf("file is larger than %d bytes and was not read", l.max)},
-			File: path, Line: 1, Column: 1, Status: StatusSkipped,
+				Message: fmt.Sprintf("file is larger than %d bytes and was not read", l.max),
+				File:    path, Line: 1, Column: 1},
+			Status: StatusSkipped,
 		}}}, nil
 	}
 	return l.File(path, buf.Bytes()), nil

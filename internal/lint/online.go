@@ -82,15 +82,14 @@ func AddOnline(results []FileResult, pres map[string]Presence, server string, lo
 			if !ok || p.Now || flagged[ref.Name] {
 				continue
 			}
-			f := Finding{File: r.Path, Line: ref.Line, Column: ref.Column, Pointer: ref.Pointer,
-				Location: ref.Location, Metric: ref.Name}
+			f := Finding{Finding: finding.Finding{File: r.Path, Line: ref.Line, Column: ref.Column, Pointer: ref.Pointer}, Location: ref.Location, Metric: ref.Name}
 			if p.LastSeen.IsZero() {
-				f.Finding = finding.Finding{Severity: finding.Warning, Code: CodeAbsent,
-					Message: fmt.Sprintf("%s has never been present on %s in the last %s: this query returns nothing", ref.Name, server, model.Duration(lookback))}
+				f.Severity, f.Code = finding.Warning, CodeAbsent
+				f.Message = fmt.Sprintf("%s has never been present on %s in the last %s: this query returns nothing", ref.Name, server, model.Duration(lookback))
 				f.Status = StatusAbsent
 			} else {
-				f.Finding = finding.Finding{Severity: finding.Warning, Code: CodeStale,
-					Message: fmt.Sprintf("%s is not present on %s now; last seen %s ago", ref.Name, server, ago(now.Sub(p.LastSeen)))}
+				f.Severity, f.Code = finding.Warning, CodeStale
+				f.Message = fmt.Sprintf("%s is not present on %s now; last seen %s ago", ref.Name, server, ago(now.Sub(p.LastSeen)))
 				f.Status = StatusStale
 			}
 			r.Findings = append(r.Findings, f)

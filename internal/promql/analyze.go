@@ -121,26 +121,18 @@ type Fleet struct {
 	Waiting           *float64 `json:"waiting"`
 }
 
-// Finding is one observation about the fleet or a replica, with a stable code.
-type Finding struct {
-	Severity finding.Severity `json:"severity"`
-	Code     string           `json:"code"`
-	Message  string           `json:"message"`
-	Replica  string           `json:"replica,omitempty"`
-}
-
 // Report is the result of hitrate.
 type Report struct {
-	Source        Source      `json:"source"`
-	Inputs        []string    `json:"inputs"`
-	Mode          Mode        `json:"mode"`
-	WindowSeconds *float64    `json:"window_seconds"`
-	Replicas      []Replica   `json:"replicas"`
-	Fleet         Fleet       `json:"fleet"`
-	Down          []Down      `json:"down"`
-	RouterSeries  []string    `json:"router_series"`
-	Findings      []Finding   `json:"findings"`
-	Queries       []QueryStat `json:"promql_queries,omitempty"`
+	Source        Source            `json:"source"`
+	Inputs        []string          `json:"inputs"`
+	Mode          Mode              `json:"mode"`
+	WindowSeconds *float64          `json:"window_seconds"`
+	Replicas      []Replica         `json:"replicas"`
+	Fleet         Fleet             `json:"fleet"`
+	Down          []Down            `json:"down"`
+	RouterSeries  []string          `json:"router_series"`
+	Findings      []finding.Finding `json:"findings"`
+	Queries       []QueryStat       `json:"promql_queries,omitempty"`
 }
 
 // Severities lists the findings' severities, for --fail-on.
@@ -172,7 +164,7 @@ func Analyze(in Input) Report {
 		Replicas:     []Replica{},
 		Down:         nonNil(in.Down),
 		RouterSeries: nonNil(in.Routers),
-		Findings:     []Finding{},
+		Findings:     []finding.Finding{},
 		Queries:      in.Queries,
 	}
 	if in.Window > 0 {
@@ -180,7 +172,7 @@ func Analyze(in Input) Report {
 		rep.WindowSeconds = &w
 	}
 	add := func(s finding.Severity, code, replica, format string, args ...any) {
-		rep.Findings = append(rep.Findings, Finding{Severity: s, Code: code, Replica: replica, Message: fmt.Sprintf(format, args...)})
+		rep.Findings = append(rep.Findings, finding.Finding{Severity: s, Code: code, Subject: replica, Message: fmt.Sprintf(format, args...)})
 	}
 	obs := slices.Clone(in.Observations)
 	slices.SortFunc(obs, func(a, b Observation) int { return cmp.Compare(a.Replica, b.Replica) })
@@ -206,8 +198,8 @@ func Analyze(in Input) Report {
 	if in.Mode == ModeLog {
 		add(finding.Info, "log-hit-rate", "", "the engine log's hit rate covers vLLM's recent-requests window, not the Prometheus counters; query volume is not in the log")
 	}
-	slices.SortStableFunc(rep.Findings, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(a.Replica, b.Replica), cmp.Compare(a.Code, b.Code))
+	slices.SortStableFunc(rep.Findings, func(a, b finding.Finding) int {
+		return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(a.Subject, b.Subject), cmp.Compare(a.Code, b.Code))
 	})
 	return rep
 }

@@ -28,7 +28,7 @@ type codeAt struct {
 func codes(rep Report) []codeAt {
 	out := []codeAt{}
 	for _, x := range rep.Findings {
-		out = append(out, codeAt{x.Code, x.Replica, x.Severity})
+		out = append(out, codeAt{x.Code, x.Subject, x.Severity})
 	}
 	return out
 }

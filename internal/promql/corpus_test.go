@@ -40,7 +40,7 @@ func figuresOf(rep Report) []figures {
 			KVUsage: r.KVUsage, Running: r.Running, Wait: r.Waiting, CPUHitRate: r.CPUHitRate, BlockSize: r.BlockSize,
 			PrefixCaching: r.PrefixCaching, PromptTokensPerSec: r.PromptTokensPerSec}
 		for _, x := range rep.Findings {
-			if x.Replica == r.Replica {
+			if x.Subject == r.Replica {
 				fg.Codes = append(fg.Codes, x.Code)
 			}
 		}

@@ -52,7 +52,7 @@ func TestTwoDumps(t *testing.T) {
 	}
 	codes := map[string]string{}
 	for _, x := range rep.Findings {
-		codes[x.Code] += x.Replica + " "
+		codes[x.Code] += x.Subject + " "
 	}
 	for code, replica := range map[string]string{
 		"counter-reset": "10.0.0.2:8000 ", "replica-cold": "10.0.0.2:8000 ", "old-metric-name": "10.0.0.3:8000 ",
@@ -117,7 +117,7 @@ func TestTwoDumpsWithWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := Analyze(in)
-	if len(rep.Findings) == 0 || rep.Findings[0].Code != "prefix-caching-off" || rep.Findings[0].Replica != "caching-off" {
+	if len(rep.Findings) == 0 || rep.Findings[0].Code != "prefix-caching-off" || rep.Findings[0].Subject != "caching-off" {
 		t.Errorf("findings = %+v, want prefix-caching-off on caching-off first", rep.Findings)
 	}
 }

@@ -100,9 +100,9 @@ func TestOldNameFindingText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []Finding
+			var got []finding.Finding
 			oldNameFindings(tt.o, func(s finding.Severity, code, replica, format string, args ...any) {
-				got = append(got, Finding{Severity: s, Code: code, Replica: replica, Message: fmt.Sprintf(format, args...)})
+				got = append(got, finding.Finding{Severity: s, Code: code, Subject: replica, Message: fmt.Sprintf(format, args...)})
 			})
 			if len(got) != 1 {
 				t.Fatalf("got %d findings, want 1: %+v", len(got), got)

@@ -205,7 +205,7 @@ func TestPrometheusCollect(t *testing.T) {
 	}
 	var gotCodes []string
 	for _, x := range rep.Findings {
-		gotCodes = append(gotCodes, x.Code+"@"+x.Replica)
+		gotCodes = append(gotCodes, x.Code+"@"+x.Subject)
 	}
 	for _, w := range []string{"counter-reset@10.0.0.2:8000", "bad-value@a", "old-metric-name@10.0.0.2:8000", "router-series@"} {
 		if !strings.Contains(strings.Join(gotCodes, " "), w) {
@@ -272,7 +272,7 @@ func TestPrometheusPartialResponse(t *testing.T) {
 	if diff := cmp.Diff(want, in.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	var got []Finding
+	var got []finding.Finding
 	for _, f := range Analyze(in).Findings {
 		if f.Code == "server-warning" {
 			got = append(got, f)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // assessDocument is the JSON document of kvcheck assess.
@@ -33,7 +34,7 @@ func nonNilRecommendation(r advise.Recommendation) advise.Recommendation {
 		r.Evidence = []advise.Evidence{}
 	}
 	if r.Fixes == nil {
-		r.Fixes = []advise.Fix{}
+		r.Fixes = []finding.Finding{}
 	}
 	if r.NextSteps == nil {
 		r.NextSteps = []advise.NextStep{}
@@ -90,7 +91,7 @@ func (t *Text) Assess(r advise.Recommendation) error {
 			t.Heading("Worth fixing (nothing here blocks the recommendation)")
 		}
 		for _, f := range r.Fixes {
-			t.Finding(f.Finding)
+			t.Finding(f)
 			if f.Fix != "" {
 				t.Muted("  fix (%s): %s", f.Source, f.Fix)
 			}

@@ -28,7 +28,7 @@ func assessInputs() map[string]advise.Input {
 		}}
 	return map[string]advise.Input{
 		"fix_first": {Metrics: metrics, Simulation: sim, Templates: &advise.Templates{Inputs: []string{"templates"}, Verdicts: map[string]int{"breaker": 1, "clean": 1},
-			Findings: []advise.Fix{{Finding: finding.Finding{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "datetime.now().isoformat() lands in block 0"}, Source: "templates", Fix: "move the time to the last user message"}}}},
+			Findings: []finding.Finding{{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "datetime.now().isoformat() lands in block 0", Source: "templates", Fix: "move the time to the last user message"}}}},
 		"kv_router": {Simulation: sim},
 		"session": {Requests: &advise.Requests{Input: "chat.jsonl", Estimated: true, Requests: 120, Sessions: 30, WithBlock: 120, PromptTokens: 29371,
 			CacheableTokens: 16653, WithinSessionTokens: 16653}},

@@ -12,13 +12,39 @@ import (
 
 // hitrateDoc is the JSON document of kvcheck hitrate.
 type hitrateDoc struct {
-	SchemaVersion int `json:"schema_version"`
-	promql.Report
+	SchemaVersion int                `json:"schema_version"`
+	Source        promql.Source      `json:"source"`
+	Inputs        []string           `json:"inputs"`
+	Mode          promql.Mode        `json:"mode"`
+	WindowSeconds *float64           `json:"window_seconds"`
+	Replicas      []promql.Replica   `json:"replicas"`
+	Fleet         promql.Fleet       `json:"fleet"`
+	Down          []promql.Down      `json:"down"`
+	RouterSeries  []string           `json:"router_series"`
+	Findings      []hitrateFinding   `json:"findings"`
+	Queries       []promql.QueryStat `json:"promql_queries,omitempty"`
+}
+
+// hitrateFinding is a finding in hitrate's JSON: its subject is always a replica.
+type hitrateFinding struct {
+	Severity finding.Severity `json:"severity"`
+	Code     string           `json:"code"`
+	Message  string           `json:"message"`
+	Replica  string           `json:"replica,omitempty"`
 }
 
 // HitrateJSON writes the hitrate report as JSON.
 func HitrateJSON(w io.Writer, r promql.Report) error {
-	return JSON(w, hitrateDoc{SchemaVersion: SchemaVersion, Report: r})
+	doc := hitrateDoc{SchemaVersion: SchemaVersion, Source: r.Source, Inputs: r.Inputs, Mode: r.Mode,
+		WindowSeconds: r.WindowSeconds, Replicas: r.Replicas, Fleet: r.Fleet, Down: r.Down,
+		RouterSeries: r.RouterSeries, Findings: []hitrateFinding{}, Queries: r.Queries}
+	if r.Findings == nil {
+		doc.Findings = nil
+	}
+	for _, f := range r.Findings {
+		doc.Findings = append(doc.Findings, hitrateFinding{Severity: f.Severity, Code: f.Code, Message: f.Message, Replica: f.Subject})
+	}
+	return JSON(w, doc)
 }
 
 // Hitrate writes the hitrate report for people: a table per replica, a fleet line and the
@@ -91,7 +117,7 @@ func Hitrate(t *Text, r promql.Report) error {
 		t.Line("")
 		t.Heading("Findings")
 		for _, x := range r.Findings {
-			t.Finding(finding.Finding{Severity: x.Severity, Code: x.Code, Message: x.Message, Subject: x.Replica})
+			t.Finding(x)
 		}
 	}
 	return nil

@@ -79,7 +79,7 @@ func (t *Text) Tap(r *events.Report) error {
 		t.Line("%s", t.Good("no findings: the stream is healthy"))
 	}
 	for _, f := range r.Findings {
-		t.Finding(f.Finding)
+		t.Finding(f)
 	}
 	return nil
 }
