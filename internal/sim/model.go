@@ -66,6 +66,10 @@ type Config struct {
 	Siblings int
 	// Params tunes the policies.
 	Params Params
+	// MeasureFrom is the arrival time (seconds from the trace start) from which a result's
+	// steady figures (Result.SteadyInputTokens, SteadyHitTokens) count requests: what comes
+	// before warms the caches up. 0 counts every request.
+	MeasureFrom float64
 }
 
 // Params are the policy knobs exposed as flags.

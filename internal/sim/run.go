@@ -20,6 +20,10 @@ type Result struct {
 	// InputTokens, HitTokens: prompt tokens, and those found in the prefix cache.
 	InputTokens int64
 	HitTokens   int64
+	// SteadyInputTokens and SteadyHitTokens count only requests arriving at or after
+	// Config.MeasureFrom, once the caches have warmed up: cold misses that a longer run would
+	// amortise (every replica computing a shared prompt once) fall before it.
+	SteadyInputTokens, SteadyHitTokens int64
 	// HitRate is HitTokens/InputTokens, what vllm:prefix_cache_hits/queries would show.
 	HitRate float64
 	// BlockRefs and HitBlocks count blocks; BlockHitRate compares with the trace's ceiling.
@@ -123,6 +127,10 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 		j := &jobs[k]
 		res.InputTokens += int64(j.req.InputTokens)
 		res.HitTokens += int64(j.hit * t.BlockSize)
+		if j.arrival >= c.MeasureFrom {
+			res.SteadyInputTokens += int64(j.req.InputTokens)
+			res.SteadyHitTokens += int64(j.hit * t.BlockSize)
+		}
 		res.BlockRefs += int64(len(j.req.Blocks))
 		res.HitBlocks += int64(j.hit)
 		ttft[k] = j.ttft

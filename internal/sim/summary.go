@@ -10,15 +10,16 @@ import (
 // caching; the lower TTFT p99 then decides.
 const BestMargin = 0.005
 
-// A policy makes a hot spot when its load max/mean reaches HotSpotRatio and its TTFT p99 is
-// more than HotSpotSlowdown times, and HotSpotDelay seconds above, round-robin's on the same
-// fleet: imbalance that costs latency. Imbalance alone is not enough: on a large, lightly loaded
-// fleet a prefix-aware policy may spread unevenly and still be the fastest.
-const (
-	HotSpotRatio    = 2.0
-	HotSpotSlowdown = 2.0
-	HotSpotDelay    = 1.0
-)
+// A policy makes a hot spot when its load max/mean reaches HotSpotRatio, whatever the modelled
+// TTFT: the service model's load is an assumption (its constants only need to be plausible), so
+// a policy that sends twice its share to one replica melts that replica at the real fleet's
+// load even where the model shows no queue.
+const HotSpotRatio = 2.0
+
+// OverloadedTTFT is the round-robin TTFT p99, in seconds, above which the modelled fleet is
+// overloaded: requests queue for minutes whatever the routing, the policies' figures describe a
+// queue rather than a cache, and the fleet's size (or the trace's rate) is wrong for the model.
+const OverloadedTTFT = 60.0
 
 // Fleet is one point of a sweep: the results of every policy on the same fleet, and which won.
 type Fleet struct {
@@ -34,6 +35,8 @@ type Fleet struct {
 	Baseline *Result
 	// HotSpots lists the policies that made a hot spot (see HotSpotRatio).
 	HotSpots []string
+	// Overloaded is set when round-robin's TTFT p99 exceeds OverloadedTTFT.
+	Overloaded bool
 }
 
 // Report is everything `kvcheck simulate` shows: the trace, the model, results and findings.
@@ -77,8 +80,7 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 			r := &f.Results[ri]
 			// Starvation is reported for hot-spot policies too: they are the ones most likely
 			// to leave a fresh replica idle, and a reader filtering on the code must see them.
-			hot := f.Baseline != nil && r.LoadMaxOverMean >= HotSpotRatio &&
-				r.TTFTP99 > HotSpotSlowdown*f.Baseline.TTFTP99 && r.TTFTP99 > f.Baseline.TTFTP99+HotSpotDelay
+			hot := r.LoadMaxOverMean >= HotSpotRatio && r.Policy != baseline
 			if hot {
 				f.HotSpots = append(f.HotSpots, r.Policy)
 				rep.Findings = append(rep.Findings, finding.Finding{
@@ -86,7 +88,7 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 					Code:     "hot-spot",
 					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
 					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), TTFT p99 %.1f s against %.2f s with round-robin: affinity without a load bound melts one replica",
-						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, r.TTFTP99, f.Baseline.TTFTP99),
+						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, r.TTFTP99, baseTTFT(f.Baseline)),
 				})
 			}
 			if r.FreshShare != nil && *r.FreshShare < 0.25/float64(r.Replicas+1) {
@@ -103,6 +105,16 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 			}
 		}
 		f.Best = pickBest(balanced)
+		if b := f.Baseline; b != nil && b.TTFTP99 > OverloadedTTFT {
+			rep.Findings = append(rep.Findings, finding.Finding{
+				Severity: finding.Warning,
+				Code:     "overloaded",
+				Subject:  fmt.Sprintf("%dx%d", f.Replicas, f.KVBlocks),
+				Message: fmt.Sprintf("the modelled fleet is overloaded: round-robin's TTFT p99 is %.0f s (over %.0f s), so requests queue whatever the routing and the figures describe a queue, not a cache; simulate the fleet's real size (--replicas) or check the trace's arrival rate",
+					b.TTFTP99, OverloadedTTFT),
+			})
+			f.Overloaded = true
+		}
 	}
 	if !t.PrefixInfo {
 		rep.Findings = append(rep.Findings, finding.Finding{
@@ -113,6 +125,13 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 		})
 	}
 	return rep
+}
+
+func baseTTFT(b *Result) float64 {
+	if b == nil {
+		return 0
+	}
+	return b.TTFTP99
 }
 
 func maxInt(xs []int) int {

@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 func TestNewReport(t *testing.T) {
@@ -99,5 +102,53 @@ func TestSiblingBound(t *testing.T) {
 	c.Siblings = 2
 	if _, err := Simulate(tinyTrace(rs...), c, "round-robin"); err != nil {
 		t.Errorf("--n 2: %v", err)
+	}
+}
+
+// TestHotSpotWhateverTheModelledLoad is issue 9's tenth failure: a policy that sends
+// everything to one replica of four (load max/mean 4.00) while the light-load model shows no
+// TTFT cost was simulate's "Best". A hot spot is a hot spot at any modelled load; and a fleet
+// whose round-robin TTFT p99 runs to thousands of seconds is overloaded, a finding.
+func TestHotSpotWhateverTheModelledLoad(t *testing.T) {
+	fleet := func(r Result) Result { r.Replicas, r.KVBlocks = 4, 64; return r }
+	results := []Result{
+		fleet(Result{Policy: "round-robin", LoadMaxOverMean: 1, TTFTP99: 0.02}),
+		fleet(Result{Policy: "kv-llmd", PerReplica: []int{36, 0, 0, 0}, Requests: 36, LoadMaxOverMean: 4, TTFTP99: 0.01, PrefillSaved: 0.45}),
+		fleet(Result{Policy: "kv-load", LoadMaxOverMean: 1.22, TTFTP99: 0.02, PrefillSaved: 0.08}),
+	}
+	tr := &Trace{Name: "t", BlockSize: 16, PrefixInfo: true}
+	rep := NewReport(tr, Stats(tr), Sweep{Base: Config{AddReplicaAt: -1}}, results)
+	f := rep.Fleets[0]
+	if f.Best != "kv-load" || !slices.Equal(f.HotSpots, []string{"kv-llmd"}) {
+		t.Errorf("best %q, hot spots %v: want kv-load, [kv-llmd] (max/mean 4.00 is a hot spot whatever the TTFT)", f.Best, f.HotSpots)
+	}
+	if f.Overloaded {
+		t.Error("a fleet at 0.02 s TTFT p99 reported overloaded")
+	}
+
+	over := []Result{fleet(Result{Policy: "round-robin", LoadMaxOverMean: 1, TTFTP99: 3248}), fleet(Result{Policy: "kv-load", LoadMaxOverMean: 1.05, TTFTP99: 2900, PrefillSaved: 0.1})}
+	rep = NewReport(tr, Stats(tr), Sweep{Base: Config{AddReplicaAt: -1}}, over)
+	if !rep.Fleets[0].Overloaded || !slices.ContainsFunc(rep.Findings, func(f finding.Finding) bool { return f.Code == "overloaded" }) {
+		t.Errorf("round-robin TTFT p99 3248 s: want the fleet overloaded and an overloaded finding, got %+v", rep.Findings)
+	}
+}
+
+// TestSteadyFigures checks that the steady figures count only requests from MeasureFrom on:
+// one shared 4-block prompt sent round-robin to 2 replicas misses once per replica (warm-up),
+// then always hits.
+func TestSteadyFigures(t *testing.T) {
+	var reqs []Request
+	for i := range 8 {
+		reqs = append(reqs, Request{Arrival: float64(i), Blocks: []uint64{1, 2, 3, 4}, InputTokens: 4*4 + 1, OutputTokens: 1, N: 1})
+	}
+	tr := &Trace{Name: "shared", BlockSize: 4, PrefixInfo: true, Requests: reqs}
+	c := Config{Replicas: 2, KVBlocks: 64, Model: DefaultModel(), AddReplicaAt: -1, Params: DefaultParams(), MeasureFrom: 4}
+	res, err := Simulate(tr, c, "round-robin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests 0 and 1 are cold (one per replica); 2..7 hit all 4 blocks (16 tokens).
+	if res.HitTokens != 6*16 || res.SteadyInputTokens != 4*17 || res.SteadyHitTokens != 4*16 {
+		t.Errorf("hit %d, steady %d of %d: want 96, 64 of 68", res.HitTokens, res.SteadyHitTokens, res.SteadyInputTokens)
 	}
 }
