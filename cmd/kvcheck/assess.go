@@ -305,13 +305,13 @@ func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize 
 		cc, err := server.CacheConfig(ctx)
 		switch {
 		case errors.Is(err, audit.ErrNoCacheConfig):
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using block size %d\n", o.tokenize, blockSize)
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using block size %d\n", server.Shown(), blockSize)
 		case err != nil:
 			return nil, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate)", err)
 		default:
 			ropts.BlockSize = cc.BlockSize
 			if cc.PrefixCachingKnown && !cc.PrefixCaching {
-				cachingOff = &finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: o.tokenize,
+				cachingOff = &finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: server.Shown(),
 					Message: "the --tokenize server runs with prefix caching off (enable_prefix_caching=False): nothing is cached, whatever the prompts", Source: "requests", Fix: "drop --no-enable-prefix-caching from the vLLM command line"}
 			}
 		}

@@ -109,7 +109,7 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		cc, err := server.CacheConfig(ctx)
 		switch {
 		case errors.Is(err, audit.ErrNoCacheConfig):
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using --block-size %d\n", opts.Tokenize, opts.BlockSize)
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using --block-size %d\n", server.Shown(), opts.BlockSize)
 		case err != nil:
 			return fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate)", err)
 		default:
@@ -118,7 +118,7 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 			}
 			res.BlockSize = cc.BlockSize
 			if cc.PrefixCachingKnown && !cc.PrefixCaching {
-				res.Findings = append(res.Findings, audit.Finding{Finding: finding.Finding{Severity: finding.Error, Code: "audit/prefix-caching-off", Subject: opts.Tokenize, Message: "the server runs with prefix caching off (enable_prefix_caching=False): nothing is shared whatever the prompts", File: opts.Tokenize, Fix: "drop --no-enable-prefix-caching from the vLLM command line"}, Block: -1, Frequency: audit.Unknown})
+				res.Findings = append(res.Findings, audit.Finding{Finding: finding.Finding{Severity: finding.Error, Code: "audit/prefix-caching-off", Subject: server.Shown(), Message: "the server runs with prefix caching off (enable_prefix_caching=False): nothing is shared whatever the prompts", File: server.Shown(), Fix: "drop --no-enable-prefix-caching from the vLLM command line"}, Block: -1, Frequency: audit.Unknown})
 			}
 		}
 		res.Exact = true
@@ -203,7 +203,7 @@ func probeFiles(ctx context.Context, s streams, server *audit.Server, res *repor
 		tpl, fs, err := audit.ProbeTemplate(ctx, server, path+" (rendered by the server)", string(src), res.BlockSize)
 		var se *audit.ServerError
 		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated\n", server.BaseURL, se.Message)
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated\n", server.Shown(), se.Message)
 			return nil
 		}
 		if err != nil {

@@ -196,13 +196,13 @@ func collectPrometheus(ctx context.Context, o *hitrateOptions) (promql.Input, er
 		return promql.Input{}, err
 	}
 	p := promql.Prometheus{
-		API: api, URL: o.prom.URL, Window: window, Selector: sel, By: o.by,
-		Timeout: o.prom.QueryTimeout, Time: at,
+		API: api, URL: o.prom.shownURL(), Window: window, Selector: sel, By: o.by,
+		Timeout: o.prom.QueryTimeout, Time: at, Verbose: o.prom.Verbose,
 	}
 	in, err := p.Collect(ctx)
 	if o.warn != nil {
 		for _, w := range in.Warnings {
-			o.warn(fmt.Sprintf("%s: query %s: %s", o.prom.URL, strings.Join(w.Queries, ", "), w.Warning))
+			o.warn(fmt.Sprintf("%s: query %s: %s", o.prom.shownURL(), strings.Join(w.Queries, ", "), w.Warning))
 		}
 	}
 	return in, err
@@ -245,7 +245,7 @@ func collectScrape(ctx context.Context, o *hitrateOptions) (promql.Input, error)
 	if !o.windowSet {
 		window = 30 * time.Second
 	}
-	sc := promql.Scraper{Client: hc, Timeout: o.scrapeTimeout, By: o.by}
+	sc := promql.Scraper{Client: hc, Timeout: o.scrapeTimeout, By: o.by, Verbose: o.prom.Verbose}
 	return sc.Collect(ctx, targets, window, o.progress)
 }
 

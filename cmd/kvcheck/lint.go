@@ -13,6 +13,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
 
@@ -132,10 +133,13 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 		pres, err := lint.Presences(qctx, api, lint.Names(results), lookback, now)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("--prometheus %s: %w", opts.Prom.URL, err)
+			if !opts.Prom.Verbose {
+				err = promql.HideBody(err)
+			}
+			return fmt.Errorf("--prometheus %s: %w", opts.Prom.shownURL(), err)
 		}
-		lint.AddOnline(results, pres, opts.Prom.URL, lookback, now)
-		run.Prometheus, run.Lookback = opts.Prom.URL, opts.Lookback.String()
+		lint.AddOnline(results, pres, opts.Prom.shownURL(), lookback, now)
+		run.Prometheus, run.Lookback = opts.Prom.shownURL(), opts.Lookback.String()
 	}
 
 	if opts.Diff {

@@ -11,6 +11,8 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 	"github.com/spf13/pflag"
+
+	"github.com/kvcheck/kvcheck/internal/promql"
 )
 
 // promOptions are the connection flags for a Prometheus-compatible HTTP API (Prometheus, Thanos,
@@ -28,6 +30,8 @@ type promOptions struct {
 	InsecureSkipVerify    bool
 	Headers               []string
 	QueryTimeout          time.Duration
+	MaxResponseMiB        int
+	Verbose               bool
 }
 
 // bind registers the flags; the URL flag is named by the caller's command as --prometheus.
@@ -44,7 +48,12 @@ func (o *promOptions) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "do not verify the server certificate")
 	fs.StringArrayVar(&o.Headers, "header", nil, `extra request header "Name: value" (repeatable; for example X-Scope-OrgID for Mimir)`)
 	fs.DurationVar(&o.QueryTimeout, "query-timeout", 30*time.Second, "timeout of each query")
+	fs.BoolVar(&o.Verbose, "verbose", false, "show the start of an error answer's body in HTTP errors (it may reflect request headers)")
+	fs.IntVar(&o.MaxResponseMiB, "max-response-mib", promql.DefaultMaxResponse>>20, "largest HTTP answer read from Prometheus or a /metrics target, in MiB; a larger one is an error")
 }
+
+// shownURL is --prometheus as it may be shown: without the password of its userinfo.
+func (o *promOptions) shownURL() string { return promql.RedactURL(o.URL) }
 
 // httpConfig builds the client configuration from the config file and the flags; flags win.
 func (o *promOptions) httpConfig() (config.HTTPClientConfig, error) {
@@ -108,10 +117,14 @@ func (o *promOptions) httpClient() (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.MaxResponseMiB < 0 {
+		return nil, usageErrorf("--max-response-mib %d: give a positive number of MiB", o.MaxResponseMiB)
+	}
 	c, err := config.NewClientFromConfig(cfg, "kvcheck")
 	if err != nil {
 		return nil, fmt.Errorf("prometheus connection settings: %w", err)
 	}
+	c.Transport = promql.CapResponses(c.Transport, int64(o.MaxResponseMiB)<<20) // 0: the default
 	return c, nil
 }
 
@@ -119,7 +132,7 @@ func (o *promOptions) httpClient() (*http.Client, error) {
 func (o *promOptions) api() (promv1.API, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageErrorf("--prometheus %q: give the base URL, such as http://prometheus:9090", o.URL)
+		return nil, usageErrorf("--prometheus %q: give the base URL, such as http://prometheus:9090", o.shownURL())
 	}
 	hc, err := o.httpClient()
 	if err != nil {
@@ -127,7 +140,7 @@ func (o *promOptions) api() (promv1.API, error) {
 	}
 	c, err := api.NewClient(api.Config{Address: o.URL, Client: hc})
 	if err != nil {
-		return nil, fmt.Errorf("--prometheus %s: %w", o.URL, err)
+		return nil, fmt.Errorf("--prometheus %s: %w", o.shownURL(), err)
 	}
 	return promv1.NewAPI(c), nil
 }

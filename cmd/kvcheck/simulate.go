@@ -322,13 +322,13 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 		switch {
 		case errors.Is(err, audit.ErrNoCacheConfig):
 			ro.BlockSize = audit.DefaultBlockSize
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; assuming block size %d\n", o.tokenize, ro.BlockSize)
-			note = fmt.Sprintf("block size: %d assumed: %s/metrics has no vllm:cache_config_info", ro.BlockSize, o.tokenize)
+			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; assuming block size %d\n", server.Shown(), ro.BlockSize)
+			note = fmt.Sprintf("block size: %d assumed: %s/metrics has no vllm:cache_config_info", ro.BlockSize, server.Shown())
 		case err != nil:
 			return nil, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate tokens)", err)
 		default:
 			ro.BlockSize = cc.BlockSize
-			note = fmt.Sprintf("block size: %d, from %s/metrics (vllm:cache_config_info)", cc.BlockSize, o.tokenize)
+			note = fmt.Sprintf("block size: %d, from %s/metrics (vllm:cache_config_info)", cc.BlockSize, server.Shown())
 			if cc.PrefixCachingKnown && !cc.PrefixCaching {
 				note += "; that server runs with prefix caching off, so it would hit nothing whatever the policy"
 			}

@@ -27,7 +27,7 @@ var probeConversation = []Message{
 // reports the exact token where the renders first differ. The template entry is named after
 // the server.
 func ProbeServerTemplate(ctx context.Context, s *Server, blockSize int) (Template, []Finding, error) {
-	return ProbeTemplate(ctx, s, s.BaseURL+" (server chat template)", "", blockSize)
+	return ProbeTemplate(ctx, s, s.Shown()+" (server chat template)", "", blockSize)
 }
 
 // ProbeTemplate is ProbeServerTemplate through the given chat template (the server's own when

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 
@@ -274,13 +275,23 @@ func (s *Server) client() *http.Client {
 	return http.DefaultClient
 }
 
+// Shown is the server's address as it may be shown: without the password of its userinfo.
+func (s *Server) Shown() string {
+	u, err := neturl.Parse(s.BaseURL)
+	if err != nil || u.User == nil {
+		return s.BaseURL
+	}
+	return u.Redacted()
+}
+
 func (s *Server) post(ctx context.Context, body tokenizeRequest) ([]uint32, []string, error) {
-	url := strings.TrimRight(s.BaseURL, "/") + "/tokenize"
+	endpoint := strings.TrimRight(s.BaseURL, "/") + "/tokenize"
+	url := strings.TrimRight(s.Shown(), "/") + "/tokenize" // for messages
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode tokenize request: %w", err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(buf))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(buf))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
 	}
@@ -340,11 +351,9 @@ func serverMessage(data []byte) string {
 			return e.Message
 		}
 	}
-	s := strings.TrimSpace(string(data))
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
+	// An answer that is not vLLM's JSON error (a proxy's page) can reflect request headers,
+	// credentials among them: say what it is, not what it holds.
+	return fmt.Sprintf("an answer of %d bytes that is not vLLM's JSON error", len(data))
 }
 
 // CacheConfig is what a server's vllm:cache_config_info says about its prefix cache.
@@ -360,8 +369,8 @@ var ErrNoCacheConfig = errors.New("no vllm:cache_config_info in /metrics")
 
 // CacheConfig reads the block size and prefix-caching setting from the server's /metrics.
 func (s *Server) CacheConfig(ctx context.Context) (CacheConfig, error) {
-	url := strings.TrimRight(s.BaseURL, "/") + "/metrics"
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	url := strings.TrimRight(s.Shown(), "/") + "/metrics" // for messages
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s.BaseURL, "/")+"/metrics", nil)
 	if err != nil {
 		return CacheConfig{}, fmt.Errorf("scrape %s: %w", url, err)
 	}

@@ -37,6 +37,8 @@ type Prometheus struct {
 	Timeout time.Duration
 	// Time is the evaluation time; zero means now.
 	Time time.Time
+	// Verbose keeps the start of an answer that is not the API's JSON in errors (HideBody).
+	Verbose bool
 }
 
 // tagLabel carries the metric name through aggregations, so one query returns several metrics.
@@ -264,6 +266,9 @@ func labelsKey(m model.Metric) string {
 }
 
 func (p Prometheus) queryError(q query, err error) error {
+	if !p.Verbose {
+		err = HideBody(err)
+	}
 	var apiErr *promv1.Error
 	hint := ""
 	if errors.As(err, &apiErr) {

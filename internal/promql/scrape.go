@@ -22,6 +22,9 @@ type Scraper struct {
 	Timeout time.Duration
 	// By are the replica labels; empty means one replica per target (engines summed).
 	By []string
+	// Verbose puts the start of an error answer's body into the error. Off, an error names
+	// the status line only: a body can reflect request headers, credentials among them.
+	Verbose bool
 }
 
 // maxConcurrentScrapes bounds the requests in flight, so a fleet of thousands of targets does
@@ -141,13 +144,17 @@ func (s Scraper) get(ctx context.Context, u string) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		body := ""
+		if s.Verbose {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+			body = ": " + strings.TrimSpace(string(b))
+		}
 		_ = resp.Body.Close()
 		hint := ""
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			hint = " (check --bearer-token-file, --basic-auth-user or --http-config-file)"
 		}
-		return nil, fmt.Errorf("HTTP %s%s: %s", resp.Status, hint, strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("HTTP %s%s%s", resp.Status, hint, body)
 	}
 	return resp, nil
 }
@@ -160,10 +167,10 @@ func (s Scraper) scrape(ctx context.Context, t Target, withVersion bool) (Dump, 
 	}
 	resp, err := s.get(ctx, t.URL)
 	if err != nil {
-		return Dump{}, fmt.Errorf("GET %s: %w", t.URL, err)
+		return Dump{}, fmt.Errorf("GET %s: %w", RedactURL(t.URL), err)
 	}
 	at := time.Now()
-	d, err := ParseExposition(resp.Body, t.URL)
+	d, err := ParseExposition(resp.Body, RedactURL(t.URL))
 	_ = resp.Body.Close()
 	if err != nil {
 		return Dump{}, err
@@ -204,7 +211,7 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 	var total float64
 	var n int
 	for _, t := range targets {
-		in.Inputs = append(in.Inputs, t.URL)
+		in.Inputs = append(in.Inputs, RedactURL(t.URL))
 		da, okA := a[t.Name]
 		db, okB := b[t.Name]
 		if !okA || !okB {
