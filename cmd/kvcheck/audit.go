@@ -170,6 +170,8 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 			return fmt.Errorf("requests %s: %w", res.RequestsSource, err)
 		}
 		res.Requests = &sum
+		// The log settles the template questions it shows changing (the slices are shared).
+		audit.Corroborate(&audit.TemplateReport{Templates: res.Templates, Findings: res.Findings}, sum, res.RequestsSource)
 		res.Findings = append(res.Findings, sum.Findings(res.RequestsSource)...)
 	}
 

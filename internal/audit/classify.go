@@ -70,8 +70,42 @@ const (
 	VerdictEarly   Verdict = "early"
 	VerdictLate    Verdict = "late"
 	VerdictUnknown Verdict = "unknown"
-	VerdictClean   Verdict = "clean"
+	// VerdictCheck is a template whose only findings are variables nothing in view says
+	// change: a question to answer, not a verdict of harm.
+	VerdictCheck Verdict = "check"
+	VerdictClean Verdict = "clean"
 )
+
+// Evidence is what establishes that an element changes between requests. A name alone is no
+// evidence: {agent_name} is fixed per deployment, {user_name} per user, and only the code or
+// the traffic tells which.
+type Evidence string
+
+// The kinds of evidence.
+const (
+	// EvidenceCode: the value comes from a clock, id or random call in the code.
+	EvidenceCode Evidence = "code"
+	// EvidenceRequest: the code fills it from the request or the user (request.user.name,
+	// config["configurable"]["user_id"]).
+	EvidenceRequest Evidence = "request"
+	// EvidenceRender: two renders of one conversation by the server differ there.
+	EvidenceRender Evidence = "render"
+	// EvidenceLog: requests of a log differ where it lands.
+	EvidenceLog Evidence = "log"
+	// EvidenceName: only the variable's name suggests a kind; the finding is a question.
+	EvidenceName Evidence = "name"
+	// EvidenceNone: nothing suggests the variable changes; the finding is a question.
+	EvidenceNone Evidence = "none"
+)
+
+// known reports whether the evidence shows the element changes.
+func (e Evidence) known() bool {
+	switch e {
+	case EvidenceCode, EvidenceRequest, EvidenceRender, EvidenceLog:
+		return true
+	}
+	return false
+}
 
 func (p Position) rank() int {
 	switch p {
@@ -105,6 +139,11 @@ type Finding struct {
 	Condition string
 	// Origin says where the value comes from when that is elsewhere (another line or file).
 	Origin string
+	// Evidence says what shows the element changes; without it (name, none) the finding is
+	// the question to answer (code audit/check), not a breaker.
+	Evidence Evidence
+	// lead is the static text before a placeholder, to find it in a request log.
+	lead string
 }
 
 var (
@@ -140,6 +179,14 @@ func classifyName(name string) (Kind, Frequency) {
 		return KindUser, PerUser
 	}
 	return KindVariable, Unknown
+}
+
+// nameEvidence is the evidence a name alone gives: it suggests a kind, or nothing.
+func nameEvidence(k Kind) Evidence {
+	if k == KindVariable {
+		return EvidenceNone
+	}
+	return EvidenceName
 }
 
 var (
@@ -212,10 +259,10 @@ func strftimeFrequency(format string) Frequency {
 
 // severity ranks a finding: a block-zero breaker that changes per call or per user is an
 // error, anything daily or of unknown frequency that early is a warning, late is information,
-// and so is a plain variable whose name and source say nothing about how often it changes.
-func severity(p Position, k Kind, f Frequency) finding.Severity {
-	if k == KindVariable && f == Unknown {
-		// A variable nothing tells us changes: worth knowing where it lands, not an alarm.
+// and so is a variable that nothing but its name (or nothing at all) says changes.
+func severity(p Position, k Kind, f Frequency, ev Evidence) finding.Severity {
+	if !ev.known() {
+		// A question to answer (where is it filled from?), not an alarm.
 		return finding.Info
 	}
 	switch p {
@@ -274,7 +321,74 @@ func place(tokensBefore, blockSize int, estimated, late bool) (Position, int) {
 	return Early, block
 }
 
-// describe builds the finding message.
+// finish fills a finding's severity, code, message and fix from what it records. A finding
+// whose change nothing shows becomes a question (audit/check), whatever its name suggests.
+func (f *Finding) finish(subject string) {
+	f.Severity = severity(f.Position, f.Kind, f.Frequency, f.Evidence)
+	f.Subject = subject
+	if !f.Evidence.known() {
+		f.Code = "audit/check"
+		f.Message = question(f)
+		f.Fix = "settle where it is filled from: audit the code that fills it with the template (their directory) or a request log (--requests); if it changes between requests, move it after the shared text; if it is fixed per deployment, nothing to do"
+		return
+	}
+	f.Code = "audit/" + string(f.Position)
+	f.Message = describe(f.Expression, f.Kind, f.Frequency, f.Position, f.Block, f.TokensBefore, f.Estimated, f.Condition, f.Origin)
+	if f.Fix == "" {
+		f.Fix = fixFor(f.Kind, f.Frequency, f.Position)
+	}
+}
+
+// suggests says what a variable's name suggests, for the question of an audit/check finding.
+func suggests(k Kind) string {
+	switch k {
+	case KindDate, KindClock:
+		return "its name suggests a date or time, but nothing in view fills it from a clock"
+	case KindID:
+		return "its name suggests an id, but nothing in view fills it from a request or a generator"
+	case KindUser:
+		return "its name suggests a per-user value, but nothing in view fills it from the request or the user (an agent's or product's name is fixed per deployment)"
+	case KindRandom:
+		return "its name suggests a random value, but nothing in view generates it"
+	}
+	return "nothing in view says whether it changes"
+}
+
+// question builds the message of a finding whose change is not shown: where it lands, what its
+// name suggests, and what follows either way.
+func question(f *Finding) string {
+	approx := ""
+	if f.Estimated {
+		approx = "~"
+	}
+	var b strings.Builder
+	b.WriteString(f.Expression)
+	if f.Block >= 0 {
+		fmt.Fprintf(&b, " lands at %stoken %d, block %d", approx, f.TokensBefore, f.Block)
+	} else {
+		b.WriteString(" lands where the prompt it fills is not among the inputs")
+	}
+	fmt.Fprintf(&b, ": check whether it changes between requests; %s. ", suggests(f.Kind))
+	switch f.Position {
+	case Breaker:
+		b.WriteString("If it changes (per user, request or day), no block is shared across the values; if it is fixed per deployment, nothing is lost")
+	case Early:
+		fmt.Fprintf(&b, "If it changes, only the %d blocks before it are shared across the values", f.Block)
+	case Late:
+		b.WriteString("It follows the shared text, so little is lost even if it changes")
+	default:
+		b.WriteString("If it changes, nothing after it is shared across the values")
+	}
+	if f.Origin != "" {
+		fmt.Fprintf(&b, "; value from %s", f.Origin)
+	}
+	if f.Condition != "" {
+		fmt.Fprintf(&b, "; only when %s", f.Condition)
+	}
+	return b.String()
+}
+
+// describe builds the message of a finding whose change is shown.
 func describe(expr string, k Kind, f Frequency, p Position, block, before int, est bool, cond, origin string) string {
 	approx := ""
 	if est {

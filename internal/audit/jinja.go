@@ -226,6 +226,7 @@ type jDyn struct {
 	line   int
 	conds  []string
 	origin string
+	ev     Evidence
 }
 
 type jValue struct {
@@ -368,7 +369,8 @@ func (w *jWalker) report(d *jDyn, n jNode, st *jState, valueConds []string) {
 		origin = fmt.Sprintf("line %d", d.line)
 	}
 	cond := strings.Join(dedupe(conds), " and ")
-	w.findings = append(w.findings, Finding{Finding: finding.Finding{File: w.file, Line: n.line, Fix: fixFor(d.kind, d.freq, pos)}, Expression: d.expr, Kind: d.kind, Position: pos, Block: block, TokensBefore: st.pos, Frequency: d.freq, Estimated: true, Condition: cond, Origin: origin})
+	w.findings = append(w.findings, Finding{Finding: finding.Finding{File: w.file, Line: n.line}, Expression: d.expr, Kind: d.kind, Position: pos, Block: block,
+		TokensBefore: st.pos, Frequency: d.freq, Estimated: true, Condition: cond, Origin: origin, Evidence: d.ev})
 }
 
 func dedupe(ss []string) []string {
@@ -548,7 +550,7 @@ func (w *jWalker) operand(base, full string, line int) []jPart {
 	}
 	if dynamicCall(base) {
 		k, f, _ := classifyExpr(base)
-		return []jPart{{kind: "dyn", dyn: &jDyn{expr: base, kind: k, freq: f, line: line}}}
+		return []jPart{{kind: "dyn", dyn: &jDyn{expr: base, kind: k, freq: f, line: line, ev: EvidenceCode}}}
 	}
 	if v, ok := w.vars[root]; ok {
 		// An attribute or item of a set variable: dynamic when the variable is.
@@ -568,7 +570,7 @@ func (w *jWalker) operand(base, full string, line int) []jPart {
 	if k == KindVariable {
 		return []jPart{{kind: "input"}}
 	}
-	return []jPart{{kind: "dyn", dyn: &jDyn{expr: base, kind: k, freq: f, line: line, origin: "a template variable the caller passes"}}}
+	return []jPart{{kind: "dyn", dyn: &jDyn{expr: base, kind: k, freq: f, line: line, origin: "a template variable the caller passes", ev: EvidenceName}}}
 }
 
 func unquoteJinja(s string) (string, error) {

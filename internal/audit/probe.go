@@ -69,11 +69,9 @@ func ProbeTemplate(ctx context.Context, s *Server, name, chatTemplate string, bl
 	add := func(at int, expr string, kind Kind, freq Frequency, origin string) {
 		late := convStart >= 0 && at > convStart
 		pos, block := place(at, blockSize, false, late)
-		f := Finding{Finding: finding.Finding{File: name, Line: 0, Fix: fixFor(kind, freq, pos)}, Expression: expr, Kind: kind, Position: pos, Block: block, TokensBefore: at, Frequency: freq, Estimated: false, Origin: origin}
-		f.Severity = severity(pos, kind, freq)
-		f.Code = "audit/" + string(pos)
-		f.Subject = name
-		f.Message = describe(expr, kind, freq, pos, block, at, false, "", origin)
+		f := Finding{Finding: finding.Finding{File: name}, Expression: expr, Kind: kind, Position: pos, Block: block, TokensBefore: at,
+			Frequency: freq, Estimated: false, Origin: origin, Evidence: EvidenceRender}
+		f.finish(name)
 		out = append(out, f)
 		if pos.rank() > Position(tpl.Verdict).rank() {
 			tpl.Verdict = Verdict(pos)

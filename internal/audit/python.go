@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -165,6 +167,8 @@ type pyHold struct {
 	before int // static tokens before it
 	after  int // static tokens after it
 	input  bool
+	// lead is the static text just before it, to find it again in requests.
+	lead string
 }
 
 // pyFiller is a keyword argument or dict entry that gives a placeholder name a dynamic value.
@@ -173,8 +177,14 @@ type pyFiller struct {
 	line             int
 	kind             Kind
 	freq             Frequency
+	ev               Evidence
 	// call is the function the value is passed to (format, PromptTemplate, ...).
 	call string
+	// module is set for a module constant (NAME = datetime.now().strftime(...)).
+	module bool
+	// alias is the module constant a keyword argument passes on (date=CURRENT_DATE), resolved
+	// against the unit's constants.
+	alias string
 }
 
 var (
@@ -216,6 +226,13 @@ func pyScan(file, src string) ([]pyPrompt, []pyFiller) {
 					stack = stack[:len(stack)-1]
 				}
 			case "=":
+				// module constant: NAME = value, a statement at column 0
+				if len(stack) == 0 && i == stmtStart+1 && toks[i-1].kind == pyName && (toks[i-1].start == 0 || src[toks[i-1].start-1] == '\n') {
+					if f, ok := pyFill(file, toks, i+1, toks[i-1].text, ""); ok && f.alias == "" {
+						f.module = true
+						fillers = append(fillers, f)
+					}
+				}
 				// keyword argument: ( ... name = value
 				if len(stack) > 0 && stack[len(stack)-1].kind == '(' && i > 0 && toks[i-1].kind == pyName {
 					if f, ok := pyFill(file, toks, i+1, toks[i-1].text, callOf(stack)); ok {
@@ -402,11 +419,56 @@ func pyFill(file string, toks []pyTok, j int, name, call string) (pyFiller, bool
 	}
 done:
 	expr := b.String()
-	if !dynamicCall(expr) {
+	f := pyFiller{file: file, name: name, expr: expr, line: toks[j].line, call: call}
+	switch {
+	case dynamicCall(expr):
+		f.kind, f.freq, _ = classifyExpr(expr)
+		f.ev = EvidenceCode
+	case reRequestValue.MatchString(expr):
+		// A value read from the request or the user: per user or per session, as the name
+		// says; an unnamed one is per call.
+		f.kind, f.freq = classifyName(name)
+		if f.kind == KindVariable || f.kind == KindDate {
+			f.kind, f.freq = KindUser, PerUser
+		}
+		f.ev = EvidenceRequest
+	case reBareName.MatchString(expr) && call != "":
+		f.alias = expr
+	default:
 		return pyFiller{}, false
 	}
-	kind, freq, _ := classifyExpr(expr)
-	return pyFiller{file: file, name: name, expr: expr, line: toks[j].line, kind: kind, freq: freq, call: call}, true
+	return f, true
+}
+
+var (
+	// reRequestValue matches an expression that reads the request or the user: a web
+	// framework's request, the user object, LangGraph's per-invocation config.
+	reRequestValue = regexp.MustCompile(`^(?:self\.)?(?:request|req|http_request|user|current_user|session|headers)\b\s*[.\[]|\bconfig\s*\[\s*["']configurable["']\s*\]`)
+	reBareName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// resolveAliases gives keyword arguments that pass on a module constant (date=CURRENT_DATE)
+// the constant's value, and drops those that name no dynamic constant.
+func resolveAliases(fillers []pyFiller) []pyFiller {
+	consts := map[string]pyFiller{}
+	for _, f := range fillers {
+		if f.module {
+			consts[f.name] = f
+		}
+	}
+	out := fillers[:0]
+	for _, f := range fillers {
+		if f.alias != "" {
+			c, ok := consts[f.alias]
+			if !ok {
+				continue
+			}
+			f.kind, f.freq, f.ev = c.kind, c.freq, c.ev
+			f.expr = fmt.Sprintf("%s (%s:%d %s)", f.alias, filepath.Base(c.file), c.line, c.expr)
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // dynamicCall reports whether an expression calls a clock, an id generator or a random source.
@@ -491,7 +553,12 @@ func placeholders(text string, line int, fstr bool) []pyHold {
 				continue
 			}
 			expr := ms[m[2]:m[3]]
-			hits = append(hits, hit{m[0], m[1], expr, ""})
+			name := ""
+			if reBareName.MatchString(strings.TrimSpace(expr)) {
+				// {CURRENT_DATE}: a name the unit's constants and arguments can fill.
+				name = strings.TrimSpace(expr)
+			}
+			hits = append(hits, hit{m[0], m[1], expr, name})
 		}
 	} else {
 		for _, m := range reJinjaExpr.FindAllStringSubmatchIndex(ms, -1) {
@@ -546,7 +613,8 @@ func placeholders(text string, line int, fstr bool) []pyHold {
 			root = reIdent.FindString(h.expr)
 		}
 		input := bound[root] || reInputName.MatchString(root)
-		out = append(out, pyHold{expr: h.expr, name: h.name, line: line + strings.Count(text[:h.start], "\n"), before: before, input: input})
+		lead := strings.ReplaceAll(ms[max(0, h.start-32):h.start], "\x00", "")
+		out = append(out, pyHold{expr: h.expr, name: h.name, line: line + strings.Count(text[:h.start], "\n"), before: before, input: input, lead: lead})
 	}
 	total := before + static(ms[prev:])
 	for i := range out {

@@ -129,7 +129,8 @@ func (s *Summary) Findings(subject string) []Finding {
 		approx = " (estimated)"
 	}
 	add := func(sev finding.Severity, code, msg, fix string) *Finding {
-		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject, File: subject, Fix: fix}, Estimated: est, Block: -1, Frequency: Unknown})
+		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject, File: subject, Fix: fix},
+			Estimated: est, Block: -1, Frequency: Unknown, Evidence: EvidenceLog})
 		return &out[len(out)-1]
 	}
 	// at fills a finding's position from the site where requests diverge.

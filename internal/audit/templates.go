@@ -146,29 +146,40 @@ func auditUnit(files []string, bs int) (TemplateReport, error) {
 			prompts = append(prompts, pyPrompt{file: path, line: 1, text: src, holds: placeholders(src, 1, false)})
 		}
 	}
-	for path, fs := range promptFindings(prompts, fillers, bs) {
+	for path, fs := range promptFindings(prompts, resolveAliases(fillers), bs) {
 		byFile[path] = append(byFile[path], fs...)
 	}
 	for _, path := range files {
 		fs := byFile[path]
-		v := VerdictClean
-		best := 0
 		for i := range fs {
-			f := &fs[i]
-			f.Severity = severity(f.Position, f.Kind, f.Frequency)
-			f.Code = "audit/" + string(f.Position)
-			f.Subject = fmt.Sprintf("%s:%d", f.File, f.Line)
-			f.Message = describe(f.Expression, f.Kind, f.Frequency, f.Position, f.Block, f.TokensBefore, f.Estimated, f.Condition, f.Origin)
-			if r := f.Position.rank(); r > best {
-				best = r
-				v = Verdict(f.Position)
-			}
+			fs[i].finish(fmt.Sprintf("%s:%d", fs[i].File, fs[i].Line))
 		}
+		v := verdictOf(fs)
 		slices.SortStableFunc(fs, func(a, b Finding) int { return a.Line - b.Line })
 		rep.Templates = append(rep.Templates, Template{File: path, Format: formats[path], Verdict: v})
 		rep.Findings = append(rep.Findings, fs...)
 	}
 	return rep, nil
+}
+
+// verdictOf decides a template's verdict from its findings: the worst position among the
+// elements shown to change (a late date is "late", whatever unsettled variables sit above it);
+// "check" when only unsettled variables remain; clean without findings.
+func verdictOf(fs []Finding) Verdict {
+	v, best, check := VerdictClean, 0, false
+	for _, f := range fs {
+		if !f.Evidence.known() {
+			check = true
+			continue
+		}
+		if r := f.Position.rank(); r > best {
+			best, v = r, Verdict(f.Position)
+		}
+	}
+	if best == 0 && check {
+		return VerdictCheck
+	}
+	return v
 }
 
 // promptFindings turns prompt placeholders into findings, resolving each name against the
@@ -184,6 +195,7 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 			}
 			var kind Kind
 			var freq Frequency
+			var ev Evidence
 			origin := ""
 			fi := -1
 			if h.name != "" {
@@ -197,23 +209,32 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 			switch {
 			case fi >= 0:
 				f := fillers[fi]
-				kind, freq = f.kind, f.freq
+				kind, freq, ev = f.kind, f.freq, f.ev
 				origin = fmt.Sprintf("%s:%d %s", filepath.Base(f.file), f.line, f.expr)
+				if f.module {
+					origin += " (a module constant, computed at import: it changes with the format's field whenever a process starts)"
+				}
 				used[fi] = true
 			case h.name == "":
 				k, fr, ok := classifyExpr(h.expr)
 				if !ok {
 					continue
 				}
-				kind, freq = k, fr
+				kind, freq, ev = k, fr, nameEvidence(k)
+				if dynamicCall(h.expr) {
+					ev = EvidenceCode
+				}
 			default:
 				kind, freq = classifyName(h.name)
+				ev = nameEvidence(kind)
 			}
 			pos, block := place(h.before, bs, true, h.before >= h.after && h.before > 0)
-			out[p.file] = append(out[p.file], Finding{Finding: finding.Finding{File: p.file, Line: h.line, Fix: fixFor(kind, freq, pos)}, Expression: h.expr, Kind: kind, Position: pos, Block: block, TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin})
+			out[p.file] = append(out[p.file], Finding{Finding: finding.Finding{File: p.file, Line: h.line}, Expression: h.expr, Kind: kind, Position: pos, Block: block,
+				TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin, Evidence: ev, lead: h.lead})
 			if fi >= 0 && fillers[fi].file != p.file {
 				f := fillers[fi]
-				out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line, Fix: fixFor(f.kind, f.freq, pos)}, Expression: f.expr, Kind: f.kind, Position: pos, Block: block, TokensBefore: h.before, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %s at %s:%d", h.expr, filepath.Base(p.file), h.line)})
+				out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line}, Expression: f.expr, Kind: f.kind, Position: pos, Block: block,
+					TokensBefore: h.before, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %s at %s:%d", h.expr, filepath.Base(p.file), h.line), Evidence: f.ev})
 			}
 		}
 	}
@@ -221,9 +242,78 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 		if used[i] || !reFillCall.MatchString(f.call) {
 			continue
 		}
-		out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line, Fix: "audit this file together with the prompt it fills (pass their directory); " + fixFor(f.kind, f.freq, Early)}, Expression: f.expr, Kind: f.kind, Position: PositionUnknown, Block: -1, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %q through %s()", f.name, f.call)})
+		out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line, Fix: "audit this file together with the prompt it fills (pass their directory); " + fixFor(f.kind, f.freq, Early)},
+			Expression: f.expr, Kind: f.kind, Position: PositionUnknown, Block: -1, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %q through %s()", f.name, f.call), Evidence: f.ev})
 	}
 	return out
+}
+
+// Corroborate settles the questions of a template audit with a request log: a variable whose
+// preceding text stands where the log's requests differ on a generated value (a date, an id, a
+// number) is shown to change by the traffic itself. Its finding is judged again with that
+// evidence, and so is its template's verdict. source names the log.
+func Corroborate(rep *TemplateReport, s Summary, source string) {
+	changed := map[string]bool{}
+	for i := range rep.Findings {
+		f := &rep.Findings[i]
+		if f.Evidence.known() {
+			continue
+		}
+		st := siteOf(f.lead, s.Sites)
+		if st == nil {
+			continue
+		}
+		switch st.Cause {
+		case "date/time":
+			f.Kind = KindDate
+		case "uuid":
+			f.Kind, f.Frequency = KindID, PerCall
+		case "id":
+			f.Kind = KindID
+		default:
+			f.Kind = KindVariable
+		}
+		if f.Kind != KindUser && f.Frequency == PerUser {
+			f.Frequency = Unknown
+		}
+		f.Evidence = EvidenceLog
+		f.Origin = fmt.Sprintf("%s: %d requests differ there (%s at %s, e.g. %q)", source, st.Count, st.Cause, st.Where(), st.Example)
+		f.finish(f.Subject)
+		changed[f.File] = true
+	}
+	for i, t := range rep.Templates {
+		if !changed[t.File] {
+			continue
+		}
+		var fs []Finding
+		for _, f := range rep.Findings {
+			if f.File == t.File {
+				fs = append(fs, f)
+			}
+		}
+		rep.Templates[i].Verdict = verdictOf(fs)
+	}
+}
+
+// siteOf finds the divergence site, on a generated value, whose text holds the end of lead:
+// its last 12 characters or, since a site's text starts a little before the difference, at
+// least its last 6.
+func siteOf(lead string, sites []Site) *Site {
+	if len(strings.TrimSpace(lead)) < 6 {
+		return nil
+	}
+	for i := range sites {
+		st := &sites[i]
+		if st.Cause == "text" || st.Cause == "token ids" {
+			continue
+		}
+		for k := min(12, len(lead)); k >= 6; k-- {
+			if tail := lead[len(lead)-k:]; strings.TrimSpace(tail) != "" && strings.Contains(st.Example, tail) {
+				return st
+			}
+		}
+	}
+	return nil
 }
 
 // scanTokenizerConfig audits the chat_template of a tokenizer_config.json: a string, or a list

@@ -3,6 +3,7 @@ package audit
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,7 +50,9 @@ func check(t *testing.T, rep TemplateReport, file string, w want) {
 		if f.File != tpl.File {
 			continue
 		}
-		if worst == nil || f.Position.rank() > worst.Position.rank() || f.Position == worst.Position && f.Severity > worst.Severity {
+		// Findings shown to change come first, then the worse position, then severity.
+		if worst == nil || f.Evidence.known() && !worst.Evidence.known() ||
+			f.Evidence.known() == worst.Evidence.known() && (f.Position.rank() > worst.Position.rank() || f.Position == worst.Position && f.Severity > worst.Severity) {
 			worst = f
 		}
 	}
@@ -94,14 +97,18 @@ func TestTemplateFixtures(t *testing.T) {
 		{"jinja/early_date.jinja", "early_date.jinja", want{VerdictEarly, 3, KindClock, Daily, 1, finding.Warning, "", "line 1"}},
 		{"jinja/late_date.jinja", "late_date.jinja", want{VerdictLate, 4, KindClock, Daily, 4, finding.Info, "add_generation_prompt", ""}},
 		{"jinja/conditional_tools.jinja", "conditional_tools.jinja", want{VerdictBreaker, 2, KindClock, PerMinute, 0, finding.Error, "tools", ""}},
-		{"jinja/kwarg_date.jinja", "kwarg_date.jinja", want{VerdictBreaker, 1, KindDate, Unknown, 0, finding.Warning, "", "caller"}},
-		{"jinja/user_name.jinja", "user_name.jinja", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", ""}},
-		{"jinja/ids.jinja", "ids.jinja", want{VerdictBreaker, 1, KindID, PerSession, 0, finding.Error, "", "caller"}},
+		// Variables the caller passes are judged by nothing but their names: questions
+		// (info, verdict check), not breakers.
+		{"jinja/kwarg_date.jinja", "kwarg_date.jinja", want{VerdictCheck, 1, KindDate, Unknown, 0, finding.Info, "", "caller"}},
+		{"jinja/user_name.jinja", "user_name.jinja", want{VerdictCheck, 1, KindUser, PerUser, 0, finding.Info, "", ""}},
+		// session_id and user.name are questions; uuid4() is a generator call in block 0.
+		{"jinja/ids.jinja", "ids.jinja", want{VerdictBreaker, 1, KindID, PerCall, 0, finding.Error, "", ""}},
 		{"jinja/clean.jinja", "clean.jinja", want{verdict: VerdictClean}},
 		{"tokenizer_config.json", "tokenizer_config.json", want{verdict: VerdictClean}},
 		{"named_tokenizer_config.json", "named_tokenizer_config.json", want{VerdictBreaker, 1, KindClock, PerSecond, 0, finding.Error, "", ""}},
 		{"py/fstring_prompt.py", "fstring_prompt.py", want{VerdictBreaker, 7, KindClock, PerCall, 0, finding.Error, "", ""}},
-		{"py/percent_user.py", "percent_user.py", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", ""}},
+		// % {"user_name": user.name}: filled from the user object, so per user.
+		{"py/percent_user.py", "percent_user.py", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", "user.name"}},
 		{"py/uuid_id.py", "uuid_id.py", want{VerdictBreaker, 3, KindID, PerCall, 0, finding.Error, "", "uuid.uuid4().hex"}},
 		{"py/random_nonce.py", "random_nonce.py", want{VerdictBreaker, 4, KindRandom, PerCall, 0, finding.Error, "", "random.randint"}},
 		// "..." + time.strftime("%H:%M") + "...": the concatenation is one prompt, the call in
@@ -112,10 +119,12 @@ func TestTemplateFixtures(t *testing.T) {
 		{"unit", "prompts.py", want{VerdictBreaker, 3, KindClock, Daily, 0, finding.Warning, "", "agent.py:7"}},
 		{"unit", "agent.py", want{VerdictBreaker, 7, KindClock, Daily, 0, finding.Warning, "", "fills {current_date} at prompts.py:3"}},
 		{"lone", "agent.py", want{VerdictUnknown, 5, KindClock, PerCall, -1, finding.Warning, "", "system_time"}},
-		{"text/session.txt", "session.txt", want{VerdictBreaker, 1, KindID, PerSession, 0, finding.Error, "", ""}},
-		{"text/system.md", "system.md", want{VerdictLate, 8, KindUser, PerUser, 5, finding.Info, "", ""}},
-		// A variable nothing says changes: its position is reported, as information.
-		{"text/topic.txt", "topic.txt", want{VerdictBreaker, 1, KindVariable, Unknown, 0, finding.Info, "", ""}},
+		// Text prompts name their variables and nothing fills them: each is a question.
+		{"text/session.txt", "session.txt", want{VerdictCheck, 1, KindID, PerSession, 0, finding.Info, "", ""}},
+		{"text/system.md", "system.md", want{VerdictCheck, 8, KindUser, PerUser, 5, finding.Info, "", ""}},
+		// A variable nothing says changes (a topic, a feature flag): a question, verdict
+		// check, not a breaker.
+		{"text/topic.txt", "topic.txt", want{VerdictCheck, 1, KindVariable, Unknown, 0, finding.Info, "", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path+"/"+tt.file, func(t *testing.T) {
@@ -167,6 +176,80 @@ func TestTemplateCorpus(t *testing.T) {
 	}
 	if len(rep.Templates) != len(tests) {
 		t.Errorf("%d templates audited, want %d", len(rep.Templates), len(tests))
+	}
+}
+
+// TestTemplateEvidence: a verdict follows what is shown to change, not what a name suggests.
+// Each case is a reduction of a public prompt or the shape of a reported misjudgement.
+func TestTemplateEvidence(t *testing.T) {
+	const dir = "../../testdata/audit/templates/evidence"
+	tests := []struct {
+		name, path, file string
+		verdict          Verdict
+		// the finding on line
+		line int
+		code string
+		kind Kind
+		freq Frequency
+		ev   Evidence
+		sev  finding.Severity
+		// message holds this
+		message string
+	}{
+		// Reduced from the agent template of Iormungand21/sindri ("You are {agent_name}, a
+		// specialized agent for Sindri."): the agent's name at token 2 is fixed per
+		// deployment as far as anything in view says, so a question, not a per-user breaker.
+		{"agent name", "agent_name.txt", "agent_name.txt", VerdictCheck, 1, "audit/check", KindUser, PerUser, EvidenceName, finding.Info, "check whether it changes between requests"},
+		// Config-like variables at the top, and the only value shown to change (a date from
+		// datetime.now() in the module that formats the prompt) after the static bulk: late.
+		{"late date under names", "late_unit", "prompts.py", VerdictLate, 11, "audit/late", KindClock, Daily, EvidenceCode, finding.Info, "agent.py:13"},
+		{"late date, its filler", "late_unit", "agent.py", VerdictLate, 13, "audit/late", KindClock, Daily, EvidenceCode, finding.Info, "fills {today}"},
+		// Reduced from xiahouzuoxin/chatgpt_cli prompts.py with the date hoisted into a
+		// module constant: CURRENT_DATE = datetime.now().strftime('%Y-%m-%d') is daily from
+		// its format, at the end of a short prompt.
+		{"module constant date", "module_date.py", "module_date.py", VerdictLate, 8, "audit/late", KindClock, Daily, EvidenceCode, finding.Info, "module constant"},
+		// A module constant with seconds, passed on by .format(started=STARTED_AT) into the
+		// first block: per second, an error.
+		{"module constant time", "module_time.py", "module_time.py", VerdictBreaker, 5, "audit/breaker", KindClock, PerSecond, EvidenceCode, finding.Error, "STARTED_AT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := AuditTemplates([]string{filepath.Join(dir, tt.path)}, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var verdict Verdict
+			for _, tpl := range rep.Templates {
+				if filepath.Base(tpl.File) == tt.file {
+					verdict = tpl.Verdict
+				}
+			}
+			if verdict != tt.verdict {
+				t.Errorf("verdict %q, want %q", verdict, tt.verdict)
+			}
+			var f *Finding
+			for i := range rep.Findings {
+				if filepath.Base(rep.Findings[i].File) == tt.file && rep.Findings[i].Line == tt.line {
+					f = &rep.Findings[i]
+				}
+			}
+			if f == nil {
+				t.Fatalf("no finding at %s:%d in %+v", tt.file, tt.line, rep.Findings)
+			}
+			type got struct {
+				Code string
+				Kind Kind
+				Freq Frequency
+				Ev   Evidence
+				Sev  finding.Severity
+			}
+			if diff := cmp.Diff(got{tt.code, tt.kind, tt.freq, tt.ev, tt.sev}, got{f.Code, f.Kind, f.Frequency, f.Evidence, f.Severity}); diff != "" {
+				t.Errorf("(-want +got):\n%s\nmessage: %s", diff, f.Message)
+			}
+			if !strings.Contains(f.Message+" "+f.Origin, tt.message) {
+				t.Errorf("message %q, want it to hold %q", f.Message, tt.message)
+			}
+		})
 	}
 }
 
@@ -248,5 +331,47 @@ func TestPlace(t *testing.T) {
 		if p != tt.want || b != tt.block {
 			t.Errorf("place(%d, est=%v, late=%v) = %s, %d; want %s, %d", tt.before, tt.estimated, tt.late, p, b, tt.want, tt.block)
 		}
+	}
+}
+
+// TestCorroborate: LangGraph's react-agent prompt ("System time: {system_time}") alone names a
+// variable nothing fills: a question. The agent's request log, where 35 of 36 requests differ
+// on a timestamp right after "System time: ", shows it changing: a breaker, from the log.
+func TestCorroborate(t *testing.T) {
+	corpus := os.Getenv("KVCHECK_CORPUS")
+	if corpus == "" {
+		t.Skip("KVCHECK_CORPUS not set")
+	}
+	rep, err := AuditTemplates([]string{filepath.Join(corpus, "templates", "langgraph-react-agent_prompts.py")}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Code != "audit/check" || rep.Templates[0].Verdict != VerdictCheck {
+		t.Fatalf("alone: %+v %+v, want one audit/check finding, verdict check", rep.Templates, rep.Findings)
+	}
+	f, err := os.Open("../../testdata/audit/requests/agent_timestamp.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	sum, err := AuditRequests(t.Context(), f, RequestOptions{BlockSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A log that differs only in plain text says nothing about the variable.
+	text := Summary{Sites: []Site{{Message: 0, Role: "system", Cause: "text", Count: 35, Example: "System time: later"}}}
+	plain := TemplateReport{Templates: slices.Clone(rep.Templates), Findings: slices.Clone(rep.Findings)}
+	Corroborate(&plain, text, "text.jsonl")
+	if plain.Findings[0].Evidence.known() || plain.Templates[0].Verdict != VerdictCheck {
+		t.Errorf("a text divergence settled it: %+v", plain.Findings[0])
+	}
+	Corroborate(&rep, sum, "agent_timestamp.jsonl")
+	got := rep.Findings[0]
+	if got.Evidence != EvidenceLog || got.Code != "audit/breaker" || got.Severity != finding.Warning || got.Kind != KindDate || rep.Templates[0].Verdict != VerdictBreaker {
+		t.Errorf("with the log: evidence %s code %s severity %s kind %s verdict %s; want log, audit/breaker, warning, date, breaker",
+			got.Evidence, got.Code, got.Severity, got.Kind, rep.Templates[0].Verdict)
+	}
+	if !strings.Contains(got.Origin, "35 requests differ there") {
+		t.Errorf("origin %q, want the log's count", got.Origin)
 	}
 }

@@ -51,6 +51,7 @@ type auditFindingDoc struct {
 	Estimated    bool   `json:"estimated"`
 	Condition    string `json:"condition"`
 	Origin       string `json:"origin"`
+	Evidence     string `json:"evidence"`
 	Fix          string `json:"fix"`
 }
 
@@ -132,7 +133,7 @@ func AuditJSON(w io.Writer, a Audit) error {
 		doc.Findings = append(doc.Findings, auditFindingDoc{
 			File: f.File, Line: f.Line, Expression: f.Expression, Kind: string(f.Kind), Position: string(f.Position),
 			Block: f.Block, TokensBefore: f.TokensBefore, Frequency: string(f.Frequency), Severity: f.Severity.String(),
-			Code: f.Code, Message: f.Message, Estimated: f.Estimated, Condition: f.Condition, Origin: f.Origin, Fix: f.Fix,
+			Code: f.Code, Message: f.Message, Estimated: f.Estimated, Condition: f.Condition, Origin: f.Origin, Evidence: string(f.Evidence), Fix: f.Fix,
 		})
 	}
 	if s := a.Requests; s != nil {
