@@ -25,6 +25,8 @@ type lintOptions struct {
 	Diff     bool
 	Lookback modelDuration
 	Prom     promOptions
+	// IgnoreFile is the repository's ignore file; empty means .kvcheckignore when it exists.
+	IgnoreFile string
 }
 
 // modelDuration is a flag value in Prometheus duration syntax (7d, 1h30m).
@@ -50,13 +52,24 @@ func newLintCmd(s streams, g *globalOptions) *cobra.Command {
 	opts := &lintOptions{FailOn: "error", Lookback: modelDuration(7 * 24 * time.Hour)}
 	cmd := &cobra.Command{
 		Use:   "lint PATH...",
-		Short: "Find renamed and removed vLLM metrics in dashboards, rules and autoscalers",
+		Short: "Find renamed vLLM metrics and router/engine configuration traps",
 		Long: `lint reads Grafana dashboards, Perses dashboards, Google Cloud Monitoring dashboards,
 Prometheus rule files and PrometheusRule resources, KEDA ScaledObjects, HorizontalPodAutoscalers,
 prometheus-adapter rules and AIBrix PodAutoscalers (files or directories, format detected by
 content) and reports every vLLM metric name that is removed, hidden or deprecated at the target
 vLLM version, unknown names (such as a counter queried without _total), label drift and queries
 that do not parse. --fix rewrites the references that have an exact replacement in place.
+
+It also checks router and engine configuration, detected by content: LiteLLM config.yaml,
+llm-d EndpointPickerConfig (plain, in a ConfigMap, in the router chart's values),
+production-stack values, Dynamo DynamoGraphDeployments, Ray Serve LLM configs, AIBrix gateways,
+InferencePools and InferenceObjectives, and the vLLM engines that Deployments, StatefulSets,
+LeaderWorkerSets, compose files and shell scripts start. Files given in one run are also checked
+against each other (KV-event topics and ports, hash seeds, retries on both layers). The rules are
+listed in the README with their codes and table ids.
+
+A "kvcheck:ignore CODE reason" comment on a finding's line or the line above suppresses it, as
+does a line "CODE [PATH-GLOB] [# reason]" in the ignore file; suppressed findings are counted.
 
 With --prometheus it also asks the server whether each referenced name has series now, and when
 it last had any within --lookback.
@@ -78,8 +91,25 @@ it last had any within --lookback.
 	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place")
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
 	fs.Var(&opts.Lookback, "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
+	fs.StringVar(&opts.IgnoreFile, "ignore-file", "", "ignore file of CODE [PATH-GLOB] [# reason] lines (default "+lint.IgnoreFileName+" in the working directory, when present)")
 	opts.Prom.bind(fs)
 	return cmd
+}
+
+// ignoreRules reads the ignore file named by --ignore-file, or .kvcheckignore when present.
+func ignoreRules(name string) ([]lint.IgnoreRule, error) {
+	explicit := name != ""
+	if !explicit {
+		name = lint.IgnoreFileName
+	}
+	src, err := os.ReadFile(name)
+	if err != nil {
+		if !explicit && os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("--ignore-file: %w", err)
+	}
+	return lint.ParseIgnore(name, src)
 }
 
 func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions, paths []string) error {
@@ -119,7 +149,11 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 		}
 	}
 
-	l := lint.New(cat, lint.Options{Target: target, Rewrite: opts.Fix || opts.Diff})
+	ignore, err := ignoreRules(opts.IgnoreFile)
+	if err != nil {
+		return err
+	}
+	l := lint.New(cat, lint.Options{Target: target, Rewrite: opts.Fix || opts.Diff, Ignore: ignore})
 	results, err := l.Paths(paths)
 	if err != nil {
 		return err

@@ -49,6 +49,12 @@ type fileLint struct {
 	masks   [][2]int
 	embed   *embedding // set while walking a JSON document held in a YAML scalar
 	records []string   // names of the recording rules the file defines
+	// config gathers the facts for the checks across files; epp are the EPP's flags when the
+	// file shows them; cfgFixes are the config findings' rewrites.
+	config   *configFacts
+	epp      eppFlags
+	cfgFixes []configFix
+	relint   bool // linting a config rewrite again: no further rewrites
 }
 
 // embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
@@ -166,6 +172,7 @@ func (fl *fileLint) run() {
 		if err == nil && structured(docs) {
 			fl.walkYAMLDocs(docs)
 			fl.fix()
+			fl.fixConfig()
 			return
 		}
 		if err != nil && helmTemplate(fl.src) {
@@ -181,6 +188,9 @@ func (fl *fileLint) run() {
 		}
 	}
 	fl.formats = []Format{FormatText}
+	if f := fl.configText(); f != "" {
+		fl.formats = []Format{f}
+	}
 	if jsonErr != nil {
 		fl.addFile(finding.Warning, CodeUnparsed, StatusUnparsed,
 			fmt.Sprintf("looks like JSON but does not parse (%v): metric names were found by a text scan only", jsonErr))
@@ -580,6 +590,17 @@ func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
 		f := yamlFormat(root, kind)
 		fl.formats = append(fl.formats, f)
 		fl.walkYAML(root, "", yamlCtx{doc: i, multi: len(docs) > 1, kind: kind, generic: f == FormatYAML})
+	}
+	cf := fl.configDocs(docs)
+	j := 0
+	for i, d := range docs {
+		if len(d.Content) == 0 {
+			continue
+		}
+		if cf[i] != "" && j < len(fl.formats) && fl.formats[j] == FormatYAML {
+			fl.formats[j] = cf[i]
+		}
+		j++
 	}
 }
 

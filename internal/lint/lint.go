@@ -55,14 +55,20 @@ type Finding struct {
 	Status      string
 	Since       string // the version where the status began
 	Replacement string
+	// Rule is the router facts table's id of a config finding (LL-02); empty otherwise.
+	Rule string
+	// Hint names the key and the value that fix a config finding.
+	Hint string
 	// Fixed is true when --fix rewrote (or --diff would rewrite) this reference.
 	Fixed bool
 	// fix is the exact rewrite, when there is one.
 	fix *edit
+	// cfgFix says a config finding has an exact rewrite, checked by linting the result.
+	cfgFix bool
 }
 
 // Fixable reports whether the finding has an exact rewrite.
-func (f *Finding) Fixable() bool { return f.fix != nil }
+func (f *Finding) Fixable() bool { return f.fix != nil || f.cfgFix }
 
 // Format is the detected kind of an input file.
 type Format string
@@ -100,6 +106,11 @@ type FileResult struct {
 	Refs []Ref
 	// Records are the names of the recording rules the file defines.
 	Records []string
+	// Suppressed are the findings an inline kvcheck:ignore comment or an ignore-file rule
+	// silenced; they are counted, not reported.
+	Suppressed []Suppressed
+	// config is what the file tells the checks across files.
+	config *configFacts
 }
 
 // Ref is where a file first selects a metric name.
@@ -119,6 +130,8 @@ type Options struct {
 	// Rewrite computes FileResult.Fixed, the content with every exact rewrite applied
 	// (for --fix and --diff). Without it findings still say whether they are fixable.
 	Rewrite bool
+	// Ignore are the rules of a repository's ignore file.
+	Ignore []IgnoreRule
 }
 
 // Linter checks files against the catalog.
@@ -128,6 +141,7 @@ type Linter struct {
 	max     int64
 	rewrite bool
 	names   []string // every known series name, for __name__ regexes
+	ignore  []IgnoreRule
 }
 
 // New returns a Linter over the catalog.
@@ -140,7 +154,7 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 	if m <= 0 {
 		m = 16 << 20
 	}
-	return &Linter{cat: cat, target: t, max: m, rewrite: opts.Rewrite, names: cat.Names()}
+	return &Linter{cat: cat, target: t, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore}
 }
 
 // Target returns the version findings are judged against.
@@ -192,7 +206,23 @@ func (l *Linter) Paths(paths []string) ([]FileResult, error) {
 			return nil, err
 		}
 	}
-	return ForgetRecorded(out), nil
+	return l.Finish(ForgetRecorded(out)), nil
+}
+
+// Finish runs the checks across the files of one run and applies the suppressions; Paths calls
+// it, callers that lint content with File call it on their results.
+func (l *Linter) Finish(results []FileResult) []FileResult {
+	crossCheck(results)
+	for i := range results {
+		slices.SortStableFunc(results[i].Findings, func(a, b Finding) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Column - b.Column
+		})
+	}
+	Suppress(results, l.ignore)
+	return results
 }
 
 // ForgetRecorded drops "unknown" findings about vllm: names that a recording rule among
@@ -261,7 +291,7 @@ func (l *Linter) File(path string, src []byte) FileResult {
 		return a.Column - b.Column
 	})
 	r := FileResult{Path: path, Formats: fl.formats, Queries: fl.queries, Findings: make([]Finding, len(fl.findings)),
-		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs)), Records: fl.records}
+		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs)), Records: fl.records, config: fl.config}
 	for i, f := range fl.findings {
 		r.Findings[i] = *f
 	}

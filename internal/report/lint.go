@@ -25,6 +25,7 @@ type LintRun struct {
 type lintCounts struct {
 	files, filesWithFindings, queries            int
 	errors, warnings, infos, fixable, fixed, all int
+	suppressed                                   int
 }
 
 func countLint(run LintRun) lintCounts {
@@ -32,6 +33,7 @@ func countLint(run LintRun) lintCounts {
 	for _, f := range run.Files {
 		c.files++
 		c.queries += f.Queries
+		c.suppressed += len(f.Suppressed)
 		if len(f.Findings) > 0 {
 			c.filesWithFindings++
 		}
@@ -79,19 +81,35 @@ func LintText(t *Text, run LintRun) {
 			case x.Fixable():
 				mark = " [fixable]"
 			}
-			t.Line("  %s %d:%d%s: %s%s", t.Badge(x.Severity), x.Line, x.Column, where, x.Message, mark)
+			rule := ""
+			if x.Status == lint.StatusConfig {
+				rule = " [" + x.Code + "]"
+				if x.Rule != "" {
+					rule = " [" + x.Rule + " " + x.Code + "]"
+				}
+			}
+			t.Line("  %s %d:%d%s: %s%s%s", t.Badge(x.Severity), x.Line, x.Column, where, x.Message, rule, mark)
+			if x.Hint != "" {
+				t.Muted("      fix: %s", x.Hint)
+			}
 		}
 	}
 	c := countLint(run)
 	if c.all == 0 {
 		t.Verdict(fmt.Sprintf("No findings in %s (%s checked) against vLLM %s.",
 			quantity(c.files, "file"), quantity(c.queries, "query and name", "queries and names"), run.Target))
+		if c.suppressed > 0 {
+			t.Muted("%d suppressed by kvcheck:ignore comments or the ignore file.", c.suppressed)
+		}
 		return
 	}
 	msg := fmt.Sprintf("%s (%s, %s, %d info) in %d of %s, judged against vLLM %s.",
 		quantity(c.all, "finding"), quantity(c.errors, "error"), quantity(c.warnings, "warning"), c.infos,
 		c.filesWithFindings, quantity(c.files, "file"), run.Target)
 	t.Verdict(msg)
+	if c.suppressed > 0 {
+		t.Muted("%d suppressed by kvcheck:ignore comments or the ignore file.", c.suppressed)
+	}
 	switch {
 	case run.Fix:
 		t.Muted("%d rewritten in place; the rest need a person.", c.fixed)
@@ -131,6 +149,7 @@ type lintDoc struct {
 	Lookback      string         `json:"lookback,omitempty"`
 	Files         []lintFileDoc  `json:"files"`
 	Findings      []lintFinding  `json:"findings"`
+	Suppressed    []lintFinding  `json:"suppressed"`
 	Summary       lintSummaryDoc `json:"summary"`
 }
 
@@ -157,26 +176,33 @@ type lintFinding struct {
 	Message     string           `json:"message"`
 	Fixable     bool             `json:"fixable"`
 	Fixed       bool             `json:"fixed"`
+	// Rule is the router facts table's id of a config finding; Fix names the key and value.
+	Rule string `json:"rule,omitempty"`
+	Fix  string `json:"fix,omitempty"`
+	// SuppressedBy and Reason say which comment or ignore-file line silenced a finding.
+	SuppressedBy string `json:"suppressed_by,omitempty"`
+	Reason       string `json:"reason,omitempty"`
 }
 
 type lintSummaryDoc struct {
-	Files    int `json:"files"`
-	Queries  int `json:"queries"`
-	Findings int `json:"findings"`
-	Errors   int `json:"errors"`
-	Warnings int `json:"warnings"`
-	Info     int `json:"info"`
-	Fixable  int `json:"fixable"`
-	Fixed    int `json:"fixed"`
+	Files      int `json:"files"`
+	Queries    int `json:"queries"`
+	Findings   int `json:"findings"`
+	Errors     int `json:"errors"`
+	Warnings   int `json:"warnings"`
+	Info       int `json:"info"`
+	Fixable    int `json:"fixable"`
+	Fixed      int `json:"fixed"`
+	Suppressed int `json:"suppressed"`
 }
 
 // LintJSON writes the run as one JSON document.
 func LintJSON(w io.Writer, run LintRun) error {
 	c := countLint(run)
 	doc := lintDoc{SchemaVersion: SchemaVersion, Target: run.Target, Prometheus: run.Prometheus, Lookback: run.Lookback,
-		Files: []lintFileDoc{}, Findings: []lintFinding{},
+		Files: []lintFileDoc{}, Findings: []lintFinding{}, Suppressed: []lintFinding{},
 		Summary: lintSummaryDoc{Files: c.files, Queries: c.queries, Findings: c.all, Errors: c.errors,
-			Warnings: c.warnings, Info: c.infos, Fixable: c.fixable, Fixed: c.fixed}}
+			Warnings: c.warnings, Info: c.infos, Fixable: c.fixable, Fixed: c.fixed, Suppressed: c.suppressed}}
 	for _, f := range run.Files {
 		formats := make([]string, len(f.Formats))
 		for i, x := range f.Formats {
@@ -188,7 +214,14 @@ func LintJSON(w io.Writer, run LintRun) error {
 			doc.Findings = append(doc.Findings, lintFinding{File: x.File, Line: x.Line, Column: x.Column,
 				Pointer: x.Pointer, Location: x.Location, Metric: x.Metric, Status: x.Status, Since: x.Since,
 				Replacement: x.Replacement, Severity: x.Severity, Code: x.Code, Message: x.Message,
-				Fixable: x.Fixable(), Fixed: x.Fixed && run.Fix})
+				Fixable: x.Fixable(), Fixed: x.Fixed && run.Fix, Rule: x.Rule, Fix: x.Hint})
+		}
+		for _, s := range f.Suppressed {
+			x := s.Finding
+			doc.Suppressed = append(doc.Suppressed, lintFinding{File: x.File, Line: x.Line, Column: x.Column,
+				Pointer: x.Pointer, Location: x.Location, Metric: x.Metric, Status: x.Status, Since: x.Since,
+				Replacement: x.Replacement, Severity: x.Severity, Code: x.Code, Message: x.Message,
+				Rule: x.Rule, Fix: x.Hint, SuppressedBy: s.By, Reason: s.Reason})
 		}
 	}
 	return JSON(w, doc)
@@ -208,6 +241,12 @@ func LintGitHub(w io.Writer, run LintRun) error {
 			msg := x.Message
 			if x.Location != "" {
 				msg = x.Location + ": " + msg
+			}
+			if x.Rule != "" {
+				msg = x.Rule + " " + msg
+			}
+			if x.Hint != "" {
+				msg += "\nfix: " + x.Hint
 			}
 			_, err := fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level,
 				ghProperty(filepath.ToSlash(x.File)), x.Line, x.Column, ghProperty("kvcheck "+x.Code), ghData(msg))

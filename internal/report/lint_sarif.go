@@ -90,6 +90,7 @@ var lintRules = map[string]struct {
 	lint.CodeLabelDrift: {"A label vLLM does not set on the metric (model instead of model_name)", finding.Warning},
 	lint.CodeUnparsed:   {"A query that does not parse and was not checked", finding.Warning},
 	lint.CodeSkipped:    {"A file that could only be partly checked", finding.Info},
+	lint.CodeYAMLBomb:   {"A file whose YAML aliases expand past kvcheck's bound (a YAML bomb): refused", finding.Error},
 	lint.CodeAbsent:     {"A referenced metric with no series on the Prometheus server within the lookback", finding.Warning},
 	lint.CodeStale:      {"A referenced metric whose series stopped within the lookback", finding.Warning},
 }
@@ -119,6 +120,10 @@ func LintSARIF(w io.Writer, run LintRun, toolVersion string) error {
 		driver.Rules = append(driver.Rules, sarifRule{ID: c, ShortDescription: sarifMessage{r.text},
 			DefaultConfig: sarifConfig{sarifLevel(r.level)}})
 	}
+	for _, r := range lint.Rules() {
+		driver.Rules = append(driver.Rules, sarifRule{ID: r.Code, ShortDescription: sarifMessage{r.Summary},
+			DefaultConfig: sarifConfig{sarifLevel(r.Severity)}})
+	}
 	results := []sarifResult{}
 	for _, f := range run.Files {
 		for _, x := range f.Findings {
@@ -129,7 +134,17 @@ func LintSARIF(w io.Writer, run LintRun, toolVersion string) error {
 			if x.Pointer != "" {
 				loc.Logical = []sarifLogical{{FullyQualifiedName: x.Pointer, Kind: "element"}}
 			}
-			props := map[string]any{"metric": x.Metric, "status": x.Status, "target_version": run.Target}
+			props := map[string]any{"status": x.Status}
+			if x.Status == lint.StatusConfig {
+				if x.Rule != "" {
+					props["rule"] = x.Rule
+				}
+				if x.Hint != "" {
+					props["fix"] = x.Hint
+				}
+			} else {
+				props["metric"], props["target_version"] = x.Metric, run.Target
+			}
 			if x.Since != "" {
 				props["since"] = x.Since
 			}

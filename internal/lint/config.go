@@ -1,0 +1,397 @@
+package lint
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// The router and engine configuration formats lint recognises by content.
+const (
+	FormatLiteLLM     Format = "litellm-config"
+	FormatEPC         Format = "llm-d-endpoint-picker-config"
+	FormatLLMDValues  Format = "llm-d-router-values"
+	FormatProdStack   Format = "production-stack-values"
+	FormatDynamo      Format = "dynamo-graph-deployment"
+	FormatCompose     Format = "docker-compose"
+	FormatWorkload    Format = "kubernetes-workload"
+	FormatPool        Format = "inference-pool"
+	FormatObjective   Format = "inference-objective"
+	FormatRayServe    Format = "ray-serve-llm-config"
+	FormatShellScript Format = "shell-script"
+)
+
+// StatusConfig marks a router or engine configuration finding.
+const StatusConfig = "config"
+
+// maxAliasNodes bounds the nodes the config checks visit through YAML aliases in one file: a
+// few nested aliases (a "billion laughs" document) would otherwise expand without end.
+const maxAliasNodes = 100000
+
+// CodeYAMLBomb is the code of the error on a file whose YAML aliases expand past the bound.
+const CodeYAMLBomb = "yaml-aliases"
+
+// pos is a 1-based line and column in the file.
+type pos struct{ line, col int }
+
+// configFacts is what one file contributes to the checks across files.
+type configFacts struct {
+	engines     []*engine
+	subscribers []*subscriber
+	gateways    []*gatewayGroup
+	routers     []kvRouter
+}
+
+// kvRouter is a KV- or prefix-aware router found in a file.
+type kvRouter struct {
+	file  string
+	kind  string // llm-d, dynamo, production-stack, sglang
+	names []string
+	at    pos
+	// events: the router reads the engines' KV events (so prefix caching off starves it).
+	events bool
+}
+
+// ydoc is one YAML document being checked: a document of the file, or one held in a scalar
+// (an EndpointPickerConfig in a ConfigMap or in Helm values).
+type ydoc struct {
+	fl  *fileLint
+	idx int // the file's document index; -1 for a document held in a scalar
+	// line and col shift a held document's positions to the file's: a literal block's line
+	// L, column C is the file's line line+L, column col+C-1.
+	line, col int
+	host      *yaml.Node // the scalar holding the document, for positions that cannot be shifted
+	budget    *int       // alias nodes left
+}
+
+func (d *ydoc) pos(n *yaml.Node) pos {
+	if n == nil {
+		return pos{1, 1}
+	}
+	if d.idx >= 0 {
+		return pos{n.Line, n.Column}
+	}
+	if d.line == 0 {
+		return pos{d.host.Line, d.host.Column}
+	}
+	return pos{d.line + n.Line, d.col + n.Column - 1}
+}
+
+// key returns a mapping's key node for k, for positions.
+func keyNode(m *yaml.Node, k string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == k {
+			return m.Content[i]
+		}
+	}
+	return nil
+}
+
+// get follows a path of mapping keys, resolving aliases.
+func get(n *yaml.Node, path ...string) *yaml.Node {
+	for _, k := range path {
+		n = deref(n)
+		n = mapGet(n, k)
+		if n == nil {
+			return nil
+		}
+	}
+	return deref(n)
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// str returns a scalar's value at a path, and whether it is there.
+func str(n *yaml.Node, path ...string) (string, bool) {
+	v := get(n, path...)
+	if v == nil || v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+		return "", false
+	}
+	return v.Value, true
+}
+
+func boolAt(n *yaml.Node, path ...string) (val, set bool) {
+	s, ok := str(n, path...)
+	if !ok {
+		return false, false
+	}
+	b, err := strconv.ParseBool(strings.ToLower(strings.Trim(s, `"'`)))
+	return b && err == nil, true
+}
+
+func intAt(n *yaml.Node, path ...string) (int, bool) {
+	s, ok := str(n, path...)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	return v, err == nil
+}
+
+func seq(n *yaml.Node) []*yaml.Node {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return n.Content
+}
+
+// addConfig records a finding of a config rule at a position; hint names the key and the
+// value that fix it.
+func (fl *fileLint) addConfig(code string, at pos, location, msg, hint string) *Finding {
+	r, ok := ruleByCode[code]
+	if !ok {
+		panic("lint: config finding with no rule " + code) // a programming error: every code is in rules
+	}
+	f := &Finding{
+		Finding:  finding.Finding{Severity: r.Severity, Code: r.Code, Message: msg, Subject: fl.path},
+		File:     fl.path,
+		Line:     max(at.line, 1),
+		Column:   max(at.col, 1),
+		Location: location,
+		Status:   StatusConfig,
+		Rule:     r.ID,
+		Since:    r.Versions,
+		Hint:     hint,
+	}
+	fl.findings = append(fl.findings, f)
+	return f
+}
+
+// configDocs runs the config checks over a file's YAML documents and returns each document's
+// config format, or "" where it is none.
+func (fl *fileLint) configDocs(docs []*yaml.Node) []Format {
+	out := make([]Format, len(docs))
+	budget := maxAliasNodes
+	if aliasBomb(docs, &budget) {
+		fl.addFile(finding.Error, CodeYAMLBomb, StatusSkipped,
+			fmt.Sprintf("refused: the YAML aliases of this file expand to more than %d nodes (a YAML bomb?); expand the anchors or split the file", maxAliasNodes))
+		return out
+	}
+	fl.epp = eppFlags{}
+	for _, d := range docs {
+		if len(d.Content) > 0 {
+			if f := eppFlagsOf(d.Content[0]); f.visible && !fl.epp.visible {
+				fl.epp = f
+			}
+		}
+	}
+	for i, d := range docs {
+		if len(d.Content) == 0 {
+			continue
+		}
+		doc := &ydoc{fl: fl, idx: i, budget: &budget}
+		root := d.Content[0]
+		if root.Kind != yaml.MappingNode {
+			continue
+		}
+		out[i] = doc.check(root)
+		if out[i] != FormatPool {
+			doc.failOpenValues(root)
+		}
+	}
+	return out
+}
+
+// aliasBomb reports whether expanding the documents' aliases visits more nodes than budget.
+func aliasBomb(docs []*yaml.Node, budget *int) bool {
+	hasAlias := false
+	var scan func(n *yaml.Node)
+	scan = func(n *yaml.Node) {
+		if hasAlias || n == nil {
+			return
+		}
+		if n.Kind == yaml.AliasNode {
+			hasAlias = true
+			return
+		}
+		for _, c := range n.Content {
+			scan(c)
+		}
+	}
+	for _, d := range docs {
+		scan(d)
+	}
+	if !hasAlias {
+		return false
+	}
+	defer func() { *budget = maxAliasNodes }()
+	var count func(n *yaml.Node, depth int) bool
+	count = func(n *yaml.Node, depth int) bool {
+		if n == nil {
+			return false
+		}
+		*budget--
+		if *budget < 0 || depth > 1000 {
+			return true
+		}
+		if n.Kind == yaml.AliasNode {
+			return count(n.Alias, depth+1)
+		}
+		for _, c := range n.Content {
+			if count(c, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range docs {
+		if count(d, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// check detects one document's kind by content and runs its checks.
+func (d *ydoc) check(root *yaml.Node) Format {
+	kind, _ := str(root, "kind")
+	api, _ := str(root, "apiVersion")
+	var f Format
+	switch {
+	case kind == "EndpointPickerConfig":
+		d.checkEPC(root, eppFlags{})
+		f = FormatEPC
+	case kind == "DynamoGraphDeployment":
+		d.checkDynamo(root)
+		f = FormatDynamo
+	case kind == "InferencePool":
+		d.checkPool(root)
+		f = FormatPool
+	case kind == "InferenceObjective":
+		d.checkObjective(root, api)
+		f = FormatObjective
+	case get(root, "model_list") != nil || (get(root, "router_settings") != nil && get(root, "litellm_settings") != nil):
+		d.checkLiteLLM(root)
+		f = FormatLiteLLM
+	case get(root, "servingEngineSpec") != nil || get(root, "routerSpec", "routingLogic") != nil:
+		d.checkProdStack(root)
+		f = FormatProdStack
+	case composeFile(root):
+		d.checkCompose(root)
+		f = FormatCompose
+	}
+	if f == "" && kind == "" && get(root, "deployment_config", "request_router_config") != nil {
+		f = FormatRayServe
+	}
+	if f == "" {
+		// Engines and routers inside any workload: Deployments, StatefulSets, LeaderWorkerSets,
+		// Helm values with containers, ConfigMaps holding an EndpointPickerConfig.
+		if d.workloads(root, kind) && f == "" {
+			f = FormatWorkload
+		}
+		if d.embeddedEPCs(root) && f == "" {
+			f = FormatLLMDValues
+		}
+	}
+	if d.checkRay(root) && f == "" {
+		f = FormatRayServe
+	}
+	return f
+}
+
+// embeddedEPCs checks every EndpointPickerConfig held in a string of the document (a ConfigMap's
+// data, the router chart's pluginsCustomConfig) and reports whether there was one.
+func (d *ydoc) embeddedEPCs(root *yaml.Node) bool {
+	found := false
+	flags := eppFlagsOf(root)
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if n == nil || depth > 64 {
+			return
+		}
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if !strings.Contains(n.Value, "EndpointPickerConfig") || !strings.Contains(n.Value, "plugins") {
+				return
+			}
+			docs, err := parseYAML([]byte(n.Value))
+			if err != nil {
+				return
+			}
+			for _, sub := range docs {
+				if len(sub.Content) == 0 {
+					continue
+				}
+				r := sub.Content[0]
+				if k, _ := str(r, "kind"); k != "EndpointPickerConfig" {
+					continue
+				}
+				held := &ydoc{fl: d.fl, idx: -1, host: n, budget: d.budget}
+				if n.Style == yaml.LiteralStyle {
+					held.line, held.col = n.Line, d.fl.blockIndent(n)
+				}
+				held.checkEPC(r, flags)
+				found = true
+			}
+		case yaml.MappingNode:
+			for i := 1; i < len(n.Content); i += 2 {
+				walk(n.Content[i], depth+1)
+			}
+		case yaml.SequenceNode, yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(root, 0)
+	return found
+}
+
+// blockIndent returns the 1-based column where a literal block scalar's content starts.
+func (fl *fileLint) blockIndent(n *yaml.Node) int {
+	off := fl.lines.offset(n.Line+1, 1)
+	col := 1
+	for off < len(fl.src) && (fl.src[off] == ' ' || fl.src[off] == '\t') {
+		off++
+		col++
+	}
+	return col
+}
+
+// configText checks a file that is not YAML: a shell script that starts an engine or a router,
+// a Python Ray Serve application.
+func (fl *fileLint) configText() Format {
+	src := fl.src
+	if fl.orig != nil {
+		src = fl.orig
+	}
+	var f Format
+	for _, cmd := range shellCommands(src) {
+		e := engineFromArgv(fl.path, cmd.argv, cmd.at, fl)
+		if e == nil {
+			continue
+		}
+		e.name = "script"
+		fl.checkEngine(e)
+		f = FormatShellScript
+	}
+	if bytes.Contains(src, []byte("PrefixCacheAffinityRouter")) {
+		fl.checkRayText(src)
+		if f == "" {
+			f = FormatRayServe
+		}
+	}
+	return f
+}
+
+// facts returns the file's cross-file facts, creating them.
+func (fl *fileLint) facts() *configFacts {
+	if fl.config == nil {
+		fl.config = &configFacts{}
+	}
+	return fl.config
+}

@@ -1,0 +1,233 @@
+package lint
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+)
+
+// crossCheck runs the checks that need several files of one run: the engines' KV-event
+// endpoints and topics against the router's subscription, prefix caching against a KV-aware
+// router, hash seeds across the replicas of a model, gateway retries against the router they
+// point at. Findings go to the file of the thing to change.
+func crossCheck(results []FileResult) {
+	byPath := map[string]*FileResult{}
+	var engines []*engine
+	var subs []*subscriber
+	var gws []*gatewayGroup
+	var routers []kvRouter
+	for i := range results {
+		r := &results[i]
+		byPath[r.Path] = r
+		if r.config == nil {
+			continue
+		}
+		engines = append(engines, r.config.engines...)
+		subs = append(subs, r.config.subscribers...)
+		gws = append(gws, r.config.gateways...)
+		routers = append(routers, r.config.routers...)
+	}
+	add := func(file, code string, at pos, loc, msg, hint string) {
+		r := byPath[file]
+		if r == nil {
+			return
+		}
+		fl := &fileLint{path: file}
+		f := fl.addConfig(code, at, loc, msg, hint)
+		r.Findings = append(r.Findings, *f)
+	}
+	where := func(file string, at pos) string { return fmt.Sprintf("%s:%d", file, at.line) }
+
+	var podSubs []*subscriber
+	for _, s := range subs {
+		if s.discoverPods {
+			podSubs = append(podSubs, s)
+		}
+	}
+	for _, e := range engines {
+		if !e.publishes() {
+			continue
+		}
+		ep := e.kv.endpointOrDefault()
+		loc := e.name
+		if len(podSubs) == 0 {
+			if !binds(ep) && !strings.HasPrefix(ep, "inproc") && !strings.HasPrefix(ep, "ipc") {
+				add(e.file, "vllm/endpoint-connects", e.kv.at, loc,
+					fmt.Sprintf("KV-event endpoint %s has no * or ::, so vLLM connects to it: whatever consumes the events must bind that address", ep),
+					"if the consumer dials the engine, set \"endpoint\": \"tcp://*:5557\" in --kv-events-config")
+			}
+		}
+		for _, s := range podSubs {
+			if !binds(ep) {
+				add(e.file, "llm-d/engine-connects", e.kv.at, loc,
+					fmt.Sprintf("the llm-d router (%s) dials every pod, but endpoint %s has no * or ::, so vLLM connects instead of binding and the router receives nothing", where(s.file, s.at), ep),
+					fmt.Sprintf("set \"endpoint\": \"tcp://*:%d\" in --kv-events-config", s.socketPort))
+			} else if p, ok := endpointPort(ep); ok && s.socketPort != 0 && p != s.socketPort {
+				add(e.file, "llm-d/socket-port", e.kv.at, loc,
+					fmt.Sprintf("the engine publishes on port %d but the llm-d router (%s) dials podDiscoveryConfig.socketPort %d", p, where(s.file, s.at), s.socketPort),
+					fmt.Sprintf("set \"endpoint\": \"tcp://*:%d\" in --kv-events-config, or podDiscoveryConfig.socketPort: %d", s.socketPort, p))
+			}
+			topic := ""
+			if e.kv.topicSet {
+				topic = e.kv.topic
+			}
+			if !strings.HasPrefix(topic, s.topicFilter) {
+				add(e.file, "llm-d/topic-filter", e.kv.at, loc,
+					fmt.Sprintf("topic %q does not start with the llm-d router's topicFilter %q (%s): the subscription drops every event", topic, s.topicFilter, where(s.file, s.at)),
+					fmt.Sprintf("set \"topic\": \"%s$(POD_IP):8000@<model>\" in --kv-events-config", s.topicFilter))
+			}
+			if b, ok := e.flag("--block-size"); ok && s.blockSize != 0 {
+				if n, err := strconv.Atoi(b.text); err == nil && n != s.blockSize {
+					add(s.file, "llm-d/block-size-differs", s.at, "tokenProcessorConfig.blockSize",
+						fmt.Sprintf("tokenProcessorConfig.blockSize %d differs from the engine's --block-size %d (%s): the producer README (@ebab687) says they need not match, the June 2026 guide says they must", s.blockSize, n, where(e.file, b.at)),
+						fmt.Sprintf("set tokenProcessorConfig.blockSize: %d to be safe with older releases", n))
+				}
+			}
+			if s.replayPort != 0 && !e.version.IsZero() && e.version.Less(catalog.Version{Major: 0, Minor: 26}) {
+				add(e.file, "vllm/replay-needs-0.26", e.kv.at, loc,
+					fmt.Sprintf("the llm-d router (%s) asks for replay on port %d, but image %s is vLLM %s: replay needs 0.26 or newer", where(s.file, s.at), s.replayPort, e.image, e.version),
+					"use a vLLM 0.26+ image, or drop replaySocketPort")
+			}
+		}
+	}
+
+	// Prefix caching off behind a KV-aware router.
+	if len(routers) > 0 {
+		r := routers[0]
+		for _, e := range engines {
+			t, off := e.prefixCachingOff()
+			if !off || e.decode || e.flaggedOff || e.prodStack {
+				continue
+			}
+			add(e.file, "vllm/prefix-caching-off", t.at, e.name,
+				fmt.Sprintf("--no-enable-prefix-caching behind a KV-aware router (%s, %s): the engine reuses nothing and publishes (almost) no events", r.kind, where(r.file, r.at)),
+				"remove --no-enable-prefix-caching (prefix caching is on by default)")
+		}
+	}
+
+	// Hash seeds and algorithms across the replicas of one model.
+	recompute := len(podSubs) > 0
+	for _, r := range routers {
+		if r.kind == "dynamo" {
+			recompute = true
+		}
+	}
+	byModel := map[string][]*engine{}
+	var models []string
+	for _, e := range engines {
+		if e.model == "" || e.prodStack {
+			continue
+		}
+		if _, ok := byModel[e.model]; !ok {
+			models = append(models, e.model)
+		}
+		byModel[e.model] = append(byModel[e.model], e)
+	}
+	for _, m := range models {
+		es := byModel[m]
+		procs, publishing := 0, false
+		for _, e := range es {
+			procs += max(e.replicas, 1) * e.dpSize()
+			publishing = publishing || e.publishes()
+		}
+		if procs < 2 {
+			continue
+		}
+		algos := map[string]bool{}
+		for _, e := range es {
+			a := "sha256"
+			if t, ok := e.flag("--prefix-caching-hash-algo"); ok {
+				a = t.text
+			}
+			algos[a] = true
+		}
+		if len(algos) > 1 {
+			names := slices.Sorted(func(yield func(string) bool) {
+				for a := range algos {
+					if !yield(a) {
+						return
+					}
+				}
+			})
+			for _, e := range es {
+				t, ok := e.flag("--prefix-caching-hash-algo")
+				at := e.at
+				if ok {
+					at = t.at
+				}
+				add(e.file, "vllm/hash-algo", at, e.name,
+					fmt.Sprintf("replicas of %s use different --prefix-caching-hash-algo (%s): the same prefix has different block hashes on each", m, strings.Join(names, ", ")),
+					"set the same --prefix-caching-hash-algo on every replica")
+			}
+		}
+		if !publishing || recompute {
+			continue
+		}
+		seeds := map[string]bool{}
+		unset := false
+		for _, e := range es {
+			if t, ok := e.env["PYTHONHASHSEED"]; ok && t.text != "" && t.text != "random" {
+				seeds[t.text] = true
+			} else {
+				unset = true
+			}
+		}
+		if !unset && len(seeds) <= 1 {
+			continue
+		}
+		for _, e := range es {
+			t, ok := e.env["PYTHONHASHSEED"]
+			if ok && !unset && len(seeds) <= 1 {
+				continue
+			}
+			at, msg := e.at, fmt.Sprintf("%d processes serve %s and publish KV events, and PYTHONHASHSEED is not set here: NONE_HASH is random per process, so each replica hashes the same prefix differently", procs, m)
+			if ok && t.text != "" {
+				at, msg = t.at, fmt.Sprintf("replicas of %s set different PYTHONHASHSEED values: their block hashes differ for the same prefix", m)
+			}
+			add(e.file, "vllm/hash-seed", at, e.name, msg,
+				"set env PYTHONHASHSEED to the same fixed value (such as \"0\") on every replica of the model")
+		}
+	}
+
+	// Retries on both layers: a LiteLLM deployment whose api_base is a KV-aware router.
+	for _, g := range gws {
+		if g.retriesSet && g.retries <= 1 {
+			continue
+		}
+		for _, r := range routers {
+			if !routerHost(r, g.host) {
+				continue
+			}
+			n := "unset (default 2)"
+			if g.retriesSet {
+				n = strconv.Itoa(g.retries)
+			}
+			add(g.file, "litellm/retries-stacked", g.at, "model_list "+g.group,
+				fmt.Sprintf("api_base %s is the %s router (%s) and num_retries is %s: each failure is retried by the proxy on top of the router's own failover", g.host, r.kind, where(r.file, r.at), n),
+				"set router_settings.num_retries: 1 (or 0)")
+			break
+		}
+	}
+}
+
+// routerHost reports whether a host name is a router of the run: its name, or the service
+// name the router's chart gives it.
+func routerHost(r kvRouter, host string) bool {
+	if host == "" {
+		return false
+	}
+	first, _, _ := strings.Cut(host, ".")
+	if slices.Contains(r.names, first) {
+		return true
+	}
+	switch r.kind {
+	case "production-stack":
+		return strings.HasSuffix(first, "-router-service")
+	case "llm-d":
+		return strings.Contains(first, "inference-gateway") || strings.Contains(first, "llm-d") && strings.Contains(first, "gateway")
+	}
+	return false
+}

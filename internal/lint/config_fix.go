@@ -1,0 +1,143 @@
+package lint
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// configFix is the exact rewrite of one config finding: byte edits of the file as read.
+type configFix struct {
+	f     *Finding
+	edits []fileEdit
+}
+
+// scalarSpan returns the file span of a plain scalar as written, when the source holds its
+// value verbatim there.
+func (fl *fileLint) scalarSpan(n *yaml.Node) (int, int, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style != 0 || n.Value == "" {
+		return 0, 0, false
+	}
+	off := fl.lines.offset(n.Line, n.Column)
+	end := off + len(n.Value)
+	if end > len(fl.src) || string(fl.src[off:end]) != n.Value {
+		return 0, 0, false
+	}
+	return off, end, true
+}
+
+// replaceFix rewrites a plain scalar value.
+func (d *ydoc) replaceFix(f *Finding, n *yaml.Node, text string) {
+	if d.idx < 0 {
+		return
+	}
+	if s, e, ok := d.fl.scalarSpan(n); ok {
+		d.fl.cfgFixes = append(d.fl.cfgFixes, configFix{f: f, edits: []fileEdit{{s, e, text}}})
+	}
+}
+
+// renameFix rewrites a mapping key.
+func (d *ydoc) renameFix(f *Finding, key *yaml.Node, name string) { d.replaceFix(f, key, name) }
+
+// insertFix adds key: value to a block mapping, on a new line after its first entry, which
+// must be a one-line scalar; keyPath a.b adds the mapping a when it is missing.
+func (d *ydoc) insertFix(f *Finding, m *yaml.Node, keyPath, value string) {
+	fl := d.fl
+	if d.idx < 0 || m == nil || m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle != 0 || len(m.Content) < 2 {
+		return
+	}
+	parts := strings.Split(keyPath, ".")
+	if len(parts) == 2 {
+		if sub := get(m, parts[0]); sub != nil {
+			if sub.Kind == yaml.MappingNode {
+				d.insertFix(f, sub, parts[1], value)
+			}
+			return
+		}
+	}
+	first, v := m.Content[0], m.Content[1]
+	if v.Kind != yaml.ScalarNode || v.Line != first.Line || strings.Contains(v.Value, "\n") {
+		return
+	}
+	// The end of the first entry's line.
+	lineEnd := fl.lines.offset(first.Line+1, 1)
+	if first.Line >= len(fl.lines.starts) {
+		lineEnd = len(fl.src)
+	}
+	nl := "\n"
+	if bytes.Contains(fl.src, []byte("\r\n")) {
+		nl = "\r\n"
+	}
+	indent := strings.Repeat(" ", first.Column-1)
+	var b strings.Builder
+	prefix := ""
+	if lineEnd == len(fl.src) && !bytes.HasSuffix(fl.src, []byte("\n")) {
+		prefix = nl
+	}
+	b.WriteString(prefix)
+	for i, p := range parts {
+		b.WriteString(indent + strings.Repeat("  ", i) + p + ":")
+		if i == len(parts)-1 {
+			b.WriteString(" " + value)
+		}
+		b.WriteString(nl)
+	}
+	text := b.String()
+	if prefix != "" {
+		text = strings.TrimSuffix(text, nl)
+	}
+	fl.cfgFixes = append(fl.cfgFixes, configFix{f: f, edits: []fileEdit{{lineEnd, lineEnd, text}}})
+}
+
+// fixConfig applies the config fixes to the file when nothing else rewrote it, then lints the
+// result again: every fixed finding must be gone and the file must still parse, or nothing is
+// rewritten.
+func (fl *fileLint) fixConfig() {
+	if len(fl.cfgFixes) == 0 || fl.masks != nil || fl.fixed != nil || fl.relint {
+		return
+	}
+	var edits []fileEdit
+	for _, cf := range fl.cfgFixes {
+		edits = append(edits, cf.edits...)
+	}
+	slices.SortStableFunc(edits, func(a, b fileEdit) int { return a.start - b.start })
+	out := make([]byte, 0, len(fl.src)+256)
+	last := 0
+	for _, e := range edits {
+		if e.start < last || e.end > len(fl.src) {
+			return
+		}
+		out = append(out, fl.src[last:e.start]...)
+		out = append(out, e.text...)
+		last = e.end
+	}
+	out = append(out, fl.src[last:]...)
+	before, err := parseYAML(fl.src)
+	if err != nil {
+		return
+	}
+	after, err := parseYAML(out)
+	if err != nil || len(after) != len(before) {
+		return
+	}
+	again := &fileLint{l: &Linter{cat: fl.l.cat, target: fl.l.target, max: fl.l.max}, path: fl.path, src: out, lines: newLineIndex(out), relint: true}
+	again.run()
+	for _, cf := range fl.cfgFixes {
+		for _, g := range again.findings {
+			if g.Code == cf.f.Code && g.Location == cf.f.Location {
+				return
+			}
+		}
+	}
+	for _, cf := range fl.cfgFixes {
+		cf.f.cfgFix = true
+		if fl.l.rewrite {
+			cf.f.Fixed = true
+		}
+	}
+	if fl.l.rewrite {
+		fl.fixed = out
+	}
+}

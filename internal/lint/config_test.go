@@ -1,0 +1,357 @@
+package lint
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// lintSet lints files of one run (name -> content) and returns each file's finding codes, in
+// order, as "line:code".
+func lintSet(t *testing.T, files map[string]string) map[string][]string {
+	t.Helper()
+	l := newLinter(t, "")
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range files {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	var rs []FileResult
+	for _, n := range names {
+		rs = append(rs, l.File(n, []byte(files[n])))
+	}
+	rs = l.Finish(rs)
+	out := map[string][]string{}
+	for _, r := range rs {
+		for _, f := range r.Findings {
+			if f.Status != StatusConfig && f.Code != CodeYAMLBomb {
+				continue
+			}
+			out[r.Path] = append(out[r.Path], f.Code)
+		}
+	}
+	return out
+}
+
+func codes(t *testing.T, files map[string]string) []string {
+	t.Helper()
+	var all []string
+	for _, cs := range lintSet(t, files) {
+		all = append(all, cs...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+const litellmShuffle = `model_list:
+  - model_name: qwen
+    litellm_params:
+      model: hosted_vllm/Qwen/Qwen3-32B
+      api_base: http://vllm-0.vllm:8000/v1
+  - model_name: qwen
+    litellm_params:
+      model: hosted_vllm/Qwen/Qwen3-32B
+      api_base: http://vllm-1.vllm:8000/v1
+router_settings:
+  routing_strategy: simple-shuffle
+`
+
+const eppPrecise = `apiVersion: llm-d.ai/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+  - type: token-producer
+    parameters:
+      modelName: Qwen/Qwen3-32B
+      vllm:
+        url: http://render:8000
+  - type: precise-prefix-cache-producer
+    parameters:
+      kvEventsConfig:
+        podDiscoveryConfig:
+          socketPort: 5556
+          replaySocketPort: 5570
+  - type: prefix-cache-scorer
+    parameters:
+      prefixMatchInfoProducerName: precise-prefix-cache-producer
+`
+
+// engineDeployment is a vLLM Deployment; events is its --kv-events-config JSON ("" for none).
+func engineDeployment(image string, replicas int, events string, extra ...string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: qwen\nspec:\n  replicas: ")
+	b.WriteString(itoa(replicas))
+	b.WriteString("\n  template:\n    spec:\n      containers:\n        - name: vllm\n          image: " + image + "\n          command: [\"vllm\", \"serve\", \"Qwen/Qwen3-32B\"]\n          args:\n")
+	for _, a := range extra {
+		b.WriteString("            - " + a + "\n")
+	}
+	if events != "" {
+		b.WriteString("            - --kv-events-config\n            - '" + events + "'\n")
+	}
+	b.WriteString("          env:\n            - name: PYTHONHASHSEED\n              value: \"0\"\n")
+	return b.String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestConfigRules(t *testing.T) {
+	goodEvents := `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556","topic":"kv@$(POD_IP):8000@Qwen/Qwen3-32B"}`
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		// LiteLLM
+		{"LL-01 two vLLM deployments, shuffle", map[string]string{"config.yaml": litellmShuffle}, []string{"litellm/no-affinity"}},
+		{"LL-01 negative: session affinity", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n"}, nil},
+		{"LL-01 negative: group override pins", map[string]string{"config.yaml": litellmShuffle + "  model_group_affinity_config:\n    qwen: [deployment_affinity]\n"}, nil},
+		{"LL-01 negative: one deployment per group", map[string]string{"config.yaml": "model_list:\n  - model_name: a\n    litellm_params: {model: hosted_vllm/a, api_base: http://a:8000/v1}\n  - model_name: b\n    litellm_params: {model: hosted_vllm/a, api_base: http://a:8000/v1}\n"}, nil},
+		{"LL-02 prompt caching with anthropic auto-caching", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching, session_affinity]\nlitellm_settings:\n  enable_anthropic_prompt_caching: true\n"}, []string{"litellm/prompt-caching-last-turn"}},
+		{"LL-02 negative: auto-caching off", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching, session_affinity]\nlitellm_settings:\n  enable_anthropic_prompt_caching: false\n"}, nil},
+		{"LL-03 prompt caching alone", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching]\n"}, []string{"litellm/prompt-caching-only"}},
+		{"LL-06 prompt_prefix_affinity", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_prefix_affinity, session_affinity]\n"}, []string{"litellm/invalid-affinity-flag"}},
+		{"LL-06 bad group flag", map[string]string{"config.yaml": litellmShuffle + "  model_group_affinity_config:\n    qwen: [session_affinity, prompt_caching]\n"}, []string{"litellm/invalid-affinity-flag"}},
+		{"typo: optional_pre_call_check", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_check: [session_affinity]\n"}, []string{"litellm/key-typo", "litellm/no-affinity"}},
+		{"unknown router_settings key", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n  my_custom_thing: 3\n"}, []string{"litellm/unknown-key"}},
+		{"LL-05 api_base is the Dynamo frontend, retries default", map[string]string{
+			"config.yaml": "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen3-32B\n      api_base: http://qwen-frontend.dynamo:8000/v1\n",
+			"dgd.yaml":    dynamoDGD("kv", "", goodEvents)}, []string{"litellm/retries-stacked"}},
+		{"LL-05 negative: num_retries 1", map[string]string{
+			"config.yaml": "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen3-32B\n      api_base: http://qwen-frontend.dynamo:8000/v1\nrouter_settings:\n  num_retries: 1\n",
+			"dgd.yaml":    dynamoDGD("kv", "", goodEvents)}, nil},
+		{"LL-05 negative: router_settings overrides litellm_settings", map[string]string{
+			"config.yaml": "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen3-32B\n      api_base: http://qwen-frontend.dynamo:8000/v1\nlitellm_settings:\n  num_retries: 3\nrouter_settings:\n  num_retries: 0\n",
+			"dgd.yaml":    dynamoDGD("kv", "", goodEvents)}, nil},
+
+		// llm-d
+		{"LD-01 precise without a vllm token-producer", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "  - type: token-producer\n    parameters:\n      modelName: Qwen/Qwen3-32B\n      vllm:\n        url: http://render:8000\n", "", 1)}, []string{"llm-d/estimate-tokenizer"}},
+		{"LD-01/LD-02 negative: the reference pipeline", map[string]string{"epc.yaml": eppPrecise}, nil},
+		{"LD-02 scorer without producer name", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "    parameters:\n      prefixMatchInfoProducerName: precise-prefix-cache-producer\n", "", 1)}, []string{"llm-d/scorer-approximate-producer"}},
+		{"LD-06 approximate producer, two active-active replicas", map[string]string{"values.yaml": "router:\n  epp:\n    replicas: 2\n    flags:\n      ha-enable-leader-election: false\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: prefix-cache-scorer\n          - type: queue-scorer\n"}, []string{"llm-d/approximate-active-active"}},
+		{"LD-06 negative: leader election on (active-passive)", map[string]string{"values.yaml": "router:\n  epp:\n    replicas: 2\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: prefix-cache-scorer\n"}, nil},
+		{"LD-07 approx block size 16", map[string]string{"epc.yaml": "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n  - type: approx-prefix-cache-producer\n    parameters:\n      blockSizeTokens: 16\n  - type: prefix-cache-scorer\n"}, []string{"llm-d/approximate-block-size"}},
+		{"LD-07 negative: 64", map[string]string{"epc.yaml": "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n  - type: approx-prefix-cache-producer\n    parameters:\n      blockSizeTokens: 64\n"}, nil},
+		{"LD-08 alpha plugin, flags visible without experimental", map[string]string{"values.yaml": "router:\n  epp:\n    flags:\n      v: 2\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: burst-prefix-cache-producer\n"}, []string{"llm-d/experimental-plugin"}},
+		{"LD-08 negative: allowed", map[string]string{"values.yaml": "router:\n  epp:\n    flags:\n      allow-experimental-plugins: true\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: burst-prefix-cache-producer\n"}, nil},
+		{"LD-09 no replay port", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "          replaySocketPort: 5570\n", "", 1)}, []string{"llm-d/no-replay"}},
+		{"LD-10 deprecated tokenizer type", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "type: token-producer", "type: tokenizer", 1)}, []string{"llm-d/deprecated-plugin"}},
+		{"LD-03 engine topic empty", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556"}`)}, []string{"llm-d/topic-filter"}},
+		{"LD-03/04/05 negative: the guide's engine", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents)}, nil},
+		{"LD-04 default port 5557 vs socketPort 5556", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","topic":"kv@x"}`)}, []string{"llm-d/socket-port"}},
+		{"LD-05 engine connects", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://epp:5556","topic":"kv@x"}`)}, []string{"llm-d/engine-connects"}},
+		{"replay on vLLM 0.25", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.25.1", 1, goodEvents)}, []string{"vllm/replay-needs-0.26"}},
+
+		// production-stack
+		{"PS-01 vllmConfig without enablePrefixCaching", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      maxModelLen: 8000\n", "")}, []string{"production-stack/prefix-caching-off"}},
+		{"PS-01 false", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: false\n", "")}, []string{"production-stack/prefix-caching-off"}},
+		{"PS-01 negative: true", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: true\n", "")}, nil},
+		{"PS-01 negative: no vllmConfig at all", map[string]string{"values.yaml": prodStack("roundrobin", "", "")}, nil},
+		{"PS-02 session without key", map[string]string{"values.yaml": prodStack("session", "", "")}, []string{"production-stack/session-key-missing"}},
+		{"PS-02 negative", map[string]string{"values.yaml": prodStack("session", "", "  sessionKey: x-user-id\n")}, nil},
+		{"PS-03/04 kvaware without controller", map[string]string{"values.yaml": prodStack("kvaware", "", "")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
+		{"PS-04 negative: controller on the router's port", map[string]string{"values.yaml": prodStack("kvaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n      controllerPort: 9000\n", "  lmcacheControllerPort: 9000\n")}, []string{"production-stack/kvaware-chat"}},
+		{"PS-04 ports differ", map[string]string{"values.yaml": prodStack("kvaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n      controllerPort: 9100\n", "  lmcacheControllerPort: 9000\n")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
+		{"PS-05 prefixaware, 2 routers", map[string]string{"values.yaml": prodStack("prefixaware", "", "  replicaCount: 2\n")}, []string{"production-stack/prefixaware-replicas"}},
+		{"PS-05 negative: 1 router", map[string]string{"values.yaml": prodStack("prefixaware", "", "  replicaCount: 1\n")}, nil},
+		{"PS-06 min match 100", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 100\n")}, []string{"production-stack/prefix-min-match-length"}},
+		{"PS-06 negative: 256", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 256\n")}, nil},
+		{"PS-07 loadaware", map[string]string{"values.yaml": prodStack("loadaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n", "")}, []string{"production-stack/kvaware-chat", "production-stack/loadaware-schema"}},
+
+		// Dynamo
+		{"DY-01 kv frontend, worker without events", map[string]string{"dgd.yaml": dynamoDGD("kv", "", "")}, []string{"dynamo/kv-events-missing"}},
+		{"DY-01 negative: events on", map[string]string{"dgd.yaml": dynamoDGD("kv", "", goodEvents)}, nil},
+		{"DY-01 negative: round-robin", map[string]string{"dgd.yaml": dynamoDGD("round-robin", "", "")}, nil},
+		{"DY-03/04 --no-kv-events", map[string]string{"dgd.yaml": dynamoDGD("kv", "            - --no-kv-events\n", "")}, []string{"dynamo/approximate-mode", "dynamo/obsolete-flag"}},
+		{"DY-04 --no-router-kv-events", map[string]string{"dgd.yaml": dynamoDGD("kv", "            - --no-router-kv-events\n", "")}, []string{"dynamo/approximate-mode"}},
+		{"DY-06 prefix caching off on an aggregated worker", map[string]string{"dgd.yaml": strings.Replace(dynamoDGD("kv", "", goodEvents), "            - Qwen/Qwen3-32B\n", "            - Qwen/Qwen3-32B\n            - --no-enable-prefix-caching\n", 1)}, []string{"dynamo/prefix-caching-off"}},
+
+		// Ray
+		{"RY-01/02 no kwargs", map[string]string{"serve.yaml": "deployment_config:\n  request_router_config:\n    request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter\n"}, []string{"ray/imbalanced-threshold", "ray/no-eviction"}},
+		{"RY negative: kwargs set", map[string]string{"serve.yaml": "deployment_config:\n  request_router_config:\n    request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter\n    request_router_kwargs:\n      imbalanced_threshold: 5\n      do_eviction: true\n"}, nil},
+
+		// vLLM
+		{"VL-01 events not enabled", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"publisher":"zmq","endpoint":"tcp://*:5557"}`)}, []string{"vllm/kv-events-disabled"}},
+		{"VL-02 0.10.2 without publisher", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.10.2", 1, `{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557"}`)}, []string{"vllm/publisher-null"}},
+		{"VL-02 negative: 0.11.1", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.11.1", 1, `{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557"}`)}, nil},
+		{"VL-03 prefix caching off behind llm-d", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--no-enable-prefix-caching")}, []string{"vllm/prefix-caching-off"}},
+		{"VL-03 negative: no router in the run", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--no-enable-prefix-caching")}, nil},
+		{"VL-04 replay port inside the DP ranks", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558"}`, "--data-parallel-size", "\"2\"")}, []string{"vllm/replay-port-collision"}},
+		{"VL-04 negative: replay above the ranks", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5559"}`, "--data-parallel-size", "\"2\"")}, nil},
+		{"VL-05 seed unset on 3 replicas", map[string]string{"vllm.yaml": strings.Replace(engineDeployment("vllm/vllm-openai:v0.26.0", 3, `{"enable_kv_cache_events":true,"publisher":"zmq"}`), "PYTHONHASHSEED", "OTHER", 1)}, []string{"vllm/hash-seed"}},
+		{"VL-05 negative: seed set", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 3, `{"enable_kv_cache_events":true,"publisher":"zmq"}`)}, nil},
+		{"VL-05 hash algo differs across files", map[string]string{
+			"a.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--prefix-caching-hash-algo", "xxhash"),
+			"b.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "")}, []string{"vllm/hash-algo", "vllm/hash-algo"}},
+		{"VL-06 no such flags", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--enable-kv-cache-events", "--kv-events-publisher=zmq")}, []string{"vllm/no-such-flag", "vllm/no-such-flag"}},
+		{"VL-07 engine connects, no llm-d", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://listener:5557"}`)}, []string{"vllm/endpoint-connects"}},
+		{"shell script: vllm serve with dotted events config", map[string]string{"run.sh": "#!/bin/sh\nexec vllm serve Qwen/Qwen3-32B \\\n  --kv-events-config.publisher zmq \\\n  --port 8000\n"}, []string{"vllm/kv-events-disabled"}},
+
+		// AIBrix, GAIE
+		{"AB-01/02 prefix-cache with sync but no remote tokenizer", map[string]string{"gw.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: gateway-plugin\n          image: aibrix/gateway-plugins:v0.4.0\n          env:\n            - name: ROUTING_ALGORITHM\n              value: prefix-cache\n            - name: AIBRIX_PREFIX_CACHE_KV_EVENT_SYNC_ENABLED\n              value: \"true\"\n"}, []string{"aibrix/character-tokenizer", "aibrix/kv-sync-incomplete"}},
+		{"GI-01 FailOpen", map[string]string{"pool.yaml": "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nspec:\n  endpointPickerRef:\n    name: epp\n    port: {number: 9002}\n    failureMode: FailOpen\n"}, []string{"gaie/fail-open"}},
+		{"GI-01 negative: FailClose", map[string]string{"pool.yaml": "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nspec:\n  endpointPickerRef:\n    name: epp\n    failureMode: FailClose\n"}, nil},
+		{"GI-02 old objective group", map[string]string{"obj.yaml": "apiVersion: inference.networking.x-k8s.io/v1alpha2\nkind: InferenceObjective\nspec:\n  priority: 1\n"}, []string{"gaie/deprecated-objective-api"}},
+		{"GI-02 negative", map[string]string{"obj.yaml": "apiVersion: llm-d.ai/v1alpha2\nkind: InferenceObjective\nspec:\n  priority: 1\n"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := codes(t, tt.files)
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("codes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func prodStack(logic, modelExtra, routerExtra string) string {
+	return "servingEngineSpec:\n  modelSpec:\n  - name: qwen\n    repository: vllm/vllm-openai\n    tag: v0.26.0\n    modelURL: Qwen/Qwen3-32B\n    replicaCount: 2\n" +
+		modelExtra + "routerSpec:\n  routingLogic: \"" + logic + "\"\n" + routerExtra
+}
+
+// dynamoDGD is a DynamoGraphDeployment with a frontend in mode and one aggregated vLLM worker;
+// events is the worker's --kv-events-config ("" for none).
+func dynamoDGD(mode, frontendExtra, events string) string {
+	w := ""
+	if events != "" {
+		w = "            - --kv-events-config\n            - '" + events + "'\n"
+	}
+	return `apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: qwen
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1
+          command: [python3, -m, dynamo.frontend]
+          args:
+            - --router-mode
+            - ` + mode + "\n" + frontendExtra + `    VllmWorker:
+      componentType: worker
+      replicas: 2
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1
+          command: [python3, -m, dynamo.vllm]
+          args:
+            - --model
+            - Qwen/Qwen3-32B
+` + w
+}
+
+// TestConfigCorpus lints every real config file under $KVCHECK_CORPUS/configs, each on its own
+// (each is a separate deployment), against the findings judged right by hand.
+func TestConfigCorpus(t *testing.T) {
+	root := os.Getenv("KVCHECK_CORPUS")
+	if root == "" {
+		t.Skip("KVCHECK_CORPUS not set")
+	}
+	want := map[string][]string{
+		// kv mode with --no-kv-events: the old spelling (DY-03) and the approximate mode (DY-04).
+		"dynamo/dynamo_examples_vllm_agg_router_kv_approx.yaml": {"28:dynamo/obsolete-flag", "28:dynamo/approximate-mode"},
+		// Decode workers run --no-enable-prefix-caching by design (the router scores prefill
+		// workers, which publish events): no finding. The frontend is one replica.
+		"dynamo/dynamo_recipe_qwen3-32b_disagg-kv-router_deploy.yaml": nil,
+		// --no-enable-prefix-caching, but the frontend is round-robin: nothing to defeat.
+		"dynamo/dynamo_recipe_llama3-70b_agg_deploy.yaml": nil,
+		// dynamo run in=http: the early CLI, whose workers generated their events config.
+		"dynamo/dynamo_components_vllm_agg_router_v0-era.yaml": nil,
+		// The secondary pool fails open (GI-01, info).
+		"gaie/gaie_conformance-resources-base.yaml":  {"297:gaie/fail-open"},
+		"gaie/gaie_inferenceobjective_a2447026.yaml": {"1:gaie/deprecated-objective-api", "11:gaie/deprecated-objective-api", "21:gaie/deprecated-objective-api"},
+		// extensionRef without failureMode: FailClose.
+		"gaie/gke-samples_infw-gw_inference-pool.yaml": nil,
+		// os.environ api_base: no provider prefix known until runtime; one group, one deployment.
+		"litellm/lanta-llm-hosting_litellm-config.yaml": nil,
+		// Every group holds one deployment, so shuffling has nothing to scatter (LL-01 needs two).
+		"litellm/local-llm-2x5060ti_litellm-config.yaml": nil,
+		"litellm/qwen-stack_litellm_config.yaml":         nil,
+		// The old in-scorer pipeline: deprecated (LD-10). Its x-k8s.io apiVersion predates the
+		// defaults this kvcheck knows, so no replay finding.
+		"llm-d/llmd-guides_gaie-kv-events_values_pod_discovery.yaml": {"26:llm-d/deprecated-plugin"},
+		// The current guide: replicas 2 active-active, but with the precise producer (LD-06 is
+		// about the approximate one); only the missing replay port (LD-09, info).
+		"llm-d/llmd-guides_precise-prefix-cache-routing.values.yaml": {"46:llm-d/no-replay"},
+		// Two approximate producers on one EPP replica: nothing.
+		"llm-d/llmd-guides_tiered-prefix-cache-cpu.values.yaml":  nil,
+		"llm-d/llmd-router_epp-precise-prefix-cache-config.yaml": {"16:llm-d/no-replay"},
+		// Alpha plugins in standalone files: the EPP's flags are not visible, so LD-08 cannot
+		// be judged (the repo's dev Deployment passes --allow-experimental-plugins).
+		"llm-d/llmd-router_epp-burst-prefix-cache-config.yaml": nil,
+		"llm-d/llmd-router_pd-topology-epp-config.yaml":        nil,
+		"llm-d/llmd-router_perf-precise-prefix.values.yaml":    {"75:llm-d/no-replay", "115:gaie/fail-open"},
+		"llm-d/hello-chris-llm-d_epp.yaml":                     nil,
+		// Approximate producer at blockSizeTokens 64, one replica: nothing.
+		"llm-d/aibrix_llm-d-inference-scheduler-epp.yaml": nil,
+		// kvaware: chat requests are matched on the empty prompt (PS-03); the controller is
+		// wired on 9000 as PS-04 wants.
+		"production-stack/prodstack_values-17-kv-aware.yaml":              {"47:production-stack/kvaware-chat"},
+		"production-stack/prodstack_tests-values-06-session-routing.yaml": nil,
+		// Kwargs given in code: threshold 5 and eviction on.
+		"ray/ray_doc_prefix_aware_example.py":                            nil,
+		"ray/ray_release_llama_3dot1_8b_quantized_tp1_prefix_cache.yaml": {"19:ray/imbalanced-threshold", "19:ray/no-eviction"},
+		// PD gateway with no policy flags: no rule covers it.
+		"sglang/sglang-fork_ascend_deepseekr1_router.sh": nil,
+		// least_request routing: the prefix-cache rules do not apply.
+		"aibrix/aibrix_standalone_docker-compose.yml": nil,
+		// Connects to a central listener on purpose: VL-07 says the listener must bind. The
+		// seed is set and the Deployment has one replica.
+		"vllm/llmd-inference-sim_zmq-listener_deploy_vllm.yaml": {"31:vllm/endpoint-connects"},
+		// Three replicas publish events for AIBrix's KV sync with no PYTHONHASHSEED (VL-05).
+		"vllm/aibrix_semantic-router_qwen3-8b.yaml": {"36:vllm/hash-seed"},
+		// PYTHONHASHSEED 42 on all three replicas and no events: nothing.
+		"vllm/hello-chris-llm-d_decode-deployment.yaml": nil,
+	}
+	dir := filepath.Join(root, "configs")
+	seen := map[string]bool{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		seen[rel] = true
+		w, ok := want[rel]
+		if !ok {
+			t.Errorf("%s: no findings written down for this corpus file", rel)
+			return nil
+		}
+		l := newLinter(t, "")
+		rs, err := l.Paths([]string{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range rs[0].Findings {
+			if f.Status == StatusConfig {
+				got = append(got, itoa10(f.Line)+":"+f.Code)
+			}
+		}
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", rel, diff)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range want {
+		if !seen[rel] {
+			t.Errorf("%s: written down but not in the corpus", rel)
+		}
+	}
+}
+
+func itoa10(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,213 @@
+package lint
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Rule is one router or engine configuration check: the stable code findings carry, the id of
+// the rule in the router facts table (ROUTERS.md), and what it catches in which versions.
+type Rule struct {
+	Code     string // stable, for suppressions: system/what
+	ID       string // the table's id (LL-02); empty for checks the table does not list
+	System   string
+	Severity finding.Severity
+	Summary  string // what it catches, one sentence
+	Versions string // the releases it holds for, as read in the cited source
+	Source   string // where the behaviour was read
+}
+
+// rules is the one table the config checks, the README and SARIF's rule list are made from.
+var rules = []Rule{
+	// LiteLLM (docs/my-website/docs/proxy/config_settings.md and the router read at main, 2026-10).
+	{"litellm/no-affinity", "LL-01", "LiteLLM", finding.Warning,
+		"a model group with several self-hosted vLLM deployments and no affinity pre-call check: simple-shuffle scatters a conversation's turns, so no replica sees its prefix again",
+		"all releases (no prefix-aware strategy exists; main 2026-10)", "config_settings.md; router.py"},
+	{"litellm/prompt-caching-last-turn", "LL-02", "LiteLLM", finding.Warning,
+		"prompt_caching pins the prefix up to the last cache_control marker, and enable_anthropic_prompt_caching puts one on the last turn: the key changes every turn and the pin never hits",
+		">= 1.94.0 (enable_anthropic_prompt_caching)", "router_utils/prompt_caching_cache.py; prompt-caching doc"},
+	{"litellm/prompt-caching-only", "LL-03", "LiteLLM", finding.Info,
+		"prompt_caching is the only affinity: it pins only requests that carry cache_control and have at least 1024 tokens, for 300 s",
+		"main 2026-10 (TTL 300 s; open PR #40776 would allow 3600 s)", "utils.py is_prompt_caching_valid_prompt; prompt_caching_cache.py"},
+	{"litellm/retries-stacked", "LL-05", "LiteLLM", finding.Warning,
+		"an api_base that is a KV-aware router and num_retries unset (2) or above 1: the proxy's retries stack on the router's own failover",
+		"all releases (Router default num_retries 2)", "config_settings.md; router.py Router.__init__"},
+	{"litellm/invalid-affinity-flag", "LL-06", "LiteLLM", finding.Error,
+		"an affinity flag LiteLLM does not know (prompt_prefix_affinity, a flag outside VALID_FLAGS in model_group_affinity_config): it is ignored, with a warning at most",
+		"main 2026-10 (prompt_prefix_affinity only in closed PR #27613)", "deployment_affinity_check.py VALID_FLAGS; types/router.py"},
+	{"litellm/unknown-key", "", "LiteLLM", finding.Info,
+		"a router_settings key this kvcheck does not know (a newer LiteLLM key, or a typo too far from any known key to name)",
+		"keys of config_settings.md, main 2026-10", "config_settings.md router_settings reference"},
+	{"litellm/key-typo", "", "LiteLLM", finding.Warning,
+		"a router_settings key one or two edits from a known key (optional_pre_call_check): LiteLLM ignores it",
+		"keys of config_settings.md, main 2026-10", "config_settings.md router_settings reference"},
+
+	// llm-d router (llm-d/llm-d-router @ebab687, 2026-08-22).
+	{"llm-d/estimate-tokenizer", "LD-01", "llm-d", finding.Error,
+		"the precise prefix-cache producer without a token-producer on the vllm backend: the auto-created estimate tokenizer (about 4 bytes a token) silently degrades precise matching",
+		"token-producer era (v0.9.0+; @ebab687)", "dataproducer/tokenizer/README.md; tokenizer.go"},
+	{"llm-d/scorer-approximate-producer", "LD-02", "llm-d", finding.Error,
+		"a prefix-cache-scorer without prefixMatchInfoProducerName next to the precise producer: the scorer reads the auto-spawned approximate producer instead",
+		"split producer/scorer era (@ebab687)", "dataproducer/preciseprefixcache/README.md"},
+	{"llm-d/topic-filter", "LD-03", "llm-d", finding.Error,
+		"the subscriber's topicFilter (default kv@) is not a prefix of the engine's KV-event topic (default empty): ZMQ drops every event",
+		"llm-d @ebab687 with any vLLM that publishes KV events", "pkg/kvevents/pool.go; zmq_subscriber.go"},
+	{"llm-d/socket-port", "LD-04", "llm-d", finding.Error,
+		"podDiscoveryConfig.socketPort (default 5557) differs from the port of the engine's KV-event endpoint: the router dials a port nobody publishes on",
+		"llm-d @ebab687", "pkg/kvevents/pool.go; guide patch-vllm.yaml"},
+	{"llm-d/engine-connects", "LD-05", "llm-d", finding.Error,
+		"discoverPods dials every pod, but the engine's endpoint has no * or ::, so vLLM connects instead of binding and the router receives nothing",
+		"llm-d @ebab687; vLLM kv_events.py @5ac2684", "vllm/distributed/kv_events.py; preciseprefixcache/extractor.go"},
+	{"llm-d/approximate-active-active", "LD-06", "llm-d", finding.Warning,
+		"the approximate producer (explicit or auto-created) on several active-active EPP replicas: each keeps its own prefix LRU and the hit rate drops",
+		"llm-d chart @ebab687", "docs/operations.md; config/charts/README.md"},
+	{"llm-d/approximate-block-size", "LD-07", "llm-d", finding.Info,
+		"approximate producer blockSizeTokens below 64: raised to 64 at request time",
+		"llm-d @ebab687", "dataproducer/approximateprefix/plugin.go"},
+	{"llm-d/experimental-plugin", "LD-08", "llm-d", finding.Error,
+		"an Alpha plugin without --allow-experimental-plugins among the EPP's flags: the EPP refuses to start",
+		"llm-d @ebab687", "framework/interface/plugin/registry.go; cmd/epp/runner/runner.go"},
+	{"llm-d/no-replay", "LD-09", "llm-d", finding.Info,
+		"the precise producer without replaySocketPort: after an EPP restart its index starts empty and fills only with new events",
+		"llm-d @ebab687", "pkg/kvevents/pool.go"},
+	{"llm-d/deprecated-plugin", "LD-10", "llm-d", finding.Warning,
+		"a deprecated plugin type: tokenizer (removed in v0.11.0; use token-producer) or precise-prefix-cache-scorer (use the producer and prefix-cache-scorer)",
+		"tokenizer deprecated v0.9.0, removed v0.11.0", "cmd/epp/runner/runner.go; plugin READMEs"},
+	{"llm-d/block-size-differs", "", "llm-d", finding.Info,
+		"the precise producer's tokenProcessorConfig.blockSize differs from the engine's --block-size: the producer README says they need not match, the June 2026 guide says they must",
+		"llm-d @ebab687 README vs guide @7edda66", "preciseprefixcache/README.md; guide precise-prefix-cache-routing"},
+
+	// vLLM production-stack (vllm-project/production-stack @a6c01db, 2026-08-05).
+	{"production-stack/prefix-caching-off", "PS-01", "production-stack", finding.Error,
+		"a modelSpec with vllmConfig but without enablePrefixCaching: true: the chart renders --no-enable-prefix-caching, so nothing is reused and no events are published",
+		"chart @a6c01db", "helm/templates/deployment-vllm-multi.yaml"},
+	{"production-stack/session-key-missing", "PS-02", "production-stack", finding.Error,
+		"routingLogic session with an empty sessionKey: the router raises ValueError at start",
+		"router @a6c01db", "src/vllm_router/routers/routing_logic.py; templates/deployment-router.yaml"},
+	{"production-stack/kvaware-chat", "PS-03", "production-stack", finding.Warning,
+		"kvaware and loadaware tokenize only a request's prompt field: chat completions are matched on an empty string",
+		"router @a6c01db", "src/vllm_router/routers/routing_logic.py"},
+	{"production-stack/kvaware-controller", "PS-04", "production-stack", finding.Error,
+		"kvaware or loadaware without LMCache enabled with its controller on routerSpec.lmcacheControllerPort: the router has no controller to ask",
+		"chart @a6c01db", "tutorials/assets/values-17-kv-aware.yaml; templates"},
+	{"production-stack/prefixaware-replicas", "PS-05", "production-stack", finding.Warning,
+		"prefixaware on several router replicas: each keeps its own in-memory trie, never evicted",
+		"router @a6c01db", "prefix/hashtrie.py; routing_logic.py"},
+	{"production-stack/prefix-min-match-length", "PS-06", "production-stack", finding.Info,
+		"prefixMinMatchLength not a multiple of 128: the trie matches 128-character chunks",
+		"router @a6c01db", "prefix/hashtrie.py; parsers/parser.py"},
+	{"production-stack/loadaware-schema", "PS-07", "production-stack", finding.Warning,
+		"routingLogic loadaware on a chart whose schema enum lacks it: helm refuses the values",
+		"chart @a6c01db (loadaware added to the router by PR #1035)", "helm/values.schema.json"},
+
+	// NVIDIA Dynamo (components/src/dynamo, 2026).
+	{"dynamo/kv-events-missing", "DY-01", "Dynamo", finding.Error,
+		"a kv-mode frontend with a vLLM worker that has no --kv-events-config enabling events: the router falls back to load-only decisions",
+		"releases whose dynamo.vllm no longer generates the events config (newest args.py; 1.x recipes pass it)", "components/src/dynamo/vllm/args.py; KV-routing doc"},
+	{"dynamo/obsolete-flag", "DY-03", "Dynamo", finding.Warning,
+		"an obsolete flag spelling (--kv-events, --no-kv-events, --kv-overlap-score-weight, --busy-threshold): renamed, and newer releases may refuse it",
+		"router_args.py @028cab4, kv_router_args.py @021d616", "kv_router_args.py; utils.py obsolete_flag"},
+	{"dynamo/approximate-mode", "DY-04", "Dynamo", finding.Info,
+		"KV events off on a kv-mode frontend: the router predicts cache state from its own decisions with a 120 s TTL",
+		"kv_router_args.py @021d616", "kv_router_args.py"},
+	{"dynamo/replica-sync", "DY-05", "Dynamo", finding.Info,
+		"several kv-mode frontends without --router-replica-sync: each tracks active blocks for its own requests only",
+		"kv_router_args.py @021d616", "kv_router_args.py"},
+	{"dynamo/prefix-caching-off", "DY-06", "Dynamo", finding.Error,
+		"an aggregated or prefill worker of a kv-mode frontend with --no-enable-prefix-caching: no events config is created and nothing is reused",
+		"newest components/src/dynamo/vllm/args.py", "components/src/dynamo/vllm/args.py"},
+
+	// Ray Serve LLM.
+	{"ray/imbalanced-threshold", "RY-01", "Ray Serve", finding.Warning,
+		"PrefixCacheAffinityRouter without imbalanced_threshold: the default is infinity, so affinity never yields to load",
+		"ray master 2026 (older request_router/prefix_aware had 10)", "routing_policies/prefix_aware/prefix_aware_router.py"},
+	{"ray/no-eviction", "RY-02", "Ray Serve", finding.Info,
+		"PrefixCacheAffinityRouter with do_eviction false (the default): the character tree grows without bound",
+		"ray master 2026", "routing_policies/prefix_aware/prefix_aware_router.py"},
+
+	// vLLM engine (vllm @5ac2684, 2026-08-07).
+	{"vllm/kv-events-disabled", "VL-01", "vLLM", finding.Error,
+		"--kv-events-config without \"enable_kv_cache_events\": true: nothing is published",
+		"all releases with --kv-events-config (default false)", "vllm/config/kv_events.py"},
+	{"vllm/publisher-null", "VL-02", "vLLM", finding.Error,
+		"vLLM 0.11.0 or older with publisher omitted: the publisher defaults to null and nothing is sent",
+		"<= 0.11.0 (0.11.1 made zmq the default when enabled)", "docs.vllm.ai v0.10.2; SPEC 1.1"},
+	{"vllm/prefix-caching-off", "VL-03", "vLLM", finding.Error,
+		"--no-enable-prefix-caching behind a KV-aware router: no hits and (almost) no events",
+		"all releases", "vllm/config/cache.py"},
+	{"vllm/replay-port-collision", "VL-04", "vLLM", finding.Error,
+		"replay_endpoint's port falls in [endpoint port, endpoint port + data-parallel size): rank r publishes on port+r, so two sockets want one port",
+		"vllm @5ac2684", "vllm/distributed/kv_events.py"},
+	{"vllm/hash-seed", "VL-05", "vLLM", finding.Warning,
+		"replicas of one model publish KV events with PYTHONHASHSEED unset or different: NONE_HASH is random per process, so their block hashes differ",
+		"vllm @5ac2684 (a fixed default from 0.29 is unverified)", "vllm/v1/core/kv_cache_utils.py"},
+	{"vllm/hash-algo", "VL-05", "vLLM", finding.Warning,
+		"replicas of one model with different --prefix-caching-hash-algo: the same prefix has different block hashes on each",
+		"vllm @5ac2684", "vllm/config/cache.py"},
+	{"vllm/no-such-flag", "VL-06", "vLLM", finding.Error,
+		"--enable-kv-cache-events or --kv-events-publisher: vLLM has no such flags and refuses to start",
+		"all releases (only --kv-events-config)", "vllm/engine/arg_utils.py; aibrix kv-event-sync.rst"},
+	{"vllm/endpoint-connects", "VL-07", "vLLM", finding.Warning,
+		"a KV-event endpoint without * or ::: vLLM connects to it, so the consumer must bind that address",
+		"vllm @5ac2684", "vllm/distributed/kv_events.py"},
+	{"vllm/replay-needs-0.26", "", "vLLM", finding.Warning,
+		"a router that asks for replay in front of a vLLM image older than 0.26: replay is not served",
+		"vLLM < 0.26", "SPEC (replay needs vLLM >= 0.26)"},
+
+	// AIBrix gateway-plugins (vllm-project/aibrix @e3e10f9).
+	{"aibrix/kv-sync-incomplete", "AB-01", "AIBrix", finding.Error,
+		"prefix-cache routing with KV event sync on but the remote tokenizer off or without its endpoint: sync does not start and routing falls back to the local hash table",
+		"aibrix @e3e10f9", "pkg/constants/kv_event_sync.go; pkg/cache/kv_event_manager.go"},
+	{"aibrix/character-tokenizer", "AB-02", "AIBrix", finding.Info,
+		"prefix-cache routing with AIBRIX_PREFIX_CACHE_TOKENIZER_TYPE unset: the character tokenizer, not engine tokens",
+		"aibrix @e3e10f9", "pkg/plugins/gateway/algorithms/prefix_cache.go"},
+
+	// Gateway API Inference Extension.
+	{"gaie/fail-open", "GI-01", "GAIE", finding.Info,
+		"endpointPickerRef.failureMode FailOpen: while the EPP is down the gateway picks any endpoint and prefix routing is bypassed silently",
+		"inference.networking.k8s.io/v1 @84436a9", "api/v1/inferencepool_types.go"},
+	{"gaie/deprecated-objective-api", "GI-02", "GAIE", finding.Warning,
+		"an InferenceObjective in inference.networking.x-k8s.io: deprecated, llm-d.ai/v1alpha2 is the served version",
+		"llm-d-router @ebab687", "pkg/epp/controller/inferenceobjective_reconciler.go"},
+}
+
+var ruleByCode = func() map[string]*Rule {
+	m := make(map[string]*Rule, len(rules))
+	for i := range rules {
+		if _, dup := m[rules[i].Code]; dup {
+			panic("lint: duplicate rule code " + rules[i].Code) // a programming error in the table above
+		}
+		m[rules[i].Code] = &rules[i]
+	}
+	return m
+}()
+
+// Rules returns the config rules, in table order.
+func Rules() []Rule { return slices.Clone(rules) }
+
+// LookupRule returns the config rule with a code.
+func LookupRule(code string) (Rule, bool) {
+	r, ok := ruleByCode[code]
+	if !ok {
+		return Rule{}, false
+	}
+	return *r, true
+}
+
+// RulesMarkdown renders the rule table as the README lists it.
+func RulesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| code | id | system | severity | what it catches | holds for |\n|---|---|---|---|---|---|\n")
+	for _, r := range rules {
+		id := r.ID
+		if id == "" {
+			id = "-"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Code, id, r.System, r.Severity,
+			strings.ReplaceAll(r.Summary, "|", "\\|"), strings.ReplaceAll(r.Versions, "|", "\\|"))
+	}
+	return b.String()
+}

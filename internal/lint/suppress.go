@@ -1,0 +1,145 @@
+package lint
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// IgnoreFileName is the repository-level ignore file kvcheck lint reads from the working
+// directory when --ignore-file is not given.
+const IgnoreFileName = ".kvcheckignore"
+
+// IgnoreRule is one line of an ignore file: CODE [PATH-GLOB] [# reason]. CODE is a finding
+// code (litellm/no-affinity, metric-deprecated) or a rule id (LL-01); the glob matches the file
+// path as given, or any directory prefix of it; no glob means every file.
+type IgnoreRule struct {
+	Code, Glob, Reason string
+	Source             string // file:line of the rule
+}
+
+// Suppressed is a finding an inline comment or an ignore-file rule silenced.
+type Suppressed struct {
+	Finding
+	By     string // "inline" or the ignore file's file:line
+	Reason string
+}
+
+// ParseIgnore reads an ignore file.
+func ParseIgnore(name string, src []byte) ([]IgnoreRule, error) {
+	var out []IgnoreRule
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rule, reason, _ := strings.Cut(line, "#")
+		fields := strings.Fields(rule)
+		if len(fields) > 2 {
+			return nil, fmt.Errorf("%s:%d: want CODE [PATH-GLOB] [# reason], got %q", name, n, line)
+		}
+		r := IgnoreRule{Code: fields[0], Reason: strings.TrimSpace(reason), Source: fmt.Sprintf("%s:%d", name, n)}
+		if len(fields) == 2 {
+			r.Glob = fields[1]
+			if _, err := path.Match(r.Glob, ""); err != nil {
+				return nil, fmt.Errorf("%s:%d: bad glob %q: %w", name, n, r.Glob, err)
+			}
+		}
+		out = append(out, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return out, nil
+}
+
+func (r IgnoreRule) matches(f *Finding) bool {
+	if !codeMatches(r.Code, f) {
+		return false
+	}
+	if r.Glob == "" {
+		return true
+	}
+	p := filepath.ToSlash(filepath.Clean(f.File))
+	for {
+		if ok, _ := path.Match(r.Glob, p); ok {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
+}
+
+func codeMatches(code string, f *Finding) bool {
+	return strings.EqualFold(code, f.Code) || (f.Rule != "" && strings.EqualFold(code, f.Rule))
+}
+
+// inlineIgnore looks for kvcheck:ignore CODE[,CODE] reason on a finding's line or the line
+// above, in any comment syntax (# or //).
+func inlineIgnore(lines lineIndex, f *Finding) (string, bool) {
+	for _, l := range []int{f.Line, f.Line - 1} {
+		if l < 1 || l > len(lines.starts) {
+			continue
+		}
+		start := lines.starts[l-1]
+		end := len(lines.src)
+		if l < len(lines.starts) {
+			end = lines.starts[l]
+		}
+		text := string(lines.src[start:end])
+		_, rest, ok := strings.Cut(text, "kvcheck:ignore")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		for _, c := range strings.Split(fields[0], ",") {
+			if codeMatches(c, f) {
+				return strings.Join(fields[1:], " "), true
+			}
+		}
+	}
+	return "", false
+}
+
+// Suppress moves the findings silenced by inline comments or by ignore rules from Findings to
+// Suppressed; they are counted, never dropped.
+func Suppress(results []FileResult, rules []IgnoreRule) {
+	for i := range results {
+		r := &results[i]
+		if len(r.Findings) == 0 {
+			continue
+		}
+		lines := newLineIndex(r.Original)
+		kept := r.Findings[:0]
+		for _, f := range r.Findings {
+			if reason, ok := inlineIgnore(lines, &f); ok {
+				r.Suppressed = append(r.Suppressed, Suppressed{Finding: f, By: "inline", Reason: reason})
+				continue
+			}
+			matched := false
+			for _, ir := range rules {
+				if ir.matches(&f) {
+					r.Suppressed = append(r.Suppressed, Suppressed{Finding: f, By: ir.Source, Reason: ir.Reason})
+					matched = true
+					break
+				}
+			}
+			if !matched {
+				kept = append(kept, f)
+			}
+		}
+		r.Findings = kept
+	}
+}
