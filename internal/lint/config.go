@@ -157,15 +157,12 @@ func (fl *fileLint) addConfig(code string, at pos, location, msg, hint string) *
 		panic("lint: config finding with no rule " + code) // a programming error: every code is in rules
 	}
 	f := &Finding{
-		Finding:  finding.Finding{Severity: r.Severity, Code: r.Code, Message: msg, Subject: fl.path},
-		File:     fl.path,
-		Line:     max(at.line, 1),
-		Column:   max(at.col, 1),
+		Finding: finding.Finding{Severity: r.Severity, Code: r.Code, Message: msg, Subject: fl.path, Fix: hint,
+			File: fl.path, Line: max(at.line, 1), Column: max(at.col, 1)},
 		Location: location,
 		Status:   StatusConfig,
 		Rule:     r.ID,
 		Since:    r.Versions,
-		Hint:     hint,
 	}
 	fl.findings = append(fl.findings, f)
 	return f

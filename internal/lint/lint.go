@@ -57,8 +57,6 @@ type Finding struct {
 	Replacement string
 	// Rule is the router facts table's id of a config finding (LL-02); empty otherwise.
 	Rule string
-	// Hint names the key and the value that fix a config finding.
-	Hint string
 	// Fixed is true when --fix rewrote (or --diff would rewrite) this reference.
 	Fixed bool
 	// fix is the exact rewrite, when there is one.

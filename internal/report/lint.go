@@ -89,8 +89,8 @@ func LintText(t *Text, run LintRun) {
 				}
 			}
 			t.Line("  %s %d:%d%s: %s%s%s", t.Badge(x.Severity), x.Line, x.Column, where, x.Message, rule, mark)
-			if x.Hint != "" {
-				t.Muted("      fix: %s", x.Hint)
+			if x.Fix != "" {
+				t.Muted("      fix: %s", x.Fix)
 			}
 		}
 	}
@@ -214,14 +214,14 @@ func LintJSON(w io.Writer, run LintRun) error {
 			doc.Findings = append(doc.Findings, lintFinding{File: x.File, Line: x.Line, Column: x.Column,
 				Pointer: x.Pointer, Location: x.Location, Metric: x.Metric, Status: x.Status, Since: x.Since,
 				Replacement: x.Replacement, Severity: x.Severity, Code: x.Code, Message: x.Message,
-				Fixable: x.Fixable(), Fixed: x.Fixed && run.Fix, Rule: x.Rule, Fix: x.Hint})
+				Fixable: x.Fixable(), Fixed: x.Fixed && run.Fix, Rule: x.Rule, Fix: x.Fix})
 		}
 		for _, s := range f.Suppressed {
 			x := s.Finding
 			doc.Suppressed = append(doc.Suppressed, lintFinding{File: x.File, Line: x.Line, Column: x.Column,
 				Pointer: x.Pointer, Location: x.Location, Metric: x.Metric, Status: x.Status, Since: x.Since,
 				Replacement: x.Replacement, Severity: x.Severity, Code: x.Code, Message: x.Message,
-				Rule: x.Rule, Fix: x.Hint, SuppressedBy: s.By, Reason: s.Reason})
+				Rule: x.Rule, Fix: x.Fix, SuppressedBy: s.By, Reason: s.Reason})
 		}
 	}
 	return JSON(w, doc)
@@ -245,8 +245,8 @@ func LintGitHub(w io.Writer, run LintRun) error {
 			if x.Rule != "" {
 				msg = x.Rule + " " + msg
 			}
-			if x.Hint != "" {
-				msg += "\nfix: " + x.Hint
+			if x.Fix != "" {
+				msg += "\nfix: " + x.Fix
 			}
 			_, err := fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level,
 				ghProperty(filepath.ToSlash(x.File)), x.Line, x.Column, ghProperty("kvcheck "+x.Code), ghData(msg))

@@ -139,8 +139,8 @@ func LintSARIF(w io.Writer, run LintRun, toolVersion string) error {
 				if x.Rule != "" {
 					props["rule"] = x.Rule
 				}
-				if x.Hint != "" {
-					props["fix"] = x.Hint
+				if x.Fix != "" {
+					props["fix"] = x.Fix
 				}
 			} else {
 				props["metric"], props["target_version"] = x.Metric, run.Target
