@@ -115,7 +115,7 @@ Policies (--policies):
 	f.Float64Var(&o.rate, "rate", sim.DefaultRate, "--requests: synthetic arrivals per second when the log has no time field")
 	f.IntVar(&o.outputTokens, "output-tokens", sim.DefaultOutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all)")
-	f.StringVar(&o.replicas, "replicas", "2,4,8,16", "replica counts to simulate, comma-separated (1 to 64)")
+	f.StringVar(&o.replicas, "replicas", "2,4,8,16", "replica counts to simulate, comma-separated (1 to 1024)")
 	f.StringVar(&o.kvBlocks, "kv-blocks", "", "prefix-cache blocks per replica, comma-separated (default: --kv-tokens / block size)")
 	f.StringVar(&o.kvTokens, "kv-tokens", strconv.Itoa(defaultKVTokens), "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")
 	f.StringVar(&o.policies, "policies", "all", "policies to simulate, comma-separated, or all")

@@ -3,13 +3,15 @@ package sim
 // cache is one replica's prefix cache: a fixed number of block slots, blocks in use by a running
 // request pinned, unpinned blocks evictable in LRU order. This is vLLM's free-block queue: a
 // freed block goes to the back and the front is evicted first. Blocks are the trace's dense ids
-// (see Trace.intern), so the index is a slice rather than a map: 4 bytes per distinct block of
-// the trace, which is what makes a replay fast.
+// (see Trace.intern). The index from id to slot is an open-addressing hash table sized to the
+// capacity, not to the trace, so a replica costs what it holds: cacheBytesPerBlock bytes per
+// block of capacity, however many distinct blocks the trace has.
 type cache struct {
 	capacity int
-	slot     []int32     // dense id -> node, 0 when not cached
 	nodes    []cacheNode // nodes[0] is the sentinel of the evictable list
 	free     []int32
+	table    []cacheSlot // open addressing, linear probing; node 0 means empty
+	mask     uint32
 	used     int // blocks held, pinned or not
 	evicted  int64
 }
@@ -20,14 +22,78 @@ type cacheNode struct {
 	refs       int32
 }
 
-// newCache returns an empty cache of capacity blocks for ids below universe.
+type cacheSlot struct{ key, node int32 }
+
+// cacheBytesPerBlock is what a cache costs per block of capacity: a 16-byte node and, at a load
+// factor between 1/4 and 1/2, two to four 8-byte table slots. The figure stated is the worst.
+const cacheBytesPerBlock = 16 + 4*8
+
+// newCache returns an empty cache of capacity blocks for ids below universe. It never holds more
+// than min(capacity, universe) blocks, and is sized for that.
 func newCache(capacity, universe int) cache {
-	c := cache{capacity: capacity, slot: make([]int32, universe)}
-	c.nodes = append(c.nodes, cacheNode{})
+	c := cache{capacity: capacity}
+	n := tableSize(min(max(capacity, 0), universe))
+	c.table = make([]cacheSlot, n)
+	c.mask = uint32(n - 1)
+	c.nodes = make([]cacheNode, 1, min(max(capacity, 0), universe)+1)
 	return c
 }
 
-func (c *cache) has(key int32) bool { return c.slot[key] != 0 }
+// tableSize is the power of two at least twice n (and at least 8): a load factor of at most 1/2.
+func tableSize(n int) int {
+	s := 8
+	for s < 2*n {
+		s <<= 1
+	}
+	return s
+}
+
+// slotOf is the home slot of a dense id: a multiplicative (Fibonacci) hash, so ids that are
+// consecutive, as interning makes them, spread over the table.
+func slotOf(key int32, mask uint32) uint32 {
+	return uint32((uint64(uint32(key))*0x9e3779b97f4a7c15)>>32) & mask
+}
+
+// find returns the node holding key, 0 when the block is not cached.
+func (c *cache) find(key int32) int32 {
+	for i := slotOf(key, c.mask); ; i = (i + 1) & c.mask {
+		s := c.table[i]
+		if s.node == 0 {
+			return 0
+		}
+		if s.key == key {
+			return s.node
+		}
+	}
+}
+
+func (c *cache) tableInsert(key, node int32) {
+	i := slotOf(key, c.mask)
+	for c.table[i].node != 0 {
+		i = (i + 1) & c.mask
+	}
+	c.table[i] = cacheSlot{key, node}
+}
+
+// tableDelete removes key, shifting later entries of its probe run back (no tombstones, so
+// lookups stay short however long the replay).
+func (c *cache) tableDelete(key int32) {
+	i := slotOf(key, c.mask)
+	for c.table[i].key != key || c.table[i].node == 0 {
+		i = (i + 1) & c.mask
+	}
+	for j := (i + 1) & c.mask; c.table[j].node != 0; j = (j + 1) & c.mask {
+		h := slotOf(c.table[j].key, c.mask)
+		// Move j's entry into the hole at i unless its home lies cyclically in (i, j].
+		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
+			c.table[i] = c.table[j]
+			i = j
+		}
+	}
+	c.table[i] = cacheSlot{}
+}
+
+func (c *cache) has(key int32) bool { return c.find(key) != 0 }
 
 func (c *cache) unlink(n int32) {
 	p, nx := c.nodes[n].prev, c.nodes[n].next
@@ -45,7 +111,7 @@ func (c *cache) pushBack(n int32) {
 // pin marks a cached block as in use, taking it off the evictable list. It reports whether the
 // block was cached.
 func (c *cache) pin(key int32) bool {
-	n := c.slot[key]
+	n := c.find(key)
 	if n == 0 {
 		return false
 	}
@@ -73,7 +139,7 @@ func (c *cache) insert(key int32) (ok bool, victim int32, evicted bool) {
 		}
 		c.unlink(v)
 		victim, evicted = c.nodes[v].key, true
-		c.slot[victim] = 0
+		c.tableDelete(victim)
 		c.free = append(c.free, v)
 		c.used--
 		c.evicted++
@@ -87,14 +153,14 @@ func (c *cache) insert(key int32) (ok bool, victim int32, evicted bool) {
 		n = int32(len(c.nodes) - 1)
 	}
 	c.nodes[n] = cacheNode{key: key, refs: 1}
-	c.slot[key] = n
+	c.tableInsert(key, n)
 	c.used++
 	return true, victim, evicted
 }
 
 // unpin releases one use of a cached block; the last release makes it evictable.
 func (c *cache) unpin(key int32) {
-	n := c.slot[key]
+	n := c.find(key)
 	if n == 0 || c.nodes[n].refs == 0 {
 		return
 	}

@@ -2,8 +2,11 @@ package sim
 
 import "math/bits"
 
-// job is one request (or one sibling of an n > 1 request) on its way through a replica.
+// job is one request (or one sibling of an n > 1 request) on its way through a replica. Jobs
+// live only while in flight: finish adds a job to the fleet's tally and returns it to the pool,
+// so a replay holds as many jobs as there are requests routed and not finished.
 type job struct {
+	seq     int // order sent, siblings included
 	req     *Request
 	ids     []int32 // req.Blocks as the trace's dense ids
 	rep     int
@@ -48,32 +51,106 @@ type fleet struct {
 	cfg       Config
 	blockSize int
 	reps      []replica
-	// where holds, per dense block id, the set of replicas caching it, one bit each, so that
-	// the cached prefix on every replica is found with one lookup per block.
-	where       []uint64
-	universe    int
+	indexed   bool // where is kept up to date (the policy reads it)
+	// where holds, per block cached somewhere, the set of replicas caching it.
+	where       blockIndex
+	universe    int // distinct blocks of the trace
 	events      eventHeap
 	seq         uint64
 	ovl         []int
-	uncacheable int64 // computed blocks not cached because every slot was pinned
+	alive       []uint64 // overlaps' scratch replica set
+	uncacheable int64    // computed blocks not cached because every slot was pinned
+	pool        jobPool
+	tally       tally
 }
 
-func newFleet(cfg Config, blockSize, universe int) *fleet {
+// tally is what a replay keeps of every finished job: sums, and the TTFTs for the quantiles.
+type tally struct {
+	jobs                   int
+	inputTokens, hitBlocks int64
+	blockRefs, queueSum    int64
+	queueMax               int
+	measureFrom            float64 // Config.MeasureFrom: the steady sums count from this arrival
+	steadyInputTokens      int64
+	steadyHitBlocks        int64
+	ttft                   []float64
+	records                []job // every job by seq, only when a test asks for them
+}
+
+// jobPool hands out jobs from chunks, so that pointers stay valid, and reuses finished ones.
+type jobPool struct {
+	free  []*job
+	chunk []job
+}
+
+func (p *jobPool) get() *job {
+	if n := len(p.free); n > 0 {
+		j := p.free[n-1]
+		p.free = p.free[:n-1]
+		return j
+	}
+	if len(p.chunk) == 0 {
+		p.chunk = make([]job, 256)
+	}
+	j := &p.chunk[0]
+	p.chunk = p.chunk[1:]
+	return j
+}
+
+func (p *jobPool) put(j *job) {
+	*j = job{}
+	p.free = append(p.free, j)
+}
+
+func newFleet(cfg Config, blockSize, universe int, indexed bool) *fleet {
+	most := maxFleet(cfg)
 	f := &fleet{
 		cfg:       cfg,
 		blockSize: blockSize,
-		where:     make([]uint64, universe),
+		indexed:   indexed,
 		universe:  universe,
 	}
+	if indexed {
+		f.where = newBlockIndex(most, min(most*max(cfg.KVBlocks, 0), universe))
+	}
+	f.alive = make([]uint64, f.where.words)
 	for range cfg.Replicas {
 		f.addReplica()
 	}
 	return f
 }
 
+// maxFleet is the most replicas the fleet will have: one more with an added replica.
+func maxFleet(c Config) int {
+	if c.AddReplicaAt >= 0 {
+		return c.Replicas + 1
+	}
+	return c.Replicas
+}
+
 func (f *fleet) addReplica() {
 	f.reps = append(f.reps, replica{cache: newCache(f.cfg.KVBlocks, f.universe)})
 	f.ovl = make([]int, len(f.reps))
+}
+
+// duplicates is the number of extra copies of blocks cached on more than one replica.
+func (f *fleet) duplicates() int64 {
+	if f.indexed {
+		return f.where.duplicates()
+	}
+	resident := 0
+	for i := range f.reps {
+		resident += f.reps[i].cache.used
+	}
+	x := newBlockIndex(len(f.reps), min(resident, f.universe))
+	for i := range f.reps {
+		for _, s := range f.reps[i].cache.table {
+			if s.node != 0 {
+				x.add(s.key, i)
+			}
+		}
+	}
+	return x.duplicates()
 }
 
 // size is the number of replicas now.
@@ -97,23 +174,48 @@ func (f *fleet) usage(i int) float64 {
 // overlaps returns, for every replica, how many blocks of the request's prefix it holds now
 // (consecutive from block 0, at most the hit limit). The slice is reused by the next call.
 func (f *fleet) overlaps(j *job) []int {
+	if !f.indexed {
+		panic("sim: a policy reads the block index without PolicyInfo.readsIndex")
+	}
 	out := f.ovl
 	clear(out)
 	lim := hitLimit(j.req, f.blockSize)
-	alive := uint64(1)<<len(f.reps) - 1
-	if len(f.reps) == 64 {
-		alive = ^uint64(0)
-	}
-	i := 0
-	for ; i < lim && alive != 0; i++ {
-		m := f.where[j.ids[i]] & alive
-		for d := alive &^ m; d != 0; d &= d - 1 {
-			out[bits.TrailingZeros64(d)] = i
+	alive := f.alive
+	for w := range alive {
+		n := len(f.reps) - 64*w
+		switch {
+		case n >= 64:
+			alive[w] = ^uint64(0)
+		case n > 0:
+			alive[w] = uint64(1)<<n - 1
+		default:
+			alive[w] = 0
 		}
-		alive = m
 	}
-	for ; alive != 0; alive &= alive - 1 {
-		out[bits.TrailingZeros64(alive)] = i
+	more := len(f.reps) > 0
+	i := 0
+	for ; i < lim && more; i++ {
+		set := f.where.lookup(j.ids[i])
+		more = false
+		for w, a := range alive {
+			if a == 0 {
+				continue
+			}
+			var m uint64
+			if set != nil {
+				m = set[w] & a
+			}
+			for d := a &^ m; d != 0; d &= d - 1 {
+				out[64*w+bits.TrailingZeros64(d)] = i
+			}
+			alive[w] = m
+			more = more || m != 0
+		}
+	}
+	for w, a := range alive {
+		for ; a != 0; a &= a - 1 {
+			out[64*w+bits.TrailingZeros64(a)] = i
+		}
 	}
 	return out
 }
@@ -251,12 +353,11 @@ func (f *fleet) startPrefill(i int, t float64) {
 
 func (f *fleet) prefillDone(j *job, t float64) {
 	r := &f.reps[j.rep]
-	bit := uint64(1) << j.rep
 	for k := j.pinned; k < fullBlocks(j.req, f.blockSize); k++ {
 		key := j.ids[k]
 		ok, victim, evicted := r.cache.insert(key)
-		if evicted {
-			f.where[victim] &^= bit
+		if evicted && f.indexed {
+			f.where.remove(victim, j.rep)
 		}
 		if !ok {
 			// Every slot is pinned by requests in flight; later blocks would be unreachable
@@ -264,7 +365,9 @@ func (f *fleet) prefillDone(j *job, t float64) {
 			f.uncacheable += int64(fullBlocks(j.req, f.blockSize) - k)
 			break
 		}
-		f.where[key] |= bit
+		if f.indexed {
+			f.where.add(key, j.rep)
+		}
 		j.pinned = k + 1
 	}
 	j.ttft = t - j.arrival
@@ -282,5 +385,27 @@ func (f *fleet) finish(j *job, t float64) {
 	}
 	r.running--
 	r.active -= len(j.req.Blocks)
-	f.admit(j.rep, t)
+	rep := j.rep
+	f.record(j)
+	f.admit(rep, t)
+}
+
+// record adds a finished job to the tally and returns it to the pool.
+func (f *fleet) record(j *job) {
+	s := &f.tally
+	s.jobs++
+	s.inputTokens += int64(j.req.InputTokens)
+	s.hitBlocks += int64(j.hit)
+	if j.arrival >= s.measureFrom {
+		s.steadyInputTokens += int64(j.req.InputTokens)
+		s.steadyHitBlocks += int64(j.hit)
+	}
+	s.blockRefs += int64(len(j.req.Blocks))
+	s.queueSum += int64(j.queue)
+	s.queueMax = max(s.queueMax, j.queue)
+	s.ttft = append(s.ttft, j.ttft)
+	if s.records != nil {
+		s.records[j.seq] = *j
+	}
+	f.pool.put(j)
 }

@@ -1,9 +1,10 @@
 package sim
 
 var kvLLMDInfo = PolicyInfo{
-	Name:      "kv-llmd",
-	About:     "exact KV-aware, llm-d weighted scorers: queue 2, kv-utilisation 2, prefix 3",
-	newPolicy: func(Config, int) policy { return kvLLMDPolicy{} },
+	readsIndex: true,
+	Name:       "kv-llmd",
+	About:      "exact KV-aware, llm-d weighted scorers: queue 2, kv-utilisation 2, prefix 3",
+	newPolicy:  func(Config, int) policy { return kvLLMDPolicy{} },
 }
 
 // llm-d's default scorer weights (SPEC §6).

@@ -1,8 +1,9 @@
 package sim
 
 var kvLoadInfo = PolicyInfo{
-	Name:  "kv-load",
-	About: "load-aware KV: matched fraction - beta * in-flight load relative to the busiest replica",
+	readsIndex: true,
+	Name:       "kv-load",
+	About:      "load-aware KV: matched fraction - beta * in-flight load relative to the busiest replica",
 	newPolicy: func(c Config, _ int) policy {
 		return kvLoadPolicy{beta: c.Params.Beta}
 	},

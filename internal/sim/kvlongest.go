@@ -1,9 +1,10 @@
 package sim
 
 var kvLongestInfo = PolicyInfo{
-	Name:      "kv-longest",
-	About:     "naive exact KV-aware: longest cached prefix, ties to the first replica, no load term",
-	newPolicy: func(Config, int) policy { return kvLongestPolicy{} },
+	readsIndex: true,
+	Name:       "kv-longest",
+	About:      "naive exact KV-aware: longest cached prefix, ties to the first replica, no load term",
+	newPolicy:  func(Config, int) policy { return kvLongestPolicy{} },
 }
 
 // kvLongestPolicy is the naive longest-prefix router: the replica holding the longest prefix of

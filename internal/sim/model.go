@@ -44,9 +44,10 @@ func (m Model) validate() error {
 	return nil
 }
 
-// MaxReplicas is the largest fleet the simulator models: the block index keeps one bit per
-// replica in a uint64.
-const MaxReplicas = 64
+// MaxReplicas is the largest fleet the simulator models. The block index keeps one bit per
+// replica per resident block, and every routing decision of a prefix-aware policy reads every
+// replica, so the cost of a replay grows with the fleet.
+const MaxReplicas = 1024
 
 // Config is one simulated fleet: its size, cache, service model and policy parameters.
 type Config struct {

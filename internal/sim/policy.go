@@ -14,8 +14,12 @@ type PolicyInfo struct {
 	// About says in one line what the policy does.
 	About string
 	// Baseline is true for the policy that "prefill tokens saved" is measured against.
-	Baseline  bool
-	newPolicy func(c Config, blockSize int) policy
+	Baseline bool
+	// readsIndex is set for the policies that read the fleet's block index (fleet.overlaps): only
+	// their replays keep it up to date, which saves two index updates per block cached or
+	// evicted for the others.
+	readsIndex bool
+	newPolicy  func(c Config, blockSize int) policy
 }
 
 // Policies lists every policy in the order results are shown: load-only policies first, then

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 )
@@ -48,32 +49,62 @@ type Trace struct {
 	Notes []string
 
 	internOnce sync.Once
-	ids        [][]int32 // per request, its blocks as dense ids 0..distinct-1
+	ids        []int32 // every request's blocks as dense ids 0..distinct-1, one after another
+	idsFrom    []int   // request i's ids are ids[idsFrom[i]:idsFrom[i+1]]
 	distinct   int
 }
 
-// intern numbers the trace's distinct block keys densely, once, so that caches and the block
-// index are slices rather than maps. It must run before the trace is simulated.
+// blockIDs returns request i's blocks as dense ids. intern must have run.
+func (t *Trace) blockIDs(i int) []int32 {
+	return t.ids[t.idsFrom[i]:t.idsFrom[i+1]:t.idsFrom[i+1]]
+}
+
+// denseKeySpan is how much larger than the trace's block references its largest key may be for
+// intern to number keys through a slice indexed by key (4 bytes per possible key) rather than a
+// map: published traces number their blocks 0, 1, 2, ...
+const denseKeySpan = 4
+
+// intern numbers the trace's distinct block keys densely, in order of first appearance, once, so
+// that caches and the block index work on small integers. It must run before the trace is
+// simulated. Its working memory goes when it returns: a slice of 4 bytes per key up to the
+// largest when keys are small integers (the Mooncake traces), else a map.
 func (t *Trace) intern() {
 	t.internOnce.Do(func() {
 		n := 0
+		var top uint64
 		for i := range t.Requests {
 			n += len(t.Requests[i].Blocks)
+			for _, b := range t.Requests[i].Blocks {
+				top = max(top, b)
+			}
+		}
+		t.ids = make([]int32, 0, n)
+		t.idsFrom = make([]int, len(t.Requests)+1)
+		if n > 0 && top < math.MaxInt32 && top < uint64(denseKeySpan)*uint64(n) {
+			dense := make([]int32, top+1) // key -> id+1
+			for i := range t.Requests {
+				for _, b := range t.Requests[i].Blocks {
+					if dense[b] == 0 {
+						t.distinct++
+						dense[b] = int32(t.distinct)
+					}
+					t.ids = append(t.ids, dense[b]-1)
+				}
+				t.idsFrom[i+1] = len(t.ids)
+			}
+			return
 		}
 		dense := make(map[uint64]int32, n/2)
-		all := make([]int32, 0, n)
-		t.ids = make([][]int32, len(t.Requests))
 		for i := range t.Requests {
-			from := len(all)
 			for _, b := range t.Requests[i].Blocks {
 				id, ok := dense[b]
 				if !ok {
 					id = int32(len(dense))
 					dense[b] = id
 				}
-				all = append(all, id)
+				t.ids = append(t.ids, id)
 			}
-			t.ids[i] = all[from:len(all):len(all)]
+			t.idsFrom[i+1] = len(t.ids)
 		}
 		t.distinct = len(dense)
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -59,12 +58,16 @@ type Result struct {
 
 // Simulate replays the trace through one fleet under one policy.
 func Simulate(t *Trace, c Config, policyName string) (Result, error) {
-	res, _, err := simulate(t, c, policyName)
+	res, _, err := simulateRun(t, c, policyName, false)
 	return res, err
 }
 
 // simulate is Simulate that also returns every job, for tests to check routes and hits.
 func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
+	return simulateRun(t, c, policyName, true)
+}
+
+func simulateRun(t *Trace, c Config, policyName string, record bool) (Result, []job, error) {
 	if err := c.validate(); err != nil {
 		return Result{}, nil, err
 	}
@@ -82,20 +85,23 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 		return Result{}, nil, fmt.Errorf("trace %s: block size %d", t.Name, t.BlockSize)
 	}
 	t.intern()
-	f := newFleet(c, t.BlockSize, t.distinct)
-	p := info.newPolicy(c, t.BlockSize)
-
 	n := 0
 	for i := range t.Requests {
 		n += siblings(&t.Requests[i], c)
 	}
 	if n > MaxRequests {
-		// Every request sent is a job of about 90 bytes held to the end of the run.
+		// Every request sent keeps its TTFT (8 bytes) to the end of the run.
 		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings, more than the %d one simulation holds; lower --n or simulate a part of the trace", t.Name, n, MaxRequests)
 	}
-	jobs := make([]job, 0, n)
+	f := newFleet(c, t.BlockSize, t.distinct, info.readsIndex)
+	p := info.newPolicy(c, t.BlockSize)
+	f.tally.ttft = make([]float64, 0, n)
+	f.tally.measureFrom = c.MeasureFrom
+	if record {
+		f.tally.records = make([]job, n)
+	}
 	added := c.AddReplicaAt < 0
-	freshFrom, afterAdd := 0, 0
+	freshFrom, afterAdd, sent := 0, 0, 0
 	for i := range t.Requests {
 		r := &t.Requests[i]
 		for range siblings(r, c) {
@@ -106,8 +112,9 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 				freshFrom = len(f.reps) - 1
 			}
 			f.advance(r.Arrival)
-			jobs = append(jobs, job{req: r, ids: t.ids[i], arrival: r.Arrival})
-			j := &jobs[len(jobs)-1]
+			j := f.pool.get()
+			*j = job{seq: sent, req: r, ids: t.blockIDs(i), arrival: r.Arrival}
+			sent++
 			j.rep = p.route(f, j)
 			if j.rep < 0 || j.rep >= f.size() {
 				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.size())
@@ -120,34 +127,26 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 	}
 	f.advance(math.Inf(1))
 
-	res := Result{Policy: policyName, Replicas: c.Replicas, KVBlocks: c.KVBlocks, Requests: len(jobs)}
-	ttft := make([]float64, len(jobs))
-	var queueSum int64
-	for k := range jobs {
-		j := &jobs[k]
-		res.InputTokens += int64(j.req.InputTokens)
-		res.HitTokens += int64(j.hit * t.BlockSize)
-		if j.arrival >= c.MeasureFrom {
-			res.SteadyInputTokens += int64(j.req.InputTokens)
-			res.SteadyHitTokens += int64(j.hit * t.BlockSize)
-		}
-		res.BlockRefs += int64(len(j.req.Blocks))
-		res.HitBlocks += int64(j.hit)
-		ttft[k] = j.ttft
-		queueSum += int64(j.queue)
-		res.QueueMax = max(res.QueueMax, j.queue)
-	}
+	s := &f.tally
+	res := Result{Policy: policyName, Replicas: c.Replicas, KVBlocks: c.KVBlocks, Requests: s.jobs}
+	res.InputTokens = s.inputTokens
+	res.HitTokens = s.hitBlocks * int64(t.BlockSize)
+	res.BlockRefs = s.blockRefs
+	res.HitBlocks = s.hitBlocks
+	res.SteadyInputTokens = s.steadyInputTokens
+	res.SteadyHitTokens = s.steadyHitBlocks * int64(t.BlockSize)
+	res.QueueMax = s.queueMax
 	if res.InputTokens > 0 {
 		res.HitRate = float64(res.HitTokens) / float64(res.InputTokens)
 	}
 	if res.BlockRefs > 0 {
 		res.BlockHitRate = float64(res.HitBlocks) / float64(res.BlockRefs)
 	}
-	if len(jobs) > 0 {
-		res.QueueMean = float64(queueSum) / float64(len(jobs))
+	if s.jobs > 0 {
+		res.QueueMean = float64(s.queueSum) / float64(s.jobs)
 	}
-	slices.Sort(ttft)
-	res.TTFTP50, res.TTFTP99 = quantile(ttft, 0.50), quantile(ttft, 0.99)
+	slices.Sort(s.ttft)
+	res.TTFTP50, res.TTFTP99 = quantile(s.ttft, 0.50), quantile(s.ttft, 0.99)
 
 	res.PerReplica = make([]int, f.size())
 	var cached int64
@@ -157,11 +156,7 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 		cached += int64(f.reps[i].cache.used)
 	}
 	res.LoadMaxOverMean, res.LoadCV = spread(res.PerReplica)
-	for _, m := range f.where {
-		if m != 0 {
-			res.DuplicateBlocks += int64(bits.OnesCount64(m) - 1)
-		}
-	}
+	res.DuplicateBlocks = f.duplicates()
 	if cached > 0 {
 		res.DuplicateFraction = float64(res.DuplicateBlocks) / float64(cached)
 	}
@@ -170,7 +165,7 @@ func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 		s := float64(f.reps[freshFrom].routed) / float64(afterAdd)
 		res.FreshShare = &s
 	}
-	return res, jobs, nil
+	return res, s.records, nil
 }
 
 func siblings(r *Request, c Config) int {
