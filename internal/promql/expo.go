@@ -2,11 +2,13 @@ package promql
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -36,35 +38,279 @@ type Sample struct {
 	TimestampMs int64
 }
 
-// maxExpositionBytes bounds what is read from one /metrics response or dump: a vLLM replica's
-// exposition is tens of kilobytes, so 64 MiB leaves room for federation dumps of big fleets.
-const maxExpositionBytes = 64 << 20
+// Limits of one exposition (a /metrics answer or a saved dump). The reader streams: it holds
+// one line, one block of vllm: lines and the vllm: samples kept so far, never the whole text;
+// lines of other metric families are looked at once and dropped.
+const (
+	// maxExpositionBytes bounds what is read: a vLLM replica's exposition is tens of kilobytes,
+	// so 64 MiB leaves room for federation dumps of big fleets.
+	maxExpositionBytes = 64 << 20
+	// maxExpositionLine bounds one line; a vLLM line is a few hundred bytes.
+	maxExpositionLine = 1 << 20
+	// parseBlock is how many bytes of vllm: lines are handed to the text parser at once: its
+	// parsed form takes several times the text, so parsing block by block bounds it.
+	parseBlock = 256 << 10
+	// MaxScrapeSeries bounds the vllm: series kept from one scrape target, a single replica
+	// (vLLM exposes a few hundred, a few thousand with many engines or LoRA adapters).
+	MaxScrapeSeries = 1 << 16
+	// MaxDumpSeries bounds the vllm: series kept from a dump file, which may be a federation
+	// dump of a whole fleet.
+	MaxDumpSeries = 1 << 21
+)
+
+// parseSlots bounds the blocks parsed at once across all readers (concurrent scrapes): the
+// parsed form of a block is the largest thing a reader holds, and parsing is CPU work, so more
+// at once than there are CPUs gains nothing.
+var parseSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // ParseExposition reads Prometheus text exposition (vLLM's /metrics). Only vllm: series are
-// kept. It fails, naming source, on malformed text or when no vllm: series is present.
+// kept, at most MaxDumpSeries. It fails, naming source, on malformed text or when no vllm:
+// series is present.
 func ParseExposition(r io.Reader, source string) (Dump, error) {
-	d := Dump{Source: source}
+	return parseExposition(r, source, MaxDumpSeries)
+}
+
+// parseExposition reads an exposition keeping at most maxSeries vllm: series.
+func parseExposition(r io.Reader, source string, maxSeries int) (Dump, error) {
+	x := expoReader{d: Dump{Source: source}, maxSeries: maxSeries}
 	lr := &io.LimitedReader{R: r, N: maxExpositionBytes + 1}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(&lfReader{br: bufio.NewReader(lr)})
-	if lr.N <= 0 {
-		return d, fmt.Errorf("%s: larger than %d MiB: not a single replica's /metrics", source, maxExpositionBytes>>20)
+	br := bufio.NewReaderSize(lr, 64<<10)
+	var err error
+	for err == nil {
+		var line []byte
+		line, err = readLine(br, x.line+1)
+		if lr.N <= 0 {
+			return x.d, fmt.Errorf("%s: larger than %d MiB: not a single replica's /metrics", source, maxExpositionBytes>>20)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			break
+		}
+		if len(line) == 0 && errors.Is(err, io.EOF) {
+			break
+		}
+		x.line++
+		if perr := x.add(line); perr != nil {
+			return x.d, perr
+		}
 	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		var ll *lineTooLong
+		if errors.As(err, &ll) {
+			return x.d, fmt.Errorf("%s: line %d is longer than %d KiB: is this Prometheus text exposition (vLLM's /metrics)?", source, ll.line, maxExpositionLine>>10)
+		}
+		return x.d, fmt.Errorf("%s: %w", source, err)
+	}
+	if err := x.flush(); err != nil {
+		return x.d, err
+	}
+	if len(x.d.Samples) == 0 {
+		return x.d, fmt.Errorf("%s: no vllm: metrics found%s: is this a vLLM /metrics endpoint or dump?", source, x.others.hint())
+	}
+	// Families in name order, series in the order given, as the whole-text parser gave them.
+	slices.SortStableFunc(x.d.Samples, func(a, b Sample) int { return strings.Compare(a.Name, b.Name) })
+	return x.d, nil
+}
+
+type lineTooLong struct{ line int }
+
+func (e *lineTooLong) Error() string { return fmt.Sprintf("line %d too long", e.line) }
+
+// readLine returns the next line with its end (LF; a CRLF end becomes LF, as a dump saved on
+// Windows has them and the text parser would take the \r for part of the value). The line is
+// valid until the next call.
+func readLine(br *bufio.Reader, n int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		buf := append([]byte(nil), line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(buf) > maxExpositionLine {
+				return nil, &lineTooLong{n}
+			}
+			line, err = br.ReadSlice('\n')
+			buf = append(buf, line...)
+		}
+		line = buf
+	}
+	if len(line) > maxExpositionLine {
+		return nil, &lineTooLong{n}
+	}
+	if k := len(line); k >= 2 && line[k-2] == '\r' && line[k-1] == '\n' {
+		line[k-2], line = '\n', line[:k-1]
+	}
+	return line, err
+}
+
+// expoReader collects the vllm: lines of an exposition into blocks for the text parser.
+type expoReader struct {
+	d         Dump
+	maxSeries int
+	line      int // lines read
+	block     []byte
+	blockLine int    // the line number of the block's first line
+	typeLine  []byte // the # TYPE line of the family being collected, for a block cut inside it
+	extra     int    // 1 when the block starts with a repeated # TYPE line
+	family    string // the family of the last # HELP or # TYPE line
+	keep      bool   // the family of the last line is a vllm: one
+	others    otherFamilies
+}
+
+// otherFamilies remembers enough of the families that are not vllm: ones to say what the input
+// is when it has no vllm: series.
+type otherFamilies struct {
+	n       int
+	first   string
+	renamed string // a vLLM metric re-exported under another name (SPEC §3.4)
+	last    string
+}
+
+func (o *otherFamilies) add(name string) {
+	if name == o.last {
+		return
+	}
+	o.last = name
+	o.n++
+	if o.first == "" || name < o.first {
+		o.first = name
+	}
+	if o.renamed == "" && (strings.HasPrefix(name, "vllm_") || strings.HasPrefix(name, "ray_vllm_")) {
+		o.renamed = name
+	}
+}
+
+// hint recognises vLLM metrics exported under other names (SPEC §3.4).
+func (o *otherFamilies) hint() string {
+	switch {
+	case o.renamed != "":
+		return fmt.Sprintf(" (found %s: hitrate reads vLLM's own vllm: names, not re-exported ones)", o.renamed)
+	case o.n == 0:
+		return " (the input is empty)"
+	}
+	return fmt.Sprintf(" (%d other metric families, such as %s)", o.n, o.first)
+}
+
+// add takes one line (with its LF, or without at the end of the input).
+func (x *expoReader) add(line []byte) error {
+	text := bytes.TrimSpace(line)
+	switch {
+	case len(text) == 0:
+		return nil
+	case text[0] == '#':
+		f := bytes.Fields(text)
+		if len(f) < 3 || (string(f[1]) != "HELP" && string(f[1]) != "TYPE") {
+			if x.keep {
+				return x.append(line)
+			}
+			return nil
+		}
+		name := string(f[2])
+		if name != x.family && len(x.block) >= parseBlock {
+			if err := x.flush(); err != nil {
+				return err
+			}
+		}
+		if name != x.family {
+			x.typeLine = nil
+		}
+		x.family = name
+		x.keep = strings.HasPrefix(name, "vllm:")
+		if !x.keep {
+			x.others.add(name)
+			return nil
+		}
+		if string(f[1]) == "TYPE" {
+			x.typeLine = append(x.typeLine[:0], line...)
+		}
+		return x.append(line)
+	}
+	name, ok := sampleName(text)
+	if !ok {
+		return fmt.Errorf("%s: line %d: not a sample or comment line: is this Prometheus text exposition (vLLM's /metrics)?", x.d.Source, x.line)
+	}
+	if x.family == "" || !strings.HasPrefix(name, x.family) {
+		// A sample of another family, without # lines of its own (untyped).
+		x.family, x.typeLine = name, nil
+		x.keep = strings.HasPrefix(name, "vllm:")
+		if !x.keep {
+			x.others.add(name)
+		}
+	}
+	if !x.keep {
+		return nil
+	}
+	if len(x.block) >= parseBlock {
+		// A family longer than a block: the next block starts with its # TYPE line again, so
+		// its samples keep their type.
+		if err := x.flush(); err != nil {
+			return err
+		}
+		if x.typeLine != nil {
+			x.block = append(x.block, x.typeLine...)
+			x.blockLine, x.extra = x.line, 1
+		}
+	}
+	return x.append(line)
+}
+
+func (x *expoReader) append(line []byte) error {
+	if len(x.block) == 0 {
+		x.blockLine = x.line
+	}
+	x.block = append(x.block, line...)
+	if line[len(line)-1] != '\n' {
+		x.block = append(x.block, '\n')
+	}
+	return nil
+}
+
+// sampleName returns the metric name a sample line starts with: a plain name, or a quoted
+// one inside the braces (UTF-8 names).
+func sampleName(text []byte) (string, bool) {
+	end := bytes.IndexAny(text, "{ \t")
+	if end < 0 {
+		return "", false
+	}
+	name := text[:end]
+	if len(name) == 0 && text[0] == '{' {
+		rest := bytes.TrimSpace(text[1:])
+		if len(rest) > 1 && rest[0] == '"' {
+			if q := bytes.IndexByte(rest[1:], '"'); q >= 0 {
+				return string(rest[1 : q+1]), true
+			}
+		}
+		return "", false
+	}
+	for i, c := range name {
+		ok := c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9')
+		if !ok {
+			return "", false
+		}
+	}
+	return string(name), true
+}
+
+// flush parses the collected block and keeps its samples.
+func (x *expoReader) flush() error {
+	if len(x.block) == 0 {
+		return nil
+	}
+	parseSlots <- struct{}{}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(x.block))
+	<-parseSlots
+	first, extra := x.blockLine, x.extra
+	x.block, x.extra = x.block[:0], 0
 	if err != nil {
 		var pe expfmt.ParseError
 		if errors.As(err, &pe) {
-			return d, fmt.Errorf("%s: line %d: %s: is this Prometheus text exposition (vLLM's /metrics)?", source, pe.Line, pe.Msg)
+			return fmt.Errorf("%s: line %d: %s: is this Prometheus text exposition (vLLM's /metrics)?", x.d.Source, first+pe.Line-1-extra, pe.Msg)
 		}
-		return d, fmt.Errorf("%s: %w", source, err)
+		return fmt.Errorf("%s: %w", x.d.Source, err)
 	}
-	var others []string
 	for _, name := range slices.Sorted(maps.Keys(fams)) {
 		if !strings.HasPrefix(name, "vllm:") {
-			others = append(others, name)
 			continue
 		}
-		f := fams[name]
-		for _, m := range f.GetMetric() {
+		for _, m := range fams[name].GetMetric() {
 			var v float64
 			switch {
 			case m.Counter != nil:
@@ -76,56 +322,13 @@ func ParseExposition(r io.Reader, source string) (Dump, error) {
 			default:
 				continue // histograms and summaries carry nothing hitrate reads
 			}
-			d.Samples = append(d.Samples, Sample{Name: name, Labels: labelMap(m.GetLabel()), Value: v, TimestampMs: m.GetTimestampMs()})
-		}
-	}
-	if len(d.Samples) == 0 {
-		return d, fmt.Errorf("%s: no vllm: metrics found%s: is this a vLLM /metrics endpoint or dump?", source, renamedHint(others))
-	}
-	return d, nil
-}
-
-// lfReader turns CRLF line ends into LF: a dump saved on Windows or through some tools has
-// them, and the exposition parser takes the \r for part of the value or type. Lines longer
-// than the buffer pass through in pieces, unchanged.
-type lfReader struct {
-	br   *bufio.Reader
-	line []byte // the rest of the current line, valid until the next read from br
-	err  error
-}
-
-func (l *lfReader) Read(p []byte) (int, error) {
-	for len(l.line) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		line, err := l.br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			err = nil
-		}
-		if n := len(line); n >= 2 && line[n-2] == '\r' && line[n-1] == '\n' {
-			line[n-2], line = '\n', line[:n-1]
-		}
-		l.line, l.err = line, err
-	}
-	n := copy(p, l.line)
-	l.line = l.line[n:]
-	return n, nil
-}
-
-// renamedHint recognises vLLM metrics exported under other names (SPEC §3.4).
-func renamedHint(names []string) string {
-	for _, n := range names {
-		for _, p := range []string{"vllm_", "ray_vllm_"} {
-			if strings.HasPrefix(n, p) {
-				return fmt.Sprintf(" (found %s: hitrate reads vLLM's own vllm: names, not re-exported ones)", n)
+			if len(x.d.Samples) >= x.maxSeries {
+				return fmt.Errorf("%s: more than %d vllm: series: not a single replica's /metrics (a federation dump of a whole fleet? save it to a file and use --file)", x.d.Source, x.maxSeries)
 			}
+			x.d.Samples = append(x.d.Samples, Sample{Name: name, Labels: labelMap(m.GetLabel()), Value: v, TimestampMs: m.GetTimestampMs()})
 		}
 	}
-	if len(names) == 0 {
-		return " (the input is empty)"
-	}
-	return fmt.Sprintf(" (%d other metric families, such as %s)", len(names), names[0])
+	return nil
 }
 
 func labelMap(ls []*dto.LabelPair) map[string]string {

@@ -170,7 +170,7 @@ func (s Scraper) scrape(ctx context.Context, t Target, withVersion bool) (Dump, 
 		return Dump{}, fmt.Errorf("GET %s: %w", RedactURL(t.URL), err)
 	}
 	at := time.Now()
-	d, err := ParseExposition(resp.Body, RedactURL(t.URL))
+	d, err := parseExposition(resp.Body, RedactURL(t.URL), MaxScrapeSeries)
 	_ = resp.Body.Close()
 	if err != nil {
 		return Dump{}, err

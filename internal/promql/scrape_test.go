@@ -1,10 +1,13 @@
 package promql
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -208,5 +211,111 @@ func closeFleet(t testing.TB, f *fleet.Fleet) {
 	t.Helper()
 	if err := f.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// bigExposition writes an exposition of about size bytes: a few vllm: series among a large
+// number of other series, as a node or federation exporter behind the same port would serve.
+func bigExposition(w io.Writer, size int) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	defer func() { _ = bw.Flush() }()
+	fmt.Fprint(bw, "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 100\n")
+	fmt.Fprint(bw, "# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 60\n")
+	fmt.Fprint(bw, "# TYPE node_thing gauge\n")
+	for n, i := 0, 0; n < size; i++ {
+		k, _ := fmt.Fprintf(bw, "node_thing{device=\"dev%d\",mode=\"some-long-label-value\"} %d\n", i, i)
+		n += k
+	}
+}
+
+// TestScrapeMemoryBounded: the exposition is read as a stream, keeping vllm: series only and
+// parsing a block at a time, so what a round of scrapes holds does not grow with the size of
+// the answers. Eight targets each answer 8 MiB of mostly other series at once; the whole-text
+// parser held each answer's parsed form, about 100 MB a target (the figure grew with the
+// number of targets); the streaming reader stays within a few MiB.
+func TestScrapeMemoryBounded(t *testing.T) {
+	const targets, size = 8, 8 << 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bigExposition(w, size)
+	}))
+	defer srv.Close()
+	var ts []Target
+	for i := range targets {
+		ts = append(ts, Target{URL: fmt.Sprintf("%s/r%d/metrics", srv.URL, i), Name: fmt.Sprint(i)})
+	}
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	dumps, down := Scraper{Timeout: time.Minute}.Round(context.Background(), ts, false)
+	close(stop)
+	<-sampled
+	if len(dumps) != targets || len(down) != 0 {
+		t.Fatalf("%d answered, down %+v; want all %d", len(dumps), down, targets)
+	}
+	if n := len(dumps["0"].Samples); n != 2 {
+		t.Errorf("kept %d samples, want the 2 vllm: ones", n)
+	}
+	// The garbage collector lets the heap reach twice what is live before collecting: the
+	// bound allows for that on top of the buffers of eight readers.
+	if grew := int64(peak.Load()) - int64(base.HeapAlloc); grew > 64<<20 {
+		t.Errorf("heap grew by %d MiB during the round, want at most 64 MiB", grew>>20)
+	}
+}
+
+// TestParseExpositionLongFamily: a family longer than a parse block is cut between blocks with
+// its # TYPE line repeated, so every series keeps its type and none is lost; a line number in
+// an error counts from the start of the input, not of the block.
+func TestParseExpositionLongFamily(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# HELP vllm:prefix_cache_hits_total Hits.\n# TYPE vllm:prefix_cache_hits_total counter\n")
+	const n = 20000 // about 1.4 MB: several blocks
+	for i := range n {
+		fmt.Fprintf(&b, "vllm:prefix_cache_hits_total{engine=\"%d\",model_name=\"m\"} %d\n", i, i)
+	}
+	d, err := ParseExposition(strings.NewReader(b.String()), "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Samples) != n || d.Samples[n-1].Value != n-1 || d.Samples[n-1].Labels["engine"] != fmt.Sprint(n-1) {
+		t.Fatalf("got %d samples (last %+v), want %d in order", len(d.Samples), d.Samples[len(d.Samples)-1], n)
+	}
+	b.WriteString("vllm:prefix_cache_hits_total{engine=\"x\"} notanumber\n")
+	_, err = ParseExposition(strings.NewReader(b.String()), "src")
+	if want := fmt.Sprintf("src: line %d:", n+3); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to name %q", err, want)
+	}
+}
+
+// TestParseExpositionLimits: a line over the line limit and more series than a scrape keeps
+// are errors naming the limit, not memory.
+func TestParseExpositionLimits(t *testing.T) {
+	long := "vllm:x{a=\"" + strings.Repeat("y", maxExpositionLine) + "\"} 1\n"
+	if _, err := ParseExposition(strings.NewReader(long), "src"); err == nil || !strings.Contains(err.Error(), "line 1 is longer than 1024 KiB") {
+		t.Errorf("long line: %v", err)
+	}
+	var b strings.Builder
+	for i := range MaxScrapeSeries + 1 {
+		fmt.Fprintf(&b, "vllm:num_requests_running{engine=\"%d\"} 1\n", i)
+	}
+	if _, err := parseExposition(strings.NewReader(b.String()), "src", MaxScrapeSeries); err == nil || !strings.Contains(err.Error(), "more than 65536 vllm: series") {
+		t.Errorf("too many series: %v", err)
 	}
 }
