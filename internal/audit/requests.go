@@ -181,7 +181,7 @@ func (s *Summary) Findings(subject string) []Finding {
 		// tools, on a value that looks generated, the prompt builder is the cause.
 		st := s.Sites[0]
 		share := float64(st.Count) / float64(withBlock)
-		if st.Block > 0 && st.Block <= 3 && st.Message <= 0 && share >= 0.1 {
+		if st.Block > 0 && st.Block <= 3 && st.Message <= 0 && share >= 0.1 && !orderCause(st.Cause) {
 			sev := finding.Warning
 			// Plain text and bare token ids do not say the value was generated.
 			if share >= 0.5 && st.Cause != "text" && st.Cause != "token ids" {
@@ -192,6 +192,34 @@ func (s *Summary) Findings(subject string) []Finding {
 					share*100, st.Where(), st.Offset, st.Block, approx, st.Cause, st.Example, st.Other),
 				"move the changing value out of the first message: to the end of the prompt, the last user message or a tool result")
 			at(f, st, Early)
+		}
+	}
+	if withBlock > 0 {
+		// Requests that left the prefix where the same tools or JSON came in another order.
+		var n int64
+		var first *Site
+		for i := range s.Sites {
+			if orderCause(s.Sites[i].Cause) {
+				n += s.Sites[i].Count
+				if first == nil {
+					first = &s.Sites[i]
+				}
+			}
+		}
+		if first != nil {
+			share := float64(n) / float64(withBlock)
+			sev := finding.Warning
+			if share >= 0.5 {
+				sev = finding.Error
+			}
+			f := add(sev, "audit/unstable-order",
+				fmt.Sprintf("%.1f%% of requests (%d) leave the shared prefix where an earlier request had the same content in another order (%s at %s, offset %d, block %d%s, e.g. %q where an earlier request had %q): the engine hashes bytes, so a reordered tool list or JSON object breaks the prefix there as surely as a timestamp",
+					share*100, n, first.Cause, first.Where(), first.Offset, first.Block, approx, first.Example, first.Other),
+				"serialise deterministically: keep the tool list in one fixed order and JSON keys sorted (json.dumps(..., sort_keys=True)); the model sees the same content and the prefix stays shared")
+			at(f, *first, Early)
+			if first.Block == 0 {
+				f.Position = Breaker
+			}
 		}
 	}
 	if s.FollowUps > 0 && s.FollowUpFirstBlockChanged > 0 {
@@ -220,6 +248,11 @@ func (s *Summary) Findings(subject string) []Finding {
 		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks (or session-block pairs) were not indexed, so reuse figures, and the within-session share, are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 50 bytes each)")
 	}
 	return out
+}
+
+// orderCause reports whether a divergence cause is a reordering.
+func orderCause(c string) bool {
+	return c == CauseToolOrder || c == CauseKeyOrder || c == CauseListOrder
 }
 
 // Where names the site's message for people.
@@ -341,6 +374,7 @@ func (c *chain) touch(h, session uint64, unindexed *int64) bool {
 type Analysis struct {
 	s         Summary
 	seed      maphash.Seed
+	orders    *orders
 	text      *chain // estimated chain: locates divergences in the text
 	exact     *chain // the engine's chain when tokens are exact
 	samples   map[uint64]string
@@ -380,6 +414,7 @@ func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
 	a.s.BlockSize = blockSize
 	a.s.Exact = exact
 	a.text = newChain(blockSize, maxBlocks, a.seed)
+	a.orders = newOrders(a.seed)
 	a.conv = NewConversations(maxBlocks)
 	if exact {
 		a.exact = newChain(blockSize, maxBlocks, a.seed)
@@ -451,6 +486,9 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 			break
 		}
 	}
+	if oc := a.orderCause(req, div); oc != "" {
+		div.Cause = oc
+	}
 	if div != nil {
 		if a.exact != nil {
 			// The block where the engine's chain leaves the prefix; the text location is
@@ -462,6 +500,30 @@ func (a *Analysis) Add(req *Request, toks Tokens) {
 	if a.progress != nil && a.s.Requests%10000 == 0 {
 		a.progress(a.s.Requests)
 	}
+}
+
+// orderCause records the request's JSON units (its tools, its JSON message contents) and
+// returns the order cause when the request left the shared prefix inside one whose content an
+// earlier request had in another order.
+func (a *Analysis) orderCause(req *Request, div *Site) string {
+	if !req.Chat {
+		return ""
+	}
+	cause := ""
+	if req.Tools != "" {
+		if c := a.orders.cause(0, req.Tools); div != nil && div.Message < 0 {
+			cause = c
+		}
+	}
+	for i, m := range req.Messages {
+		if !jsonText(m.Content) {
+			continue
+		}
+		if c := a.orders.cause(1+min(i, 254), m.Content); div != nil && div.Message == i {
+			cause = c
+		}
+	}
+	return cause
 }
 
 // inferSession finds the session of a chat request without an id (see Conversations).

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -670,5 +673,90 @@ func TestUserIsNotASession(t *testing.T) {
 	// Every tenant's prompt repeats across users: the reuse is there, and cross-session.
 	if sum.CrossSessionTokens == 0 {
 		t.Errorf("no cross-session reuse of the tenants' prompts: %+v", sum)
+	}
+}
+
+// TestOrderCause: requests whose prefixes differ only by the order of their tool list or of
+// JSON keys name that cause. The fixtures (an OpenAI-style agent with three function tools,
+// three sessions of two turns) were worked out by hand:
+//   - tool_order.jsonl: session 1 sends the tools as A,B,C then A,C,B; session 2 B,C,A twice;
+//     session 3 C,A,B twice. Requests 2, 3 and 5 leave the prefix inside the tools, each with
+//     the same tools as an earlier request in another order: 3 of 6, an error.
+//   - key_order.jsonl: the same tools; sessions 2 and 3 write "required" before "properties".
+//     Request 3 leaves the prefix there (key order); requests 4-6 reuse its bytes: 1 of 6.
+func TestOrderCause(t *testing.T) {
+	tests := []struct {
+		file  string
+		cause string
+		count int64
+		sev   finding.Severity
+		share string
+	}{
+		{"tool_order.jsonl", CauseToolOrder, 3, finding.Error, "50.0% of requests (3)"},
+		{"key_order.jsonl", CauseKeyOrder, 1, finding.Warning, "16.7% of requests (1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			f, err := os.Open(filepath.Join("../../testdata/audit/requests", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = f.Close() }()
+			sum, err := AuditRequests(t.Context(), f, RequestOptions{BlockSize: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int64
+			for _, st := range sum.Sites {
+				if st.Cause == tt.cause {
+					if st.Message != -1 {
+						t.Errorf("site %+v: want the tools", st)
+					}
+					n += st.Count
+				}
+			}
+			if n != tt.count {
+				t.Errorf("%d requests diverge on %s, want %d (sites %+v)", n, tt.cause, tt.count, sum.Sites)
+			}
+			var got *Finding
+			for _, x := range sum.Findings(tt.file) {
+				if x.Code == "audit/unstable-order" {
+					got = &x
+				}
+			}
+			if got == nil {
+				t.Fatalf("no audit/unstable-order finding in %+v", sum.Findings(tt.file))
+			}
+			if got.Severity != tt.sev || !strings.Contains(got.Message, tt.share) || !strings.Contains(got.Message, tt.cause) {
+				t.Errorf("finding %s %q, want %s with %q and %q", got.Severity, got.Message, tt.sev, tt.share, tt.cause)
+			}
+		})
+	}
+}
+
+// TestOrdersCause checks the order rule on JSON units directly: a reordered list, reordered
+// keys, a JSON message content, and a real change, which is no order cause.
+func TestOrdersCause(t *testing.T) {
+	o := newOrders(maphash.MakeSeed())
+	steps := []struct {
+		tag  int
+		raw  string
+		want string
+	}{
+		{0, `[{"name":"a","x":1},{"name":"b","x":2}]`, ""},
+		{0, `[{"name":"a","x":1},{"name":"b","x":2}]`, ""},
+		{0, `[{"name":"b","x":2},{"name":"a","x":1}]`, CauseToolOrder},
+		{0, `[{"x":1,"name":"a"},{"x":2,"name":"b"}]`, CauseKeyOrder},
+		{0, `[{"name":"a","x":1},{"name":"b","x":3}]`, ""},
+		{2, `{"order_id":"A1","status":"shipped"}`, ""},
+		{2, `{"status":"shipped","order_id":"A1"}`, CauseKeyOrder},
+		{2, `{"items":[1,2]}`, ""},
+		{2, `{"items":[2,1]}`, CauseListOrder},
+		{2, `not json`, ""},
+	}
+	for i, s := range steps {
+		if got := o.cause(s.tag, s.raw); got != s.want {
+			t.Errorf("step %d %s: cause %q, want %q", i, s.raw, got, s.want)
+		}
 	}
 }
