@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -37,7 +35,7 @@ type assessOptions struct {
 	templates []string
 
 	requests  string
-	tokenize  string
+	tok       tokenizeFlags
 	blockSize int
 
 	tapFrom  []string
@@ -118,7 +116,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.DurationVar(&h.scrapeTimeout, "scrape-timeout", 10*time.Second, "timeout of each /metrics request with --scrape")
 	fs.StringSliceVar(&o.templates, "templates", nil, "chat templates, prompt modules or directories to audit (comma-separated or repeated)")
 	fs.StringVar(&o.requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
-	fs.StringVar(&o.tokenize, "tokenize", "", "base URL of a vLLM server for exact tokens of --requests")
+	o.tok.bind(fs, "--requests: ")
 	fs.IntVar(&o.blockSize, "block-size", 0, "KV block size in tokens for the audits (default: from the metrics, else 16)")
 	fs.StringArrayVar(&o.tapFrom, "tap-from", nil, "kvcheck tap recording to analyse (repeatable)")
 	fs.StringVar(&o.hashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check hash reproducibility in --tap-from")
@@ -148,7 +146,7 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	switch {
 	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil:
 		return usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace")
-	case o.tokenize != "" && o.requests == "":
+	case o.tok.URL != "" && o.requests == "":
 		return usageErrorf("--tokenize applies to --requests")
 	case o.seedSet && len(o.tapFrom) == 0:
 		return usageErrorf("--hash-seed applies to --tap-from")
@@ -162,6 +160,9 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		return usageErrorf("--min-gain and --min-shareable are fractions from 0 to 1 (0.05 means 5%%)")
 	}
 
+	if err := o.tok.validate(); err != nil {
+		return err
+	}
 	var in advise.Input
 	if metricsGiven {
 		if in.Metrics, err = assessMetrics(ctx, s, h); err != nil {
@@ -298,24 +299,17 @@ func kvShape(ctx context.Context, s streams, h *hitrateOptions) (blocks, blockSi
 
 // assessRequests audits the request log as kvcheck audit --requests does.
 func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize int) (*advise.Requests, error) {
-	ropts := audit.RequestOptions{BlockSize: blockSize, MaxBlocks: audit.DefaultMaxBlocks, MaxLine: audit.DefaultMaxLine, Concurrency: 8}
+	ropts := audit.RequestOptions{BlockSize: blockSize, MaxBlocks: audit.DefaultMaxBlocks, MaxLine: audit.DefaultMaxLine, Concurrency: o.tok.Concurrency}
 	var cachingOff *finding.Finding
-	if o.tokenize != "" {
-		server := &audit.Server{BaseURL: o.tokenize, Client: &http.Client{Timeout: 30 * time.Second}}
-		cc, err := server.CacheConfig(ctx)
-		switch {
-		case errors.Is(err, audit.ErrNoCacheConfig):
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using block size %d\n", server.Shown(), blockSize)
-		case err != nil:
-			return nil, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate)", err)
-		default:
-			ropts.BlockSize = cc.BlockSize
-			if cc.PrefixCachingKnown && !cc.PrefixCaching {
-				cachingOff = &finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: server.Shown(),
-					Message: "the --tokenize server runs with prefix caching off (enable_prefix_caching=False): nothing is cached, whatever the prompts", Source: "requests", Fix: "drop --no-enable-prefix-caching from the vLLM command line"}
-			}
+	if o.tok.URL != "" {
+		remote, err := o.tok.connect(ctx, s, blockSize)
+		if err != nil {
+			return nil, err
 		}
-		ropts.Tokenizer = server
+		ropts.BlockSize, ropts.Tokenizer = remote.BlockSize, remote.Server
+		if cachingOff = remote.CachingOff; cachingOff != nil {
+			cachingOff.Source = "requests"
+		}
 	}
 	src := o.requests
 	rd := s.In

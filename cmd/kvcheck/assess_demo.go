@@ -21,7 +21,7 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 	if len(targets) == 0 {
 		return fmt.Errorf("demo assess: no scrape targets")
 	}
-	o := &assessOptions{embedded: demoChatTrace(1)}
+	o := &assessOptions{embedded: demoChatTrace(1), tok: defaultTokenize}
 	o.th = advise.DefaultThresholds()
 	o.hitrate = hitrateOptions{scrape: targets, window: 3 * time.Second, windowSet: true, scrapeTimeout: 5 * time.Second,
 		progress: func(string) {}, warn: func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s\n", msg) }}

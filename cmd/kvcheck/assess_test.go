@@ -201,7 +201,7 @@ func TestAssessScrapeFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	o := &assessOptions{embedded: demoChatTrace(1)}
+	o := &assessOptions{embedded: demoChatTrace(1), tok: defaultTokenize}
 	o.hitrate = hitrateOptions{scrape: targets, window: 300 * time.Millisecond, windowSet: true, scrapeTimeout: 5 * time.Second,
 		progress: func(string) {}, warn: func(string) {}}
 	o.th = advise.DefaultThresholds()

@@ -6,27 +6,23 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
-	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 type auditOptions struct {
-	Requests    string
-	Tokenize    string
-	Model       string
-	BlockSize   int
-	MaxBlocks   int
-	MaxLine     int
-	Concurrency int
-	Timeout     time.Duration
-	FailOn      failOn
-	templates   []string
-	blockSet    bool
+	Requests  string
+	tok       tokenizeFlags
+	BlockSize int
+	MaxBlocks int
+	MaxLine   int
+	FailOn    failOn
+	templates []string
+	blockSet  bool
 }
 
 func newAuditCmd(s streams, g *globalOptions) *cobra.Command {
@@ -70,13 +66,10 @@ conversation with two dates.
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
-	f.StringVar(&opts.Tokenize, "tokenize", "", "base URL of a vLLM server: exact tokens from its POST /tokenize, block size from its /metrics")
-	f.StringVar(&opts.Model, "model", "", "model name to send to /tokenize (default: each request's own)")
+	opts.tok.bind(f, "")
 	f.IntVar(&opts.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
 	f.IntVar(&opts.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (about 50 bytes a block); past it reuse figures are lower bounds")
 	f.IntVar(&opts.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")
-	f.IntVar(&opts.Concurrency, "concurrency", 8, "tokenize requests in flight with --tokenize")
-	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "timeout of each request to the --tokenize server")
 	f.StringVar((*string)(&opts.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: error, warning or info")
 	return cmd
 }
@@ -90,38 +83,36 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		return err
 	}
 	switch {
-	case len(opts.templates) == 0 && opts.Requests == "" && opts.Tokenize == "":
+	case len(opts.templates) == 0 && opts.Requests == "" && opts.tok.URL == "":
 		return usageErrorf("nothing to audit: give template files or directories, --requests FILE, or --tokenize URL")
 	case opts.BlockSize <= 0:
 		return usageErrorf("--block-size %d: must be a positive number of tokens", opts.BlockSize)
 	case opts.MaxBlocks <= 0:
 		return usageErrorf("--max-blocks %d: must be positive", opts.MaxBlocks)
-	case opts.Concurrency <= 0:
-		return usageErrorf("--concurrency %d: must be positive", opts.Concurrency)
 	case opts.MaxLine <= 0:
 		return usageErrorf("--max-line %d: must be positive", opts.MaxLine)
+	}
+	if err := opts.tok.validate(); err != nil {
+		return err
 	}
 
 	res := report.Audit{BlockSize: opts.BlockSize, Templates: []audit.Template{}, Findings: []audit.Finding{}}
 	var server *audit.Server
-	if opts.Tokenize != "" {
-		server = &audit.Server{BaseURL: opts.Tokenize, Model: opts.Model, Client: &http.Client{Timeout: opts.Timeout}}
-		cc, err := server.CacheConfig(ctx)
-		switch {
-		case errors.Is(err, audit.ErrNoCacheConfig):
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; using --block-size %d\n", server.Shown(), opts.BlockSize)
-		case err != nil:
-			return fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate)", err)
-		default:
-			if opts.blockSet && cc.BlockSize != opts.BlockSize {
-				fmt.Fprintf(s.ErrOut, "kvcheck: the server's block size is %d, not --block-size %d; using the server's\n", cc.BlockSize, opts.BlockSize)
-			}
-			res.BlockSize = cc.BlockSize
-			if cc.PrefixCachingKnown && !cc.PrefixCaching {
-				res.Findings = append(res.Findings, audit.Finding{Finding: finding.Finding{Severity: finding.Error, Code: "audit/prefix-caching-off", Subject: server.Shown(), Message: "the server runs with prefix caching off (enable_prefix_caching=False): nothing is shared whatever the prompts", File: server.Shown(), Fix: "drop --no-enable-prefix-caching from the vLLM command line"}, Block: -1, Frequency: audit.Unknown})
-			}
+	if opts.tok.URL != "" {
+		remote, err := opts.tok.connect(ctx, s, opts.BlockSize)
+		if err != nil {
+			return err
 		}
-		res.Exact = true
+		if opts.blockSet && !remote.Assumed && remote.BlockSize != opts.BlockSize {
+			fmt.Fprintf(s.ErrOut, "kvcheck: the server's block size is %d, not --block-size %d; using the server's\n", remote.BlockSize, opts.BlockSize)
+		}
+		res.BlockSize = remote.BlockSize
+		if remote.CachingOff != nil {
+			off := *remote.CachingOff
+			off.File = remote.Server.Shown()
+			res.Findings = append(res.Findings, audit.Finding{Finding: off, Block: -1, Frequency: audit.Unknown})
+		}
+		server, res.Exact = remote.Server, true
 	}
 
 	if len(opts.templates) > 0 {
@@ -155,7 +146,7 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 			in = f
 			res.RequestsSource = opts.Requests
 		}
-		ropts := audit.RequestOptions{BlockSize: res.BlockSize, MaxBlocks: opts.MaxBlocks, MaxLine: opts.MaxLine, Concurrency: opts.Concurrency}
+		ropts := audit.RequestOptions{BlockSize: res.BlockSize, MaxBlocks: opts.MaxBlocks, MaxLine: opts.MaxLine, Concurrency: opts.tok.Concurrency}
 		if server != nil {
 			ropts.Tokenizer = server
 		}
@@ -203,7 +194,7 @@ func probeFiles(ctx context.Context, s streams, server *audit.Server, res *repor
 			return fmt.Errorf("template %s: %w", path, err)
 		}
 		tpl, fs, err := audit.ProbeTemplate(ctx, server, path+" (rendered by the server)", string(src), res.BlockSize)
-		var se *audit.ServerError
+		var se *vllm.ServerError
 		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
 			fmt.Fprintf(s.ErrOut, "kvcheck: %s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated\n", server.Shown(), se.Message)
 			return nil

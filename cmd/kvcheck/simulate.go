@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -32,10 +31,7 @@ type simulateOptions struct {
 	requests   string
 	recordings []string
 
-	tokenize     string
-	model        string
-	concurrency  int
-	timeout      time.Duration
+	tok          tokenizeFlags
 	maxLine      int
 	rate         float64
 	outputTokens int
@@ -107,10 +103,7 @@ Policies (--policies):
 	f.IntVar(&o.blockSize, "block-size", 0, "tokens per block: default 512 for Mooncake (its hash_ids), 16 for CSV traces and request logs (read from the server with --tokenize)")
 	f.StringVar(&o.requests, "requests", "", `request log as kvcheck audit reads it, one request per line ("-" for standard input)`)
 	f.StringSliceVar(&o.recordings, "recording", nil, "kvcheck tap recording (repeatable; several are merged by receive time)")
-	f.StringVar(&o.tokenize, "tokenize", "", "--requests: base URL of a vLLM server: exact tokens from its POST /tokenize, block size from its /metrics")
-	f.StringVar(&o.model, "model", "", "--requests: model name to send to /tokenize (default: each request's own)")
-	f.IntVar(&o.concurrency, "concurrency", 8, "--requests: tokenize requests in flight with --tokenize")
-	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "--requests: timeout of each request to the --tokenize server")
+	o.tok.bind(f, "--requests: ")
 	f.IntVar(&o.maxLine, "max-line", audit.DefaultMaxLine, "--requests: longest accepted request line in bytes")
 	f.Float64Var(&o.rate, "rate", sim.DefaultRate, "--requests: synthetic arrivals per second when the log has no time field")
 	f.IntVar(&o.outputTokens, "output-tokens", sim.DefaultOutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")
@@ -175,7 +168,7 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if cmd.Flags().Changed("add-replica-at") && slices.Max(replicas) >= sim.MaxReplicas {
 		return usageErrorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
 	}
-	tr, err := o.load(cmd.Context(), s)
+	tr, sourceFindings, err := o.load(cmd.Context(), s)
 	if err != nil {
 		return err
 	}
@@ -223,6 +216,7 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 		return err
 	}
 	rep := sim.NewReport(tr, sim.SiblingStats(tr, sweep.Base.Siblings), sweep, results)
+	rep.Findings = append(sourceFindings, rep.Findings...)
 
 	if o.plot != "" {
 		if err := writePlot(o.plot, rep); err != nil {
@@ -282,65 +276,62 @@ func (o *simulateOptions) checkSource(cmd *cobra.Command) error {
 		return usageErrorf("--rate %v: want a positive number of requests per second", o.rate)
 	case o.outputTokens < 1 || o.outputTokens > 1<<20:
 		return usageErrorf("--output-tokens %d: want 1 to %d", o.outputTokens, 1<<20)
-	case o.concurrency < 1 || o.concurrency > 256:
-		return usageErrorf("--concurrency %d: want 1 to 256", o.concurrency)
 	case o.maxLine < 1:
 		return usageErrorf("--max-line %d: must be positive", o.maxLine)
 	case o.maxRequests < 0:
 		return usageErrorf("--max-requests %d: want 0 (all) or more", o.maxRequests)
-	case o.tokenize != "" && cmd.Flags().Changed("block-size"):
+	case o.tok.URL != "" && cmd.Flags().Changed("block-size"):
 		return usageErrorf("--block-size does not go with --tokenize: the block size is read from the server's /metrics")
 	}
-	if o.model != "" && o.tokenize == "" {
-		return usageErrorf("--model needs --tokenize")
-	}
-	return nil
+	return o.tok.validate()
 }
 
-// load reads the trace from whichever source was given.
-func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, error) {
+// load reads the trace from whichever source was given, with the findings about the source
+// itself (a --tokenize server with prefix caching off).
+func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, []finding.Finding, error) {
+	var tr *sim.Trace
+	var fs []finding.Finding
+	var err error
 	switch {
 	case o.requests != "":
-		return o.loadRequests(ctx, s)
+		tr, fs, err = o.loadRequests(ctx, s)
 	case len(o.recordings) > 0:
-		return o.loadRecordings(ctx)
+		tr, err = o.loadRecordings(ctx)
+	default:
+		tr, err = readTrace(o.trace, o.format, "--format", o.blockSize)
 	}
-	return readTrace(o.trace, o.format, "--format", o.blockSize)
+	return tr, fs, err
 }
 
 // loadRequests tokenizes a request log as kvcheck audit does: estimated, or exact through a
 // vLLM server whose /metrics gives the block size.
-func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Trace, error) {
+func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Trace, []finding.Finding, error) {
 	ro := sim.RequestLogOptions{
-		BlockSize: o.blockSize, Concurrency: o.concurrency, MaxLine: o.maxLine, Rate: o.rate,
+		BlockSize: o.blockSize, Concurrency: o.tok.Concurrency, MaxLine: o.maxLine, Rate: o.rate,
 		OutputTokens: o.outputTokens, MaxRequests: o.maxRequests,
 	}
 	var note string
-	if o.tokenize != "" {
-		server := &audit.Server{BaseURL: o.tokenize, Model: o.model, Client: &http.Client{Timeout: o.timeout}}
-		cc, err := server.CacheConfig(ctx)
-		switch {
-		case errors.Is(err, audit.ErrNoCacheConfig):
-			ro.BlockSize = audit.DefaultBlockSize
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; assuming block size %d\n", server.Shown(), ro.BlockSize)
-			note = fmt.Sprintf("block size: %d assumed: %s/metrics has no vllm:cache_config_info", ro.BlockSize, server.Shown())
-		case err != nil:
-			return nil, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate tokens)", err)
-		default:
-			ro.BlockSize = cc.BlockSize
-			note = fmt.Sprintf("block size: %d, from %s/metrics (vllm:cache_config_info)", cc.BlockSize, server.Shown())
-			if cc.PrefixCachingKnown && !cc.PrefixCaching {
-				note += "; that server runs with prefix caching off, so it would hit nothing whatever the policy"
-			}
+	var fs []finding.Finding
+	if o.tok.URL != "" {
+		remote, err := o.tok.connect(ctx, s, audit.DefaultBlockSize)
+		if err != nil {
+			return nil, nil, err
 		}
-		ro.Tokenizer = server
+		ro.BlockSize, ro.Tokenizer = remote.BlockSize, remote.Server
+		note = fmt.Sprintf("block size: %d, from %s/metrics (vllm:cache_config_info)", remote.BlockSize, remote.Server.Shown())
+		if remote.Assumed {
+			note = fmt.Sprintf("block size: %d assumed: %s/metrics has no vllm:cache_config_info", remote.BlockSize, remote.Server.Shown())
+		}
+		if remote.CachingOff != nil {
+			fs = append(fs, *remote.CachingOff)
+		}
 	}
 	in := s.In
 	name := "standard input"
 	if o.requests != "-" {
 		f, err := os.Open(o.requests)
 		if err != nil {
-			return nil, fmt.Errorf("open request log: %w", err)
+			return nil, nil, fmt.Errorf("open request log: %w", err)
 		}
 		defer func() { _ = f.Close() }() // read only
 		in, name = f, o.requests
@@ -353,12 +344,12 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 		fmt.Fprint(s.ErrOut, "\r\033[K")
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if note != "" {
 		tr.Notes = append(tr.Notes, note)
 	}
-	return tr, nil
+	return tr, fs, nil
 }
 
 // readTrace reads a --trace file by sim's one detection rule; a format that rule cannot tell

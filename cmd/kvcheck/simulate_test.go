@@ -29,6 +29,8 @@ func TestSimulateTokenizeCLI(t *testing.T) {
 		block   int
 		note    string
 		stderr  string
+		// off: the prefix-caching-off finding about the server, as audit and hitrate report it
+		off bool
 	}{
 		{
 			name:    "block size from cache_config_info",
@@ -37,10 +39,11 @@ func TestSimulateTokenizeCLI(t *testing.T) {
 			note:    "block size: 32, from " + "%s/metrics (vllm:cache_config_info)",
 		},
 		{
-			name:    "prefix caching off is said",
+			name:    "prefix caching off is the one finding",
 			metrics: `vllm:cache_config_info{block_size="16",enable_prefix_caching="False"} 1`,
 			block:   16,
-			note:    "that server runs with prefix caching off",
+			note:    "block size: 16, from %s/metrics",
+			off:     true,
 		},
 		{
 			name:    "no cache_config_info: the default, on stderr and in the notes",
@@ -83,6 +86,10 @@ func TestSimulateTokenizeCLI(t *testing.T) {
 					HitRate   float64 `json:"hit_rate"`
 					Estimated bool    `json:"estimated"`
 				} `json:"results"`
+				Findings []struct {
+					Code    string `json:"code"`
+					Subject string `json:"subject"`
+				} `json:"findings"`
 			}
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatalf("output is not JSON: %v\n%s", err, out)
@@ -100,6 +107,13 @@ func TestSimulateTokenizeCLI(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(tr.Notes, "\n"), note) {
 				t.Errorf("notes %q lack %q", tr.Notes, note)
+			}
+			off := false
+			for _, f := range doc.Findings {
+				off = off || f.Code == "prefix-caching-off" && f.Subject == srv.URL
+			}
+			if off != tc.off {
+				t.Errorf("findings %+v: prefix-caching-off about %s is %v, want %v", doc.Findings, srv.URL, off, tc.off)
 			}
 			for _, r := range doc.Results {
 				if r.Estimated {

@@ -103,17 +103,3 @@ func FuzzTokenizerConfig(f *testing.F) {
 		_, _ = scanTokenizerConfig("fuzz_tokenizer_config.json", src, 16)
 	})
 }
-
-// FuzzServerAnswers: the readers of a tokenize server's answers (/metrics, error bodies) never
-// panic whatever the server sends.
-func FuzzServerAnswers(f *testing.F) {
-	f.Add([]byte("vllm:cache_config_info{block_size=\"16\",enable_prefix_caching=\"True\"} 1\n"))
-	f.Add([]byte("vllm:cache_config_info{block_size=\"x\"} 1\n"))
-	f.Add([]byte(`{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if cc, err := ParseCacheConfig(bytes.NewReader(data)); err == nil && cc.BlockSize <= 0 {
-			t.Fatalf("accepted block size %d", cc.BlockSize)
-		}
-		_ = serverMessage(data)
-	})
-}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // tokenCacheSize bounds the recent conversations whose token ids TokenizeInOrder keeps, so that
@@ -128,7 +130,7 @@ func TokenizeInOrder[T any](ctx context.Context, n int, tok Tokenizer,
 			continue
 		}
 		err := j.err
-		var se *ServerError
+		var se *vllm.ServerError
 		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
 			// One request the server refused (too long for the model, say): a line to skip.
 			err = &LineError{Line: j.req.Line, Err: se}

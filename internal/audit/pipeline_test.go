@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // gatedTokenizer is an exact tokenizer whose calls, when gated, wait until the test releases
@@ -87,7 +89,7 @@ func distinct(n int) []pipelineLine {
 var (
 	errBoom    = errors.New("boom")
 	errRead    = errors.New("read failed")
-	errRefused = &ServerError{URL: "http://tokenizer/tokenize", Status: http.StatusBadRequest, Message: "too long"}
+	errRefused = &vllm.ServerError{URL: "http://tokenizer/tokenize", Status: http.StatusBadRequest, Message: "too long"}
 )
 
 // TestTokenizeInOrder runs the pipeline in a synctest bubble: calls finish in an order the test

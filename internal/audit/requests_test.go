@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // chatLine builds one chat request line.
@@ -382,15 +383,19 @@ func replica(t *testing.T, blockSize int, prefixCaching string, now func() time.
 func TestExactEndToEnd(t *testing.T) {
 	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	srv := replica(t, 32, "True", func() time.Time { return day })
-	s := &Server{BaseURL: srv.URL}
 	ctx := context.Background()
-	cc, err := s.CacheConfig(ctx)
+	remote, err := Connect(ctx, srv.URL, "", 30*time.Second, 16)
 	if err != nil {
-		t.Fatalf("CacheConfig: %v", err)
+		t.Fatalf("Connect: %v", err)
 	}
-	if diff := cmp.Diff(CacheConfig{BlockSize: 32, PrefixCaching: true, PrefixCachingKnown: true, HashAlgo: "sha256"}, cc); diff != "" {
+	on := true
+	if diff := cmp.Diff(vllm.CacheConfig{BlockSize: 32, PrefixCaching: &on, NumGPUBlocks: 2048, HashAlgo: "sha256"}, remote.Config); diff != "" {
 		t.Errorf("cache config (-want +got):\n%s", diff)
 	}
+	if remote.BlockSize != 32 || remote.Assumed || remote.CachingOff != nil {
+		t.Errorf("remote = %+v; want the server's block size 32, prefix caching on", remote)
+	}
+	s, cc := remote.Server, remote.Config
 	var lines []string
 	for i := range 40 {
 		lines = append(lines, chatLine(t, fmt.Sprintf("s%d", i%4), Message{"system", system128 + system128}, Message{"user", user100(i % 10)}))
@@ -433,12 +438,12 @@ func TestExactEndToEnd(t *testing.T) {
 
 func TestExactErrors(t *testing.T) {
 	srv := replica(t, 16, "False", time.Now)
-	s := &Server{BaseURL: srv.URL, Model: "other"}
 	ctx := context.Background()
-	cc, err := s.CacheConfig(ctx)
-	if err != nil || cc.PrefixCaching || !cc.PrefixCachingKnown {
-		t.Errorf("CacheConfig = %+v, %v; want prefix caching known to be off", cc, err)
+	remote, err := Connect(ctx, srv.URL, "other", 30*time.Second, 32)
+	if err != nil || remote.CachingOff == nil || remote.CachingOff.Code != "prefix-caching-off" || remote.CachingOff.Subject != srv.URL || remote.BlockSize != 16 {
+		t.Errorf("Connect = %+v, %v; want block size 16 and the prefix-caching-off finding about %s", remote, err, srv.URL)
 	}
+	s := remote.Server
 	// A request the server rejects (400) is skipped with the server's message; the rest goes on.
 	long := `{"messages":[{"role":"user","content":"` + strings.Repeat("w ", 9000) + `"}]}`
 	sum, err := AuditRequests(ctx, strings.NewReader(long+"\n"+`{"prompt":"fine"}`), RequestOptions{Tokenizer: s})
@@ -450,12 +455,8 @@ func TestExactErrors(t *testing.T) {
 	if _, err := AuditRequests(ctx, strings.NewReader(`{"prompt":"x"}`), RequestOptions{Tokenizer: down}); err == nil || !strings.Contains(err.Error(), "line 1: tokenize") {
 		t.Errorf("error = %v, want the connection failure with the line", err)
 	}
-	bad := &Server{BaseURL: srv.URL + "/nowhere"}
-	if _, err := bad.CacheConfig(ctx); err == nil || !strings.Contains(err.Error(), "404") {
-		t.Errorf("CacheConfig on a wrong URL: %v, want a 404 error", err)
-	}
-	if _, err := ParseCacheConfig(strings.NewReader("vllm:num_requests_running 1\n")); err != ErrNoCacheConfig {
-		t.Errorf("ParseCacheConfig without the series: %v, want ErrNoCacheConfig", err)
+	if _, err := Connect(ctx, srv.URL+"/nowhere", "", time.Second, 16); err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "check --tokenize") {
+		t.Errorf("Connect to a wrong URL: %v, want a 404 error saying what to do", err)
 	}
 }
 

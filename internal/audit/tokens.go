@@ -1,20 +1,17 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	neturl "net/url"
-	"strconv"
 	"strings"
+	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // Tokens is a tokenized prompt. Exact is true when the ids come from the serving engine's own
@@ -177,33 +174,20 @@ type Server struct {
 // Exact reports true: the ids are the engine's own.
 func (*Server) Exact() bool { return true }
 
-type tokenizeRequest struct {
-	Model               string          `json:"model,omitempty"`
-	Prompt              *string         `json:"prompt,omitempty"`
-	Messages            json.RawMessage `json:"messages,omitempty"`
-	AddGenerationPrompt *bool           `json:"add_generation_prompt,omitempty"`
-	AddSpecialTokens    *bool           `json:"add_special_tokens,omitempty"`
-	Tools               json.RawMessage `json:"tools,omitempty"`
-	ChatTemplate        string          `json:"chat_template,omitempty"`
-	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs,omitempty"`
-	// ReturnTokenStrs asks for token_strs, which vLLM leaves out by default.
-	ReturnTokenStrs *bool `json:"return_token_strs,omitempty"`
-}
+// vllm is the server's client.
+func (s *Server) vllm() *vllm.Client { return &vllm.Client{BaseURL: s.BaseURL, HTTP: s.Client} }
+
+// Shown is the server's address as it may be shown: without the password of its userinfo.
+func (s *Server) Shown() string { return s.vllm().Shown() }
 
 type wireOut struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
 
-type tokenizeResponse struct {
-	Count     int      `json:"count"`
-	Tokens    []int64  `json:"tokens"`
-	TokenStrs []string `json:"token_strs"`
-}
-
 // Tokenize sends the request to /tokenize and returns the server's ids.
 func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
-	body := tokenizeRequest{Model: s.Model}
+	body := vllm.TokenizeRequest{Model: s.Model}
 	if s.Model == "" {
 		body.Model = req.Model
 	}
@@ -230,7 +214,7 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 		p := req.Prompt
 		body.Prompt = &p
 	}
-	ids, _, err := s.post(ctx, body)
+	ids, _, err := s.vllm().Tokenize(ctx, body)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -242,7 +226,7 @@ func (s *Server) Tokenize(ctx context.Context, req *Request) (Tokens, error) {
 // empty (vLLM accepts one only when started with --trust-request-chat-template).
 func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTemplate string, kwargs map[string]any) ([]uint32, []string, error) {
 	t := true
-	body := tokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ReturnTokenStrs: &t}
+	body := vllm.TokenizeRequest{Model: s.Model, AddGenerationPrompt: &t, ChatTemplate: chatTemplate, ReturnTokenStrs: &t}
 	var err error
 	if body.Messages, err = outMessages(msgs); err != nil {
 		return nil, nil, err
@@ -252,7 +236,7 @@ func (s *Server) TokenizeMessages(ctx context.Context, msgs []Message, chatTempl
 			return nil, nil, fmt.Errorf("encode chat_template_kwargs: %w", err)
 		}
 	}
-	return s.post(ctx, body)
+	return s.vllm().Tokenize(ctx, body)
 }
 
 // outMessages encodes messages as {role, content} for /tokenize.
@@ -268,153 +252,39 @@ func outMessages(msgs []Message) (json.RawMessage, error) {
 	return b, nil
 }
 
-func (s *Server) client() *http.Client {
-	if s.Client != nil {
-		return s.Client
-	}
-	return http.DefaultClient
+// Remote is a vLLM server set up for exact tokens: the one set-up audit, simulate and assess
+// share for --tokenize.
+type Remote struct {
+	Server *Server
+	// Config is the server's cache configuration; zero when its /metrics has none.
+	Config vllm.CacheConfig
+	// BlockSize is the server's block size, or the fallback Connect was given when the
+	// server's /metrics does not say (then Assumed is set).
+	BlockSize int
+	Assumed   bool
+	// CachingOff is the prefix-caching-off finding when the server runs with it off.
+	CachingOff *finding.Finding
 }
 
-// Shown is the server's address as it may be shown: without the password of its userinfo.
-func (s *Server) Shown() string {
-	u, err := neturl.Parse(s.BaseURL)
-	if err != nil || u.User == nil {
-		return s.BaseURL
+// Connect sets up tokenizing through the server at url: it reads the block size and the
+// prefix-caching setting from its /metrics. A server whose /metrics has no
+// vllm:cache_config_info is used with fallback as the block size (Assumed); one that cannot
+// be read at all is an error saying what to do.
+func Connect(ctx context.Context, url, model string, timeout time.Duration, fallback int) (Remote, error) {
+	s := &Server{BaseURL: url, Model: model, Client: &http.Client{Timeout: timeout}}
+	r := Remote{Server: s, BlockSize: fallback}
+	cc, err := s.vllm().CacheConfig(ctx)
+	switch {
+	case errors.Is(err, vllm.ErrNoCacheConfig):
+		r.Assumed = true
+		return r, nil
+	case err != nil:
+		return Remote{}, fmt.Errorf("read the block size: %w (check --tokenize, or leave it out to estimate tokens)", err)
 	}
-	return u.Redacted()
-}
-
-func (s *Server) post(ctx context.Context, body tokenizeRequest) ([]uint32, []string, error) {
-	endpoint := strings.TrimRight(s.BaseURL, "/") + "/tokenize"
-	url := strings.TrimRight(s.Shown(), "/") + "/tokenize" // for messages
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode tokenize request: %w", err)
+	r.Config, r.BlockSize = cc, cc.BlockSize
+	if cc.CachingOff() {
+		f := vllm.CachingOff(s.Shown())
+		r.CachingOff = &f
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(buf))
-	if err != nil {
-		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	resp, err := s.client().Do(hreq)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, nil, fmt.Errorf("tokenize %s: read response: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, &ServerError{URL: url, Status: resp.StatusCode, Message: serverMessage(data)}
-	}
-	var out tokenizeResponse
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, nil, fmt.Errorf("tokenize %s: response is not vLLM's {count, tokens}: %w", url, err)
-	}
-	ids := make([]uint32, len(out.Tokens))
-	for i, t := range out.Tokens {
-		if t < 0 || t > 1<<32-1 {
-			return nil, nil, fmt.Errorf("tokenize %s: token id %d out of range", url, t)
-		}
-		ids[i] = uint32(t)
-	}
-	return ids, out.TokenStrs, nil
-}
-
-// ServerError is a non-200 answer from /tokenize. A 400 concerns the one request (too long,
-// malformed); the audit skips that request and goes on.
-type ServerError struct {
-	URL     string
-	Status  int
-	Message string
-}
-
-func (e *ServerError) Error() string {
-	return fmt.Sprintf("tokenize %s: %d %s: %s", e.URL, e.Status, http.StatusText(e.Status), e.Message)
-}
-
-// serverMessage extracts the message of a vLLM error body, in either the current
-// {error: {message}} shape or the older flat {message} one.
-func serverMessage(data []byte) string {
-	var e struct {
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &e) == nil {
-		if e.Error != nil && e.Error.Message != "" {
-			return e.Error.Message
-		}
-		if e.Message != "" {
-			return e.Message
-		}
-	}
-	// An answer that is not vLLM's JSON error (a proxy's page) can reflect request headers,
-	// credentials among them: say what it is, not what it holds.
-	return fmt.Sprintf("an answer of %d bytes that is not vLLM's JSON error", len(data))
-}
-
-// CacheConfig is what a server's vllm:cache_config_info says about its prefix cache.
-type CacheConfig struct {
-	BlockSize          int
-	PrefixCaching      bool
-	PrefixCachingKnown bool
-	HashAlgo           string
-}
-
-// ErrNoCacheConfig is returned when /metrics has no vllm:cache_config_info series.
-var ErrNoCacheConfig = errors.New("no vllm:cache_config_info in /metrics")
-
-// CacheConfig reads the block size and prefix-caching setting from the server's /metrics.
-func (s *Server) CacheConfig(ctx context.Context) (CacheConfig, error) {
-	url := strings.TrimRight(s.Shown(), "/") + "/metrics" // for messages
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s.BaseURL, "/")+"/metrics", nil)
-	if err != nil {
-		return CacheConfig{}, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	hreq.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.client().Do(hreq)
-	if err != nil {
-		return CacheConfig{}, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return CacheConfig{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
-	}
-	return ParseCacheConfig(io.LimitReader(resp.Body, 64<<20))
-}
-
-// ParseCacheConfig reads vllm:cache_config_info from a Prometheus text exposition.
-func ParseCacheConfig(r io.Reader) (CacheConfig, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
-	if err != nil {
-		return CacheConfig{}, fmt.Errorf("parse metrics: %w", err)
-	}
-	fam, ok := fams["vllm:cache_config_info"]
-	if !ok || len(fam.GetMetric()) == 0 {
-		return CacheConfig{}, ErrNoCacheConfig
-	}
-	var cc CacheConfig
-	for _, lp := range fam.GetMetric()[0].GetLabel() {
-		switch lp.GetName() {
-		case "block_size":
-			n, err := strconv.Atoi(lp.GetValue())
-			if err != nil || n <= 0 {
-				return CacheConfig{}, fmt.Errorf("vllm:cache_config_info: block_size %q is not a positive integer", lp.GetValue())
-			}
-			cc.BlockSize = n
-		case "enable_prefix_caching":
-			cc.PrefixCachingKnown = true
-			cc.PrefixCaching = strings.EqualFold(lp.GetValue(), "true")
-		case "prefix_caching_hash_algo":
-			cc.HashAlgo = lp.GetValue()
-		}
-	}
-	if cc.BlockSize == 0 {
-		return CacheConfig{}, errors.New("vllm:cache_config_info has no block_size label")
-	}
-	return cc, nil
+	return r, nil
 }

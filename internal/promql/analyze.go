@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // Source names where the figures came from.
@@ -268,7 +269,9 @@ func clamp01(v float64) float64 { return math.Max(0, math.Min(1, v)) }
 func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Severity, string, string, string, ...any)) {
 	name := o.Replica
 	if o.PrefixCaching != nil && !*o.PrefixCaching {
-		add(finding.Error, "prefix-caching-off", name, "prefix caching is off (vllm:cache_config_info enable_prefix_caching=False): no router can produce hits; remove --no-enable-prefix-caching")
+		// hitrate's findings carry their fix in the message.
+		f := vllm.CachingOff(name)
+		add(f.Severity, f.Code, name, "%s; %s", f.Message, f.Fix)
 	} else if o.Queries != nil && *o.Queries == 0 {
 		add(finding.Warning, "no-queries", name, "no prefix-cache lookups in the window: the replica is idle or prefix caching is off, so its hit rate is unknown")
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // Generation is the family of metric names a replica's prefix-cache figures came from.
@@ -109,7 +110,7 @@ func generationOf(m *catalog.Metric) Generation {
 }
 
 // configInfo is the info metric carrying the cache settings as labels.
-const configInfo = "vllm:cache_config_info"
+const configInfo = vllm.ConfigInfo
 
 // versionLabels are labels that carry the vLLM version on a replica's series when the scrape
 // configuration adds it (relabelled from the pod's app.kubernetes.io/version, say).

@@ -4,10 +4,10 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // Observation is what one source saw of one replica over a window, before analysis. Counter
@@ -150,14 +150,15 @@ func assemble(points []point, g grouping, window float64) assembled {
 			}
 		}
 		if p.name == configInfo {
-			if bs, err := strconv.Atoi(p.labels["block_size"]); err == nil && bs > 0 {
-				r.obs.BlockSize = bs
+			cc := vllm.CacheConfigOf(p.labels)
+			if cc.BlockSize > 0 {
+				r.obs.BlockSize = cc.BlockSize
 			}
-			if on, err := strconv.ParseBool(p.labels["enable_prefix_caching"]); err == nil {
-				r.obs.PrefixCaching = &on
+			if cc.PrefixCaching != nil {
+				r.obs.PrefixCaching = cc.PrefixCaching
 			}
-			if n, err := strconv.Atoi(p.labels["num_gpu_blocks"]); err == nil && n > 0 {
-				r.obs.NumGPUBlocks = n
+			if cc.NumGPUBlocks > 0 {
+				r.obs.NumGPUBlocks = cc.NumGPUBlocks
 			}
 			continue
 		}

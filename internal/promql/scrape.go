@@ -2,7 +2,6 @@ package promql
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // Scraper reads /metrics straight from replicas, for when there is no Prometheus.
@@ -189,19 +190,12 @@ func (s Scraper) version(ctx context.Context, t Target) string {
 	if err != nil || !strings.HasSuffix(u.Path, "/metrics") {
 		return ""
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/metrics") + "/version"
-	resp, err := s.get(ctx, u.String())
+	u.Path, u.RawQuery, u.Fragment = strings.TrimSuffix(u.Path, "/metrics"), "", ""
+	v, err := (&vllm.Client{BaseURL: u.String(), HTTP: s.client()}).Version(ctx)
 	if err != nil {
 		return ""
 	}
-	defer func() { _ = resp.Body.Close() }()
-	var v struct {
-		Version string `json:"version"`
-	}
-	if json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&v) != nil {
-		return ""
-	}
-	return v.Version
+	return v
 }
 
 // Compare turns two scrape rounds into an Input: rates over each target's own interval between

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -324,11 +325,11 @@ func tokenizeServer(t *testing.T, blockSize int) *httptest.Server {
 func TestReadRequestsExact(t *testing.T) {
 	srv := tokenizeServer(t, 8)
 	ctx := context.Background()
-	server := &audit.Server{BaseURL: srv.URL}
-	cc, err := server.CacheConfig(ctx)
+	remote, err := audit.Connect(ctx, srv.URL, "", 30*time.Second, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
+	server, cc := remote.Server, remote
 	if cc.BlockSize != 8 {
 		t.Fatalf("block size from /metrics = %d, want 8", cc.BlockSize)
 	}
