@@ -21,6 +21,7 @@ import (
 type lintOptions struct {
 	FailOn   failOn
 	Target   string
+	Targets  string
 	Fix      bool
 	Diff     bool
 	Lookback modelDuration
@@ -56,8 +57,9 @@ func newLintCmd(s streams, g *globalOptions) *cobra.Command {
 		Long: `lint reads Grafana dashboards, Perses dashboards, Google Cloud Monitoring dashboards,
 Prometheus rule files and PrometheusRule resources, KEDA ScaledObjects, HorizontalPodAutoscalers,
 prometheus-adapter rules and AIBrix PodAutoscalers (files or directories, format detected by
-content) and reports every vLLM metric name that is removed, hidden or deprecated at the target
-vLLM version, unknown names (such as a counter queried without _total), label drift and queries
+content) and reports every metric name of vLLM, the llm-d router's endpoint picker and its
+KV-cache index, or the Gateway API Inference Extension's picker that is removed, hidden or
+deprecated at the target release of its family, unknown names (such as a counter queried without _total), label drift and queries
 that do not parse. --fix rewrites the references that have an exact replacement in place.
 
 It also checks router and engine configuration, detected by content: LiteLLM config.yaml,
@@ -77,6 +79,7 @@ it last had any within --lookback.
 ` + exitCodesHelp,
 		Example: `  kvcheck lint dashboards/ autoscaling/
   kvcheck lint --target-version 0.11 --fail-on warning deploy/
+  kvcheck lint --target vllm=0.30,llm-d=0.9 dashboards/
   kvcheck lint --diff grafana/vllm.json
   kvcheck lint -o sarif dashboards/ > kvcheck.sarif
   kvcheck lint --prometheus http://prometheus:9090 --lookback 3d dashboards/`,
@@ -88,6 +91,7 @@ it last had any within --lookback.
 	fs := cmd.Flags()
 	fs.StringVar((*string)(&opts.FailOn), "fail-on", "error", "exit 3 when a finding reaches this severity: error, warning, info or never")
 	fs.StringVar(&opts.Target, "target-version", "", "vLLM version to judge against, X.Y or X.Y.Z (X.Y means X.Y.0); default the newest the catalog knows")
+	fs.StringVar(&opts.Targets, "target", "", targetFlagHelp)
 	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place")
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
 	fs.Var(&opts.Lookback, "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
@@ -127,17 +131,9 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 	if err != nil {
 		return err
 	}
-	var target catalog.Version
-	if opts.Target != "" {
-		if target, err = catalog.ParseVersion(opts.Target); err != nil {
-			return usageErrorf("--target-version: %v", err)
-		}
-		if cat.Newest.Less(target) {
-			// Judging goes on (what was gone by the newest known release stays gone), but
-			// renames after it are not known: say so rather than imply a full check.
-			fmt.Fprintf(s.ErrOut, "kvcheck: --target-version %s is newer than the metric catalog (vLLM %s): changes after %s are not known to this kvcheck\n",
-				target, cat.Newest, cat.Newest)
-		}
+	targets, err := parseTargets(cat, opts.Target, opts.Targets, s.ErrOut)
+	if err != nil {
+		return err
 	}
 	var api lint.Querier
 	if opts.Prom.URL != "" {
@@ -153,7 +149,7 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 	if err != nil {
 		return err
 	}
-	l := lint.New(cat, lint.Options{Target: target, Rewrite: opts.Fix || opts.Diff, Ignore: ignore})
+	l := lint.New(cat, lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore})
 	results, err := l.Paths(paths)
 	if err != nil {
 		return err

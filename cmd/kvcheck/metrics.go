@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -12,27 +11,40 @@ import (
 
 // metricsOptions are the flags of kvcheck metrics.
 type metricsOptions struct {
-	Target string
+	Target   string
+	Targets  string
+	Families []string
+	Status   string
+	Name     string
 }
 
 func newMetricsCmd(s streams, g *globalOptions) *cobra.Command {
 	opts := &metricsOptions{}
 	cmd := &cobra.Command{
 		Use:   "metrics",
-		Short: "Print the catalog of vLLM metric names and their history",
-		Long: `metrics prints every metric name kvcheck knows vLLM (and production-stack's router) to
-publish, with its type, the versions where it was added, deprecated, hidden and removed, its
-replacement, and its status at --target-version.
+		Short: "Print the catalog of metric names (vLLM, llm-d, GAIE) and their history",
+		Long: `metrics prints every metric name kvcheck knows, one table per family: vLLM (with
+production-stack's router re-exports), the llm-d router's endpoint picker and KV-cache index,
+and the Gateway API Inference Extension's picker. Each row has the type, the releases of its
+family where it was added, deprecated, hidden and removed, its replacement, and its status at
+the target release (--target-version for vLLM, --target for any family; default the newest
+known). -o json adds the sources each entry was read from.
 
 ` + exitCodesHelp,
 		Example: `  kvcheck metrics
-  kvcheck metrics --target-version 0.11 -o json`,
+  kvcheck metrics --target-version 0.11 -o json
+  kvcheck metrics --family llm-d --status deprecated
+  kvcheck metrics --name prefix_cache`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMetrics(cmd.Context(), s, g, opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Target, "target-version", "", "vLLM version for the status column, X.Y or X.Y.Z; default the newest the catalog knows")
+	cmd.Flags().StringVar(&opts.Targets, "target", "", targetFlagHelp)
+	cmd.Flags().StringSliceVar(&opts.Families, "family", nil, "only these families (vllm, llm-d, gaie); repeatable or comma-separated")
+	cmd.Flags().StringVar(&opts.Status, "status", "", "only metrics in this status at the target: current, deprecated, hidden, removed or not-yet")
+	cmd.Flags().StringVar(&opts.Name, "name", "", "only metrics whose name contains this text")
 	return cmd
 }
 
@@ -45,18 +57,23 @@ func runMetrics(_ context.Context, s streams, g *globalOptions, opts *metricsOpt
 	if err != nil {
 		return err
 	}
-	target := cat.Newest
-	if opts.Target != "" {
-		if target, err = catalog.ParseVersion(opts.Target); err != nil {
-			return usageErrorf("--target-version: %v", err)
-		}
-		if cat.Newest.Less(target) {
-			fmt.Fprintf(s.ErrOut, "kvcheck: --target-version %s is newer than the metric catalog (vLLM %s): changes after %s are not known to this kvcheck\n",
-				target, cat.Newest, cat.Newest)
+	targets, err := parseTargets(cat, opts.Target, opts.Targets, s.ErrOut)
+	if err != nil {
+		return err
+	}
+	for _, f := range opts.Families {
+		if cat.Family(f) == nil {
+			return usageErrorf("--family %q: not a family of the catalog (vllm, llm-d, gaie)", f)
 		}
 	}
+	switch catalog.Status(opts.Status) {
+	case "", catalog.Current, catalog.Deprecated, catalog.Hidden, catalog.Removed, catalog.NotYet:
+	default:
+		return usageErrorf("--status %q: write current, deprecated, hidden, removed or not-yet", opts.Status)
+	}
+	view := report.MetricsView{Targets: targets, Families: opts.Families, Status: opts.Status, Name: opts.Name}
 	if format == report.FormatJSON {
-		return report.MetricsJSON(s.Out, cat, target)
+		return report.MetricsJSON(s.Out, cat, view)
 	}
-	return report.MetricsText(g.text(s.Out), cat, target)
+	return report.MetricsText(g.text(s.Out), cat, view)
 }

@@ -52,9 +52,28 @@ type UnitChange struct {
 	Note  string  `yaml:"note" json:"note"`
 }
 
+// Family is one publisher of metrics with its own release numbering: vLLM, the llm-d
+// router's endpoint picker, the Gateway API Inference Extension's reference picker, ...
+type Family struct {
+	// Name is the key used in --target (vllm, llm-d, gaie, ...).
+	Name string `yaml:"name" json:"name"`
+	// Display names the family in messages ("vLLM", "llm-d-router").
+	Display string `yaml:"display" json:"display"`
+	// Newest is the newest release the catalog describes; the default target.
+	Newest Version `yaml:"newest" json:"newest"`
+	// Versions says what the version numbers are the releases of.
+	Versions string `yaml:"versions" json:"versions"`
+	// Prefixes are name prefixes only this family uses: a name with one of them that the
+	// catalog does not know is reported as unknown rather than ignored.
+	Prefixes []string `yaml:"prefixes" json:"prefixes,omitempty"`
+	// Ref is where the family's metric list was read.
+	Ref string `yaml:"ref" json:"ref"`
+}
+
 // Metric is one metric family and its history.
 type Metric struct {
 	Name        string       `yaml:"name" json:"name"`
+	Family      string       `yaml:"family" json:"family"`
 	Type        Type         `yaml:"type" json:"type"`
 	Source      Source       `yaml:"source" json:"source"`
 	Engines     []string     `yaml:"engines" json:"engines"`
@@ -69,6 +88,12 @@ type Metric struct {
 	Units       []UnitChange `yaml:"units" json:"units,omitempty"`
 	Help        string       `yaml:"help" json:"help"`
 	Note        string       `yaml:"note" json:"note,omitempty"`
+	// Refs are the sources the entry was read from: "owner/repo path@tag-or-commit", or a
+	// URL (a pull request, a versioned documentation page).
+	Refs []string `yaml:"refs" json:"refs"`
+	// Unreleased marks a name that existed only on a development branch, in no release:
+	// Removed is then the first release that has its replacement instead.
+	Unreleased bool `yaml:"unreleased" json:"unreleased,omitempty"`
 }
 
 // Series returns the series names the metric is exposed as: counters with _total and
@@ -134,8 +159,14 @@ type Match struct {
 	// Exposed is false when the written name matches no exposed series of the family: a
 	// counter without _total or a histogram without _bucket/_sum/_count.
 	Exposed bool
-	// Engine and Router are the families the name belongs to; either may be nil.
+	// Engine and Router are the families the name belongs to; either may be nil. For a
+	// family other than vLLM, Engine is that family's metric (the publisher's own).
 	Engine, Router *Metric
+	// Family is the name of the family the name was found in (vllm when none).
+	Family string
+	// Also are the same name's entries in further families (the llm-d router's picker and
+	// the Gateway API Inference Extension's share names), in the catalog's family order.
+	Also []*Metric
 }
 
 // Metric returns the engine family when there is one, else the router's.
@@ -149,6 +180,21 @@ func (m Match) Metric() *Metric {
 // Respell writes a vllm: series name (as found in a replacement) in the match's form, so a
 // fix keeps the file's spelling: ray_vllm_x stays ray_vllm_..., a bare name stays bare.
 func (m Match) Respell(name string) string {
+	if m.Family != "" && m.Family != VLLM {
+		switch m.Form {
+		case Adapter:
+			return strings.Replace(name, ":", "_", 1)
+		case GMP:
+			if parts := strings.Split(m.Written, "|"); len(parts) == 3 {
+				inner := name
+				if !strings.Contains(parts[1], ":") {
+					inner = strings.Replace(name, ":", "_", 1)
+				}
+				return parts[0] + "|" + inner + "|" + parts[2]
+			}
+		}
+		return name
+	}
 	base := strings.TrimPrefix(name, "vllm:")
 	switch m.Form {
 	case Adapter:
@@ -201,33 +247,82 @@ func (m Match) ReplacementSeries() (string, bool) {
 
 // Catalog is the set of known metric families.
 type Catalog struct {
-	// Newest is the newest vLLM release the catalog describes; the default target.
-	Newest  Version
-	Metrics []*Metric
+	// Newest is the newest vLLM release the catalog describes; the default vLLM target.
+	Newest   Version
+	Families []*Family
+	Metrics  []*Metric
 
-	engine, router map[string]*Metric // family name -> metric
+	engine, router map[string]*Metric   // vLLM: family name -> metric
+	others         map[string][]*Metric // other families: name -> metrics, in family order
+	family         map[string]*Family
 }
+
+// VLLM is the name of vLLM's family.
+const VLLM = "vllm"
 
 type file struct {
-	Newest  Version   `yaml:"newest"`
-	Metrics []*Metric `yaml:"metrics"`
+	Families []*Family `yaml:"families"`
+	Metrics  []*Metric `yaml:"metrics"`
 }
+
+// Family returns the family of that name, or nil.
+func (c *Catalog) Family(name string) *Family { return c.family[name] }
+
+// FamilyOf returns the family a metric belongs to.
+func (c *Catalog) FamilyOf(m *Metric) *Family { return c.family[m.Family] }
+
+// refRE is the form of a source reference: a URL, or "owner/repo path@rev".
+var refRE = regexp.MustCompile(`^(https://\S+|[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+ \S+@\S+)$`)
 
 var loadOnce = sync.OnceValues(func() (*Catalog, error) { return Parse(data) })
 
 // Load returns the embedded catalog, parsed once.
 func Load() (*Catalog, error) { return loadOnce() }
 
-// Parse reads a catalog data file.
+// Parse reads a catalog data file. Every entry must name its family and cite a source.
 func Parse(b []byte) (*Catalog, error) {
 	var f file
 	if err := yaml.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("metric catalog: %w", err)
 	}
-	c := &Catalog{Newest: f.Newest, Metrics: f.Metrics, engine: map[string]*Metric{}, router: map[string]*Metric{}}
+	c := &Catalog{Families: f.Families, Metrics: f.Metrics, engine: map[string]*Metric{}, router: map[string]*Metric{},
+		others: map[string][]*Metric{}, family: map[string]*Family{}}
+	for i, fam := range f.Families {
+		if fam.Name == "" || fam.Newest.IsZero() || fam.Ref == "" {
+			return nil, fmt.Errorf("metric catalog: family %d: name, newest and ref are required", i)
+		}
+		if c.family[fam.Name] != nil {
+			return nil, fmt.Errorf("metric catalog: family %s listed twice", fam.Name)
+		}
+		if fam.Display == "" {
+			fam.Display = fam.Name
+		}
+		c.family[fam.Name] = fam
+	}
+	if v := c.family[VLLM]; v != nil {
+		c.Newest = v.Newest
+	}
+	seen := map[string]bool{}
 	for i, m := range f.Metrics {
-		if !strings.HasPrefix(m.Name, "vllm:") {
+		if m.Family == "" {
+			m.Family = VLLM
+		}
+		if c.family[m.Family] == nil {
+			return nil, fmt.Errorf("metric catalog: %s: unknown family %q", m.Name, m.Family)
+		}
+		if m.Family == VLLM && !strings.HasPrefix(m.Name, "vllm:") {
 			return nil, fmt.Errorf("metric catalog: entry %d: name %q lacks the vllm: prefix", i, m.Name)
+		}
+		if !nameRE.MatchString(m.Name) {
+			return nil, fmt.Errorf("metric catalog: entry %d: %q is not a metric name", i, m.Name)
+		}
+		if len(m.Refs) == 0 {
+			return nil, fmt.Errorf("metric catalog: %s (%s): no source: every entry cites where it was read (refs)", m.Name, m.Family)
+		}
+		for _, r := range m.Refs {
+			if !refRE.MatchString(r) {
+				return nil, fmt.Errorf("metric catalog: %s (%s): source %q is neither a URL nor \"owner/repo path@rev\"", m.Name, m.Family, r)
+			}
 		}
 		switch m.Type {
 		case Counter, Gauge, Histogram, Info:
@@ -243,22 +338,42 @@ func Parse(b []byte) (*Catalog, error) {
 		if m.Rewrite == RewriteExpr && m.Expr == "" {
 			return nil, fmt.Errorf("metric catalog: %s: rewrite expr without expr", m.Name)
 		}
+		if m.Unreleased && m.Removed.IsZero() {
+			return nil, fmt.Errorf("metric catalog: %s: unreleased without the release that replaced it (removed)", m.Name)
+		}
 		if m.Labels == nil {
 			m.Labels = []string{}
 		}
 		if m.Engines == nil {
 			m.Engines = []string{}
 		}
-		idx := c.engine
-		if m.Source == Router {
-			idx = c.router
-		} else if m.Source != Engine {
+		if m.Source == "" && m.Family != VLLM {
+			m.Source = Engine
+		}
+		if m.Source != Engine && m.Source != Router {
 			return nil, fmt.Errorf("metric catalog: %s: unknown source %q", m.Name, m.Source)
 		}
-		if _, dup := idx[m.Name]; dup {
+		key := m.Family + "\x00" + string(m.Source) + "\x00" + m.Name
+		if seen[key] {
 			return nil, fmt.Errorf("metric catalog: %s listed twice for the %s", m.Name, m.Source)
 		}
-		idx[m.Name] = m
+		seen[key] = true
+		switch {
+		case m.Family != VLLM:
+			c.others[m.Name] = append(c.others[m.Name], m)
+		case m.Source == Router:
+			c.router[m.Name] = m
+		default:
+			c.engine[m.Name] = m
+		}
+	}
+	// A name several families publish is looked up in the order the families are listed.
+	order := map[string]int{}
+	for i, fam := range f.Families {
+		order[fam.Name] = i
+	}
+	for _, ms := range c.others {
+		slices.SortStableFunc(ms, func(a, b *Metric) int { return order[a.Family] - order[b.Family] })
 	}
 	return c, nil
 }
@@ -292,7 +407,11 @@ func (c *Catalog) Lookup(written string) (Match, bool) {
 	default:
 		m.Form, name = Bare, "vllm:"+name
 	}
+	if om, ok := c.lookupOther(written); ok {
+		return om, true
+	}
 	m.Name = name
+	m.Family = VLLM
 	if c.resolve(&m) {
 		return m, true
 	}
@@ -300,6 +419,69 @@ func (c *Catalog) Lookup(written string) (Match, bool) {
 		return m, true // a vllm: name nobody publishes: the caller reports it as unknown
 	}
 	return Match{}, false
+}
+
+// lookupOther finds a name of a family other than vLLM, as written or in the adapter
+// spelling (sglang_x for sglang:x). A name with a prefix only one family uses but that the
+// catalog does not know is returned without a metric, so the caller can call it unknown.
+func (c *Catalog) lookupOther(written string) (Match, bool) {
+	if m, ok := c.resolveOther(written, Plain); ok {
+		return m, true
+	}
+	for _, fam := range c.Families {
+		for _, p := range fam.Prefixes {
+			colon, ok := strings.CutSuffix(p, ":")
+			if !ok || !strings.HasPrefix(written, colon+"_") {
+				continue
+			}
+			if m, ok := c.resolveOther(p+strings.TrimPrefix(written, colon+"_"), Adapter); ok {
+				m.Written = written
+				return m, true
+			}
+		}
+	}
+	for _, fam := range c.Families {
+		if fam.Name == VLLM {
+			continue
+		}
+		for _, p := range fam.Prefixes {
+			if strings.HasPrefix(written, p) {
+				return Match{Written: written, Form: Plain, Name: written, Family: fam.Name}, true
+			}
+		}
+	}
+	return Match{}, false
+}
+
+// resolveOther looks n up among the other families' names, series suffixes understood.
+func (c *Catalog) resolveOther(n string, form Form) (Match, bool) {
+	m := Match{Written: n, Form: form, Name: n}
+	add := func(ms []*Metric, suffix string, exposed bool, want ...Type) {
+		for _, f := range ms {
+			if !slices.Contains(want, f.Type) {
+				continue
+			}
+			if m.Engine == nil {
+				m.Engine, m.Suffix, m.Exposed, m.Family = f, suffix, exposed, f.Family
+			} else if f != m.Engine {
+				m.Also = append(m.Also, f)
+			}
+		}
+	}
+	add(c.others[n], "", true, Gauge, Info)
+	for _, suf := range []string{"_bucket", "_sum", "_count", "_total", "_created"} {
+		if base, ok := strings.CutSuffix(n, suf); ok {
+			if suf == "_total" || suf == "_created" {
+				add(c.others[base], suf, true, Counter)
+			} else {
+				add(c.others[base], suf, true, Histogram)
+			}
+		}
+	}
+	if m.Engine == nil {
+		add(c.others[n], "", false, Counter, Histogram)
+	}
+	return m, m.Engine != nil
 }
 
 // resolve fills in the families for m.Name; it reports whether any was found.
@@ -440,3 +622,101 @@ func (v *Version) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalText writes the version as "X.Y.Z".
 func (v Version) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// Targets are the releases each family is judged against, by family name; a family not in
+// the map is judged against its newest known release.
+type Targets map[string]Version
+
+// ParseTargets reads "vllm=0.30,llm-d=0.5": family names the catalog knows, each with a
+// release X.Y or X.Y.Z.
+func (c *Catalog) ParseTargets(spec string) (Targets, error) {
+	t := Targets{}
+	for part := range strings.SplitSeq(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, ver, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: write FAMILY=VERSION, such as vllm=0.30 (families: %s)", part, c.familyNames())
+		}
+		name = strings.TrimSpace(name)
+		if c.family[name] == nil {
+			return nil, fmt.Errorf("%q: unknown family %q (families: %s)", part, name, c.familyNames())
+		}
+		if _, dup := t[name]; dup {
+			return nil, fmt.Errorf("%q: family %s given twice", part, name)
+		}
+		v, err := ParseVersion(ver)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		t[name] = v
+	}
+	return t, nil
+}
+
+func (c *Catalog) familyNames() string {
+	names := make([]string, 0, len(c.Families))
+	for _, f := range c.Families {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// TargetOf returns the release a family is judged against: the one given, else the newest
+// the catalog knows.
+func (c *Catalog) TargetOf(t Targets, family string) Version {
+	if v, ok := t[family]; ok {
+		return v
+	}
+	if f := c.family[family]; f != nil {
+		return f.Newest
+	}
+	return Version{}
+}
+
+// SeriesAt returns the series that stands for series (a name in the catalog's own
+// spelling, suffix included) in release v of its family: the name itself when that release
+// has it, else the name of the predecessor it replaced, when release v has that one. ok is
+// false when release v has neither: a rewrite must then not be made, since it would write a
+// name the release does not publish yet.
+func (c *Catalog) SeriesAt(series string, v Version) (string, bool) {
+	for range 4 { // a chain of renames is short; the bound keeps bad data from looping
+		m, ok := c.Lookup(series)
+		if !ok || m.Engine == nil {
+			return "", false
+		}
+		e := m.Engine
+		st, _ := e.StatusAt(v)
+		if st != NotYet {
+			return series, st != Removed
+		}
+		prev := c.predecessor(e)
+		if prev == nil {
+			return "", false
+		}
+		series = prev.Name + m.Suffix
+		if prev.Type == Counter && m.Suffix == "" {
+			series = prev.Name + "_total"
+		}
+	}
+	return "", false
+}
+
+// predecessor returns the metric of the same family whose rename points at m.
+func (c *Catalog) predecessor(m *Metric) *Metric {
+	for _, p := range c.Metrics {
+		if p.Family != m.Family || p.Source != m.Source || p.Rewrite != RewriteRename {
+			continue
+		}
+		base := p.Replacement
+		if m.Type == Counter {
+			base = strings.TrimSuffix(base, "_total")
+		}
+		if base == m.Name {
+			return p
+		}
+	}
+	return nil
+}

@@ -150,16 +150,36 @@ func TestCatalogConsistent(t *testing.T) {
 		if m.Rewrite != RewriteRename {
 			continue
 		}
+		if m.Unreleased && m.Removed.IsZero() {
+			t.Errorf("%s: unreleased without removed", m.Name)
+		}
 		r, ok := c.Lookup(m.Replacement)
-		if !ok || r.Engine == nil {
-			t.Errorf("%s: replacement %s is not in the catalog", m.Name, m.Replacement)
+		var repl *Metric
+		for _, x := range append([]*Metric{r.Engine}, r.Also...) {
+			if ok && x != nil && x.Family == m.Family {
+				repl = x
+			}
+		}
+		if repl == nil {
+			t.Errorf("%s (%s): replacement %s is not in the catalog's %s family", m.Name, m.Family, m.Replacement, m.Family)
 			continue
 		}
-		if st, _ := r.Engine.StatusAt(c.Newest); st != Current {
+		// The replacement exists in the release that retired the old name.
+		when := m.Deprecated
+		if when.IsZero() {
+			when = m.Hidden
+		}
+		if when.IsZero() {
+			when = m.Removed
+		}
+		if st, _ := repl.StatusAt(when); st != Current && st != Deprecated {
+			t.Errorf("%s: replacement %s is %s at %s, where the old name was retired", m.Name, m.Replacement, st, when)
+		}
+		if st, _ := repl.StatusAt(c.Family(m.Family).Newest); m.Family == VLLM && st != Current {
 			t.Errorf("%s: replacement %s is %s at %s", m.Name, m.Replacement, st, c.Newest)
 		}
-		if r.Engine.Type != m.Type {
-			t.Errorf("%s (%s): replacement %s is a %s", m.Name, m.Type, m.Replacement, r.Engine.Type)
+		if repl.Type != m.Type {
+			t.Errorf("%s (%s): replacement %s is a %s", m.Name, m.Type, m.Replacement, repl.Type)
 		}
 	}
 	for _, old := range []string{
@@ -219,13 +239,22 @@ func TestParseVersion(t *testing.T) {
 }
 
 func TestParseRejectsBadData(t *testing.T) {
+	const fam = "families: [{name: vllm, newest: 0.1.0, ref: 'https://example.org/x'}]\n"
+	const ref = "'vllm-project/vllm vllm/v1/metrics/loggers.py@v0.1.0'"
 	tests := []struct{ name, data, want string }{
-		{"no prefix", "metrics: [{name: foo, type: gauge, source: engine}]", "lacks the vllm: prefix"},
-		{"bad type", "metrics: [{name: 'vllm:x', type: summary, source: engine}]", "unknown type"},
-		{"bad source", "metrics: [{name: 'vllm:x', type: gauge, source: proxy}]", "unknown source"},
-		{"duplicate", "metrics: [{name: 'vllm:x', type: gauge, source: engine}, {name: 'vllm:x', type: gauge, source: engine}]", "listed twice"},
-		{"bad version", "metrics: [{name: 'vllm:x', type: gauge, source: engine, removed: 'soon'}]", "write it as X.Y"},
-		{"expr without expr", "metrics: [{name: 'vllm:x', type: gauge, source: engine, rewrite: expr}]", "without expr"},
+		{"no prefix", fam + "metrics: [{name: foo, type: gauge, source: engine, refs: [" + ref + "]}]", "lacks the vllm: prefix"},
+		{"bad type", fam + "metrics: [{name: 'vllm:x', type: summary, source: engine, refs: [" + ref + "]}]", "unknown type"},
+		{"bad source", fam + "metrics: [{name: 'vllm:x', type: gauge, source: proxy, refs: [" + ref + "]}]", "unknown source"},
+		{"duplicate", fam + "metrics: [{name: 'vllm:x', type: gauge, source: engine, refs: [" + ref + "]}, {name: 'vllm:x', type: gauge, source: engine, refs: [" + ref + "]}]", "listed twice"},
+		{"bad version", fam + "metrics: [{name: 'vllm:x', type: gauge, source: engine, removed: 'soon', refs: [" + ref + "]}]", "write it as X.Y"},
+		{"expr without expr", fam + "metrics: [{name: 'vllm:x', type: gauge, source: engine, rewrite: expr, refs: [" + ref + "]}]", "without expr"},
+		// Every entry cites where it was read: an entry without refs, or with a reference that
+		// names no repository and revision, does not load.
+		{"no source", fam + "metrics: [{name: 'vllm:x', type: gauge, source: engine}]", "no source"},
+		{"empty source", fam + "metrics: [{name: 'vllm:x', type: gauge, source: engine, refs: []}]", "no source"},
+		{"source without revision", fam + "metrics: [{name: 'vllm:x', type: gauge, source: engine, refs: ['vllm-project/vllm vllm/v1/metrics/loggers.py']}]", "neither a URL"},
+		{"unknown family", fam + "metrics: [{name: 'x', family: sglang, type: gauge, refs: [" + ref + "]}]", "unknown family"},
+		{"unreleased without removed", fam + "metrics: [{name: 'vllm:x', type: gauge, source: engine, unreleased: true, refs: [" + ref + "]}]", "unreleased without"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,5 +320,105 @@ func TestSpecRenames(t *testing.T) {
 	}
 	if m, _ := c.Lookup("vllm:prompt_tokens_recomputed_total"); m.Engine == nil || m.Engine.Added.String() != "0.16.0" {
 		t.Errorf("prompt_tokens_recomputed: added %v, want 0.16.0", m.Engine)
+	}
+}
+
+// TestEveryEntryCitesASource: each entry of the embedded catalog names where it was read, as
+// "owner/repo path@rev" or a URL; Parse refuses a file where one does not (see
+// TestParseRejectsBadData), and this pins that the shipped file has none missing.
+func TestEveryEntryCitesASource(t *testing.T) {
+	c := mustLoad(t)
+	for _, m := range c.Metrics {
+		if len(m.Refs) == 0 {
+			t.Errorf("%s (%s): no source", m.Name, m.Family)
+		}
+		for _, r := range m.Refs {
+			if !refRE.MatchString(r) {
+				t.Errorf("%s (%s): source %q names no repository and revision", m.Name, m.Family, r)
+			}
+		}
+	}
+	for _, f := range c.Families {
+		if f.Ref == "" || f.Newest.IsZero() {
+			t.Errorf("family %s: ref %q, newest %s", f.Name, f.Ref, f.Newest)
+		}
+	}
+}
+
+func TestSeriesAt(t *testing.T) {
+	c := mustLoad(t)
+	tests := []struct {
+		series, version, want string
+		ok                    bool
+	}{
+		{"vllm:prefix_cache_hits_total", "0.26", "vllm:prefix_cache_hits_total", true},
+		{"vllm:prefix_cache_hits_total", "0.9.2", "vllm:prefix_cache_hits_total", true},
+		// Before 0.9.2 the V1 counter was the gpu_ one (0.7.3 on).
+		{"vllm:prefix_cache_hits_total", "0.8.5", "vllm:gpu_prefix_cache_hits_total", true},
+		{"vllm:prefix_cache_queries_created", "0.8.5", "vllm:gpu_prefix_cache_queries_created", true},
+		// Before 0.7.3 there was neither.
+		{"vllm:prefix_cache_hits_total", "0.7.0", "", false},
+		{"vllm:kv_cache_usage_perc", "0.9.0", "vllm:gpu_cache_usage_perc", true},
+		{"vllm:inter_token_latency_seconds_bucket", "0.9.0", "vllm:time_per_output_token_seconds_bucket", true},
+		{"llm_d_router_epp_kv_cache_index_lookup_hits_total", "0.9.0", "kvcache_index_lookup_hits_total", true},
+		{"llm_d_epp_request_total", "0.8.0", "inference_objective_request_total", true},
+		// A name gone at the target stands for nothing there.
+		{"vllm:gpu_cache_usage_perc", "0.12", "vllm:gpu_cache_usage_perc", false},
+	}
+	for _, tt := range tests {
+		v, _ := ParseVersion(tt.version)
+		got, ok := c.SeriesAt(tt.series, v)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("SeriesAt(%s, %s) = %q, %v; want %q, %v", tt.series, tt.version, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestParseTargets(t *testing.T) {
+	c := mustLoad(t)
+	got, err := c.ParseTargets("vllm=0.30, llm-d=0.9.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["vllm"] != (Version{0, 30, 0}) || got["llm-d"] != (Version{0, 9, 1}) || len(got) != 2 {
+		t.Errorf("got %v", got)
+	}
+	if c.TargetOf(got, "gaie") != c.Family("gaie").Newest {
+		t.Errorf("a family not named is judged at its newest release")
+	}
+	for _, bad := range []string{"vllm", "sglang=0.5", "vllm=0.x", "vllm=0.3,vllm=0.4"} {
+		if _, err := c.ParseTargets(bad); err == nil {
+			t.Errorf("ParseTargets(%q): no error", bad)
+		}
+	}
+}
+
+// TestOtherFamilyLookup: llm-d and GAIE names, their suffixes, shared names and the GMP form.
+func TestOtherFamilyLookup(t *testing.T) {
+	c := mustLoad(t)
+	m, ok := c.Lookup("inference_objective_request_total")
+	if !ok || m.Engine == nil || m.Family != "llm-d" || len(m.Also) != 1 || m.Also[0].Family != "gaie" || m.Suffix != "_total" {
+		t.Fatalf("shared name: %+v", m)
+	}
+	m, ok = c.Lookup("llm_d_epp_request_duration_seconds_bucket")
+	if !ok || m.Engine == nil || m.Engine.Type != Histogram || !m.Exposed {
+		t.Errorf("histogram bucket: %+v", m)
+	}
+	m, ok = c.Lookup("llm_d_epp_request")
+	if !ok || m.Engine == nil || m.Exposed {
+		t.Errorf("counter without _total: %+v", m)
+	}
+	m, ok = c.Lookup("prometheus.googleapis.com|kvcache_index_lookup_hits_total|counter")
+	if !ok || m.Form != GMP || m.Engine == nil || m.Family != "llm-d" {
+		t.Errorf("GMP: %+v", m)
+	}
+	if r, ok := m.ReplacementSeries(); !ok || r != "prometheus.googleapis.com|llm_d_router_epp_kv_cache_index_lookup_hits_total|counter" {
+		t.Errorf("GMP replacement %q, %v", r, ok)
+	}
+	if m, ok := c.Lookup("llm_d_epp_no_such_metric"); !ok || m.Engine != nil || m.Family != "llm-d" {
+		t.Errorf("unknown name under an llm-d prefix: %+v, %v", m, ok)
+	}
+	if _, ok := c.Lookup("process_cpu_seconds_total"); ok {
+		t.Errorf("process_cpu_seconds_total is nobody's in the catalog")
 	}
 }

@@ -271,7 +271,7 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 	}
 	f := Finding{
 		Finding: finding.Finding{Severity: worst.sev, Code: worst.code,
-			Message: fmt.Sprintf("__name__=~%q only matches names gone at vLLM %s: %s", m.Value, fl.l.target, strings.Join(each, ", "))},
+			Message: fmt.Sprintf("__name__=~%q only matches names gone at %s: %s", m.Value, fl.l.targetText(), strings.Join(each, ", "))},
 		Metric: m.Value, Status: worst.status, Since: last.String(), Replacement: strings.Join(repl, "; "),
 	}
 	seen[key] = fl.add(s, off, "", f)
@@ -449,8 +449,8 @@ func contains(xs []string, x string) bool {
 }
 
 // judge looks a written name up and decides what to report. ok is false when there is
-// nothing to say (not a vLLM name, or a current one). promql says the name was found in a
-// PromQL selector, where a counter without _total matches nothing.
+// nothing to say (not a known family's name, or a current one). promql says the name was
+// found in a PromQL selector, where a counter without _total matches nothing.
 func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match, bool) {
 	m, ok := l.cat.Lookup(name)
 	if !ok {
@@ -462,6 +462,10 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 			// are the user's own series, not vLLM's.
 			return verdict{}, m, false
 		}
+		if f := l.cat.Family(m.Family); f != nil && f.Name != catalog.VLLM {
+			return verdict{status: StatusUnknown, code: CodeUnknown, sev: finding.Warning,
+				message: fmt.Sprintf("%s is not a metric %s publishes: a typo, or newer than this catalog (%s %s)", name, f.Display, f.Display, f.Newest)}, m, true
+		}
 		return verdict{status: StatusUnknown, code: CodeUnknown, sev: finding.Warning,
 			message: fmt.Sprintf("%s is not a metric vLLM or production-stack's router publishes: a typo, a recording rule not linted in this run, or newer than this catalog (vLLM %s)", name, l.cat.Newest)}, m, true
 	}
@@ -469,45 +473,70 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 	if e == nil || (m.Router != nil && server) {
 		return l.exposure(m, promql)
 	}
-	st, since := e.StatusAt(l.target)
+	e = l.pick(m)
+	fam := l.cat.FamilyOf(e)
+	target := l.targets[e.Family]
+	st, since := e.StatusAt(target)
 	v := verdict{since: since.String()}
 	switch st {
 	case catalog.Current:
 		return l.exposure(m, promql)
 	case catalog.NotYet:
 		v.status, v.code, v.sev = StatusUnknown, CodeUnknown, finding.Warning
-		v.message = fmt.Sprintf("%s was added in vLLM %s, after the target version %s", name, since, l.target)
+		v.message = fmt.Sprintf("%s was added in %s %s, after the target version %s", name, fam.Display, since, target)
 		return v, m, true
 	case catalog.Removed:
 		v.status, v.code, v.sev = StatusRemoved, CodeRemoved, finding.Error
-		v.message = fmt.Sprintf("%s was removed in vLLM %s%s", name, since, history(e, st))
+		if e.Unreleased {
+			v.message = fmt.Sprintf("%s was never in a %s release (a development-branch name, renamed before %s)", name, fam.Display, since)
+		} else {
+			v.message = fmt.Sprintf("%s was removed in %s %s%s", name, fam.Display, since, history(e, st))
+		}
 	case catalog.Hidden:
 		v.status, v.code, v.sev = StatusHidden, CodeHidden, finding.Error
 		// vLLM shows hidden metrics when the flag names the minor release before the
 		// running one, so the value depends on the target, not on when the metric was hidden.
 		v.message = fmt.Sprintf("%s is hidden since vLLM %s (shown only with --show-hidden-metrics-for-version=%d.%d)%s",
-			name, since, l.target.Major, max(l.target.Minor-1, 0), history(e, st))
+			name, since, target.Major, max(target.Minor-1, 0), history(e, st))
 	case catalog.Deprecated:
 		v.status, v.code, v.sev = StatusDeprecated, CodeDeprecated, finding.Warning
-		v.message = fmt.Sprintf("%s is deprecated since vLLM %s%s", name, since, history(e, st))
+		v.message = fmt.Sprintf("%s is deprecated since %s %s%s", name, fam.Display, since, history(e, st))
 	}
+	if e != m.Engine {
+		m.Engine = e // the family judged is the one the rewrite follows
+	}
+	var notYet string // a replacement the target does not publish yet
 	switch e.Rewrite {
 	case catalog.RewriteRename:
 		if r, ok := m.ReplacementSeries(); ok {
-			v.rename, v.replacement = r, r
+			if at, ok := l.seriesAt(m, r, target); ok {
+				v.rename, v.replacement = at, at
+			} else {
+				v.replacement, notYet = r, r
+			}
 		} else {
 			v.replacement = m.Respell(e.Replacement)
 		}
 	case catalog.RewriteExpr:
 		v.replacement = e.Replacement
 		if m.Form == catalog.Plain {
-			v.expr = e.Expr
+			if x, ok := l.exprAt(e.Expr, target); ok {
+				v.expr = x
+				if x != e.Expr {
+					v.replacement = strings.NewReplacer("{window}", "5m").Replace(stripSel(x))
+				}
+			} else {
+				notYet = e.Replacement
+			}
 		}
 	default:
 		v.replacement = e.Replacement
 	}
 	if v.replacement != "" {
 		v.message += "; use " + v.replacement
+		if notYet != "" {
+			v.message += fmt.Sprintf(" once you run a release that has it (not %s %s: no rewrite is offered for it)", fam.Display, target)
+		}
 	} else {
 		v.message += "; it has no replacement"
 		if e.Help != "" {
@@ -517,7 +546,92 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 	if m.Router != nil {
 		v.message += fmt.Sprintf("; production-stack's router still publishes a %s of this name with a server label, which is not the engine's series", m.Router.Type)
 	}
+	for _, o := range m.Also {
+		if o == e {
+			continue
+		}
+		ost, osince := o.StatusAt(l.targets[o.Family])
+		of := l.cat.FamilyOf(o)
+		desc := string(ost)
+		if !osince.IsZero() {
+			desc += " since " + osince.String()
+		}
+		v.message += fmt.Sprintf("; %s %s also publishes this name (%s there)", of.Display, l.targets[o.Family], desc)
+	}
 	return v, m, true
+}
+
+// pick chooses which family judges a name several families publish: the one whose target
+// the caller named, else the first in the catalog's order.
+func (l *Linter) pick(m catalog.Match) *catalog.Metric {
+	all := append([]*catalog.Metric{m.Engine}, m.Also...)
+	for _, c := range all {
+		if l.chosen[c.Family] {
+			return c
+		}
+	}
+	return m.Engine
+}
+
+// seriesAt returns the series, in the file's spelling, that stands for the matched name's
+// rename at the target: the replacement itself, or the predecessor it replaced when the
+// target predates the replacement; false when the target publishes neither.
+func (l *Linter) seriesAt(m catalog.Match, r string, target catalog.Version) (string, bool) {
+	e := m.Engine
+	own := e.Replacement // the catalog's own spelling, suffix as written
+	switch e.Type {
+	case catalog.Counter:
+		own = strings.TrimSuffix(own, "_total") + m.Suffix
+	case catalog.Histogram:
+		own += m.Suffix
+	}
+	at, ok := l.cat.SeriesAt(own, target)
+	if !ok {
+		return "", false
+	}
+	if at == own {
+		return r, true
+	}
+	return m.Respell(at), true
+}
+
+// exprAt rewrites each {sel:NAME} of an expression template to the name the target
+// publishes; false when the target has none of a name's generations.
+func (l *Linter) exprAt(expr string, target catalog.Version) (string, bool) {
+	out := expr
+	for i := 0; ; {
+		j := strings.Index(out[i:], "{sel:")
+		if j < 0 {
+			return out, true
+		}
+		j += i
+		k := strings.IndexByte(out[j:], '}')
+		if k < 0 {
+			return "", false
+		}
+		name := out[j+5 : j+k]
+		at, ok := l.cat.SeriesAt(name, target)
+		if !ok {
+			return "", false
+		}
+		out = out[:j+5] + at + out[j+k:]
+		i = j + 5 + len(at) + 1
+	}
+}
+
+// stripSel turns an expression template into PromQL for a message: {sel:NAME} becomes NAME.
+func stripSel(x string) string {
+	for {
+		i := strings.Index(x, "{sel:")
+		if i < 0 {
+			return x
+		}
+		j := strings.IndexByte(x[i:], '}')
+		if j < 0 {
+			return x
+		}
+		x = x[:i] + x[i+5:i+j] + x[i+j+1:]
+	}
 }
 
 // exposure reports a family queried under a name no server exposes: a counter without
@@ -563,4 +677,16 @@ func history(m *catalog.Metric, st catalog.Status) string {
 // placeholder reports names that stand for a template field rather than a metric.
 func (l *Linter) placeholder(name string) bool {
 	return name == placeholderName || name == "adapter_series"
+}
+
+// targetText names the targets for a message: "vLLM 0.26.0", with other families' targets
+// when the caller named them.
+func (l *Linter) targetText() string {
+	parts := []string{"vLLM " + l.target.String()}
+	for _, f := range l.cat.Families {
+		if f.Name != catalog.VLLM && l.chosen[f.Name] {
+			parts = append(parts, f.Display+" "+l.targets[f.Name].String())
+		}
+	}
+	return strings.Join(parts, ", ")
 }

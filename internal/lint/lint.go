@@ -122,6 +122,10 @@ type Ref struct {
 type Options struct {
 	// Target is the vLLM version to judge against; zero means the catalog's newest.
 	Target catalog.Version
+	// Targets are the releases of each family to judge against (vllm, llm-d, gaie); a
+	// family not named is judged against its newest known release. Target, when set, wins
+	// for vllm.
+	Targets catalog.Targets
 	// MaxFileSize bounds the bytes read from one file; bigger files are skipped with a
 	// finding. Zero means 16 MiB.
 	MaxFileSize int64
@@ -136,6 +140,8 @@ type Options struct {
 type Linter struct {
 	cat     *catalog.Catalog
 	target  catalog.Version
+	targets catalog.Targets // per family, vllm included; explicit ones only in chosen
+	chosen  map[string]bool // families the caller named a target for
 	max     int64
 	rewrite bool
 	names   []string // every known series name, for __name__ regexes
@@ -146,14 +152,36 @@ type Linter struct {
 func New(cat *catalog.Catalog, opts Options) *Linter {
 	t := opts.Target
 	if t.IsZero() {
+		t = opts.Targets[catalog.VLLM]
+	}
+	if t.IsZero() {
 		t = cat.Newest
 	}
 	m := opts.MaxFileSize
 	if m <= 0 {
 		m = 16 << 20
 	}
-	return &Linter{cat: cat, target: t, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore}
+	targets, chosen := catalog.Targets{}, map[string]bool{}
+	for f, v := range opts.Targets {
+		targets[f], chosen[f] = v, true
+	}
+	if !opts.Target.IsZero() {
+		chosen[catalog.VLLM] = true
+	}
+	targets[catalog.VLLM] = t
+	for _, f := range cat.Families {
+		if _, ok := targets[f.Name]; !ok {
+			targets[f.Name] = f.Newest
+		}
+	}
+	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore}
 }
+
+// TargetOf returns the release a family is judged against.
+func (l *Linter) TargetOf(family string) catalog.Version { return l.targets[family] }
+
+// Targets returns the release each family is judged against.
+func (l *Linter) Targets() catalog.Targets { return l.targets }
 
 // Target returns the version findings are judged against.
 func (l *Linter) Target() catalog.Version { return l.target }

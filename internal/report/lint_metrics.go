@@ -2,23 +2,89 @@ package report
 
 import (
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 )
 
-// MetricsText writes the catalog as a table, with each metric's status at the target.
-func MetricsText(t *Text, cat *catalog.Catalog, target catalog.Version) error {
-	t.Heading("vLLM metrics, status at vLLM " + target.String())
-	rows := make([][]string, 0, len(cat.Metrics))
-	for _, m := range cat.Metrics {
-		st, _ := m.StatusAt(target)
-		rows = append(rows, []string{m.Name, string(m.Type), string(m.Source), string(st),
-			m.Added.String(), m.Deprecated.String(), m.Hidden.String(), m.Removed.String(), m.Replacement})
+// MetricsView says which part of the catalog to show and at which releases.
+type MetricsView struct {
+	// Targets are the release each family's status column is computed at; a family not in
+	// it is shown at its newest known release.
+	Targets catalog.Targets
+	// Families keeps only these families (vllm, llm-d, gaie); empty keeps all.
+	Families []string
+	// Status keeps only metrics in this status at the target (current, deprecated, hidden,
+	// removed, not-yet); empty keeps all.
+	Status string
+	// Name keeps only metrics whose name, or one of whose exposed series, contains it; empty
+	// keeps all.
+	Name string
+}
+
+// keep reports whether a metric passes the view's filters, and its status.
+func (v MetricsView) keep(cat *catalog.Catalog, m *catalog.Metric) (catalog.Status, bool) {
+	st, _ := m.StatusAt(cat.TargetOf(v.Targets, m.Family))
+	if len(v.Families) > 0 && !contains(v.Families, m.Family) {
+		return st, false
 	}
-	if err := t.Table([]string{"NAME", "TYPE", "SOURCE", "STATUS", "ADDED", "DEPRECATED", "HIDDEN", "REMOVED", "REPLACEMENT"}, rows); err != nil {
-		return err
+	if v.Status != "" && string(st) != v.Status {
+		return st, false
 	}
-	t.Muted("Counters are exposed with _total (and _created), histograms with _bucket, _sum and _count.")
+	if v.Name != "" && !strings.Contains(m.Name, v.Name) && !slices.ContainsFunc(m.Series(), func(s string) bool { return strings.Contains(s, v.Name) }) {
+		return st, false
+	}
+	return st, true
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// MetricsText writes the catalog as one table per family, each metric with its status at
+// that family's target release.
+func MetricsText(t *Text, cat *catalog.Catalog, view MetricsView) error {
+	shown := 0
+	for _, f := range cat.Families {
+		if len(view.Families) > 0 && !contains(view.Families, f.Name) {
+			continue
+		}
+		target := cat.TargetOf(view.Targets, f.Name)
+		var rows [][]string
+		for _, m := range cat.Metrics {
+			if m.Family != f.Name {
+				continue
+			}
+			st, ok := view.keep(cat, m)
+			if !ok {
+				continue
+			}
+			rows = append(rows, []string{m.Name, string(m.Type), string(m.Source), string(st),
+				m.Added.String(), m.Deprecated.String(), m.Hidden.String(), m.Removed.String(), m.Replacement})
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		if shown > 0 {
+			t.Line("")
+		}
+		shown++
+		t.Heading(f.Display + " metrics, status at " + f.Display + " " + target.String() + " (" + f.Name + ": " + f.Versions + ")")
+		if err := t.Table([]string{"NAME", "TYPE", "SOURCE", "STATUS", "ADDED", "DEPRECATED", "HIDDEN", "REMOVED", "REPLACEMENT"}, rows); err != nil {
+			return err
+		}
+	}
+	if shown == 0 {
+		t.Muted("No metric matches.")
+		return nil
+	}
+	t.Muted("Counters are exposed with _total (and _created), histograms with _bucket, _sum and _count. -o json adds each entry's sources.")
 	return nil
 }
 
@@ -26,7 +92,13 @@ type metricsDoc struct {
 	SchemaVersion int             `json:"schema_version"`
 	Newest        string          `json:"newest_version"`
 	Target        string          `json:"target_version"`
+	Families      []metricsFamily `json:"families"`
 	Metrics       []metricDocItem `json:"metrics"`
+}
+
+type metricsFamily struct {
+	*catalog.Family
+	Target string `json:"target_version"`
 }
 
 type metricDocItem struct {
@@ -35,12 +107,24 @@ type metricDocItem struct {
 	Series []string `json:"series"`
 }
 
-// MetricsJSON writes the catalog as JSON, with each metric's status at the target.
-func MetricsJSON(w io.Writer, cat *catalog.Catalog, target catalog.Version) error {
-	doc := metricsDoc{SchemaVersion: SchemaVersion, Newest: cat.Newest.String(), Target: target.String(),
-		Metrics: make([]metricDocItem, 0, len(cat.Metrics))}
+// MetricsJSON writes the catalog as JSON: the families with their targets, and each kept
+// metric with its status at its family's target. newest_version and target_version are
+// vLLM's, as before families existed.
+func MetricsJSON(w io.Writer, cat *catalog.Catalog, view MetricsView) error {
+	doc := metricsDoc{SchemaVersion: SchemaVersion, Newest: cat.Newest.String(),
+		Target:   cat.TargetOf(view.Targets, catalog.VLLM).String(),
+		Families: []metricsFamily{}, Metrics: []metricDocItem{}}
+	for _, f := range cat.Families {
+		if len(view.Families) > 0 && !contains(view.Families, f.Name) {
+			continue
+		}
+		doc.Families = append(doc.Families, metricsFamily{Family: f, Target: cat.TargetOf(view.Targets, f.Name).String()})
+	}
 	for _, m := range cat.Metrics {
-		st, _ := m.StatusAt(target)
+		st, ok := view.keep(cat, m)
+		if !ok {
+			continue
+		}
 		doc.Metrics = append(doc.Metrics, metricDocItem{Metric: m, Status: string(st), Series: m.Series()})
 	}
 	return JSON(w, doc)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
@@ -143,13 +144,14 @@ func TestMetricsOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, _ := catalog.ParseVersion("0.11")
+	view := MetricsView{Targets: catalog.Targets{catalog.VLLM: v}}
 	var b bytes.Buffer
-	if err := MetricsText(NewText(&b, false), cat, v); err != nil {
+	if err := MetricsText(NewText(&b, false), cat, view); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "lint/metrics-0.11.txt", b.Bytes())
 	b.Reset()
-	if err := MetricsJSON(&b, cat, v); err != nil {
+	if err := MetricsJSON(&b, cat, view); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -158,7 +160,13 @@ func TestMetricsOutputs(t *testing.T) {
 			Name   string   `json:"name"`
 			Status string   `json:"status"`
 			Labels []string `json:"labels"`
+			Family string   `json:"family"`
+			Refs   []string `json:"refs"`
 		} `json:"metrics"`
+		Families []struct {
+			Name   string `json:"name"`
+			Target string `json:"target_version"`
+		} `json:"families"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
@@ -173,5 +181,49 @@ func TestMetricsOutputs(t *testing.T) {
 		if m.Name == "vllm:gpu_cache_usage_perc" && m.Status != "hidden" {
 			t.Errorf("gpu_cache_usage_perc at 0.11: %s, want hidden", m.Status)
 		}
+		if m.Family == "" || len(m.Refs) == 0 {
+			t.Errorf("%s: family %q, refs %v: every entry names its family and sources", m.Name, m.Family, m.Refs)
+		}
+	}
+	if len(doc.Families) != len(cat.Families) || doc.Families[0].Target != "0.11.0" {
+		t.Errorf("families %+v: want all %d, vllm at 0.11.0", doc.Families, len(cat.Families))
+	}
+}
+
+// TestMetricsFilters: a family, a status and a name part each narrow the listing, and the
+// other families keep their newest release as target.
+func TestMetricsFilters(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	view := MetricsView{Families: []string{"llm-d"}, Status: "deprecated", Name: "kvcache_index"}
+	if err := MetricsJSON(&b, cat, view); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Metrics []struct {
+			Name, Family, Status string
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// llm-d-router v0.10.0 keeps the six kvcache_index_* names as deprecated aliases.
+	if len(doc.Metrics) != 6 {
+		t.Fatalf("got %d metrics, want the 6 kvcache_index_* aliases: %+v", len(doc.Metrics), doc.Metrics)
+	}
+	for _, m := range doc.Metrics {
+		if m.Family != "llm-d" || m.Status != "deprecated" || !strings.HasPrefix(m.Name, "kvcache_index_") {
+			t.Errorf("%+v passed the filter", m)
+		}
+	}
+	b.Reset()
+	if err := MetricsText(NewText(&b, false), cat, MetricsView{Name: "no-such-metric"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "No metric matches") {
+		t.Errorf("empty listing says nothing:\n%s", b.String())
 	}
 }

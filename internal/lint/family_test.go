@@ -1,0 +1,197 @@
+package lint
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+)
+
+func newLinterTargets(t testing.TB, spec string) *Linter {
+	t.Helper()
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, err := cat.ParseTargets(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(cat, Options{Targets: targets, Rewrite: true})
+}
+
+func rule(expr string) []byte {
+	return []byte("groups:\n- name: g\n  rules:\n  - alert: a\n    expr: '" + expr + "'\n")
+}
+
+// TestFixNeverWritesANameTheTargetLacks is the defect the issue names: at vLLM 0.8.5 the
+// V0 gauge vllm:gpu_prefix_cache_hit_rate was rewritten to a ratio of
+// vllm:prefix_cache_hits_total, which vLLM publishes only from 0.9.2. At 0.8.5 the V1
+// counters are the gpu_ ones (0.7.3 on), so that is what the rewrite must use.
+func TestFixNeverWritesANameTheTargetLacks(t *testing.T) {
+	src := rule(`vllm:gpu_prefix_cache_hit_rate{model_name="m"} < 0.2`)
+	r := newLinter(t, "0.8.5").File("r.yaml", src)
+	fixed := string(r.Fixed)
+	if strings.Contains(fixed, "vllm:prefix_cache_hits_total") || strings.Contains(fixed, "vllm:prefix_cache_queries_total") {
+		t.Fatalf("at 0.8.5 the fix writes a name added in 0.9.2:\n%s", fixed)
+	}
+	want := `(rate(vllm:gpu_prefix_cache_hits_total{model_name="m"}[5m]) / rate(vllm:gpu_prefix_cache_queries_total{model_name="m"}[5m])) < 0.2`
+	if !strings.Contains(fixed, want) {
+		t.Errorf("at 0.8.5 the fix is not the ratio of the gpu_ counters:\n%s\nwant %s", fixed, want)
+	}
+	if len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Message, "vllm:gpu_prefix_cache_hits_total") {
+		t.Errorf("the message names the replacement the target has: %+v", r.Findings)
+	}
+	// From 0.9.2 on the current counters are right.
+	if fixed := string(newLinter(t, "0.12").File("r.yaml", src).Fixed); !strings.Contains(fixed, `rate(vllm:prefix_cache_hits_total{model_name="m"}[5m])`) {
+		t.Errorf("at 0.12 the fix does not use vllm:prefix_cache_hits_total:\n%s", fixed)
+	}
+}
+
+// TestFixRespectsTargetEverywhere checks the rule for every rewrite the catalog offers, at
+// every release boundary it names: whatever --fix writes is a series the target publishes
+// (not added later, not removed), in every family.
+func TestFixRespectsTargetEverywhere(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]map[catalog.Version]bool{}
+	for _, m := range cat.Metrics {
+		if versions[m.Family] == nil {
+			versions[m.Family] = map[catalog.Version]bool{}
+		}
+		for _, v := range []catalog.Version{m.Added, m.Deprecated, m.Hidden, m.Removed} {
+			if !v.IsZero() {
+				versions[m.Family][v] = true
+			}
+		}
+	}
+	nameRE := regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
+	checked := 0
+	for _, m := range cat.Metrics {
+		if m.Source != catalog.Engine || (m.Rewrite != catalog.RewriteRename && m.Rewrite != catalog.RewriteExpr) {
+			continue
+		}
+		written := m.Series()[0]
+		for v := range versions[m.Family] {
+			spec := fmt.Sprintf("%s=%s", m.Family, v)
+			r := newLinterTargets(t, spec).File("r.yaml", rule(written+" > 0"))
+			if r.Fixed == nil {
+				continue
+			}
+			checked++
+			expr := string(r.Fixed)
+			expr = expr[strings.Index(expr, "expr: '")+7:]
+			expr = expr[:strings.IndexByte(expr, '\'')]
+			for _, n := range nameRE.FindAllString(expr, -1) {
+				mt, ok := cat.Lookup(n)
+				if !ok || mt.Engine == nil {
+					continue // rate, a window, a number
+				}
+				if st, since := mt.Engine.StatusAt(v); st == catalog.NotYet || st == catalog.Removed {
+					t.Errorf("%s at %s: --fix writes %s, %s since %s there: %q", written, spec, n, st, since, expr)
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d rewrites checked; the catalog offers more", checked)
+	}
+}
+
+// TestLLMDRenames: the endpoint picker's 2026 renames, judged at llm-d-router releases.
+func TestLLMDRenames(t *testing.T) {
+	tests := []struct {
+		spec, expr        string
+		status, since     string
+		fixed, notInFixed string
+		msg               string
+	}{
+		// The GAIE-era name, deprecated when llm-d-router v0.9.0 began emitting llm_d_epp_*.
+		{"", `sum(rate(inference_objective_request_total[5m]))`, StatusDeprecated, "0.9.0",
+			"llm_d_epp_request_total", "", "deprecated since llm-d-router 0.9.0"},
+		// The help text says llm_d_epp_request_sizes; the release has llm_d_epp_request_size_bytes.
+		{"", `histogram_quantile(0.9, sum by (le) (rate(inference_objective_request_sizes_bucket[5m])))`, StatusDeprecated, "0.9.0",
+			"llm_d_epp_request_size_bytes_bucket", "llm_d_epp_request_sizes", ""},
+		// At 0.8 the old name is the only one: nothing to say.
+		{"llm-d=0.8", `sum(rate(inference_objective_request_total[5m]))`, "", "", "", "", ""},
+		// ... and the new name does not exist yet.
+		{"llm-d=0.8", `sum(rate(llm_d_epp_request_total[5m]))`, StatusUnknown, "0.9.0", "", "", "added in llm-d-router 0.9.0"},
+		// llm_d_router_epp_ was a subsystem name on main only, renamed before v0.9.0.
+		{"", `llm_d_router_epp_ready_endpoints < 1`, StatusRemoved, "0.9.0", "llm_d_epp_ready_endpoints", "", "never in a llm-d-router release"},
+		// The KV-cache index: kvcache_index_* became llm_d_router_epp_kv_cache_index_* in v0.10.0.
+		{"", `rate(kvcache_index_lookup_hits_total[5m]) / rate(kvcache_index_lookup_requests_total[5m])`, StatusDeprecated, "0.10.0",
+			"llm_d_router_epp_kv_cache_index_lookup_hits_total", "", "deprecated since llm-d-router 0.10.0"},
+		// The main-branch name is newer than every release read.
+		{"", `rate(llm_d_epp_kv_cache_index_lookup_hits_total[5m])`, StatusUnknown, "0.11.0", "", "", "added in llm-d-router 0.11.0"},
+		// A typo under a prefix only llm-d uses.
+		{"", `llm_d_epp_request_totl`, StatusUnknown, "", "", "", "not a metric llm-d-router publishes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec+" "+tt.expr, func(t *testing.T) {
+			r := newLinterTargets(t, tt.spec).File("r.yaml", rule(tt.expr))
+			if tt.status == "" {
+				if len(r.Findings) != 0 {
+					t.Fatalf("want no finding, got %+v", r.Findings)
+				}
+				return
+			}
+			if len(r.Findings) == 0 {
+				t.Fatalf("no finding")
+			}
+			f := r.Findings[0]
+			if f.Status != tt.status || f.Since != tt.since || !strings.Contains(f.Message, tt.msg) {
+				t.Errorf("got %s since %q: %s; want %s since %q, message with %q", f.Status, f.Since, f.Message, tt.status, tt.since, tt.msg)
+			}
+			if tt.fixed != "" && !strings.Contains(string(r.Fixed), tt.fixed) {
+				t.Errorf("fix lacks %s:\n%s", tt.fixed, r.Fixed)
+			}
+			if tt.notInFixed != "" && strings.Contains(strings.ReplaceAll(string(r.Fixed), tt.fixed, ""), tt.notInFixed) {
+				t.Errorf("fix writes %s:\n%s", tt.notInFixed, r.Fixed)
+			}
+		})
+	}
+}
+
+// TestSharedFamilyNames: llm-d's picker and GAIE's share the inference_* names. By default
+// llm-d judges (the picker moved there); naming only GAIE's target makes GAIE judge.
+func TestSharedFamilyNames(t *testing.T) {
+	src := rule(`inference_pool_average_kv_cache_utilization > 0.9`)
+	r := newLinterTargets(t, "").File("r.yaml", src)
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusDeprecated || !strings.Contains(r.Findings[0].Message, "Gateway API Inference Extension 1.6.0 also publishes this name (removed since 1.6.0 there)") {
+		t.Fatalf("default: %+v", r.Findings)
+	}
+	if r := newLinterTargets(t, "gaie=1.5").File("r.yaml", src); len(r.Findings) != 0 {
+		t.Errorf("gaie=1.5 has the name: %+v", r.Findings)
+	}
+	r = newLinterTargets(t, "gaie=1.6").File("r.yaml", src)
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusRemoved || r.Findings[0].Fixable() {
+		t.Errorf("gaie=1.6: %+v, want removed and no rewrite (the picker moved to another project)", r.Findings)
+	}
+	// GAIE's own rename: InferenceModel became InferenceObjective in v1.1.0.
+	r = newLinterTargets(t, "gaie=1.2").File("r.yaml", rule(`sum(rate(inference_model_request_total[5m]))`))
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusRemoved || !strings.Contains(string(r.Fixed), "inference_objective_request_total") {
+		t.Errorf("gaie=1.2: %+v\n%s", r.Findings, r.Fixed)
+	}
+}
+
+// TestFamilyForms: other families' names in the managed-Prometheus spelling are judged too.
+func TestFamilyForms(t *testing.T) {
+	r := newLinterTargets(t, "").File("hpa.yaml", []byte(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: x}
+spec:
+  metrics:
+  - type: External
+    external:
+      metric:
+        name: prometheus.googleapis.com|kvcache_index_lookup_hits_total|counter
+      target: {type: AverageValue, averageValue: "1"}
+`))
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusDeprecated || !strings.Contains(string(r.Fixed), "prometheus.googleapis.com|llm_d_router_epp_kv_cache_index_lookup_hits_total|counter") {
+		t.Errorf("GMP form: %+v\n%s", r.Findings, r.Fixed)
+	}
+}
