@@ -39,19 +39,47 @@ func BenchmarkPolicies(b *testing.B) {
 	}
 }
 
-// BenchmarkReadMooncake measures the JSONL reader on the conversation trace.
+// BenchmarkReadMooncake measures the JSONL reader on the conversation trace, and in the same
+// run the reader with every line decoded by encoding/json (the reader before its fast path):
+// x-cpu is the reference's CPU time over the reader's, from the interleaved sub-benchmark.
 func BenchmarkReadMooncake(b *testing.B) {
 	data, err := io.ReadAll(corpusTrace(b, "mooncake_conversation_trace.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
+	read := func(b *testing.B, slow bool) {
+		mooncakeSlowOnly = slow
+		defer func() { mooncakeSlowOnly = false }()
 		if _, err := ReadMooncake(bytes.NewReader(data), "mooncake", MooncakeBlockSize); err != nil {
 			b.Fatal(err)
 		}
 	}
+	for _, c := range []struct {
+		name string
+		slow bool
+	}{{"reader", false}, {"encoding-json-reference", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				read(b, c.slow)
+			}
+		})
+	}
+	b.Run("interleaved", func(b *testing.B) {
+		var fast, slow time.Duration
+		for b.Loop() {
+			t0 := cpuTime()
+			read(b, false)
+			t1 := cpuTime()
+			read(b, true)
+			fast, slow = fast+t1-t0, slow+cpuTime()-t1
+		}
+		mb := float64(len(data)) * float64(b.N) / 1e6
+		b.ReportMetric(mb/fast.Seconds(), "reader-MB/cpu-s")
+		b.ReportMetric(mb/slow.Seconds(), "reference-MB/cpu-s")
+		b.ReportMetric(slow.Seconds()/fast.Seconds(), "x-cpu")
+	})
 }
 
 // BenchmarkDefaultSweep times what `kvcheck simulate --trace <mooncake>` does by default: every

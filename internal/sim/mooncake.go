@@ -52,27 +52,40 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 		line         int
 		inconsistent int
 		firstBad     int
-		keys         []uint64 // one backing array for all requests' blocks
+		keys         keyStore
+		scratch      []uint64 // the fast path's ids of the current line
 		unknown      = map[string]int{}
 		unknownOrder []string
 	)
-	type span struct{ from, to int }
-	var spans []span
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
-		row, extra, err := decodeMooncakeRow(b)
-		if err != nil {
-			return nil, fmt.Errorf("mooncake trace %s line %d: %w (want one JSON object per line)", name, line, err)
+		var (
+			row mooncakeRow
+			ids []uint64
+			ok  bool
+		)
+		if !mooncakeSlowOnly {
+			row, ids, ok = parseMooncakeFast(b, scratch[:0])
 		}
-		for _, k := range extra {
-			if unknown[k] == 0 {
-				unknownOrder = append(unknownOrder, k)
+		if ok {
+			scratch = ids
+		} else {
+			var extra []string
+			var err error
+			row, extra, err = decodeMooncakeRow(b)
+			if err != nil {
+				return nil, fmt.Errorf("mooncake trace %s line %d: %w (want one JSON object per line)", name, line, err)
 			}
-			unknown[k]++
+			for _, k := range extra {
+				if unknown[k] == 0 {
+					unknownOrder = append(unknownOrder, k)
+				}
+				unknown[k]++
+			}
 		}
 		if row.Timestamp == nil {
 			return nil, fmt.Errorf("mooncake trace %s line %d: no timestamp field", name, line)
@@ -101,14 +114,12 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 		if len(t.Requests) >= lim.requests {
 			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
 		}
-		if len(keys)+len(row.HashIDs) > lim.refs {
+		if keys.n+len(row.HashIDs) > lim.refs {
 			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d block references, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.refs)
 		}
-		from := len(keys)
-		keys = append(keys, row.HashIDs...)
-		spans = append(spans, span{from, len(keys)})
 		t.Requests = append(t.Requests, Request{
 			Arrival:      *row.Timestamp / 1000,
+			Blocks:       keys.add(row.HashIDs),
 			Session:      sessionString(row.SessionID, row.ChatID),
 			InputTokens:  *row.InputLength,
 			OutputTokens: row.OutputLength,
@@ -123,9 +134,6 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 	}
 	if len(t.Requests) == 0 {
 		return nil, fmt.Errorf("mooncake trace %s: no requests", name)
-	}
-	for i, s := range spans {
-		t.Requests[i].Blocks = keys[s.from:s.to:s.to]
 	}
 	if inconsistent > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d requests (first on line %d) have a hash_ids count that does not match input_length at %d tokens per block; only blocks covered by input_length are cached", inconsistent, firstBad, blockSize))
@@ -144,6 +152,9 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 	}
 	return t, nil
 }
+
+// mooncakeSlowOnly makes every line go through encoding/json: the benchmark's reference.
+var mooncakeSlowOnly = false
 
 // hashIDs are a row's block ids. Published traces number blocks from 0, but a trace made from
 // vLLM's events carries its unsigned 64-bit hashes, half of them above the int64 range, and
