@@ -238,6 +238,9 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 		cfg.Logger.Info("connected", "endpoint", s.Endpoint, "listen", s.Listen)
 		l.connects.Add(1)
 		wait = 0
+		// dropped lists what the tap dropped since the last message it queued; the next one
+		// carries it to the collector, so the tap's own drops are never taken for loss.
+		var dropped []DropRun
 		for {
 			m, err := sock.Recv()
 			if err != nil {
@@ -267,10 +270,13 @@ func receive(ctx context.Context, cfg Config, s Source, queue chan<- received, l
 			}
 			r := received{msg: FromFrames(s.Endpoint, frames, cfg.Now().UnixNano()), frames: frames}
 			r.msg.Frames = len(m.Frames)
+			r.msg.OwnDropped = dropped
 			select {
 			case queue <- r:
+				dropped = nil
 			default:
 				l.drops.Add(1)
+				dropped = addDrop(dropped, frames)
 			}
 		}
 		_ = sock.Close()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"time"
 
@@ -45,6 +46,7 @@ type pubState struct {
 	offsetNs int64
 	hasOff   bool
 	tokens   uint64
+	tsN      uint64 // batches with a plausible timestamp
 	idx      int
 	parityOK uint64
 	parityN  uint64
@@ -242,6 +244,9 @@ func (c *Collector) sourcePub(source string) *pubState {
 // Add accounts for one message. It returns the missing range when the message reveals a gap
 // (Gap.To >= Gap.From), so the caller may ask a replay socket for it.
 func (c *Collector) Add(m *Message) (Gap, bool) {
+	for _, d := range m.OwnDropped {
+		c.pub(m.Source, []byte(d.Topic)).seq.skip(d.From, d.To)
+	}
 	p := c.pub(m.Source, m.Topic)
 	p.Messages++
 	p.FrameBytes += uint64(m.Bytes())
@@ -288,15 +293,21 @@ func (c *Collector) account(p *pubState, m *Message) {
 		r := b.DPRank
 		p.DPRank = &r
 	}
-	if p.Batches == 1 || b.TS < p.firstTS {
-		p.firstTS = b.TS
-	}
-	p.lastTS = max(p.lastTS, b.TS)
-	if b.TS > 0 {
+	if plausibleTS(b.TS, m.RecvNanos) {
+		if p.tsN == 0 || b.TS < p.firstTS {
+			p.firstTS = b.TS
+		}
+		p.tsN++
+		p.lastTS = max(p.lastTS, b.TS)
 		off := m.RecvNanos - int64(b.TS*1e9)
-		if !p.hasOff || off < p.offsetNs {
+		if m.RecvNanos > 0 && (!p.hasOff || off < p.offsetNs) {
 			p.offsetNs, p.hasOff = off, true
 		}
+	} else {
+		if p.BadTimestamps == 0 {
+			p.FirstBadTimestamp = b.TS
+		}
+		p.BadTimestamps++
 	}
 	p.BatchSizes.add(len(b.Events))
 	for i := range b.Events {
@@ -317,6 +328,9 @@ func (c *Collector) account(p *pubState, m *Message) {
 		}
 		switch ev.Type {
 		case TypeBlockStored:
+			if ev.BlockSize <= 0 {
+				p.BadBlockSizes++
+			}
 			if _, ok := p.blockSizes[ev.BlockSize]; ok || len(p.blockSizes) < maxNames {
 				p.blockSizes[ev.BlockSize]++
 			}
@@ -542,6 +556,10 @@ func (c *Collector) Report(d time.Duration) *Report {
 		pp.LostBatches = p.seq.lost
 		pp.Gaps = p.seq.gapCount
 		pp.Restarts = p.seq.restarts
+		pp.SequenceJumps = p.seq.jumps
+		if p.seq.jumps > 0 {
+			pp.FirstJump = &Gap{From: p.seq.jumpFrom, To: p.seq.jumpTo}
+		}
 		pp.Duplicates = p.seq.dups
 		pp.LateBatches = p.seq.late
 		pp.UnrecoverableBatches = pp.LostBatches - min(pp.LostBatches, pp.LateBatches)
@@ -642,6 +660,23 @@ func (c *Collector) parity() HashParity {
 		hp.ConsistentAcrossReplicas = &ok
 	}
 	return hp
+}
+
+// Batch timestamps are Unix seconds. One more than 30 days from when it was received (or,
+// when the receive time is unknown, outside 2000 to 2100) is not a clock offset anyone has:
+// milliseconds or nanoseconds sent as seconds, seconds since boot, or a corrupt field. Such
+// timestamps are counted and named, and left out of the event times and the clock offset.
+const (
+	minPlausibleTS = 946684800  // 2000-01-01
+	maxPlausibleTS = 4102444800 // 2100-01-01
+	maxClockSkew   = 30 * 86400
+)
+
+func plausibleTS(ts float64, recvNanos int64) bool {
+	if recvNanos <= 0 {
+		return ts >= minPlausibleTS && ts < maxPlausibleTS
+	}
+	return ts > 0 && math.Abs(float64(recvNanos)/1e9-ts) <= maxClockSkew
 }
 
 func ratio(a, b uint64) *float64 {

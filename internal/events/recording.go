@@ -16,6 +16,9 @@ import (
 //	                then per frame uv len and bytes
 //	0x03 recovered: as message, for a batch fetched from a replay socket
 //	0x04 own drops: uv source id, uv count of messages the tap dropped itself
+//	0x05 drop run:  uv source id, uv topic len, topic bytes, uv first seq, uv last seq: a
+//	                run of batches the tap dropped itself, written before the next message
+//	                of the source (it belongs to that message's Message.OwnDropped)
 //
 // Records are written whole through a buffer that is flushed every second and on exit, so an
 // interrupted recording loses at most its last second and its last record may be cut short;
@@ -72,6 +75,15 @@ func (r *Recorder) write(b []byte) {
 // Message records one received message with its frames as they arrived.
 func (r *Recorder) Message(m *Message, frames [][]byte) {
 	id := r.source(m.Source)
+	for _, d := range m.OwnDropped {
+		b := append(r.scratch[:0], 0x05)
+		b = binary.AppendUvarint(b, id)
+		b = binary.AppendUvarint(b, uint64(len(d.Topic)))
+		b = append(b, d.Topic...)
+		b = binary.AppendUvarint(b, d.From)
+		b = binary.AppendUvarint(b, d.To)
+		r.write(b)
+	}
 	kind := byte(0x02)
 	if m.Recovered {
 		kind = 0x03
@@ -119,6 +131,8 @@ type Reader struct {
 	// versions, which recorded any message. SkipReason says why the first one was skipped.
 	Skipped    uint64
 	SkipReason string
+	// dropped holds the drop runs read for the next message.
+	dropped []DropRun
 }
 
 // errSkip marks a record that was read past but not kept.
@@ -167,9 +181,13 @@ func (rd *Reader) Next(rec *Record) error {
 			rd.Skipped++
 			continue
 		}
-		if err != nil || kind != 0x01 {
-			return err
+		if err != nil || kind == 0x01 || kind == 0x05 {
+			if err != nil {
+				return err
+			}
+			continue
 		}
+		return nil
 	}
 }
 
@@ -279,6 +297,34 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 		}
 		*rec = Record{Message: FromFrames(src, frames, int64(rx)), Frames: frames}
 		rec.Message.Recovered = kind == 0x03
+		rec.Message.OwnDropped, rd.dropped = rd.dropped, nil
+		return nil
+	case 0x05:
+		if _, err := rd.source(); err != nil {
+			return err
+		}
+		n, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		topic, err := rd.bytes(n)
+		if err != nil {
+			return err
+		}
+		from, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		to, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		if to < from {
+			return fmt.Errorf("drop run %d..%d goes backwards: the recording is corrupt", from, to)
+		}
+		if len(rd.dropped) < maxDropRuns {
+			rd.dropped = append(rd.dropped, DropRun{Topic: string(topic), From: from, To: to})
+		}
 		return nil
 	case 0x04:
 		src, err := rd.source()

@@ -54,6 +54,19 @@ type Publisher struct {
 	// UnrecoverableBatches were lost and never arrived: LostBatches less LateBatches.
 	UnrecoverableBatches uint64 `json:"unrecoverable_batches"`
 	OwnDrops             uint64 `json:"own_drops"`
+	// SequenceJumps counts sequence numbers implausibly far ahead (more than 16M batches):
+	// a corrupt sequence frame or a publisher numbering anew, never counted as lost batches.
+	// FirstJump is the first one, from the last number before it to the number jumped to.
+	SequenceJumps uint64 `json:"sequence_jumps"`
+	FirstJump     *Gap   `json:"first_jump,omitempty"`
+	// BadTimestamps counts batches whose timestamp is not plausible Unix seconds (see
+	// plausibleTS), left out of the event times and the clock offset; FirstBadTimestamp is
+	// the first such value.
+	BadTimestamps     uint64  `json:"bad_timestamps"`
+	FirstBadTimestamp float64 `json:"first_bad_timestamp,omitempty"`
+	// BadBlockSizes counts BlockStored events with a block size of 0 or below, which no
+	// engine sends: they are left out of the content analyses.
+	BadBlockSizes uint64 `json:"bad_block_sizes"`
 	// OversizeMessages counts connections the tap dropped because the peer announced a ZMTP
 	// message over the --max-message bound; LargestMessage is the largest size announced.
 	OversizeMessages    uint64            `json:"oversize_messages"`
@@ -318,6 +331,20 @@ func findings(r *Report, o Options) []finding.Finding {
 			add(newFinding(finding.Error, "tap-dropped", subj,
 				"the tap itself dropped %d messages because its decoder fell behind; these are not publisher losses", p.OwnDrops))
 		}
+		if p.SequenceJumps > 0 {
+			add(newFinding(finding.Warning, "sequence-jump", subj,
+				"the sequence number jumped %d times implausibly far ahead (first from %d to %d, more than %d batches): a corrupt sequence frame or a publisher numbering anew, not a loss; counting went on from the new number",
+				p.SequenceJumps, p.FirstJump.From, p.FirstJump.To, maxJump))
+		}
+		if p.BadTimestamps > 0 {
+			add(newFinding(finding.Warning, "bad-timestamps", subj,
+				"%d batches carry a timestamp that is not plausible Unix seconds (first %g%s): left out of the event times and the clock offset",
+				p.BadTimestamps, p.FirstBadTimestamp, tsHint(p.FirstBadTimestamp)))
+		}
+		if p.BadBlockSizes > 0 {
+			add(newFinding(finding.Warning, "bad-block-size", subj,
+				"%d BlockStored events carry a block size of 0 or below, which no engine sends: malformed events, left out of the content analyses", p.BadBlockSizes))
+		}
 		if p.Restarts > 0 {
 			add(newFinding(finding.Warning, "publisher-restarted", subj, "the sequence went back %d times: the publisher restarted and its cache state was reset", p.Restarts))
 		}
@@ -383,6 +410,21 @@ func findings(r *Report, o Options) []finding.Finding {
 			"%d blocks were forgotten to stay within --max-blocks; content analyses cover the most recent blocks only", a.ForgottenBlocks))
 	}
 	return out
+}
+
+// tsHint guesses the unit of an implausible timestamp.
+func tsHint(ts float64) string {
+	switch {
+	case ts >= minPlausibleTS*1e3 && ts < maxPlausibleTS*1e3:
+		return ": milliseconds sent as seconds?"
+	case ts >= minPlausibleTS*1e6 && ts < maxPlausibleTS*1e6:
+		return ": microseconds sent as seconds?"
+	case ts >= minPlausibleTS*1e9 && ts < maxPlausibleTS*1e9:
+		return ": nanoseconds sent as seconds?"
+	case ts >= 0 && ts < minPlausibleTS:
+		return ": seconds since boot, or a clock not set?"
+	}
+	return ""
 }
 
 // shallow reports whether most duplicated blocks sit in the first four blocks of a chain.

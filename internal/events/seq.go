@@ -5,6 +5,12 @@ package events
 // credit late or replayed batches against earlier gaps.
 const seqWindow = 4096
 
+// maxJump is the largest forward jump of a sequence number taken for lost batches: 16M
+// batches is days of a busy publisher's whole stream. A larger jump (to 2^64-1, say) is not a
+// loss anyone could have had: a corrupt sequence frame or a publisher numbering anew, counted
+// as a jump and never as lost batches.
+const maxJump = 1 << 24
+
 // maxOpenGaps bounds the remembered gap ranges; older ones can no longer be recovered.
 const maxOpenGaps = 1024
 
@@ -17,6 +23,7 @@ const (
 	seqDuplicate                   // seen before with the same payload
 	seqLate                        // fills an earlier gap (arrived late, or replayed)
 	seqRestart                     // went back with new content: the publisher restarted
+	seqJump                        // implausibly far ahead: numbering anew, or a corrupt frame
 )
 
 type seqSlot struct {
@@ -40,7 +47,11 @@ type seqTracker struct {
 	ring     [seqWindow]seqSlot
 	gaps     []Gap
 
-	batches, gapCount, lost, dups, late, restarts uint64
+	batches, gapCount, lost, dups, late, restarts, jumps uint64
+	// jumpFrom and jumpTo are the first implausible jump, for the finding. jumped says the
+	// last batch jumped; afterJump is the number that continues from it.
+	jumpFrom, jumpTo, afterJump uint64
+	jumped                      bool
 }
 
 // observe classifies seq and updates the counters. For a gap it also returns the missing range.
@@ -49,11 +60,30 @@ type seqTracker struct {
 // being counted as one.
 func (s *seqTracker) observe(seq, hash uint64, recovered bool) (seqVerdict, Gap) {
 	slot := &s.ring[seq%seqWindow]
+	if s.jumped {
+		s.jumped = false
+		if seq == s.afterJump {
+			// The batch after a jump continues from it: the publisher numbers anew.
+			s.ring = [seqWindow]seqSlot{}
+			s.gaps = s.gaps[:0]
+			s.expected = seq
+		}
+	}
 	switch {
 	case !s.started:
 		s.started, s.first, s.expected = true, seq, seq+1
 	case seq == s.expected:
 		s.expected++
+	case seq > s.expected && seq-s.expected > maxJump:
+		// Whether the publisher numbers anew from here or this one sequence frame was
+		// corrupt, the next batch tells: until then the numbering stays where it was.
+		if s.jumps == 0 {
+			s.jumpFrom, s.jumpTo = s.expected-1, seq
+		}
+		s.jumps++
+		s.afterJump, s.jumped = seq+1, true
+		s.batches++
+		return seqJump, Gap{}
 	case seq > s.expected:
 		g := Gap{From: s.expected, To: seq - 1}
 		s.gapCount++
@@ -87,6 +117,25 @@ func (s *seqTracker) observe(seq, hash uint64, recovered bool) (seqVerdict, Gap)
 	s.remember(slot, seq, hash)
 	s.batches++
 	return seqNext, Gap{}
+}
+
+// skip passes over from..to, batches the tap dropped itself: they are neither received nor
+// lost. A gap before them is still the publisher's.
+func (s *seqTracker) skip(from, to uint64) {
+	switch {
+	case !s.started:
+		s.started, s.first, s.expected = true, from, to+1
+		return
+	case from > s.expected && from-s.expected <= maxJump:
+		g := Gap{From: s.expected, To: from - 1}
+		s.gapCount++
+		s.lost += g.To - g.From + 1
+		s.addGap(g)
+	case from < s.expected && to >= s.expected:
+	case from != s.expected:
+		return // before what was seen, or an implausible jump: the next batch decides
+	}
+	s.expected = to + 1
 }
 
 func (s *seqTracker) remember(slot *seqSlot, seq, hash uint64) {

@@ -121,3 +121,53 @@ func TestOrderedRestartInGap(t *testing.T) {
 		t.Errorf("restarts, late, lost, unrecoverable = %v, want %v", got, want)
 	}
 }
+
+// TestSeqImplausibleJump: a jump of more than maxJump batches ahead is never a loss figure
+// (one to 2^64-1 gave 1.8e19 lost batches). When the next batch continues the old numbering
+// the jump was one corrupt frame; when it continues from the jump the publisher numbers anew.
+// Either way nothing is lost; a jump of maxJump exactly is still a loss anyone could have had.
+func TestSeqImplausibleJump(t *testing.T) {
+	const top = ^uint64(0)
+	type counts struct{ Batches, Gaps, Lost, Restarts, Jumps uint64 }
+	tests := []struct {
+		name string
+		in   []uint64
+		want counts
+	}{
+		{"corrupt frame, old numbering goes on", []uint64{0, 1, 2, top, 3, 4}, counts{Batches: 6, Jumps: 1}},
+		{"numbering anew from the jump", []uint64{0, 1, 2, 1 << 40, 1<<40 + 1}, counts{Batches: 5, Jumps: 1}},
+		{"to 2^64-1 then wrapping to 0", []uint64{0, 1, top, 0, 1}, counts{Batches: 5, Jumps: 1}},
+		{"largest plausible gap", []uint64{0, maxJump + 1}, counts{Batches: 2, Gaps: 1, Lost: maxJump}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s seqTracker
+			s.ordered = true
+			for i, seq := range tt.in {
+				s.observe(seq, uint64(i), false)
+			}
+			got := counts{s.batches, s.gapCount, s.lost, s.restarts, s.jumps}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSeqSkipOwnDrops: batches the tap dropped itself are skipped, not lost; a gap before them
+// is still the publisher's.
+func TestSeqSkipOwnDrops(t *testing.T) {
+	var s seqTracker
+	s.observe(0, 1, false)
+	s.observe(1, 2, false)
+	s.skip(2, 4) // the tap dropped 2..4
+	s.observe(5, 3, false)
+	if s.lost != 0 || s.gapCount != 0 {
+		t.Errorf("after own drops: lost %d in %d gaps, want none", s.lost, s.gapCount)
+	}
+	s.skip(8, 9) // the publisher lost 6 and 7, then the tap dropped 8 and 9
+	s.observe(10, 4, false)
+	if s.lost != 2 || s.gapCount != 1 {
+		t.Errorf("publisher gap then own drops: lost %d in %d gaps, want 2 in 1", s.lost, s.gapCount)
+	}
+}
