@@ -3,6 +3,7 @@ package lint
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -355,3 +356,190 @@ func TestConfigCorpus(t *testing.T) {
 }
 
 func itoa10(n int) string { return strconv.Itoa(n) }
+
+// yamlBomb is a billion-laughs document: nine levels of nine aliases, 9^9 nodes expanded.
+func yamlBomb() string {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [\"lol\"]\n")
+	for i := 1; i <= 9; i++ {
+		b.WriteString("a" + strconv.Itoa(i) + ": &a" + strconv.Itoa(i) + " [")
+		for j := 0; j < 9; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*a" + strconv.Itoa(i-1))
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("model_list: *a9\nrouter_settings: {num_retries: 0}\nlitellm_settings: {}\n")
+	return b.String()
+}
+
+func TestConfigYAMLBombRefused(t *testing.T) {
+	r := newLinter(t, "").File("bomb.yaml", []byte(yamlBomb()))
+	var got []string
+	for _, f := range r.Findings {
+		got = append(got, f.Code)
+		if f.Code == CodeYAMLBomb && !strings.Contains(f.Message, "YAML bomb") {
+			t.Errorf("message %q does not say what was refused", f.Message)
+		}
+	}
+	if !slices.Contains(got, CodeYAMLBomb) {
+		t.Fatalf("codes %v, want %s", got, CodeYAMLBomb)
+	}
+	// A few ordinary aliases (compose's x-common anchors) are not a bomb.
+	ok := "x-gpu: &gpu\n  deploy: {resources: {}}\nservices:\n  vllm:\n    image: vllm/vllm-openai:v0.26.0\n    <<: *gpu\n    command: --model m --enable-kv-cache-events\n"
+	got = codes(t, map[string]string{"docker-compose.yml": ok})
+	if diff := cmp.Diff([]string{"vllm/no-such-flag"}, got); diff != "" {
+		t.Errorf("compose with anchors (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfigSuppressions(t *testing.T) {
+	src := "model_list:\n" +
+		"  # kvcheck:ignore LL-01 the two deployments are one GPU split in two\n" +
+		"  - model_name: qwen\n" +
+		"    litellm_params: {model: hosted_vllm/q, api_base: http://a:8000/v1}\n" +
+		"  - model_name: qwen\n" +
+		"    litellm_params: {model: hosted_vllm/q, api_base: http://b:8000/v1}\n" +
+		"router_settings:\n" +
+		"  optional_pre_call_check: [x]  # kvcheck:ignore litellm/unknown-key wrong code: still reported\n" +
+		"  mystery: 1  # kvcheck:ignore litellm/unknown-key,LL-05 our own key\n"
+	l := newLinter(t, "")
+	rs := l.Finish([]FileResult{l.File("config.yaml", []byte(src))})
+	var kept, suppressed []string
+	for _, f := range rs[0].Findings {
+		kept = append(kept, f.Code)
+	}
+	for _, s := range rs[0].Suppressed {
+		suppressed = append(suppressed, s.Code+" by "+s.By+": "+s.Reason)
+	}
+	if diff := cmp.Diff([]string{"litellm/key-typo"}, kept); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	want := []string{
+		"litellm/no-affinity by inline: the two deployments are one GPU split in two",
+		"litellm/unknown-key by inline: our own key",
+	}
+	if diff := cmp.Diff(want, suppressed); diff != "" {
+		t.Errorf("suppressed (-want +got):\n%s", diff)
+	}
+
+	// The ignore file: by rule id and glob, by code everywhere; metric findings too.
+	rules, err := ParseIgnore(".kvcheckignore", []byte("# team decisions\nLL-01 deploy/litellm/*  # split GPU\nmetric-removed  # dashboards migrate in Q1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = New(l.cat, Options{Ignore: rules})
+	dash := `{"panels":[{"targets":[{"expr":"rate(vllm:time_per_output_token_seconds_sum[5m])"}]}]}`
+	rs = l.Finish([]FileResult{
+		l.File("deploy/litellm/config.yaml", []byte(litellmShuffle)),
+		l.File("other/config.yaml", []byte(litellmShuffle)),
+		l.File("dash.json", []byte(dash)),
+	})
+	got := map[string][]string{}
+	for _, r := range rs {
+		for _, f := range r.Findings {
+			got[r.Path] = append(got[r.Path], f.Code)
+		}
+		for _, s := range r.Suppressed {
+			got[r.Path] = append(got[r.Path], "suppressed "+s.Code+" by "+s.By)
+		}
+	}
+	wantFiles := map[string][]string{
+		"deploy/litellm/config.yaml": {"suppressed litellm/no-affinity by .kvcheckignore:2"},
+		"other/config.yaml":          {"litellm/no-affinity"},
+		"dash.json":                  {"suppressed metric-removed by .kvcheckignore:3"},
+	}
+	if diff := cmp.Diff(wantFiles, got); diff != "" {
+		t.Errorf("ignore file (-want +got):\n%s", diff)
+	}
+	if _, err := ParseIgnore("x", []byte("LL-01 a b c\n")); err == nil {
+		t.Error("ParseIgnore accepted a line with three words before the reason")
+	}
+}
+
+func TestConfigFix(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"PS-01 missing key inserted under vllmConfig",
+			"servingEngineSpec:\n  modelSpec:\n  - name: qwen   # the main model\n    vllmConfig:\n      maxModelLen: 8000\n      gpuMemoryUtilization: \"0.9\"\n",
+			"servingEngineSpec:\n  modelSpec:\n  - name: qwen   # the main model\n    vllmConfig:\n      maxModelLen: 8000\n      enablePrefixCaching: true\n      gpuMemoryUtilization: \"0.9\"\n"},
+		{"PS-01 false becomes true",
+			"servingEngineSpec:\n  modelSpec:\n  - name: qwen\n    vllmConfig:\n      enablePrefixCaching: false  # why?\n",
+			"servingEngineSpec:\n  modelSpec:\n  - name: qwen\n    vllmConfig:\n      enablePrefixCaching: true  # why?\n"},
+		{"LD-02 producer name added to the scorer",
+			strings.Replace(eppPrecise, "  - type: prefix-cache-scorer\n    parameters:\n      prefixMatchInfoProducerName: precise-prefix-cache-producer\n", "  - type: prefix-cache-scorer\n  - type: queue-scorer\n", 1),
+			strings.Replace(eppPrecise, "  - type: prefix-cache-scorer\n    parameters:\n      prefixMatchInfoProducerName: precise-prefix-cache-producer\n", "  - type: prefix-cache-scorer\n    parameters:\n      prefixMatchInfoProducerName: precise-prefix-cache-producer\n  - type: queue-scorer\n", 1)},
+		{"typo renamed",
+			litellmShuffle + "  optional_pre_call_check: [session_affinity]\n",
+			litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n"},
+		{"CRLF kept",
+			"servingEngineSpec:\r\n  modelSpec:\r\n  - name: qwen\r\n    vllmConfig:\r\n      maxModelLen: 8000\r\n",
+			"servingEngineSpec:\r\n  modelSpec:\r\n  - name: qwen\r\n    vllmConfig:\r\n      maxModelLen: 8000\r\n      enablePrefixCaching: true\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newLinter(t, "").File("f.yaml", []byte(tt.in))
+			if diff := cmp.Diff(tt.want, string(r.Fixed)); diff != "" {
+				t.Fatalf("fixed (-want +got):\n%s", diff)
+			}
+			for _, f := range r.Findings {
+				if f.Status == StatusConfig && f.Code != "litellm/no-affinity" && !f.Fixed {
+					t.Errorf("finding %s not marked fixed", f.Code)
+				}
+			}
+			again := newLinter(t, "").File("f.yaml", r.Fixed)
+			if again.Fixed != nil {
+				t.Errorf("a second --fix changes the file again")
+			}
+		})
+	}
+	// Not one value: no rewrite, still a fix hint.
+	r := newLinter(t, "").File("f.yaml", []byte(prodStack("session", "", "")))
+	if r.Fixed != nil || len(r.Findings) != 1 || r.Findings[0].Fixable() || r.Findings[0].Fix == "" {
+		t.Errorf("PS-02: fixed %q, findings %+v; want no rewrite and a fix hint", r.Fixed, r.Findings)
+	}
+}
+
+// TestREADMERules keeps the README's rule list equal to the rule table. Run with
+// KVCHECK_UPDATE_README=1 to rewrite the list.
+func TestREADMERules(t *testing.T) {
+	const begin, end = "<!-- config-rules:begin -->\n", "<!-- config-rules:end -->"
+	path := filepath.Join("..", "..", "README.md")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q ... %q section", begin, end)
+	}
+	got, want := s[i+len(begin):j], RulesMarkdown()
+	if got == want {
+		return
+	}
+	if os.Getenv("KVCHECK_UPDATE_README") != "" {
+		if err := os.WriteFile(path, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's rule list differs from the rule table; run KVCHECK_UPDATE_README=1 go test ./internal/lint -run TestREADMERules\n(-readme +table):\n%s", cmp.Diff(got, want))
+}
+
+// TestRuleTable checks each rule's code is system/name and each table id is one ROUTERS.md
+// uses.
+func TestRuleTable(t *testing.T) {
+	idRE := regexp.MustCompile(`^(LL|LD|PS|DY|SG|RY|VL|AB|GI)-\d\d$`)
+	for _, r := range Rules() {
+		if !strings.Contains(r.Code, "/") || r.Summary == "" || r.Versions == "" || r.Source == "" {
+			t.Errorf("rule %+v: want a system/name code, a summary, versions and a source", r)
+		}
+		if r.ID != "" && !idRE.MatchString(r.ID) {
+			t.Errorf("rule %s: id %q is not a table id", r.Code, r.ID)
+		}
+	}
+}

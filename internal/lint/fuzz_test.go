@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -94,6 +95,86 @@ func FuzzFile(f *testing.F) {
 		again := l.File("fuzz", r.Fixed)
 		if again.Fixed != nil && !strings.Contains(string(r.Fixed), "\x00") {
 			t.Fatalf("a second rewrite changes the file again:\n%q\n->\n%q\n->\n%q", b, r.Fixed, again.Fixed)
+		}
+	})
+}
+
+// FuzzShellWords splits arbitrary shell text: no panic, every word's position inside the text,
+// and a text of plain words splits into exactly those words.
+func FuzzShellWords(f *testing.F) {
+	for _, s := range []string{
+		"vllm serve m \\\n  --kv-events-config '{\"a\":1}' \\\n  --port 8000\n",
+		`--kv-events-config "{\"enable_kv_cache_events\":true,\"topic\":\"kv@${POD_IP}\"}"`,
+		"a 'unterminated", `b "unterminated \`, "x; y && z | w > /dev/null 2>&1 &", "# comment\nexec vllm serve", "\\",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		li := newLineIndex([]byte(s))
+		cmds := shellWords(s, func(off int) pos {
+			if off < 0 || off > len(s) {
+				t.Fatalf("offset %d outside %d bytes", off, len(s))
+			}
+			l, c := li.pos(off)
+			return pos{l, c}
+		})
+		for _, c := range cmds {
+			if len(c.argv) == 0 {
+				t.Fatalf("empty command from %q", s)
+			}
+		}
+		if !plainWordsRE.MatchString(s) || strings.TrimSpace(s) == "" {
+			return
+		}
+		if len(cmds) != 1 || strings.Join(wordsOf(cmds[0].argv), " ") != strings.Join(strings.Fields(s), " ") {
+			t.Fatalf("plain words %q split as %+v", s, cmds)
+		}
+	})
+}
+
+var plainWordsRE = regexp.MustCompile(`^[A-Za-z0-9 ._/=:@-]*$`)
+
+func wordsOf(ts []token) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.text
+	}
+	return out
+}
+
+// FuzzConfigFile runs the config checks on arbitrary YAML shaped like router and engine files:
+// no panic, every finding positioned, a config rewrite lints again without a further rewrite.
+func FuzzConfigFile(f *testing.F) {
+	if root := os.Getenv("KVCHECK_CORPUS"); root != "" {
+		_ = filepath.WalkDir(filepath.Join(root, "configs"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if b, err := os.ReadFile(p); err == nil {
+					f.Add(b)
+				}
+			}
+			return nil
+		})
+	}
+	for _, s := range []string{litellmShuffle, eppPrecise, prodStack("kvaware", "    vllmConfig:\n      maxModelLen: 1\n", ""),
+		dynamoDGD("kv", "            - --no-kv-events\n", ""), engineDeployment("vllm/vllm-openai:v0.10.2", 3, `{"enable_kv_cache_events":true}`),
+		"services:\n  v:\n    image: vllm/vllm-openai:v0.6.6\n    command: >\n      --model m\n      --kv-events-config '{}'\n"} {
+		f.Add([]byte(s))
+	}
+	l := newLinter(f, "")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rs := l.Finish([]FileResult{l.File("a.yaml", b), l.File("b.yaml", b)})
+		for _, r := range rs {
+			for _, x := range r.Findings {
+				if x.Line < 1 || x.Column < 1 {
+					t.Fatalf("finding without a position: %+v", x)
+				}
+			}
+		}
+		if rs[0].Fixed == nil {
+			return
+		}
+		if again := l.File("a.yaml", rs[0].Fixed); again.Fixed != nil {
+			t.Fatalf("a second rewrite changes the file again:\n%q\n->\n%q\n->\n%q", b, rs[0].Fixed, again.Fixed)
 		}
 	})
 }
