@@ -202,16 +202,10 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if o.addAt < 0 {
 		sweep.Base.AddReplicaAt = -1
 	}
-	var progress func(done, total int)
 	if report.IsTerminal(s.ErrOut) {
-		progress = func(done, total int) {
-			fmt.Fprintf(s.ErrOut, "\rsimulating %d/%d", done, total)
-			if done == total {
-				fmt.Fprint(s.ErrOut, "\r\033[K")
-			}
-		}
+		sweep.Watch = func(p sim.Progress) { fmt.Fprint(s.ErrOut, progressLine(p)) }
 	}
-	results, err := sim.Run(cmd.Context(), tr, sweep, progress)
+	results, err := sim.Run(cmd.Context(), tr, sweep, nil)
 	if err != nil {
 		return err
 	}
@@ -237,6 +231,21 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 		sevs[i] = f.Severity
 	}
 	return o.failOn.check(sevs...)
+}
+
+// progressLine is the sweep's progress on a terminal: simulations done, the share of all requests
+// routed, and the time left at the rate so far. The last call clears the line.
+func progressLine(p sim.Progress) string {
+	if p.SimulationsDone == p.Simulations {
+		return "\r\033[K"
+	}
+	line := fmt.Sprintf("\rsimulating: %d/%d done", p.SimulationsDone, p.Simulations)
+	if p.Requests > 0 && p.RequestsRouted > 0 {
+		f := float64(p.RequestsRouted) / float64(p.Requests)
+		left := time.Duration(float64(p.Elapsed) * (1 - f) / f).Round(time.Second)
+		line += fmt.Sprintf(", %.0f%% of %d requests routed, %s elapsed, about %s left", 100*f, p.Requests, p.Elapsed.Round(time.Second), left)
+	}
+	return line + "\033[K"
 }
 
 // checkSource checks that exactly one trace source is given and that source-specific flags

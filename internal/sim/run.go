@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Result is what one policy gave on one fleet.
@@ -58,16 +60,26 @@ type Result struct {
 
 // Simulate replays the trace through one fleet under one policy.
 func Simulate(t *Trace, c Config, policyName string) (Result, error) {
-	res, _, err := simulateRun(t, c, policyName, false)
+	res, _, err := simulateRun(t, c, policyName, false, nil)
 	return res, err
 }
 
 // simulate is Simulate that also returns every job, for tests to check routes and hits.
 func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
-	return simulateRun(t, c, policyName, true)
+	return simulateRun(t, c, policyName, true, nil)
 }
 
-func simulateRun(t *Trace, c Config, policyName string, record bool) (Result, []job, error) {
+// watch lets a sweep follow and stop a simulation: routed counts requests routed across the
+// sweep's simulations, and ctx ends one early.
+type watch struct {
+	ctx    context.Context
+	routed *atomic.Int64
+}
+
+// watchEvery is how many requests a simulation routes between looks at its watch.
+const watchEvery = 1 << 12
+
+func simulateRun(t *Trace, c Config, policyName string, record bool, w *watch) (Result, []job, error) {
 	if err := c.validate(); err != nil {
 		return Result{}, nil, err
 	}
@@ -123,7 +135,16 @@ func simulateRun(t *Trace, c Config, policyName string, record bool) (Result, []
 				afterAdd++
 			}
 			f.arrive(j, r.Arrival)
+			if w != nil && sent%watchEvery == 0 {
+				w.routed.Add(watchEvery)
+				if err := w.ctx.Err(); err != nil {
+					return Result{}, nil, err
+				}
+			}
 		}
+	}
+	if w != nil {
+		w.routed.Add(int64(sent % watchEvery))
 	}
 	f.advance(math.Inf(1))
 
@@ -210,6 +231,19 @@ type Sweep struct {
 	Policies []string
 	// Base holds everything but Replicas and KVBlocks.
 	Base Config
+	// Watch, when not nil, is called from one goroutine of Run's about every Tick (a second
+	// when 0) while the sweep runs, and once at the end, with how far it has got.
+	Watch func(Progress)
+	Tick  time.Duration
+}
+
+// Progress is how far a sweep has got. Requests count every request routed, siblings included,
+// over all of the sweep's simulations: the figure an ETA comes from, since simulations of one
+// sweep differ in cost (a larger fleet costs more per request for prefix-aware policies).
+type Progress struct {
+	Simulations, SimulationsDone int
+	Requests, RequestsRouted     int64
+	Elapsed                      time.Duration
 }
 
 // Run simulates every point of the sweep, in parallel, and returns results ordered by kv
@@ -242,6 +276,43 @@ func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 	}
 	results := make([]Result, len(points))
 	errs := make([]error, len(points))
+	// Larger fleets first: with one worker per core, the long simulations start early and the
+	// short ones fill in at the end.
+	feed := make([]int, len(points))
+	for k := range feed {
+		feed[k] = k
+	}
+	slices.SortStableFunc(feed, func(a, b int) int {
+		return s.Replicas[points[b].replicas] - s.Replicas[points[a].replicas]
+	})
+	perSim := int64(0)
+	for i := range t.Requests {
+		perSim += int64(siblings(&t.Requests[i], s.Base))
+	}
+	w := &watch{ctx: ctx, routed: new(atomic.Int64)}
+	var finished atomic.Int64
+	start := time.Now()
+	stopWatch := make(chan struct{})
+	var watcher sync.WaitGroup
+	if s.Watch != nil {
+		tick := s.Tick
+		if tick <= 0 {
+			tick = time.Second
+		}
+		watcher.Go(func() {
+			tk := time.NewTicker(tick)
+			defer tk.Stop()
+			for {
+				select {
+				case <-tk.C:
+					s.Watch(Progress{Simulations: len(points), SimulationsDone: int(finished.Load()),
+						Requests: perSim * int64(len(points)), RequestsRouted: w.routed.Load(), Elapsed: time.Since(start)})
+				case <-stopWatch:
+					return
+				}
+			}
+		})
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -252,7 +323,8 @@ func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 				pt := points[k]
 				c := s.Base
 				c.Replicas, c.KVBlocks = s.Replicas[pt.replicas], s.KVBlocks[pt.kv]
-				results[k], errs[k] = Simulate(t, c, policies[pt.pol])
+				results[k], _, errs[k] = simulateRun(t, c, policies[pt.pol], false, w)
+				finished.Add(1)
 				if progress != nil {
 					mu.Lock()
 					done++
@@ -262,16 +334,22 @@ func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 			}
 		})
 	}
-feed:
-	for k := range points {
+next:
+	for _, k := range feed {
 		select {
 		case work <- k:
 		case <-ctx.Done():
-			break feed
+			break next
 		}
 	}
 	close(work)
 	wg.Wait()
+	close(stopWatch)
+	watcher.Wait()
+	if s.Watch != nil {
+		s.Watch(Progress{Simulations: len(points), SimulationsDone: int(finished.Load()),
+			Requests: perSim * int64(len(points)), RequestsRouted: w.routed.Load(), Elapsed: time.Since(start)})
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("simulation interrupted: %w", err)
 	}

@@ -152,3 +152,26 @@ func TestSteadyFigures(t *testing.T) {
 		t.Errorf("hit %d, steady %d of %d: want 96, 64 of 68", res.HitTokens, res.SteadyHitTokens, res.SteadyInputTokens)
 	}
 }
+
+// TestRunWatch: the sweep's last progress report counts every simulation and every request
+// routed in them: 3 policies (two asked, round-robin added) x 2 fleets x 5 requests sent twice.
+func TestRunWatch(t *testing.T) {
+	var rs []Request
+	for i := range 5 {
+		rs = append(rs, req(float64(i), "", 1, 1, uint64(i+2)))
+	}
+	tr := tinyTrace(rs...)
+	base := tinyConfig(1)
+	base.Siblings = 2
+	var last Progress
+	calls := 0
+	s := Sweep{Replicas: []int{1, 2}, KVBlocks: []int{8}, Policies: []string{"kv-longest", "session"}, Base: base,
+		Watch: func(p Progress) { last = p; calls++ }}
+	if _, err := Run(t.Context(), tr, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := Progress{Simulations: 6, SimulationsDone: 6, Requests: 60, RequestsRouted: 60, Elapsed: last.Elapsed}
+	if calls == 0 || last != want {
+		t.Errorf("last progress %+v after %d calls, want %+v", last, calls, want)
+	}
+}
