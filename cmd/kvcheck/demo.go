@@ -201,14 +201,17 @@ func (d *demoSession) exec(ctx context.Context, args ...string) error {
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.SetArgs(args[1:])
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
 	code := exitOK
 	var fe findingsError
 	switch {
 	case errors.As(err, &fe):
 		code = exitFindings
+		if f := c.Flags().Lookup("fail-on"); f != nil && !f.Changed {
+			fe.byDefault = true
+		}
 		if !d.json {
-			d.g.text(d.s.Out).Muted("(exit 3: %v)", err)
+			d.g.text(d.s.Out).Muted("(exit 3: %v)", fe)
 		}
 	case err != nil:
 		return fmt.Errorf("kvcheck %s: %w", shellJoin(args), err)

@@ -91,10 +91,16 @@ func usageErrorf(format string, args ...any) error {
 type findingsError struct {
 	worst     finding.Severity
 	threshold finding.Severity
+	// byDefault is set when the threshold is the command's default, not a --fail-on given.
+	byDefault bool
 }
 
 func (e findingsError) Error() string {
-	return fmt.Sprintf("findings at %s severity (--fail-on %s)", e.worst, e.threshold)
+	level := fmt.Sprintf("--fail-on %s", e.threshold)
+	if e.byDefault {
+		level += ", the default"
+	}
+	return fmt.Sprintf("findings at or above %s (the worst is %s)", level, e.worst)
 }
 
 // failOn is the value of a --fail-on flag: empty means never fail on findings.
@@ -198,19 +204,23 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	g := &globalOptions{environ: environ}
 	root := newRootCmd(s, g)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
 	var fe findingsError
 	if errors.As(err, &fe) {
-		fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
+		if f := cmd.Flags().Lookup("fail-on"); f != nil && !f.Changed {
+			fe.byDefault = true
+		}
+		fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", fe)
 		return exitFindings
 	}
 	fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
-		fmt.Fprintln(s.ErrOut, "Run 'kvcheck --help' for usage.")
+		// The help of the command that was run: its flags are what the error is about.
+		fmt.Fprintf(s.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage
 	}
 	return exitRuntime

@@ -503,7 +503,9 @@ func fleetFigures(rs []Replica, obs []Observation) Fleet {
 }
 
 func fleetFindings(rep Report, add func(finding.Severity, string, string, string, ...any)) {
-	if len(rep.Replicas) == 1 {
+	// One replica read while others are down is a fleet with a down target (target-down says
+	// so), not a fleet of one.
+	if len(rep.Replicas) == 1 && len(rep.Down) == 0 {
 		add(finding.Info, "single-replica", rep.Replicas[0].Replica, "only one replica: a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up")
 	}
 	var rates []float64

@@ -76,6 +76,9 @@ func TestFindings(t *testing.T) {
 			[]codeAt{{"replica-cold", "c", finding.Warning}, {"replica-hot", "d", finding.Warning}}},
 		{"down and router", Input{Observations: []Observation{healthy, healthy}, Down: []Down{{"x:1", "refused"}}, Routers: []string{"r"}},
 			[]codeAt{{"target-down", "x:1", finding.Error}, {"router-series", "", finding.Info}}},
+		// Two targets, one refused: a down target, not a fleet of one.
+		{"one read, one down", Input{Observations: []Observation{healthy}, Down: []Down{{"x:2", "refused"}}},
+			[]codeAt{{"target-down", "x:2", finding.Error}}},
 		{"queries without hits", Input{Observations: []Observation{queriesOnly, healthy}}, []codeAt{{"missing-counter", "q", finding.Warning}}},
 		{"server warning", Input{Inputs: []string{"http://p"}, Observations: []Observation{healthy, healthy}, Warnings: []ServerWarning{{"partial response", []string{"counters"}}}},
 			[]codeAt{{"server-warning", "", finding.Warning}}},

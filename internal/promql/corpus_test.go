@@ -97,27 +97,26 @@ func TestCorpusDumps(t *testing.T) {
 // TestCorpusLogs reads real engine log lines, V1 and V0.
 func TestCorpusLogs(t *testing.T) {
 	tests := []struct {
-		file       string
-		want       []figures
-		wantWindow float64
+		file string
+		// Every figure is the latest stat line's: the prefix-hit-rising log's prompt
+		// throughput is 4.0 tok/s there, not the mean of its five lines (312.5).
+		want []figures
 	}{
 		{
 			file: "logs/issue_sendnn-inference-pr1030_vllm-v1_prefix-hit-rising.log",
 			want: []figures{{
 				Replica: "issue_sendnn-inference-pr1030_vllm-v1_prefix-hit-rising/engine000",
 				HitRate: f(0.775), KVUsage: f(0.03), Running: f(1), Wait: f(0),
-				PromptTokensPerSec: f((1546.5 + 4*4.0) / 5), Codes: []string{"single-replica"},
+				PromptTokensPerSec: f(4.0), Codes: []string{"single-replica"},
 			}},
-			wantWindow: 950, // 21:33:52 to 21:49:42
 		},
 		{
 			file: "logs/issue_vllm-43295_vllm-v1_kv-saturated_queue.log",
 			want: []figures{{
 				Replica: "issue_vllm-43295_vllm-v1_kv-saturated_queue/engine000",
 				HitRate: f(0), KVUsage: f(0.984), Running: f(20), Wait: f(23),
-				PromptTokensPerSec: f((12068.8 + 18032.5) / 5), Codes: []string{"kv-pressure", "single-replica"},
+				PromptTokensPerSec: f(0), Codes: []string{"kv-pressure", "single-replica"},
 			}},
-			wantWindow: 40,
 		},
 		{
 			file: "logs/issue_vllm-18674_vllm-v0_prefix-hit-gpu-cpu.log",
@@ -126,7 +125,6 @@ func TestCorpusLogs(t *testing.T) {
 				HitRate: f(0), CPUHitRate: f(0.9), KVUsage: f(0), Running: f(1), Wait: f(0),
 				PromptTokensPerSec: f(0), Codes: []string{"single-replica"},
 			}},
-			wantWindow: 10,
 		},
 	}
 	for _, tt := range tests {
@@ -139,8 +137,8 @@ func TestCorpusLogs(t *testing.T) {
 			if diff := cmp.Diff(tt.want, figuresOf(rep), cmp.Comparer(approx)); diff != "" {
 				t.Errorf("figures (-want +got):\n%s", diff)
 			}
-			if rep.WindowSeconds == nil || *rep.WindowSeconds != tt.wantWindow {
-				t.Errorf("window = %v, want %v", rep.WindowSeconds, tt.wantWindow)
+			if rep.WindowSeconds != nil {
+				t.Errorf("window = %v, want none: each row is one stat line", *rep.WindowSeconds)
 			}
 		})
 	}

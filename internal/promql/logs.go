@@ -10,12 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 var (
 	logEngine = regexp.MustCompile(`Engine (\d+):`)
-	logTime   = regexp.MustCompile(`(\d\d-\d\d \d\d:\d\d:\d\d)`)
 	logV0Hit  = regexp.MustCompile(`Prefix cache hit rate: GPU: ([0-9.]+)%, CPU: ([0-9.]+)%`)
 )
 
@@ -50,14 +48,14 @@ func logLines(r io.Reader, errp *error) iter.Seq[string] {
 	}
 }
 
-// engineLog accumulates one engine's stat lines. Only the latest values and running sums are
-// kept, so memory stays constant however long the log is.
+// engineLog keeps one engine's latest stat line, so memory stays constant however long the log
+// is. Every figure of a row comes from that one line: one time base per row (a mean over the
+// whole log next to the latest hit rate would mix two).
 type engineLog struct {
 	id            string
 	v0            bool
-	first, last   time.Time
 	lines         int
-	promptSum     float64
+	prompt        *float64
 	hit, cpuHit   *float64
 	ext           *float64
 	kv            *float64
@@ -89,10 +87,6 @@ func ParseLog(r io.Reader, source string) (LogStats, error) {
 	}
 	var readErr error
 	for line := range logLines(r, &readErr) {
-		var at time.Time
-		if m := logTime.FindStringSubmatch(line); m != nil {
-			at, _ = time.Parse("01-02 15:04:05", m[1])
-		}
 		if m := logV0Hit.FindStringSubmatch(line); m != nil {
 			e := get("", true)
 			gpu, err1 := strconv.ParseFloat(m[1], 64)
@@ -118,12 +112,6 @@ func ParseLog(r io.Reader, source string) (LogStats, error) {
 			continue
 		}
 		e.lines++
-		if !at.IsZero() {
-			if e.first.IsZero() {
-				e.first = at
-			}
-			e.last = at
-		}
 	}
 	if err := readErr; err != nil {
 		return st, fmt.Errorf("%s: %w", source, err)
@@ -159,7 +147,7 @@ func (e *engineLog) parseFields(s string) error {
 		switch strings.TrimSpace(k) {
 		case "Avg prompt throughput":
 			if x, err = num("tokens/s"); err == nil {
-				e.promptSum += x
+				e.prompt = ptr(x)
 			}
 		case "Running":
 			if x, err = num("reqs"); err == nil {
@@ -189,8 +177,9 @@ func (e *engineLog) parseFields(s string) error {
 	return nil
 }
 
-// FromLogs reads engine logs into an Input: one replica per engine per file, with the latest
-// figures of each.
+// FromLogs reads engine logs into an Input: one replica per engine per file, with the figures
+// of its latest stat line (no window: vLLM averages the line's throughput since its previous
+// line and its hit rate over recent requests).
 func FromLogs(paths []string) (Input, error) {
 	in := Input{Source: SourceLog, Mode: ModeLog, Inputs: paths}
 	for _, p := range paths {
@@ -203,10 +192,7 @@ func FromLogs(paths []string) (Input, error) {
 		if err != nil {
 			return in, err
 		}
-		for _, o := range st.Observations(dumpName(p)) {
-			in.Window = max(in.Window, o.Window)
-			in.Observations = append(in.Observations, o)
-		}
+		in.Observations = append(in.Observations, st.Observations(dumpName(p))...)
 	}
 	return in, nil
 }
@@ -223,13 +209,10 @@ func (st LogStats) Observations(name string) []Observation {
 			Replica:      name,
 			GaugeHitRate: e.hit, CPUHitRate: e.cpuHit, GaugeExtHitRate: e.ext,
 			KVUsage: e.kv, Running: e.running, Waiting: e.wait,
-			PromptTokensPerSec: ptr(e.promptSum / float64(e.lines)),
+			PromptTokensPerSec: e.prompt,
 		}
 		if e.id != "" {
 			o.Replica = name + "/engine" + e.id
-		}
-		if !e.first.IsZero() && e.last.After(e.first) {
-			o.Window = e.last.Sub(e.first).Seconds()
 		}
 		out = append(out, o)
 	}

@@ -98,7 +98,7 @@ INFO 11-30 10:00:00 [loggers.py:1] Engine 001: Avg prompt throughput: 30.0 token
 INFO 11-30 10:00:10 [loggers.py:1] Engine 000: Avg prompt throughput: 20.0 tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 60.0%
 `,
 			want: []figures{
-				{Replica: "x/engine000", HitRate: f(0.6), KVUsage: f(0.12), Running: f(3), Wait: f(0), PromptTokensPerSec: f(15)},
+				{Replica: "x/engine000", HitRate: f(0.6), KVUsage: f(0.12), Running: f(3), Wait: f(0), PromptTokensPerSec: f(20)},
 				{Replica: "x/engine001", HitRate: f(0.25), KVUsage: f(0.2), Running: f(4), Wait: f(1), PromptTokensPerSec: f(30)},
 			},
 		},

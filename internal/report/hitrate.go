@@ -146,7 +146,7 @@ func hitrateProvenance(r promql.Report) string {
 	case promql.ModeLifetime:
 		what += "; lifetime totals since each replica started (one dump)"
 	case promql.ModeLog:
-		what += "; latest stat line per engine"
+		what += "; every figure from each engine's latest stat line (throughput since the line before, hit rate over vLLM's recent requests)"
 	}
 	return "source: " + what
 }
