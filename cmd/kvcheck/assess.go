@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"time"
+	"strings"
 
-	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
@@ -30,7 +28,7 @@ const defaultAssessReplicas = 8
 
 // assessOptions are the flags of kvcheck assess.
 type assessOptions struct {
-	hitrate hitrateOptions
+	metrics promql.Spec
 
 	templates []string
 
@@ -91,12 +89,10 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
   kvcheck assess --file before.prom --file after.prom --window 60s --tap-from a.kvtap --hash-seed 0 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.hitrate.windowSet = cmd.Flags().Changed("window")
+			o.metrics.WindowSet = cmd.Flags().Changed("window")
 			o.seedSet = cmd.Flags().Changed("hash-seed")
-			o.hitrate.warn = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s\n", msg) }
-			o.hitrate.progress = func(string) {}
 			if report.IsTerminal(s.ErrOut) {
-				o.hitrate.progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
+				o.metrics.Progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
 			}
 			if o.demo {
 				return runAssessDemo(cmd.Context(), s, g)
@@ -105,15 +101,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	h := &o.hitrate
-	h.prom.bind(fs)
-	fs.StringSliceVar(&h.scrape, "scrape", nil, "replica /metrics targets (host:port or URL), comma-separated or repeated")
-	fs.StringVar(&h.targetsFile, "targets", "", "file listing scrape targets, one per line")
-	fs.StringArrayVar(&h.files, "file", nil, "saved /metrics dump (one, or two of the same replicas for rates)")
-	fs.StringArrayVar(&h.logs, "log", nil, "vLLM server log file (repeatable)")
-	fs.DurationVar(&h.window, "window", 0, "rate window (default 5m for --prometheus, 30s for --scrape)")
-	fs.StringVar(&h.selector, "selector", "", "extra label matchers for --prometheus")
-	fs.DurationVar(&h.scrapeTimeout, "scrape-timeout", 10*time.Second, "timeout of each /metrics request with --scrape")
+	bindMetrics(fs, &o.metrics)
 	fs.StringSliceVar(&o.templates, "templates", nil, "chat templates, prompt modules or directories to audit (comma-separated or repeated)")
 	fs.StringVar(&o.requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
 	o.tok.bind(fs, "--requests: ")
@@ -141,8 +129,7 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	if err := o.failOn.validate(); err != nil {
 		return err
 	}
-	h := &o.hitrate
-	metricsGiven := h.prom.URL != "" || len(h.scrape) > 0 || h.targetsFile != "" || len(h.files) > 0 || len(h.logs) > 0
+	metricsGiven := o.metrics.Given()
 	switch {
 	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil:
 		return usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace")
@@ -165,7 +152,7 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	}
 	var in advise.Input
 	if metricsGiven {
-		if in.Metrics, err = assessMetrics(ctx, s, h); err != nil {
+		if in.Metrics, err = assessMetrics(ctx, s, o.metrics); err != nil {
 			return err
 		}
 	}
@@ -228,10 +215,13 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	return o.failOn.check(rec.Severities()...)
 }
 
-// assessMetrics reads the one metrics source exactly as kvcheck hitrate does. The report
-// carries num_gpu_blocks from scrapes and dumps; only --prometheus needs one more query.
-func assessMetrics(ctx context.Context, s streams, h *hitrateOptions) (*advise.Metrics, error) {
-	raw, err := collectHitrate(ctx, h)
+// assessMetrics reads the one metrics source exactly as kvcheck hitrate does (num_gpu_blocks
+// included, from every source). The server's warnings and unreadable targets go to stderr too.
+func assessMetrics(ctx context.Context, s streams, spec promql.Spec) (*advise.Metrics, error) {
+	raw, err := openMetrics(ctx, spec)
+	for _, w := range raw.Warnings {
+		fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s: query %s: %s\n", spec.Conn.Shown(), strings.Join(w.Queries, ", "), w.Warning)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -239,62 +229,7 @@ func assessMetrics(ctx context.Context, s streams, h *hitrateOptions) (*advise.M
 	for _, d := range rep.Down {
 		fmt.Fprintf(s.ErrOut, "kvcheck: warning: could not read %s: %s; the assessment leaves it out\n", d.Target, d.Error)
 	}
-	m := advise.FromHitrate(rep)
-	if m.KVBlocks == 0 && h.prom.URL != "" {
-		m.KVBlocks, m.KVBlockSize = kvShape(ctx, s, h)
-	}
-	return m, nil
-}
-
-// kvShape reads num_gpu_blocks and block_size with one instant query of vllm:cache_config_info,
-// for --prometheus, whose hitrate queries aggregate num_gpu_blocks away. It returns the smallest
-// replica's cache (the one whose working set overflows first). It is best effort: without it
-// the simulation falls back to --kv-blocks or its default, and the report says which.
-func kvShape(ctx context.Context, s streams, h *hitrateOptions) (blocks, blockSize int) {
-	fromSamples := func(samples []promql.Sample) {
-		for _, smp := range samples {
-			if smp.Name != "vllm:cache_config_info" {
-				continue
-			}
-			n, err1 := strconv.Atoi(smp.Labels["num_gpu_blocks"])
-			bs, err2 := strconv.Atoi(smp.Labels["block_size"])
-			if err1 != nil || err2 != nil || n <= 0 || bs <= 0 {
-				continue
-			}
-			if blocks == 0 || n*bs < blocks*blockSize {
-				blocks, blockSize = n, bs
-			}
-		}
-	}
-	api, err := h.prom.api()
-	if err != nil {
-		return 0, 0
-	}
-	q := "vllm:cache_config_info"
-	if h.selector != "" {
-		q += "{" + h.selector + "}"
-	}
-	timeout := h.prom.QueryTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	qctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	v, _, _, err := api.Query(qctx, q, time.Now())
-	if err != nil {
-		fmt.Fprintf(s.ErrOut, "kvcheck: warning: query %s for num_gpu_blocks: %v\n", q, err)
-		return 0, 0
-	}
-	if vec, ok := v.(model.Vector); ok {
-		for _, smp := range vec {
-			labels := map[string]string{}
-			for k, x := range smp.Metric {
-				labels[string(k)] = string(x)
-			}
-			fromSamples([]promql.Sample{{Name: labels["__name__"], Labels: labels}})
-		}
-	}
-	return blocks, blockSize
+	return advise.FromHitrate(rep), nil
 }
 
 // assessRequests audits the request log as kvcheck audit --requests does.

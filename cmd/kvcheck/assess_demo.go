@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
@@ -23,8 +24,7 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 	}
 	o := &assessOptions{embedded: demoChatTrace(1), tok: defaultTokenize}
 	o.th = advise.DefaultThresholds()
-	o.hitrate = hitrateOptions{scrape: targets, window: 3 * time.Second, windowSet: true, scrapeTimeout: 5 * time.Second,
-		progress: func(string) {}, warn: func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s\n", msg) }}
+	o.metrics = promql.Spec{Scrape: targets, Window: 3 * time.Second, WindowSet: true, ScrapeTimeout: 5 * time.Second}
 	if g.Output != string(report.FormatJSON) {
 		t := g.text(s.Out)
 		t.Heading(fmt.Sprintf("Demo: kvcheck assess against %d emulated vLLM replicas and a built-in chat trace", len(targets)))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/promql"
 )
 
 // assessDoc is the part of assess's JSON the tests read.
@@ -202,8 +203,7 @@ func TestAssessScrapeFleet(t *testing.T) {
 	defer cancel()
 	var out, errOut bytes.Buffer
 	o := &assessOptions{embedded: demoChatTrace(1), tok: defaultTokenize}
-	o.hitrate = hitrateOptions{scrape: targets, window: 300 * time.Millisecond, windowSet: true, scrapeTimeout: 5 * time.Second,
-		progress: func(string) {}, warn: func(string) {}}
+	o.metrics = promql.Spec{Scrape: targets, Window: 300 * time.Millisecond, WindowSet: true, ScrapeTimeout: 5 * time.Second}
 	o.th = advise.DefaultThresholds()
 	g := &globalOptions{Output: "json"}
 	if err := runAssess(ctx, streams{Out: &out, ErrOut: &errOut}, g, o); err != nil {
@@ -229,20 +229,21 @@ func TestAssessScrapeFleet(t *testing.T) {
 }
 
 // TestAssessPrometheus reads the metrics through the Prometheus API (a stand-in server
-// answering the hitrate queries) and num_gpu_blocks from one more query of
-// vllm:cache_config_info with the selector.
+// answering the hitrate queries), num_gpu_blocks included: the hitrate config query keeps the
+// label, so no query of its own is needed. The stand-in answers as Prometheus would: a label
+// the aggregation does not keep is not in the answer.
 func TestAssessPrometheus(t *testing.T) {
-	var sawConfig bool
+	var queries []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		q := r.Form.Get("query")
+		queries = append(queries, q)
 		w.Header().Set("Content-Type", "application/json")
 		switch {
-		case q == `vllm:cache_config_info{namespace="prod"}`:
-			sawConfig = true
+		case strings.Contains(q, "vllm:cache_config_info") && strings.Contains(q, "num_gpu_blocks") && strings.Contains(q, `namespace="prod"`):
 			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[
-				{"metric":{"__name__":"vllm:cache_config_info","pod":"p0","block_size":"16","num_gpu_blocks":"4096","enable_prefix_caching":"True"},"value":[1764496860,"1"]},
-				{"metric":{"__name__":"vllm:cache_config_info","pod":"p1","block_size":"16","num_gpu_blocks":"3000","enable_prefix_caching":"True"},"value":[1764496860,"1"]}]}}`)
+				{"metric":{"pod":"p0","block_size":"16","num_gpu_blocks":"4096","enable_prefix_caching":"True"},"value":[1764496860,"1"]},
+				{"metric":{"pod":"p1","block_size":"16","num_gpu_blocks":"3000","enable_prefix_caching":"True"},"value":[1764496860,"1"]}]}}`)
 		case strings.Contains(q, "vllm:cache_config_info"):
 			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[
 				{"metric":{"pod":"p0","block_size":"16","enable_prefix_caching":"True"},"value":[1764496860,"1"]},
@@ -256,8 +257,8 @@ func TestAssessPrometheus(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
-	if !sawConfig {
-		t.Error("the num_gpu_blocks query never arrived")
+	if len(queries) != 5 {
+		t.Errorf("%d queries, want hitrate's 5 and no more:\n%s", len(queries), strings.Join(queries, "\n"))
 	}
 	if got, want := doc.figure("hitrate.kv_capacity"), "3000 blocks x 16 = 48000 tokens"; got != want {
 		t.Errorf("kv capacity = %q, want %q", got, want)

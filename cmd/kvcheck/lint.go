@@ -25,7 +25,7 @@ type lintOptions struct {
 	Fix      bool
 	Diff     bool
 	Lookback modelDuration
-	Prom     promOptions
+	Prom     promql.Conn
 	// IgnoreFile is the repository's ignore file; empty means .kvcheckignore when it exists.
 	IgnoreFile string
 }
@@ -96,7 +96,7 @@ it last had any within --lookback.
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
 	fs.Var(&opts.Lookback, "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
 	fs.StringVar(&opts.IgnoreFile, "ignore-file", "", "ignore file of CODE [PATH-GLOB] [# reason] lines (default "+lint.IgnoreFileName+" in the working directory, when present)")
-	opts.Prom.bind(fs)
+	bindConn(fs, &opts.Prom)
 	return cmd
 }
 
@@ -137,8 +137,8 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 	}
 	var api lint.Querier
 	if opts.Prom.URL != "" {
-		if api, err = opts.Prom.api(); err != nil {
-			return err
+		if api, err = opts.Prom.API(); err != nil {
+			return specUsage(err)
 		}
 		if opts.Lookback <= 0 {
 			return usageErrorf("--lookback must be positive")
@@ -166,10 +166,10 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 			if !opts.Prom.Verbose {
 				err = promql.HideBody(err)
 			}
-			return fmt.Errorf("--prometheus %s: %w", opts.Prom.shownURL(), err)
+			return fmt.Errorf("--prometheus %s: %w", opts.Prom.Shown(), err)
 		}
-		lint.AddOnline(results, pres, opts.Prom.shownURL(), lookback, now)
-		run.Prometheus, run.Lookback = opts.Prom.shownURL(), opts.Lookback.String()
+		lint.AddOnline(results, pres, opts.Prom.Shown(), lookback, now)
+		run.Prometheus, run.Lookback = opts.Prom.Shown(), opts.Lookback.String()
 	}
 
 	if opts.Diff {

@@ -273,7 +273,7 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 		Replica, Model            string
 		HitRate, PreemptionsPer1k *float64
 		KVUsage, Running, Waiting *float64
-		BlockSize                 *int
+		BlockSize, NumGPUBlocks   *int
 		PrefixCaching             *bool
 		Generation                Generation
 	}
@@ -283,7 +283,7 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 			if r.QueriesPerSec == nil || *r.QueriesPerSec <= 0 {
 				t.Errorf("%s: replica %s has no query rate", rep.Source, r.Replica)
 			}
-			out = append(out, row{r.Replica, r.Model, r.HitRate, r.PreemptionsPer1k, r.KVUsage, r.Running, r.Waiting, r.BlockSize, r.PrefixCaching, r.Generation})
+			out = append(out, row{r.Replica, r.Model, r.HitRate, r.PreemptionsPer1k, r.KVUsage, r.Running, r.Waiting, r.BlockSize, r.NumGPUBlocks, r.PrefixCaching, r.Generation})
 		}
 		return out
 	}
@@ -301,6 +301,9 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 	}
 	if g := byName[addrs[1]].Generation; g != Deprecated {
 		t.Errorf("replica on 0.9.1: generation %q, want deprecated", g)
+	}
+	if n := byName[addrs[3]].NumGPUBlocks; n == nil || *n == 0 {
+		t.Errorf("num_gpu_blocks of %s = %v, want the fleet's", addrs[3], n)
 	}
 	if p := byName[addrs[3]].PreemptionsPer1k; p == nil || *p == 0 {
 		t.Errorf("small-cache replica: preemptions per 1k = %v, want > 0", p)

@@ -1,0 +1,329 @@
+package promql
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
+)
+
+// SpecError is a source spec that cannot work as given: a flag value or a combination of
+// flags. Commands report it as a usage error.
+type SpecError struct{ msg string }
+
+func (e *SpecError) Error() string { return e.msg }
+
+func specErrorf(format string, args ...any) error {
+	return &SpecError{fmt.Sprintf(format, args...)}
+}
+
+// Conn are the connection settings of a Prometheus-compatible HTTP API (Prometheus, Thanos,
+// Mimir, Cortex, VictoriaMetrics), also used for /metrics scrapes, which often sit behind the
+// same proxy. Secrets are read from files, never taken on the command line.
+type Conn struct {
+	URL                   string
+	HTTPConfigFile        string
+	BearerTokenFile       string
+	BasicAuthUser         string
+	BasicAuthPasswordFile string
+	CAFile                string
+	CertFile              string
+	KeyFile               string
+	ServerName            string
+	InsecureSkipVerify    bool
+	Headers               []string
+	QueryTimeout          time.Duration
+	// MaxResponseMiB bounds one HTTP answer (0: DefaultMaxResponse).
+	MaxResponseMiB int
+	// Verbose shows the start of an error answer's body in errors.
+	Verbose bool
+}
+
+// Shown is URL as it may be shown: without the password of its userinfo.
+func (c Conn) Shown() string { return RedactURL(c.URL) }
+
+// httpConfig builds the client configuration from the config file and the flags; flags win.
+func (c Conn) httpConfig() (config.HTTPClientConfig, error) {
+	cfg := config.DefaultHTTPClientConfig
+	if c.HTTPConfigFile != "" {
+		f, _, err := config.LoadHTTPConfigFile(c.HTTPConfigFile)
+		if err != nil {
+			return cfg, specErrorf("--http-config-file %s: %v", c.HTTPConfigFile, err)
+		}
+		cfg = *f
+	}
+	if c.BearerTokenFile != "" {
+		cfg.Authorization = &config.Authorization{Type: "Bearer", CredentialsFile: c.BearerTokenFile}
+	}
+	if c.BasicAuthUser != "" || c.BasicAuthPasswordFile != "" {
+		if c.BasicAuthUser == "" || c.BasicAuthPasswordFile == "" {
+			return cfg, specErrorf("basic auth needs both --basic-auth-user and --basic-auth-password-file")
+		}
+		cfg.BasicAuth = &config.BasicAuth{Username: c.BasicAuthUser, PasswordFile: c.BasicAuthPasswordFile}
+	}
+	if c.CAFile != "" {
+		cfg.TLSConfig.CAFile = c.CAFile
+	}
+	if c.CertFile != "" || c.KeyFile != "" {
+		if c.CertFile == "" || c.KeyFile == "" {
+			return cfg, specErrorf("mutual TLS needs both --cert-file and --key-file")
+		}
+		cfg.TLSConfig.CertFile, cfg.TLSConfig.KeyFile = c.CertFile, c.KeyFile
+	}
+	if c.ServerName != "" {
+		cfg.TLSConfig.ServerName = c.ServerName
+	}
+	if c.InsecureSkipVerify {
+		cfg.TLSConfig.InsecureSkipVerify = true
+	}
+	if len(c.Headers) > 0 {
+		if cfg.HTTPHeaders == nil {
+			cfg.HTTPHeaders = &config.Headers{Headers: map[string]config.Header{}}
+		}
+		for _, h := range c.Headers {
+			name, value, ok := strings.Cut(h, ":")
+			name = strings.TrimSpace(name)
+			if !ok || name == "" {
+				return cfg, specErrorf("--header %q: write it as \"Name: value\"", h)
+			}
+			cur := cfg.HTTPHeaders.Headers[http.CanonicalHeaderKey(name)]
+			cur.Values = append(cur.Values, strings.TrimSpace(value))
+			cfg.HTTPHeaders.Headers[http.CanonicalHeaderKey(name)] = cur
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, specErrorf("prometheus connection settings: %v", err)
+	}
+	return cfg, nil
+}
+
+// HTTPClient returns an HTTP client with the configured auth and TLS, whose answers are
+// capped at MaxResponseMiB.
+func (c Conn) HTTPClient() (*http.Client, error) {
+	cfg, err := c.httpConfig()
+	if err != nil {
+		return nil, err
+	}
+	if c.MaxResponseMiB < 0 {
+		return nil, specErrorf("--max-response-mib %d: give a positive number of MiB", c.MaxResponseMiB)
+	}
+	hc, err := config.NewClientFromConfig(cfg, "kvcheck")
+	if err != nil {
+		return nil, fmt.Errorf("prometheus connection settings: %w", err)
+	}
+	hc.Transport = CapResponses(hc.Transport, int64(c.MaxResponseMiB)<<20) // 0: the default
+	return hc, nil
+}
+
+// API returns the Prometheus v1 API client for URL.
+func (c Conn) API() (promv1.API, error) {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, specErrorf("--prometheus %q: give the base URL, such as http://prometheus:9090", c.Shown())
+	}
+	hc, err := c.HTTPClient()
+	if err != nil {
+		return nil, err
+	}
+	ac, err := api.NewClient(api.Config{Address: c.URL, Client: hc})
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus %s: %w", c.Shown(), err)
+	}
+	return promv1.NewAPI(ac), nil
+}
+
+// Spec is one metrics source as a command line gives it: exactly one of a Prometheus API
+// (Conn.URL), scrape targets (Scrape, TargetsFile), saved dumps (Files) or engine logs (Logs),
+// with the options that shape it. hitrate and assess open it with Open.
+type Spec struct {
+	Conn        Conn
+	Scrape      []string
+	TargetsFile string
+	Files       []string
+	Logs        []string
+	// Window is the rate window; WindowSet says it was given, since each source has its own
+	// default (5m for Prometheus, 30s for scrapes, the dumps' own timestamps).
+	Window    time.Duration
+	WindowSet bool
+	Selector  string
+	By        []string
+	// Time is the evaluation time for Prometheus: RFC 3339 or Unix seconds, empty for now.
+	Time          string
+	ScrapeTimeout time.Duration
+	// Progress receives progress lines while scraping; nil for none.
+	Progress func(string)
+}
+
+// Given reports whether any source is set.
+func (s Spec) Given() bool { return len(s.sources()) > 0 }
+
+// sources names the sources set, as their flags.
+func (s Spec) sources() []string {
+	var given []string
+	if s.Conn.URL != "" {
+		given = append(given, "--prometheus")
+	}
+	if len(s.Scrape) > 0 || s.TargetsFile != "" {
+		given = append(given, "--scrape/--targets")
+	}
+	if len(s.Files) > 0 {
+		given = append(given, "--file")
+	}
+	if len(s.Logs) > 0 {
+		given = append(given, "--log")
+	}
+	return given
+}
+
+// labelName is a Prometheus label name as PromQL's by clause accepts it.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// Open checks that exactly one source is set, with options that apply to it, and reads it:
+// the one entry point from a command line's metrics flags to an Input. A spec that cannot work
+// is a *SpecError.
+func Open(ctx context.Context, s Spec) (Input, error) {
+	given := s.sources()
+	if len(given) != 1 {
+		if len(given) == 0 {
+			return Input{}, specErrorf("give one source: --prometheus, --scrape (or --targets), --file or --log")
+		}
+		return Input{}, specErrorf("give exactly one source, not %s", strings.Join(given, " and "))
+	}
+	if s.Window < 0 || (s.WindowSet && s.Window == 0) {
+		// A zero window would turn every counter's increase into 0: idle replicas everywhere.
+		return Input{}, specErrorf("--window %s: must be positive", s.Window)
+	}
+	if len(s.By) > 0 && given[0] == "--log" {
+		return Input{}, specErrorf("--by applies to metrics, not to --log")
+	}
+	for _, l := range s.By {
+		if !labelName.MatchString(l) {
+			return Input{}, specErrorf("--by %q: not a label name (letters, digits and _, such as pod or namespace)", l)
+		}
+	}
+	if given[0] != "--prometheus" {
+		if s.Selector != "" {
+			return Input{}, specErrorf("--selector applies to --prometheus only")
+		}
+		if s.Time != "" {
+			return Input{}, specErrorf("--time applies to --prometheus only")
+		}
+	}
+	switch given[0] {
+	case "--prometheus":
+		return s.openPrometheus(ctx)
+	case "--scrape/--targets":
+		return s.openScrape(ctx)
+	case "--file":
+		if len(s.Files) > 2 {
+			return Input{}, specErrorf("--file given %d times: give one dump (lifetime totals) or two of the same replicas (rates)", len(s.Files))
+		}
+		in, err := FromDumps(s.Files, s.Window, s.By)
+		if errors.Is(err, ErrNeedWindow) {
+			return in, specErrorf("%s and %s: %v", s.Files[0], s.Files[1], err)
+		}
+		return in, err
+	}
+	return FromLogs(s.Logs)
+}
+
+func (s Spec) openPrometheus(ctx context.Context) (Input, error) {
+	api, err := s.Conn.API()
+	if err != nil {
+		return Input{}, err
+	}
+	sel, err := NormalizeSelector(s.Selector)
+	if err != nil {
+		return Input{}, specErrorf("--selector: %v", err)
+	}
+	window := s.Window
+	if !s.WindowSet {
+		window = 5 * time.Minute
+	}
+	at, err := ParseTime(s.Time)
+	if err != nil {
+		return Input{}, err
+	}
+	p := Prometheus{
+		API: api, URL: s.Conn.Shown(), Window: window, Selector: sel, By: s.By,
+		Timeout: s.Conn.QueryTimeout, Time: at, Verbose: s.Conn.Verbose,
+	}
+	return p.Collect(ctx)
+}
+
+// ParseTime reads --time: RFC 3339 or Unix seconds; empty is the zero time (now).
+func ParseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.UnixMilli(int64(f * 1000)), nil
+	}
+	return time.Time{}, specErrorf("--time %q: give RFC 3339 (2026-11-30T10:00:00Z) or Unix seconds", s)
+}
+
+func (s Spec) openScrape(ctx context.Context) (Input, error) {
+	raw := s.Scrape
+	if s.TargetsFile != "" {
+		lines, err := readTargetsFile(s.TargetsFile)
+		if err != nil {
+			return Input{}, err
+		}
+		raw = append(raw, lines...)
+	}
+	targets, err := Targets(raw)
+	if err != nil {
+		return Input{}, specErrorf("--scrape: %v", err)
+	}
+	if len(targets) == 0 {
+		return Input{}, specErrorf("--targets %s: no targets in the file", s.TargetsFile)
+	}
+	hc, err := s.Conn.HTTPClient()
+	if err != nil {
+		return Input{}, err
+	}
+	window := s.Window
+	if !s.WindowSet {
+		window = 30 * time.Second
+	}
+	progress := s.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	sc := Scraper{Client: hc, Timeout: s.ScrapeTimeout, By: s.By, Verbose: s.Conn.Verbose}
+	return sc.Collect(ctx, targets, window, progress)
+}
+
+// readTargetsFile reads scrape targets, separated by commas, blanks or lines; # starts a
+// comment.
+func readTargetsFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--targets: %w", err)
+	}
+	defer func() { _ = f.Close() }() // opened for reading: a close error loses nothing
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		out = append(out, strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })...)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--targets %s: %w", path, err)
+	}
+	return out, nil
+}
