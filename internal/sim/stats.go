@@ -30,7 +30,9 @@ func Stats(t *Trace) TraceStats { return SiblingStats(t, 0) }
 // Config.Siblings does: the copies after the first repeat every block, which raises the ceiling.
 func SiblingStats(t *Trace, siblings int) TraceStats {
 	s := TraceStats{Requests: len(t.Requests)}
-	seen := make(map[uint64]struct{}, len(t.Requests)*8)
+	// Distinct blocks are the interned ids, so one bit per distinct block tells a repeat.
+	t.intern()
+	seen := make([]uint64, (t.distinct+63)/64)
 	for i := range t.Requests {
 		r := &t.Requests[i]
 		k := int64(max(1, r.N, siblings))
@@ -38,15 +40,15 @@ func SiblingStats(t *Trace, siblings int) TraceStats {
 		s.OutputTokens += k * int64(r.OutputTokens)
 		s.BlockRefs += k * int64(len(r.Blocks))
 		s.Repeats += (k - 1) * int64(len(r.Blocks))
-		for _, b := range r.Blocks {
-			if _, ok := seen[b]; ok {
+		for _, id := range t.blockIDs(i) {
+			if seen[id/64]&(1<<(id%64)) != 0 {
 				s.Repeats++
 				continue
 			}
-			seen[b] = struct{}{}
+			seen[id/64] |= 1 << (id % 64)
 		}
 	}
-	s.DistinctBlocks = int64(len(seen))
+	s.DistinctBlocks = int64(t.distinct)
 	if s.BlockRefs > 0 {
 		s.Ceiling = float64(s.Repeats) / float64(s.BlockRefs)
 	}
