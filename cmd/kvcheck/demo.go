@@ -86,6 +86,7 @@ func demoSteps() []demoStep {
 		{title: "tap", run: demoTapSection},
 		{title: "audit", run: demoAudit},
 		{title: "lint", run: demoLint},
+		{title: "config", run: demoConfig},
 		{title: "simulate", run: demoSimulate},
 		{title: "assess", run: demoAssessSection},
 	}

@@ -66,6 +66,16 @@ func demoLint(ctx context.Context, d *demoSession) error {
 	return d.exec(ctx, "lint", "--diff", path)
 }
 
+// demoConfig lints a gateway, a router and an engine configuration in one run: the checks
+// across the files find the engine publishing where the router does not listen.
+func demoConfig(ctx context.Context, d *demoSession) error {
+	d.heading("Demo: kvcheck lint of a gateway, a router and an engine configuration",
+		"  gateway-litellm.yaml      LiteLLM in front of the llm-d inference gateway",
+		"  router-llm-d-values.yaml  llm-d router chart values: precise prefix-cache routing on KV events",
+		"  engine-vllm.yaml          two vLLM 0.26 replicas publishing KV events")
+	return d.exec(ctx, "lint", d.path("gateway-litellm.yaml"), d.path("router-llm-d-values.yaml"), d.path("engine-vllm.yaml"))
+}
+
 // demoSimulate writes a synthetic multi-turn trace and replays it under round-robin, session
 // affinity and llm-d's KV-aware scorer.
 func demoSimulate(ctx context.Context, d *demoSession) error {

@@ -108,10 +108,17 @@ func eppFlagsOf(root *yaml.Node) eppFlags {
 	return f
 }
 
-// alphaPlugin reports the plugin types at the Alpha stability level, which the EPP refuses
-// without --allow-experimental-plugins (registry.go @ebab687).
+// alphaPlugin reports the plugin types registered at the Alpha stability level whose type
+// names this kvcheck has confirmed (cmd/epp/runner/runner.go registerInTreePlugins @024aa2d),
+// which the EPP refuses without --allow-experimental-plugins ("has Alpha stability level, but
+// command line flag --allow-experimental-plugins is not set", registry.go). Other Alpha types
+// exist; an unknown type is not reported.
 func alphaPlugin(t string) bool {
-	return strings.HasPrefix(t, "multicluster-") || t == "burst-prefix-cache-producer" || strings.HasPrefix(t, "topology-")
+	switch t {
+	case "burst-prefix-cache-producer", "topology-affinity-filter", "topology-affinity-scorer", "topology-extractor":
+		return true
+	}
+	return strings.HasPrefix(t, "multicluster-")
 }
 
 type eppPlugin struct {

@@ -69,7 +69,7 @@ var rules = []Rule{
 		"llm-d @ebab687", "dataproducer/approximateprefix/plugin.go"},
 	{"llm-d/experimental-plugin", "LD-08", "llm-d", finding.Error,
 		"an Alpha plugin without --allow-experimental-plugins among the EPP's flags: the EPP refuses to start",
-		"llm-d @ebab687", "framework/interface/plugin/registry.go; cmd/epp/runner/runner.go"},
+		"llm-d with plugin stability levels (runner.go @024aa2d); types: burst-prefix-cache-producer, topology-*, multicluster-*", "framework/interface/plugin/registry.go; cmd/epp/runner/runner.go"},
 	{"llm-d/no-replay", "LD-09", "llm-d", finding.Info,
 		"the precise producer without replaySocketPort: after an EPP restart its index starts empty and fills only with new events",
 		"llm-d @ebab687", "pkg/kvevents/pool.go"},
