@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -331,21 +330,54 @@ func (l *Linter) File(path string, src []byte) FileResult {
 	return r
 }
 
-// lineIndex maps byte offsets to lines and columns.
+// lineIndex maps byte offsets to lines and columns. Columns count characters, so it also
+// keeps how many characters precede every chunk of chunkSize bytes: a column is then found by
+// counting at most one chunk, and a minified file (one line of megabytes) costs one pass, not
+// one pass per finding.
 type lineIndex struct {
 	src    []byte
 	starts []int
+	chunks []int // chunks[k]: characters in src[:k*chunkSize]
 }
+
+const chunkSize = 1024
 
 // Lines end at LF, CRLF or a lone CR, as YAML and most editors count them.
 func newLineIndex(src []byte) lineIndex {
 	starts := []int{0}
+	chunks := make([]int, 0, len(src)/chunkSize+1)
+	n := 0
 	for i, c := range src {
+		if i%chunkSize == 0 {
+			chunks = append(chunks, n)
+		}
+		if startsChar(c) {
+			n++
+		}
 		if c == '\n' || (c == '\r' && (i+1 == len(src) || src[i+1] != '\n')) {
 			starts = append(starts, i+1)
 		}
 	}
-	return lineIndex{src: src, starts: starts}
+	if len(src)%chunkSize == 0 {
+		chunks = append(chunks, n)
+	}
+	return lineIndex{src: src, starts: starts, chunks: chunks}
+}
+
+// startsChar reports whether c starts a character: any byte but a UTF-8 continuation byte.
+// Counting these counts the characters of valid UTF-8 and splits at any byte boundary.
+func startsChar(c byte) bool { return c&0xC0 != 0x80 }
+
+// chars returns the number of characters in src[:off].
+func (li lineIndex) chars(off int) int {
+	k := off / chunkSize
+	n := li.chunks[k]
+	for _, c := range li.src[k*chunkSize : off] {
+		if startsChar(c) {
+			n++
+		}
+	}
+	return n
 }
 
 // pos returns the 1-based line and character column of a byte offset.
@@ -354,18 +386,37 @@ func (li lineIndex) pos(off int) (int, int) {
 	i, _ := slices.BinarySearch(li.starts, off+1)
 	line := i // starts[i-1] <= off
 	start := li.starts[line-1]
-	return line, len([]rune(string(li.src[start:off]))) + 1
+	return line, li.chars(off) - li.chars(start) + 1
 }
 
-// offset returns the byte offset of a 1-based line and character column.
+// offset returns the byte offset of a 1-based line and character column; a column past the
+// end of its line gives the line's end.
 func (li lineIndex) offset(line, col int) int {
 	if line < 1 || line > len(li.starts) {
 		return len(li.src)
 	}
-	off := li.starts[line-1]
-	for c := 1; c < col && off < len(li.src) && li.src[off] != '\n' && li.src[off] != '\r'; c++ {
-		_, size := utf8.DecodeRune(li.src[off:])
-		off += size
+	start := li.starts[line-1]
+	want := li.chars(start) + max(col, 1) - 1 // characters before the offset sought
+	// The last chunk with at most want characters before it (chunks[0] is 0).
+	k, _ := slices.BinarySearch(li.chunks, want+1)
+	off := max(start, (k-1)*chunkSize)
+	if line < len(li.starts) && off >= li.starts[line] {
+		// Past the end of the line: its end is the line terminator.
+		end := li.starts[line] - 1
+		if end > start && li.src[end] == '\n' && li.src[end-1] == '\r' {
+			end--
+		}
+		return end
+	}
+	n := li.chars(off)
+	for off < len(li.src) && li.src[off] != '\n' && li.src[off] != '\r' {
+		if startsChar(li.src[off]) {
+			if n == want {
+				return off
+			}
+			n++
+		}
+		off++
 	}
 	return off
 }

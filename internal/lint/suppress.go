@@ -83,20 +83,41 @@ func codeMatches(code string, f *Finding) bool {
 	return strings.EqualFold(code, f.Code) || (f.Rule != "" && strings.EqualFold(code, f.Rule))
 }
 
+// inlineIgnores finds every kvcheck:ignore directive of a file in one pass and returns, by
+// line, the text after the first on the line. Looking each finding's line up instead of
+// copying and searching the line per finding keeps a minified file (one line of megabytes,
+// thousands of findings) linear.
+func inlineIgnores(src []byte) map[int]string {
+	const directive = "kvcheck:ignore"
+	var out map[int]string
+	lines := newLineIndex(nil)
+	for off := 0; ; {
+		i := bytes.Index(src[off:], []byte(directive))
+		if i < 0 {
+			return out
+		}
+		at := off + i
+		if out == nil {
+			out = map[int]string{}
+			lines = newLineIndex(src)
+		}
+		line, _ := lines.pos(at)
+		end := len(src)
+		if line < len(lines.starts) {
+			end = lines.starts[line]
+		}
+		if _, seen := out[line]; !seen {
+			out[line] = string(src[at+len(directive) : end])
+		}
+		off = end
+	}
+}
+
 // inlineIgnore looks for kvcheck:ignore CODE[,CODE] reason on a finding's line or the line
 // above, in any comment syntax (# or //).
-func inlineIgnore(lines lineIndex, f *Finding) (string, bool) {
+func inlineIgnore(ignores map[int]string, f *Finding) (string, bool) {
 	for _, l := range []int{f.Line, f.Line - 1} {
-		if l < 1 || l > len(lines.starts) {
-			continue
-		}
-		start := lines.starts[l-1]
-		end := len(lines.src)
-		if l < len(lines.starts) {
-			end = lines.starts[l]
-		}
-		text := string(lines.src[start:end])
-		_, rest, ok := strings.Cut(text, "kvcheck:ignore")
+		rest, ok := ignores[l]
 		if !ok {
 			continue
 		}
@@ -121,10 +142,10 @@ func Suppress(results []FileResult, rules []IgnoreRule) {
 		if len(r.Findings) == 0 {
 			continue
 		}
-		lines := newLineIndex(r.Original)
+		ignores := inlineIgnores(r.Original)
 		kept := r.Findings[:0]
 		for _, f := range r.Findings {
-			if reason, ok := inlineIgnore(lines, &f); ok {
+			if reason, ok := inlineIgnore(ignores, &f); ok {
 				r.Suppressed = append(r.Suppressed, Suppressed{Finding: f, By: "inline", Reason: reason})
 				continue
 			}
