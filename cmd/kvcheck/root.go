@@ -42,6 +42,8 @@ func stdStreams() streams { return streams{In: os.Stdin, Out: os.Stdout, ErrOut:
 type globalOptions struct {
 	Output  string
 	NoColor bool
+	// Wide turns off fitting tables to the terminal's width.
+	Wide    bool
 	environ []string
 }
 
@@ -74,7 +76,11 @@ func (g *globalOptions) format(allowed ...report.Format) (report.Format, error) 
 }
 
 // text returns a text writer for the command's standard output.
-func (g *globalOptions) text(w io.Writer) *report.Text { return report.NewText(w, g.color()) }
+func (g *globalOptions) text(w io.Writer) *report.Text {
+	t := report.NewText(w, g.color())
+	t.SetWide(g.Wide)
+	return t
+}
 
 // usageError marks errors caused by how the command was called (exit 2).
 type usageError struct{ err error }
@@ -180,6 +186,7 @@ and is the vLLM fleet ready for it?
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text or json (lint also: sarif, github)")
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also when NO_COLOR is set)")
+	pf.BoolVar(&g.Wide, "wide", false, "at a terminal, show every table column unwrapped instead of fitting the width")
 
 	for _, add := range subcommands {
 		root.AddCommand(add(s, g))

@@ -59,7 +59,23 @@ func Hitrate(t *Text, r promql.Report) error {
 	if r.Mode == promql.ModeLog {
 		volume = "PROMPT TOK/S"
 	}
-	header := []string{"REPLICA", "MODEL", "HIT RATE", volume, "EXT HIT", "PREEMPT/S", "PREEMPT/1K REQ", "KV USAGE", "RUNNING", "WAITING", "BLOCK", "CACHING", "METRICS"}
+	// On a narrow terminal the configuration columns (block size, caching, metric names,
+	// model) go first: on call, the rates and the queue are what matter.
+	cols := []Column{
+		{Name: "REPLICA", Wrap: true},
+		{Name: "MODEL", Wrap: true, Drop: 4},
+		{Name: "HIT RATE", Short: "HIT", Number: true},
+		{Name: volume, Short: "TOK/S", Number: true},
+		{Name: "EXT HIT", Number: true, Drop: 3},
+		{Name: "PREEMPT/S", Short: "PRE/S", Number: true},
+		{Name: "PREEMPT/1K REQ", Short: "PRE/1K", Number: true, Drop: 3},
+		{Name: "KV USAGE", Short: "KV", Number: true},
+		{Name: "RUNNING", Short: "RUN", Number: true},
+		{Name: "WAITING", Short: "WAIT", Number: true},
+		{Name: "BLOCK", Number: true, Drop: 6},
+		{Name: "CACHING", Drop: 5},
+		{Name: "METRICS", Drop: 5},
+	}
 	rows := make([][]string, 0, len(r.Replicas))
 	for _, x := range r.Replicas {
 		vol := num(x.QueriesPerSec, 1)
@@ -83,7 +99,7 @@ func Hitrate(t *Text, r promql.Report) error {
 			num(x.Running, 0), num(x.Waiting, 0), intOrDash(x.BlockSize), onOff(x.PrefixCaching), generation(x.Generation),
 		})
 	}
-	if err := t.Table(header, rows); err != nil {
+	if err := t.Grid(cols, rows); err != nil {
 		return err
 	}
 	f := r.Fleet

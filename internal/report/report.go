@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"golang.org/x/term"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -38,18 +37,45 @@ const (
 type Text struct {
 	w        io.Writer
 	terminal bool
-	r        *lipgloss.Renderer
+	// color: colour and boxed tables (a terminal, and neither --no-color nor NO_COLOR).
+	color bool
+	// width is the terminal's width in columns that tables fit (0: no limit); wide turns
+	// the fitting off (--wide).
+	width int
+	wide  bool
+	r     *lipgloss.Renderer
 }
 
 // NewText returns a text writer for w. Colour and boxed tables are used only when w is a
-// terminal and color is true (the caller folds in --no-color and NO_COLOR).
+// terminal and color is true (the caller folds in --no-color and NO_COLOR); at a terminal
+// without colour, tables are plain aligned columns. Tables fit the terminal's width.
 func NewText(w io.Writer, color bool) *Text {
 	t := &Text{w: w, terminal: IsTerminal(w)}
+	t.color = t.terminal && color
+	if t.terminal {
+		t.width = terminalWidth(w)
+	}
 	t.r = lipgloss.NewRenderer(w)
-	if !t.terminal || !color {
+	if !t.color {
 		t.r.SetColorProfile(termenv.Ascii)
 	}
 	return t
+}
+
+// SetWide turns off fitting tables to the terminal's width: every column, unwrapped.
+func (t *Text) SetWide(wide bool) { t.wide = wide }
+
+// terminalWidth is the width of the terminal w writes to: its size, else $COLUMNS, else 80.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
+			return c
+		}
+	}
+	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return 80
 }
 
 // IsTerminal reports whether w is a terminal.
@@ -107,32 +133,11 @@ func (t *Text) Finding(f finding.Finding) {
 	fmt.Fprintf(t.w, "%s %s%s: %s\n", t.Badge(f.Severity), f.Code, subject, f.Message)
 }
 
-// Table writes rows under a header: boxed on a terminal, tab-separated otherwise.
-// Cells are written as given; callers format numbers.
+// Table writes rows under a header, with column specs inferred from the cells (Columns):
+// numbers right-aligned, text left-aligned and wrapped to fit. Cells are written as given;
+// callers format numbers.
 func (t *Text) Table(header []string, rows [][]string) error {
-	if !t.terminal {
-		fmt.Fprintln(t.w, strings.Join(header, "\t"))
-		for _, r := range rows {
-			fmt.Fprintln(t.w, strings.Join(cleanCells(r), "\t"))
-		}
-		return nil
-	}
-	tbl := tablewriter.NewTable(t.w,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAlignment(tw.AlignRight),
-		tablewriter.WithHeaderAlignment(tw.AlignCenter),
-	)
-	h := make([]any, len(header))
-	for i, s := range header {
-		h[i] = s
-	}
-	tbl.Header(h...)
-	for _, r := range rows {
-		if err := tbl.Append(r); err != nil {
-			return fmt.Errorf("render table: %w", err)
-		}
-	}
-	return tbl.Render()
+	return t.Grid(Columns(header, rows), rows)
 }
 
 // cleanCells keeps tab-separated output parseable: a tab or newline inside a cell becomes a space.

@@ -85,7 +85,11 @@ func (t *Text) Simulation(r sim.Report) error {
 			}
 			rows = append(rows, row)
 		}
-		if err := t.Table(header, rows); err != nil {
+		// On a narrow terminal the hit rates, the balance and TTFT p99 stay.
+		cols := dropping(Columns(header, rows), map[string]int{
+			"evictions": 5, "dup blocks": 4, "block hit": 4, "queue mean": 3, "queue max": 3, "load cv": 2, "ttft p50": 1,
+		})
+		if err := t.Grid(cols, rows); err != nil {
 			return err
 		}
 		verdict := fleetVerdict(f)

@@ -11,4 +11,7 @@ var (
 	styleGood    = lipgloss.NewStyle().Foreground(lipgloss.Color("10"))
 	styleMuted   = lipgloss.NewStyle().Faint(true)
 	styleVerdict = lipgloss.NewStyle().Bold(true).Underline(true)
+	// Tables: the header row and the box lines.
+	styleTableHeader = lipgloss.NewStyle().Bold(true)
+	styleTableRule   = lipgloss.NewStyle().Faint(true)
 )

@@ -46,8 +46,14 @@ func (t *Text) Tap(r *events.Report) error {
 			offset(p.ClockOffsetSeconds),
 		})
 	}
-	if err := t.Table([]string{"endpoint", "topic", "dp", "batches", "stored/removed/cleared", "payload", "tokens/s",
-		"lost", "recovered", "restarts", "own drops", "malformed", "era", "hash", "block sizes", "clock offset"}, rows); err != nil {
+	header := []string{"endpoint", "topic", "dp", "batches", "stored/removed/cleared", "payload", "tokens/s",
+		"lost", "recovered", "restarts", "own drops", "malformed", "era", "hash", "block sizes", "clock offset"}
+	// On a narrow terminal the loss columns stay; the stream's make-up goes first.
+	cols := dropping(Columns(header, rows), map[string]int{
+		"clock offset": 6, "era": 5, "hash": 5, "block sizes": 5, "dp": 4, "malformed": 3, "own drops": 3,
+		"restarts": 2, "stored/removed/cleared": 2, "topic": 1,
+	})
+	if err := t.Grid(cols, rows); err != nil {
 		return err
 	}
 	a := r.Analysis
