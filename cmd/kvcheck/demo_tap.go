@@ -19,11 +19,10 @@ func demoTap(ctx context.Context, s streams, g *globalOptions) error {
 		QueueSize: 65536, TokensPerSec: 20000, MaxMessage: events.DefaultMaxMessage})
 }
 
-// demoReplica is one emulated engine with its own cache state.
+// demoReplica is one emulated engine with its own prefix cache.
 type demoReplica struct {
 	pub    *fleet.Publisher
-	cached map[uint64]bool
-	order  []uint64
+	cache  *fleet.Cache
 	lossy  bool // loses a batch now and then (recoverable by replay)
 	bursty bool // sends in bursts past its high-water mark
 }
@@ -48,7 +47,7 @@ func runDemoTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions)
 			return fmt.Errorf("start emulated publisher: %w", err)
 		}
 		defer func() { _ = p.Close() }()
-		reps = append(reps, &demoReplica{pub: p, cached: map[uint64]bool{}, lossy: sp.lossy, bursty: sp.bursty})
+		reps = append(reps, &demoReplica{pub: p, cache: fleet.NewCache(400), lossy: sp.lossy, bursty: sp.bursty})
 		args = append(args, p.Endpoint())
 		replays = append(replays, p.ReplayEndpoint())
 	}
@@ -64,7 +63,8 @@ func runDemoTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions)
 }
 
 // demoTraffic sends requests that share a 64-token system prompt and differ after it,
-// spread at random over the replicas, each of which caches 400 blocks.
+// spread at random over the replicas, each of which caches 400 blocks (fleet.Cache: least
+// recently used evicted first).
 func demoTraffic(ctx context.Context, reps []*demoReplica) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	system := make([]int64, 64)
@@ -83,8 +83,7 @@ func demoTraffic(ctx context.Context, reps []*demoReplica) {
 			// A cache reset now and then, as vLLM's reset_prefix_cache sends: chains start
 			// again at token 0 while the tap watches, so every replica's hashes get checked.
 			for _, r := range reps {
-				clear(r.cached)
-				r.order = r.order[:0]
+				r.cache.Reset()
 				_ = r.pub.Publish(events.Event{Type: events.TypeAllBlocksCleared})
 			}
 			continue
@@ -95,35 +94,13 @@ func demoTraffic(ctx context.Context, reps []*demoReplica) {
 		for k := range 32 + 16*rng.IntN(4) {
 			tokens = append(tokens, int64(5000+user*100+k))
 		}
-		ev, err := r.pub.Stored(tokens, "")
+		batch, err := r.pub.Serve(r.cache, tokens)
 		if err != nil {
 			return
 		}
-		// Store only what this replica does not hold yet, chained to what it holds.
-		k := 0
-		for k < len(ev.BlockHashes) && r.cached[ev.BlockHashes[k].Value] {
-			k++
-		}
-		if k == len(ev.BlockHashes) {
+		if len(batch) == 0 {
 			continue
 		}
-		var removed []events.Event
-		for _, h := range ev.BlockHashes[k:] {
-			r.cached[h.Value] = true
-			r.order = append(r.order, h.Value)
-		}
-		for len(r.order) > 400 {
-			old := r.order[0]
-			r.order = r.order[1:]
-			delete(r.cached, old)
-			removed = append(removed, events.Event{Type: events.TypeBlockRemoved, BlockHashes: []events.Hash{{Form: events.HashInt, Value: old}}, Medium: []byte("GPU")})
-		}
-		if k > 0 {
-			ev.Parent, ev.HasParent = ev.BlockHashes[k-1], true
-			ev.BlockHashes = ev.BlockHashes[k:]
-			ev.TokenIDs = ev.TokenIDs[k*int(ev.BlockSize):]
-		}
-		batch := append([]events.Event{ev}, removed...)
 		switch {
 		case r.lossy && n%97 == 0:
 			_ = r.pub.PublishLost(batch...)

@@ -4,6 +4,8 @@
 // counters to move together as in a real server: requests with shared and private prefixes go
 // through a fixed pool of KV blocks with prefix caching (least recently used free blocks are
 // evicted), decodes that find no free block preempt the newest running request, and the vLLM
-// version chosen picks the metric names served (SPEC §3.3). A fleet is deterministic for a seed;
-// tests step it explicitly (Fleet.Step) to get exact counter deltas, the demo lets it tick.
+// version chosen picks the metric names served (SPEC §3.3). That pool is a Cache, which an
+// emulated KV-event publisher's traffic uses too (Publisher.Serve). A fleet is deterministic
+// for a seed; tests step it explicitly (Fleet.Step) to get exact counter deltas, the demo lets
+// it tick.
 package fleet

@@ -1,9 +1,6 @@
 package fleet
 
-import (
-	"container/list"
-	"math/rand/v2"
-)
+import "math/rand/v2"
 
 // Workload describes the requests one replica receives: a share of them start with one of a few
 // shared prefixes (system prompts, few-shot examples), the rest are unique.
@@ -54,13 +51,6 @@ type request struct {
 	preempted bool
 }
 
-// block is a KV block in the engine's cache; free blocks stay cached until evicted.
-type block struct {
-	hash uint64
-	refs int
-	lru  *list.Element // position in the free list while refs == 0
-}
-
 // engine models one vLLM engine core: a fixed pool of KV blocks with prefix caching, a waiting
 // queue and a running batch. A decode that needs a block when none is free preempts the newest
 // running request, as vLLM's scheduler does.
@@ -74,9 +64,7 @@ type engine struct {
 	// before PR #25787, about 0.11).
 	preemptedHits bool
 
-	blocks  map[uint64]*block
-	free    *list.List // free cached blocks, least recently used first
-	pinned  int
+	cache   *Cache
 	nextID  uint64
 	waiting []*request
 	running []*request
@@ -91,8 +79,7 @@ func newEngine(seed uint64, wl Workload, blockSize, capacity, maxRunning int, pr
 		capacity:      capacity,
 		maxRunning:    maxRunning,
 		preemptedHits: preemptedHits,
-		blocks:        make(map[uint64]*block),
-		free:          list.New(),
+		cache:         NewCache(capacity),
 		nextID:        1 << 40,
 	}
 }
@@ -195,14 +182,14 @@ func (e *engine) admit() {
 		need := (r.prompt + e.blockSize) / e.blockSize // prompt blocks plus the partial one
 		hit := 0
 		for _, h := range r.hashes {
-			if _, ok := e.blocks[h]; !ok {
+			if !e.cache.Cached(h) {
 				break
 			}
 			hit++
 		}
 		// The last prompt token is always recomputed, so a hit covers at most (N-1) tokens.
 		hitTokens := min(hit*e.blockSize, (r.prompt-1)/e.blockSize*e.blockSize)
-		if e.pinned+need-e.reusablePinned(r.hashes[:hit]) > e.capacity {
+		if e.cache.Pinned()+need-e.reusablePinned(r.hashes[:hit]) > e.capacity {
 			return
 		}
 		e.waiting = e.waiting[1:]
@@ -226,35 +213,19 @@ func (e *engine) admit() {
 func (e *engine) reusablePinned(hs []uint64) int {
 	n := 0
 	for _, h := range hs {
-		if b, ok := e.blocks[h]; ok && b.refs > 0 {
+		if e.cache.pinnedBlock(h) {
 			n++
 		}
 	}
 	return n
 }
 
-// allocate pins the block with hash h for r, evicting the least recently used free block when
-// the pool is full. It returns false when every block is pinned.
+// allocate pins the block with hash h for r (see Cache.Pin). It returns false when every
+// block is pinned.
 func (e *engine) allocate(r *request, h uint64) bool {
-	if b, ok := e.blocks[h]; ok {
-		if b.refs == 0 {
-			e.free.Remove(b.lru)
-			b.lru = nil
-			e.pinned++
-		}
-		b.refs++
-		r.blocks = append(r.blocks, h)
-		return true
-	}
-	if e.pinned >= e.capacity {
+	if !e.cache.Pin(h) {
 		return false
 	}
-	if len(e.blocks) >= e.capacity {
-		old := e.free.Remove(e.free.Front()).(*block)
-		delete(e.blocks, old.hash)
-	}
-	e.blocks[h] = &block{hash: h, refs: 1}
-	e.pinned++
 	r.blocks = append(r.blocks, h)
 	return true
 }
@@ -262,15 +233,10 @@ func (e *engine) allocate(r *request, h uint64) bool {
 // release unpins r's blocks; they stay cached for later hits until evicted.
 func (e *engine) release(r *request) {
 	for _, h := range r.blocks {
-		b := e.blocks[h]
-		b.refs--
-		if b.refs == 0 {
-			b.lru = e.free.PushBack(b)
-			e.pinned--
-		}
+		e.cache.Unpin(h)
 	}
 	r.blocks = r.blocks[:0]
 }
 
 // usage is the fraction of KV blocks pinned by running requests, as vllm:kv_cache_usage_perc.
-func (e *engine) usage() float64 { return float64(e.pinned) / float64(e.capacity) }
+func (e *engine) usage() float64 { return float64(e.cache.Pinned()) / float64(e.capacity) }

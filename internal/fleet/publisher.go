@@ -367,3 +367,46 @@ func NewRankedPublishers(ctx context.Context, cfg PublisherConfig, ranks int) ([
 	}
 	return nil, fmt.Errorf("start %d ranked publishers: %w", ranks, lastErr)
 }
+
+// Serve stores a prompt that starts at token 0 in cache as the engine behind p does when it
+// serves the prompt, and returns the events the engine publishes for it: a BlockStored for the
+// full blocks the cache did not hold, chained to the last one it held, then a BlockRemoved for
+// each block evicted to make room (int hashes, as vLLM sends by default). Blocks it held count
+// as just used. It returns no events when the cache held every block, and stores no more than
+// the cache can hold.
+func (p *Publisher) Serve(c *Cache, tokens []int64) ([]events.Event, error) {
+	ev, err := p.Stored(tokens, "")
+	if err != nil {
+		return nil, err
+	}
+	k := 0
+	for k < len(ev.BlockHashes) && c.Cached(ev.BlockHashes[k].Value) {
+		k++
+	}
+	var removed []events.Event
+	onEvict := c.OnEvict
+	c.OnEvict = func(h uint64) {
+		removed = append(removed, events.Event{Type: events.TypeBlockRemoved, BlockHashes: []events.Hash{{Form: events.HashInt, Value: h}}, Medium: []byte("GPU")})
+		if onEvict != nil {
+			onEvict(h)
+		}
+	}
+	defer func() { c.OnEvict = onEvict }()
+	// Pinned together, as one request's blocks are, then released.
+	n := 0
+	for n < len(ev.BlockHashes) && c.Pin(ev.BlockHashes[n].Value) {
+		n++
+	}
+	for _, h := range ev.BlockHashes[:n] {
+		c.Unpin(h.Value)
+	}
+	if n <= k {
+		return removed, nil
+	}
+	if k > 0 {
+		ev.Parent, ev.HasParent = ev.BlockHashes[k-1], true
+	}
+	ev.BlockHashes = ev.BlockHashes[k:n]
+	ev.TokenIDs = ev.TokenIDs[k*int(ev.BlockSize) : n*int(ev.BlockSize)]
+	return append([]events.Event{ev}, removed...), nil
+}
