@@ -275,7 +275,7 @@ func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.
 	tr := o.embedded
 	if tr == nil {
 		var err error
-		if tr, err = readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock); err != nil {
+		if tr, err = readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock, 0); err != nil {
 			return nil, err
 		}
 	}

@@ -36,6 +36,7 @@ type simulateOptions struct {
 	rate         float64
 	outputTokens int
 	maxRequests  int
+	maxRefs      int
 
 	replicas string
 	kvBlocks string
@@ -79,7 +80,15 @@ Traces (give one source):
                     --rate; output lengths from max_tokens, else --output-tokens.
   --recording FILE  kvcheck tap recordings: the blocks each replica stored, as prefills to
                     replay. A lower bound: requests that hit fully store nothing and are unseen.
-Comma-separated --replicas and --kv-blocks run a sweep.
+Comma-separated --replicas and --kv-blocks run a sweep, one simulation per core, with progress
+and an ETA on stderr when it is a terminal.
+
+Memory: the trace is held in memory, about 12 bytes per block reference and 80 per request
+(--trace refuses more than --max-block-refs references). Each simulation adds what the modelled
+fleet holds, not what the trace names: 48 bytes per KV block per replica, for the prefix-aware
+policies (kv-*) an index of at most 32 x (1 + ceil(replicas/64)) bytes per KV block of the
+fleet, approx-prefix 48 bytes per entry of its router-side index (--approx-tokens), 8 bytes per
+request sent and about 100 per request waiting in a queue.
 
 Policies (--policies):
 ` + policyHelp() + `
@@ -108,6 +117,7 @@ Policies (--policies):
 	f.Float64Var(&o.rate, "rate", sim.DefaultRate, "--requests: synthetic arrivals per second when the log has no time field")
 	f.IntVar(&o.outputTokens, "output-tokens", sim.DefaultOutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all)")
+	f.IntVar(&o.maxRefs, "max-block-refs", sim.MaxBlockRefs, "--trace: the most block references read into memory (about 12 bytes each, plus 80 per request); a larger trace is refused")
 	f.StringVar(&o.replicas, "replicas", "2,4,8,16", "replica counts to simulate, comma-separated (1 to 1024)")
 	f.StringVar(&o.kvBlocks, "kv-blocks", "", "prefix-cache blocks per replica, comma-separated (default: --kv-tokens / block size)")
 	f.StringVar(&o.kvTokens, "kv-tokens", strconv.Itoa(defaultKVTokens), "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")
@@ -264,18 +274,19 @@ func (o *simulateOptions) checkSource(cmd *cobra.Command) error {
 		return usageErrorf("give one of --trace, --requests and --recording")
 	}
 	only := map[string]bool{ // flag -> whether its source was given
-		"format":        o.trace != "",
-		"tokenize":      o.requests != "",
-		"model":         o.requests != "",
-		"concurrency":   o.requests != "",
-		"timeout":       o.requests != "",
-		"max-line":      o.requests != "",
-		"rate":          o.requests != "",
-		"max-requests":  o.requests != "",
-		"output-tokens": o.trace == "",
-		"block-size":    len(o.recordings) == 0,
+		"format":         o.trace != "",
+		"tokenize":       o.requests != "",
+		"model":          o.requests != "",
+		"concurrency":    o.requests != "",
+		"timeout":        o.requests != "",
+		"max-line":       o.requests != "",
+		"rate":           o.requests != "",
+		"max-requests":   o.requests != "",
+		"max-block-refs": o.trace != "",
+		"output-tokens":  o.trace == "",
+		"block-size":     len(o.recordings) == 0,
 	}
-	for _, name := range []string{"format", "tokenize", "model", "concurrency", "timeout", "max-line", "rate", "max-requests", "output-tokens", "block-size"} {
+	for _, name := range []string{"format", "tokenize", "model", "concurrency", "timeout", "max-line", "rate", "max-requests", "max-block-refs", "output-tokens", "block-size"} {
 		if cmd.Flags().Changed(name) && !only[name] {
 			return usageErrorf("--%s does not apply to this trace source (see kvcheck simulate --help)", name)
 		}
@@ -287,6 +298,8 @@ func (o *simulateOptions) checkSource(cmd *cobra.Command) error {
 		return usageErrorf("--output-tokens %d: want 1 to %d", o.outputTokens, 1<<20)
 	case o.maxLine < 1:
 		return usageErrorf("--max-line %d: must be positive", o.maxLine)
+	case o.maxRefs < 1:
+		return usageErrorf("--max-block-refs %d: want a positive number of block references", o.maxRefs)
 	case o.maxRequests < 0:
 		return usageErrorf("--max-requests %d: want 0 (all) or more", o.maxRequests)
 	case o.tok.URL != "" && cmd.Flags().Changed("block-size"):
@@ -307,7 +320,7 @@ func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, []fi
 	case len(o.recordings) > 0:
 		tr, err = o.loadRecordings(ctx)
 	default:
-		tr, err = readTrace(o.trace, o.format, "--format", o.blockSize)
+		tr, err = readTrace(o.trace, o.format, "--format", o.blockSize, o.maxRefs)
 	}
 	return tr, fs, err
 }
@@ -363,8 +376,8 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 
 // readTrace reads a --trace file by sim's one detection rule; a format that rule cannot tell
 // is a usage error that names the command's format flag.
-func readTrace(path, format, formatFlag string, blockSize int) (*sim.Trace, error) {
-	tr, err := sim.ReadTraceFile(path, format, blockSize)
+func readTrace(path, format, formatFlag string, blockSize, maxRefs int) (*sim.Trace, error) {
+	tr, err := sim.ReadTraceFileLimit(path, format, blockSize, maxRefs)
 	var fe *sim.FormatError
 	switch {
 	case !errors.As(err, &fe):

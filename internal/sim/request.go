@@ -124,6 +124,14 @@ func sortByArrival(rs []Request) bool {
 // references: the simulator holds the trace in memory at about 100 bytes per request, so 400 MB.
 const MaxRequests = 1 << 22
 
+// traceBytesPerRef and traceBytesPerRequest are what a trace costs in memory once read and
+// interned: a block key (8 bytes) and its dense id (4) per reference; a Request and its offset
+// into the ids per request (session ids not counted).
+const (
+	traceBytesPerRef     = 12
+	traceBytesPerRequest = 80
+)
+
 // traceLimits are the memory bounds of the trace readers; tests lower them.
 type traceLimits struct{ refs, requests int }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -328,5 +329,13 @@ func TestTraceBounds(t *testing.T) {
 				t.Errorf("within the bounds: %v", err)
 			}
 		})
+	}
+}
+
+// TestTraceBytesPerRequest keeps the memory figures the limit's error and --help quote in step
+// with the types: a Request and its offset into the interned ids.
+func TestTraceBytesPerRequest(t *testing.T) {
+	if got := int(unsafe.Sizeof(Request{})) + int(unsafe.Sizeof(0)); got != traceBytesPerRequest {
+		t.Errorf("a request costs %d bytes, traceBytesPerRequest says %d", got, traceBytesPerRequest)
 	}
 }

@@ -57,6 +57,16 @@ func TraceFormat(path, format string) (string, error) {
 // blockSize tokens: when 0, MooncakeBlockSize for Mooncake (its hash_ids) and AzureBlockSize
 // for Azure.
 func ReadTraceFile(path, format string, blockSize int) (*Trace, error) {
+	return ReadTraceFileLimit(path, format, blockSize, 0)
+}
+
+// ReadTraceFileLimit is ReadTraceFile refusing a Mooncake trace of more than maxRefs block
+// references (MaxBlockRefs when 0): the trace is held in memory at about 12 bytes a reference.
+func ReadTraceFileLimit(path, format string, blockSize, maxRefs int) (*Trace, error) {
+	lim := defaultLimits()
+	if maxRefs > 0 {
+		lim.refs = maxRefs
+	}
 	kind, err := TraceFormat(path, format)
 	if err != nil {
 		return nil, err
@@ -70,7 +80,7 @@ func ReadTraceFile(path, format string, blockSize int) (*Trace, error) {
 		if blockSize == 0 {
 			blockSize = MooncakeBlockSize
 		}
-		return ReadMooncake(f, path, blockSize)
+		return readMooncake(f, path, blockSize, lim)
 	}
 	if blockSize == 0 {
 		blockSize = AzureBlockSize
