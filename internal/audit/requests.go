@@ -868,7 +868,8 @@ func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Token
 }
 
 // userText reports whether requests leave the shared prefix inside a user message (or a plain
-// completion prompt) on ordinary text rather than on a date, an id or a number a program wrote.
+// completion prompt) on what the user typed (text, a number: "12. what is ...") rather than on
+// a date or an id a program wrote.
 func userText(st Site) bool {
-	return (st.Role == "user" || st.Role == "") && (st.Cause == "text" || st.Cause == "token ids")
+	return (st.Role == "user" || st.Role == "") && (st.Cause == "text" || st.Cause == "token ids" || st.Cause == "number")
 }

@@ -57,6 +57,9 @@ type RequestLogOptions struct {
 	MaxRequests int
 	// Progress, when set, is called after every 1,000 requests with the count so far.
 	Progress func(requests int)
+	// Rewrite, when set, changes each request before it is tokenized (assess replays the
+	// traffic as it would be once a breaker is fixed: audit.Fixer).
+	Rewrite func(*audit.Request)
 }
 
 // logFields are what the adapter reads from a line beyond what audit.RequestReader gives.
@@ -154,6 +157,9 @@ func (l *requestLog) next(rr *audit.RequestReader) (*audit.Request, logFields, e
 	req, err := rr.Next()
 	if err != nil {
 		return nil, logFields{}, err
+	}
+	if l.opts.Rewrite != nil {
+		l.opts.Rewrite(req)
 	}
 	f, err := readFields(rr.Raw(), rr.BodyKey(), l.timeKey)
 	if err != nil {

@@ -1,0 +1,57 @@
+package audit
+
+import "testing"
+
+// TestFixer checks the values assess replaces to replay traffic as it would be once fixed:
+// each generated value in the site's message becomes a constant, so two requests that differed
+// only there render the same.
+func TestFixer(t *testing.T) {
+	site := func(cause string, offset int) Site {
+		return Site{Message: 0, Role: "system", Block: 0, Cause: cause, Offset: offset, Count: 10}
+	}
+	tests := []struct {
+		cause  string
+		offset int
+		a, b   string
+	}{
+		{"date/time", 0, "System time: 2026-11-30T10:00:16.414002+00:00\nUse the tools.", "System time: 2026-12-01T09:59:59.000001Z\nUse the tools."},
+		{"date/time", 0, "Today is 30 November 2026, 10:05.", "Today is 1 December 2026, 23:59."},
+		{"date/time", 0, "Now: 1764496860 (unix)", "Now: 1764496999 (unix)"},
+		{"uuid", 0, "Request 3f2b6c1e-9a4d-4e2f-8b1a-0c9d8e7f6a5b: help", "Request 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d: help"},
+		{"id", 0, "trace req_8f3a2b1c9d: be brief", "trace req_77aa31bc02: be brief"},
+		{"number", 0, "Ticket 1042 of queue 7.", "Ticket 99 of queue 12."},
+		{"text", 10, "Customer: Avery Abbott\nPolicy text.", "Customer: Quinn Foster\nPolicy text."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cause+" "+tt.a, func(t *testing.T) {
+			f := NewFixer(Summary{Requests: 10, Sites: []Site{site(tt.cause, tt.offset)}})
+			if f == nil {
+				t.Fatal("no fixer for a system-message site of 100% of requests")
+			}
+			ra := &Request{Chat: true, Messages: []Message{{"system", tt.a}, {"user", "q"}}, RawMessages: []byte(`[]`)}
+			rb := &Request{Chat: true, Messages: []Message{{"system", tt.b}, {"user", "q"}}}
+			if !f.Apply(ra) || !f.Apply(rb) {
+				t.Fatalf("nothing replaced in %q or %q", tt.a, tt.b)
+			}
+			if ra.Messages[0].Content != rb.Messages[0].Content {
+				t.Errorf("still different once fixed:\n%q\n%q", ra.Messages[0].Content, rb.Messages[0].Content)
+			}
+			if ra.RawMessages != nil {
+				t.Error("raw messages kept: an exact tokenizer would send the unfixed text")
+			}
+			if ra.Messages[1].Content != "q" {
+				t.Errorf("the user's message changed: %q", ra.Messages[1].Content)
+			}
+		})
+	}
+	// The user's own message, a site of few requests, and a late block are not replaced.
+	for _, st := range []Site{
+		{Message: 1, Role: "user", Cause: "number", Count: 10},
+		{Message: 0, Role: "system", Cause: "date/time", Count: 0},
+		{Message: 0, Role: "system", Cause: "date/time", Block: MaxFixBlock + 1, Count: 10},
+	} {
+		if f := NewFixer(Summary{Requests: 10, Sites: []Site{st}}); f != nil {
+			t.Errorf("a fixer for %+v", st)
+		}
+	}
+}
