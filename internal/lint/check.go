@@ -140,6 +140,9 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 		}
 		return nil
 	})
+	if kind == kindPromQL {
+		fl.checkQuery(s, expr, sub, base)
+	}
 	// A matcher on model is the more direct mistake; the grouping is only reported when the
 	// query has none, so one query gives one label-drift finding.
 	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {

@@ -479,7 +479,7 @@ func (fl *fileLint) checkTemplate(s *site) {
 		return
 	}
 	before := len(fl.findings)
-	fl.checkPromQL(s, expr, off, kindPromQL)
+	fl.checkPromQL(s, expr, off, kindTemplate)
 	label, at, ok := labelValuesLabel(s.value)
 	if !ok || label != "model" {
 		return
