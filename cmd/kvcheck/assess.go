@@ -3,28 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess"
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/events"
-	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
-
-// assessPolicies are the policies assess simulates: the baseline, the session-affinity family
-// and the KV-aware routers a team can deploy (llm-d approximate and exact, Dynamo, a load-aware
-// scorer), plus naive longest-prefix to show its hot spot.
-var assessPolicies = []string{"round-robin", "least-loaded", "session", "chash-bounded", "approx-prefix", "kv-longest", "kv-llmd", "kv-dynamo", "kv-load"}
-
-// defaultAssessReplicas is the simulated fleet size when neither --replicas nor a metrics
-// source says it.
-const defaultAssessReplicas = 8
 
 // assessOptions are the flags of kvcheck assess.
 type assessOptions struct {
@@ -47,6 +40,8 @@ type assessOptions struct {
 	embedded *sim.Trace
 	replicas int
 	kvBlocks int
+	kvTokens int64
+	today    string
 
 	th     advise.Thresholds
 	failOn failOn
@@ -54,28 +49,38 @@ type assessOptions struct {
 	demo bool
 }
 
-const assessLong = `assess gathers whichever evidence you can give in one run and recommends one of: session
-affinity, a KV-aware router, nothing, or fix this first, with the evidence for it and what to
-measure next. Every input is optional; give at least one.
+const assessLong = `assess answers one question: on this fleet, with this traffic, what does each routing
+option save over what runs today? The answer is one of: session affinity, a KV-aware router,
+nothing, fix this first (then what, once fixed), or cannot tell yet (the one measurement to
+add), with the evidence for it and what to measure next. Every input is optional; give at
+least one.
 
   metrics     --prometheus URL | --scrape URL... | --targets FILE | --file A.prom [--file B.prom] |
-              --log FILE (one source, as kvcheck hitrate): prefix caching on, thrashing, replica
-              count and KV size (num_gpu_blocks)
+              --log FILE (one source, as kvcheck hitrate): prefix caching on, thrashing, the
+              fleet's shape (replicas, num_gpu_blocks x block_size)
   templates   --templates PATH... (as kvcheck audit PATH...): block-zero breakers
-  requests    --requests FILE [--tokenize URL] (as kvcheck audit --requests): shareable prefill,
-              within- vs cross-session reuse
-  KV events   --tap-from REC... [--hash-seed S] (as kvcheck tap --from): hash parity, duplicated
-              prefill, lost batches
-  trace       --trace FILE [--replicas N --kv-blocks N] (as kvcheck simulate): each policy's gain
-              over round-robin; the fleet's shape defaults to what the metrics saw
+  requests    --requests FILE [--tokenize URL] (as kvcheck audit --requests): the traffic, and
+              where prompts diverge early
+  KV events   --tap-from REC... [--hash-seed S] (as kvcheck tap --from): hash parity,
+              duplicated prefill; the recordings are the traffic when nothing else is
+  trace       --trace FILE (as kvcheck simulate --trace): the traffic
+  fleet       --replicas N, --kv-tokens T (or --kv-blocks N): state the fleet; default what the
+              metrics saw, else 8 replicas of 1Mi tokens, said to be assumed
 
-Rules, in order: fix this first (prefix caching off, a per-call or per-user block-zero breaker,
-a thrashing fleet, and for an exact router hashes that differ across replicas; all that apply);
-nothing (one replica, little shareable prefill, or a simulated gain below --min-gain); session
-affinity (reuse mostly within sessions, or session affinity getting most of the simulated gain);
-a KV-aware router (cross-session reuse, a working set larger than one replica's KV cache, a
-simulated KV-aware policy beating round-robin and session affinity with acceptable balance).
+The traffic (a request log, else a trace, else the recordings) is replayed on the fleet under
+today's routing (--today, default round-robin), session affinity (only when the traffic carries
+sessions: ids or conversations that continue each other) and the load-aware KV policies, with
+kvcheck simulate's model. Gains are points of all the fleet's prompt tokens after the warm-up
+(the first half of the requests), so cold misses a longer run amortises are no gain. The answer
+is the cheapest option that saves min gain over today's routing and over every cheaper option
+without a hot spot, else nothing. Fix this first: prefix caching off, a thrashing fleet, a
+block-zero breaker that costs min gain (the traffic replayed with the divergence replaced by a
+constant; that replay is also what "then" is judged on), and for a KV-aware router hashes that
+differ across replicas. Cannot tell yet: nothing given can show reuse (metrics alone below 100%%
+- min gain, a lengths-only trace, templates alone).
 
+Thresholds (also in the JSON under "thresholds"):
+` + "%s" + `
 `
 
 func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
@@ -83,9 +88,10 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "assess",
 		Short: "Recommend session affinity, a KV-aware router, nothing, or what to fix first",
-		Long:  assessLong + exitCodesHelp,
+		Long:  fmt.Sprintf(assessLong, advise.DefaultThresholds().Describe()) + exitCodesHelp,
 		Example: `  kvcheck assess --scrape 10.0.0.7:8000,10.0.0.8:8000 --templates prompts/ --requests gateway.jsonl
-  kvcheck assess --trace mooncake_conversation_trace.jsonl --replicas 8
+  kvcheck assess --trace mooncake_conversation_trace.jsonl --replicas 8 --kv-tokens 1048576
+  kvcheck assess --file replica.prom --requests gateway.jsonl --replicas 1
   kvcheck assess --file before.prom --file after.prom --window 60s --tap-from a.kvtap --hash-seed 0 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -111,10 +117,11 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.StringVar(&o.trace, "trace", "", "request trace to simulate: Mooncake JSONL or lengths-only CSV")
 	fs.StringVar(&o.traceFormat, "trace-format", sim.FormatAuto, "--trace format: auto (by extension: .jsonl, .json, .ndjson Mooncake; .csv Azure), mooncake, azure")
 	fs.IntVar(&o.traceBlock, "trace-block-size", 0, "tokens per block of --trace: default 512 for Mooncake (its hash_ids), 16 for CSV")
-	fs.IntVar(&o.replicas, "replicas", 0, fmt.Sprintf("replicas to simulate (default: the metrics' replica count, else %d)", defaultAssessReplicas))
-	fs.IntVar(&o.kvBlocks, "kv-blocks", 0, "KV-cache blocks per replica as vLLM counts them (num_gpu_blocks, of --block-size tokens); default: the metrics' num_gpu_blocks, else 1Mi tokens")
-	fs.Float64Var(&o.th.MinGain, "min-gain", o.th.MinGain, "share of round-robin's prefill a simulated policy must save to be worth a router")
-	fs.Float64Var(&o.th.MinShareable, "min-shareable", o.th.MinShareable, "share of prompt tokens (requests) or block references (trace ceiling) below which there is no reuse to route for")
+	fs.IntVar(&o.replicas, "replicas", 0, fmt.Sprintf("the fleet's replica count (default: the metrics' count, else %d, assumed)", assess.AssumedReplicas))
+	fs.Int64Var(&o.kvTokens, "kv-tokens", 0, "each replica's KV cache in tokens (num_gpu_blocks x block_size; default: the metrics', else 1Mi tokens, assumed)")
+	fs.IntVar(&o.kvBlocks, "kv-blocks", 0, "each replica's KV cache in blocks of the traffic's block size, as kvcheck simulate --kv-blocks (512 tokens for a Mooncake trace, --block-size for a request log); --kv-tokens is the same figure in tokens")
+	fs.StringVar(&o.today, "today", assess.DefaultToday, "the routing that runs today, as a kvcheck simulate policy (round-robin, random, least-loaded, session, ...)")
+	fs.Float64Var(&o.th.MinGain, "min-gain", o.th.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
 	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
 	_ = fs.MarkHidden("demo")
@@ -129,6 +136,9 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	if err := o.failOn.validate(); err != nil {
 		return err
 	}
+	if o.today == "" {
+		o.today = assess.DefaultToday
+	}
 	metricsGiven := o.metrics.Given()
 	switch {
 	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil:
@@ -137,48 +147,51 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		return usageErrorf("--tokenize applies to --requests")
 	case o.seedSet && len(o.tapFrom) == 0:
 		return usageErrorf("--hash-seed applies to --tap-from")
-	case (o.replicas != 0 || o.kvBlocks != 0) && o.trace == "" && o.embedded == nil:
-		return usageErrorf("--replicas and --kv-blocks shape the simulated fleet: give --trace")
 	case o.replicas < 0 || o.replicas > sim.MaxReplicas:
 		return usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
-	case o.kvBlocks < 0 || o.blockSize < 0 || o.traceBlock < 0:
-		return usageErrorf("--kv-blocks, --block-size and --trace-block-size must be positive")
-	case o.th.MinGain < 0 || o.th.MinGain >= 1 || o.th.MinShareable < 0 || o.th.MinShareable >= 1:
-		return usageErrorf("--min-gain and --min-shareable are fractions from 0 to 1 (0.05 means 5%%)")
+	case o.kvBlocks < 0 || o.kvTokens < 0 || o.blockSize < 0 || o.traceBlock < 0:
+		return usageErrorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
+	case o.kvBlocks > 0 && o.kvTokens > 0:
+		return usageErrorf("give --kv-tokens or --kv-blocks, not both: they state the same figure")
+	case o.th.MinGain <= 0 || o.th.MinGain >= 1:
+		return usageErrorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
+	case !slices.Contains(sim.PolicyNames(), o.today):
+		return usageErrorf("--today %q: want one of %s", o.today, strings.Join(sim.PolicyNames(), ", "))
 	}
-
 	if err := o.tok.validate(); err != nil {
 		return err
 	}
-	var in advise.Input
+	var in assess.Inputs
+	blockSize := o.blockSize
 	if metricsGiven {
-		if in.Metrics, err = assessMetrics(ctx, s, o.metrics); err != nil {
+		rep, err := assessMetrics(ctx, s, o.metrics)
+		if err != nil {
 			return err
 		}
-	}
-	blockSize := o.blockSize
-	if blockSize == 0 {
-		blockSize = audit.DefaultBlockSize
-		if in.Metrics != nil {
-			for _, r := range in.Metrics.Replicas {
-				if r.BlockSize > 0 {
-					blockSize = r.BlockSize
-					break
-				}
+		in.Metrics = rep
+		for _, r := range rep.Replicas {
+			if blockSize == 0 && r.BlockSize != nil && *r.BlockSize > 0 {
+				blockSize = *r.BlockSize
 			}
 		}
+	}
+	if blockSize == 0 {
+		blockSize = audit.DefaultBlockSize
 	}
 	if len(o.templates) > 0 {
 		tr, err := audit.AuditTemplates(o.templates, blockSize)
 		if err != nil {
 			return fmt.Errorf("templates: %w", err)
 		}
-		in.Templates = advise.FromTemplates(tr, o.templates)
+		in.Templates, in.TemplateInputs = &tr, o.templates
 	}
 	if o.requests != "" {
-		if in.Requests, err = assessRequests(ctx, s, o, blockSize); err != nil {
+		rl, cleanup, err := assessRequestLog(ctx, s, o, blockSize)
+		if err != nil {
 			return err
 		}
+		defer cleanup()
+		in.Requests = rl
 	}
 	if len(o.tapFrom) > 0 {
 		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks, Ordered: len(o.tapFrom) <= 1}
@@ -193,14 +206,41 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		}
 		r := c.Report(dur)
 		r.Findings = append(r.Findings, cut...)
-		in.Stream = advise.FromTap(r, o.tapFrom, o.seedSet)
+		in.Tap, in.TapInputs, in.SeedKnown = r, o.tapFrom, o.seedSet
+		if o.requests == "" && o.trace == "" && o.embedded == nil {
+			// The recordings are the traffic when nothing else is (a lower bound).
+			recs, closeAll, err := events.OpenRecordings(o.tapFrom)
+			if err != nil {
+				return err
+			}
+			in.Recordings, err = sim.ReadRecordings(ctx, recs, sim.RecordingOptions{})
+			closeAll()
+			if err != nil {
+				return err
+			}
+		}
 	}
-	if o.trace != "" || o.embedded != nil {
-		if in.Simulation, err = assessSimulate(ctx, s, o, in.Metrics, blockSize); err != nil {
+	switch {
+	case o.embedded != nil:
+		in.Trace = o.embedded
+	case o.trace != "":
+		if in.Trace, err = readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock, 0); err != nil {
 			return err
 		}
 	}
-	rec := advise.Decide(in, o.th)
+	ao := assess.Options{Thresholds: o.th, Replicas: o.replicas, KVTokens: o.kvTokens, KVBlocks: o.kvBlocks, Today: o.today}
+	if report.IsTerminal(s.ErrOut) {
+		ao.Progress = func(done, total int) {
+			fmt.Fprintf(s.ErrOut, "\rreplaying %d/%d", done, total)
+			if done == total {
+				fmt.Fprint(s.ErrOut, "\r\033[K")
+			}
+		}
+	}
+	rec, err := assess.Assess(ctx, in, ao)
+	if err != nil {
+		return err
+	}
 	if format == report.FormatJSON {
 		err = report.AssessJSON(s.Out, rec)
 	} else {
@@ -217,7 +257,7 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 
 // assessMetrics reads the one metrics source exactly as kvcheck hitrate does (num_gpu_blocks
 // included, from every source). The server's warnings and unreadable targets go to stderr too.
-func assessMetrics(ctx context.Context, s streams, spec promql.Spec) (*advise.Metrics, error) {
+func assessMetrics(ctx context.Context, s streams, spec promql.Spec) (*promql.Report, error) {
 	raw, err := openMetrics(ctx, spec)
 	for _, w := range raw.Warnings {
 		fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s: query %s: %s\n", spec.Conn.Shown(), strings.Join(w.Queries, ", "), w.Warning)
@@ -229,94 +269,43 @@ func assessMetrics(ctx context.Context, s streams, spec promql.Spec) (*advise.Me
 	for _, d := range rep.Down {
 		fmt.Fprintf(s.ErrOut, "kvcheck: warning: could not read %s: %s; the assessment leaves it out\n", d.Target, d.Error)
 	}
-	return advise.FromHitrate(rep), nil
+	return &rep, nil
 }
 
-// assessRequests audits the request log as kvcheck audit --requests does.
-func assessRequests(ctx context.Context, s streams, o *assessOptions, blockSize int) (*advise.Requests, error) {
-	ropts := audit.RequestOptions{BlockSize: blockSize, MaxBlocks: audit.DefaultMaxBlocks, MaxLine: audit.DefaultMaxLine, Concurrency: o.tok.Concurrency}
-	var cachingOff *finding.Finding
+// assessRequestLog sets up the request log for the audit and the replays, which read it up to
+// three times: standard input is spooled to a temporary file first (removed by cleanup).
+func assessRequestLog(ctx context.Context, s streams, o *assessOptions, blockSize int) (*assess.RequestLog, func(), error) {
+	rl := &assess.RequestLog{Name: o.requests, BlockSize: blockSize}
+	cleanup := func() {}
 	if o.tok.URL != "" {
 		remote, err := o.tok.connect(ctx, s, blockSize)
 		if err != nil {
-			return nil, err
+			return nil, cleanup, err
 		}
-		ropts.BlockSize, ropts.Tokenizer = remote.BlockSize, remote.Server
-		if cachingOff = remote.CachingOff; cachingOff != nil {
-			cachingOff.Source = "requests"
+		rl.BlockSize, rl.Tokenizer = remote.BlockSize, remote.Server
+		if f := remote.CachingOff; f != nil {
+			f.Source = "requests"
+			rl.Findings = append(rl.Findings, *f)
 		}
 	}
-	src := o.requests
-	rd := s.In
-	if src == "-" {
-		src = "standard input"
-	} else {
-		f, err := os.Open(o.requests)
+	path := o.requests
+	if path == "-" {
+		rl.Name = "standard input"
+		tmp, err := os.CreateTemp("", "kvcheck-requests-*.jsonl")
 		if err != nil {
-			return nil, fmt.Errorf("requests: %w", err)
+			return nil, cleanup, fmt.Errorf("requests: spool standard input: %w", err)
 		}
-		defer func() { _ = f.Close() }() // read only: nothing to lose on close
-		rd = f
-	}
-	sum, err := audit.AuditRequests(ctx, rd, ropts)
-	if err != nil {
-		return nil, fmt.Errorf("requests %s: %w", src, err)
-	}
-	r := advise.FromRequests(sum, src)
-	if cachingOff != nil {
-		r.Findings = append([]finding.Finding{*cachingOff}, r.Findings...)
-	}
-	return r, nil
-}
-
-// assessSimulate runs the trace through one fleet shaped by the flags, else by what the
-// metrics saw, else by the defaults.
-func assessSimulate(ctx context.Context, s streams, o *assessOptions, m *advise.Metrics, vllmBlock int) (*advise.Simulation, error) {
-	tr := o.embedded
-	if tr == nil {
-		var err error
-		if tr, err = readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock, 0); err != nil {
-			return nil, err
+		cleanup = func() { _ = os.Remove(tmp.Name()) }
+		_, err = io.Copy(tmp, s.In)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
 		}
-	}
-	kvTokens, seen := m.KVCapacity()
-	replicas, replicasFrom := o.replicas, "--replicas"
-	switch {
-	case replicas > 0:
-	// One replica in a dump or log the user picked is a sample, not the fleet's size.
-	case seen > 1 || seen == 1 && !m.Sampled():
-		replicas, replicasFrom = min(seen, sim.MaxReplicas), "the metrics' replica count"
-	default:
-		replicas, replicasFrom = defaultAssessReplicas, "default"
-	}
-	kvFrom := "--kv-blocks"
-	switch {
-	case o.kvBlocks > 0:
-		kvTokens = int64(o.kvBlocks) * int64(vllmBlock)
-	case kvTokens > 0:
-		kvFrom = "num_gpu_blocks from the metrics"
-	default:
-		kvTokens, kvFrom = defaultKVTokens, "default"
-	}
-	kv := int(kvTokens / int64(tr.BlockSize))
-	if kv < 1 {
-		return nil, usageErrorf("the KV cache per replica (%d tokens) is less than one %d-token block of the trace: give --kv-blocks", kvTokens, tr.BlockSize)
-	}
-	m0, p0 := sim.DefaultModel(), sim.DefaultParams()
-	sweep := sim.Sweep{Replicas: []int{replicas}, KVBlocks: []int{kv}, Policies: assessPolicies,
-		Base: sim.Config{Model: m0, Seed: 1, AddReplicaAt: -1, Siblings: 1, Params: p0}}
-	var progress func(done, total int)
-	if report.IsTerminal(s.ErrOut) {
-		progress = func(done, total int) {
-			fmt.Fprintf(s.ErrOut, "\rsimulating %d/%d", done, total)
-			if done == total {
-				fmt.Fprint(s.ErrOut, "\r\033[K")
-			}
+		if err != nil {
+			cleanup()
+			return nil, func() {}, fmt.Errorf("requests: spool standard input to %s: %w", tmp.Name(), err)
 		}
+		path = tmp.Name()
 	}
-	results, err := sim.Run(ctx, tr, sweep, progress)
-	if err != nil {
-		return nil, err
-	}
-	return advise.FromSimulation(sim.NewReport(tr, sim.Stats(tr), sweep, results), replicasFrom, kvFrom), nil
+	rl.Open = func() (io.ReadCloser, error) { return os.Open(path) }
+	return rl, cleanup, nil
 }

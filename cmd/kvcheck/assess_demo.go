@@ -28,8 +28,8 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 	if g.Output != string(report.FormatJSON) {
 		t := g.text(s.Out)
 		t.Heading(fmt.Sprintf("Demo: kvcheck assess against %d emulated vLLM replicas and a built-in chat trace", len(targets)))
-		t.Muted("The trace: %d multi-turn conversations sharing a short system prompt (%d requests); each turn repeats the whole conversation so far.",
-			demoSessions, len(o.embedded.Requests))
+		t.Muted("The trace: %d conversations (%d requests) with the assistants of %d tenants, each tenant's system prompt %d tokens; each turn repeats the conversation so far. The prompts (%d tokens) do not fit in one replica's KV cache.",
+			demoSessions, len(o.embedded.Requests), demoTenants, demoSystemBlocks*demoBlockSize, demoTenants*demoSystemBlocks*demoBlockSize)
 		t.Line("$ kvcheck assess --scrape %s --window 3s --trace <built-in chat trace>", strings.Join(targets, ","))
 		t.Line("")
 	}
@@ -57,30 +57,37 @@ func runAssessDemo(ctx context.Context, s streams, g *globalOptions) error {
 	return demoAssess(ctx, s, g, f.Targets())
 }
 
-// The built-in chat trace's shape: conversations start over ten minutes, each has a few turns
-// a short think time apart, and every turn adds a user message and an answer to the prompt.
+// The built-in chat trace's shape: conversations start over ten minutes with one of the
+// tenants' assistants, each has a few turns a short think time apart, and every turn adds a user
+// message and an answer to the prompt.
 const (
 	demoSessions     = 240
-	demoSystemBlocks = 4  // shared by every conversation
-	demoTurnBlocks   = 12 // new blocks per turn (user message + previous answer)
+	demoTenants      = 32
+	demoSystemBlocks = 64 // 1,024 tokens per tenant's system prompt
+	demoTurnBlocks   = 6  // new blocks per turn (user message + previous answer)
 	demoBlockSize    = 16
 )
 
-// demoChatTrace builds a deterministic multi-turn chat trace in 16-token blocks: the reuse is
-// almost all within conversations, which is where session affinity is enough.
+// demoChatTrace builds a deterministic multi-turn chat trace in 16-token blocks over the
+// tenants' system prompts: 32 x 1,024 tokens of shared prefixes against the demo replicas'
+// 16,384 tokens of KV each. Round-robin and session affinity spread every tenant over every
+// replica, whose caches then cycle through all 32 prompts; a KV-aware router gives each replica
+// its own tenants, which fit. That is where the answer is a KV-aware router.
 func demoChatTrace(seed uint64) *sim.Trace {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	var next uint64 = 1
 	newBlock := func() uint64 { next++; return next }
-	system := make([]uint64, demoSystemBlocks)
-	for i := range system {
-		system[i] = newBlock()
+	systems := make([][]uint64, demoTenants)
+	for t := range systems {
+		for range demoSystemBlocks {
+			systems[t] = append(systems[t], newBlock())
+		}
 	}
 	var reqs []sim.Request
 	for sess := range demoSessions {
 		at := rng.Float64() * 600
-		blocks := slices.Clone(system)
-		turns := 2 + rng.IntN(5)
+		blocks := slices.Clone(systems[rng.IntN(demoTenants)])
+		turns := 1 + rng.IntN(3)
 		for range turns {
 			for range demoTurnBlocks - 2 + rng.IntN(5) {
 				blocks = append(blocks, newBlock())

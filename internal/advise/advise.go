@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // Verdict is the recommendation.
@@ -18,6 +19,9 @@ const (
 	KVAwareRouter   Verdict = "kv-aware-router"
 	Nothing         Verdict = "nothing"
 	FixFirst        Verdict = "fix-first"
+	// Undetermined is "cannot tell yet": no evidence given can show reuse either way; the next
+	// steps name the one measurement to add. It is not Nothing.
+	Undetermined Verdict = "undetermined"
 )
 
 // Describe names the verdict for people.
@@ -31,6 +35,8 @@ func (v Verdict) Describe() string {
 		return "nothing (prefix-aware routing would not pay)"
 	case FixFirst:
 		return "fix this first"
+	case Undetermined:
+		return "cannot tell yet"
 	}
 	return string(v)
 }
@@ -49,39 +55,59 @@ func (l Level) rank() int { return slices.Index([]Level{Low, Medium, High}, l) }
 
 func levelOf(rank int) Level { return []Level{Low, Medium, High}[max(0, min(2, rank))] }
 
-// Thresholds are the decision's cut-offs. DefaultThresholds documents each.
+// Thresholds are the decision's cut-offs, every one in this one place; DefaultThresholds
+// documents each, and assess prints them in --help and in its JSON.
 type Thresholds struct {
-	// MinGain: a routing policy must save at least this share of round-robin's prefill in the
-	// simulation to be worth deploying; below it the verdict is nothing.
-	MinGain float64
-	// MinShareable: below this share of prompt tokens shareable (requests) or of block
-	// references repeating (trace ceiling), there is no reuse for a router to find.
-	MinShareable float64
-	// SessionShare: session affinity is enough when it gets this share of the best policy's
-	// simulated gain, or when this share of the reusable prefill is within sessions.
-	SessionShare float64
-	// MaxImbalance: a KV-aware policy whose load max/mean exceeds it has unacceptable balance.
-	MaxImbalance float64
+	// MinGain is the least saving, in points of all the fleet's prompt tokens after the
+	// warm-up, that an option must bring over today's routing to be worth deploying, and that a
+	// dearer option must bring over a cheaper one (nothing < session affinity < a KV-aware
+	// router). A breaker that costs at least this much is fixed first; metrics alone decide
+	// nothing unless the fleet's hit rate is within MinGain of 100%.
+	MinGain float64 `json:"min_gain"`
+	// HotSpot is the load max/mean at which a policy makes a hot spot (sim.HotSpotRatio): it
+	// is never recommended, whatever the modelled TTFT.
+	HotSpot float64 `json:"hot_spot_load_max_over_mean"`
+	// MinRequests is the traffic, in requests, below which a replay cannot give high
+	// confidence.
+	MinRequests int `json:"min_requests"`
 	// ThrashPreemptionsPer1k and ThrashKVUsage: at or above either, the fleet thrashes and its
 	// hit rate may be re-prefill (fix first); WarnPreemptionsPer1k and WarnKVUsage only warn.
-	ThrashPreemptionsPer1k, ThrashKVUsage float64
-	WarnPreemptionsPer1k, WarnKVUsage     float64
+	ThrashPreemptionsPer1k float64 `json:"thrash_preemptions_per_1k"`
+	ThrashKVUsage          float64 `json:"thrash_kv_usage"`
+	WarnPreemptionsPer1k   float64 `json:"warn_preemptions_per_1k"`
+	WarnKVUsage            float64 `json:"warn_kv_usage"`
 	// DuplicatePrefill: a tap that saw at least this share of stored tokens prefilled again on
-	// another replica supports a KV-aware router.
-	DuplicatePrefill float64
+	// another replica is named as evidence for a KV-aware router.
+	DuplicatePrefill float64 `json:"duplicate_prefill"`
 }
 
-// DefaultThresholds returns the documented defaults: MinGain 5% (a router is a component to run;
-// llm-d saw all schedulers within 8% at low load), MinShareable 10%, SessionShare 80%,
-// MaxImbalance 1.5, thrash at 50 preemptions per 1k requests or a KV cache 95% full (warning
-// from 10 and 90%, hitrate's kv-pressure thresholds), DuplicatePrefill 20% (tap's warning).
+// DefaultThresholds returns the documented defaults: MinGain 5 points of all prompt tokens (a
+// router is a component to run; llm-d saw all schedulers within 8% at low load), HotSpot 2.0
+// (simulate's hot-spot ratio), MinRequests 1000, thrash at 50 preemptions per 1k requests or a
+// KV cache 95% full (warning from 10 and 90%, hitrate's kv-pressure thresholds),
+// DuplicatePrefill 20% (tap's warning).
 func DefaultThresholds() Thresholds {
 	return Thresholds{
-		MinGain: 0.05, MinShareable: 0.10, SessionShare: 0.80, MaxImbalance: 1.5,
+		MinGain: 0.05, HotSpot: sim.HotSpotRatio, MinRequests: 1000,
 		ThrashPreemptionsPer1k: 50, ThrashKVUsage: 0.95,
 		WarnPreemptionsPer1k: 10, WarnKVUsage: 0.90,
 		DuplicatePrefill: 0.20,
 	}
+}
+
+// Describe lists the thresholds for --help.
+func (th Thresholds) Describe() string {
+	return fmt.Sprintf(`  min gain        %.0f points of all prompt tokens (after warm-up) over today's routing, and
+                  over the next cheaper option (--min-gain)
+  hot spot        load max/mean >= %.1f: never recommended, whatever the modelled TTFT
+  metrics alone   decide nothing unless the fleet hit rate is >= %.0f%% (100%% - min gain)
+  confidence      high needs >= %d requests, exact tokens, a measured fleet and a margin of
+                  half the min gain
+  thrashing       >= %.0f preemptions per 1k requests or KV cache >= %.0f%% full (warning from
+                  %.0f and %.0f%%)
+  duplicated      >= %.0f%% of stored tokens prefilled again elsewhere (tap)
+`, th.MinGain*100, th.HotSpot, (1-th.MinGain)*100, th.MinRequests, th.ThrashPreemptionsPer1k, th.ThrashKVUsage*100,
+		th.WarnPreemptionsPer1k, th.WarnKVUsage*100, th.DuplicatePrefill*100)
 }
 
 // Evidence is one measured figure, with the analysis and input it came from.
@@ -124,6 +150,8 @@ type Recommendation struct {
 	NextSteps []NextStep        `json:"next_steps"`
 	// Advice names the traps of the routers that implement the verdict (SPEC §6).
 	Advice []string `json:"advice"`
+	// Thresholds are the cut-offs the decision used.
+	Thresholds Thresholds `json:"thresholds"`
 }
 
 // Severities lists the fixes' severities, for --fail-on.
@@ -135,34 +163,53 @@ func (r Recommendation) Severities() []finding.Severity {
 	return out
 }
 
-// Decide applies the rules in order: fix this first (every blocker that applies), then nothing,
-// session affinity, and a KV-aware router. It is a pure function of its input.
+// Decide answers one question: on this fleet, with this traffic, what does each routing option
+// save over what runs today? Fix this first comes before it when something blocks the cache
+// whatever the router (prefix caching off, a thrashing fleet, a breaker that costs at least
+// MinGain), and then says what the answer is once fixed: on the traffic as it would be (the
+// Fixed replay) when the request audit found the divergence, else on the traffic as it is. It
+// is a pure function of its input.
 func Decide(in Input, th Thresholds) Recommendation {
 	d := &decision{in: in, th: th}
-	d.rec = Recommendation{Reasons: []Reason{}, Evidence: []Evidence{}, Fixes: []finding.Finding{}, NextSteps: []NextStep{}, Advice: []string{}}
+	d.rec = Recommendation{Reasons: []Reason{}, Evidence: []Evidence{}, Fixes: []finding.Finding{}, NextSteps: []NextStep{}, Advice: []string{}, Thresholds: th}
 	d.collectEvidence()
-	route, routeReasons, decided := d.route()
-	blockers := d.citeKnown(d.fixFirst(route))
+	now := d.route(in.Replay, "replay")
+	then := now
+	if in.Fixed != nil {
+		then = d.route(in.Fixed, "fixed")
+	}
+	blockers := d.citeKnown(d.fixFirst(then.v))
 	slices.SortStableFunc(d.rec.Fixes, func(a, b finding.Finding) int { return cmp.Compare(b.Severity, a.Severity) })
+	route := now.v
 	if len(blockers) > 0 {
 		d.rec.Verdict = FixFirst
-		d.rec.Reasons = blockers
-		if decided {
-			d.rec.Then = route
-			d.rec.Reasons = append(d.rec.Reasons, routeReasons...)
-		}
+		d.rec.Then = then.v
+		d.rec.Reasons = append(blockers, then.reasons...)
 		d.rec.Confidence = confidence(blockers)
+		route = then.v
 	} else {
-		d.rec.Verdict = route
-		d.rec.Reasons = routeReasons
-		d.rec.Confidence = confidence(routeReasons)
-	}
-	if d.rec.Verdict == FixFirst && !decided {
-		route = ""
+		d.rec.Verdict = now.v
+		d.rec.Reasons = now.reasons
+		d.rec.Confidence = now.conf
+		if c, ok := breakerCost(in.Replay, in.Fixed); ok {
+			d.rec.Reasons = append(d.rec.Reasons, Reason{Rule: "breaker-cheap", Verdict: now.v, Strength: Low, Evidence: d.knownIDs("fixed.cost"),
+				Text: fmt.Sprintf("the divergence the request audit found costs %s of all prompt tokens (the best option on the traffic once fixed against the best on the traffic as it is), under the %.0f-point threshold: worth fixing, not blocking", points(c), th.MinGain*100)})
+		}
 	}
 	d.nextSteps(route)
 	d.rec.Advice = advice(route, in)
 	return d.rec
+}
+
+// knownIDs keeps the evidence IDs that were recorded.
+func (d *decision) knownIDs(ids ...string) []string {
+	out := []string{}
+	for _, id := range ids {
+		if d.has(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // confidence grades the reasons for a verdict: the strongest supporting reason, one level up

@@ -31,17 +31,21 @@ func requests(n int64, cross, within float64, exact bool) *Requests {
 		CacheableTokens: int64((cross + within) * prompt)}
 }
 
-// simulation builds a simulated fleet of 8 replicas with the given policies; the working set is
-// ws times one replica's KV.
-func simulation(ceiling float64, ws int64, ps ...Policy) *Simulation {
-	s := &Simulation{Trace: "t.jsonl", Requests: 1000, BlockSize: 512, PrefixInfo: true, Ceiling: ceiling,
-		Replicas: 8, KVTokens: 1 << 20, WorkingSetTokens: ws << 20, ReplicasFrom: "--replicas", KVFrom: "--kv-blocks"}
-	s.Policies = append([]Policy{{Name: "round-robin", Family: FamilyBalance, HitRate: 0.08, LoadMaxOverMean: 1, TTFTP99: 10}}, ps...)
-	return s
+// replay builds a replay of 2000 requests over 2000 s (1000 prompt tokens/s) on 8 measured
+// replicas of 1 Mi tokens with a working set of ws times that, today's round-robin serving
+// today of the prompt tokens from cache after the warm-up; policies follow.
+func replay(today float64, ws int64, sessions bool, ps ...Policy) *Replay {
+	r := &Replay{Input: "t.jsonl", Source: "trace", Requests: 2000, Duration: 2000, BlockSize: 16, PrefixInfo: true,
+		SessionsKnown: sessions, Ceiling: 0.8, WorkingSetTokens: ws << 20, PromptTokens: 2_000_000, SteadyTokens: 1_000_000,
+		WarmupSeconds: 1000, Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: ShapeMetrics, KVFrom: ShapeFlag, Today: "round-robin"}
+	r.Policies = append([]Policy{{Name: "round-robin", Family: FamilyBalance, HitRate: today, SteadyHitRate: today, LoadMaxOverMean: 1, TTFTP99: 1}}, ps...)
+	return r
 }
 
-func pol(name string, saved, load float64, hot bool) Policy {
-	return Policy{Name: name, Family: PolicyFamily(name), HitRate: 0.08 + saved, PrefillSaved: saved, LoadMaxOverMean: load, TTFTP99: 9, HotSpot: hot}
+// pol is a policy serving steady of prompt tokens from cache after the warm-up (and over the
+// whole replay).
+func pol(name string, steady, load float64) Policy {
+	return Policy{Name: name, Family: PolicyFamily(name), HitRate: steady, SteadyHitRate: steady, LoadMaxOverMean: load, TTFTP99: 1, HotSpot: load >= 2}
 }
 
 // outcome is what the tests compare: the verdict, what follows the fixes, the confidence, the
@@ -74,7 +78,15 @@ func TestDecide(t *testing.T) {
 	breaker := finding.Finding{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "isoformat() in block 0", Source: "templates", Fix: "move it"}
 	daily := finding.Finding{Severity: finding.Warning, Code: "audit/breaker", Subject: "llama.py:26", Message: "date in block 0", Source: "templates"}
 	late := finding.Finding{Severity: finding.Info, Code: "audit/late", Subject: "x.py:3", Message: "late", Source: "templates"}
-	kvWins := simulation(0.36, 90, pol("chash-bounded", -0.001, 1.3, false), pol("session", -0.03, 8, true), pol("kv-load", 0.20, 1.07, false))
+	// today 30%; session affinity 35% (+5 over today, but the KV router's +30 is 25 more); a
+	// working set 10x one replica.
+	kvWins := replay(0.30, 10, true, pol("chash-bounded", 0.35, 1.3), pol("session", 0.36, 3), pol("kv-load", 0.60, 1.07))
+	unique := finding.Finding{Severity: finding.Error, Code: "audit/unique-first-block", Message: "97% unique", Source: "requests"}
+	withFinding := func(f finding.Finding) *Requests {
+		r := requests(2000, 0.01, 0.01, true)
+		r.Findings = []finding.Finding{f}
+		return r
+	}
 
 	tests := []struct {
 		name string
@@ -82,106 +94,118 @@ func TestDecide(t *testing.T) {
 		want outcome
 	}{
 		{
-			name: "single replica",
-			in:   Input{Metrics: healthy(1), Requests: requests(500, 0.5, 0, true)},
+			name: "single scraped replica",
+			in:   Input{Metrics: healthy(1), Replay: kvWins},
 			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"single-replica"}},
 		},
 		{
-			// One dump or log is a sample of the fleet: one replica there decides nothing.
-			name: "single replica in a dump",
-			in:   Input{Metrics: func() *Metrics { m := healthy(1); m.Source = "file"; return m }()},
-			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}},
+			name: "the user states one replica",
+			in: Input{Metrics: func() *Metrics { m := healthy(2); m.Source = "file"; return m }(), Replay: func() *Replay {
+				r := replay(0.3, 10, true, pol("kv-load", 0.9, 1))
+				r.Replicas, r.ReplicasFrom = 1, ShapeFlag
+				return r
+			}()},
+			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"single-replica"}},
 		},
 		{
-			name: "single replica in a log, with cross-session reuse",
-			in:   Input{Metrics: func() *Metrics { m := healthy(1); m.Source = "log"; return m }(), Requests: requests(500, 0.5, 0, true)},
-			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"cross-session-reuse"}},
+			// One dump is a sample of the fleet, and metrics alone cannot tell.
+			name: "single replica in a dump, no traffic",
+			in:   Input{Metrics: func() *Metrics { m := healthy(1); m.Source = "file"; m.HitRate = ptr(0.5); return m }()},
+			want: outcome{Verdict: Undetermined, Confidence: Low, Rules: []string{"metrics-cannot-tell"}},
 		},
 		{
-			// Thanos answered with a partial response: the other replicas may be in the store
-			// that did not answer.
 			name: "single replica in a partial response",
 			in: Input{Metrics: func() *Metrics {
 				m := healthy(1)
-				m.Source = "prometheus"
+				m.Source, m.HitRate = "prometheus", ptr(0.99)
 				m.Warnings = []finding.Finding{{Severity: finding.Warning, Code: "server-warning", Message: "partial response", Source: "hitrate"}}
 				return m
 			}()},
-			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}, Fixes: []string{"warning server-warning"}},
+			want: outcome{Verdict: Undetermined, Confidence: Low, Rules: []string{"metrics-cannot-tell"}, Fixes: []string{"warning server-warning"}},
 		},
 		{
-			name: "single simulated replica",
-			in:   Input{Simulation: func() *Simulation { s := simulation(0.4, 2); s.Replicas = 1; return s }()},
-			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"single-replica"}},
+			name: "metrics alone: the fleet already hits 97%",
+			in:   Input{Metrics: func() *Metrics { m := healthy(4); m.HitRate = ptr(0.97); return m }()},
+			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"already-hits"}},
 		},
 		{
-			name: "little shareable prefill, exact tokens",
-			in:   Input{Metrics: healthy(4), Requests: requests(500, 0.03, 0.02, true)},
-			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"little-shareable-prefill"}},
+			name: "metrics alone: a cold replica and one without prefix metrics",
+			in: Input{Metrics: func() *Metrics {
+				m := healthy(4)
+				m.HitRate = ptr(0.6)
+				m.Replicas[2].Cold, m.Replicas[3].NoPrefixMetrics = true, true
+				return m
+			}()},
+			want: outcome{Verdict: Undetermined, Confidence: Low, Rules: []string{"metrics-cannot-tell"}},
 		},
 		{
-			name: "low trace ceiling and small simulated gain agree",
-			in:   Input{Simulation: simulation(0.05, 3, pol("kv-load", 0.01, 1.1, false), pol("chash-bounded", 0, 1.2, false))},
-			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"low-trace-ceiling", "small-simulated-gain"}},
+			name: "nothing given",
+			in:   Input{},
+			want: outcome{Verdict: Undetermined, Confidence: Low, Rules: []string{"no-traffic"}},
 		},
 		{
-			name: "small simulated gain, contradicted by the request log",
-			in: Input{Requests: requests(500, 0.4, 0, true),
-				Simulation: simulation(0.3, 3, pol("kv-load", 0.02, 1.1, false), pol("chash-bounded", 0, 1.2, false))},
-			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"small-simulated-gain"}, Against: []string{"cross-session-reuse"}},
+			name: "lengths-only trace",
+			in:   Input{Replay: func() *Replay { r := replay(0, 1, false); r.PrefixInfo = false; return r }()},
+			want: outcome{Verdict: Undetermined, Confidence: Low, Rules: []string{"lengths-only"}},
 		},
 		{
-			name: "reuse within sessions",
-			in:   Input{Metrics: healthy(4), Requests: requests(500, 0.02, 0.5, false)},
-			want: outcome{Verdict: SessionAffinity, Confidence: Medium, Rules: []string{"reuse-within-sessions"}},
+			name: "a KV-aware router: +30 points, 25 more than session affinity",
+			in:   Input{Replay: kvWins},
+			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"kv-router-saves", "working-set-exceeds-replica", "hot-spots"}},
 		},
 		{
-			name: "simulated session affinity gets most of the gain",
-			in: Input{Requests: requests(500, 0.01, 0.6, true),
-				Simulation: simulation(0.5, 20, pol("chash-bounded", 0.18, 1.2, false), pol("session", 0.19, 3, true), pol("kv-load", 0.20, 1.05, false))},
-			want: outcome{Verdict: SessionAffinity, Confidence: High, Rules: []string{"reuse-within-sessions", "session-gets-most-gain"}},
+			name: "session affinity: +40 points, the KV router only 2 more",
+			in:   Input{Replay: replay(0.2, 2, true, pol("session", 0.60, 1.3), pol("kv-llmd", 0.62, 1.1))},
+			want: outcome{Verdict: SessionAffinity, Confidence: High, Rules: []string{"session-affinity-saves"}},
 		},
 		{
-			name: "KV-aware router: simulation and working set",
-			in:   Input{Simulation: kvWins},
-			want: outcome{Verdict: KVAwareRouter, Confidence: Medium, Rules: []string{"kv-routing-wins", "working-set-exceeds-replica"}},
+			name: "a KV router 4 points ahead of session affinity is a tie: the cheaper option, a thin margin",
+			in:   Input{Replay: replay(0.2, 2, true, pol("session", 0.50, 1.3), pol("kv-llmd", 0.54, 1.1))},
+			want: outcome{Verdict: SessionAffinity, Confidence: Medium, Rules: []string{"session-affinity-saves"}},
 		},
 		{
-			name: "KV-aware router: requests, tap and simulation agree",
-			in: Input{Metrics: healthy(8), Requests: requests(1000, 0.4, 0.05, true), Simulation: kvWins,
-				Stream: &Stream{Publishers: 8, SeedKnown: true, Reproducible: ptr(true), Consistent: ptr(true), DuplicateFraction: ptr(0.3)}},
-			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"cross-session-reuse", "duplicated-prefill", "kv-routing-wins", "working-set-exceeds-replica"}},
+			name: "nothing: the best option saves 2 points",
+			in:   Input{Replay: replay(0.9, 0, true, pol("session", 0.90, 1.3), pol("kv-llmd", 0.92, 1.1))},
+			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"no-option-pays"}},
 		},
 		{
-			name: "KV-aware router wins, but the working set fits one replica",
-			in:   Input{Simulation: simulation(0.4, 0, pol("chash-bounded", 0.01, 1.2, false), pol("kv-llmd", 0.12, 1.1, false))},
-			want: outcome{Verdict: KVAwareRouter, Confidence: Low, Rules: []string{"kv-routing-wins"}, Against: []string{"working-set-fits-replica"}},
+			name: "a gain that is warm-up only",
+			in: Input{Replay: func() *Replay {
+				r := replay(0.9, 0, false, pol("kv-llmd", 0.91, 1.1))
+				r.Policies[0].HitRate, r.Policies[1].HitRate = 0.5, 0.6
+				return r
+			}()},
+			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"no-option-pays", "warm-up-only", "sessions-unknown"}},
 		},
 		{
-			name: "KV-aware policy only with bad balance",
-			in:   Input{Simulation: simulation(0.4, 10, pol("chash-bounded", 0.0, 1.2, false), pol("kv-longest", 0.15, 1.9, false))},
-			want: outcome{Verdict: KVAwareRouter, Confidence: Medium, Rules: []string{"kv-routing-wins-unbalanced", "working-set-exceeds-replica"}},
+			name: "a hot spot is no option, whatever its hits",
+			in:   Input{Replay: replay(0.3, 2, false, pol("kv-longest", 0.9, 4), pol("kv-load", 0.32, 1.1))},
+			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"no-option-pays", "sessions-unknown", "hot-spots"}},
 		},
 		{
-			name: "KV-aware policy narrowly ahead of session affinity",
-			in:   Input{Simulation: simulation(0.4, 10, pol("chash-bounded", 0.07, 1.2, false), pol("kv-load", 0.10, 1.1, false))},
-			want: outcome{Verdict: KVAwareRouter, Confidence: Medium, Rules: []string{"kv-routing-wins-narrowly", "working-set-exceeds-replica"}},
+			name: "sessions unknown: session affinity not measured, the KV router judged alone",
+			in:   Input{Replay: replay(0.2, 2, false, pol("kv-llmd", 0.6, 1.1))},
+			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"kv-router-saves", "working-set-exceeds-replica"}},
 		},
 		{
-			name: "cross-session reuse without session ids is weak",
-			in:   Input{Requests: func() *Requests { r := requests(500, 0.4, 0, true); r.Sessions = 0; return r }()},
-			want: outcome{Verdict: KVAwareRouter, Confidence: Low, Rules: []string{"cross-session-reuse"}},
+			name: "estimated tokens, few requests, an assumed fleet, a thin margin: low",
+			in: Input{Replay: func() *Replay {
+				r := replay(0.2, 2, true, pol("session", 0.27, 1.1))
+				r.Estimated, r.Requests, r.ReplicasFrom = true, 300, ShapeAssumed
+				return r
+			}()},
+			want: outcome{Verdict: SessionAffinity, Confidence: Low, Rules: []string{"session-affinity-saves"}},
 		},
 		{
-			name: "no reuse measured",
-			in:   Input{Metrics: healthy(4)},
-			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}},
+			name: "an overloaded model is a reason against",
+			in:   Input{Replay: func() *Replay { r := replay(0.2, 2, false, pol("kv-llmd", 0.6, 1.1)); r.Overloaded = true; return r }()},
+			want: outcome{Verdict: KVAwareRouter, Confidence: Medium, Rules: []string{"kv-router-saves", "working-set-exceeds-replica"}, Against: []string{"overloaded"}},
 		},
 		{
 			name: "prefix caching off",
 			in: Input{Metrics: func() *Metrics { m := healthy(3); m.Replicas[1].PrefixCaching = ptr(false); return m }(),
-				Requests: requests(500, 0.02, 0.5, false)},
-			want: outcome{Verdict: FixFirst, Then: SessionAffinity, Confidence: High, Rules: []string{"prefix-caching-off", "reuse-within-sessions"},
+				Replay: replay(0.2, 2, true, pol("session", 0.60, 1.3))},
+			want: outcome{Verdict: FixFirst, Then: SessionAffinity, Confidence: High, Rules: []string{"prefix-caching-off", "session-affinity-saves"},
 				Fixes: []string{"error prefix-caching-off"}},
 		},
 		{
@@ -192,70 +216,60 @@ func TestDecide(t *testing.T) {
 				m.Replicas[1].KVUsage = ptr(0.92)
 				return m
 			}()},
-			want: outcome{Verdict: FixFirst, Confidence: High, Rules: []string{"fleet-thrashes"}, Fixes: []string{"error thrashing", "warning thrashing"}},
-		},
-		{
-			name: "thrashing seen in KV usage alone cites only what was measured",
-			in:   Input{Metrics: &Metrics{Source: "log", Mode: "log", Replicas: []Replica{{Name: "e0", KVUsage: ptr(0.98)}, {Name: "e1", KVUsage: ptr(0.5)}}}},
-			want: outcome{Verdict: FixFirst, Confidence: Medium, Rules: []string{"fleet-thrashes"}, Fixes: []string{"error thrashing"}},
+			want: outcome{Verdict: FixFirst, Then: Undetermined, Confidence: High, Rules: []string{"fleet-thrashes", "metrics-cannot-tell"}, Fixes: []string{"error thrashing", "warning thrashing"}},
 		},
 		{
 			name: "pressure below the thrash thresholds only warns",
-			in:   Input{Metrics: func() *Metrics { m := healthy(2); m.Replicas[0].PreemptionsPer1k = ptr(20.0); return m }()},
-			want: outcome{Verdict: Nothing, Confidence: Low, Rules: []string{"no-reuse-measured"}, Fixes: []string{"warning thrashing"}},
+			in:   Input{Metrics: func() *Metrics { m := healthy(2); m.Replicas[0].PreemptionsPer1k = ptr(20.0); return m }(), Replay: replay(0.9, 0, true, pol("session", 0.9, 1))},
+			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"no-option-pays"}, Fixes: []string{"warning thrashing"}},
 		},
 		{
-			name: "template breaker per call; daily and late findings do not block",
-			in:   Input{Templates: &Templates{Inputs: []string{"t/"}, Verdicts: map[string]int{"breaker": 2}, Findings: []finding.Finding{breaker, daily, late}}, Simulation: kvWins},
-			want: outcome{Verdict: FixFirst, Then: KVAwareRouter, Confidence: Medium, Rules: []string{"template-breaker", "kv-routing-wins", "working-set-exceeds-replica"},
+			// Broken: nothing hits; once fixed, today 30% and a KV router 70%: the breaker
+			// costs 70 points, and "then" is judged on the fixed traffic.
+			name: "a breaker that costs 70 points: fix first, then what the fixed traffic says",
+			in: Input{Requests: withFinding(unique), Replay: replay(0, 2, false, pol("kv-llmd", 0, 1.1)),
+				Fixed: replay(0.3, 2, false, pol("kv-llmd", 0.7, 1.1)), FixedHow: "date/time in message 0 (system)"},
+			want: outcome{Verdict: FixFirst, Then: KVAwareRouter, Confidence: High, Rules: []string{"breaker-costs", "kv-router-saves", "working-set-exceeds-replica"},
+				Fixes: []string{"error audit/unique-first-block"}},
+		},
+		{
+			name: "a breaker that costs 2 points is worth fixing, not blocking",
+			in: Input{Requests: withFinding(unique), Replay: replay(0.9, 0, false, pol("kv-llmd", 0.9, 1.1)),
+				Fixed: replay(0.92, 0, false, pol("kv-llmd", 0.92, 1.1)), FixedHow: "id in message 0 (system)"},
+			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"no-option-pays", "sessions-unknown", "breaker-cheap"}, Fixes: []string{"error audit/unique-first-block"}},
+		},
+		{
+			name: "a request-log error that cannot be replaced: fix first, then cannot tell",
+			in:   Input{Requests: withFinding(unique)},
+			want: outcome{Verdict: FixFirst, Then: Undetermined, Confidence: High, Rules: []string{"request-breaker", "no-traffic"}, Fixes: []string{"error audit/unique-first-block"}},
+		},
+		{
+			name: "template breaker per call with a trace; daily and late findings do not block",
+			in:   Input{Templates: &Templates{Inputs: []string{"t/"}, Verdicts: map[string]int{"breaker": 2}, Findings: []finding.Finding{breaker, daily, late}}, Replay: kvWins},
+			want: outcome{Verdict: FixFirst, Then: KVAwareRouter, Confidence: Medium, Rules: []string{"template-breaker", "kv-router-saves", "working-set-exceeds-replica", "hot-spots"},
 				Fixes: []string{"error audit/breaker", "warning audit/breaker"}},
 		},
 		{
-			name: "daily template date alone does not block",
-			in:   Input{Templates: &Templates{Inputs: []string{"t/"}, Verdicts: map[string]int{"breaker": 1}, Findings: []finding.Finding{daily}}, Simulation: kvWins},
-			want: outcome{Verdict: KVAwareRouter, Confidence: Medium, Rules: []string{"kv-routing-wins", "working-set-exceeds-replica"}, Fixes: []string{"warning audit/breaker"}},
-		},
-		{
-			name: "request log diverging at block zero",
-			in: Input{Requests: func() *Requests {
-				r := requests(500, 0.01, 0.01, false)
-				r.Findings = []finding.Finding{{Severity: finding.Error, Code: "audit/unique-first-block", Message: "97% unique", Source: "requests"}}
-				return r
-			}()},
-			want: outcome{Verdict: FixFirst, Then: Nothing, Confidence: Medium, Rules: []string{"request-breaker", "little-shareable-prefill"}, Fixes: []string{"error audit/unique-first-block"}},
+			name: "a template breaker the request log does not show is no blocker",
+			in: Input{Templates: &Templates{Inputs: []string{"t/"}, Findings: []finding.Finding{breaker}}, Requests: requests(2000, 0.3, 0.1, true),
+				Replay: kvWins},
+			want: outcome{Verdict: KVAwareRouter, Confidence: High, Rules: []string{"kv-router-saves", "working-set-exceeds-replica", "hot-spots"}, Fixes: []string{"error audit/breaker"}},
 		},
 		{
 			name: "hash parity blocks an exact router",
-			in:   Input{Simulation: kvWins, Stream: &Stream{Publishers: 2, SeedKnown: true, Reproducible: ptr(false), Consistent: ptr(false)}},
-			want: outcome{Verdict: FixFirst, Then: KVAwareRouter, Confidence: High, Rules: []string{"hash-parity", "kv-routing-wins", "working-set-exceeds-replica"},
+			in:   Input{Replay: kvWins, Stream: &Stream{Publishers: 2, SeedKnown: true, Reproducible: ptr(false), Consistent: ptr(false), DuplicateFraction: ptr(0.3)}},
+			want: outcome{Verdict: FixFirst, Then: KVAwareRouter, Confidence: High, Rules: []string{"hash-parity", "kv-router-saves", "working-set-exceeds-replica", "duplicated-prefill", "hot-spots"},
 				Fixes: []string{"error hash-inconsistent", "error hash-not-reproducible"}},
 		},
 		{
 			name: "hash parity only warns when session affinity is enough",
-			in:   Input{Requests: requests(500, 0.01, 0.6, true), Stream: &Stream{Publishers: 2, Consistent: ptr(false), LostBatches: 3}},
-			want: outcome{Verdict: SessionAffinity, Confidence: High, Rules: []string{"reuse-within-sessions"}, Fixes: []string{"warning hash-inconsistent", "warning events-lost"}},
+			in:   Input{Replay: replay(0.2, 2, true, pol("session", 0.60, 1.3)), Stream: &Stream{Publishers: 2, Consistent: ptr(false), LostBatches: 3}},
+			want: outcome{Verdict: SessionAffinity, Confidence: High, Rules: []string{"session-affinity-saves"}, Fixes: []string{"warning hash-inconsistent", "warning events-lost"}},
 		},
 		{
 			name: "stream shows a new first block on every request, and churn",
 			in:   Input{Stream: &Stream{Publishers: 3, FirstBlockStores: 400, FirstBlocksDistinct: 399, RestoreFraction: ptr(0.2)}},
-			want: outcome{Verdict: FixFirst, Confidence: High, Rules: []string{"stream-breaker"}, Fixes: []string{"error block-zero-breaker", "warning eviction-churn"}},
-		},
-		{
-			name: "several blockers are all listed",
-			in: Input{
-				Metrics: func() *Metrics {
-					m := healthy(2)
-					m.Replicas[0].PrefixCaching = ptr(false)
-					m.Replicas[1].KVUsage = ptr(0.99)
-					return m
-				}(),
-				Templates: &Templates{Findings: []finding.Finding{breaker}},
-				Stream:    &Stream{Publishers: 2, Consistent: ptr(false)},
-				Requests:  requests(500, 0.4, 0, true),
-			},
-			want: outcome{Verdict: FixFirst, Then: KVAwareRouter, Confidence: High,
-				Rules: []string{"prefix-caching-off", "fleet-thrashes", "template-breaker", "hash-parity", "cross-session-reuse"},
-				Fixes: []string{"error prefix-caching-off", "error thrashing", "error audit/breaker", "error hash-inconsistent"}},
+			want: outcome{Verdict: FixFirst, Then: Undetermined, Confidence: High, Rules: []string{"stream-breaker", "no-traffic"}, Fixes: []string{"error block-zero-breaker", "warning eviction-churn"}},
 		},
 	}
 	for _, tt := range tests {
@@ -275,20 +289,23 @@ func TestDecide(t *testing.T) {
 			if got.Reasons == nil || got.Evidence == nil || got.Fixes == nil || got.NextSteps == nil || got.Advice == nil {
 				t.Errorf("nil list in %+v: JSON would say null", got)
 			}
+			if got.Thresholds != DefaultThresholds() {
+				t.Errorf("thresholds %+v not reported", got.Thresholds)
+			}
 		})
 	}
 }
 
-// TestDecideThresholds moves the documented thresholds and checks the verdict follows.
+// TestDecideThresholds moves the documented threshold and checks the verdict follows.
 func TestDecideThresholds(t *testing.T) {
-	in := Input{Simulation: simulation(0.4, 10, pol("chash-bounded", 0, 1.2, false), pol("kv-load", 0.06, 1.1, false))}
+	in := Input{Replay: replay(0.3, 10, true, pol("session", 0.3, 1.2), pol("kv-load", 0.36, 1.1))}
 	tests := []struct {
 		name    string
 		minGain float64
 		want    Verdict
 	}{
-		{"default 5%: 6% pays", 0.05, KVAwareRouter},
-		{"10%: 6% does not", 0.10, Nothing},
+		{"default 5 points: 6 pays", 0.05, KVAwareRouter},
+		{"10 points: 6 does not", 0.10, Nothing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,7 +318,8 @@ func TestDecideThresholds(t *testing.T) {
 	}
 }
 
-// TestNextSteps checks that missing measurements are named, not guessed.
+// TestNextSteps checks that missing measurements are named, not guessed, and that "cannot tell
+// yet" names the one measurement to add first.
 func TestNextSteps(t *testing.T) {
 	tests := []struct {
 		name string
@@ -309,16 +327,18 @@ func TestNextSteps(t *testing.T) {
 		want []string // substrings of the measures, in order
 		not  []string
 	}{
-		{"nothing but a trace", Input{Simulation: simulation(0.36, 90, pol("chash-bounded", 0, 1.3, false), pol("kv-load", 0.2, 1.07, false))},
-			[]string{"--scrape", "--templates", "--requests", "kvcheck tap"}, []string{"--trace"}},
-		{"tap without a seed", Input{Simulation: simulation(0.36, 90, pol("kv-load", 0.2, 1.07, false)), Stream: &Stream{Consistent: ptr(true)}},
+		{"nothing but a trace without sessions", Input{Replay: replay(0.2, 90, false, pol("kv-load", 0.5, 1.07))},
+			[]string{"--scrape", "--templates", "--requests", "session or conversation id", "kvcheck tap"}, []string{"--trace"}},
+		{"tap without a seed", Input{Replay: replay(0.2, 90, true, pol("kv-load", 0.5, 1.07)), Stream: &Stream{Consistent: ptr(true)}},
 			[]string{"--scrape", "--templates", "--requests", "--hash-seed"}, []string{"kvcheck tap"}},
-		{"estimated requests without sessions", Input{Requests: func() *Requests { r := requests(500, 0.01, 0.01, false); r.Sessions = 0; return r }()},
-			[]string{"--scrape", "--templates", "--tokenize", "session id", "--trace"}, nil},
+		{"metrics only: cannot tell, add traffic first", Input{Metrics: func() *Metrics { m := healthy(4); m.HitRate = ptr(0.5); return m }()},
+			[]string{"--requests", "--templates"}, nil},
+		{"lengths only: a request log or a trace with block hashes", Input{Replay: func() *Replay { r := replay(0, 1, false); r.PrefixInfo = false; return r }()},
+			[]string{"block hashes", "--scrape", "--templates"}, nil},
 		{"one replica's log, caching unknown", Input{Metrics: &Metrics{Source: "log", Inputs: []string{"vllm.log"}, Mode: "log", Replicas: []Replica{{Name: "engine000"}}}},
-			[]string{"cache_config_info", "every replica", "--templates", "--requests", "--trace"}, nil},
-		{"default fleet shape", Input{Simulation: func() *Simulation { s := simulation(0.05, 1); s.KVFrom = "default"; return s }()},
-			[]string{"--scrape", "--templates", "--requests", "fleet's own shape"}, nil},
+			[]string{"--requests", "cache_config_info", "every replica", "--templates"}, nil},
+		{"assumed fleet shape", Input{Replay: func() *Replay { r := replay(0.9, 1, true); r.KVFrom = ShapeAssumed; return r }()},
+			[]string{"--scrape", "--templates", "--requests", "--kv-tokens"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

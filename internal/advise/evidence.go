@@ -95,24 +95,63 @@ func (d *decision) collectEvidence() {
 		}
 		d.evidence("tap.first_blocks", "tap", in, "distinct first blocks", "%d of %d stored", s.FirstBlocksDistinct, s.FirstBlockStores)
 	}
-	if s := d.in.Simulation; s != nil {
-		in := s.Trace
-		d.evidence("simulate.ceiling", "simulate", in, "trace ceiling (block references repeating an earlier one)", "%s of %d requests", pct(s.Ceiling), s.Requests)
-		d.evidence("simulate.fleet", "simulate", in, "simulated fleet", "%d replicas (%s) x %d tokens of KV (%s)", s.Replicas, s.ReplicasFrom, s.KVTokens, s.KVFrom)
-		if s.KVTokens > 0 {
-			d.evidence("simulate.working_set", "simulate", in, "working set against one replica's KV", "%d tokens = %.1fx", s.WorkingSetTokens, float64(s.WorkingSetTokens)/float64(s.KVTokens))
+	d.replayEvidence("replay", d.in.Replay, "replay")
+	d.replayEvidence("fixed", d.in.Fixed, "replay once fixed")
+	if c, ok := breakerCost(d.in.Replay, d.in.Fixed); ok {
+		d.evidence("fixed.cost", "replay once fixed", d.in.Fixed.Input, "what the breaker costs (best option once fixed vs best option as it is, after warm-up)", "%s of all prompt tokens; fixed: %s", points(c), d.in.FixedHow)
+	}
+}
+
+// replayEvidence writes the lines of one replay under prefix.
+func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
+	if rp == nil {
+		return
+	}
+	in := rp.Input
+	notes := []string{}
+	if rp.Estimated {
+		notes = append(notes, "estimated tokens")
+	}
+	if rp.LowerBound {
+		notes = append(notes, "a lower bound: recordings miss requests that hit fully")
+	}
+	if rp.SessionsKnown {
+		notes = append(notes, "sessions known")
+	} else {
+		notes = append(notes, "no sessions")
+	}
+	if !rp.PrefixInfo {
+		notes = append(notes, "lengths only")
+	}
+	d.evidence(prefix+".traffic", source, in, "traffic ("+rp.Source+")", "%d requests over %.0f s, %d prompt tokens; %s", rp.Requests, rp.Duration, rp.PromptTokens, strings.Join(notes, ", "))
+	d.evidence(prefix+".fleet", source, in, "fleet replayed", "%d replicas (%s) x %d tokens of KV (%s)", rp.Replicas, rp.ReplicasFrom, rp.KVTokens, rp.KVFrom)
+	if !rp.PrefixInfo {
+		return
+	}
+	d.evidence(prefix+".ceiling", source, in, "ceiling (block references repeating an earlier one)", "%s", pct(rp.Ceiling))
+	if rp.KVTokens > 0 {
+		d.evidence(prefix+".working_set", source, in, "working set against one replica's KV", "%d tokens = %.1fx", rp.WorkingSetTokens, float64(rp.WorkingSetTokens)/float64(rp.KVTokens))
+	}
+	d.evidence(prefix+".warmup", source, in, "warm-up left out of the gains", "the first %.0f s (half the requests)", rp.WarmupSeconds)
+	today := rp.policy(rp.Today)
+	if today == nil {
+		return
+	}
+	d.evidence(prefix+".today", source, in, "today's routing ("+today.Name+")", "hit %s after warm-up (%s over the whole replay), TTFT p99 %.2fs", pct(today.SteadyHitRate), pct(today.HitRate), today.TTFTP99)
+	for _, f := range []Family{FamilySession, FamilyKV} {
+		if f == FamilySession && !rp.SessionsKnown {
+			d.evidence(prefix+".session", source, in, "best session-affinity policy", "not measured: no sessions in the traffic")
+			continue
 		}
-		if rr := s.policy("round-robin"); rr != nil {
-			d.evidence("simulate.round_robin", "simulate", in, "round-robin hit rate", "%s, TTFT p99 %.2fs", pct(rr.HitRate), rr.TTFTP99)
+		if p := rp.best(f, today.Name); p != nil {
+			d.evidence(prefix+"."+string(f), source, in, "best "+familyName(f)+" policy", "%s: hit %s after warm-up, %s over today's; load max/mean %.2f, TTFT p99 %.2fs", p.Name, pct(p.SteadyHitRate), points(p.SteadyHitRate-today.SteadyHitRate), p.LoadMaxOverMean, p.TTFTP99)
 		}
-		for _, f := range []Family{FamilySession, FamilyKV} {
-			if p := s.best(f); p != nil {
-				d.evidence("simulate."+string(f), "simulate", in, "best "+familyName(f)+" policy", "%s: hit %s, prefill saved %+.1f%%, load max/mean %.2f, TTFT p99 %.2fs", p.Name, pct(p.HitRate), p.PrefillSaved*100, p.LoadMaxOverMean, p.TTFTP99)
-			}
-		}
-		if hs := s.hotSpots(); len(hs) > 0 {
-			d.evidence("simulate.hot_spots", "simulate", in, "policies that make a hot spot", "%s", strings.Join(hs, ", "))
-		}
+	}
+	for _, p := range rp.Policies {
+		d.evidence(prefix+".policy."+p.Name, source, in, "replayed policy "+p.Name, "hit %.2f%% over the whole replay, %.2f%% after warm-up; load max/mean %.2f, TTFT p99 %.2fs", p.HitRate*100, p.SteadyHitRate*100, p.LoadMaxOverMean, p.TTFTP99)
+	}
+	if hs := rp.hotSpots(); len(hs) > 0 {
+		d.evidence(prefix+".hot_spots", source, in, "policies that make a hot spot", "%s", strings.Join(hs, ", "))
 	}
 }
 
@@ -126,7 +165,7 @@ func familyName(f Family) string {
 	return "load-balancing"
 }
 
-func (s *Simulation) policy(name string) *Policy {
+func (s *Replay) policy(name string) *Policy {
 	for i := range s.Policies {
 		if s.Policies[i].Name == name {
 			return &s.Policies[i]
@@ -135,23 +174,23 @@ func (s *Simulation) policy(name string) *Policy {
 	return nil
 }
 
-// best returns the family's policy without a hot spot that saves the most prefill (nil when
-// there is none). With FamilyKV it also requires acceptable balance only through the rules.
-func (s *Simulation) best(f Family) *Policy {
+// best returns the family's policy without a hot spot, other than today's, that serves the
+// most prompt tokens from cache after the warm-up (nil when there is none).
+func (s *Replay) best(f Family, today string) *Policy {
 	var b *Policy
 	for i := range s.Policies {
 		p := &s.Policies[i]
-		if p.HotSpot || (f != "" && p.Family != f) {
+		if p.HotSpot || p.Family != f || p.Name == today {
 			continue
 		}
-		if b == nil || p.PrefillSaved > b.PrefillSaved {
+		if b == nil || p.SteadyHitRate > b.SteadyHitRate {
 			b = p
 		}
 	}
 	return b
 }
 
-func (s *Simulation) hotSpots() []string {
+func (s *Replay) hotSpots() []string {
 	var out []string
 	for _, p := range s.Policies {
 		if p.HotSpot {

@@ -28,6 +28,19 @@ func FromHitrate(rep promql.Report) *Metrics {
 		m.Replicas = append(m.Replicas, x)
 	}
 	for _, f := range rep.Findings {
+		for i := range m.Replicas {
+			if m.Replicas[i].Name != f.Subject {
+				continue
+			}
+			switch f.Code {
+			case "replica-cold":
+				m.Replicas[i].Cold = true
+			case "no-prefix-metrics", "no-queries":
+				m.Replicas[i].NoPrefixMetrics = true
+			}
+		}
+	}
+	for _, f := range rep.Findings {
 		if f.Code != "server-warning" {
 			continue
 		}
@@ -97,25 +110,49 @@ func FromTap(r *events.Report, inputs []string, seedKnown bool) *Stream {
 // tapRestated are tap's finding codes the rules turn into fixes or reasons of their own.
 var tapRestated = []string{"hash-inconsistent", "hash-not-reproducible", "batches-lost", "eviction-churn", "block-zero-breaker", "duplicate-prefill"}
 
-// FromSimulation takes the first fleet of a simulation; replicasFrom and kvFrom say where its
-// shape came from.
-func FromSimulation(rep sim.Report, replicasFrom, kvFrom string) *Simulation {
-	s := &Simulation{
-		Trace: rep.Trace.Name, Requests: rep.Stats.Requests, BlockSize: rep.Trace.BlockSize, PrefixInfo: rep.Trace.PrefixInfo,
-		Ceiling: rep.Stats.Ceiling, WorkingSetTokens: rep.Stats.DistinctBlocks * int64(rep.Trace.BlockSize),
-		ReplicasFrom: replicasFrom, KVFrom: kvFrom,
+// ReplayShape says what FromReplay cannot read from the report: where the traffic came from,
+// where the fleet's shape came from, today's policy and the warm-up.
+type ReplayShape struct {
+	Source               string
+	ReplicasFrom, KVFrom string
+	Today                string
+	SessionsKnown        bool
+	WarmupSeconds        float64
+	HotSpot              float64
+}
+
+// FromReplay takes the first fleet of a replay (sim.Run and sim.NewReport over one fleet).
+func FromReplay(rep sim.Report, sh ReplayShape) *Replay {
+	t := rep.Trace
+	s := &Replay{
+		Input: t.Name, Source: sh.Source, Requests: rep.Stats.Requests, BlockSize: t.BlockSize, PrefixInfo: t.PrefixInfo,
+		Estimated: t.Tokens == "estimated", LowerBound: t.LowerBound, SessionsKnown: sh.SessionsKnown,
+		Ceiling: rep.Stats.Ceiling, WorkingSetTokens: rep.Stats.DistinctBlocks * int64(t.BlockSize),
+		ReplicasFrom: sh.ReplicasFrom, KVFrom: sh.KVFrom, Today: sh.Today, WarmupSeconds: sh.WarmupSeconds,
+	}
+	if n := len(t.Requests); n > 0 {
+		s.Duration = t.Requests[n-1].Arrival - t.Requests[0].Arrival
 	}
 	if len(rep.Fleets) == 0 {
 		return s
 	}
 	f := rep.Fleets[0]
 	s.Replicas = f.Replicas
-	s.KVTokens = int64(f.KVBlocks) * int64(rep.Trace.BlockSize)
+	s.KVTokens = int64(f.KVBlocks) * int64(t.BlockSize)
+	s.Overloaded = f.Overloaded
 	for _, r := range f.Results {
-		s.Policies = append(s.Policies, Policy{
-			Name: r.Policy, Family: PolicyFamily(r.Policy), HitRate: r.HitRate, PrefillSaved: r.PrefillSaved,
-			LoadMaxOverMean: r.LoadMaxOverMean, TTFTP99: r.TTFTP99, HotSpot: slices.Contains(f.HotSpots, r.Policy),
-		})
+		if r.Policy == sh.Today {
+			s.PromptTokens, s.SteadyTokens = r.InputTokens, r.SteadyInputTokens
+		}
+		p := Policy{Name: r.Policy, Family: PolicyFamily(r.Policy), LoadMaxOverMean: r.LoadMaxOverMean, TTFTP99: r.TTFTP99,
+			HotSpot: r.Policy != sh.Today && r.LoadMaxOverMean >= sh.HotSpot}
+		if r.InputTokens > 0 {
+			p.HitRate = float64(r.HitTokens) / float64(r.InputTokens)
+		}
+		if r.SteadyInputTokens > 0 {
+			p.SteadyHitRate = float64(r.SteadyHitTokens) / float64(r.SteadyInputTokens)
+		}
+		s.Policies = append(s.Policies, p)
 	}
 	return s
 }

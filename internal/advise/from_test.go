@@ -66,9 +66,9 @@ func TestFromTap(t *testing.T) {
 	}
 }
 
-// TestFromSimulation runs the real simulator on a small trace where every conversation repeats
+// TestFromReplay runs the real simulator on a small trace where every conversation repeats
 // a shared first block, and checks the families and the hot spot come through.
-func TestFromSimulation(t *testing.T) {
+func TestFromReplay(t *testing.T) {
 	tr := &sim.Trace{Name: "tiny", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
 	for i := range 60 {
 		tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i) * 0.5, Blocks: []uint64{1, 2, uint64(100 + i)}, InputTokens: 48, OutputTokens: 200, N: 1})
@@ -79,7 +79,7 @@ func TestFromSimulation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := FromSimulation(sim.NewReport(tr, sim.Stats(tr), sw, res), "--replicas", "--kv-blocks")
+	s := FromReplay(sim.NewReport(tr, sim.Stats(tr), sw, res), ReplayShape{Source: "trace", ReplicasFrom: ShapeFlag, KVFrom: ShapeFlag, Today: "round-robin", HotSpot: 2})
 	if s.Replicas != 4 || s.KVTokens != 64*16 || s.WorkingSetTokens != 62*16 || s.Requests != 60 {
 		t.Errorf("fleet = %d replicas x %d tokens, working set %d, %d requests; want 4 x 1024, 992, 60", s.Replicas, s.KVTokens, s.WorkingSetTokens, s.Requests)
 	}
@@ -90,6 +90,19 @@ func TestFromSimulation(t *testing.T) {
 	want := map[string]Family{"round-robin": FamilyBalance, "session": FamilySession, "kv-longest": FamilyKV, "kv-load": FamilyKV}
 	if d := cmp.Diff(want, fam); d != "" {
 		t.Errorf("families (-want +got):\n%s", d)
+	}
+	// Every request starts with block 1: naive longest-prefix puts them all on one replica.
+	for _, p := range s.Policies {
+		// session has no ids to hash and falls back to block 0: the same hot spot.
+		if p.HotSpot != (p.Name == "kv-longest" || p.Name == "session") {
+			t.Errorf("%s: hot spot %v at load max/mean %.2f", p.Name, p.HotSpot, p.LoadMaxOverMean)
+		}
+		if p.HitRate < 0 || p.HitRate > 1 || p.SteadyHitRate < 0 || p.SteadyHitRate > 1 {
+			t.Errorf("%s: hit rates %v, %v", p.Name, p.HitRate, p.SteadyHitRate)
+		}
+	}
+	if s.PromptTokens != 60*48 || s.Duration != 29.5 {
+		t.Errorf("prompt tokens %d over %v s, want 2880 over 29.5", s.PromptTokens, s.Duration)
 	}
 }
 
@@ -132,7 +145,9 @@ func TestUserTextFirstIsNoBreaker(t *testing.T) {
 		sev               finding.Severity
 		verdict           Verdict
 	}{
-		{"user text", "user", "text", finding.Info, Nothing},
+		// Without a replay the audit alone decides nothing; what matters is no fix-first.
+		{"user text", "user", "text", finding.Info, Undetermined},
+		{"a number the user typed", "user", "number", finding.Info, Undetermined},
 		{"system text", "system", "text", finding.Error, FixFirst},
 		{"date in a user message", "user", "date/time", finding.Error, FixFirst},
 	}

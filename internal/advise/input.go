@@ -5,11 +5,18 @@ import "github.com/kvcheck/kvcheck/internal/finding"
 // Input is the evidence one assess run gathered. Every part is optional; a nil part means the
 // measurement was not made, and the recommendation says what it would settle.
 type Input struct {
-	Metrics    *Metrics
-	Templates  *Templates
-	Requests   *Requests
-	Stream     *Stream
-	Simulation *Simulation
+	Metrics   *Metrics
+	Templates *Templates
+	Requests  *Requests
+	Stream    *Stream
+	// Replay is the counterfactual: the traffic (a request log, a trace or tap recordings,
+	// as one trace) replayed on the fleet's shape under today's routing and each option.
+	Replay *Replay
+	// Fixed is the same traffic replayed as it would be once the divergence the request audit
+	// found is replaced by a constant (FixedHow says what was replaced); nil when there is
+	// nothing to replace or no request log.
+	Fixed    *Replay
+	FixedHow string
 }
 
 // Metrics is what the replicas' Prometheus metrics said (kvcheck hitrate).
@@ -42,6 +49,9 @@ type Replica struct {
 	KVUsage          *float64
 	// BlockSize comes from vllm:cache_config_info; 0 when unknown.
 	BlockSize int
+	// Cold is set when hitrate found the replica far below the fleet's median hit rate;
+	// NoPrefixMetrics when it exports no prefix-cache counters at all.
+	Cold, NoPrefixMetrics bool
 }
 
 // Templates is the static template audit (kvcheck audit TEMPLATE...).
@@ -90,23 +100,50 @@ type Stream struct {
 	Findings []finding.Finding
 }
 
-// Simulation is one fleet of kvcheck simulate over a trace.
-type Simulation struct {
-	Trace      string
-	Requests   int
-	BlockSize  int
+// Replay is the traffic replayed on one fleet under today's routing and the options (the
+// figures kvcheck simulate shows for the same trace and fleet).
+type Replay struct {
+	// Input names the traffic; Source is "requests", "trace" or "recording".
+	Input, Source string
+	Requests      int
+	// Duration is the traffic's span in seconds; WarmupSeconds the arrival time from which the
+	// steady figures count (the first half of the requests warms the caches up).
+	Duration, WarmupSeconds float64
+	BlockSize               int
+	// PrefixInfo is false for lengths-only traces, which cannot show reuse either way.
 	PrefixInfo bool
-	// Ceiling is the block hit rate one unbounded cache would reach.
-	Ceiling float64
-	// WorkingSetTokens is the distinct blocks of the trace in tokens.
+	// Estimated: tokens are the 4-bytes-a-token estimate; LowerBound: tap recordings, which miss
+	// requests that hit fully.
+	Estimated, LowerBound bool
+	// SessionsKnown is set when the traffic carries sessions (ids, or conversations that
+	// continue an earlier request's): only then is session affinity measured.
+	SessionsKnown bool
+	// Ceiling is the block hit rate one unbounded cache would reach; WorkingSetTokens the
+	// traffic's distinct blocks in tokens.
+	Ceiling          float64
 	WorkingSetTokens int64
-	Replicas         int
-	// KVTokens is each replica's prefix-cache capacity in tokens; ReplicasFrom and KVFrom say
-	// where the fleet's shape came from (a flag, what hitrate saw, or a default).
+	// PromptTokens is every request's prompt tokens; SteadyTokens those after the warm-up.
+	PromptTokens, SteadyTokens int64
+	// Replicas and KVTokens (per replica) are the fleet's shape; ReplicasFrom and KVFrom say
+	// where they came from: ShapeMetrics, ShapeFlag or ShapeAssumed.
+	Replicas             int
 	KVTokens             int64
 	ReplicasFrom, KVFrom string
-	Policies             []Policy
+	// Today is the policy that stands for the routing that runs today.
+	Today string
+	// Overloaded is set when the modelled fleet queues whatever the routing (sim.OverloadedTTFT).
+	Overloaded bool
+	Policies   []Policy
 }
+
+// Where the fleet's shape came from.
+const (
+	ShapeMetrics = "metrics"
+	ShapeFlag    = "flag"
+	ShapeAssumed = "assumed"
+	// ShapeRecordings: the replica count is the publishers of the tap recordings.
+	ShapeRecordings = "recordings"
+)
 
 // Family groups the policies by what a team would deploy.
 type Family string
@@ -118,14 +155,15 @@ const (
 	FamilyKV      Family = "kv"      // prefix- or KV-aware routers
 )
 
-// Policy is one policy's result on the simulated fleet.
+// Policy is one policy's result on the replayed fleet.
 type Policy struct {
 	Name   string
 	Family Family
-	// HitRate is the share of prompt tokens served from cache; PrefillSaved the share of
-	// round-robin's prefill this policy did not compute.
-	HitRate, PrefillSaved float64
-	LoadMaxOverMean       float64
-	TTFTP99               float64
-	HotSpot               bool
+	// HitRate is the share of all prompt tokens served from cache over the whole replay;
+	// SteadyHitRate the same after the warm-up, which is what gains are judged on.
+	HitRate, SteadyHitRate float64
+	LoadMaxOverMean        float64
+	TTFTP99                float64
+	// HotSpot: load max/mean at or above the hot-spot threshold (sim.HotSpotRatio).
+	HotSpot bool
 }

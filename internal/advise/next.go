@@ -8,17 +8,25 @@ func (d *decision) nextSteps(route Verdict) {
 		d.rec.NextSteps = append(d.rec.NextSteps, NextStep{Measure: measure, Settles: settles})
 	}
 	in := d.in
+	askedTraffic := false
 	switch {
-	case d.rec.Verdict == FixFirst && route != "":
-		add("run kvcheck assess again with the same inputs after the fixes",
-			"whether "+route.Describe()+" is still the recommendation once nothing blocks the cache")
+	case d.rec.Verdict == Undetermined || d.rec.Then == Undetermined:
+		askedTraffic = true
+		// The one measurement that would settle it comes first.
+		if in.Replay != nil && !in.Replay.PrefixInfo {
+			add("add --requests with a JSONL log of real request bodies (a gateway export), or give a trace with block hashes (Mooncake hash_ids)",
+				"the measurement that decides: a lengths-only trace cannot show reuse either way")
+		} else {
+			add("add --requests with a JSONL log of real request bodies (a gateway export), or --trace with a Mooncake trace",
+				"the measurement that decides: the traffic, replayed on the fleet under today's routing and each option")
+		}
 	case d.rec.Verdict == FixFirst:
-		add("run kvcheck assess again after the fixes, with a measurement of reuse (below)",
-			"which routing, if any, pays once nothing blocks the cache")
+		add("run kvcheck assess again with the same inputs after the fixes",
+			"whether "+route.Describe()+" is still the answer once nothing blocks the cache")
 	}
 	if in.Metrics == nil {
 		add("add --scrape HOST:PORT,... (or --prometheus URL) to this run",
-			"whether prefix caching is on on every replica and the fleet is not thrashing, and the replica count and KV size the simulation should use")
+			"whether prefix caching is on on every replica and the fleet is not thrashing, and the replica count and KV size the replay should use")
 	}
 	if m := in.Metrics; m != nil && slices.ContainsFunc(m.Replicas, func(r Replica) bool { return r.PrefixCaching == nil }) {
 		add("read vllm:cache_config_info from the replicas' /metrics (--scrape), or check their command lines for --no-enable-prefix-caching",
@@ -32,25 +40,21 @@ func (d *decision) nextSteps(route Verdict) {
 		add("add --templates with the chat template and the code that builds prompts",
 			"whether a date, an id or a per-user value in block 0 breaks every prefix before any router sees it")
 	}
-	if in.Requests == nil {
+	switch {
+	case in.Requests == nil && !askedTraffic:
 		add("add --requests with a JSONL log of real request bodies (a gateway export)",
 			"how much prefill is shareable and whether it is reused within sessions (session affinity) or across them (a KV-aware router)")
-	} else {
-		if in.Requests.Estimated {
-			add("add --tokenize URL of one replica",
-				"exact tokens and block positions instead of the 4-bytes-a-token estimate")
-		}
-		if in.Requests.Sessions == 0 {
-			add("log a session id with each request (a session header or metadata.session_id)",
-				"which reuse stays within a conversation, where session affinity is enough")
-		}
+	case in.Requests != nil && in.Requests.Estimated:
+		add("add --tokenize URL of one replica",
+			"exact tokens and block positions instead of the 4-bytes-a-token estimate")
 	}
-	if in.Simulation == nil {
-		add("add --trace with a request trace (Mooncake JSONL: timestamps, lengths, block hash ids)",
-			"the gain of each routing policy over round-robin on this fleet, and its cost in balance and tail latency")
-	} else if s := in.Simulation; s.KVFrom == "default" || s.ReplicasFrom == "default" {
-		add("give --scrape (or --replicas and --kv-blocks) so the simulation uses the fleet's own shape",
-			"whether the working set exceeds one replica's KV cache on the real fleet, not an assumed one")
+	if rp := in.Replay; rp != nil && (rp.ReplicasFrom == ShapeAssumed || rp.KVFrom == ShapeAssumed) {
+		add("give --scrape (or --prometheus URL), or state the fleet with --replicas N and --kv-tokens T",
+			"the fleet's own shape for the replay: the replica count and each replica's KV cache decide whether shared prefixes fit everywhere")
+	}
+	if rp := in.Replay; rp != nil && rp.PrefixInfo && !rp.SessionsKnown {
+		add("log a session or conversation id with each request (x-session-id header, metadata.session_id)",
+			"whether session affinity, the cheaper option, captures the reuse")
 	}
 	if route == KVAwareRouter {
 		switch s := in.Stream; {
@@ -79,11 +83,7 @@ func advice(route Verdict, in Input) []string {
 			"SGLang cache_aware: the Rust and Python gateways' default tree sizes differ by four orders of magnitude; Ray Serve PrefixCacheAffinityRouter: the imbalance threshold is infinite by default",
 			"LiteLLM has no prefix-aware routing; with a router below it, keep num_retries at 0 or 1",
 		)
-		if s := in.Simulation; s != nil {
-			if p := s.policy("kv-longest"); p != nil && p.HotSpot {
-				out = append(out, "naive longest-prefix routing made a hot spot in the simulation: use a scorer that weighs load (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load)")
-			}
-		}
+		out = append(out, "naive longest-prefix routing makes hot spots where many requests share a first block: use a scorer that weighs load (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load), as the replayed policies do")
 	case SessionAffinity:
 		out = append(out,
 			"LiteLLM: optional_pre_call_checks session_affinity keys on a session header (x-litellm-session-id, x-litellm-trace-id): send one per conversation; prompt_caching pins only up to the last cache_control marker, never hits when it is on the last message, and holds for 300 s",
@@ -91,7 +91,7 @@ func advice(route Verdict, in Input) []string {
 			"plain hashing of the session id makes hot spots under skewed traffic: prefer consistent hashing with bounded load, and let a new replica take new sessions",
 		)
 	case Nothing:
-		out = append(out, "keep round-robin or least-loaded routing; revisit when traffic with shared prefixes (long system prompts, agents, multi-turn chat) grows")
+		out = append(out, "keep today's routing; revisit when traffic with shared prefixes that do not fit in every replica (many long system prompts, RAG documents, agents, multi-turn chat) grows")
 	}
 	return out
 }

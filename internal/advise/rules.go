@@ -2,179 +2,10 @@ package advise
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
-
-// route applies rules 2 to 4 (nothing, session affinity, a KV-aware router) and returns the
-// verdict they give with the reasons for it, followed by the reasons for the other verdicts
-// marked Against. decided is false when no rule applied and the verdict is the default.
-func (d *decision) route() (v Verdict, reasons []Reason, decided bool) {
-	if r, ok := d.singleReplica(); ok {
-		return Nothing, []Reason{r}, true
-	}
-	support := map[Verdict][]Reason{
-		Nothing:         d.nothingReasons(),
-		SessionAffinity: d.sessionReasons(),
-		KVAwareRouter:   d.kvReasons(),
-	}
-	for _, v := range []Verdict{Nothing, SessionAffinity, KVAwareRouter} {
-		rs := support[v]
-		if !slices.ContainsFunc(rs, func(r Reason) bool { return !r.Against }) {
-			continue
-		}
-		out := slices.Clone(rs)
-		for _, o := range []Verdict{Nothing, SessionAffinity, KVAwareRouter} {
-			if o == v {
-				continue
-			}
-			for _, r := range support[o] {
-				// Weak reasons and the working-set context do not contradict on their own.
-				if !r.Against && r.Strength != Low && !strings.HasPrefix(r.Rule, "working-set-") {
-					r.Against = true
-					out = append(out, r)
-				}
-			}
-		}
-		return v, out, true
-	}
-	return Nothing, []Reason{{
-		Rule: "no-reuse-measured", Verdict: Nothing, Strength: Low, Evidence: []string{},
-		Text: "none of the measurements given shows reuse a router could exploit; routing cannot create reuse that is not there, so measure it before deploying a router (see the next steps)",
-	}}, false
-}
-
-func (d *decision) singleReplica() (Reason, bool) {
-	// A dump or a log is one replica's view unless it says otherwise: one replica there is a
-	// sample, not the fleet's size, so it decides nothing (nextSteps asks for every replica).
-	// A partial response (a server warning) may have left the other replicas out, as a target
-	// that could not be read may have.
-	if m := d.in.Metrics; m != nil && len(m.Replicas) == 1 && m.Down == 0 && len(m.Warnings) == 0 && !m.Sampled() {
-		return Reason{Rule: "single-replica", Verdict: Nothing, Strength: High, Evidence: []string{"hitrate.replicas"},
-			Text: "the fleet has one replica: a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up"}, true
-	}
-	if s := d.in.Simulation; s != nil && s.Replicas == 1 {
-		return Reason{Rule: "single-replica", Verdict: Nothing, Strength: Medium, Evidence: []string{"simulate.fleet"},
-			Text: "the simulated fleet has one replica: a router has nothing to choose between"}, true
-	}
-	return Reason{}, false
-}
-
-// nothingReasons is rule 2: little shareable prefill, or a simulated gain below the threshold.
-func (d *decision) nothingReasons() []Reason {
-	var out []Reason
-	th := d.th
-	if r := d.in.Requests; r != nil && r.PromptTokens > 0 {
-		if f := frac(r.CacheableTokens, r.PromptTokens); f < th.MinShareable {
-			out = append(out, Reason{Rule: "little-shareable-prefill", Verdict: Nothing, Strength: requestStrength(r), Evidence: []string{"requests.shareable"},
-				Text: fmt.Sprintf("only %s of prompt tokens could come from even an unbounded shared cache (threshold %s): no router can create reuse that is not there", pct(f), pct(th.MinShareable))})
-		}
-	}
-	if s := d.in.Simulation; s != nil && s.PrefixInfo {
-		if s.Ceiling < th.MinShareable {
-			out = append(out, Reason{Rule: "low-trace-ceiling", Verdict: Nothing, Strength: Medium, Evidence: []string{"simulate.ceiling"},
-				Text: fmt.Sprintf("only %s of the trace's block references repeat an earlier one (threshold %s): little prefix reuse exists", pct(s.Ceiling), pct(th.MinShareable))})
-		}
-		if b := s.best(""); b == nil || b.PrefillSaved < th.MinGain {
-			gain, name := 0.0, "no policy without a hot spot"
-			if b != nil {
-				gain, name = b.PrefillSaved, b.Name
-			}
-			text := fmt.Sprintf("the best routing policy (%s) saves %+.1f%% of round-robin's prefill on this fleet, below the %.0f%% worth deploying a router for", name, gain*100, th.MinGain*100)
-			ev := []string{"simulate.round_robin", "simulate.kv", "simulate.session"}
-			if s.KVTokens > 0 && s.WorkingSetTokens > 100*s.KVTokens && s.Ceiling >= th.MinShareable {
-				// The reuse exists but no cache keeps a prefix until it comes back.
-				text += fmt.Sprintf("; the working set is %.0fx one replica's KV cache, so prefixes are evicted before they are reused: more KV cache per replica would pay before any router", float64(s.WorkingSetTokens)/float64(s.KVTokens))
-				ev = append(ev, "simulate.working_set")
-			}
-			out = append(out, Reason{Rule: "small-simulated-gain", Verdict: Nothing, Strength: Medium, Evidence: ev, Text: text})
-		}
-	}
-	return d.citeKnown(out)
-}
-
-// sessionReasons is rule 3: reuse mostly within sessions, or session affinity getting most of
-// the best policy's simulated gain without its hot spots.
-func (d *decision) sessionReasons() []Reason {
-	var out []Reason
-	th := d.th
-	if r := d.in.Requests; r != nil && r.Sessions > 0 && frac(r.CacheableTokens, r.PromptTokens) >= th.MinShareable {
-		within := frac(r.WithinSessionTokens, r.CacheableTokens)
-		cross := frac(r.CrossSessionTokens, r.PromptTokens)
-		if within >= 0.5 && cross < th.MinShareable {
-			out = append(out, Reason{Rule: "reuse-within-sessions", Verdict: SessionAffinity, Strength: requestStrength(r), Evidence: []string{"requests.within", "requests.cross"},
-				Text: fmt.Sprintf("%s of the shareable prefill is reused within the same session and only %s of prompt tokens across sessions: keeping a session on one replica captures it", pct(within), pct(cross))})
-		}
-	}
-	if s := d.in.Simulation; s != nil && s.PrefixInfo {
-		b, sess := s.best(""), s.best(FamilySession)
-		if b != nil && sess != nil && b.PrefillSaved >= th.MinGain && sess.PrefillSaved >= th.SessionShare*b.PrefillSaved {
-			text := fmt.Sprintf("simulated %s saves %+.1f%% of round-robin's prefill, %.0f%% of the best policy's %+.1f%% (%s), without a hot spot", sess.Name, sess.PrefillSaved*100, 100*sess.PrefillSaved/b.PrefillSaved, b.PrefillSaved*100, b.Name)
-			if b == sess {
-				text = fmt.Sprintf("simulated %s is the best policy on this fleet: it saves %+.1f%% of round-robin's prefill without a hot spot", sess.Name, sess.PrefillSaved*100)
-				if kv := s.best(FamilyKV); kv != nil {
-					text += fmt.Sprintf(", against %+.1f%% for the best KV-aware policy (%s)", kv.PrefillSaved*100, kv.Name)
-				}
-			}
-			out = append(out, Reason{Rule: "session-gets-most-gain", Verdict: SessionAffinity, Strength: Medium, Evidence: []string{"simulate.session", "simulate.kv"}, Text: text})
-		}
-	}
-	return d.citeKnown(out)
-}
-
-// kvReasons is rule 4: substantial cross-session reuse, a working set larger than one replica's
-// KV cache (SPEC §7), and a simulated KV-aware policy that clearly beats round-robin and
-// session affinity with acceptable balance.
-func (d *decision) kvReasons() []Reason {
-	var out []Reason
-	th := d.th
-	if r := d.in.Requests; r != nil && r.PromptTokens > 0 {
-		if cross := frac(r.CrossSessionTokens, r.PromptTokens); cross >= th.MinShareable {
-			st, text := requestStrength(r), fmt.Sprintf("%s of prompt tokens repeat a prefix another session stored first: only a router that knows where prefixes are cached can share them", pct(cross))
-			if r.Sessions == 0 {
-				st, text = Low, text+" (the log has no session ids, so every reuse counts as cross-session: it may be within conversations)"
-			}
-			out = append(out, Reason{Rule: "cross-session-reuse", Verdict: KVAwareRouter, Strength: st, Evidence: []string{"requests.cross"}, Text: text})
-		}
-	}
-	if s := d.in.Stream; s != nil && s.DuplicateFraction != nil && *s.DuplicateFraction >= th.DuplicatePrefill {
-		out = append(out, Reason{Rule: "duplicated-prefill", Verdict: KVAwareRouter, Strength: Medium, Evidence: []string{"tap.duplicate"},
-			Text: fmt.Sprintf("%s of the tokens the replicas stored had been prefilled on another replica already: prefill a KV-aware router would save (a lower bound: events never show hits)", pct(*s.DuplicateFraction))})
-	}
-	if s := d.in.Simulation; s != nil && s.PrefixInfo {
-		b, kv, sess := s.best(""), s.best(FamilyKV), s.best(FamilySession)
-		if kv != nil && b != nil && kv.PrefillSaved >= th.MinGain && kv.PrefillSaved >= b.PrefillSaved-0.005 {
-			sessGain := 0.0
-			if sess != nil {
-				sessGain = sess.PrefillSaved
-			}
-			margin := kv.PrefillSaved - sessGain
-			switch {
-			case margin >= th.MinGain && kv.LoadMaxOverMean <= th.MaxImbalance:
-				out = append(out, Reason{Rule: "kv-routing-wins", Verdict: KVAwareRouter, Strength: Medium, Evidence: []string{"simulate.kv", "simulate.session", "simulate.round_robin"},
-					Text: fmt.Sprintf("simulated %s saves %+.1f%% of round-robin's prefill, %.1f points more than the best session affinity, with load max/mean %.2f", kv.Name, kv.PrefillSaved*100, margin*100, kv.LoadMaxOverMean)})
-			case kv.LoadMaxOverMean > th.MaxImbalance:
-				out = append(out, Reason{Rule: "kv-routing-wins-unbalanced", Verdict: KVAwareRouter, Strength: Low, Evidence: []string{"simulate.kv"},
-					Text: fmt.Sprintf("simulated %s saves the most prefill (%+.1f%%) but spreads load unevenly (max/mean %.2f above %.2f): only with a load-aware scorer", kv.Name, kv.PrefillSaved*100, kv.LoadMaxOverMean, th.MaxImbalance)})
-			default:
-				out = append(out, Reason{Rule: "kv-routing-wins-narrowly", Verdict: KVAwareRouter, Strength: Low, Evidence: []string{"simulate.kv", "simulate.session"},
-					Text: fmt.Sprintf("simulated %s saves the most prefill (%+.1f%%) but only %.1f points more than session affinity: not clearly worth an index of every cache", kv.Name, kv.PrefillSaved*100, margin*100)})
-			}
-		}
-		if s.KVTokens > 0 && len(out) > 0 {
-			if s.WorkingSetTokens > s.KVTokens {
-				out = append(out, Reason{Rule: "working-set-exceeds-replica", Verdict: KVAwareRouter, Strength: Medium, Evidence: []string{"simulate.working_set"},
-					Text: fmt.Sprintf("the trace's working set is %.1fx one replica's KV cache: no single replica holds every prefix, which is where KV-aware routing pays (SPEC §7)", float64(s.WorkingSetTokens)/float64(s.KVTokens))})
-			} else {
-				out = append(out, Reason{Rule: "working-set-fits-replica", Verdict: KVAwareRouter, Strength: Medium, Against: true, Evidence: []string{"simulate.working_set"},
-					Text: "the trace's whole working set fits in one replica's KV cache: every replica can warm up on its own, so gains from KV-aware routing stay small"})
-			}
-		}
-	}
-	return d.citeKnown(out)
-}
 
 // citeKnown drops evidence IDs that were not recorded (a policy family absent from the run).
 func (d *decision) citeKnown(rs []Reason) []Reason {
@@ -248,12 +79,19 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 	}
 	if t := d.in.Templates; t != nil {
 		n := d.passOn(t.Findings)
-		if n > 0 {
+		// With a request log the breaker is measured on real traffic (below); a template the
+		// log does not show diverging is not what this traffic runs.
+		if n > 0 && d.in.Requests == nil {
 			block("template-breaker", Medium, fmt.Sprintf("%s: a value that changes per call or per user sits in block 0, so every prefix differs from the first block and no router can repair that (SPEC §5)", count(n, "template error")), "templates.breakers")
 		}
 	}
 	if r := d.in.Requests; r != nil {
-		if n := d.passOn(r.Findings); n > 0 {
+		n := d.passOn(r.Findings)
+		if c, ok := breakerCost(d.in.Replay, d.in.Fixed); ok {
+			if c >= th.MinGain {
+				block("breaker-costs", requestStrength(r), fmt.Sprintf("the divergence at the start of the prompts costs %s of all prompt tokens: replayed with it replaced by a constant (%s), the best option serves that much more from cache than the best option can on the traffic as it is (threshold %.0f points)", points(c), d.in.FixedHow, th.MinGain*100), "fixed.cost", "requests.unique_first")
+			}
+		} else if n > 0 {
 			block("request-breaker", requestStrength(r), fmt.Sprintf("%s on real traffic: prompts diverge at their start, so their prefixes are not shared", count(n, "request-log error")), "requests.unique_first", "requests.shareable")
 		}
 	}

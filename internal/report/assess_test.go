@@ -19,19 +19,28 @@ func assessInputs() map[string]advise.Input {
 			{Name: "10.0.0.1:8000", PrefixCaching: &on, PreemptionsPer1k: fp(2), KVUsage: fp(0.6), BlockSize: 16},
 			{Name: "10.0.0.2:8000", PrefixCaching: &off, PreemptionsPer1k: fp(0), KVUsage: fp(0.2), BlockSize: 16},
 		}}
-	sim := &advise.Simulation{Trace: "conv.jsonl", Requests: 12031, BlockSize: 512, PrefixInfo: true, Ceiling: 0.366, WorkingSetTokens: 93588480,
-		Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: "--replicas", KVFrom: "default", Policies: []advise.Policy{
-			{Name: "round-robin", Family: advise.FamilyBalance, HitRate: 0.083, LoadMaxOverMean: 1, TTFTP99: 12.2},
-			{Name: "chash-bounded", Family: advise.FamilySession, HitRate: 0.082, PrefillSaved: -0.001, LoadMaxOverMean: 1.33, TTFTP99: 13.4},
-			{Name: "session", Family: advise.FamilySession, HitRate: 0.056, PrefillSaved: -0.03, LoadMaxOverMean: 8, TTFTP99: 10033, HotSpot: true},
-			{Name: "kv-load", Family: advise.FamilyKV, HitRate: 0.269, PrefillSaved: 0.203, LoadMaxOverMean: 1.07, TTFTP99: 11.2},
+	rp := &advise.Replay{Input: "conv.jsonl", Source: "trace", Requests: 12031, Duration: 3537, BlockSize: 512, PrefixInfo: true, Ceiling: 0.366, WorkingSetTokens: 93588480,
+		PromptTokens: 100_000_000, SteadyTokens: 50_000_000, WarmupSeconds: 1768,
+		Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: advise.ShapeFlag, KVFrom: advise.ShapeAssumed, Today: "round-robin", Policies: []advise.Policy{
+			{Name: "round-robin", Family: advise.FamilyBalance, HitRate: 0.083, SteadyHitRate: 0.085, LoadMaxOverMean: 1, TTFTP99: 12.2},
+			{Name: "kv-longest", Family: advise.FamilyKV, HitRate: 0.056, SteadyHitRate: 0.056, LoadMaxOverMean: 8, TTFTP99: 10033, HotSpot: true},
+			{Name: "kv-load", Family: advise.FamilyKV, HitRate: 0.269, SteadyHitRate: 0.271, LoadMaxOverMean: 1.07, TTFTP99: 11.2},
+		}}
+	chat := &advise.Replay{Input: "chat.jsonl", Source: "requests", Requests: 120, Duration: 119, BlockSize: 16, PrefixInfo: true, Estimated: true, SessionsKnown: true,
+		Ceiling: 0.57, WorkingSetTokens: 12718, PromptTokens: 29371, SteadyTokens: 17000, WarmupSeconds: 60,
+		Replicas: 4, KVTokens: 1 << 20, ReplicasFrom: advise.ShapeFlag, KVFrom: advise.ShapeFlag, Today: "round-robin", Policies: []advise.Policy{
+			{Name: "round-robin", Family: advise.FamilyBalance, HitRate: 0.15, SteadyHitRate: 0.16, LoadMaxOverMean: 1, TTFTP99: 0.05},
+			{Name: "session", Family: advise.FamilySession, HitRate: 0.55, SteadyHitRate: 0.6, LoadMaxOverMean: 1.3, TTFTP99: 0.04},
+			{Name: "kv-llmd", Family: advise.FamilyKV, HitRate: 0.56, SteadyHitRate: 0.61, LoadMaxOverMean: 1.2, TTFTP99: 0.04},
 		}}
 	return map[string]advise.Input{
-		"fix_first": {Metrics: metrics, Simulation: sim, Templates: &advise.Templates{Inputs: []string{"templates"}, Verdicts: map[string]int{"breaker": 1, "clean": 1},
+		"fix_first": {Metrics: metrics, Replay: rp, Templates: &advise.Templates{Inputs: []string{"templates"}, Verdicts: map[string]int{"breaker": 1, "clean": 1},
 			Findings: []finding.Finding{{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "datetime.now().isoformat() lands in block 0", Source: "templates", Fix: "move the time to the last user message"}}}},
-		"kv_router": {Simulation: sim},
+		"kv_router": {Replay: rp},
 		"session": {Requests: &advise.Requests{Input: "chat.jsonl", Estimated: true, Requests: 120, Sessions: 30, WithBlock: 120, PromptTokens: 29371,
-			CacheableTokens: 16653, WithinSessionTokens: 16653}},
+			CacheableTokens: 16653, WithinSessionTokens: 16653}, Replay: chat},
+		"undetermined": {Metrics: &advise.Metrics{Source: "scrape", Inputs: []string{"10.0.0.1:8000", "10.0.0.2:8000"}, Mode: "rate", HitRate: fp(0.42), Replicas: []advise.Replica{
+			{Name: "10.0.0.1:8000", PrefixCaching: &on, HitRate: fp(0.6)}, {Name: "10.0.0.2:8000", PrefixCaching: &on, HitRate: fp(0.1), Cold: true}}}},
 		"nothing": {Metrics: &advise.Metrics{Source: "scrape", Inputs: []string{"10.0.0.1:8000"}, Mode: "rate", Replicas: []advise.Replica{{Name: "10.0.0.1:8000", PrefixCaching: &on}}}},
 	}
 }

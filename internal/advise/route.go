@@ -1,0 +1,296 @@
+package advise
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// routing is what one replay (or the metrics alone) says about routing: the verdict, the
+// reasons for it and the confidence the evidence allows.
+type routing struct {
+	v       Verdict
+	reasons []Reason
+	conf    Level
+}
+
+// route answers the one question for the traffic replayed in rp (prefix names its evidence
+// lines, "replay" or "fixed"): on this fleet, with this traffic, what does each option save over
+// what runs today? The verdict is the cheapest option whose saving, in points of all prompt
+// tokens after the warm-up, clears MinGain over today's routing and over every cheaper option,
+// without a hot spot; otherwise nothing. Without traffic, only metrics can speak, and they
+// rarely can (withoutTraffic).
+func (d *decision) route(rp *Replay, prefix string) routing {
+	if r, ok := d.singleReplica(rp, prefix); ok {
+		return routing{Nothing, []Reason{r}, r.Strength}
+	}
+	if rp == nil {
+		return d.withoutTraffic()
+	}
+	ev := func(ids ...string) []string {
+		for i := range ids {
+			ids[i] = prefix + "." + ids[i]
+		}
+		return ids
+	}
+	if !rp.PrefixInfo {
+		return routing{Undetermined, []Reason{{Rule: "lengths-only", Verdict: Undetermined, Strength: Low, Evidence: ev("traffic"),
+			Text: "the trace has prompt lengths only, no prefix content: it cannot show reuse either way, so no routing option can be judged on it (a lengths-only replay makes every prompt unique, which is not a finding about the traffic)"}}, Low}
+	}
+	th := d.th
+	today := rp.policy(rp.Today)
+	if today == nil {
+		return routing{Undetermined, []Reason{{Rule: "no-baseline", Verdict: Undetermined, Strength: Low, Evidence: ev("traffic"),
+			Text: "today's routing (" + rp.Today + ") was not replayed, so no option can be compared with it"}}, Low}
+	}
+	gain := func(p *Policy) float64 {
+		if p == nil {
+			return math.Inf(-1)
+		}
+		return p.SteadyHitRate - today.SteadyHitRate
+	}
+	var sess *Policy
+	if rp.SessionsKnown {
+		sess = rp.best(FamilySession, today.Name)
+	}
+	kv := rp.best(FamilyKV, today.Name)
+	sg, kg := gain(sess), gain(kv)
+	cheaper := max(sg, 0) // what the next cheaper option already saves
+	var rs []Reason
+	var v Verdict
+	var margin float64
+	shape := fmt.Sprintf("replayed on %d replicas x %d tokens of KV", rp.Replicas, rp.KVTokens)
+	switch {
+	case kv != nil && kg >= th.MinGain && kg-cheaper >= th.MinGain:
+		v, margin = KVAwareRouter, min(kg, kg-cheaper)-th.MinGain
+		text := fmt.Sprintf("%s, %s serves %s of prompt tokens from cache after the warm-up against %s with today's %s: %s of all prefill%s, above the %.0f-point threshold",
+			shape, kv.Name, pct(kv.SteadyHitRate), pct(today.SteadyHitRate), today.Name, points(kg), d.rate(rp, kg), th.MinGain*100)
+		switch {
+		case sess != nil:
+			text += fmt.Sprintf(", and %s more than the best session affinity (%s, %s)", points(kg-max(sg, 0)), sess.Name, points(sg))
+		case !rp.SessionsKnown:
+			text += "; session affinity was not measured (the traffic carries no session ids), so whether the cheaper option would do is open"
+		}
+		rs = append(rs, Reason{Rule: "kv-router-saves", Verdict: KVAwareRouter, Strength: Medium, Evidence: ev("today", "kv", "session"), Text: text})
+		if rp.KVTokens > 0 && rp.WorkingSetTokens > rp.KVTokens {
+			rs = append(rs, Reason{Rule: "working-set-exceeds-replica", Verdict: KVAwareRouter, Strength: Medium, Evidence: ev("working_set"),
+				Text: fmt.Sprintf("the traffic's working set is %.1fx one replica's KV cache: no replica holds every shared prefix, so where a request goes decides whether it hits (SPEC §7)", float64(rp.WorkingSetTokens)/float64(rp.KVTokens))})
+		}
+		if s := d.in.Stream; s != nil && s.DuplicateFraction != nil && *s.DuplicateFraction >= th.DuplicatePrefill {
+			rs = append(rs, Reason{Rule: "duplicated-prefill", Verdict: KVAwareRouter, Strength: Medium, Evidence: []string{"tap.duplicate"},
+				Text: fmt.Sprintf("%s of the tokens the replicas stored had been prefilled on another replica already (a lower bound: events never show hits)", pct(*s.DuplicateFraction))})
+		}
+	case sess != nil && sg >= th.MinGain:
+		v, margin = SessionAffinity, sg-th.MinGain
+		text := fmt.Sprintf("%s, %s (session affinity) serves %s of prompt tokens from cache after the warm-up against %s with today's %s: %s of all prefill%s, above the %.0f-point threshold",
+			shape, sess.Name, pct(sess.SteadyHitRate), pct(today.SteadyHitRate), today.Name, points(sg), d.rate(rp, sg), th.MinGain*100)
+		if kv != nil {
+			text += fmt.Sprintf("; the best KV-aware policy (%s, %s) adds only %s more, under the threshold: the cheaper option is enough", kv.Name, points(kg), points(kg-sg))
+			margin = min(margin, th.MinGain-(kg-sg))
+		}
+		rs = append(rs, Reason{Rule: "session-affinity-saves", Verdict: SessionAffinity, Strength: Medium, Evidence: ev("today", "session", "kv"), Text: text})
+	default:
+		v = Nothing
+		best, name := max(sg, kg, 0), "no option"
+		switch {
+		case kg >= sg && kv != nil:
+			name = kv.Name
+		case sess != nil:
+			name = sess.Name
+		}
+		margin = th.MinGain - best
+		text := fmt.Sprintf("%s, no option saves %.0f points of all prefill over today's %s (%s of prompt tokens from cache after the warm-up): the best, %s, saves %s",
+			shape, th.MinGain*100, today.Name, pct(today.SteadyHitRate), name, points(best))
+		if kv != nil && sess != nil && kg >= th.MinGain {
+			text = fmt.Sprintf("%s, the best KV-aware policy (%s) saves %s over today's %s but only %s more than session affinity (%s), and session affinity itself saves %s: neither clears the %.0f-point threshold over the cheaper option",
+				shape, kv.Name, points(kg), today.Name, points(kg-sg), sess.Name, points(sg), th.MinGain*100)
+		}
+		if rp.KVTokens > 0 && rp.WorkingSetTokens <= rp.KVTokens && today.SteadyHitRate > 0 {
+			text += fmt.Sprintf("; the whole working set (%d tokens) fits in one replica's KV cache, so every replica warms up on its own and today's routing already finds the shared prefixes", rp.WorkingSetTokens)
+		}
+		rs = append(rs, Reason{Rule: "no-option-pays", Verdict: Nothing, Strength: Medium, Evidence: ev("today", "kv", "session"), Text: text})
+		if w, ok := d.warmup(rp, today); ok {
+			rs = append(rs, w)
+		}
+	}
+	if !rp.SessionsKnown && v != KVAwareRouter {
+		rs = append(rs, Reason{Rule: "sessions-unknown", Verdict: v, Strength: Low, Evidence: ev("traffic"),
+			Text: "session affinity was not measured: the traffic carries no session ids and no request continues an earlier one's conversation (a session policy without ids would only hash block 0)"})
+	}
+	if hs := rp.hotSpots(); len(hs) > 0 {
+		rs = append(rs, Reason{Rule: "hot-spots", Verdict: v, Strength: Low, Evidence: ev("hot_spots"),
+			Text: fmt.Sprintf("%s put load max/mean at or above %.1f on one replica: a hot spot is never an option, whatever its hits or the modelled TTFT", strings.Join(hs, ", "), th.HotSpot)})
+	}
+	if rp.Overloaded {
+		rs = append(rs, Reason{Rule: "overloaded", Verdict: v, Strength: Medium, Against: true, Evidence: ev("today"),
+			Text: fmt.Sprintf("the modelled fleet is overloaded (today's TTFT p99 %.0f s): requests queue whatever the routing, so the figures describe a queue as much as a cache; check the fleet's size", today.TTFTP99)})
+	}
+	return routing{v, d.citeKnown(rs), d.replayConfidence(rp, margin)}
+}
+
+// replayConfidence grades a replay's verdict from the evidence: exact tokens, enough requests,
+// a measured fleet, complete traffic, a model not overloaded and a margin of at least half the
+// threshold each keep it high; each one missing lowers it a level.
+func (d *decision) replayConfidence(rp *Replay, margin float64) Level {
+	rank := High.rank()
+	for _, weak := range []bool{
+		rp.Estimated,
+		rp.Requests < d.th.MinRequests,
+		rp.ReplicasFrom == ShapeAssumed || rp.KVFrom == ShapeAssumed,
+		margin < d.th.MinGain/2,
+		rp.LowerBound,
+		rp.Overloaded,
+	} {
+		if weak {
+			rank--
+		}
+	}
+	return levelOf(rank)
+}
+
+// warmup explains a gain that is only warm-up: over the whole replay the best option clears
+// the threshold, after the warm-up it does not. It says how long the traffic must run for the
+// difference to fall under the threshold.
+func (d *decision) warmup(rp *Replay, today *Policy) (Reason, bool) {
+	var best *Policy
+	for i := range rp.Policies {
+		p := &rp.Policies[i]
+		if p.HotSpot || p.Name == today.Name || (p.Family == FamilySession && !rp.SessionsKnown) {
+			continue
+		}
+		if best == nil || p.HitRate > best.HitRate {
+			best = p
+		}
+	}
+	if best == nil || best.HitRate-today.HitRate < d.th.MinGain {
+		return Reason{}, false
+	}
+	full, steady := best.HitRate-today.HitRate, best.SteadyHitRate-today.SteadyHitRate
+	text := fmt.Sprintf("over the whole replay %s saves %s, but after the warm-up (the first %.0f s) only %s: the difference is cold misses, each replica computing the shared prefixes once, which a longer run amortises",
+		best.Name, points(full), rp.WarmupSeconds, points(steady))
+	if rp.Duration > 0 && steady < d.th.MinGain {
+		rate := float64(rp.PromptTokens) / rp.Duration
+		extra := (full - steady) * float64(rp.PromptTokens)
+		if t := extra / (rate * (d.th.MinGain - steady)); t > 0 && !math.IsInf(t, 0) {
+			text += fmt.Sprintf("; at the traffic's rate, any run longer than about %s brings it under the %.0f-point threshold", duration(t), d.th.MinGain*100)
+		}
+	}
+	return Reason{Rule: "warm-up-only", Verdict: Nothing, Strength: Medium, Evidence: []string{}, Text: text}, true
+}
+
+// withoutTraffic is the verdict from metrics alone. Per-replica hit rates cannot say where the
+// misses come from, so they decide only when the fleet already hits within MinGain of 100%
+// under today's routing: no router could add MinGain then. Otherwise the answer is "cannot tell
+// yet", naming the cold replicas and those without prefix metrics.
+func (d *decision) withoutTraffic() routing {
+	m := d.in.Metrics
+	const measure = "a request log (--requests, a gateway export of the request bodies) or a trace (--trace) would show where the misses come from"
+	if m == nil {
+		return routing{Undetermined, []Reason{{Rule: "no-traffic", Verdict: Undetermined, Strength: Low, Evidence: []string{},
+			Text: "nothing given shows the traffic, so no routing option can be judged: " + measure}}, Low}
+	}
+	complete := m.Down == 0 && len(m.Warnings) == 0
+	if m.HitRate != nil && *m.HitRate >= 1-d.th.MinGain && complete {
+		st := Medium
+		if m.Mode != "rate" {
+			st = Low
+		}
+		return routing{Nothing, []Reason{{Rule: "already-hits", Verdict: Nothing, Strength: st, Evidence: []string{"hitrate.hit_rate"},
+			Text: fmt.Sprintf("the fleet already serves %s of prompt tokens from cache under today's routing: the most any router could add is the %s left, under the %.0f-point threshold", pct(*m.HitRate), points(1-*m.HitRate), d.th.MinGain*100)}}, st}
+	}
+	text := "metrics alone cannot show whether a router would help: a hit rate below 100% - min gain may be unique traffic (nothing to gain) or shared prefixes sent to the wrong replica (a router's gain)"
+	if m.HitRate != nil {
+		text = fmt.Sprintf("the fleet serves %s of prompt tokens from cache; %s", pct(*m.HitRate), text)
+	}
+	var cold, none []string
+	for _, r := range m.Replicas {
+		if r.Cold {
+			cold = append(cold, r.Name)
+		}
+		if r.NoPrefixMetrics {
+			none = append(none, r.Name)
+		}
+	}
+	if len(cold) > 0 {
+		text += "; cold replicas (far below the fleet's median hit rate): " + shortList(cold)
+	}
+	if len(none) > 0 {
+		text += "; replicas without prefix-cache metrics: " + shortList(none)
+	}
+	if !complete {
+		text += "; and the metrics are partial (a target down or a partial response)"
+	}
+	return routing{Undetermined, d.citeKnown([]Reason{{Rule: "metrics-cannot-tell", Verdict: Undetermined, Strength: Low, Evidence: []string{"hitrate.hit_rate", "hitrate.replicas"},
+		Text: text + ": " + measure}}), Low}
+}
+
+// singleReplica: a fleet of one replica has nothing to route between. One replica in a dump or
+// a log the user picked is a sample, not the fleet, and a partial answer may miss the others.
+func (d *decision) singleReplica(rp *Replay, prefix string) (Reason, bool) {
+	if rp != nil && rp.ReplicasFrom == ShapeFlag && rp.Replicas == 1 {
+		return Reason{Rule: "single-replica", Verdict: Nothing, Strength: High, Evidence: []string{prefix + ".fleet"},
+			Text: "the fleet has one replica (--replicas 1): a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up"}, true
+	}
+	if m := d.in.Metrics; m != nil && len(m.Replicas) == 1 && m.Down == 0 && len(m.Warnings) == 0 && !m.Sampled() && (rp == nil || rp.ReplicasFrom != ShapeFlag) {
+		return Reason{Rule: "single-replica", Verdict: Nothing, Strength: High, Evidence: []string{"hitrate.replicas"},
+			Text: "the fleet has one replica: a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up"}, true
+	}
+	return Reason{}, false
+}
+
+// rate writes a gain as tokens per second at the traffic's rate.
+func (d *decision) rate(rp *Replay, g float64) string {
+	if rp.Duration <= 0 || rp.PromptTokens <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f prompt tokens/s at the traffic's rate)", g*float64(rp.PromptTokens)/rp.Duration)
+}
+
+// points writes a difference of shares as percentage points.
+func points(x float64) string {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return "nothing"
+	}
+	return fmt.Sprintf("%+.1f points", x*100)
+}
+
+func duration(s float64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%.0f s", s)
+	case s < 7200:
+		return fmt.Sprintf("%.0f min", s/60)
+	case s < 2*86400:
+		return fmt.Sprintf("%.1f h", s/3600)
+	}
+	return fmt.Sprintf("%.1f days", s/86400)
+}
+
+// breakerCost is what the breaker the request audit found costs: the best any option serves
+// from cache on the traffic once fixed, against the best any option (today's routing included)
+// serves on the traffic as it is, in points of all prompt tokens after the warm-up. A value that
+// routing can work around (a per-session account number that session affinity keeps together)
+// costs little; one that breaks every prefix (a timestamp) costs all the reuse there is.
+func breakerCost(now, fixed *Replay) (float64, bool) {
+	if now == nil || fixed == nil {
+		return 0, false
+	}
+	a, b := bestSteady(now), bestSteady(fixed)
+	if math.IsInf(a, -1) || math.IsInf(b, -1) {
+		return 0, false
+	}
+	return b - a, true
+}
+
+// bestSteady is the most any option without a hot spot (today's routing included; session
+// affinity only when measured) serves from cache after the warm-up.
+func bestSteady(rp *Replay) float64 {
+	best := math.Inf(-1)
+	for _, p := range rp.Policies {
+		if (p.HotSpot && p.Name != rp.Today) || (p.Family == FamilySession && !rp.SessionsKnown && p.Name != rp.Today) {
+			continue
+		}
+		best = max(best, p.SteadyHitRate)
+	}
+	return best
+}

@@ -1,0 +1,505 @@
+package assess
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// The scenario suite: situations generated here (seeded), run through Assess, the code path
+// kvcheck assess runs, each with the verdict and "then" worked out from first principles. The
+// numbers behind each "why" use the estimate the request reader uses (4 bytes a token, 16-token
+// blocks) and the replay's fleet: 4 replicas unless the case says otherwise, one request a
+// second, light load. Gains are points of all prompt tokens after the warm-up (the first half
+// of the requests), judged against 5 points.
+
+// words is the vocabulary of generated text: 50 words of 4 to 8 letters, so a 16-token block
+// (64 bytes, about 10 words) repeats by chance with probability about 50^-10.
+var words = strings.Fields(`alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike
+november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber basil cedar
+dune ember fjord grove harbor island jasper kettle lantern meadow nickel orchid pepper quartz river
+saddle timber umber velvet willow`)
+
+// text returns about n estimated tokens (4n bytes) of words drawn from rng.
+func text(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	for b.Len() < 4*n {
+		b.WriteString(words[rng.IntN(len(words))])
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+type msg = map[string]string
+
+func chat(msgs ...msg) map[string]any { return map[string]any{"model": "m", "messages": msgs} }
+
+// log holds generated request bodies; each line is written in arrival order.
+type reqLog struct {
+	name  string
+	lines []map[string]any
+}
+
+func (l *reqLog) add(body map[string]any) { l.lines = append(l.lines, body) }
+
+func (l *reqLog) source(t *testing.T) *RequestLog {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, b := range l.lines {
+		line, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	data := buf.Bytes()
+	return &RequestLog{Name: l.name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
+}
+
+// conversations builds n multi-turn chats of `turns` turns over a short shared system prompt
+// (64 tokens): each turn adds a 150-token question and, before the next, a 150-token answer,
+// and repeats the whole conversation so far. Conversations start a few seconds apart and
+// interleave. With ids, each request carries metadata.session_id; prefix, when set, is put at
+// the top of the system prompt per request (a breaker).
+func conversations(seed uint64, n, turns int, ids bool, prefix func(rng *rand.Rand, i int) string) *reqLog {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	sys := "You are a helpful support assistant. " + text(rng, 56)
+	type ev struct {
+		at   float64
+		body map[string]any
+	}
+	var evs []ev
+	for c := range n {
+		at := float64(c) * 3
+		var conv []msg
+		for k := range turns {
+			conv = append(conv, msg{"role": "user", "content": text(rng, 150)})
+			s := sys
+			if prefix != nil {
+				s = prefix(rng, len(evs)) + sys
+			}
+			body := chat(append([]msg{{"role": "system", "content": s}}, conv...)...)
+			if ids {
+				body["metadata"] = map[string]any{"session_id": fmt.Sprintf("conv-%d", c)}
+			}
+			evs = append(evs, ev{at, body})
+			conv = append(conv, msg{"role": "assistant", "content": text(rng, 150)})
+			at += 20 + float64(k)
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b ev) int { return int(a.at*1000) - int(b.at*1000) })
+	l := &reqLog{name: "chat.jsonl"}
+	for _, e := range evs {
+		e.body["timestamp"] = 1_700_000_000 + e.at
+		l.add(e.body)
+	}
+	return l
+}
+
+// tenants builds n single-turn requests over `count` system prompts of `size` tokens each
+// (tenants or RAG documents), chosen uniformly, each followed by a unique 40-token question,
+// one a second. lead, when set, starts each system prompt; user sets OpenAI's user field.
+func tenants(seed uint64, n, count, size int, lead func(rng *rand.Rand, i int) string, user func(i int) string) *reqLog {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	prompts := make([]string, count)
+	for i := range prompts {
+		prompts[i] = fmt.Sprintf("Tenant %d. ", i) + text(rng, size)
+	}
+	l := &reqLog{name: "tenants.jsonl"}
+	for i := range n {
+		s := prompts[rng.IntN(count)]
+		if lead != nil {
+			s = lead(rng, i) + s
+		}
+		body := chat(msg{"role": "system", "content": s}, msg{"role": "user", "content": text(rng, 40)})
+		if user != nil {
+			body["user"] = user(i)
+		}
+		l.add(body)
+	}
+	return l
+}
+
+// rep is one replica's counters in a generated /metrics dump.
+type rep struct {
+	name                 string
+	queries, hits        float64
+	caching              bool
+	preemptions, success float64
+	numGPUBlocks         int
+	noPrefix             bool
+}
+
+// dump writes the replicas' /metrics as vLLM 0.25 exposes them and returns its path.
+func dump(t *testing.T, reps ...rep) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# TYPE vllm:cache_config_info gauge\n")
+	for _, r := range reps {
+		on := "True"
+		if !r.caching {
+			on = "False"
+		}
+		fmt.Fprintf(&b, "vllm:cache_config_info{block_size=\"16\",enable_prefix_caching=%q,instance=%q,num_gpu_blocks=\"%d\"} 1\n", on, r.name, r.numGPUBlocks)
+	}
+	b.WriteString("# TYPE vllm:prefix_cache_queries_total counter\n")
+	for _, r := range reps {
+		if !r.noPrefix {
+			fmt.Fprintf(&b, "vllm:prefix_cache_queries_total{engine=\"0\",instance=%q,model_name=\"m\"} %g\n", r.name, r.queries)
+		}
+	}
+	b.WriteString("# TYPE vllm:prefix_cache_hits_total counter\n")
+	for _, r := range reps {
+		if !r.noPrefix {
+			fmt.Fprintf(&b, "vllm:prefix_cache_hits_total{engine=\"0\",instance=%q,model_name=\"m\"} %g\n", r.name, r.hits)
+		}
+	}
+	b.WriteString("# TYPE vllm:num_preemptions_total counter\n")
+	for _, r := range reps {
+		fmt.Fprintf(&b, "vllm:num_preemptions_total{engine=\"0\",instance=%q,model_name=\"m\"} %g\n", r.name, r.preemptions)
+	}
+	b.WriteString("# TYPE vllm:request_success_total counter\n")
+	for _, r := range reps {
+		fmt.Fprintf(&b, "vllm:request_success_total{engine=\"0\",finished_reason=\"stop\",instance=%q,model_name=\"m\"} %g\n", r.name, r.success)
+	}
+	p := filepath.Join(t.TempDir(), "metrics.prom")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// metrics reads dumps as kvcheck assess --file does.
+func metrics(t *testing.T, paths ...string) *promql.Report {
+	t.Helper()
+	in, err := promql.FromDumps(paths, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := promql.Analyze(in)
+	return &rep
+}
+
+// healthyReps returns n replicas with caching on, 60% hits, no pressure, 65536 blocks of 16
+// (1 Mi tokens).
+func healthyReps(n int) []rep {
+	var out []rep
+	for i := range n {
+		out = append(out, rep{name: fmt.Sprintf("10.0.0.%d:8000", i+1), queries: 1e6, hits: 6e5, caching: true, preemptions: 0, success: 4000, numGPUBlocks: 65536})
+	}
+	return out
+}
+
+func isoTime(_ *rand.Rand, i int) string {
+	return fmt.Sprintf("Current time: 2026-11-30T10:%02d:%02d.%06dZ\n", (i/60)%60, i%60, i*7919%1000000)
+}
+
+func requestID(rng *rand.Rand, _ int) string {
+	return fmt.Sprintf("Request %08x-%04x-%04x-%04x-%012x\n", rng.Uint32(), rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint64()&0xffffffffffff)
+}
+
+var customers = strings.Fields("Avery Blake Casey Dana Emery Finley Gray Harper Indigo Jordan Kai Lane Morgan Noel Oakley Parker Quinn Reese Sage Tatum")
+
+var surnames = strings.Fields("Abbott Brooks Castro Diaz Ellis Foster")
+
+// customer names one of 120 customers (20 first names x 6 surnames): most of the 160
+// requests come from a customer seen once or twice.
+func customer(_ *rand.Rand, i int) string {
+	k := (i * 37) % 120
+	return "Customer: " + customers[k%20] + " " + surnames[k/20] + "\n"
+}
+
+// mooncake turns a request log's conversations into a trace of block keys without sessions,
+// as a Mooncake trace without session ids arrives.
+func withoutSessions(t *sim.Trace) *sim.Trace {
+	out := &sim.Trace{Name: "conversations.jsonl", Format: "mooncake", BlockSize: t.BlockSize, PrefixInfo: true}
+	for _, r := range t.Requests {
+		r.Session = ""
+		out.Requests = append(out.Requests, r)
+	}
+	return out
+}
+
+// agentFanOut builds an agent's tasks: each a unique 2,000-token context (the task, its
+// documents, its tool results so far), sent with n=4 (four samples at once, as a client
+// splitting parallel sampling does), two tasks a second (about 20 in flight: decode runs 256
+// tokens), no session ids.
+func agentFanOut(seed uint64, tasks int) *reqLog {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	l := &reqLog{name: "agent.jsonl"}
+	for i := range tasks {
+		body := chat(msg{"role": "user", "content": fmt.Sprintf("Task %d context: ", i) + text(rng, 2000)})
+		body["n"] = 4
+		body["max_tokens"] = 256
+		body["timestamp"] = 1_700_000_000 + float64(i)/2
+		l.add(body)
+	}
+	return l
+}
+
+// userFirst builds single-turn requests that open with the user's own text: no system prompt.
+func userFirst(seed uint64, n int) *reqLog {
+	rng := rand.New(rand.NewPCG(seed, 4))
+	l := &reqLog{name: "questions.jsonl"}
+	for i := range n {
+		l.add(chat(msg{"role": "user", "content": fmt.Sprintf("%d. ", 1000+i) + text(rng, 300)}))
+	}
+	return l
+}
+
+func TestScenarios(t *testing.T) {
+	th := advise.DefaultThresholds()
+	type scenario struct {
+		name string
+		why  string
+		in   func(t *testing.T) Inputs
+		opts Options
+		want advise.Verdict
+		then advise.Verdict
+		// rules must each appear among the reasons (for or against the verdict).
+		rules []string
+	}
+	four := Options{Replicas: 4, KVTokens: 1 << 20}
+	reqs := func(l *reqLog) func(t *testing.T) Inputs {
+		return func(t *testing.T) Inputs { return Inputs{Requests: l.source(t)} }
+	}
+	scenarios := []scenario{
+		{
+			name: "one replica: two dumps of it, a request log, --replicas 1",
+			why:  "a fleet of one has nothing to route between, whatever the traffic",
+			in: func(t *testing.T) Inputs {
+				r := healthyReps(1)
+				p1 := dump(t, r...)
+				r[0].queries, r[0].hits, r[0].success = 2e6, 1.2e6, 8000
+				return Inputs{Metrics: metrics(t, p1, dump(t, r...)), Requests: tenants(1, 120, 40, 1000, nil, nil).source(t)}
+			},
+			opts:  Options{Replicas: 1},
+			want:  advise.Nothing,
+			rules: []string{"single-replica"},
+		},
+		{
+			name: "unique traffic",
+			why:  "no block repeats, so every option hits 0 and saves 0 points",
+			in: func(t *testing.T) Inputs {
+				rng := rand.New(rand.NewPCG(5, 5))
+				l := &reqLog{name: "unique.jsonl"}
+				for range 120 {
+					l.add(map[string]any{"model": "m", "prompt": text(rng, 500)})
+				}
+				return Inputs{Requests: l.source(t)}
+			},
+			opts: four, want: advise.Nothing, rules: []string{"no-option-pays"},
+		},
+		{
+			name: "multi-turn chat with session ids",
+			why:  "turn k repeats turns 1..k-1 (about (k-1)/k of its prompt); round-robin keeps a turn on its conversation's replica 1 time in 4, session affinity always, so it saves tens of points; a KV router saves the same (the conversation prefix is the only reuse) and no more: the cheaper option",
+			in:   reqs(conversations(2, 40, 4, true, nil)),
+			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+		},
+		{
+			name: "multi-turn chat without session ids: sessions from conversation continuity",
+			why:  "each turn's messages extend the previous turn's, so the sessions are known without ids; as with ids, session affinity captures the reuse",
+			in:   reqs(conversations(3, 40, 4, false, nil)),
+			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+		},
+		{
+			name: "one 2,000-token system prompt shared by every user, plenty of KV (issue 9, failure 1)",
+			why:  "every replica caches the one prompt after its first request; after the warm-up round-robin hits it as often as any router: the 3 extra cold misses of 2,000 tokens are warm-up",
+			in: func(t *testing.T) Inputs {
+				return Inputs{Requests: tenants(6, 160, 1, 2000, nil, func(i int) string { return fmt.Sprintf("user-%d", i%25) }).source(t)}
+			},
+			opts: four, want: advise.Nothing, rules: []string{"no-option-pays"},
+		},
+		{
+			name: "40 tenants' 1,000-token prompts that do not fit in one replica",
+			why:  "40k tokens of prompts against 16k of KV per replica: round-robin cycles all 40 through each LRU and hits about a third; a KV router gives each replica about 10 (10k tokens, which fit) and hits almost all: tens of points; no sessions to measure",
+			in:   reqs(tenants(7, 400, 40, 1000, nil, nil)),
+			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves", "working-set-exceeds-replica"},
+		},
+		{
+			name: "RAG documents repeated across users",
+			why:  "30 documents of 1,200 tokens (36k) against 12k of KV per replica: the same argument as the tenants' prompts; each document is read by many users, so only placement by content shares it",
+			in:   reqs(tenants(8, 400, 30, 1200, nil, nil)),
+			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+		},
+		{
+			name: "the tenants' prompts with a per-request timestamp at the top (issue 9, failure 3)",
+			why:  "the time in block 0 makes every prompt unique (nothing hits under any router); replaced by a constant, the traffic is the 40-tenant case, where a KV router pays: fix first, then a KV-aware router",
+			in:   reqs(tenants(7, 400, 40, 1000, isoTime, nil)),
+			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+		},
+		{
+			name: "multi-turn chat with a request id in block 0",
+			why:  "a new id every request breaks even a conversation's own prefix; once constant, the chat case: fix first, then session affinity",
+			in:   reqs(conversations(2, 40, 4, true, requestID)),
+			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+		},
+		{
+			name: "one shared prompt behind a per-user line in block 0",
+			why:  "one of 120 customers' names before the shared 2,000 tokens, 160 requests: a prompt is cached only where its customer went before, and most customers come once or twice, so round-robin hits little; once constant it is the one shared prompt that fits everywhere (round-robin hits it): the breaker costs tens of points, fix first, then nothing",
+			in:   reqs(tenants(9, 160, 1, 2000, customer, nil)),
+			opts: four, want: advise.FixFirst, then: advise.Nothing, rules: []string{"breaker-costs", "no-option-pays"},
+		},
+		{
+			name: "prefix caching off on one replica",
+			why:  "a replica that caches nothing gains nothing from any router; once on, the chat traffic's answer is session affinity",
+			in: func(t *testing.T) Inputs {
+				r := healthyReps(4)
+				r[2].caching = false
+				return Inputs{Metrics: metrics(t, dump(t, r...)), Requests: conversations(2, 40, 4, true, nil).source(t)}
+			},
+			want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"prefix-caching-off", "session-affinity-saves"},
+		},
+		{
+			name: "a thrashing fleet",
+			why:  "100 preemptions per 1k requests: the hit rate may be re-prefill and capacity comes first; the traffic (one shared prompt that fits) then needs nothing",
+			in: func(t *testing.T) Inputs {
+				r := healthyReps(4)
+				for i := range r {
+					r[i].preemptions = 400
+				}
+				return Inputs{Metrics: metrics(t, dump(t, r...)), Requests: tenants(6, 160, 1, 2000, nil, nil).source(t)}
+			},
+			want: advise.FixFirst, then: advise.Nothing, rules: []string{"fleet-thrashes", "no-option-pays"},
+		},
+		{
+			name: "a partial Prometheus answer showing one replica, no traffic",
+			why:  "a partial answer may have left replicas out, so one replica is no fleet size; and a 40% hit rate cannot say whether misses are unique traffic or misrouted prefixes: cannot tell yet",
+			in: func(t *testing.T) Inputs {
+				r := healthyReps(1)
+				r[0].hits = 4e5
+				m := metrics(t, dump(t, r...))
+				m.Source = promql.Source("prometheus")
+				m.Findings = append(m.Findings, finding.Finding{Severity: finding.Warning, Code: "server-warning", Message: "partial response: store 2 of 3 did not answer"})
+				return Inputs{Metrics: m}
+			},
+			want: advise.Undetermined, rules: []string{"metrics-cannot-tell"},
+		},
+		{
+			name: "a lengths-only trace (issue 9, failure 8)",
+			why:  "lengths carry no prefix content: reuse cannot be shown either way",
+			in: func(t *testing.T) Inputs {
+				tr := &sim.Trace{Name: "azure.csv", Format: "azure", BlockSize: 16}
+				for i := range 200 {
+					tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i), Blocks: []uint64{uint64(2 * i), uint64(2*i + 1)}, InputTokens: 32, OutputTokens: 10, N: 1})
+				}
+				return Inputs{Trace: tr}
+			},
+			opts: four, want: advise.Undetermined, rules: []string{"lengths-only"},
+		},
+		{
+			name: "a trace of conversations without session ids (issue 9, failure 9)",
+			why:  "the within-conversation reuse is real and a KV router finds it by content; session affinity cannot be measured without ids (a session policy would hash block 0, one key for all), so it is not recommended from it",
+			in: func(t *testing.T) Inputs {
+				tr, err := sim.ReadRequests(context.Background(), strings.NewReader(linesOf(t, conversations(2, 40, 4, true, nil))), "chat.jsonl", sim.RequestLogOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return Inputs{Trace: withoutSessions(tr)}
+			},
+			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+		},
+		{
+			name: "metrics only, one replica cold (issue 9, failure 7)",
+			why:  "three replicas at 60%, one at 5%: the numbers cannot say whether the cold one gets unique traffic or misrouted prefixes: cannot tell yet, naming the cold replica",
+			in: func(t *testing.T) Inputs {
+				r := healthyReps(4)
+				r[3].hits = 5e4
+				return Inputs{Metrics: metrics(t, dump(t, r...))}
+			},
+			want: advise.Undetermined, rules: []string{"metrics-cannot-tell"},
+		},
+		{
+			name: "metrics only, the fleet already hits 97%",
+			why:  "under today's routing only 3 points are left to gain, under 5: nothing, whatever the traffic",
+			in: func(t *testing.T) Inputs {
+				r := healthyReps(4)
+				for i := range r {
+					r[i].hits = 9.7e5
+				}
+				return Inputs{Metrics: metrics(t, dump(t, r...))}
+			},
+			want: advise.Nothing, rules: []string{"already-hits"},
+		},
+		{
+			name: "an agent fanning out four siblings per task",
+			why:  "the four copies of a task share its 2,000 tokens and nothing else is shared; round-robin puts them on four replicas (each computes the task), exact KV routers have no event for the first copy yet and spread them too, a router that records its own decisions (llm-d approximate) keeps them together: three of four hit, about 75 points",
+			in:   reqs(agentFanOut(10, 80)),
+			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+		},
+		{
+			name: "prompts that open with the user's own text (issue 9, failure 4)",
+			why:  "nothing generated sits before a shared prefix: there is none; nothing to fix and nothing to route",
+			in:   reqs(userFirst(11, 120)),
+			opts: four, want: advise.Nothing, rules: []string{"no-option-pays"},
+		},
+		{
+			name: "five tenants' prompts, users named by OpenAI's user field (issue 9, failure 2)",
+			why:  "the user field is no session, so a user moving between tenants is no broken session; 5 prompts of 1,000 tokens fit in every replica: nothing",
+			in: func(t *testing.T) Inputs {
+				return Inputs{Requests: tenants(12, 160, 5, 1000, nil, func(i int) string { return fmt.Sprintf("user-%d", i%7) }).source(t)}
+			},
+			opts: four, want: advise.Nothing, rules: []string{"no-option-pays"},
+		},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			o := sc.opts
+			o.Thresholds = th
+			rec, err := Assess(context.Background(), sc.in(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rules []string
+			for _, r := range rec.Reasons {
+				rules = append(rules, r.Rule)
+			}
+			show := func() string {
+				var b strings.Builder
+				for _, r := range rec.Reasons {
+					fmt.Fprintf(&b, "  [%s %s against=%v] %s\n", r.Rule, r.Verdict, r.Against, r.Text)
+				}
+				for _, e := range rec.Evidence {
+					fmt.Fprintf(&b, "  %s: %s = %s\n", e.ID, e.What, e.Figure)
+				}
+				return b.String()
+			}
+			if rec.Verdict != sc.want || rec.Then != sc.then {
+				t.Fatalf("verdict %s then %q, want %s then %q (%s)\n%s", rec.Verdict, rec.Then, sc.want, sc.then, sc.why, show())
+			}
+			for _, r := range sc.rules {
+				if !slices.Contains(rules, r) {
+					t.Errorf("no reason %s among %v\n%s", r, rules, show())
+				}
+			}
+		})
+	}
+}
+
+func linesOf(t *testing.T, l *reqLog) string {
+	t.Helper()
+	rc, err := l.source(t).Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
