@@ -157,6 +157,9 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		if ropts.Progress != nil {
 			fmt.Fprintln(s.ErrOut)
 		}
+		if err != nil && sum.Interrupted {
+			err = nil // printed below as partial; run exits 130
+		}
 		if err != nil {
 			return fmt.Errorf("requests %s: %w", res.RequestsSource, err)
 		}

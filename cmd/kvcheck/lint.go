@@ -150,9 +150,14 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 		return err
 	}
 	l := lint.New(cat, lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore})
-	results, err := l.Paths(paths)
-	if err != nil {
+	results, err := l.Paths(ctx, paths)
+	if err != nil && ctx.Err() == nil {
 		return err
+	}
+	if err != nil {
+		// Interrupted: print what was checked (the file it stopped at says so), ask nothing
+		// more of Prometheus and write no file; run exits 130.
+		api, opts.Fix = nil, false
 	}
 	run := report.LintRun{Target: l.Target().String(), Files: results, Fix: opts.Fix}
 

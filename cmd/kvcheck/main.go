@@ -4,12 +4,10 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(context.Background())
 	code := run(ctx, os.Args[1:], stdStreams(), os.Environ())
 	stop()
 	os.Exit(code)

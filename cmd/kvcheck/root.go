@@ -28,7 +28,8 @@ const exitCodesHelp = `Exit codes:
   0  ok
   1  runtime error (unreachable source, unreadable input, ...)
   2  usage error (unknown flag, bad flag value)
-  3  findings at or above --fail-on`
+  3  findings at or above --fail-on
+  130  interrupted by Ctrl-C (SIGINT; 143 for SIGTERM), after printing what it had, marked partial`
 
 // streams are the process's standard streams; tests substitute buffers.
 type streams struct {
@@ -212,6 +213,12 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	root := newRootCmd(s, g)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	if in, ok := interruption(ctx); ok {
+		// What the command printed before stopping is partial, whatever it returned: the
+		// exit code says so, as shells expect of a process stopped by a signal.
+		fmt.Fprintf(s.ErrOut, "kvcheck: %v; any output above is partial\n", in)
+		return exitInterrupted + int(in.sig)
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -52,6 +52,8 @@ type RequestOptions struct {
 type Summary struct {
 	Exact     bool
 	BlockSize int
+	// Interrupted says the input was not read to its end: the figures cover Requests only.
+	Interrupted bool
 	// BodyKey is where a gateway export held the request body ("" for plain bodies).
 	BodyKey string
 
@@ -132,6 +134,9 @@ func (s *Summary) Findings(subject string) []Finding {
 		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject, File: subject, Fix: fix},
 			Estimated: est, Block: -1, Frequency: Unknown, Evidence: EvidenceLog})
 		return &out[len(out)-1]
+	}
+	if s.Interrupted {
+		add(finding.Error, "audit/interrupted", fmt.Sprintf("partial: the audit was interrupted after %d requests; every figure covers those only", s.Requests), "run it again to the end of the log")
 	}
 	// at fills a finding's position from the site where requests diverge.
 	at := func(f *Finding, st Site, p Position) {
@@ -809,11 +814,16 @@ func AuditRequests(ctx context.Context, r io.Reader, opts RequestOptions) (Summa
 	} else {
 		err = a.streamEstimated(ctx, rr)
 	}
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		return Summary{}, err
 	}
 	s := a.Summary()
 	s.BodyKey = rr.BodyKey()
+	if err != nil {
+		// Interrupted: what was read so far, marked, with the error.
+		s.Interrupted = true
+		return s, err
+	}
 	if s.Requests == 0 {
 		if s.Skipped > 0 {
 			return s, fmt.Errorf("no usable request in %d lines (first: %s): want one OpenAI chat or completion body per line, or an export with the body under a key", s.Skipped, strings.Join(s.LineErrors, "; "))
@@ -824,8 +834,9 @@ func AuditRequests(ctx context.Context, r io.Reader, opts RequestOptions) (Summa
 }
 
 func (a *Analysis) streamEstimated(ctx context.Context, rr *RequestReader) error {
-	for {
-		if a.s.Requests%1024 == 0 {
+	for n := 0; ; n++ {
+		// Every 256 lines, usable or not: a log of skipped lines is read to its end too.
+		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

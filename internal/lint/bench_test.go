@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -95,7 +96,7 @@ func BenchmarkLintDirectory(b *testing.B) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {
-		rs, err := l.Paths([]string{dir})
+		rs, err := l.Paths(context.Background(), []string{dir})
 		if err != nil || len(rs) != benchDashboards {
 			b.Fatalf("linted %d files: %v", len(rs), err)
 		}
@@ -135,7 +136,7 @@ func BenchmarkReferenceJSONDecode(b *testing.B) {
 func TestGeneratedDashboards(t *testing.T) {
 	dir := t.TempDir()
 	writeDashboards(t, dir, 3)
-	rs, err := newLinter(t, "").Paths([]string{dir})
+	rs, err := newLinter(t, "").Paths(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}

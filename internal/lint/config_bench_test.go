@@ -2,6 +2,7 @@ package lint
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -72,7 +73,7 @@ func BenchmarkLintConfigRepo(b *testing.B) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {
-		rs, err := l.Paths([]string{dir})
+		rs, err := l.Paths(context.Background(), []string{dir})
 		if err != nil || len(rs) != benchConfigFiles {
 			b.Fatalf("linted %d files: %v", len(rs), err)
 		}
@@ -122,7 +123,7 @@ func BenchmarkReferenceYAMLDecode(b *testing.B) {
 func TestGeneratedConfigRepo(t *testing.T) {
 	dir := t.TempDir()
 	writeConfigRepo(t, dir, 6)
-	rs, err := newLinter(t, "").Paths([]string{dir})
+	rs, err := newLinter(t, "").Paths(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}

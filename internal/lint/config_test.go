@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -330,7 +331,7 @@ func TestConfigCorpus(t *testing.T) {
 			return nil
 		}
 		l := newLinter(t, "")
-		rs, err := l.Paths([]string{p})
+		rs, err := l.Paths(context.Background(), []string{p})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,8 @@ package lint
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -189,9 +191,24 @@ func (l *Linter) Target() catalog.Version { return l.target }
 // Every file is read and its format detected by content; files under hidden directories
 // and binary files are skipped silently when found by walking, while files named explicitly
 // are always read.
-func (l *Linter) Paths(paths []string) ([]FileResult, error) {
+//
+// When ctx ends it stops before the next file and returns what it has with ctx's error: the
+// file it stopped at carries a file-skipped error saying so, so the partial results are marked.
+func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error) {
 	var out []FileResult
+	stopped := func(path string) ([]FileResult, error) {
+		out = append(out, FileResult{Path: path, Formats: []Format{}, Findings: []Finding{{
+			Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
+				Message: "not checked: lint was interrupted here, and the files after this one were not read either",
+				File:    path, Line: 1, Column: 1},
+			Status: StatusSkipped,
+		}}})
+		return l.Finish(ForgetRecorded(out)), fmt.Errorf("lint interrupted at %s: %w", path, context.Cause(ctx))
+	}
 	for _, p := range paths {
+		if ctx.Err() != nil {
+			return stopped(p)
+		}
 		st, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("lint %s: %w", p, err)
@@ -217,6 +234,9 @@ func (l *Linter) Paths(paths []string) ([]FileResult, error) {
 			if !d.Type().IsRegular() {
 				return nil
 			}
+			if ctx.Err() != nil {
+				return errStopped{path}
+			}
 			r, err := l.readFile(path)
 			if err != nil {
 				return err
@@ -227,12 +247,21 @@ func (l *Linter) Paths(paths []string) ([]FileResult, error) {
 			out = append(out, r)
 			return nil
 		})
+		var es errStopped
+		if errors.As(err, &es) {
+			return stopped(es.path)
+		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	return l.Finish(ForgetRecorded(out)), nil
 }
+
+// errStopped ends a directory walk at path when the context ends.
+type errStopped struct{ path string }
+
+func (e errStopped) Error() string { return "stopped at " + e.path }
 
 // Finish runs the checks across the files of one run and applies the suppressions; Paths calls
 // it, callers that lint content with File call it on their results.

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -374,7 +375,7 @@ func TestCorpus(t *testing.T) {
 		t.Skip("KVCHECK_CORPUS is not set")
 	}
 	l := newLinter(t, "")
-	results, err := l.Paths([]string{filepath.Join(dir, "dashboards"), filepath.Join(dir, "autoscaling")})
+	results, err := l.Paths(context.Background(), []string{filepath.Join(dir, "dashboards"), filepath.Join(dir, "autoscaling")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -659,7 +660,7 @@ func TestRecordedNames(t *testing.T) {
 		}
 	}
 	l := newLinter(t, "")
-	results, err := l.Paths([]string{dir})
+	results, err := l.Paths(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,7 +673,7 @@ func TestRecordedNames(t *testing.T) {
 	if want := []string{"unknown vllm:kv_usage_avgg"}; !cmp.Equal(gotv, want) {
 		t.Errorf("findings %v, want %v", gotv, want)
 	}
-	alone, err := l.Paths([]string{filepath.Join(dir, "d.json")})
+	alone, err := l.Paths(context.Background(), []string{filepath.Join(dir, "d.json")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package promql
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,7 +80,7 @@ func TestCorpusDumps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
-			in, err := FromDumps([]string{corpus(t, tt.file)}, 0, nil)
+			in, err := FromDumps(context.Background(), []string{corpus(t, tt.file)}, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestCorpusLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
-			in, err := FromLogs([]string{corpus(t, tt.file)})
+			in, err := FromLogs(context.Background(), []string{corpus(t, tt.file)})
 			if err != nil {
 				t.Fatal(err)
 			}

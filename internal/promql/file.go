@@ -1,8 +1,10 @@
 package promql
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,14 +15,28 @@ import (
 // the rates need the time between them.
 var ErrNeedWindow = errors.New("two dumps without timestamps: give the time between them with --window")
 
-// ReadDump reads and parses one saved /metrics dump.
-func ReadDump(path string) (Dump, error) {
+// ReadDump reads and parses one saved /metrics dump; it stops with ctx's cause when ctx ends.
+func ReadDump(ctx context.Context, path string) (Dump, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Dump{}, fmt.Errorf("read dump: %w", err)
 	}
 	defer func() { _ = f.Close() }() // opened for reading: a close error loses nothing
-	return ParseExposition(f, path)
+	return ParseExposition(ctxReader{ctx, f}, path)
+}
+
+// ctxReader ends a read with ctx's cause once ctx is done, so a parser reading a large file
+// stops at the next read.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
 }
 
 // dumpName names a replica after its dump file when the series carry no replica label.
@@ -31,11 +47,11 @@ func dumpName(path string) string {
 // FromDumps builds the Input from one dump (lifetime totals) or two dumps of the same
 // replicas (rates between them). window is the time between the dumps when their samples carry
 // no timestamps; 0 means unknown.
-func FromDumps(paths []string, window time.Duration, by []string) (Input, error) {
+func FromDumps(ctx context.Context, paths []string, window time.Duration, by []string) (Input, error) {
 	in := Input{Source: SourceFile, Inputs: paths}
 	switch len(paths) {
 	case 1:
-		d, err := ReadDump(paths[0])
+		d, err := ReadDump(ctx, paths[0])
 		if err != nil {
 			return in, err
 		}
@@ -44,11 +60,11 @@ func FromDumps(paths []string, window time.Duration, by []string) (Input, error)
 		in.Observations, in.Routers = asm.obs, asm.routers
 		return in, nil
 	case 2:
-		a, err := ReadDump(paths[0])
+		a, err := ReadDump(ctx, paths[0])
 		if err != nil {
 			return in, err
 		}
-		b, err := ReadDump(paths[1])
+		b, err := ReadDump(ctx, paths[1])
 		if err != nil {
 			return in, err
 		}

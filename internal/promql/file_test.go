@@ -1,6 +1,7 @@
 package promql
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ func fixture(name string) string { return filepath.Join("..", "..", "testdata", 
 // one replica are summed, a restart is detected, the old names are used where they are the only
 // ones, and the router's series are kept apart.
 func TestTwoDumps(t *testing.T) {
-	in, err := FromDumps([]string{fixture("before.prom"), fixture("after.prom")}, 0, nil)
+	in, err := FromDumps(context.Background(), []string{fixture("before.prom"), fixture("after.prom")}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestTwoDumps(t *testing.T) {
 }
 
 func TestDumpsByEngine(t *testing.T) {
-	in, err := FromDumps([]string{fixture("before.prom"), fixture("after.prom")}, 0, []string{"instance", "engine"})
+	in, err := FromDumps(context.Background(), []string{fixture("before.prom"), fixture("after.prom")}, 0, []string{"instance", "engine"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestDumpErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := FromDumps(tt.paths, tt.window, nil)
+			_, err := FromDumps(context.Background(), tt.paths, tt.window, nil)
 			if err == nil {
 				t.Fatal("got nil error")
 			}
@@ -112,7 +113,7 @@ func TestDumpErrors(t *testing.T) {
 }
 
 func TestTwoDumpsWithWindow(t *testing.T) {
-	in, err := FromDumps([]string{fixture("caching-off.prom"), fixture("caching-off.prom")}, time.Minute, nil)
+	in, err := FromDumps(context.Background(), []string{fixture("caching-off.prom"), fixture("caching-off.prom")}, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

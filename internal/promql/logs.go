@@ -2,6 +2,7 @@ package promql
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"iter"
@@ -180,14 +181,14 @@ func (e *engineLog) parseFields(s string) error {
 // FromLogs reads engine logs into an Input: one replica per engine per file, with the figures
 // of its latest stat line (no window: vLLM averages the line's throughput since its previous
 // line and its hit rate over recent requests).
-func FromLogs(paths []string) (Input, error) {
+func FromLogs(ctx context.Context, paths []string) (Input, error) {
 	in := Input{Source: SourceLog, Mode: ModeLog, Inputs: paths}
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			return in, fmt.Errorf("read log: %w", err)
 		}
-		st, err := ParseLog(f, p)
+		st, err := ParseLog(ctxReader{ctx, f}, p)
 		_ = f.Close() // opened for reading: a close error loses nothing
 		if err != nil {
 			return in, err

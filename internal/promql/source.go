@@ -229,13 +229,13 @@ func Open(ctx context.Context, s Spec) (Input, error) {
 		if len(s.Files) > 2 {
 			return Input{}, specErrorf("--file given %d times: give one dump (lifetime totals) or two of the same replicas (rates)", len(s.Files))
 		}
-		in, err := FromDumps(s.Files, s.Window, s.By)
+		in, err := FromDumps(ctx, s.Files, s.Window, s.By)
 		if errors.Is(err, ErrNeedWindow) {
 			return in, specErrorf("%s and %s: %v", s.Files[0], s.Files[1], err)
 		}
 		return in, err
 	}
-	return FromLogs(s.Logs)
+	return FromLogs(ctx, s.Logs)
 }
 
 func (s Spec) openPrometheus(ctx context.Context) (Input, error) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -12,7 +13,7 @@ import (
 func hitrateFixture(t *testing.T) promql.Report {
 	t.Helper()
 	dir := filepath.Join("..", "..", "testdata", "hitrate")
-	in, err := promql.FromDumps([]string{filepath.Join(dir, "before.prom"), filepath.Join(dir, "after.prom")}, 0, nil)
+	in, err := promql.FromDumps(context.Background(), []string{filepath.Join(dir, "before.prom"), filepath.Join(dir, "after.prom")}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

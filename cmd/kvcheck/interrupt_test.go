@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestInterruptContextSignal: a real SIGINT sent to the process cancels the context with a cause
+// that names it, and run maps it to exit 130 (SIGTERM to 143).
+func TestInterruptContextSignal(t *testing.T) {
+	ctx, stop := interruptContext(context.Background())
+	defer stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGINT did not cancel the context")
+	}
+	in, ok := interruption(ctx)
+	if !ok || in.sig != syscall.SIGINT {
+		t.Fatalf("cause %v, want interrupted by SIGINT", context.Cause(ctx))
+	}
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"hitrate", "--file", "../../testdata/hitrate/before.prom"}, streams{Out: &out, ErrOut: &errOut}, nil); code != 130 {
+		t.Errorf("exit %d, want 130; stderr %s", code, errOut.String())
+	}
+	tctx, cancel := context.WithCancelCause(context.Background())
+	cancel(interrupted{syscall.SIGTERM})
+	if code := run(tctx, []string{"hitrate", "--file", "../../testdata/hitrate/before.prom"}, streams{Out: &out, ErrOut: &errOut}, nil); code != 143 {
+		t.Errorf("SIGTERM: exit %d, want 143", code)
+	}
+}
+
+// interruptedCtx is a context as a Ctrl-C leaves it.
+func interruptedCtx() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(interrupted{syscall.SIGINT})
+	return ctx
+}
+
+// endlessRequests serves request lines without end, and calls stop once it has served n:
+// a log that is still being read when Ctrl-C arrives.
+type endlessRequests struct {
+	n, served int
+	stop      func()
+	buf       []byte
+}
+
+func (e *endlessRequests) Read(p []byte) (int, error) {
+	if len(e.buf) == 0 {
+		e.served++
+		if e.served == e.n {
+			e.stop()
+		}
+		e.buf = fmt.Appendf(nil, `{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant for the shop, answer briefly."},{"role":"user","content":"question %d"}]}`+"\n", e.served)
+	}
+	n := copy(p, e.buf)
+	e.buf = e.buf[n:]
+	return n, nil
+}
+
+// TestInterruptedRunsArePartial: lint, audit --requests and hitrate --file stop at Ctrl-C, print
+// what they have marked partial, and exit 130. Before, they ran to the end and exited 0 or 3
+// (audit stopped with exit 1 and printed nothing).
+func TestInterruptedRunsArePartial(t *testing.T) {
+	t.Run("lint", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		code := run(interruptedCtx(), []string{"lint", "-o", "json", "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil)
+		if code != 130 {
+			t.Fatalf("exit %d, want 130; stderr %s", code, errOut.String())
+		}
+		var doc struct {
+			Files    []struct{ File string }
+			Findings []struct{ Code, Message string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("%v:\n%s", err, out.String())
+		}
+		if len(doc.Files) != 1 || len(doc.Findings) != 1 || !strings.Contains(doc.Findings[0].Message, "interrupted") {
+			t.Errorf("files %+v, findings %+v; want the path it stopped at, marked interrupted", doc.Files, doc.Findings)
+		}
+		if !strings.Contains(errOut.String(), "interrupted by SIGINT (Ctrl-C); any output above is partial") {
+			t.Errorf("stderr %q, want the interruption named", errOut.String())
+		}
+	})
+	t.Run("audit requests", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		in := &endlessRequests{n: 3000, stop: func() { cancel(interrupted{syscall.SIGINT}) }}
+		var out, errOut bytes.Buffer
+		code := run(ctx, []string{"audit", "--requests", "-"}, streams{In: in, Out: &out, ErrOut: &errOut}, nil)
+		if code != 130 {
+			t.Fatalf("exit %d, want 130; stderr %s", code, errOut.String())
+		}
+		if !strings.Contains(out.String(), "partial: the audit was interrupted after") {
+			t.Errorf("stdout lacks the partial marker:\n%s", out.String())
+		}
+		if in.served > in.n+1024 {
+			t.Errorf("read %d lines after the interrupt at %d", in.served-in.n, in.n)
+		}
+	})
+	t.Run("hitrate file", func(t *testing.T) {
+		// A dump large enough that reading it takes many reads.
+		big := filepath.Join(t.TempDir(), "big.prom")
+		f, err := os.Create(big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := os.ReadFile("../../testdata/hitrate/before.prom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.Write(src)
+		for i := range 200000 {
+			fmt.Fprintf(f, "node_other{i=\"%d\"} 1\n", i)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run(interruptedCtx(), []string{"hitrate", "--file", big}, streams{Out: io.Discard, ErrOut: &errOut}, nil)
+		if code != 130 || out.Len() != 0 {
+			t.Errorf("exit %d, stdout %q; want 130 and no report from a dump read in part", code, out.String())
+		}
+	})
+}
