@@ -1,8 +1,12 @@
 package lint
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,4 +198,83 @@ spec:
 	if len(r.Findings) != 1 || r.Findings[0].Status != StatusDeprecated || !strings.Contains(string(r.Fixed), "prometheus.googleapis.com|llm_d_router_epp_kv_cache_index_lookup_hits_total|counter") {
 		t.Errorf("GMP form: %+v\n%s", r.Findings, r.Fixed)
 	}
+}
+
+// TestRealRouterDashboards lints reductions of public dashboards and rules of the router
+// layer (each file says where it comes from) at the releases their authors ran and after.
+func TestRealRouterDashboards(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(fixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	type want struct {
+		findings, fixable int
+		status            string // every finding's status
+	}
+	tests := []struct {
+		file, targets string
+		want          want
+	}{
+		// GAIE's own dashboard: right for GAIE 1.5, whose picker publishes every name; the
+		// llm-d picker (the default judge of these shared names) deprecated them in 0.9.0;
+		// GAIE 1.6 ships no picker. Queue Size Per Pod has no exact rewrite (the label changed).
+		{"gaie_inference_gateway_v1.5.0.json", "gaie=1.5", want{0, 0, ""}},
+		{"gaie_inference_gateway_v1.5.0.json", "llm-d=0.8", want{0, 0, ""}},
+		{"gaie_inference_gateway_v1.5.0.json", "", want{7, 6, StatusDeprecated}},
+		{"gaie_inference_gateway_v1.5.0.json", "gaie=1.6", want{7, 0, StatusRemoved}},
+		// GAIE's alerts: five names; the error-rate ratio has equal windows and groupings.
+		{"gaie_alerts_v1.5.0.yaml", "gaie=1.5", want{0, 0, ""}},
+		{"gaie_alerts_v1.5.0.yaml", "", want{5, 5, StatusDeprecated}},
+		// llm-d-router's dashboard on main between the two 2026 renames: no release ever
+		// published llm_d_router_epp_*, so every panel is empty on any release.
+		{"llmd_router_dashboard_ff37a5592.json", "", want{7, 7, StatusRemoved}},
+		// The same dashboard as v0.9.0 shipped it: clean from 0.9.0 on, ahead of 0.8.
+		{"llmd_router_dashboard_v0.9.0.json", "", want{0, 0, ""}},
+		{"llmd_router_dashboard_v0.9.0.json", "llm-d=0.8", want{7, 0, StatusUnknown}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file+" "+tt.targets, func(t *testing.T) {
+			r := newLinterTargets(t, tt.targets).File(tt.file, read(tt.file))
+			fixable := 0
+			for _, f := range r.Findings {
+				if f.Status != tt.want.status {
+					t.Errorf("%s: %s", f.Status, f.Message)
+				}
+				if f.Fixable() {
+					fixable++
+				}
+			}
+			if len(r.Findings) != tt.want.findings || fixable != tt.want.fixable {
+				t.Errorf("%d findings, %d fixable; want %d, %d", len(r.Findings), fixable, tt.want.findings, tt.want.fixable)
+			}
+		})
+	}
+	// kvcheck's rewrite of the main-branch dashboard is what the llm-d maintainers wrote by
+	// hand in PR #1661 for v0.9.0: the same queries, name for name.
+	fixed := newLinterTargets(t, "").File("d.json", read("llmd_router_dashboard_ff37a5592.json")).Fixed
+	if got, want := exprs(t, fixed), exprs(t, read("llmd_router_dashboard_v0.9.0.json")); !slices.Equal(got, want) {
+		t.Errorf("fixed queries differ from v0.9.0's:\n got %q\nwant %q", got, want)
+	}
+}
+
+func exprs(t *testing.T, b []byte) []string {
+	t.Helper()
+	var d struct {
+		Panels []struct {
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range d.Panels {
+		for _, x := range p.Targets {
+			out = append(out, x.Expr)
+		}
+	}
+	return out
 }
