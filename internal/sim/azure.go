@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("azure trace %s: block size %d must be positive", name, blockSize)
 	}
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(&lineLimit{r: r, max: maxLine})
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err != nil {
@@ -43,6 +44,7 @@ func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace
 		}
 		return nil, fmt.Errorf("azure trace %s: header: %w", name, err)
 	}
+	header = slices.Clone(header) // ReuseRecord: the next Read overwrites it
 	col := map[string]int{}
 	for i, h := range header {
 		col[strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))] = i
@@ -52,14 +54,23 @@ func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace
 	for i, n := range need {
 		c, ok := col[n]
 		if !ok {
-			return nil, fmt.Errorf("azure trace %s: no %s column in header %q: want TIMESTAMP,ContextTokens,GeneratedTokens", name, n, strings.Join(header, ","))
+			return nil, fmt.Errorf("azure trace %s: no %s column in header %s: want TIMESTAMP,ContextTokens,GeneratedTokens", name, n, clip(strings.Join(header, ",")))
 		}
 		idx[i] = c
 	}
 	t := &Trace{Name: name, Format: "azure", BlockSize: blockSize}
+	var unused []string
 	for i, h := range header {
 		if !slices.Contains(idx, i) {
-			t.Notes = append(t.Notes, fmt.Sprintf("column %q is not used by the simulator", h))
+			unused = append(unused, clip(h))
+		}
+	}
+	switch {
+	case len(unused) > 5:
+		t.Notes = append(t.Notes, fmt.Sprintf("%d columns are not used by the simulator (%s, ...)", len(unused), strings.Join(unused[:5], ", ")))
+	case len(unused) > 0:
+		for _, h := range unused {
+			t.Notes = append(t.Notes, fmt.Sprintf("column %s is not used by the simulator", h))
 		}
 	}
 	var (
@@ -82,12 +93,12 @@ func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace
 		}
 		ts, err := time.Parse(azureTime, strings.TrimSpace(rec[idx[0]]))
 		if err != nil {
-			return nil, fmt.Errorf("azure trace %s line %d: timestamp %q: want YYYY-MM-DD hh:mm:ss.fffffff", name, line, rec[idx[0]])
+			return nil, fmt.Errorf("azure trace %s line %d: timestamp %s: want YYYY-MM-DD hh:mm:ss.fffffff", name, line, clip(rec[idx[0]]))
 		}
 		in, err1 := strconv.Atoi(strings.TrimSpace(rec[idx[1]]))
 		out, err2 := strconv.Atoi(strings.TrimSpace(rec[idx[2]]))
 		if err1 != nil || err2 != nil || in < 0 || out < 0 || in > maxTokens || out > maxTokens {
-			return nil, fmt.Errorf("azure trace %s line %d: token counts %q, %q: want non-negative integers of at most %d", name, line, rec[idx[1]], rec[idx[2]], maxTokens)
+			return nil, fmt.Errorf("azure trace %s line %d: token counts %s, %s: want non-negative integers of at most %d", name, line, clip(rec[idx[1]]), clip(rec[idx[2]]), maxTokens)
 		}
 		if len(t.Requests) >= lim.requests {
 			return nil, fmt.Errorf("azure trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
@@ -127,4 +138,41 @@ func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace
 	}
 	t.Notes = append(t.Notes, "lengths only: no prefix information, every block is unique (the unique-prefix case), so no policy can hit")
 	return t, nil
+}
+
+// clip quotes a field of the input for a message, cut to its first 64 bytes: a message names
+// what is wrong, it does not echo a line of megabytes to stderr.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:64], "")) + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// errLineTooLong is returned by lineLimit for a line longer than its bound.
+var errLineTooLong = fmt.Errorf("a line longer than %d MiB: not a CSV trace (its rows are a few dozen bytes)", maxLine>>20)
+
+// lineLimit fails a read once a line runs past max bytes, so a file without line ends cannot
+// make the CSV reader, which holds a whole line, take memory without limit.
+type lineLimit struct {
+	r        io.Reader
+	max, cur int
+}
+
+func (l *lineLimit) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	b := p[:n]
+	if first := bytes.IndexByte(b, '\n'); first < 0 {
+		l.cur += n
+	} else {
+		if l.cur+first > l.max {
+			return 0, errLineTooLong
+		}
+		l.cur = n - bytes.LastIndexByte(b, '\n') - 1
+		// Lines wholly inside b are shorter than b, and b is far shorter than the bound.
+	}
+	if l.cur > l.max {
+		return 0, errLineTooLong
+	}
+	return n, err
 }

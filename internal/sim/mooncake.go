@@ -139,7 +139,7 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 		t.Notes = append(t.Notes, fmt.Sprintf("%d requests (first on line %d) have a hash_ids count that does not match input_length at %d tokens per block; only blocks covered by input_length are cached", inconsistent, firstBad, blockSize))
 	}
 	for _, k := range unknownOrder {
-		t.Notes = append(t.Notes, fmt.Sprintf("field %q (on %d rows) is not used by the simulator", k, unknown[k]))
+		t.Notes = append(t.Notes, fmt.Sprintf("field %s (on %d rows) is not used by the simulator", clip(k), unknown[k]))
 	}
 	if sortByArrival(t.Requests) {
 		t.Notes = append(t.Notes, "timestamps were not in order; requests were sorted by timestamp")

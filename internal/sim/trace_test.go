@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -338,4 +339,68 @@ func TestTraceBytesPerRequest(t *testing.T) {
 	if got := int(unsafe.Sizeof(Request{})) + int(unsafe.Sizeof(0)); got != traceBytesPerRequest {
 		t.Errorf("a request costs %d bytes, traceBytesPerRequest says %d", got, traceBytesPerRequest)
 	}
+}
+
+// repeatReader serves n bytes of c, then what follows.
+type repeatReader struct {
+	c    byte
+	n    int
+	then io.Reader
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return r.then.Read(p)
+	}
+	k := min(len(p), r.n)
+	for i := range k {
+		p[i] = r.c
+	}
+	r.n -= k
+	return k, nil
+}
+
+// TestReadAzureLineLimit: a line longer than the readers' 64 MiB line bound is an error naming
+// the bound, read no further than the bound; and no message echoes more than a clip of the
+// input. The reader had no bound (a 200 MB line cost 1.1 GB) and put the whole header, or a
+// whole field, into its errors.
+func TestReadAzureLineLimit(t *testing.T) {
+	t.Run("endless header", func(t *testing.T) {
+		in := &repeatReader{c: 'a', n: maxLine + 1<<20, then: strings.NewReader("\n")}
+		_, err := ReadAzure(in, "t.csv", 16)
+		if err == nil || !strings.Contains(err.Error(), "longer than 64 MiB") || len(err.Error()) > 300 {
+			t.Fatalf("error (%d bytes) %.300v, want a short one naming the 64 MiB line bound", len(fmt.Sprint(err)), err)
+		}
+		if in.n > 1<<20 {
+			t.Errorf("%d bytes left unread of the %d past the bound: stopped too early?", in.n, 1<<20)
+		}
+	})
+	t.Run("wide header", func(t *testing.T) {
+		header := "TIMESTAMP," + strings.Repeat("x", 1<<20)
+		_, err := ReadAzure(strings.NewReader(header+"\n2023-11-16 18:15:46.68,1\n"), "t.csv", 16)
+		if err == nil || !strings.Contains(err.Error(), "no contexttokens column") || len(err.Error()) > 300 {
+			t.Fatalf("error (%d bytes) %.300v, want a short one naming the missing column", len(fmt.Sprint(err)), err)
+		}
+	})
+	t.Run("huge field", func(t *testing.T) {
+		in := "TIMESTAMP,ContextTokens,GeneratedTokens\n" + strings.Repeat("9", 1<<20) + ",1,1\n"
+		_, err := ReadAzure(strings.NewReader(in), "t.csv", 16)
+		if err == nil || !strings.Contains(err.Error(), "line 2") || len(err.Error()) > 300 {
+			t.Fatalf("error (%d bytes) %.300v, want a short one naming line 2", len(fmt.Sprint(err)), err)
+		}
+	})
+	t.Run("many unused columns", func(t *testing.T) {
+		cols := make([]string, 1000)
+		for i := range cols {
+			cols[i] = fmt.Sprintf("c%d", i)
+		}
+		in := "TIMESTAMP,ContextTokens,GeneratedTokens," + strings.Join(cols, ",") + "\n2023-11-16 18:15:46.68,1,1" + strings.Repeat(",", 1000) + "\n"
+		tr, err := ReadAzure(strings.NewReader(in), "t.csv", 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Notes) > 3 {
+			t.Errorf("%d notes, want the unused columns summed up in one", len(tr.Notes))
+		}
+	})
 }
