@@ -85,9 +85,9 @@ and an ETA on stderr when it is a terminal.
 
 Memory: the trace is held in memory, about 12 bytes per block reference and 80 per request
 (--trace refuses more than --max-block-refs references). Each simulation adds what the modelled
-fleet holds, not what the trace names: 48 bytes per KV block per replica, for the prefix-aware
-policies (kv-*) an index of at most 32 x (1 + ceil(replicas/64)) bytes per KV block of the
-fleet, approx-prefix 48 bytes per entry of its router-side index (--approx-tokens), 8 bytes per
+fleet holds, not what the trace names: 80 bytes per KV block per replica, for the prefix-aware
+policies (kv-*) an index of at most 32 + 64 x ceil(replicas/64) bytes per KV block of the
+fleet, approx-prefix 80 bytes per entry of its router-side index (--approx-tokens), 8 bytes per
 request sent and about 100 per request waiting in a queue.
 
 Policies (--policies):

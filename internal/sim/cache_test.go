@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -105,5 +106,66 @@ func TestPrefixOnly(t *testing.T) {
 	got := runTiny(t, tr, tinyConfig(1), "round-robin")
 	if d := cmp.Diff([]int{0, 0, 2}, got.Hits); d != "" {
 		t.Errorf("hits (-want +got):\n%s", d)
+	}
+}
+
+// TestMemoryBound checks the memory bound the README states: what a replay allocates does not
+// grow with the trace's distinct blocks. Two traces of 10,000 requests of 10 blocks each, one
+// naming 10 distinct blocks and one 100,000, replayed on 64 replicas of 64 blocks: the second may
+// allocate more only for what the caches and the block index can hold (64 x 64 blocks at the
+// stated bytes per block). The dense per-replica arrays this replaced cost 4 bytes per distinct
+// block per replica, 25 MB here.
+func TestMemoryBound(t *testing.T) {
+	build := func(fresh bool) *Trace {
+		var rs []Request
+		for i := range 10000 {
+			var blocks []uint64
+			for k := range 10 {
+				if fresh {
+					blocks = append(blocks, uint64(i*10+k))
+				} else {
+					blocks = append(blocks, uint64(k))
+				}
+			}
+			rs = append(rs, Request{Arrival: float64(i) / 100, Blocks: blocks, InputTokens: 40, OutputTokens: 1, N: 1})
+		}
+		tr := tinyTrace(rs...)
+		tr.intern()
+		return tr
+	}
+	c := tinyConfig(64)
+	c.Model.PrefillPerToken, c.Model.DecodePerToken = 1e-6, 1e-6
+	allocated := func(tr *Trace, policy string) uint64 {
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		if _, err := Simulate(tr, c, policy); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&b)
+		return b.TotalAlloc - a.TotalAlloc
+	}
+	shared, fresh := build(false), build(true)
+	bound := uint64(c.Replicas * c.KVBlocks * (cacheBytesPerBlock + indexBytesPerBlock(1)))
+	for _, p := range []string{"round-robin", "kv-dynamo"} {
+		a, b := allocated(shared, p), allocated(fresh, p)
+		if b > a+bound {
+			t.Errorf("%s: %d bytes for 100,000 distinct blocks against %d for 10: more than the %d the caches and index may add", p, b, a, bound)
+		}
+	}
+}
+
+// TestTableSizes checks the per-block figures the bound is stated in against the tables built.
+func TestTableSizes(t *testing.T) {
+	for _, capacity := range []int{1, 2, 3, 64, 100, 2048, 5000} {
+		c := newCache(capacity, 1<<30)
+		if got := cap(c.nodes)*16 + len(c.table)*8; got > (capacity+1)*cacheBytesPerBlock {
+			t.Errorf("cache of %d blocks takes %d bytes, more than %d per block", capacity, got, cacheBytesPerBlock)
+		}
+		for _, reps := range []int{1, 64, 65, 128} {
+			x := newBlockIndex(reps, capacity)
+			if got := len(x.keys)*4 + len(x.sets)*8; got > capacity*indexBytesPerBlock(x.words)+8*(4+8*x.words) {
+				t.Errorf("index of %d blocks on %d replicas takes %d bytes, more than %d per block", capacity, reps, got, indexBytesPerBlock(x.words))
+			}
+		}
 	}
 }
