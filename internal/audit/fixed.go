@@ -94,7 +94,15 @@ func (f *Fixer) Apply(req *Request) bool {
 	return changed
 }
 
+// fixWindow is how far past the divergence's offset a value is looked for: the value sits at
+// the divergence (a little later in requests whose earlier text is longer), not in the shared
+// text after it, which the patterns need not scan.
+const fixWindow = 512
+
 func fixText(s string, st Site) string {
+	if st.Cause != "text" && len(s) > st.Offset+fixWindow {
+		return fixText(s[:st.Offset+fixWindow], st) + s[st.Offset+fixWindow:]
+	}
 	switch st.Cause {
 	case "date/time":
 		return reFixDate.ReplaceAllString(s, "DATE")
