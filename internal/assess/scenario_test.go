@@ -187,7 +187,7 @@ func dump(t *testing.T, reps ...rep) string {
 // metrics reads dumps as kvcheck assess --file does.
 func metrics(t *testing.T, paths ...string) *promql.Report {
 	t.Helper()
-	in, err := promql.FromDumps(paths, time.Minute, nil)
+	in, err := promql.FromDumps(context.Background(), paths, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
