@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,9 @@ import (
 type hitrateOptions struct {
 	metrics promql.Spec
 	failOn  failOn
+	// watch is the refresh interval of --watch; watchSet says whether --watch was given.
+	watch    time.Duration
+	watchSet bool
 }
 
 const hitrateLong = `Per replica: the prefix-cache hit rate in tokens (hits/queries over a window), query volume,
@@ -40,10 +44,15 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 		Example: `  kvcheck hitrate --prometheus http://prometheus:9090 --selector 'namespace="prod"'
   kvcheck hitrate --scrape 10.0.0.7:8000,10.0.0.8:8000 --window 1m
   kvcheck hitrate --file before.prom --file after.prom --window 60s -o json
-  kvcheck hitrate --log vllm.log`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  kvcheck hitrate --log vllm.log
+  kvcheck hitrate --scrape 10.0.0.7:8000,10.0.0.8:8000 --watch 5s     # refresh in place until Ctrl-C`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.metrics.WindowSet = cmd.Flags().Changed("window")
+			o.watchSet = cmd.Flags().Changed("watch")
+			if err := watchInterval(o, args); err != nil {
+				return err
+			}
 			if report.IsTerminal(s.ErrOut) {
 				o.metrics.Progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
 			}
@@ -53,6 +62,8 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 	fs := cmd.Flags()
 	bindMetrics(fs, &o.metrics)
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when a finding is at or above this severity (info, warning, error)")
+	fs.DurationVar(&o.watch, "watch", defaultWatch, "refresh every INTERVAL (--watch 5s) until Ctrl-C: in place at a terminal, one JSON object per line when piped")
+	fs.Lookup("watch").NoOptDefVal = defaultWatch.String()
 	return cmd
 }
 
@@ -63,6 +74,9 @@ func runHitrate(ctx context.Context, s streams, g *globalOptions, o *hitrateOpti
 	}
 	if err := o.failOn.validate(); err != nil {
 		return err
+	}
+	if o.watchSet {
+		return runHitrateWatch(ctx, s, g, o, format)
 	}
 	in, err := openMetrics(ctx, o.metrics)
 	if err != nil {

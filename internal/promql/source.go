@@ -277,22 +277,7 @@ func ParseTime(s string) (time.Time, error) {
 }
 
 func (s Spec) openScrape(ctx context.Context) (Input, error) {
-	raw := s.Scrape
-	if s.TargetsFile != "" {
-		lines, err := readTargetsFile(s.TargetsFile)
-		if err != nil {
-			return Input{}, err
-		}
-		raw = append(raw, lines...)
-	}
-	targets, err := Targets(raw)
-	if err != nil {
-		return Input{}, specErrorf("--scrape: %v", err)
-	}
-	if len(targets) == 0 {
-		return Input{}, specErrorf("--targets %s: no targets in the file", s.TargetsFile)
-	}
-	hc, err := s.Conn.HTTPClient()
+	targets, sc, err := s.scraper()
 	if err != nil {
 		return Input{}, err
 	}
@@ -304,8 +289,31 @@ func (s Spec) openScrape(ctx context.Context) (Input, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	sc := Scraper{Client: hc, Timeout: s.ScrapeTimeout, By: s.By, Verbose: s.Conn.Verbose}
 	return sc.Collect(ctx, targets, window, progress)
+}
+
+// scraper reads the scrape targets (--scrape, --targets) and builds their scraper.
+func (s Spec) scraper() ([]Target, Scraper, error) {
+	raw := s.Scrape
+	if s.TargetsFile != "" {
+		lines, err := readTargetsFile(s.TargetsFile)
+		if err != nil {
+			return nil, Scraper{}, err
+		}
+		raw = append(raw, lines...)
+	}
+	targets, err := Targets(raw)
+	if err != nil {
+		return nil, Scraper{}, specErrorf("--scrape: %v", err)
+	}
+	if len(targets) == 0 {
+		return nil, Scraper{}, specErrorf("--targets %s: no targets in the file", s.TargetsFile)
+	}
+	hc, err := s.Conn.HTTPClient()
+	if err != nil {
+		return nil, Scraper{}, err
+	}
+	return targets, Scraper{Client: hc, Timeout: s.ScrapeTimeout, By: s.By, Verbose: s.Conn.Verbose}, nil
 }
 
 // readTargetsFile reads scrape targets, separated by commas, blanks or lines; # starts a

@@ -35,6 +35,10 @@ type hitrateFinding struct {
 
 // HitrateJSON writes the hitrate report as JSON.
 func HitrateJSON(w io.Writer, r promql.Report) error {
+	return JSON(w, newHitrateDoc(r))
+}
+
+func newHitrateDoc(r promql.Report) hitrateDoc {
 	doc := hitrateDoc{SchemaVersion: SchemaVersion, Source: r.Source, Inputs: r.Inputs, Mode: r.Mode,
 		WindowSeconds: r.WindowSeconds, Replicas: r.Replicas, Fleet: r.Fleet, Down: r.Down,
 		RouterSeries: r.RouterSeries, Findings: []hitrateFinding{}, Queries: r.Queries}
@@ -44,7 +48,7 @@ func HitrateJSON(w io.Writer, r promql.Report) error {
 	for _, f := range r.Findings {
 		doc.Findings = append(doc.Findings, hitrateFinding{Severity: f.Severity, Code: f.Code, Message: f.Message, Replica: f.Subject})
 	}
-	return JSON(w, doc)
+	return doc
 }
 
 // Hitrate writes the hitrate report for people: a table per replica, a fleet line and the
@@ -52,6 +56,16 @@ func HitrateJSON(w io.Writer, r promql.Report) error {
 func Hitrate(t *Text, r promql.Report) error {
 	t.Heading("Prefix-cache hit rate per replica")
 	t.Muted("%s", hitrateProvenance(r))
+	if err := hitrateTable(t, r, nil); err != nil {
+		return err
+	}
+	hitrateFleet(t, r)
+	return nil
+}
+
+// hitrateTable writes the per-replica table; with changes (a watch refresh), a state column
+// and the differences since the previous refresh come next to the figures.
+func hitrateTable(t *Text, r promql.Report, changes []promql.Change) error {
 	volume := "QUERIED TOK/S"
 	if r.Mode == promql.ModeLifetime {
 		volume = "QUERIED TOKENS"
@@ -99,9 +113,59 @@ func Hitrate(t *Text, r promql.Report) error {
 			num(x.Running, 0), num(x.Waiting, 0), intOrDash(x.BlockSize), onOff(x.PrefixCaching), generation(x.Generation),
 		})
 	}
-	if err := t.Grid(cols, rows); err != nil {
-		return err
+	if changes != nil {
+		cols, rows = withChanges(cols, rows, changes)
 	}
+	return t.Grid(cols, rows)
+}
+
+// withChanges adds a watch refresh's state column and deltas to the hitrate table, and a row
+// for each replica that is gone.
+func withChanges(cols []Column, rows [][]string, changes []promql.Change) ([]Column, [][]string) {
+	byName := map[string]promql.Change{}
+	for _, c := range changes {
+		byName[c.Replica] = c
+	}
+	out := make([][]string, 0, len(changes))
+	for _, r := range rows {
+		c := byName[r[0]]
+		row := append([]string{r[0], dash(c.State)}, r[1:3]...)
+		row = append(row, signed(c.HitRateDelta, 100, 1, "pp"))
+		row = append(row, r[3])
+		row = append(row, signed(c.QueriesPerSecDelta, 1, 1, ""))
+		out = append(out, append(row, r[4:]...))
+	}
+	for _, c := range changes {
+		if c.State == promql.StateGone {
+			row := []string{c.Replica, c.State}
+			for range len(cols) + 1 {
+				row = append(row, "-")
+			}
+			out = append(out, row)
+		}
+	}
+	nc := append([]Column{cols[0], {Name: "STATE"}}, cols[1:3]...)
+	nc = append(nc, Column{Name: "Δ HIT", Number: true})
+	nc = append(nc, cols[3])
+	nc = append(nc, Column{Name: "Δ TOK/S", Number: true, Drop: 2})
+	return append(nc, cols[4:]...), out
+}
+
+// signed formats a difference times scale with a sign and a unit, "-" when unknown.
+func signed(v *float64, scale float64, prec int, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	x := *v * scale
+	sign := ""
+	if x >= 0 {
+		sign = "+"
+	}
+	return sign + strconv.FormatFloat(x, 'f', prec, 64) + unit
+}
+
+// hitrateFleet writes the fleet line and the findings.
+func hitrateFleet(t *Text, r promql.Report) {
 	f := r.Fleet
 	plural := "s"
 	if f.Replicas == 1 {
@@ -136,7 +200,6 @@ func Hitrate(t *Text, r promql.Report) error {
 			t.Finding(x)
 		}
 	}
-	return nil
 }
 
 func hitrateProvenance(r promql.Report) string {

@@ -1,0 +1,106 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvcheck/kvcheck/internal/promql"
+)
+
+// watchRefreshes are two refreshes of a two-replica fleet: b restarted between them, a's hit
+// rate rose from 50% to 60%, and c, shown before, is gone.
+func watchRefreshes() (promql.Report, promql.Report) {
+	in := func(hitsA float64, c bool) promql.Input {
+		obs := []promql.Observation{
+			{Replica: "a", Window: 10, Queries: fp(1000), Hits: fp(hitsA), Generation: promql.Current},
+			{Replica: "b", Window: 10, Queries: fp(1000), Hits: fp(300), Generation: promql.Current},
+		}
+		if c {
+			obs = append(obs, promql.Observation{Replica: "c", Window: 10, Queries: fp(1000), Hits: fp(400), Generation: promql.Current})
+		} else {
+			obs[1].Resets = []string{"vllm:prefix_cache_queries_total"}
+		}
+		return promql.Input{Source: promql.SourceScrape, Mode: promql.ModeRate, Window: 10, Inputs: []string{"a", "b", "c"}, Observations: obs}
+	}
+	return promql.Analyze(in(500, true)), promql.Analyze(in(600, false))
+}
+
+// TestHitrateWatchFrame: at a terminal a refresh redraws in place (cursor home, every line
+// cleared to its end, the rest of the screen cleared) and shows each replica's state and
+// deltas: a +10.0pp, b restarted, c gone.
+func TestHitrateWatchFrame(t *testing.T) {
+	first, second := watchRefreshes()
+	var b bytes.Buffer
+	tx := terminalText(&b, false, 200)
+	at := time.Date(2026, 12, 1, 11, 20, 5, 0, time.UTC)
+	if err := HitrateWatch(tx, Refresh{N: 2, At: at, Interval: 10 * time.Second, Report: second, Changes: promql.Changes(&first, second)}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.HasPrefix(out, "\x1b[H") || !strings.HasSuffix(out, "\x1b[J") {
+		t.Errorf("frame does not redraw in place: %q", out)
+	}
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(strings.TrimPrefix(out, "\x1b[H"), "\x1b[J"), "\n") {
+		if l != "" && !strings.HasSuffix(l, "\x1b[K\n") {
+			t.Errorf("line not cleared to its end: %q", l)
+		}
+	}
+	plain := strings.NewReplacer("\x1b[H", "", "\x1b[K", "", "\x1b[J", "").Replace(out)
+	for _, want := range []string{
+		"refresh 2 at 11:20:05, every 10s (Ctrl-C ends)",
+		"Δ since the refresh 10s before",
+		"REPLICA  STATE      MODEL  HIT RATE    Δ HIT",
+		"a        -          -         60.0%  +10.0pp",
+		"b        restarted  -         30.0%   +0.0pp",
+		"c        gone       -             -        -",
+	} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("frame lacks %q:\n%s", want, plain)
+		}
+	}
+}
+
+// TestHitrateWatchJSON: piped, each refresh is one line of JSON with the hitrate document,
+// the refresh's number, time and interval, and the changes.
+func TestHitrateWatchJSON(t *testing.T) {
+	first, second := watchRefreshes()
+	var b bytes.Buffer
+	at := time.Date(2026, 12, 1, 11, 20, 5, 0, time.UTC)
+	for i, r := range []promql.Report{first, second} {
+		var prev *promql.Report
+		if i == 1 {
+			prev = &first
+		}
+		if err := HitrateWatchJSON(&b, Refresh{N: i + 1, At: at.Add(time.Duration(i) * 10 * time.Second), Interval: 10 * time.Second, Report: r, Changes: promql.Changes(prev, r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one per refresh:\n%s", len(lines), b.String())
+	}
+	var doc struct {
+		SchemaVersion   int     `json:"schema_version"`
+		Refresh         int     `json:"refresh"`
+		Time            string  `json:"time"`
+		IntervalSeconds float64 `json:"interval_seconds"`
+		Replicas        []any   `json:"replicas"`
+		Changes         []promql.Change
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.SchemaVersion != 1 || doc.Refresh != 2 || doc.Time != "2026-12-01T11:20:15Z" || doc.IntervalSeconds != 10 || len(doc.Replicas) != 2 {
+		t.Errorf("line 2: %+v", doc)
+	}
+	states := map[string]string{}
+	for _, c := range doc.Changes {
+		states[c.Replica] = c.State
+	}
+	if states["a"] != "" || states["b"] != promql.StateRestarted || states["c"] != promql.StateGone {
+		t.Errorf("states %v, want a unchanged, b restarted, c gone", states)
+	}
+}
