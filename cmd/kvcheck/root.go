@@ -29,7 +29,8 @@ const exitCodesHelp = `Exit codes:
   1  runtime error (unreachable source, unreadable input, ...)
   2  usage error (unknown flag, bad flag value)
   3  findings at or above --fail-on
-  130  interrupted by Ctrl-C (SIGINT; 143 for SIGTERM), after printing what it had, marked partial`
+  130  interrupted by Ctrl-C (SIGINT; 143 for SIGTERM), after printing what it had, marked partial
+       (not hitrate --watch: Ctrl-C is its normal end)`
 
 // streams are the process's standard streams; tests substitute buffers.
 type streams struct {
@@ -213,7 +214,7 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	root := newRootCmd(s, g)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if in, ok := interruption(ctx); ok {
+	if in, ok := interruption(ctx); ok && !endsByInterrupt(cmd) {
 		// What the command printed before stopping is partial, whatever it returned: the
 		// exit code says so, as shells expect of a process stopped by a signal.
 		fmt.Fprintf(s.ErrOut, "kvcheck: %v; any output above is partial\n", in)
@@ -238,6 +239,13 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 		return exitUsage
 	}
 	return exitRuntime
+}
+
+// endsByInterrupt reports whether a signal is the run's normal end, not a stop part-way:
+// hitrate --watch, whose refreshes are each complete when printed.
+func endsByInterrupt(cmd *cobra.Command) bool {
+	f := cmd.Flags().Lookup("watch")
+	return f != nil && f.Changed
 }
 
 // isCobraUsage recognises the argument errors cobra raises itself (unknown command, wrong
