@@ -119,7 +119,7 @@ Policies (--policies):
 	f.IntVar(&o.maxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all)")
 	f.IntVar(&o.maxRefs, "max-block-refs", sim.MaxBlockRefs, "--trace: the most block references read into memory (about 12 bytes each, plus 80 per request); a larger trace is refused")
 	f.StringVar(&o.replicas, "replicas", "2,4,8,16", "replica counts to simulate, comma-separated (1 to 1024)")
-	f.StringVar(&o.kvBlocks, "kv-blocks", "", "prefix-cache blocks per replica, comma-separated (default: --kv-tokens / block size)")
+	f.StringVar(&o.kvBlocks, "kv-blocks", "", "prefix-cache blocks per replica in the trace's block size (512 tokens for Mooncake hash_ids, --block-size for --requests), comma-separated (default: --kv-tokens / block size); kvcheck assess --kv-blocks means the same")
 	f.StringVar(&o.kvTokens, "kv-tokens", strconv.Itoa(defaultKVTokens), "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")
 	f.StringVar(&o.policies, "policies", "all", "policies to simulate, comma-separated, or all")
 	f.DurationVar(&o.prefill, "prefill-per-token", time.Duration(m.PrefillPerToken*float64(time.Second)), "prefill time per uncached prompt token (prefill runs one request at a time per replica)")
