@@ -13,7 +13,9 @@ import (
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess"
 	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -43,6 +45,9 @@ type assessOptions struct {
 	kvTokens int64
 	today    string
 
+	// configs are router and engine configuration files to check (as kvcheck lint does).
+	configs []string
+
 	th     advise.Thresholds
 	failOn failOn
 	// demo runs the assessment against an emulated fleet (what kvcheck demo shows).
@@ -64,6 +69,10 @@ least one.
   KV events   --tap-from REC... [--hash-seed S] (as kvcheck tap --from): hash parity,
               duplicated prefill; the recordings are the traffic when nothing else is
   trace       --trace FILE (as kvcheck simulate --trace): the traffic
+  config      --config FILE... (as kvcheck lint, router and engine rules): the router advice
+              becomes the findings for your own files; an error that switches prefix caching off
+              or defeats the recommended option (the exact router's tokenizer or events, the
+              session key) is a fix-first
   fleet       --replicas N, --kv-tokens T (or --kv-blocks N): state the fleet; default what the
               metrics saw, else 8 replicas of 1Mi tokens, said to be assumed
 
@@ -123,6 +132,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.StringVar(&o.today, "today", assess.DefaultToday, "the routing that runs today, as a kvcheck simulate policy (round-robin, random, least-loaded, session, ...)")
 	fs.Float64Var(&o.th.MinGain, "min-gain", o.th.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
+	fs.StringSliceVar(&o.configs, "config", nil, "router and engine configuration files or directories to check, as kvcheck lint does (comma-separated or repeated)")
 	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
 	_ = fs.MarkHidden("demo")
 	return cmd
@@ -141,8 +151,8 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	}
 	metricsGiven := o.metrics.Given()
 	switch {
-	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil:
-		return usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace")
+	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil && len(o.configs) == 0:
+		return usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace, --config")
 	case o.tok.URL != "" && o.requests == "":
 		return usageErrorf("--tokenize applies to --requests")
 	case o.seedSet && len(o.tapFrom) == 0:
@@ -228,6 +238,11 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 			return err
 		}
 	}
+	if len(o.configs) > 0 {
+		if in.Config, err = assessConfig(ctx, o.configs); err != nil {
+			return err
+		}
+	}
 	ao := assess.Options{Thresholds: o.th, Replicas: o.replicas, KVTokens: o.kvTokens, KVBlocks: o.kvBlocks, Today: o.today}
 	if report.IsTerminal(s.ErrOut) {
 		ao.Progress = func(done, total int) {
@@ -253,6 +268,24 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		return nil
 	}
 	return o.failOn.check(rec.Severities()...)
+}
+
+// assessConfig checks the router and engine configuration files as kvcheck lint does, with the
+// repository's ignore file when there is one.
+func assessConfig(ctx context.Context, paths []string) (*advise.Config, error) {
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, err
+	}
+	ignore, err := ignoreRules("")
+	if err != nil {
+		return nil, err
+	}
+	results, err := lint.New(cat, lint.Options{Ignore: ignore}).Paths(ctx, paths)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	return advise.FromConfig(results, paths), nil
 }
 
 // assessMetrics reads the one metrics source exactly as kvcheck hitrate does (num_gpu_blocks

@@ -173,6 +173,7 @@ func Decide(in Input, th Thresholds) Recommendation {
 	d := &decision{in: in, th: th}
 	d.rec = Recommendation{Reasons: []Reason{}, Evidence: []Evidence{}, Fixes: []finding.Finding{}, NextSteps: []NextStep{}, Advice: []string{}, Thresholds: th}
 	d.collectEvidence()
+	d.configEvidence()
 	now := d.route(in.Replay, "replay")
 	then := now
 	if in.Fixed != nil {
@@ -197,7 +198,7 @@ func Decide(in Input, th Thresholds) Recommendation {
 		}
 	}
 	d.nextSteps(route)
-	d.rec.Advice = advice(route, in)
+	d.rec.Advice = configAdvice(advice(route, in), in.Config)
 	return d.rec
 }
 

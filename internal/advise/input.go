@@ -17,6 +17,8 @@ type Input struct {
 	// nothing to replace or no request log.
 	Fixed    *Replay
 	FixedHow string
+	// Config is what the router and engine configuration checks found (assess --config).
+	Config *Config
 }
 
 // Metrics is what the replicas' Prometheus metrics said (kvcheck hitrate).

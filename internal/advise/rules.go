@@ -129,7 +129,7 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 			block("stream-breaker", High, "the live KV-event stream shows a new first block on almost every request: the chain breaks at block 0", "tap.first_blocks")
 		}
 	}
-	return out
+	return append(out, d.configBlockers(route)...)
 }
 
 // passOn records the findings that deserve action (errors and warnings) and returns how many

@@ -55,6 +55,9 @@ type Inputs struct {
 	TapInputs  []string
 	SeedKnown  bool
 	Recordings *sim.Trace
+
+	// Config is what the router and engine configuration checks found (assess --config).
+	Config *advise.Config
 }
 
 // RequestLog is a request log to audit and replay. Open is called once per pass (the audit,
@@ -99,6 +102,7 @@ func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, e
 	if in.Templates != nil {
 		ev.Templates = advise.FromTemplates(*in.Templates, in.TemplateInputs)
 	}
+	ev.Config = in.Config
 	if in.Tap != nil {
 		ev.Stream = advise.FromTap(in.Tap, in.TapInputs, in.SeedKnown)
 	}

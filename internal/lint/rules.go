@@ -20,6 +20,40 @@ type Rule struct {
 	Source   string // where the behaviour was read
 }
 
+// Defeats says what an error of the rule makes useless, for kvcheck assess: DefeatsAny (prefix
+// caching off, an engine that does not start), DefeatsKVRouter (the router's view of the
+// caches), DefeatsSession (session affinity); empty when it defeats neither.
+func (r Rule) Defeats() string { return defeats[r.Code] }
+
+// What a config error defeats (Rule.Defeats).
+const (
+	DefeatsAny      = "any"
+	DefeatsKVRouter = "kv-router"
+	DefeatsSession  = "session"
+)
+
+// defeats is Rule.Defeats by code, kept apart from the table so the table stays readable.
+var defeats = map[string]string{
+	"vllm/prefix-caching-off":              DefeatsAny,
+	"production-stack/prefix-caching-off":  DefeatsAny,
+	"dynamo/prefix-caching-off":            DefeatsAny,
+	"vllm/no-such-flag":                    DefeatsAny,
+	"vllm/replay-port-collision":           DefeatsAny,
+	"llm-d/estimate-tokenizer":             DefeatsKVRouter,
+	"llm-d/scorer-approximate-producer":    DefeatsKVRouter,
+	"llm-d/topic-filter":                   DefeatsKVRouter,
+	"llm-d/socket-port":                    DefeatsKVRouter,
+	"llm-d/engine-connects":                DefeatsKVRouter,
+	"llm-d/experimental-plugin":            DefeatsKVRouter,
+	"vllm/kv-events-disabled":              DefeatsKVRouter,
+	"vllm/publisher-null":                  DefeatsKVRouter,
+	"dynamo/kv-events-missing":             DefeatsKVRouter,
+	"aibrix/kv-sync-incomplete":            DefeatsKVRouter,
+	"production-stack/kvaware-controller":  DefeatsKVRouter,
+	"production-stack/session-key-missing": DefeatsSession,
+	"litellm/invalid-affinity-flag":        DefeatsSession,
+}
+
 // rules is the one table the config checks, the README and SARIF's rule list are made from.
 var rules = []Rule{
 	// LiteLLM (docs/my-website/docs/proxy/config_settings.md and the router read at main, 2026-10).

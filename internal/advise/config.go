@@ -1,0 +1,165 @@
+package advise
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/lint"
+)
+
+// Config is what the router and engine configuration checks found in the user's files
+// (kvcheck lint, through assess --config).
+type Config struct {
+	Inputs []string
+	Files  int
+	// Systems are the routers and engines the files configure (llm-d, LiteLLM, Dynamo, ...).
+	Systems []string
+	// Findings are the config findings; Properties["defeats"] says what an error makes useless
+	// (lint.DefeatsAny, DefeatsKVRouter, DefeatsSession) and Properties["rule"] its table id.
+	Findings []finding.Finding
+}
+
+// systemOf maps a config rule's code prefix to the system advice() names.
+var systemOf = map[string]string{
+	"litellm": "LiteLLM", "llm-d": "llm-d", "production-stack": "vLLM production-stack", "dynamo": "Dynamo",
+	"ray": "Ray Serve", "vllm": "vLLM", "aibrix": "AIBrix", "gaie": "GAIE",
+}
+
+// formatSystem maps a detected config format to its system.
+var formatSystem = map[lint.Format]string{
+	lint.FormatLiteLLM: "LiteLLM", lint.FormatEPC: "llm-d", lint.FormatLLMDValues: "llm-d",
+	lint.FormatProdStack: "vLLM production-stack", lint.FormatDynamo: "Dynamo", lint.FormatRayServe: "Ray Serve",
+	lint.FormatWorkload: "vLLM", lint.FormatCompose: "vLLM", lint.FormatShellScript: "vLLM",
+	lint.FormatPool: "GAIE", lint.FormatObjective: "GAIE",
+}
+
+// FromConfig turns the lint results of the user's config files into assess's input: only the
+// router and engine configuration findings count (metric names in the same files are lint's
+// business, not the routing decision's).
+func FromConfig(results []lint.FileResult, inputs []string) *Config {
+	c := &Config{Inputs: inputs, Files: len(results), Systems: []string{}, Findings: []finding.Finding{}}
+	for _, r := range results {
+		for _, f := range r.Formats {
+			if s, ok := formatSystem[f]; ok && !slices.Contains(c.Systems, s) {
+				c.Systems = append(c.Systems, s)
+			}
+		}
+		for _, x := range r.Findings {
+			if x.Status != lint.StatusConfig && x.Code != lint.CodeYAMLBomb {
+				continue
+			}
+			f := x.Finding
+			f.Source = "config"
+			f.Subject = fmt.Sprintf("%s:%d", x.File, x.Line)
+			f.Properties = map[string]string{}
+			if rule, ok := lint.LookupRule(x.Code); ok {
+				if d := rule.Defeats(); d != "" {
+					f.Properties["defeats"] = d
+				}
+				if rule.ID != "" {
+					f.Properties["rule"] = rule.ID
+				}
+			}
+			c.Findings = append(c.Findings, f)
+		}
+	}
+	slices.Sort(c.Systems)
+	return c
+}
+
+// configEvidence is the evidence line of the config checks.
+func (d *decision) configEvidence() {
+	c := d.in.Config
+	if c == nil {
+		return
+	}
+	errs, warns := 0, 0
+	for _, f := range c.Findings {
+		switch f.Severity {
+		case finding.Error:
+			errs++
+		case finding.Warning:
+			warns++
+		}
+	}
+	d.evidence("config.findings", "lint", shortList(c.Inputs), "router and engine configuration ("+orNone(strings.Join(c.Systems, ", "))+")",
+		"%s, %s in %s", count(errs, "error"), count(warns, "warning"), count(c.Files, "file"))
+}
+
+// configBlockers passes the config findings on as fixes and returns the blockers: an error that
+// defeats every option (prefix caching off, an engine that cannot start), or the option the
+// evidence recommends (the KV-aware router's view of the caches, session affinity's key).
+func (d *decision) configBlockers(route Verdict) []Reason {
+	c := d.in.Config
+	if c == nil {
+		return nil
+	}
+	d.passOn(c.Findings)
+	var any, kv, session []string
+	for _, f := range c.Findings {
+		if f.Severity != finding.Error {
+			continue
+		}
+		what := f.Code + " (" + f.Subject + ")"
+		switch f.Properties["defeats"] {
+		case lint.DefeatsAny:
+			any = append(any, what)
+		case lint.DefeatsKVRouter:
+			kv = append(kv, what)
+		case lint.DefeatsSession:
+			session = append(session, what)
+		}
+	}
+	var out []Reason
+	block := func(rule, text string) {
+		out = append(out, Reason{Rule: rule, Verdict: FixFirst, Strength: High, Evidence: []string{"config.findings"}, Text: text})
+	}
+	if len(any) > 0 {
+		block("config-defeats-caching", fmt.Sprintf("your configuration switches prefix caching off or keeps an engine from starting (%s): no router can produce hits there", shortList(any)))
+	}
+	if len(kv) > 0 && route == KVAwareRouter {
+		block("config-defeats-kv-router", fmt.Sprintf("the evidence recommends a KV-aware router, and your configuration keeps it from seeing the caches (%s)", shortList(kv)))
+	}
+	if len(session) > 0 && route == SessionAffinity {
+		block("config-defeats-session", fmt.Sprintf("the evidence recommends session affinity, and your configuration keeps it from pinning sessions (%s)", shortList(session)))
+	}
+	return out
+}
+
+// configAdvice replaces the generic advice about a system whose configuration the user gave with
+// what the checks found in it.
+func configAdvice(lines []string, c *Config) []string {
+	if c == nil {
+		return lines
+	}
+	counts := map[string]int{}
+	for _, f := range c.Findings {
+		if f.Severity < finding.Warning {
+			continue
+		}
+		sys, _, _ := strings.Cut(f.Code, "/")
+		counts[systemOf[sys]]++
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		replaced := false
+		for _, s := range c.Systems {
+			if !strings.HasPrefix(l, s+":") && !strings.HasPrefix(l, s+" ") {
+				continue
+			}
+			if n := counts[s]; n > 0 {
+				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint): %s to act on, listed under the fixes", s, count(n, "finding")))
+			} else {
+				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint) and none of its router-trap rules fired", s))
+			}
+			replaced = true
+			break
+		}
+		if !replaced {
+			out = append(out, l)
+		}
+	}
+	return out
+}
