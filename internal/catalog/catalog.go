@@ -704,6 +704,10 @@ func (c *Catalog) SeriesAt(series string, v Version) (string, bool) {
 	return "", false
 }
 
+// Predecessor returns the metric of the same family whose rename points at m (the name m
+// had before a release renamed it), or nil.
+func (c *Catalog) Predecessor(m *Metric) *Metric { return c.predecessor(m) }
+
 // predecessor returns the metric of the same family whose rename points at m.
 func (c *Catalog) predecessor(m *Metric) *Metric {
 	for _, p := range c.Metrics {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
@@ -283,8 +284,9 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 		if o.Queries == nil {
 			have, missing = o.HitsName, "vllm:prefix_cache_queries_total"
 		}
-		add(finding.Warning, "missing-counter", name, "%s is exported but not %s (nor an older name for it): the hit rate needs both; is the dump cut short, or a relabelling or a --selector dropping it?", have, missing)
+		add(finding.Warning, "missing-counter", name, "%s is exported but not %s: the hit rate needs both; is the dump cut short, or a relabelling or a --selector dropping it?", bothNames(have), bothNames(missing))
 	}
+	hybridFinding(o, r, add)
 	if o.Generation == V0 && o.Queries == nil {
 		gauge, _ := lookupName("vllm:gpu_prefix_cache_hit_rate")
 		add(finding.Warning, "v0-gauges-only", name, "only the V0 gauges vllm:gpu_prefix_cache_hit_rate/vllm:cpu_prefix_cache_hit_rate are exported (%s): a lifetime block hit rate with no query volume, so it cannot be weighted or windowed; upgrade to the V1 engine for token counters", gauge.life())
@@ -540,4 +542,58 @@ func medianOf(v []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// bothNames writes a counter with the other name a vLLM release gave it, so a reader of either
+// generation recognises it: "vllm:prefix_cache_hits_total (vllm:gpu_prefix_cache_hits_total
+// before vLLM 0.9.2)", "vllm:gpu_prefix_cache_hits_total (renamed
+// vllm:prefix_cache_hits_total in vLLM 0.9.2)".
+func bothNames(series string) string {
+	cat, err := catalog.Load()
+	if err != nil {
+		return series
+	}
+	m, ok := cat.Lookup(series)
+	if !ok || m.Engine == nil {
+		return series
+	}
+	e := m.Engine
+	if e.Rewrite == catalog.RewriteRename && e.Replacement != "" && !e.Deprecated.IsZero() {
+		if r, ok := m.ReplacementSeries(); ok {
+			return fmt.Sprintf("%s (renamed %s in vLLM %s)", series, r, e.Deprecated)
+		}
+	}
+	if p := cat.Predecessor(e); p != nil && !p.Deprecated.IsZero() {
+		old := p.Name + m.Suffix
+		return fmt.Sprintf("%s (%s before vLLM %s)", series, old, p.Deprecated)
+	}
+	return series
+}
+
+// hybridFinding explains a hybrid (Mamba/linear-attention) model's prefix caching: vLLM raises
+// the attention block to cover a Mamba state page (hundreds to thousands of tokens) and caches
+// only whole blocks, so a shared prefix shorter than one block never hits, and hits come in
+// multiples of it (vLLM issues #40696, #48401). With a near-zero hit rate it is a warning: the
+// likely cause of "0% with caching on".
+func hybridFinding(o Observation, r Replica, add func(finding.Severity, string, string, string, ...any)) {
+	if o.MambaBlockSize <= 0 || (o.PrefixCaching != nil && !*o.PrefixCaching) {
+		return
+	}
+	unit := max(o.BlockSize, o.MambaBlockSize)
+	msg := fmt.Sprintf("a hybrid (Mamba/linear-attention) model: prefix caching keeps whole blocks of %d tokens, so a shared prefix shorter than %d tokens never hits and hits come in multiples of %d", unit, unit, unit)
+	switch o.MambaCacheMode {
+	case "align":
+		msg += "; mamba_cache_mode align keeps the Mamba state only at block boundaries, and with speculative decoding (MTP, EAGLE) the last matched block is dropped, so a prefix needs about " + strconv.Itoa(2*unit) + " tokens to gain"
+	case "none":
+		msg += "; mamba_cache_mode none: the Mamba layers are not cached at all, so nothing hits"
+	}
+	if o.BlockSize > 0 && o.BlockSize < o.MambaBlockSize {
+		msg += fmt.Sprintf("; cache_config_info says block_size %d, which some releases leave at its default for hybrid models (vLLM issue #42966): the engine log's \"Setting attention block size to N tokens\" line has the real one", o.BlockSize)
+	}
+	sev := finding.Info
+	if r.HitRate != nil && *r.HitRate < 0.05 {
+		sev = finding.Warning
+		msg = fmt.Sprintf("hit rate %.1f%% with caching on, as expected when shared prefixes are shorter than a block: %s", *r.HitRate*100, msg)
+	}
+	add(sev, "hybrid-model", o.Replica, "%s", msg)
 }

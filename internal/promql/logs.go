@@ -16,6 +16,9 @@ import (
 var (
 	logEngine = regexp.MustCompile(`Engine (\d+):`)
 	logV0Hit  = regexp.MustCompile(`Prefix cache hit rate: GPU: ([0-9.]+)%, CPU: ([0-9.]+)%`)
+	// vLLM logs this once at start-up for hybrid (Mamba/linear-attention) models, whose
+	// attention block is raised to cover a Mamba state page (vllm/platforms/interface.py).
+	logHybridBlock = regexp.MustCompile(`Setting attention block size to (\d+) tokens to ensure that attention page size is >= mamba page size`)
 )
 
 // maxLogLine bounds the part of a log line that is kept. Stat lines are a few hundred bytes;
@@ -69,6 +72,9 @@ type LogStats struct {
 	engines []*engineLog
 	// Skipped counts stat lines with a field that did not parse.
 	Skipped int
+	// HybridBlock is the attention block size a hybrid model's start-up line set; 0 when the
+	// log has no such line.
+	HybridBlock int
 }
 
 // ParseLog reads vLLM engine stat lines (SPEC §3.5): the V1 "Engine NNN: Avg prompt
@@ -88,6 +94,12 @@ func ParseLog(r io.Reader, source string) (LogStats, error) {
 	}
 	var readErr error
 	for line := range logLines(r, &readErr) {
+		if m := logHybridBlock.FindStringSubmatch(line); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
+				st.HybridBlock = n
+			}
+			continue
+		}
 		if m := logV0Hit.FindStringSubmatch(line); m != nil {
 			e := get("", true)
 			gpu, err1 := strconv.ParseFloat(m[1], 64)
@@ -211,6 +223,7 @@ func (st LogStats) Observations(name string) []Observation {
 			GaugeHitRate: e.hit, CPUHitRate: e.cpuHit, GaugeExtHitRate: e.ext,
 			KVUsage: e.kv, Running: e.running, Waiting: e.wait,
 			PromptTokensPerSec: e.prompt,
+			BlockSize:          st.HybridBlock, MambaBlockSize: st.HybridBlock,
 		}
 		if e.id != "" {
 			o.Replica = name + "/engine" + e.id

@@ -41,7 +41,13 @@ type Observation struct {
 	// NumGPUBlocks is num_gpu_blocks from vllm:cache_config_info, the KV cache's size in
 	// blocks; 0 when unknown (the --prometheus queries aggregate it away).
 	NumGPUBlocks int
-	Generation   Generation
+	// MambaBlockSize and MambaCacheMode come from vllm:cache_config_info for hybrid
+	// (Mamba/linear-attention) models, or from the engine log's "Setting attention block
+	// size" line (MambaBlockSize then the attention block size it sets); zero and empty
+	// otherwise.
+	MambaBlockSize int
+	MambaCacheMode string
+	Generation     Generation
 	// QueriesName and HitsName are the counters the hit rate was computed from.
 	QueriesName, HitsName string
 	// Exported are the known metric names the replica exports.
@@ -160,6 +166,9 @@ func assemble(points []point, g grouping, window float64) assembled {
 			if cc.NumGPUBlocks > 0 {
 				r.obs.NumGPUBlocks = cc.NumGPUBlocks
 			}
+			if cc.Hybrid() {
+				r.obs.MambaBlockSize, r.obs.MambaCacheMode = cc.MambaBlockSize, cc.MambaCacheMode
+			}
 			continue
 		}
 		r.seen[p.name] = true
@@ -210,6 +219,9 @@ func assemble(points []point, g grouping, window float64) assembled {
 			}
 			if o.NumGPUBlocks == 0 {
 				o.NumGPUBlocks = r.obs.NumGPUBlocks
+			}
+			if o.MambaBlockSize == 0 {
+				o.MambaBlockSize, o.MambaCacheMode = r.obs.MambaBlockSize, r.obs.MambaCacheMode
 			}
 			taken = true
 		}

@@ -119,7 +119,7 @@ func (p Prometheus) Queries() []query {
 			tagged("sum", instant, func(mn metricName) bool { return !mn.counter && !mn.weighted })},
 		// The cache configuration's labels are kept whole (num_gpu_blocks too, the KV cache's
 		// size assess simulates), so this is the one read of vllm:cache_config_info.
-		{"config", fmt.Sprintf("max by (%s, block_size, enable_prefix_caching, num_gpu_blocks, %s) (%s{%s})", by, strings.Join(versionLabels, ", "), configInfo, sel)},
+		{"config", fmt.Sprintf("max by (%s, block_size, enable_prefix_caching, num_gpu_blocks, mamba_block_size, mamba_cache_mode, %s) (%s{%s})", by, strings.Join(versionLabels, ", "), configInfo, sel)},
 		{"routers", fmt.Sprintf("count by (server) ({%s})", routerSel)},
 	}
 }

@@ -64,7 +64,16 @@ type CacheConfig struct {
 	NumGPUBlocks int
 	// HashAlgo is prefix_caching_hash_algo, such as sha256 or sha256_cbor; empty when unknown.
 	HashAlgo string
+	// MambaBlockSize is mamba_block_size, set (to a number of tokens) only for hybrid
+	// Mamba/linear-attention models; 0 otherwise or when the labels do not say.
+	MambaBlockSize int
+	// MambaCacheMode is mamba_cache_mode (all, align, none); empty when the labels do not say.
+	MambaCacheMode string
 }
+
+// Hybrid reports whether the configuration is a hybrid (Mamba/linear-attention) model's:
+// vLLM sets mamba_block_size only for those.
+func (cc CacheConfig) Hybrid() bool { return cc.MambaBlockSize > 0 }
 
 // CachingOff reports whether the configuration says prefix caching is off (not unknown).
 func (cc CacheConfig) CachingOff() bool { return cc.PrefixCaching != nil && !*cc.PrefixCaching }
@@ -84,6 +93,12 @@ func CacheConfigOf(labels map[string]string) CacheConfig {
 		cc.NumGPUBlocks = n
 	}
 	cc.HashAlgo = labels["prefix_caching_hash_algo"]
+	if n, err := strconv.Atoi(labels["mamba_block_size"]); err == nil && n > 0 {
+		cc.MambaBlockSize = n
+	}
+	if m := labels["mamba_cache_mode"]; m != "" && m != "None" {
+		cc.MambaCacheMode = m
+	}
 	return cc
 }
 

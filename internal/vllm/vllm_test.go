@@ -156,3 +156,16 @@ func TestClientRedacts(t *testing.T) {
 		t.Errorf("Shown() = %q", got)
 	}
 }
+
+// TestCacheConfigHybrid: vLLM sets mamba_block_size only for hybrid models; a plain model's
+// label reads None (Python's str of an unset Optional).
+func TestCacheConfigHybrid(t *testing.T) {
+	h := CacheConfigOf(map[string]string{"block_size": "528", "mamba_block_size": "528", "mamba_cache_mode": "align"})
+	if !h.Hybrid() || h.MambaBlockSize != 528 || h.MambaCacheMode != "align" {
+		t.Errorf("hybrid: %+v", h)
+	}
+	p := CacheConfigOf(map[string]string{"block_size": "16", "mamba_block_size": "None", "mamba_cache_mode": "None"})
+	if p.Hybrid() || p.MambaCacheMode != "" {
+		t.Errorf("plain: %+v", p)
+	}
+}
