@@ -350,6 +350,18 @@ func TestScenarios(t *testing.T) {
 			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
 		},
 		{
+			name: "RAG documents behind a per-request id in block 0",
+			why:  "a new id before every document makes every prompt unique; once constant it is the RAG case, where a KV router pays: fix first, then a KV-aware router",
+			in:   reqs(tenants(8, 400, 30, 1200, requestID, nil)),
+			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+		},
+		{
+			name: "multi-turn chat without session ids, a timestamp at the top of the system prompt",
+			why:  "the stamp changes every turn, but a turn's messages after the system prompt still extend the previous turn's, so the sessions are known; the stamp breaks even a conversation's own prefix; once constant it is the chat case: fix first, then session affinity",
+			in:   reqs(conversations(3, 40, 4, false, isoTime)),
+			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+		},
+		{
 			name: "one shared prompt behind a per-user line in block 0",
 			why:  "one of 120 customers' names before the shared 2,000 tokens, 160 requests: a prompt is cached only where its customer went before, and most customers come once or twice, so round-robin hits little; once constant it is the one shared prompt that fits everywhere (round-robin hits it): the breaker costs tens of points, fix first, then nothing",
 			in:   reqs(tenants(9, 160, 1, 2000, customer, nil)),
