@@ -271,8 +271,10 @@ func TestScenarios(t *testing.T) {
 		opts Options
 		want advise.Verdict
 		then advise.Verdict
-		// rules must each appear among the reasons (for or against the verdict).
-		rules []string
+		// rules must each appear among the reasons (for or against the verdict), and mention
+		// in their texts.
+		rules   []string
+		mention []string
 	}
 	four := Options{Replicas: 4, KVTokens: 1 << 20}
 	reqs := func(l *reqLog) func(t *testing.T) Inputs {
@@ -424,7 +426,7 @@ func TestScenarios(t *testing.T) {
 				}
 				return Inputs{Trace: withoutSessions(tr)}
 			},
-			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"}, mention: []string{"session affinity was not measured"},
 		},
 		{
 			name: "metrics only, one replica cold (issue 9, failure 7)",
@@ -434,7 +436,17 @@ func TestScenarios(t *testing.T) {
 				r[3].hits = 5e4
 				return Inputs{Metrics: metrics(t, dump(t, r...))}
 			},
-			want: advise.Undetermined, rules: []string{"metrics-cannot-tell"},
+			want: advise.Undetermined, rules: []string{"metrics-cannot-tell"}, mention: []string{"cold replicas (far below the fleet's median hit rate): 10.0.0.4:8000"},
+		},
+		{
+			name: "metrics only, a replica without prefix metrics",
+			why:  "one replica exports no prefix-cache counters: the fleet's figure leaves it out, and metrics alone cannot tell anyway",
+			in: func(t *testing.T) Inputs {
+				r := healthyReps(3)
+				r[1].noPrefix = true
+				return Inputs{Metrics: metrics(t, dump(t, r...))}
+			},
+			want: advise.Undetermined, rules: []string{"metrics-cannot-tell"}, mention: []string{"replicas without prefix-cache metrics: 10.0.0.2:8000"},
 		},
 		{
 			name: "metrics only, the fleet already hits 97%",
@@ -497,6 +509,11 @@ func TestScenarios(t *testing.T) {
 			for _, r := range sc.rules {
 				if !slices.Contains(rules, r) {
 					t.Errorf("no reason %s among %v\n%s", r, rules, show())
+				}
+			}
+			for _, m := range sc.mention {
+				if !slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return strings.Contains(r.Text, m) }) {
+					t.Errorf("no reason mentions %q\n%s", m, show())
 				}
 			}
 		})
