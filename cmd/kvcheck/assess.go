@@ -23,6 +23,8 @@ import (
 
 // assessOptions are the flags of kvcheck assess.
 type assessOptions struct {
+	// stdin is what --requests - reads.
+	stdin   io.Reader
 	metrics promql.Spec
 
 	templates []string
@@ -102,18 +104,17 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
   kvcheck assess --trace mooncake_conversation_trace.jsonl --replicas 8 --kv-tokens 1048576
   kvcheck assess --file replica.prom --requests gateway.jsonl --replicas 1
   kvcheck assess --file before.prom --file after.prom --window 60s --tap-from a.kvtap --hash-seed 0 -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: noArgs,
+		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
 			o.metrics.WindowSet = cmd.Flags().Changed("window")
 			o.seedSet = cmd.Flags().Changed("hash-seed")
-			if report.IsTerminal(s.ErrOut) {
-				o.metrics.Progress = func(msg string) { fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", msg) }
-			}
+			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
+			o.stdin = s.In
 			if o.demo {
 				return runAssessDemo(cmd.Context(), s, g)
 			}
-			return runAssess(cmd.Context(), s, g, o)
-		},
+			return runAssess(cmd.Context(), g.status, o)
+		}),
 	}
 	fs := cmd.Flags()
 	bindMetrics(fs, &o.metrics)
@@ -138,45 +139,39 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOptions) error {
-	format, err := g.format(report.FormatText, report.FormatJSON)
-	if err != nil {
-		return err
-	}
-	if err := o.failOn.validate(); err != nil {
-		return err
-	}
+func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report.Result, error) {
+	var err error
 	if o.today == "" {
 		o.today = assess.DefaultToday
 	}
 	metricsGiven := o.metrics.Given()
 	switch {
 	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil && len(o.configs) == 0:
-		return usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace, --config")
+		return report.Result{}, usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace, --config")
 	case o.tok.URL != "" && o.requests == "":
-		return usageErrorf("--tokenize applies to --requests")
+		return report.Result{}, usageErrorf("--tokenize applies to --requests")
 	case o.seedSet && len(o.tapFrom) == 0:
-		return usageErrorf("--hash-seed applies to --tap-from")
+		return report.Result{}, usageErrorf("--hash-seed applies to --tap-from")
 	case o.replicas < 0 || o.replicas > sim.MaxReplicas:
-		return usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
+		return report.Result{}, usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
 	case o.kvBlocks < 0 || o.kvTokens < 0 || o.blockSize < 0 || o.traceBlock < 0:
-		return usageErrorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
+		return report.Result{}, usageErrorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
 	case o.kvBlocks > 0 && o.kvTokens > 0:
-		return usageErrorf("give --kv-tokens or --kv-blocks, not both: they state the same figure")
+		return report.Result{}, usageErrorf("give --kv-tokens or --kv-blocks, not both: they state the same figure")
 	case o.th.MinGain <= 0 || o.th.MinGain >= 1:
-		return usageErrorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
+		return report.Result{}, usageErrorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
 	case !slices.Contains(sim.PolicyNames(), o.today):
-		return usageErrorf("--today %q: want one of %s", o.today, strings.Join(sim.PolicyNames(), ", "))
+		return report.Result{}, usageErrorf("--today %q: want one of %s", o.today, strings.Join(sim.PolicyNames(), ", "))
 	}
 	if err := o.tok.validate(); err != nil {
-		return err
+		return report.Result{}, err
 	}
 	var in assess.Inputs
 	blockSize := o.blockSize
 	if metricsGiven {
-		rep, err := assessMetrics(ctx, s, o.metrics)
+		rep, err := assessMetrics(ctx, st, o.metrics)
 		if err != nil {
-			return err
+			return report.Result{}, err
 		}
 		in.Metrics = rep
 		for _, r := range rep.Replicas {
@@ -191,14 +186,14 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 	if len(o.templates) > 0 {
 		tr, err := audit.AuditTemplates(o.templates, blockSize)
 		if err != nil {
-			return fmt.Errorf("templates: %w", err)
+			return report.Result{}, fmt.Errorf("templates: %w", err)
 		}
 		in.Templates, in.TemplateInputs = &tr, o.templates
 	}
 	if o.requests != "" {
-		rl, cleanup, err := assessRequestLog(ctx, s, o, blockSize)
+		rl, cleanup, err := assessRequestLog(ctx, st, o, blockSize)
 		if err != nil {
-			return err
+			return report.Result{}, err
 		}
 		defer cleanup()
 		in.Requests = rl
@@ -212,7 +207,7 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		c := events.NewCollector(opts)
 		dur, cut, err := c.AddRecordings(ctx, o.tapFrom, "")
 		if err != nil {
-			return err
+			return report.Result{}, err
 		}
 		r := c.Report(dur)
 		r.Findings = append(r.Findings, cut...)
@@ -221,12 +216,12 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 			// The recordings are the traffic when nothing else is (a lower bound).
 			recs, closeAll, err := events.OpenRecordings(o.tapFrom)
 			if err != nil {
-				return err
+				return report.Result{}, err
 			}
 			in.Recordings, err = sim.ReadRecordings(ctx, recs, sim.RecordingOptions{})
 			closeAll()
 			if err != nil {
-				return err
+				return report.Result{}, err
 			}
 		}
 	}
@@ -235,39 +230,22 @@ func runAssess(ctx context.Context, s streams, g *globalOptions, o *assessOption
 		in.Trace = o.embedded
 	case o.trace != "":
 		if in.Trace, err = readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock, 0); err != nil {
-			return err
+			return report.Result{}, err
 		}
 	}
 	if len(o.configs) > 0 {
 		if in.Config, err = assessConfig(ctx, o.configs); err != nil {
-			return err
+			return report.Result{}, err
 		}
 	}
 	ao := assess.Options{Thresholds: o.th, Replicas: o.replicas, KVTokens: o.kvTokens, KVBlocks: o.kvBlocks, Today: o.today}
-	if report.IsTerminal(s.ErrOut) {
-		ao.Progress = func(done, total int) {
-			fmt.Fprintf(s.ErrOut, "\rreplaying %d/%d", done, total)
-			if done == total {
-				fmt.Fprint(s.ErrOut, "\r\033[K")
-			}
-		}
-	}
+	ao.Progress = func(done, total int) { st.Progress("replaying %d/%d", done, total) }
 	rec, err := assess.Assess(ctx, in, ao)
+	st.Done()
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
-	if format == report.FormatJSON {
-		err = report.AssessJSON(s.Out, rec)
-	} else {
-		err = g.text(s.Out).Assess(rec)
-	}
-	if err != nil {
-		return err
-	}
-	if rec.Verdict != advise.FixFirst {
-		return nil
-	}
-	return o.failOn.check(rec.Severities()...)
+	return report.Assess(rec), nil
 }
 
 // assessConfig checks the router and engine configuration files as kvcheck lint does, with the
@@ -290,28 +268,28 @@ func assessConfig(ctx context.Context, paths []string) (*advise.Config, error) {
 
 // assessMetrics reads the one metrics source exactly as kvcheck hitrate does (num_gpu_blocks
 // included, from every source). The server's warnings and unreadable targets go to stderr too.
-func assessMetrics(ctx context.Context, s streams, spec promql.Spec) (*promql.Report, error) {
+func assessMetrics(ctx context.Context, st *report.Status, spec promql.Spec) (*promql.Report, error) {
 	raw, err := openMetrics(ctx, spec)
 	for _, w := range raw.Warnings {
-		fmt.Fprintf(s.ErrOut, "kvcheck: warning: %s: query %s: %s\n", spec.Conn.Shown(), strings.Join(w.Queries, ", "), w.Warning)
+		st.Warn("%s: query %s: %s", spec.Conn.Shown(), strings.Join(w.Queries, ", "), w.Warning)
 	}
 	if err != nil {
 		return nil, err
 	}
 	rep := promql.Analyze(raw)
 	for _, d := range rep.Down {
-		fmt.Fprintf(s.ErrOut, "kvcheck: warning: could not read %s: %s; the assessment leaves it out\n", d.Target, d.Error)
+		st.Warn("could not read %s: %s; the assessment leaves it out", d.Target, d.Error)
 	}
 	return &rep, nil
 }
 
 // assessRequestLog sets up the request log for the audit and the replays, which read it up to
 // three times: standard input is spooled to a temporary file first (removed by cleanup).
-func assessRequestLog(ctx context.Context, s streams, o *assessOptions, blockSize int) (*assess.RequestLog, func(), error) {
+func assessRequestLog(ctx context.Context, st *report.Status, o *assessOptions, blockSize int) (*assess.RequestLog, func(), error) {
 	rl := &assess.RequestLog{Name: o.requests, BlockSize: blockSize}
 	cleanup := func() {}
 	if o.tok.URL != "" {
-		remote, err := o.tok.connect(ctx, s, blockSize)
+		remote, err := o.tok.connect(ctx, st, blockSize)
 		if err != nil {
 			return nil, cleanup, err
 		}
@@ -329,7 +307,7 @@ func assessRequestLog(ctx context.Context, s streams, o *assessOptions, blockSiz
 			return nil, cleanup, fmt.Errorf("requests: spool standard input: %w", err)
 		}
 		cleanup = func() { _ = os.Remove(tmp.Name()) }
-		_, err = io.Copy(tmp, s.In)
+		_, err = io.Copy(tmp, o.stdin)
 		if cerr := tmp.Close(); err == nil {
 			err = cerr
 		}

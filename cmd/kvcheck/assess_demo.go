@@ -18,14 +18,15 @@ import (
 // demoAssess runs kvcheck assess over the demo fleet's scrape targets (name=URL or host:port)
 // and a built-in multi-turn chat trace, and renders the recommendation. The trace stands in for
 // the request log a real user would give; the replica count and KV size come from the scrape.
-func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []string) error {
+func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []string) (report.Result, error) {
 	if len(targets) == 0 {
-		return fmt.Errorf("demo assess: no scrape targets")
+		return report.Result{}, fmt.Errorf("demo assess: no scrape targets")
 	}
+	st := report.NewStatus(s.ErrOut)
 	o := &assessOptions{embedded: demoChatTrace(1), tok: defaultTokenize}
 	o.th = advise.DefaultThresholds()
 	o.metrics = promql.Spec{Scrape: targets, Window: 3 * time.Second, WindowSet: true, ScrapeTimeout: 5 * time.Second}
-	if g.Output != string(report.FormatJSON) {
+	if g.format != report.FormatJSON {
 		t := g.text(s.Out)
 		t.Heading(fmt.Sprintf("Demo: kvcheck assess against %d emulated vLLM replicas and a built-in chat trace", len(targets)))
 		t.Muted("The trace: %d conversations (%d requests) with the assistants of %d tenants, each tenant's system prompt %d tokens; each turn repeats the conversation so far. The prompts (%d tokens) do not fit in one replica's KV cache.",
@@ -33,25 +34,22 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 		t.Line("$ kvcheck assess --scrape %s --window 3s --trace <built-in chat trace>", strings.Join(targets, ","))
 		t.Line("")
 	}
-	return runAssess(ctx, s, g, o)
+	return runAssess(ctx, st, o)
 }
 
 // runAssessDemo starts four emulated replicas on loopback, as kvcheck demo does, and runs
 // demoAssess against them.
-func runAssessDemo(ctx context.Context, s streams, g *globalOptions) error {
-	if _, err := g.format(report.FormatText, report.FormatJSON); err != nil {
-		return err
-	}
+func runAssessDemo(ctx context.Context, s streams, g *globalOptions) (report.Result, error) {
 	f, err := fleet.New(fleet.Options{Replicas: fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000}), Tick: 5 * time.Millisecond, StepsPerTick: 5})
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	if err := f.Start(); err != nil {
-		return err
+		return report.Result{}, err
 	}
 	defer func() {
 		if err := f.Close(); err != nil {
-			fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
+			report.NewStatus(s.ErrOut).Note("%v", err)
 		}
 	}()
 	return demoAssess(ctx, s, g, f.Targets())

@@ -20,6 +20,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/report"
 )
 
 // assessDoc is the part of assess's JSON the tests read.
@@ -221,9 +222,12 @@ func TestAssessScrapeFleet(t *testing.T) {
 	o := &assessOptions{embedded: demoChatTrace(1), tok: defaultTokenize}
 	o.metrics = promql.Spec{Scrape: targets, Window: 300 * time.Millisecond, WindowSet: true, ScrapeTimeout: 5 * time.Second}
 	o.th = advise.DefaultThresholds()
-	g := &globalOptions{Output: "json"}
-	if err := runAssess(ctx, streams{Out: &out, ErrOut: &errOut}, g, o); err != nil {
+	res, err := runAssess(ctx, report.NewStatus(&errOut), o)
+	if err != nil {
 		t.Fatalf("runAssess: %v\n%s", err, errOut.String())
+	}
+	if err := report.Write(&out, report.FormatJSON, res, report.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	var doc assessDoc
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
@@ -290,8 +294,12 @@ func TestDemoAssess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	g := &globalOptions{Output: "text", environ: []string{"NO_COLOR=1"}}
-	if err := demoAssess(ctx, streams{Out: &out, ErrOut: &errOut}, g, targets); err != nil {
+	g := &globalOptions{Output: "text", format: report.FormatText, environ: []string{"NO_COLOR=1"}}
+	res, err := demoAssess(ctx, streams{Out: &out, ErrOut: &errOut}, g, targets)
+	if err == nil {
+		err = g.write(&out, res, nil)
+	}
+	if err != nil {
 		t.Fatalf("demoAssess: %v\n%s", err, errOut.String())
 	}
 	for _, want := range []string{"Demo: kvcheck assess against 4 emulated vLLM replicas", "Recommendation: a KV-aware router", "Evidence", "Next steps"} {

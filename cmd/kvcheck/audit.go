@@ -12,10 +12,13 @@ import (
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/vllm"
+	"io"
 )
 
 type auditOptions struct {
-	Requests  string
+	Requests string
+	// stdin is what --requests - reads.
+	stdin     io.Reader
 	tok       tokenizeFlags
 	BlockSize int
 	MaxBlocks int
@@ -58,11 +61,12 @@ conversation with two dates.
   kvcheck audit --requests gateway.jsonl
   kvcheck audit --requests gateway.jsonl --tokenize http://127.0.0.1:8000 -o json
   kvcheck audit chat_template.jinja --fail-on error`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
 			opts.templates = args
 			opts.blockSet = cmd.Flags().Changed("block-size")
-			return runAudit(cmd.Context(), s, g, opts)
-		},
+			opts.stdin = s.In
+			return runAudit(cmd.Context(), g.status, opts)
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
@@ -74,37 +78,30 @@ conversation with two dates.
 	return cmd
 }
 
-func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptions) error {
-	format, err := g.format(report.FormatText, report.FormatJSON)
-	if err != nil {
-		return err
-	}
-	if err := opts.FailOn.validate(); err != nil {
-		return err
-	}
+func runAudit(ctx context.Context, st *report.Status, opts *auditOptions) (report.Result, error) {
 	switch {
 	case len(opts.templates) == 0 && opts.Requests == "" && opts.tok.URL == "":
-		return usageErrorf("nothing to audit: give template files or directories, --requests FILE, or --tokenize URL")
+		return report.Result{}, usageErrorf("nothing to audit: give template files or directories, --requests FILE, or --tokenize URL")
 	case opts.BlockSize <= 0:
-		return usageErrorf("--block-size %d: must be a positive number of tokens", opts.BlockSize)
+		return report.Result{}, usageErrorf("--block-size %d: must be a positive number of tokens", opts.BlockSize)
 	case opts.MaxBlocks <= 0:
-		return usageErrorf("--max-blocks %d: must be positive", opts.MaxBlocks)
+		return report.Result{}, usageErrorf("--max-blocks %d: must be positive", opts.MaxBlocks)
 	case opts.MaxLine <= 0:
-		return usageErrorf("--max-line %d: must be positive", opts.MaxLine)
+		return report.Result{}, usageErrorf("--max-line %d: must be positive", opts.MaxLine)
 	}
 	if err := opts.tok.validate(); err != nil {
-		return err
+		return report.Result{}, err
 	}
 
-	res := report.Audit{BlockSize: opts.BlockSize, Templates: []audit.Template{}, Findings: []audit.Finding{}}
+	res := report.AuditRun{BlockSize: opts.BlockSize, Templates: []audit.Template{}, Findings: []audit.Finding{}}
 	var server *audit.Server
 	if opts.tok.URL != "" {
-		remote, err := opts.tok.connect(ctx, s, opts.BlockSize)
+		remote, err := opts.tok.connect(ctx, st, opts.BlockSize)
 		if err != nil {
-			return err
+			return report.Result{}, err
 		}
 		if opts.blockSet && !remote.Assumed && remote.BlockSize != opts.BlockSize {
-			fmt.Fprintf(s.ErrOut, "kvcheck: the server's block size is %d, not --block-size %d; using the server's\n", remote.BlockSize, opts.BlockSize)
+			st.Note("the server's block size is %d, not --block-size %d; using the server's", remote.BlockSize, opts.BlockSize)
 		}
 		res.BlockSize = remote.BlockSize
 		if remote.CachingOff != nil {
@@ -118,29 +115,29 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 	if len(opts.templates) > 0 {
 		tr, err := audit.AuditTemplates(opts.templates, res.BlockSize)
 		if err != nil {
-			return err
+			return report.Result{}, err
 		}
 		res.Templates = append(res.Templates, tr.Templates...)
 		res.Findings = append(res.Findings, tr.Findings...)
 	}
 	if server != nil {
-		if err := probeFiles(ctx, s, server, &res); err != nil {
-			return err
+		if err := probeFiles(ctx, st, server, &res); err != nil {
+			return report.Result{}, err
 		}
 		tpl, fs, err := audit.ProbeServerTemplate(ctx, server, res.BlockSize)
 		if err != nil {
-			return err
+			return report.Result{}, err
 		}
 		res.Templates = append(res.Templates, tpl)
 		res.Findings = append(res.Findings, fs...)
 	}
 	if opts.Requests != "" {
-		in := s.In
+		in := opts.stdin
 		res.RequestsSource = "standard input"
 		if opts.Requests != "-" {
 			f, err := os.Open(opts.Requests)
 			if err != nil {
-				return fmt.Errorf("requests: %w", err)
+				return report.Result{}, fmt.Errorf("requests: %w", err)
 			}
 			defer func() { _ = f.Close() }() // read only: nothing to lose on close
 			in = f
@@ -150,18 +147,14 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		if server != nil {
 			ropts.Tokenizer = server
 		}
-		if report.IsTerminal(s.ErrOut) {
-			ropts.Progress = func(n int64) { fmt.Fprintf(s.ErrOut, "\r%d requests", n) }
-		}
+		ropts.Progress = func(n int64) { st.Progress("%d requests", n) }
 		sum, err := audit.AuditRequests(ctx, in, ropts)
-		if ropts.Progress != nil {
-			fmt.Fprintln(s.ErrOut)
-		}
+		st.Done()
 		if err != nil && sum.Interrupted {
 			err = nil // printed below as partial; run exits 130
 		}
 		if err != nil {
-			return fmt.Errorf("requests %s: %w", res.RequestsSource, err)
+			return report.Result{}, fmt.Errorf("requests %s: %w", res.RequestsSource, err)
 		}
 		res.Requests = &sum
 		// The log settles the template questions it shows changing (the slices are shared).
@@ -169,22 +162,13 @@ func runAudit(ctx context.Context, s streams, g *globalOptions, opts *auditOptio
 		res.Findings = append(res.Findings, sum.Findings(res.RequestsSource)...)
 	}
 
-	switch format {
-	case report.FormatJSON:
-		err = report.AuditJSON(s.Out, res)
-	default:
-		err = g.text(s.Out).Audit(res)
-	}
-	if err != nil {
-		return err
-	}
-	return opts.FailOn.check(audit.Severities(res.Findings)...)
+	return report.Audit(res), nil
 }
 
 // probeFiles renders each Jinja template file through the server, for exact positions. vLLM
 // refuses templates in requests unless started with --trust-request-chat-template; then the
 // files keep their estimated positions and stderr says why.
-func probeFiles(ctx context.Context, s streams, server *audit.Server, res *report.Audit) error {
+func probeFiles(ctx context.Context, st *report.Status, server *audit.Server, res *report.AuditRun) error {
 	var files []string
 	for _, t := range res.Templates {
 		if t.Format == "jinja" {
@@ -199,7 +183,7 @@ func probeFiles(ctx context.Context, s streams, server *audit.Server, res *repor
 		tpl, fs, err := audit.ProbeTemplate(ctx, server, path+" (rendered by the server)", string(src), res.BlockSize)
 		var se *vllm.ServerError
 		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
-			fmt.Fprintf(s.ErrOut, "kvcheck: %s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated\n", server.Shown(), se.Message)
+			st.Note("%s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated", server.Shown(), se.Message)
 			return nil
 		}
 		if err != nil {

@@ -40,7 +40,9 @@ func TestAuditExitCodes(t *testing.T) {
 		{"findings", []string{tpl, "--fail-on", "error"}, exitFindings},
 		{"usage: nothing", nil, exitUsage},
 		{"usage: bad flag", []string{tpl, "--concurrency", "0"}, exitUsage},
-		{"usage: output", []string{tpl, "-o", "github"}, exitUsage},
+		{"usage: output", []string{tpl, "-o", "yaml"}, exitUsage},
+		{"github annotations", []string{tpl, "-o", "github"}, exitOK},
+		{"findings in sarif", []string{tpl, "-o", "sarif", "--fail-on", "error"}, exitFindings},
 		{"runtime: missing file", []string{filepath.Join(dir, "nope.jinja")}, exitRuntime},
 		{"runtime: unreachable server", []string{"--tokenize", "http://127.0.0.1:1", "--timeout", "2s"}, exitRuntime},
 	}

@@ -68,10 +68,10 @@ Each section prints the command it ran. Nothing leaves the machine; it finishes 
 minute. With --dir the input files are written there and kept, so the commands can be run again.
 
 ` + exitCodesHelp,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: noArgs,
+		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
 			return runDemo(cmd.Context(), s, g, o)
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&o.window, "window", 3*time.Second, "scrape window of the hitrate section (short, for the demo)")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "workload seed")
@@ -92,47 +92,44 @@ func demoSteps() []demoStep {
 	}
 }
 
-func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) error {
-	format, err := g.format(report.FormatText, report.FormatJSON)
-	if err != nil {
-		return err
-	}
+// runDemo writes each section as it runs in text; in JSON its result holds every section.
+func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (report.Result, error) {
 	if o.window <= 0 || o.window > 30*time.Second {
-		return usageErrorf("--window %s: keep the demo between 0 and 30s", o.window)
+		return report.Result{}, usageErrorf("--window %s: keep the demo between 0 and 30s", o.window)
 	}
-	d := &demoSession{s: s, g: g, o: o, json: format == report.FormatJSON}
+	d := &demoSession{s: s, g: g, o: o, json: g.format == report.FormatJSON}
 	if o.dir != "" {
 		if err := os.MkdirAll(o.dir, 0o755); err != nil {
-			return fmt.Errorf("--dir: %w", err)
+			return report.Result{}, fmt.Errorf("--dir: %w", err)
 		}
 		d.dir = o.dir
 	} else {
 		tmp, err := os.MkdirTemp("", "kvcheck-demo-")
 		if err != nil {
-			return fmt.Errorf("demo input files: %w", err)
+			return report.Result{}, fmt.Errorf("demo input files: %w", err)
 		}
 		defer func() {
 			if err := os.RemoveAll(tmp); err != nil {
-				fmt.Fprintf(s.ErrOut, "kvcheck: remove the demo's input files: %v\n", err)
+				g.status.Warn("remove the demo's input files: %v", err)
 			}
 		}()
 		d.dir = tmp
 	}
 	if err := writeDemoFiles(d.dir); err != nil {
-		return err
+		return report.Result{}, err
 	}
 	for _, st := range demoSteps() {
 		if d.json {
 			d.sections = append(d.sections, report.DemoSection{Name: st.title})
 		}
 		if err := st.run(ctx, d); err != nil {
-			return fmt.Errorf("demo %s: %w", st.title, err)
+			return report.Result{}, fmt.Errorf("demo %s: %w", st.title, err)
 		}
 	}
 	if d.json {
-		return report.DemoJSON(s.Out, d.sections)
+		return report.Demo(d.sections), nil
 	}
-	return nil
+	return report.Result{}, nil
 }
 
 // writeDemoFiles copies the embedded inputs into dir.
@@ -198,8 +195,10 @@ func (d *demoSession) exec(ctx context.Context, args ...string) error {
 		sub.Output = string(report.FormatJSON)
 	}
 	// The subcommand runs as its own root, as cobra allows; the global flags are set above.
-	root := newCmd(streams{In: strings.NewReader(""), Out: out, ErrOut: d.s.ErrOut}, sub)
+	ss := streams{In: strings.NewReader(""), Out: out, ErrOut: d.s.ErrOut}
+	root := newCmd(ss, sub)
 	root.SilenceUsage, root.SilenceErrors = true, true
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return sub.prepare(c, ss) }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.SetArgs(args[1:])
 	c, err := root.ExecuteContextC(ctx)

@@ -161,13 +161,17 @@ func demoTrace(seed uint64) syntheticTrace {
 // demoAssess prints its own heading and command line.
 func demoAssessSection(ctx context.Context, d *demoSession) error {
 	if d.json {
-		return d.capture([]string{"assess", "--demo"}, func(s streams) error { return runAssessDemo(ctx, s, d.g) })
+		return d.capture([]string{"assess", "--demo"}, func(s streams) error {
+			res, err := runAssessDemo(ctx, s, d.g)
+			return d.g.write(s.Out, res, err)
+		})
 	}
 	if d.started {
 		d.g.text(d.s.Out).Line("")
 	}
 	d.started = true
-	err := runAssessDemo(ctx, d.s, d.g)
+	res, err := runAssessDemo(ctx, d.s, d.g)
+	err = d.g.write(d.s.Out, res, err)
 	var fe findingsError
 	if errors.As(err, &fe) {
 		d.g.text(d.s.Out).Line("(exit 3: %v)", err)

@@ -9,14 +9,16 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/report"
 )
 
 // demoTap runs kvcheck tap against three emulated replicas on loopback for a few seconds: a
 // seeded map-era one (vLLM 0.26) with a replay socket and occasional lost batches, a seeded
 // array-era one (0.23), and an unseeded one with a high-water mark of 1 that drops bursts.
 func demoTap(ctx context.Context, s streams, g *globalOptions) error {
-	return runDemoTap(ctx, s, g, &tapOptions{Duration: 3 * time.Second, DPRanks: 1, MaxBlocks: events.DefaultMaxBlocks,
+	res, err := runDemoTap(ctx, report.NewStatus(s.ErrOut), &tapOptions{Duration: 3 * time.Second, DPRanks: 1, MaxBlocks: events.DefaultMaxBlocks,
 		QueueSize: 65536, TokensPerSec: 20000, MaxMessage: events.DefaultMaxMessage})
+	return g.write(s.Out, res, err)
 }
 
 // demoReplica is one emulated engine with its own prefix cache.
@@ -27,7 +29,7 @@ type demoReplica struct {
 	bursty bool // sends in bursts past its high-water mark
 }
 
-func runDemoTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions) error {
+func runDemoTap(ctx context.Context, st *report.Status, o *tapOptions) (report.Result, error) {
 	seed := "0"
 	specs := []struct {
 		cfg           fleet.PublisherConfig
@@ -44,7 +46,7 @@ func runDemoTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions)
 	for _, sp := range specs {
 		p, err := fleet.NewPublisher(pctx, sp.cfg)
 		if err != nil {
-			return fmt.Errorf("start emulated publisher: %w", err)
+			return report.Result{}, fmt.Errorf("start emulated publisher: %w", err)
 		}
 		defer func() { _ = p.Close() }()
 		reps = append(reps, &demoReplica{pub: p, cache: fleet.NewCache(400), lossy: sp.lossy, bursty: sp.bursty})
@@ -59,7 +61,7 @@ func runDemoTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions)
 	wg.Go(func() { demoTraffic(pctx, reps) })
 	defer wg.Wait()
 	defer stop()
-	return runTap(ctx, s, g, o, args)
+	return runTap(ctx, st, o, args)
 }
 
 // demoTraffic sends requests that share a 64-token system prompt and differ after it,

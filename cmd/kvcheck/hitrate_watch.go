@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
@@ -39,12 +40,12 @@ func watchInterval(o *hitrateOptions, args []string) error {
 // runHitrateWatch refreshes the hitrate report every interval until ctx ends (Ctrl-C, which
 // ends the watch cleanly): in place at a terminal, one JSON object per line when piped or with
 // -o json. --fail-on applies to the last refresh.
-func runHitrateWatch(ctx context.Context, s streams, g *globalOptions, o *hitrateOptions, format report.Format) error {
+func runHitrateWatch(ctx context.Context, s streams, g *globalOptions, o *hitrateOptions) (report.Result, error) {
 	next, err := o.metrics.Watcher(o.watch)
 	if err != nil {
-		return specUsage(err)
+		return report.Result{}, specUsage(err)
 	}
-	lines := format == report.FormatJSON || !report.IsTerminal(s.Out)
+	lines := g.format != report.FormatText || !report.IsTerminal(s.Out)
 	text := g.text(s.Out)
 	var prev *promql.Report
 	tick := time.NewTicker(o.watch)
@@ -53,14 +54,14 @@ func runHitrateWatch(ctx context.Context, s streams, g *globalOptions, o *hitrat
 		in, err := next(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return watchEnd(o, prev)
+			return watchEnd(prev), nil
 		case errors.Is(err, promql.ErrBaseline):
 			if !lines && o.metrics.Progress != nil {
 				o.metrics.Progress(fmt.Sprintf("first refresh in %s, when the second scrape is in", o.watch))
 			}
 		case err != nil:
 			// One failed refresh does not end an incident's watch: say so and go on.
-			fmt.Fprintf(s.ErrOut, "kvcheck: refresh %d: %v\n", n, err)
+			g.status.Note("refresh %d: %v", n, err)
 		default:
 			rep := promql.Analyze(in)
 			f := report.Refresh{N: n, At: time.Now(), Interval: o.watch, Report: rep, Changes: promql.Changes(prev, rep)}
@@ -70,23 +71,24 @@ func runHitrateWatch(ctx context.Context, s streams, g *globalOptions, o *hitrat
 				err = report.HitrateWatch(text, f)
 			}
 			if err != nil {
-				return err
+				return report.Result{}, err
 			}
 			prev = &rep
 			n++
 		}
 		select {
 		case <-ctx.Done():
-			return watchEnd(o, prev)
+			return watchEnd(prev), nil
 		case <-tick.C:
 		}
 	}
 }
 
-// watchEnd ends a watch: the last refresh decides --fail-on.
-func watchEnd(o *hitrateOptions, last *promql.Report) error {
-	if last == nil {
-		return nil
+// watchEnd ends a watch: the refreshes are written, and the last one decides --fail-on.
+func watchEnd(last *promql.Report) report.Result {
+	res := report.Result{Streamed: true, Findings: []finding.Finding{}}
+	if last != nil {
+		res.Findings = last.Findings
 	}
-	return o.failOn.check(last.Severities()...)
+	return res
 }

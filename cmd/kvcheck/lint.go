@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
-	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"strings"
 )
 
 // lintOptions are the flags of kvcheck lint.
@@ -83,10 +83,10 @@ it last had any within --lookback.
   kvcheck lint --diff grafana/vllm.json
   kvcheck lint -o sarif dashboards/ > kvcheck.sarif
   kvcheck lint --prometheus http://prometheus:9090 --lookback 3d dashboards/`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLint(cmd.Context(), s, g, opts, args)
-		},
+		Args: minArgs(1),
+		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
+			return runLint(cmd.Context(), g.status, opts, args)
+		}),
 	}
 	fs := cmd.Flags()
 	fs.StringVar((*string)(&opts.FailOn), "fail-on", "error", "exit 3 when a finding reaches this severity: error, warning, info or never")
@@ -116,43 +116,36 @@ func ignoreRules(name string) ([]lint.IgnoreRule, error) {
 	return lint.ParseIgnore(name, src)
 }
 
-func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions, paths []string) error {
-	format, err := g.format(report.FormatText, report.FormatJSON, report.FormatSARIF, report.FormatGitHub)
-	if err != nil {
-		return err
-	}
-	if err := opts.FailOn.validate(); err != nil {
-		return err
-	}
+func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, error) {
 	if opts.Fix && opts.Diff {
-		return usageErrorf("--fix and --diff: choose one (--diff shows what --fix would write)")
+		return report.Result{}, usageErrorf("--fix and --diff: choose one (--diff shows what --fix would write)")
 	}
 	cat, err := catalog.Load()
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
-	targets, err := parseTargets(cat, opts.Target, opts.Targets, s.ErrOut)
+	targets, err := parseTargets(cat, opts.Target, opts.Targets, st)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	var api lint.Querier
 	if opts.Prom.URL != "" {
 		if api, err = opts.Prom.API(); err != nil {
-			return specUsage(err)
+			return report.Result{}, specUsage(err)
 		}
 		if opts.Lookback <= 0 {
-			return usageErrorf("--lookback must be positive")
+			return report.Result{}, usageErrorf("--lookback must be positive")
 		}
 	}
 
 	ignore, err := ignoreRules(opts.IgnoreFile)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	l := lint.New(cat, lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore})
 	results, err := l.Paths(ctx, paths)
 	if err != nil && ctx.Err() == nil {
-		return err
+		return report.Result{}, err
 	}
 	if err != nil {
 		// Interrupted: print what was checked (the file it stopped at says so), ask nothing
@@ -171,19 +164,20 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 			if !opts.Prom.Verbose {
 				err = promql.HideBody(err)
 			}
-			return fmt.Errorf("--prometheus %s: %w", opts.Prom.Shown(), err)
+			return report.Result{}, fmt.Errorf("--prometheus %s: %w", opts.Prom.Shown(), err)
 		}
 		lint.AddOnline(results, pres, opts.Prom.Shown(), lookback, now)
 		run.Prometheus, run.Lookback = opts.Prom.Shown(), opts.Lookback.String()
 	}
 
 	if opts.Diff {
+		var diff strings.Builder
 		for _, r := range results {
 			if r.Fixed != nil {
-				fmt.Fprint(s.Out, lint.Diff(r.Path, r.Original, r.Fixed))
+				diff.WriteString(lint.Diff(r.Path, r.Original, r.Fixed))
 			}
 		}
-		return opts.FailOn.check(severities(results, false)...)
+		return report.LintDiff(run, diff.String()), nil
 	}
 	if opts.Fix {
 		for _, r := range results {
@@ -191,41 +185,12 @@ func runLint(ctx context.Context, s streams, g *globalOptions, opts *lintOptions
 				continue
 			}
 			if err := writeFixed(r.Path, r.Fixed); err != nil {
-				return err
+				return report.Result{}, err
 			}
-			fmt.Fprintf(s.ErrOut, "kvcheck: rewrote %s\n", r.Path)
+			st.Note("rewrote %s", r.Path)
 		}
 	}
-
-	switch format {
-	case report.FormatJSON:
-		err = report.LintJSON(s.Out, run)
-	case report.FormatSARIF:
-		err = report.LintSARIF(s.Out, run, version())
-	case report.FormatGitHub:
-		err = report.LintGitHub(s.Out, run)
-	default:
-		report.LintText(g.text(s.Out), run)
-	}
-	if err != nil {
-		return err
-	}
-	return opts.FailOn.check(severities(results, opts.Fix)...)
-}
-
-// severities lists the severities that count towards --fail-on; with --fix, rewritten
-// references no longer do.
-func severities(results []lint.FileResult, fixed bool) []finding.Severity {
-	var out []finding.Severity
-	for _, r := range results {
-		for _, f := range r.Findings {
-			if fixed && f.Fixed {
-				continue
-			}
-			out = append(out, f.Severity)
-		}
-	}
-	return out
+	return report.Lint(run), nil
 }
 
 // writeFixed replaces a file's content, keeping its permissions; the new content is written

@@ -35,10 +35,10 @@ known). -o json adds the sources each entry was read from.
   kvcheck metrics --target-version 0.11 -o json
   kvcheck metrics --family llm-d --status deprecated
   kvcheck metrics --name prefix_cache`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runMetrics(cmd.Context(), s, g, opts)
-		},
+		Args: noArgs,
+		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
+			return runMetrics(cmd.Context(), g.status, opts)
+		}),
 	}
 	cmd.Flags().StringVar(&opts.Target, "target-version", "", "vLLM version for the status column, X.Y or X.Y.Z; default the newest the catalog knows")
 	cmd.Flags().StringVar(&opts.Targets, "target", "", targetFlagHelp)
@@ -48,32 +48,24 @@ known). -o json adds the sources each entry was read from.
 	return cmd
 }
 
-func runMetrics(_ context.Context, s streams, g *globalOptions, opts *metricsOptions) error {
-	format, err := g.format(report.FormatText, report.FormatJSON)
-	if err != nil {
-		return err
-	}
+func runMetrics(_ context.Context, st *report.Status, opts *metricsOptions) (report.Result, error) {
 	cat, err := catalog.Load()
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
-	targets, err := parseTargets(cat, opts.Target, opts.Targets, s.ErrOut)
+	targets, err := parseTargets(cat, opts.Target, opts.Targets, st)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	for _, f := range opts.Families {
 		if cat.Family(f) == nil {
-			return usageErrorf("--family %q: not a family of the catalog (vllm, llm-d, gaie)", f)
+			return report.Result{}, usageErrorf("--family %q: not a family of the catalog (vllm, llm-d, gaie)", f)
 		}
 	}
 	switch catalog.Status(opts.Status) {
 	case "", catalog.Current, catalog.Deprecated, catalog.Hidden, catalog.Removed, catalog.NotYet:
 	default:
-		return usageErrorf("--status %q: write current, deprecated, hidden, removed or not-yet", opts.Status)
+		return report.Result{}, usageErrorf("--status %q: write current, deprecated, hidden, removed or not-yet", opts.Status)
 	}
-	view := report.MetricsView{Targets: targets, Families: opts.Families, Status: opts.Status, Name: opts.Name}
-	if format == report.FormatJSON {
-		return report.MetricsJSON(s.Out, cat, view)
-	}
-	return report.MetricsText(g.text(s.Out), cat, view)
+	return report.Metrics(cat, report.MetricsView{Targets: targets, Families: opts.Families, Status: opts.Status, Name: opts.Name}), nil
 }

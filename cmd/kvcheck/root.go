@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
@@ -40,13 +41,18 @@ type streams struct {
 
 func stdStreams() streams { return streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
 
-// globalOptions are the flags every subcommand shares.
+// globalOptions are the flags every subcommand shares, and what the root works out from them
+// before a subcommand runs.
 type globalOptions struct {
 	Output  string
 	NoColor bool
 	// Wide turns off fitting tables to the terminal's width.
 	Wide    bool
 	environ []string
+	// format is --output checked against the command's formats; status writes its progress,
+	// notes and warnings on stderr.
+	format report.Format
+	status *report.Status
 }
 
 // getenv looks a variable up in the environment run was given, not the process's.
@@ -64,24 +70,65 @@ func (g *globalOptions) color() bool {
 	return !g.NoColor && g.getenv("NO_COLOR") == ""
 }
 
-// format checks --output against the formats a command supports.
-func (g *globalOptions) format(allowed ...report.Format) (report.Format, error) {
-	f := report.Format(strings.ToLower(g.Output))
-	if slices.Contains(allowed, f) {
-		return f, nil
-	}
-	names := make([]string, len(allowed))
-	for i, a := range allowed {
-		names[i] = string(a)
-	}
-	return "", usageErrorf("--output %q is not supported by this command: use one of %s", g.Output, strings.Join(names, ", "))
-}
-
 // text returns a text writer for the command's standard output.
 func (g *globalOptions) text(w io.Writer) *report.Text {
 	t := report.NewText(w, g.color())
 	t.SetWide(g.Wide)
 	return t
+}
+
+// prepare runs before every subcommand: it checks --output against the formats the command
+// offers (SARIF and GitHub annotations when it has findings, which is when it has --fail-on) and
+// --fail-on's value, before any work is done.
+func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
+	g.status = report.NewStatus(s.ErrOut)
+	fo := failOnFlag(cmd)
+	f, err := report.ParseFormat(g.Output, report.Formats(fo != nil))
+	if err != nil {
+		return usageError{err}
+	}
+	g.format = f
+	if fo != nil {
+		return failOn(fo.Value.String()).validate()
+	}
+	return nil
+}
+
+// write writes the result to w, if there is one, and passes err on.
+func (g *globalOptions) write(w io.Writer, res report.Result, err error) error {
+	if !res.Empty() {
+		if werr := report.Write(w, g.format, res, report.Options{Color: g.color(), Wide: g.Wide, Version: version()}); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	return err
+}
+
+// failOnFlag is the command's --fail-on flag, nil when it has none.
+func failOnFlag(cmd *cobra.Command) *pflag.Flag { return cmd.Flags().Lookup("fail-on") }
+
+// command turns a run function into a cobra RunE that emits its result.
+func (g *globalOptions) command(run func(cmd *cobra.Command, args []string) (report.Result, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		res, err := run(cmd, args)
+		return g.emit(cmd, res, err)
+	}
+}
+
+// emit writes a command's result in the --output format, even when the command also failed
+// (a report of the replicas that could be read, then exit 1), and turns findings at --fail-on
+// into exit 3. It is the one place that writes a result and the one place that decides exit 3.
+func (g *globalOptions) emit(cmd *cobra.Command, res report.Result, err error) error {
+	if g.status != nil {
+		g.status.Done()
+	}
+	if err := g.write(cmd.OutOrStdout(), res, err); err != nil {
+		return err
+	}
+	if fo := failOnFlag(cmd); fo != nil {
+		return failOn(fo.Value.String()).check(res.Findings)
+	}
+	return nil
 }
 
 // usageError marks errors caused by how the command was called (exit 2).
@@ -93,6 +140,22 @@ func (e usageError) Unwrap() error { return e.err }
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
+
+// usageArgs makes a cobra argument validator return a usage error, so a wrong number of
+// arguments or an unknown command exits 2 by its type, like a bad flag.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// noArgs accepts no positional arguments; minArgs at least n.
+var noArgs = usageArgs(cobra.NoArgs)
+
+func minArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.MinimumNArgs(n)) }
 
 // findingsError reports that findings reached --fail-on (exit 3). The report has already been
 // written when it is returned.
@@ -114,8 +177,8 @@ func (e findingsError) Error() string {
 // failOn is the value of a --fail-on flag: empty means never fail on findings.
 type failOn string
 
-// check returns a findingsError when the worst severity reaches the threshold.
-func (f failOn) check(sevs ...finding.Severity) error {
+// check returns a findingsError when the worst finding that counts reaches the threshold.
+func (f failOn) check(fs []finding.Finding) error {
 	if f == "" || f == "never" {
 		return nil
 	}
@@ -123,14 +186,8 @@ func (f failOn) check(sevs ...finding.Severity) error {
 	if err != nil {
 		return usageErrorf("--fail-on: %v", err)
 	}
-	for _, s := range sevs {
-		if s >= threshold {
-			worst := s
-			for _, o := range sevs {
-				worst = max(worst, o)
-			}
-			return findingsError{worst: worst, threshold: threshold}
-		}
+	if worst, any := finding.Worst(fs); any && worst >= threshold {
+		return findingsError{worst: worst, threshold: threshold}
 	}
 	return nil
 }
@@ -174,9 +231,12 @@ and is the vLLM fleet ready for it?
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.prepare(cmd, s)
 		},
 	}
 	root.SetOut(s.Out)
@@ -186,7 +246,7 @@ and is the vLLM fleet ready for it?
 		return usageError{err}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text or json (lint also: sarif, github)")
+	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text or json; commands with findings also sarif and github")
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also when NO_COLOR is set)")
 	pf.BoolVar(&g.Wide, "wide", false, "at a terminal, show every table column unwrapped instead of fitting the width")
 
@@ -233,7 +293,7 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	}
 	fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	if errors.As(err, &ue) {
 		// The help of the command that was run: its flags are what the error is about.
 		fmt.Fprintf(s.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage
@@ -246,16 +306,4 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 func endsByInterrupt(cmd *cobra.Command) bool {
 	f := cmd.Flags().Lookup("watch")
 	return f != nil && f.Changed
-}
-
-// isCobraUsage recognises the argument errors cobra raises itself (unknown command, wrong
-// number of arguments), which do not pass through the flag error function.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand", "invalid argument"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }

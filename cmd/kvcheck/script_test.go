@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,6 +34,7 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: false,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitcode},
 		// [env:NAME] holds when NAME is set and non-empty, as the comment above promises.
 		Condition: func(cond string) (bool, error) {
 			if name, ok := strings.CutPrefix(cond, "env:"); ok {
@@ -39,4 +43,33 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	})
+}
+
+// exitcode runs a command like exec and checks its exit status, so that scripts tell a runtime
+// error (1) from a usage error (2), findings at --fail-on (3) and an interrupt (130):
+//
+//	exitcode 3 kvcheck lint --fail-on warning dir/
+//
+// The command's stdout and stderr are there for the assertions that follow, as after exec.
+func exitcode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exitcode (give the code expected)")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exitcode N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %q is not an exit status", args[0])
+	}
+	got := 0
+	var ee *exec.ExitError
+	if err := ts.Exec(args[1], args[2:]...); errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("exit status %d, want %d", got, want)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"io"
 )
 
 // defaultKVTokens is each replica's prefix-cache capacity when neither --kv-blocks nor
@@ -25,6 +26,8 @@ import (
 const defaultKVTokens = 1 << 20
 
 type simulateOptions struct {
+	// stdin is what --requests - reads.
+	stdin      io.Reader
 	trace      string
 	format     string
 	blockSize  int
@@ -98,13 +101,14 @@ Policies (--policies):
   kvcheck simulate --recording tap.rec --replicas 4
   kvcheck simulate --trace conv.jsonl --replicas 2,4,8,16 --kv-blocks 1024,8192 --plot sweep.svg
   kvcheck simulate --trace conv.jsonl --replicas 4 --add-replica-at 30m --policies round-robin,kv-longest,kv-load`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: noArgs,
+		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
 			if !cmd.Flags().Changed("add-replica-at") {
 				o.addAt = -1
 			}
-			return runSimulate(cmd, s, g, o)
-		},
+			o.stdin = s.In
+			return runSimulate(cmd, g.status, o)
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file: Mooncake JSONL or Azure-style CSV")
@@ -138,57 +142,50 @@ Policies (--policies):
 	return cmd
 }
 
-func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOptions) error {
-	format, err := g.format(report.FormatText, report.FormatJSON)
-	if err != nil {
-		return err
-	}
-	if err := o.failOn.validate(); err != nil {
-		return err
-	}
+func runSimulate(cmd *cobra.Command, st *report.Status, o *simulateOptions) (report.Result, error) {
 	if err := o.checkSource(cmd); err != nil {
-		return err
+		return report.Result{}, err
 	}
 	replicas, err := intList("--replicas", o.replicas, 1, sim.MaxReplicas)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	policies, err := policyList(o.policies)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	if o.blockSize < 0 {
-		return usageErrorf("--block-size %d: want a positive number of tokens", o.blockSize)
+		return report.Result{}, usageErrorf("--block-size %d: want a positive number of tokens", o.blockSize)
 	}
 	if o.siblings < 1 || o.siblings > 1024 {
-		return usageErrorf("--n %d: want 1 to 1024", o.siblings)
+		return report.Result{}, usageErrorf("--n %d: want 1 to 1024", o.siblings)
 	}
 	if o.maxRunning < 1 {
-		return usageErrorf("--max-running %d: want at least 1", o.maxRunning)
+		return report.Result{}, usageErrorf("--max-running %d: want at least 1", o.maxRunning)
 	}
 	if o.prefill < 0 || o.decode < 0 {
-		return usageErrorf("--prefill-per-token and --decode-per-token must not be negative")
+		return report.Result{}, usageErrorf("--prefill-per-token and --decode-per-token must not be negative")
 	}
 	if o.beta < 0 || o.epsilon < 0 || o.overlapWeight < 0 || o.creditDecay < 0 || o.approxTokens < 0 {
-		return usageErrorf("--beta, --epsilon, --overlap-weight, --credit-decay and --approx-tokens must not be negative")
+		return report.Result{}, usageErrorf("--beta, --epsilon, --overlap-weight, --credit-decay and --approx-tokens must not be negative")
 	}
 	if cmd.Flags().Changed("add-replica-at") && o.addAt < 0 {
-		return usageErrorf("--add-replica-at %s: want a time into the trace, 0 or more", o.addAt)
+		return report.Result{}, usageErrorf("--add-replica-at %s: want a time into the trace, 0 or more", o.addAt)
 	}
 	if cmd.Flags().Changed("add-replica-at") && slices.Max(replicas) >= sim.MaxReplicas {
-		return usageErrorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
+		return report.Result{}, usageErrorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
 	}
-	tr, sourceFindings, err := o.load(cmd.Context(), s)
+	tr, sourceFindings, err := o.load(cmd.Context(), st)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	if last := tr.Requests[len(tr.Requests)-1].Arrival; cmd.Flags().Changed("add-replica-at") && o.addAt.Seconds() > last {
 		d := time.Duration(last * float64(time.Second)).Truncate(time.Millisecond)
-		return usageErrorf("--add-replica-at %s is after the trace's last request (at %s): no replica would be added; give a time up to %s", o.addAt, d, d)
+		return report.Result{}, usageErrorf("--add-replica-at %s is after the trace's last request (at %s): no replica would be added; give a time up to %s", o.addAt, d, d)
 	}
 	kv, err := kvBlocks(o, tr.BlockSize)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	sweep := sim.Sweep{
 		Replicas: replicas,
@@ -212,35 +209,26 @@ func runSimulate(cmd *cobra.Command, s streams, g *globalOptions, o *simulateOpt
 	if o.addAt < 0 {
 		sweep.Base.AddReplicaAt = -1
 	}
-	if report.IsTerminal(s.ErrOut) {
-		sweep.Watch = func(p sim.Progress) { fmt.Fprint(s.ErrOut, progressLine(p)) }
+	sweep.Watch = func(p sim.Progress) {
+		if p.SimulationsDone == p.Simulations {
+			st.Done()
+			return
+		}
+		st.Progress("%s", strings.TrimSuffix(strings.TrimPrefix(progressLine(p), "\r"), "\033[K"))
 	}
 	results, err := sim.Run(cmd.Context(), tr, sweep, nil)
 	if err != nil {
-		return err
+		return report.Result{}, err
 	}
 	rep := sim.NewReport(tr, sim.SiblingStats(tr, sweep.Base.Siblings), sweep, results)
 	rep.Findings = append(sourceFindings, rep.Findings...)
 
 	if o.plot != "" {
 		if err := writePlot(o.plot, rep); err != nil {
-			return err
+			return report.Result{}, err
 		}
 	}
-	switch format {
-	case report.FormatJSON:
-		err = report.SimulationJSON(s.Out, rep)
-	default:
-		err = g.text(s.Out).Simulation(rep)
-	}
-	if err != nil {
-		return err
-	}
-	sevs := make([]finding.Severity, len(rep.Findings))
-	for i, f := range rep.Findings {
-		sevs[i] = f.Severity
-	}
-	return o.failOn.check(sevs...)
+	return report.Simulation(rep), nil
 }
 
 // progressLine is the sweep's progress on a terminal: simulations done, the share of all requests
@@ -310,13 +298,13 @@ func (o *simulateOptions) checkSource(cmd *cobra.Command) error {
 
 // load reads the trace from whichever source was given, with the findings about the source
 // itself (a --tokenize server with prefix caching off).
-func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, []finding.Finding, error) {
+func (o *simulateOptions) load(ctx context.Context, st *report.Status) (*sim.Trace, []finding.Finding, error) {
 	var tr *sim.Trace
 	var fs []finding.Finding
 	var err error
 	switch {
 	case o.requests != "":
-		tr, fs, err = o.loadRequests(ctx, s)
+		tr, fs, err = o.loadRequests(ctx, st)
 	case len(o.recordings) > 0:
 		tr, err = o.loadRecordings(ctx)
 	default:
@@ -327,7 +315,7 @@ func (o *simulateOptions) load(ctx context.Context, s streams) (*sim.Trace, []fi
 
 // loadRequests tokenizes a request log as kvcheck audit does: estimated, or exact through a
 // vLLM server whose /metrics gives the block size.
-func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Trace, []finding.Finding, error) {
+func (o *simulateOptions) loadRequests(ctx context.Context, st *report.Status) (*sim.Trace, []finding.Finding, error) {
 	ro := sim.RequestLogOptions{
 		BlockSize: o.blockSize, Concurrency: o.tok.Concurrency, MaxLine: o.maxLine, Rate: o.rate,
 		OutputTokens: o.outputTokens, MaxRequests: o.maxRequests,
@@ -335,7 +323,7 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 	var note string
 	var fs []finding.Finding
 	if o.tok.URL != "" {
-		remote, err := o.tok.connect(ctx, s, audit.DefaultBlockSize)
+		remote, err := o.tok.connect(ctx, st, audit.DefaultBlockSize)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -348,7 +336,7 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 			fs = append(fs, *remote.CachingOff)
 		}
 	}
-	in := s.In
+	in := o.stdin
 	name := "standard input"
 	if o.requests != "-" {
 		f, err := os.Open(o.requests)
@@ -358,13 +346,9 @@ func (o *simulateOptions) loadRequests(ctx context.Context, s streams) (*sim.Tra
 		defer func() { _ = f.Close() }() // read only
 		in, name = f, o.requests
 	}
-	if report.IsTerminal(s.ErrOut) {
-		ro.Progress = func(n int) { fmt.Fprintf(s.ErrOut, "\rreading %d requests", n) }
-	}
+	ro.Progress = func(n int) { st.Progress("reading %d requests", n) }
 	tr, err := sim.ReadRequests(ctx, in, name, ro)
-	if ro.Progress != nil {
-		fmt.Fprint(s.ErrOut, "\r\033[K")
-	}
+	st.Done()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -56,16 +55,16 @@ publishers that dial a collector, use --listen. Ctrl-C stops early and still pri
 		Example: `  kvcheck tap tcp://10.0.0.5:5557 tcp://10.0.0.6:5557 --duration 2m --hash-seed 0
   kvcheck tap tcp://10.0.0.5:5557 --dp-ranks 2 --replay tcp://10.0.0.5:5560 --record capture.kvtap
   kvcheck tap --from capture-a.kvtap --from capture-b.kvtap -o json`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
 			o.hashSeedSet = cmd.Flags().Changed("hash-seed")
 			if o.demo {
 				if !cmd.Flags().Changed("duration") {
 					o.Duration = 3 * time.Second
 				}
-				return runDemoTap(cmd.Context(), s, g, o)
+				return runDemoTap(cmd.Context(), g.status, o)
 			}
-			return runTap(cmd.Context(), s, g, o, args)
-		},
+			return runTap(cmd.Context(), g.status, o, args)
+		}),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Listen, "listen", nil, "bind this endpoint and receive from publishers that dial it (repeatable)")
@@ -115,30 +114,23 @@ func expandRanks(eps []string, ranks int) ([]string, error) {
 	return out, nil
 }
 
-func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, args []string) error {
-	format, err := g.format(report.FormatText, report.FormatJSON)
-	if err != nil {
-		return err
-	}
-	if err := o.FailOn.validate(); err != nil {
-		return err
-	}
+func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string) (report.Result, error) {
 	live := len(args) > 0 || len(o.Listen) > 0
 	switch {
 	case len(o.From) > 0 && live:
-		return usageErrorf("give endpoints or --from recordings, not both")
+		return report.Result{}, usageErrorf("give endpoints or --from recordings, not both")
 	case len(o.From) == 0 && !live:
-		return usageErrorf("give at least one ENDPOINT (e.g. tcp://10.0.0.5:5557), --listen ADDR or --from FILE")
+		return report.Result{}, usageErrorf("give at least one ENDPOINT (e.g. tcp://10.0.0.5:5557), --listen ADDR or --from FILE")
 	case o.DPRanks < 1:
-		return usageErrorf("--dp-ranks must be at least 1, got %d", o.DPRanks)
+		return report.Result{}, usageErrorf("--dp-ranks must be at least 1, got %d", o.DPRanks)
 	case o.Duration <= 0:
-		return usageErrorf("--duration must be positive, got %s", o.Duration)
+		return report.Result{}, usageErrorf("--duration must be positive, got %s", o.Duration)
 	case o.MaxBlocks < 1:
-		return usageErrorf("--max-blocks must be positive, got %d", o.MaxBlocks)
+		return report.Result{}, usageErrorf("--max-blocks must be positive, got %d", o.MaxBlocks)
 	case o.MaxMessage < 1<<10:
-		return usageErrorf("--max-message must be at least 1024 bytes, got %d", o.MaxMessage)
+		return report.Result{}, usageErrorf("--max-message must be at least 1024 bytes, got %d", o.MaxMessage)
 	case o.Record != "" && !live:
-		return usageErrorf("--record needs endpoints to tap")
+		return report.Result{}, usageErrorf("--record needs endpoints to tap")
 	}
 	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage,
 		Ordered: len(o.From) <= 1}
@@ -149,34 +141,24 @@ func runTap(ctx context.Context, s streams, g *globalOptions, o *tapOptions, arg
 	c := events.NewCollector(opts)
 	var dur time.Duration
 	var extra []finding.Finding
+	var err error
 	if len(o.From) > 0 {
 		if dur, extra, err = c.AddRecordings(ctx, o.From, o.Topic); err != nil {
-			return err
+			return report.Result{}, err
 		}
-	} else if dur, err = tapLive(ctx, s, o, args, c); err != nil {
-		return err
+	} else if dur, err = tapLive(ctx, st, o, args, c); err != nil {
+		return report.Result{}, err
 	}
 	r := c.Report(dur)
 	r.Findings = append(r.Findings, extra...)
 	r.Findings = append(r.Findings, portCollisions(args, o.Replay, o.DPRanks)...)
-	if format == report.FormatJSON {
-		err = report.TapJSON(s.Out, r)
-	} else {
-		err = g.text(s.Out).Tap(r)
-	}
-	if err != nil {
-		return err
-	}
+	res := report.Tap(r)
 	if len(o.From) == 0 && noneConnected(r) {
 		// Every number above is zero because nothing was measured, not because the stream is
 		// quiet: that is a failed run, whatever --fail-on says.
-		return fmt.Errorf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", len(r.Publishers))
+		return res, fmt.Errorf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", len(r.Publishers))
 	}
-	sevs := make([]finding.Severity, len(r.Findings))
-	for i, f := range r.Findings {
-		sevs[i] = f.Severity
-	}
-	return o.FailOn.check(sevs...)
+	return res, nil
 }
 
 // noneConnected reports whether the tap had endpoints and never connected to (or bound) any.
@@ -192,7 +174,7 @@ func noneConnected(r *events.Report) bool {
 	return true
 }
 
-func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *events.Collector) (_ time.Duration, err error) {
+func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []string, c *events.Collector) (_ time.Duration, err error) {
 	eps, err := expandRanks(args, o.DPRanks)
 	if err != nil {
 		return 0, err
@@ -220,7 +202,7 @@ func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *ev
 		sources = append(sources, events.Source{Endpoint: ep, Listen: true})
 	}
 	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
-		Logger: slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger: slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if o.Record != "" {
 		f, err := os.Create(o.Record)
 		if err != nil {
@@ -235,16 +217,14 @@ func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *ev
 			return 0, err
 		}
 	}
-	fmt.Fprintf(s.ErrOut, "tapping %d publishers for %s (Ctrl-C stops early and prints the report)\n", len(sources), o.Duration)
+	st.Note("tapping %d publishers for %s (Ctrl-C stops early and prints the report)", len(sources), o.Duration)
 	tctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 	start := time.Now()
 	var received atomic.Uint64
 	cfg.Observe = func(*events.Message) { received.Add(1) }
 	var wg sync.WaitGroup
-	if report.IsTerminal(s.ErrOut) {
-		wg.Go(func() { tapProgress(tctx, s.ErrOut, start, o.Duration, &received) })
-	}
+	wg.Go(func() { tapProgress(tctx, st, start, o.Duration, &received) })
 	err = events.Tap(tctx, cfg, c)
 	cancel()
 	wg.Wait()
@@ -254,18 +234,17 @@ func tapLive(ctx context.Context, s streams, o *tapOptions, args []string, c *ev
 	return time.Since(start), nil
 }
 
-// tapProgress redraws one status line on a terminal's stderr every second.
-func tapProgress(ctx context.Context, w io.Writer, start time.Time, total time.Duration, received *atomic.Uint64) {
+// tapProgress redraws the progress line (on a terminal) every second.
+func tapProgress(ctx context.Context, st *report.Status, start time.Time, total time.Duration, received *atomic.Uint64) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Fprint(w, "\r\033[K")
+			st.Done()
 			return
 		case <-t.C:
-			el := time.Since(start).Truncate(time.Second)
-			fmt.Fprintf(w, "\r\033[K%s of %s, %d messages received", el, total, received.Load())
+			st.Progress("%s of %s, %d messages received", time.Since(start).Truncate(time.Second), total, received.Load())
 		}
 	}
 }

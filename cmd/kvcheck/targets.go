@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/report"
 )
 
 // targetFlagHelp describes --target for lint and metrics.
@@ -12,7 +10,7 @@ const targetFlagHelp = "releases to judge against, per family: vllm=0.30,llm-d=0
 
 // parseTargets reads --target-version (vLLM's) and --target (per family) into one set of
 // targets. A release newer than the catalog knows is judged anyway, with a note on stderr.
-func parseTargets(cat *catalog.Catalog, version, spec string, errOut io.Writer) (catalog.Targets, error) {
+func parseTargets(cat *catalog.Catalog, version, spec string, st *report.Status) (catalog.Targets, error) {
 	t, err := cat.ParseTargets(spec)
 	if err != nil {
 		return nil, usageErrorf("--target: %v", err)
@@ -31,7 +29,7 @@ func parseTargets(cat *catalog.Catalog, version, spec string, errOut io.Writer) 
 		if v, ok := t[f.Name]; ok && f.Newest.Less(v) {
 			// Judging goes on (what was gone by the newest known release stays gone), but
 			// renames after it are not known: say so rather than imply a full check.
-			fmt.Fprintf(errOut, "kvcheck: target %s %s is newer than the metric catalog (%s %s): changes after %s are not known to this kvcheck\n",
+			st.Warn("target %s %s is newer than the metric catalog (%s %s): changes after %s are not known to this kvcheck",
 				f.Display, v, f.Display, f.Newest, f.Newest)
 		}
 	}

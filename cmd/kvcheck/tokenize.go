@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/report"
 )
 
 // tokenizeFlags are the flags of every command that can tokenize through a vLLM server
@@ -46,10 +46,10 @@ func (t *tokenizeFlags) validate() error {
 
 // connect sets up --tokenize (audit.Connect: block size and prefix-caching setting from the
 // server's /metrics) and says on stderr when the server does not give its block size.
-func (t *tokenizeFlags) connect(ctx context.Context, s streams, fallback int) (audit.Remote, error) {
+func (t *tokenizeFlags) connect(ctx context.Context, st *report.Status, fallback int) (audit.Remote, error) {
 	r, err := audit.Connect(ctx, t.URL, t.Model, t.Timeout, fallback)
 	if err == nil && r.Assumed {
-		fmt.Fprintf(s.ErrOut, "kvcheck: %s/metrics has no vllm:cache_config_info; assuming block size %d\n", r.Server.Shown(), r.BlockSize)
+		st.Note("%s/metrics has no vllm:cache_config_info; assuming block size %d", r.Server.Shown(), r.BlockSize)
 	}
 	return r, err
 }

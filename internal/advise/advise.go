@@ -154,15 +154,6 @@ type Recommendation struct {
 	Thresholds Thresholds `json:"thresholds"`
 }
 
-// Severities lists the fixes' severities, for --fail-on.
-func (r Recommendation) Severities() []finding.Severity {
-	out := make([]finding.Severity, len(r.Fixes))
-	for i, f := range r.Fixes {
-		out[i] = f.Severity
-	}
-	return out
-}
-
 // Decide answers one question: on this fleet, with this traffic, what does each routing option
 // save over what runs today? Fix this first comes before it when something blocks the cache
 // whatever the router (prefix caching off, a thrashing fleet, a breaker that costs at least

@@ -351,12 +351,3 @@ func scanTokenizerConfig(path, src string, bs int) ([]Finding, error) {
 	}
 	return out, nil
 }
-
-// Severities lists the findings' severities (for --fail-on).
-func Severities(fs []Finding) []finding.Severity {
-	out := make([]finding.Severity, len(fs))
-	for i, f := range fs {
-		out[i] = f.Severity
-	}
-	return out
-}

@@ -64,8 +64,8 @@ func ParseSeverity(s string) (Severity, error) {
 // Fix says what to do about it.
 //
 // File, Line and Column locate a finding inside an input file (lint, the template audit), for
-// SARIF and GitHub annotations; Pointer is the JSON pointer there (RFC 6901). They, Fixable,
-// Resolved and Properties are not part of the finding's JSON: each command's JSON document
+// SARIF and GitHub annotations; Pointer is the JSON pointer there (RFC 6901). They, Rule,
+// Fixable, Exempt and Properties are not part of the finding's JSON: each command's JSON document
 // chooses which of them it shows and under which names.
 type Finding struct {
 	Severity Severity `json:"severity"`
@@ -79,21 +79,24 @@ type Finding struct {
 	Line    int    `json:"-"`
 	Column  int    `json:"-"`
 	Pointer string `json:"-"`
+	// Rule is the id of the documented rule a finding applies, when its code is not enough (a
+	// router facts table id such as LL-02, for lint's config checks).
+	Rule string `json:"-"`
 	// Fixable says kvcheck has an exact rewrite for the finding (lint --fix).
 	Fixable bool `json:"-"`
-	// Resolved says the finding was fixed in this run (lint --fix wrote the rewrite): it is still
-	// reported, but no longer counts for --fail-on.
-	Resolved bool `json:"-"`
+	// Exempt says the finding is reported but does not count for --fail-on: lint --fix rewrote
+	// it in this run, or assess's verdict does not hinge on it.
+	Exempt bool `json:"-"`
 	// Properties are extra named facts machine formats carry (SARIF result properties).
 	Properties map[string]string `json:"-"`
 }
 
-// Worst returns the highest severity among the findings that count (not Resolved) and whether
+// Worst returns the highest severity among the findings that count (not Exempt) and whether
 // there was any.
 func Worst(fs []Finding) (Severity, bool) {
 	worst, any := Info, false
 	for _, f := range fs {
-		if f.Resolved {
+		if f.Exempt {
 			continue
 		}
 		if !any || f.Severity > worst {

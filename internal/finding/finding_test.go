@@ -62,12 +62,12 @@ func TestWorst(t *testing.T) {
 }
 
 // A finding lint --fix resolved is still reported but no longer counts for --fail-on.
-func TestWorstSkipsResolved(t *testing.T) {
-	fs := []Finding{{Severity: Error, Resolved: true}, {Severity: Info}}
+func TestWorstSkipsExempt(t *testing.T) {
+	fs := []Finding{{Severity: Error, Exempt: true}, {Severity: Info}}
 	if got, any := Worst(fs); !any || got != Info {
 		t.Errorf("Worst = %v, %v; want info, true", got, any)
 	}
-	if _, any := Worst([]Finding{{Severity: Error, Resolved: true}}); any {
+	if _, any := Worst([]Finding{{Severity: Error, Exempt: true}}); any {
 		t.Error("Worst counted a resolved finding")
 	}
 }
@@ -75,7 +75,7 @@ func TestWorstSkipsResolved(t *testing.T) {
 // Location, fixability and properties are not part of a finding's JSON: documents choose.
 func TestFindingJSONShape(t *testing.T) {
 	b, err := json.Marshal(Finding{Severity: Error, Code: "c", Message: "m", Subject: "r1", Source: "tap", Fix: "do x",
-		File: "a.json", Line: 3, Column: 4, Pointer: "/x", Fixable: true, Resolved: true, Properties: map[string]string{"k": "v"}})
+		File: "a.json", Line: 3, Column: 4, Pointer: "/x", Fixable: true, Exempt: true, Properties: map[string]string{"k": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,10 +158,9 @@ func (fl *fileLint) addConfig(code string, at pos, location, msg, hint string) *
 	}
 	f := &Finding{
 		Finding: finding.Finding{Severity: r.Severity, Code: r.Code, Message: msg, Subject: fl.path, Fix: hint,
-			File: fl.path, Line: max(at.line, 1), Column: max(at.col, 1)},
+			File: fl.path, Line: max(at.line, 1), Column: max(at.col, 1), Rule: r.ID},
 		Location: location,
 		Status:   StatusConfig,
-		Rule:     r.ID,
 		Since:    r.Versions,
 	}
 	fl.findings = append(fl.findings, f)

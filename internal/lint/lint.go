@@ -56,8 +56,6 @@ type Finding struct {
 	Status      string
 	Since       string // the version where the status began
 	Replacement string
-	// Rule is the router facts table's id of a config finding (LL-02); empty otherwise.
-	Rule string
 	// Fixed is true when --fix rewrote (or --diff would rewrite) this reference.
 	Fixed bool
 	// fix is the exact rewrite, when there is one.

@@ -137,15 +137,6 @@ type Report struct {
 	Queries       []QueryStat       `json:"promql_queries,omitempty"`
 }
 
-// Severities lists the findings' severities, for --fail-on.
-func (r Report) Severities() []finding.Severity {
-	out := make([]finding.Severity, len(r.Findings))
-	for i, f := range r.Findings {
-		out[i] = f.Severity
-	}
-	return out
-}
-
 // Thresholds of the findings. They are deliberately coarse: they flag what deserves a look.
 const (
 	// preemptionsPer1kWarn: above 1% of requests preempted, re-prefill after eviction is a

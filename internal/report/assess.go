@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
@@ -15,9 +14,18 @@ type assessDocument struct {
 	advise.Recommendation
 }
 
-// AssessJSON writes a recommendation as JSON.
-func AssessJSON(w io.Writer, r advise.Recommendation) error {
-	return JSON(w, assessDocument{SchemaVersion: SchemaVersion, Recommendation: nonNilRecommendation(r)})
+// Assess is the result of kvcheck assess: its findings are the recommendation's fixes, each
+// with the analysis it came from. They count for --fail-on only when the verdict is fix-first:
+// otherwise nothing in them blocks the recommendation.
+func Assess(r advise.Recommendation) Result {
+	r = nonNilRecommendation(r)
+	fs := make([]finding.Finding, len(r.Fixes))
+	for i, f := range r.Fixes {
+		f.Exempt = r.Verdict != advise.FixFirst
+		fs[i] = f
+	}
+	return Result{Findings: fs, Document: assessDocument{SchemaVersion: SchemaVersion, Recommendation: r},
+		Text: func(t *Text) error { return t.assess(r) }}
 }
 
 // nonNilRecommendation makes empty lists render as [] whatever the caller built.
@@ -47,7 +55,7 @@ func nonNilRecommendation(r advise.Recommendation) advise.Recommendation {
 
 // Assess writes a recommendation for people: the verdict first, why, what to fix, the evidence
 // table (source and figure per line), router advice, then what to measure next.
-func (t *Text) Assess(r advise.Recommendation) error {
+func (t *Text) assess(r advise.Recommendation) error {
 	verdict := "Recommendation: " + r.Verdict.Describe()
 	if r.Verdict == advise.FixFirst && r.Then != "" {
 		verdict += ", then " + r.Then.Describe()

@@ -48,25 +48,19 @@ func assessInputs() map[string]advise.Input {
 func TestAssessGolden(t *testing.T) {
 	for name, in := range assessInputs() {
 		t.Run(name, func(t *testing.T) {
-			rec := advise.Decide(in, advise.DefaultThresholds())
-			var txt bytes.Buffer
-			if err := NewText(&txt, false).Assess(rec); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "assess/"+name+".txt.golden", txt.Bytes())
-			var js bytes.Buffer
-			if err := AssessJSON(&js, rec); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "assess/"+name+".json.golden", js.Bytes())
+			res := Assess(advise.Decide(in, advise.DefaultThresholds()))
+			golden(t, "assess/"+name+".txt.golden", render(t, FormatText, res))
+			golden(t, "assess/"+name+".json.golden", render(t, FormatJSON, res))
+			golden(t, "assess/"+name+".sarif.golden", render(t, FormatSARIF, res))
+			golden(t, "assess/"+name+".github.golden", render(t, FormatGitHub, res))
 		})
 	}
 }
 
 // TestAssessJSONEmptyLists checks that a recommendation built without lists still says [].
 func TestAssessJSONEmptyLists(t *testing.T) {
-	var buf bytes.Buffer
-	if err := AssessJSON(&buf, advise.Recommendation{Verdict: advise.Nothing, Confidence: advise.Low}); err != nil {
+	buf := bytes.NewBuffer(render(t, FormatJSON, Assess(advise.Recommendation{Verdict: advise.Nothing, Confidence: advise.Low})))
+	if err := error(nil); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any

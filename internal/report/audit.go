@@ -2,15 +2,15 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // Audit is everything `kvcheck audit` found: the template verdicts and findings, and the
 // request-set summary when a request log was given.
-type Audit struct {
+type AuditRun struct {
 	BlockSize int
 	// Exact is true when token positions come from a server's /tokenize.
 	Exact     bool
@@ -117,8 +117,26 @@ func frac(n, d int64) float64 {
 	return float64(n) / float64(d)
 }
 
-// AuditJSON writes the audit as JSON.
-func AuditJSON(w io.Writer, a Audit) error {
+// Audit is the result of kvcheck audit: template findings point at their file and line.
+func Audit(a AuditRun) Result {
+	return Result{Findings: auditFindings(a), Document: auditDocument(a), Text: func(t *Text) error { return t.audit(a) }}
+}
+
+// auditFindings are the audit's findings as the machine formats show them.
+func auditFindings(a AuditRun) []finding.Finding {
+	out := make([]finding.Finding, 0, len(a.Findings))
+	for _, f := range a.Findings {
+		x := f.Finding
+		if x.File != "" && x.Line > 0 {
+			x.Subject = "" // the file and line say it
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// auditDocument is audit's JSON document.
+func auditDocument(a AuditRun) auditDoc {
 	doc := auditDoc{
 		SchemaVersion: SchemaVersion,
 		BlockSize:     a.BlockSize,
@@ -164,12 +182,12 @@ func AuditJSON(w io.Writer, a Audit) error {
 		}
 		doc.Requests = rd
 	}
-	return JSON(w, doc)
+	return doc
 }
 
 // Audit writes the audit for people: template verdicts, findings with their fixes, and the
 // request-set figures, each marked estimated unless the tokens were the server's.
-func (t *Text) Audit(a Audit) error {
+func (t *Text) audit(a AuditRun) error {
 	if len(a.Templates) > 0 {
 		t.Heading(fmt.Sprintf("Templates (block size %d; ~ marks an estimated token position)", a.BlockSize))
 		rows := make([][]string, 0, len(a.Templates))

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/json"
-	"io"
 )
 
 // DemoSection is one section of kvcheck demo in JSON: the commands it ran, in order.
@@ -27,8 +26,9 @@ type demoDoc struct {
 	Sections      []DemoSection `json:"sections"`
 }
 
-// DemoJSON writes the demo's sections as one JSON document.
-func DemoJSON(w io.Writer, sections []DemoSection) error {
+// Demo is the JSON result of kvcheck demo: its sections, each with the commands it ran and
+// their documents. (In text the demo writes each section as it runs.)
+func Demo(sections []DemoSection) Result {
 	if sections == nil {
 		sections = []DemoSection{}
 	}
@@ -42,13 +42,10 @@ func DemoJSON(w io.Writer, sections []DemoSection) error {
 				r.Command = []string{}
 			}
 			if !json.Valid(r.Output) {
-				s, err := json.Marshal(string(r.Output))
-				if err != nil {
-					return err
-				}
+				s, _ := json.Marshal(string(r.Output)) // a string always encodes
 				r.Output = s
 			}
 		}
 	}
-	return JSON(w, demoDoc{SchemaVersion: SchemaVersion, Sections: sections})
+	return Result{Document: demoDoc{SchemaVersion: SchemaVersion, Sections: sections}}
 }

@@ -12,14 +12,14 @@ import (
 // becomes a string, and nothing is null.
 func TestDemoJSON(t *testing.T) {
 	var buf bytes.Buffer
-	err := DemoJSON(&buf, []DemoSection{
+	err := Write(&buf, FormatJSON, Demo([]DemoSection{
 		{Name: "lint", Runs: []DemoRun{
 			{Command: []string{"lint", "d.json"}, ExitCode: 3, Output: []byte(`{"schema_version": 1, "files": []}`)},
 			{Command: []string{"lint", "--diff", "d.json"}, ExitCode: 3, Output: []byte("--- a/d.json\n+++ b/d.json\n")},
 		}},
 		{Name: "tap", Runs: []DemoRun{{Output: nil}}},
 		{Name: "empty"},
-	})
+	}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -33,11 +32,12 @@ type hitrateFinding struct {
 	Replica  string           `json:"replica,omitempty"`
 }
 
-// HitrateJSON writes the hitrate report as JSON.
-func HitrateJSON(w io.Writer, r promql.Report) error {
-	return JSON(w, newHitrateDoc(r))
+// Hitrate is the result of kvcheck hitrate: a finding's subject is its replica.
+func Hitrate(r promql.Report) Result {
+	return Result{Findings: nonNilFindings(r.Findings), Document: newHitrateDoc(r), Text: func(t *Text) error { return t.hitrate(r) }}
 }
 
+// newHitrateDoc is hitrate's JSON document; its findings name their replica under "replica".
 func newHitrateDoc(r promql.Report) hitrateDoc {
 	doc := hitrateDoc{SchemaVersion: SchemaVersion, Source: r.Source, Inputs: r.Inputs, Mode: r.Mode,
 		WindowSeconds: r.WindowSeconds, Replicas: r.Replicas, Fleet: r.Fleet, Down: r.Down,
@@ -51,9 +51,9 @@ func newHitrateDoc(r promql.Report) hitrateDoc {
 	return doc
 }
 
-// Hitrate writes the hitrate report for people: a table per replica, a fleet line and the
+// hitrate writes the hitrate report for people: a table per replica, a fleet line and the
 // findings (targets that were down are target-down findings).
-func Hitrate(t *Text, r promql.Report) error {
+func (t *Text) hitrate(r promql.Report) error {
 	t.Heading("Prefix-cache hit rate per replica")
 	t.Muted("%s", hitrateProvenance(r))
 	if err := hitrateTable(t, r, nil); err != nil {

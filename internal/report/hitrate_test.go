@@ -23,18 +23,14 @@ func hitrateFixture(t *testing.T) promql.Report {
 }
 
 func TestHitrateText(t *testing.T) {
-	var buf bytes.Buffer
-	if err := Hitrate(NewText(&buf, false), hitrateFixture(t)); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "hitrate/dumps.txt", buf.Bytes())
+	res := Hitrate(hitrateFixture(t))
+	golden(t, "hitrate/dumps.txt", render(t, FormatText, res))
+	golden(t, "hitrate/dumps.sarif", render(t, FormatSARIF, res))
+	golden(t, "hitrate/dumps.github", render(t, FormatGitHub, res))
 }
 
 func TestHitrateJSON(t *testing.T) {
-	var buf bytes.Buffer
-	if err := HitrateJSON(&buf, hitrateFixture(t)); err != nil {
-		t.Fatal(err)
-	}
+	buf := bytes.NewBuffer(render(t, FormatJSON, Hitrate(hitrateFixture(t))))
 	golden(t, "hitrate/dumps.json", buf.Bytes())
 	var doc map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
@@ -48,10 +44,7 @@ func TestHitrateJSON(t *testing.T) {
 }
 
 func TestHitrateJSONEmptyLists(t *testing.T) {
-	var buf bytes.Buffer
-	if err := HitrateJSON(&buf, promql.Analyze(promql.Input{})); err != nil {
-		t.Fatal(err)
-	}
+	buf := bytes.NewBuffer(render(t, FormatJSON, Hitrate(promql.Analyze(promql.Input{}))))
 	for _, k := range []string{`"replicas": []`, `"findings": []`, `"down": []`, `"router_series": []`} {
 		if !bytes.Contains(buf.Bytes(), []byte(k)) {
 			t.Errorf("JSON lacks %s:\n%s", k, buf.String())

@@ -2,8 +2,7 @@ package report
 
 import (
 	"fmt"
-	"io"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -58,8 +57,75 @@ func countLint(run LintRun) lintCounts {
 	return c
 }
 
-// LintText writes findings grouped by file, then a summary line.
-func LintText(t *Text, run LintRun) {
+// Lint is the result of kvcheck lint. Its findings are the references, each with its panel or
+// rule as subject and the metric, status and replacement as properties; with --fix, the ones
+// rewritten are resolved and no longer count for --fail-on.
+func Lint(run LintRun) Result {
+	return Result{Findings: lintFindings(run), Document: lintDocument(run), Rules: lintRuleList(),
+		Text: func(t *Text) error { t.lint(run); return nil }}
+}
+
+// LintDiff is the result of kvcheck lint --diff: the unified diff of what --fix would write,
+// as it is in every format. Its findings count for --fail-on as without --diff.
+func LintDiff(run LintRun, diff string) Result {
+	return Result{Findings: lintFindings(run), Verbatim: diff}
+}
+
+// lintRules describes each finding code for code-scanning's rule list.
+var lintRules = []Rule{
+	{lint.CodeRemoved, "A vLLM metric that was removed at the target version", finding.Error},
+	{lint.CodeHidden, "A vLLM metric hidden at the target version (only shown with --show-hidden-metrics-for-version)", finding.Error},
+	{lint.CodeDeprecated, "A deprecated vLLM metric", finding.Warning},
+	{lint.CodeUnknown, "A vllm: name no publisher exposes (a typo, a counter without _total, a newer metric)", finding.Warning},
+	{lint.CodeLabelDrift, "A label vLLM does not set on the metric (model instead of model_name)", finding.Warning},
+	{lint.CodeUnparsed, "A query that does not parse and was not checked", finding.Warning},
+	{lint.CodeSkipped, "A file that could only be partly checked", finding.Info},
+	{lint.CodeYAMLBomb, "A file whose YAML aliases expand past kvcheck's bound (a YAML bomb): refused", finding.Error},
+	{lint.CodeAbsent, "A referenced metric with no series on the Prometheus server within the lookback", finding.Warning},
+	{lint.CodeStale, "A referenced metric whose series stopped within the lookback", finding.Warning},
+}
+
+// lintRuleList is the metric checks' rules sorted by code, then the config rules in the
+// order of lint's table.
+func lintRuleList() []Rule {
+	out := slices.Clone(lintRules)
+	slices.SortFunc(out, func(a, b Rule) int { return strings.Compare(a.Code, b.Code) })
+	for _, r := range lint.Rules() {
+		out = append(out, Rule{r.Code, r.Summary, r.Severity})
+	}
+	return out
+}
+
+// lintFindings flattens the run's findings in file order for --fail-on, SARIF and annotations.
+func lintFindings(run LintRun) []finding.Finding {
+	out := []finding.Finding{}
+	for _, f := range run.Files {
+		for _, x := range f.Findings {
+			y := x.Finding
+			y.Subject = x.Location
+			y.Fixable = x.Fixable()
+			y.Exempt = x.Fixed && run.Fix
+			y.Properties = map[string]string{"status": x.Status}
+			if x.Status != lint.StatusConfig {
+				y.Properties["metric"], y.Properties["target_version"] = x.Metric, run.Target
+			}
+			if x.Since != "" {
+				y.Properties["since"] = x.Since
+			}
+			if x.Replacement != "" {
+				y.Properties["replacement"] = x.Replacement
+			}
+			if x.Location != "" {
+				y.Properties["location"] = x.Location
+			}
+			out = append(out, y)
+		}
+	}
+	return out
+}
+
+// lint writes findings grouped by file, then a summary line.
+func (t *Text) lint(run LintRun) {
 	for _, f := range run.Files {
 		if len(f.Findings) == 0 {
 			continue
@@ -196,8 +262,8 @@ type lintSummaryDoc struct {
 	Suppressed int `json:"suppressed"`
 }
 
-// LintJSON writes the run as one JSON document.
-func LintJSON(w io.Writer, run LintRun) error {
+// lintDocument is the run as one JSON document.
+func lintDocument(run LintRun) lintDoc {
 	c := countLint(run)
 	doc := lintDoc{SchemaVersion: SchemaVersion, Target: run.Target, Prometheus: run.Prometheus, Lookback: run.Lookback,
 		Files: []lintFileDoc{}, Findings: []lintFinding{}, Suppressed: []lintFinding{},
@@ -224,46 +290,5 @@ func LintJSON(w io.Writer, run LintRun) error {
 				Rule: x.Rule, Fix: x.Fix, SuppressedBy: s.By, Reason: s.Reason})
 		}
 	}
-	return JSON(w, doc)
-}
-
-// LintGitHub writes GitHub Actions workflow commands, one annotation per finding.
-func LintGitHub(w io.Writer, run LintRun) error {
-	for _, f := range run.Files {
-		for _, x := range f.Findings {
-			level := "notice"
-			switch x.Severity {
-			case finding.Error:
-				level = "error"
-			case finding.Warning:
-				level = "warning"
-			}
-			msg := x.Message
-			if x.Location != "" {
-				msg = x.Location + ": " + msg
-			}
-			if x.Rule != "" {
-				msg = x.Rule + " " + msg
-			}
-			if x.Fix != "" {
-				msg += "\nfix: " + x.Fix
-			}
-			_, err := fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level,
-				ghProperty(filepath.ToSlash(x.File)), x.Line, x.Column, ghProperty("kvcheck "+x.Code), ghData(msg))
-			if err != nil {
-				return fmt.Errorf("write annotations: %w", err)
-			}
-		}
-	}
-	return nil
-}
-
-// ghData escapes a workflow command's message.
-func ghData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
-
-// ghProperty escapes a workflow command's property value.
-func ghProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+	return doc
 }

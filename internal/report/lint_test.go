@@ -39,10 +39,10 @@ func TestLintOutputs(t *testing.T) {
 		name   string
 		render func(*bytes.Buffer) error
 	}{
-		{"lint.txt", func(b *bytes.Buffer) error { LintText(NewText(b, false), run); return nil }},
-		{"lint.json", func(b *bytes.Buffer) error { return LintJSON(b, run) }},
-		{"lint.sarif", func(b *bytes.Buffer) error { return LintSARIF(b, run, "test") }},
-		{"lint.github", func(b *bytes.Buffer) error { return LintGitHub(b, run) }},
+		{"lint.txt", func(b *bytes.Buffer) error { return Write(b, FormatText, Lint(run), Options{Version: "test"}) }},
+		{"lint.json", func(b *bytes.Buffer) error { return Write(b, FormatJSON, Lint(run), Options{Version: "test"}) }},
+		{"lint.sarif", func(b *bytes.Buffer) error { return Write(b, FormatSARIF, Lint(run), Options{Version: "test"}) }},
+		{"lint.github", func(b *bytes.Buffer) error { return Write(b, FormatGitHub, Lint(run), Options{Version: "test"}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,10 +57,7 @@ func TestLintOutputs(t *testing.T) {
 
 // TestLintSARIFShape checks the fields code scanning requires of a SARIF 2.1.0 log.
 func TestLintSARIFShape(t *testing.T) {
-	var b bytes.Buffer
-	if err := LintSARIF(&b, lintRun(t), "test"); err != nil {
-		t.Fatal(err)
-	}
+	b := bytes.NewBuffer(render(t, FormatSARIF, Lint(lintRun(t))))
 	var log struct {
 		Version string `json:"version"`
 		Runs    []struct {
@@ -129,10 +126,7 @@ func TestGitHubEscaping(t *testing.T) {
 }
 
 func TestLintJSONEmptyLists(t *testing.T) {
-	var b bytes.Buffer
-	if err := LintJSON(&b, LintRun{Target: "0.26.0"}); err != nil {
-		t.Fatal(err)
-	}
+	b := bytes.NewBuffer(render(t, FormatJSON, Lint(LintRun{Target: "0.26.0"})))
 	if !bytes.Contains(b.Bytes(), []byte(`"files": []`)) || !bytes.Contains(b.Bytes(), []byte(`"findings": []`)) {
 		t.Errorf("empty run renders lists as null:\n%s", b.String())
 	}
@@ -145,15 +139,8 @@ func TestMetricsOutputs(t *testing.T) {
 	}
 	v, _ := catalog.ParseVersion("0.11")
 	view := MetricsView{Targets: catalog.Targets{catalog.VLLM: v}}
-	var b bytes.Buffer
-	if err := MetricsText(NewText(&b, false), cat, view); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "lint/metrics-0.11.txt", b.Bytes())
-	b.Reset()
-	if err := MetricsJSON(&b, cat, view); err != nil {
-		t.Fatal(err)
-	}
+	golden(t, "lint/metrics-0.11.txt", render(t, FormatText, Metrics(cat, view)))
+	b := bytes.NewBuffer(render(t, FormatJSON, Metrics(cat, view)))
 	var doc struct {
 		SchemaVersion int `json:"schema_version"`
 		Metrics       []struct {
@@ -197,11 +184,8 @@ func TestMetricsFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
 	view := MetricsView{Families: []string{"llm-d"}, Status: "deprecated", Name: "kvcache_index"}
-	if err := MetricsJSON(&b, cat, view); err != nil {
-		t.Fatal(err)
-	}
+	b := bytes.NewBuffer(render(t, FormatJSON, Metrics(cat, view)))
 	var doc struct {
 		Metrics []struct {
 			Name, Family, Status string
@@ -219,11 +203,7 @@ func TestMetricsFilters(t *testing.T) {
 			t.Errorf("%+v passed the filter", m)
 		}
 	}
-	b.Reset()
-	if err := MetricsText(NewText(&b, false), cat, MetricsView{Name: "no-such-metric"}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "No metric matches") {
-		t.Errorf("empty listing says nothing:\n%s", b.String())
+	if txt := string(render(t, FormatText, Metrics(cat, MetricsView{Name: "no-such-metric"}))); !strings.Contains(txt, "No metric matches") {
+		t.Errorf("empty listing says nothing:\n%s", txt)
 	}
 }

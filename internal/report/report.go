@@ -1,18 +1,16 @@
-// Package report renders analysis results: text tables for people, JSON, SARIF and GitHub
-// annotations for machines. It is the only package that writes output.
+// Package report turns what a command found into output: one Result per run (the findings that
+// --fail-on, SARIF and GitHub annotations read, the JSON document with its schema_version, and
+// the text rendering for people), written by Write in one of the formats, one file per format
+// (text.go, json.go, sarif.go, github.go). Each command's result is built here too, one file per
+// command (Hitrate, Lint, Metrics, Audit, Tap, Simulation, Assess, Demo). It is the only package
+// that writes a command's output; Status writes the progress and warning lines on stderr.
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
+	"slices"
 	"strings"
-
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
-	"golang.org/x/term"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
@@ -24,7 +22,8 @@ const SchemaVersion = 1
 // Format is an output format name.
 type Format string
 
-// The output formats. Commands accept the subset that makes sense for them.
+// The output formats. Every command writes text and JSON; commands with findings also SARIF and
+// GitHub annotations.
 const (
 	FormatText   Format = "text"
 	FormatJSON   Format = "json"
@@ -32,142 +31,92 @@ const (
 	FormatGitHub Format = "github"
 )
 
-// Text writes human-readable output. On a terminal it draws boxed tables and colour; when piped
-// it writes tab-separated tables and no escape codes, so the output greps and cuts cleanly.
-type Text struct {
-	w        io.Writer
-	terminal bool
-	// color: colour and boxed tables (a terminal, and neither --no-color nor NO_COLOR).
-	color bool
-	// width is the terminal's width in columns that tables fit (0: no limit); wide turns
-	// the fitting off (--wide).
-	width int
-	wide  bool
-	r     *lipgloss.Renderer
-}
-
-// NewText returns a text writer for w. Colour and boxed tables are used only when w is a
-// terminal and color is true (the caller folds in --no-color and NO_COLOR); at a terminal
-// without colour, tables are plain aligned columns. Tables fit the terminal's width.
-func NewText(w io.Writer, color bool) *Text {
-	t := &Text{w: w, terminal: IsTerminal(w)}
-	t.color = t.terminal && color
-	if t.terminal {
-		t.width = terminalWidth(w)
+// Formats lists the formats a command offers: all four when it has findings, else text and JSON.
+func Formats(findings bool) []Format {
+	if findings {
+		return []Format{FormatText, FormatJSON, FormatSARIF, FormatGitHub}
 	}
-	t.r = lipgloss.NewRenderer(w)
-	if !t.color {
-		t.r.SetColorProfile(termenv.Ascii)
+	return []Format{FormatText, FormatJSON}
+}
+
+// ParseFormat checks a --output value against the formats a command offers.
+func ParseFormat(s string, offered []Format) (Format, error) {
+	f := Format(strings.ToLower(s))
+	if slices.Contains(offered, f) {
+		return f, nil
 	}
-	return t
-}
-
-// SetWide turns off fitting tables to the terminal's width: every column, unwrapped.
-func (t *Text) SetWide(wide bool) { t.wide = wide }
-
-// terminalWidth is the width of the terminal w writes to: its size, else $COLUMNS, else 80.
-func terminalWidth(w io.Writer) int {
-	if f, ok := w.(*os.File); ok {
-		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
-			return c
-		}
+	names := make([]string, len(offered))
+	for i, a := range offered {
+		names[i] = string(a)
 	}
-	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
-		return c
+	return "", fmt.Errorf("--output %q is not supported by this command: use one of %s", s, strings.Join(names, ", "))
+}
+
+// Result is what one run of a command reports.
+type Result struct {
+	// Findings are what --fail-on counts and what SARIF and GitHub annotations show.
+	Findings []finding.Finding
+	// Document is the JSON document; its first field is schema_version.
+	Document any
+	// Text renders the result for people; without it the findings are listed.
+	Text func(*Text) error
+	// Verbatim is written as it is, whatever the format, by a result with neither a document
+	// nor a text rendering (lint --diff's unified diff).
+	Verbatim string
+	// Streamed says the command wrote its output as it ran (hitrate --watch's refreshes):
+	// Write writes nothing more, and the findings still decide --fail-on.
+	Streamed bool
+	// Rules describe the finding codes for SARIF's rule list; a code without one is described
+	// by its name.
+	Rules []Rule
+}
+
+// Rule describes one finding code.
+type Rule struct {
+	Code        string
+	Description string
+	Level       finding.Severity
+}
+
+// Empty reports whether the result has nothing to write (the command failed before any).
+func (r Result) Empty() bool {
+	return r.Document == nil && r.Text == nil && r.Findings == nil && r.Verbatim == ""
+}
+
+// Options are how Write draws: colour for text on a terminal, every table column unwrapped
+// (Wide) instead of fitting the terminal's width, the tool's version for SARIF.
+type Options struct {
+	Color   bool
+	Wide    bool
+	Version string
+}
+
+// Write writes the result in the format.
+func Write(w io.Writer, format Format, r Result, o Options) error {
+	if r.Streamed {
+		return nil
 	}
-	return 80
-}
-
-// IsTerminal reports whether w is a terminal.
-func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// Terminal reports whether the writer draws for a person at a terminal.
-func (t *Text) Terminal() bool { return t.terminal }
-
-// Heading writes a section heading.
-func (t *Text) Heading(s string) {
-	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleHeading).Render(s))
-}
-
-// Line writes one line of plain text.
-func (t *Text) Line(format string, args ...any) {
-	fmt.Fprintf(t.w, format+"\n", args...)
-}
-
-// Muted writes one line of secondary text (hints, provenance).
-func (t *Text) Muted(format string, args ...any) {
-	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleMuted).Render(fmt.Sprintf(format, args...)))
-}
-
-// Verdict writes a highlighted conclusion line.
-func (t *Text) Verdict(s string) {
-	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleVerdict).Render(s))
-}
-
-// Good renders s in the style of a healthy value.
-func (t *Text) Good(s string) string { return t.r.NewStyle().Inherit(styleGood).Render(s) }
-
-// Badge renders a severity as a short coloured label.
-func (t *Text) Badge(s finding.Severity) string {
-	var st lipgloss.Style
-	switch s {
-	case finding.Error:
-		st = styleError
-	case finding.Warning:
-		st = styleWarning
-	default:
-		st = styleInfo
+	if r.Document == nil && r.Text == nil && r.Verbatim != "" {
+		_, err := io.WriteString(w, r.Verbatim)
+		return err
 	}
-	return t.r.NewStyle().Inherit(st).Render(strings.ToUpper(s.String()))
-}
-
-// Finding writes one finding as "SEVERITY code subject: message".
-func (t *Text) Finding(f finding.Finding) {
-	subject := ""
-	if f.Subject != "" {
-		subject = " " + f.Subject
+	switch format {
+	case FormatJSON:
+		return writeJSON(w, r)
+	case FormatSARIF:
+		return writeSARIF(w, r, o.Version)
+	case FormatGitHub:
+		return writeGitHub(w, r)
+	case FormatText, "":
+		return writeText(w, r, o)
 	}
-	fmt.Fprintf(t.w, "%s %s%s: %s\n", t.Badge(f.Severity), f.Code, subject, f.Message)
+	return fmt.Errorf("unknown output format %q", format)
 }
 
-// Table writes rows under a header, with column specs inferred from the cells (Columns):
-// numbers right-aligned, text left-aligned and wrapped to fit. Cells are written as given;
-// callers format numbers.
-func (t *Text) Table(header []string, rows [][]string) error {
-	return t.Grid(Columns(header, rows), rows)
-}
-
-// cleanCells keeps tab-separated output parseable: a tab or newline inside a cell becomes a space.
-func cleanCells(r []string) []string {
-	out := make([]string, len(r))
-	for i, c := range r {
-		out[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+// nonNilFindings makes a result with no findings still one that has findings (an empty list).
+func nonNilFindings(fs []finding.Finding) []finding.Finding {
+	if fs == nil {
+		return []finding.Finding{}
 	}
-	return out
+	return fs
 }
-
-// JSON writes v as indented JSON followed by a newline. Callers put SchemaVersion in their
-// document struct and initialise slices so that empty lists render as [] rather than null.
-func JSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write json: %w", err)
-	}
-	return nil
-}
-
-// Ratio formats a fraction 0..1 as a percentage with one decimal, or "-" when unknown.
-func Ratio(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f%%", *v*100)
-}
-
-// pct formats a known fraction 0..1 as a percentage with one decimal.
-func pct(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }

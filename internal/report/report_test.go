@@ -1,35 +1,70 @@
 package report
 
 import (
-	"flag"
-	"os"
+	"bytes"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/testutil"
 )
-
-// update rewrites the golden files under testdata instead of comparing against them.
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // golden compares got with testdata/name, or writes it there under -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
+	testutil.Golden(t, filepath.Join("testdata", name), got)
+}
+
+// render writes a result in a format, as kvcheck does, without colour.
+func render(t *testing.T, format Format, r Result) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, format, r, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	return b.Bytes()
+}
+
+// goldenFormats checks a result against name.txt/.json/.sarif/.github golden files; formats
+// lists the extensions to check.
+func goldenFormats(t *testing.T, name string, r Result, formats ...Format) {
+	t.Helper()
+	for _, f := range formats {
+		ext := map[Format]string{FormatText: "txt", FormatJSON: "json", FormatSARIF: "sarif", FormatGitHub: "github"}[f]
+		golden(t, name+"."+ext, render(t, f, r))
 	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); run go test -update if the change is intended:\n%s", name, d)
+}
+
+// Findings with no file are annotated on the run with their subject; a finding in a file points
+// at its line. Both are worked out by hand from GitHub's workflow-command syntax.
+func TestGitHubAnnotations(t *testing.T) {
+	r := Result{Findings: []finding.Finding{
+		{Severity: finding.Warning, Code: "replica-cold", Subject: "10.0.0.2:8000", Message: "hit rate 10%, 50% fleet"},
+		{Severity: finding.Error, Code: "audit/breaker", Subject: "a.py", File: "a.py", Line: 41, Message: "clock in block 0"},
+		{Severity: finding.Info, Code: "lifetime-totals", Message: "one dump"},
+	}}
+	want := "::warning title=kvcheck replica-cold::10.0.0.2:8000: hit rate 10%25, 50%25 fleet\n" +
+		"::error file=a.py,line=41,col=1,title=kvcheck audit/breaker::clock in block 0\n" +
+		"::notice title=kvcheck lifetime-totals::one dump\n"
+	if got := string(render(t, FormatGitHub, r)); got != want {
+		t.Errorf("annotations:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A result without a document (a command that failed before it had one) cannot be written as
+// JSON; the error says so instead of writing null.
+func TestWriteJSONWithoutDocument(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, FormatJSON, Result{}, Options{}); err == nil || b.Len() > 0 {
+		t.Errorf("Write(json, no document) = %v, wrote %q; want an error and nothing written", err, b.String())
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	if _, err := ParseFormat("sarif", Formats(false)); err == nil {
+		t.Error("sarif accepted for a command without findings")
+	}
+	if f, err := ParseFormat("GitHub", Formats(true)); err != nil || f != FormatGitHub {
+		t.Errorf("ParseFormat(GitHub) = %v, %v", f, err)
 	}
 }

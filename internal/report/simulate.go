@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +26,7 @@ func sentAsSiblings(r sim.Report) bool {
 
 // Simulation writes the results of `kvcheck simulate` as text: the trace and its ceiling, one
 // table per fleet with its winner, a summary across the sweep, and the findings.
-func (t *Text) Simulation(r sim.Report) error {
+func (t *Text) simulation(r sim.Report) error {
 	tr, st := r.Trace, r.Stats
 	kind := fmt.Sprintf("%s, %d-token blocks", tr.Format, tr.BlockSize)
 	if tr.Tokens != "" {
@@ -276,8 +275,14 @@ type fleetJSON struct {
 	HotSpots []string `json:"hot_spots"`
 }
 
-// SimulationJSON writes the results of `kvcheck simulate` as JSON.
-func SimulationJSON(w io.Writer, r sim.Report) error {
+// Simulation is the result of kvcheck simulate.
+func Simulation(r sim.Report) Result {
+	return Result{Findings: nonNilFindings(r.Findings), Document: simulationDocument(r),
+		Text: func(t *Text) error { return t.simulation(r) }}
+}
+
+// simulationDocument is simulate's JSON document.
+func simulationDocument(r sim.Report) simulationJSON {
 	b := r.Sweep.Base
 	doc := simulationJSON{
 		SchemaVersion: SchemaVersion,
@@ -316,5 +321,5 @@ func SimulationJSON(w io.Writer, r sim.Report) error {
 			})
 		}
 	}
-	return JSON(w, doc)
+	return doc
 }

@@ -73,11 +73,7 @@ func TestSimulationText(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := NewText(&b, false).Simulation(tinyReportOf(t, tc.addAt, tc.label)); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, tc.name+".golden", b.Bytes())
+			golden(t, tc.name+".golden", render(t, FormatText, Simulation(tinyReportOf(t, tc.addAt, tc.label))))
 		})
 	}
 }
@@ -98,10 +94,7 @@ func TestSimulationJSONLabels(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := SimulationJSON(&b, tinyReportOf(t, -1, tc.label)); err != nil {
-				t.Fatal(err)
-			}
+			b := bytes.NewBuffer(render(t, FormatJSON, Simulation(tinyReportOf(t, -1, tc.label))))
 			var doc struct {
 				Trace struct {
 					Tokens     string `json:"tokens"`
@@ -132,11 +125,11 @@ func TestSimulationJSONLabels(t *testing.T) {
 }
 
 func TestSimulationJSON(t *testing.T) {
-	var b bytes.Buffer
-	if err := SimulationJSON(&b, tinyReport(t, -1)); err != nil {
-		t.Fatal(err)
-	}
+	res := Simulation(tinyReport(t, -1))
+	b := bytes.NewBuffer(render(t, FormatJSON, res))
 	golden(t, "simulate.json.golden", b.Bytes())
+	golden(t, "simulate.sarif.golden", render(t, FormatSARIF, res))
+	golden(t, "simulate.github.golden", render(t, FormatGitHub, res))
 
 	var doc map[string]any
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -16,13 +15,14 @@ type tapDocument struct {
 	*events.Report
 }
 
-// TapJSON writes a tap report as JSON.
-func TapJSON(w io.Writer, r *events.Report) error {
-	return JSON(w, tapDocument{SchemaVersion: SchemaVersion, Report: r})
+// Tap is the result of kvcheck tap: the findings are about publishers and the fleet.
+func Tap(r *events.Report) Result {
+	return Result{Findings: nonNilFindings(r.Findings), Document: tapDocument{SchemaVersion: SchemaVersion, Report: r},
+		Text: func(t *Text) error { return t.tap(r) }}
 }
 
-// Tap writes a tap report for people.
-func (t *Text) Tap(r *events.Report) error {
+// tap writes a tap report for people.
+func (t *Text) tap(r *events.Report) error {
 	t.Heading(fmt.Sprintf("KV-event stream, %d publishers, %.1f s", len(r.Publishers), r.DurationSeconds))
 	rows := [][]string{}
 	for _, p := range r.Publishers {

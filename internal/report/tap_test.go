@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
@@ -39,17 +38,12 @@ func tapReport(t *testing.T) *events.Report {
 }
 
 func TestTapText(t *testing.T) {
-	var buf bytes.Buffer
-	if err := NewText(&buf, false).Tap(tapReport(t)); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "tap/report.txt.golden", buf.Bytes())
+	golden(t, "tap/report.txt.golden", render(t, FormatText, Tap(tapReport(t))))
 }
 
 func TestTapJSON(t *testing.T) {
-	var buf bytes.Buffer
-	if err := TapJSON(&buf, tapReport(t)); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "tap/report.json.golden", buf.Bytes())
+	res := Tap(tapReport(t))
+	golden(t, "tap/report.json.golden", render(t, FormatJSON, res))
+	golden(t, "tap/report.sarif.golden", render(t, FormatSARIF, res))
+	golden(t, "tap/report.github.golden", render(t, FormatGitHub, res))
 }

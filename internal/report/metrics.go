@@ -1,12 +1,17 @@
 package report
 
 import (
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 )
+
+// Metrics is the result of kvcheck metrics: the catalog, each metric with its status at its
+// family's target. It has no findings.
+func Metrics(cat *catalog.Catalog, view MetricsView) Result {
+	return Result{Document: metricsDocument(cat, view), Text: func(t *Text) error { return t.metrics(cat, view) }}
+}
 
 // MetricsView says which part of the catalog to show and at which releases.
 type MetricsView struct {
@@ -47,9 +52,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// MetricsText writes the catalog as one table per family, each metric with its status at
+// metrics writes the catalog as one table per family, each metric with its status at
 // that family's target release.
-func MetricsText(t *Text, cat *catalog.Catalog, view MetricsView) error {
+func (t *Text) metrics(cat *catalog.Catalog, view MetricsView) error {
 	shown := 0
 	for _, f := range cat.Families {
 		if len(view.Families) > 0 && !contains(view.Families, f.Name) {
@@ -107,10 +112,10 @@ type metricDocItem struct {
 	Series []string `json:"series"`
 }
 
-// MetricsJSON writes the catalog as JSON: the families with their targets, and each kept
+// metricsDocument is the catalog as JSON: the families with their targets, and each kept
 // metric with its status at its family's target. newest_version and target_version are
 // vLLM's, as before families existed.
-func MetricsJSON(w io.Writer, cat *catalog.Catalog, view MetricsView) error {
+func metricsDocument(cat *catalog.Catalog, view MetricsView) metricsDoc {
 	doc := metricsDoc{SchemaVersion: SchemaVersion, Newest: cat.Newest.String(),
 		Target:   cat.TargetOf(view.Targets, catalog.VLLM).String(),
 		Families: []metricsFamily{}, Metrics: []metricDocItem{}}
@@ -127,5 +132,5 @@ func MetricsJSON(w io.Writer, cat *catalog.Catalog, view MetricsView) error {
 		}
 		doc.Metrics = append(doc.Metrics, metricDocItem{Metric: m, Status: string(st), Series: m.Series()})
 	}
-	return JSON(w, doc)
+	return doc
 }

@@ -1,0 +1,156 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"golang.org/x/term"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// writeText writes the result for people: its own rendering, else its findings one a line.
+func writeText(w io.Writer, r Result, o Options) error {
+	t := NewText(w, o.Color)
+	t.SetWide(o.Wide)
+	if r.Text != nil {
+		return r.Text(t)
+	}
+	for _, f := range r.Findings {
+		t.Finding(f)
+	}
+	return nil
+}
+
+// Text writes human-readable output. On a terminal it draws boxed tables and colour; when piped
+// it writes tab-separated tables and no escape codes, so the output greps and cuts cleanly.
+type Text struct {
+	w        io.Writer
+	terminal bool
+	// color: colour and boxed tables (a terminal, and neither --no-color nor NO_COLOR).
+	color bool
+	// width is the terminal's width in columns that tables fit (0: no limit); wide turns
+	// the fitting off (--wide).
+	width int
+	wide  bool
+	r     *lipgloss.Renderer
+}
+
+// NewText returns a text writer for w. Colour and boxed tables are used only when w is a
+// terminal and color is true (the caller folds in --no-color and NO_COLOR); at a terminal
+// without colour, tables are plain aligned columns. Tables fit the terminal's width.
+func NewText(w io.Writer, color bool) *Text {
+	t := &Text{w: w, terminal: IsTerminal(w)}
+	t.color = t.terminal && color
+	if t.terminal {
+		t.width = terminalWidth(w)
+	}
+	t.r = lipgloss.NewRenderer(w)
+	if !t.color {
+		t.r.SetColorProfile(termenv.Ascii)
+	}
+	return t
+}
+
+// SetWide turns off fitting tables to the terminal's width: every column, unwrapped.
+func (t *Text) SetWide(wide bool) { t.wide = wide }
+
+// terminalWidth is the width of the terminal w writes to: its size, else $COLUMNS, else 80.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
+			return c
+		}
+	}
+	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return 80
+}
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Terminal reports whether the writer draws for a person at a terminal.
+func (t *Text) Terminal() bool { return t.terminal }
+
+// Heading writes a section heading.
+func (t *Text) Heading(s string) {
+	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleHeading).Render(s))
+}
+
+// Line writes one line of plain text.
+func (t *Text) Line(format string, args ...any) {
+	fmt.Fprintf(t.w, format+"\n", args...)
+}
+
+// Muted writes one line of secondary text (hints, provenance).
+func (t *Text) Muted(format string, args ...any) {
+	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleMuted).Render(fmt.Sprintf(format, args...)))
+}
+
+// Verdict writes a highlighted conclusion line.
+func (t *Text) Verdict(s string) {
+	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleVerdict).Render(s))
+}
+
+// Good renders s in the style of a healthy value.
+func (t *Text) Good(s string) string { return t.r.NewStyle().Inherit(styleGood).Render(s) }
+
+// Badge renders a severity as a short coloured label.
+func (t *Text) Badge(s finding.Severity) string {
+	var st lipgloss.Style
+	switch s {
+	case finding.Error:
+		st = styleError
+	case finding.Warning:
+		st = styleWarning
+	default:
+		st = styleInfo
+	}
+	return t.r.NewStyle().Inherit(st).Render(strings.ToUpper(s.String()))
+}
+
+// Finding writes one finding as "SEVERITY code subject: message".
+func (t *Text) Finding(f finding.Finding) {
+	subject := ""
+	if f.Subject != "" {
+		subject = " " + f.Subject
+	}
+	fmt.Fprintf(t.w, "%s %s%s: %s\n", t.Badge(f.Severity), f.Code, subject, f.Message)
+}
+
+// Table writes rows under a header, with column specs inferred from the cells (Columns):
+// numbers right-aligned, text left-aligned and wrapped to fit. Cells are written as given;
+// callers format numbers.
+func (t *Text) Table(header []string, rows [][]string) error {
+	return t.Grid(Columns(header, rows), rows)
+}
+
+// cleanCells keeps tab-separated output parseable: a tab or newline inside a cell becomes a space.
+func cleanCells(r []string) []string {
+	out := make([]string, len(r))
+	for i, c := range r {
+		out[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+	}
+	return out
+}
+
+// Ratio formats a fraction 0..1 as a percentage with one decimal, or "-" when unknown.
+func Ratio(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", *v*100)
+}
+
+// pct formats a known fraction 0..1 as a percentage with one decimal.
+func pct(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
