@@ -29,7 +29,7 @@ type pubResult struct {
 	Sent     int64 `json:"sent"`
 }
 
-func readResult(t *testing.T, r *bufio.Reader) pubResult {
+func readResult(t testing.TB, r *bufio.Reader) pubResult {
 	t.Helper()
 	line, err := r.ReadString('\n')
 	if err != nil {
@@ -42,27 +42,31 @@ func readResult(t *testing.T, r *bufio.Reader) pubResult {
 	return res
 }
 
-// TestEndToEndRate measures, in one run, a pyzmq SUB and kvcheck's tap (receive, decode and
-// account) against the same pyzmq publisher at full speed, in alternating rounds so both see
-// the same machine load, and logs the rates and the median ratio. It is a measurement, not a
-// check: set KVCHECK_BENCH_E2E=1 to run it.
-func TestEndToEndRate(t *testing.T) {
-	if os.Getenv("KVCHECK_BENCH_E2E") == "" {
-		t.Skip("set KVCHECK_BENCH_E2E=1 to measure")
-	}
+// BenchmarkEndToEndRate measures a pyzmq SUB and kvcheck's tap (receive, decode and account)
+// against the same pyzmq publisher at full speed, one round of each per iteration, alternating
+// so both see the same machine load (run it with -benchtime=3x for three rounds). It reports
+// the medians over the rounds: both rates in MB/s and MB per CPU second, and the ratios
+// tap/pyzmq that BENCHMARKS.md records; the rounds are logged with -v.
+func BenchmarkEndToEndRate(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var ratios, cpuRatios []float64
-	for round := range 3 {
-		py, pyLost, pyCPU := e2ePySub(t, ctx)
-		tap, tapLost, own, tapCPU := e2eTap(t, ctx)
+	var pys, taps, pyCPUs, tapCPUs, ratios, cpuRatios []float64
+	for round := range b.N {
+		py, pyLost, pyCPU := e2ePySub(b, ctx)
+		tap, tapLost, own, tapCPU := e2eTap(b, ctx)
+		pys, taps, pyCPUs, tapCPUs = append(pys, py), append(taps, tap), append(pyCPUs, pyCPU), append(tapCPUs, tapCPU)
 		ratios = append(ratios, tap/py)
 		cpuRatios = append(cpuRatios, tapCPU/pyCPU)
-		t.Logf("round %d: pyzmq SUB %.0f MB/s, %.0f MB per CPU second (%d lost at the publisher); kvcheck tap %.0f MB/s, %.0f MB per CPU second, decoded and accounted (%d lost at the publisher, %d own drops); ratio %.2f, per CPU second %.2f",
+		b.Logf("round %d: pyzmq SUB %.0f MB/s, %.0f MB per CPU second (%d lost at the publisher); kvcheck tap %.0f MB/s, %.0f MB per CPU second, decoded and accounted (%d lost at the publisher, %d own drops); ratio %.2f, per CPU second %.2f",
 			round+1, py, pyCPU, pyLost, tap, tapCPU, tapLost, own, tap/py, tapCPU/pyCPU)
 	}
-	t.Logf("median ratio tap/pyzmq %.2f (range %.2f-%.2f); per CPU second %.2f (range %.2f-%.2f)", median(ratios), slices.Min(ratios), slices.Max(ratios),
-		median(cpuRatios), slices.Min(cpuRatios), slices.Max(cpuRatios))
+	b.ReportMetric(0, "ns/op") // a round's wall time says nothing
+	b.ReportMetric(median(pys), "pyzmq-MB/s")
+	b.ReportMetric(median(taps), "tap-MB/s")
+	b.ReportMetric(median(pyCPUs), "pyzmq-MB/cpu-s")
+	b.ReportMetric(median(tapCPUs), "tap-MB/cpu-s")
+	b.ReportMetric(median(ratios), "tap/pyzmq")
+	b.ReportMetric(median(cpuRatios), "tap/pyzmq-cpu")
 }
 
 func median(v []float64) float64 {
@@ -72,7 +76,7 @@ func median(v []float64) float64 {
 }
 
 // cpuSeconds is the CPU time (user + system) this process has used.
-func cpuSeconds(t *testing.T) float64 {
+func cpuSeconds(t testing.TB) float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		t.Fatal(err)
@@ -80,7 +84,7 @@ func cpuSeconds(t *testing.T) float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-func e2ePySub(t *testing.T, ctx context.Context) (float64, int64, float64) {
+func e2ePySub(t testing.TB, ctx context.Context) (float64, int64, float64) {
 	ep, stdin, out := pyPublisher(t, ctx, e2eArgs...)
 	defer func() { _ = stdin.Close() }()
 	script, _ := filepath.Abs("../../testdata/tap/sub.py")
@@ -112,7 +116,7 @@ func e2ePySub(t *testing.T, ctx context.Context) (float64, int64, float64) {
 	return float64(py.PayloadBytes) / py.Seconds / 1e6, py.Lost, float64(py.PayloadBytes) / py.CPU / 1e6
 }
 
-func e2eTap(t *testing.T, ctx context.Context) (float64, uint64, uint64, float64) {
+func e2eTap(t testing.TB, ctx context.Context) (float64, uint64, uint64, float64) {
 	ep, stdin, out := pyPublisher(t, ctx, e2eArgs...)
 	defer func() { _ = stdin.Close() }()
 	c := events.NewCollector(events.Options{})

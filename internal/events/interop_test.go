@@ -24,7 +24,7 @@ const python = "/usr/bin/python3"
 // python3-zmq and python3-msgpack is missing: CI installs them (scripts/install-deps.sh), so a
 // skip there would hide that the interop tests never ran. KVCHECK_NO_PYTHON=1 skips instead,
 // for machines that cannot have them.
-func requirePython(t *testing.T, ctx context.Context) {
+func requirePython(t testing.TB, ctx context.Context) {
 	t.Helper()
 	if os.Getenv("KVCHECK_NO_PYTHON") != "" {
 		t.Skip("KVCHECK_NO_PYTHON is set")
@@ -38,7 +38,7 @@ func requirePython(t *testing.T, ctx context.Context) {
 }
 
 // pyPublisher starts testdata/tap/pub.py and returns its endpoint, its stdin and stdout.
-func pyPublisher(t *testing.T, ctx context.Context, args ...string) (string, io.WriteCloser, *bufio.Reader) {
+func pyPublisher(t testing.TB, ctx context.Context, args ...string) (string, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
 	requirePython(t, ctx)
 	script, err := filepath.Abs("../../testdata/tap/pub.py")
