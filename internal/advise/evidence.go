@@ -98,7 +98,7 @@ func (d *decision) collectEvidence() {
 	d.replayEvidence("replay", d.in.Replay, "replay")
 	d.replayEvidence("fixed", d.in.Fixed, "replay once fixed")
 	if c, ok := breakerCost(d.in.Replay, d.in.Fixed); ok {
-		d.evidence("fixed.cost", "replay once fixed", d.in.Fixed.Input, "what the breaker costs (best option once fixed vs best option as it is, after warm-up)", "%s of all prompt tokens; fixed: %s", points(c), d.in.FixedHow)
+		d.evidence("fixed.cost", "replay once fixed", d.in.Fixed.Input, "what the breaker costs (best option once fixed vs best option as it is, after warm-up)", "%s of all prompt tokens; replaced by a constant: %s", points(c), d.in.FixedHow)
 	}
 }
 

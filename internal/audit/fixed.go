@@ -49,7 +49,7 @@ func NewFixer(s Summary) *Fixer {
 	return &Fixer{sites: sites}
 }
 
-// Describe says what the fixer replaces, for the report.
+// Describe says what the fixer replaces by a constant, for the report.
 func (f *Fixer) Describe() string {
 	var parts []string
 	for _, st := range f.sites {
@@ -59,7 +59,7 @@ func (f *Fixer) Describe() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s in %s", what, st.Where()))
 	}
-	return "replaced by a constant: " + strings.Join(parts, "; ")
+	return strings.Join(parts, "; ")
 }
 
 var (
