@@ -568,7 +568,7 @@ type yamlCtx struct {
 
 // vllmNameRE matches a scalar that is exactly one prefixed vLLM metric name, in any of its
 // spellings but the adapter's vllm_ (too common a prefix for things that are not metrics).
-var vllmNameRE = regexp.MustCompile(`^(?:prometheus\.googleapis\.com\|)?(?:ray_vllm_|vllm:)[A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?$`)
+var vllmNameRE = regexp.MustCompile(`^(?:prometheus\.googleapis\.com\|)?(?:ray_vllm_|vllm:|` + routerNamePrefix + `)[A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?$`)
 
 // genericName checks a scalar of a generic document when it is one vLLM metric name.
 func (fl *fileLint) genericName(v *yaml.Node, ptr string, c yamlCtx) bool {
@@ -809,7 +809,13 @@ func (fl *fileLint) checkBareName(s *site, name string) {
 
 // textNameRE finds vLLM metric names in text that is not structured: prose, Markdown, Helm
 // templates.
-var textNameRE = regexp.MustCompile(`(?:prometheus\.googleapis\.com\|)?(?:ray_)?vllm[:_][A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?`)
+var textNameRE = regexp.MustCompile(`(?:prometheus\.googleapis\.com\|)?(?:(?:ray_)?vllm[:_]|` + routerNamePrefix + `)[A-Za-z0-9_:]*[A-Za-z0-9_](?:\|[a-z]+)?`)
+
+// routerNamePrefix matches the name prefixes of the router layer's families (the llm-d
+// picker and its KV-cache index, the GAIE picker): names found in text or as a whole YAML or
+// JSON value are looked up like vLLM's; one the catalog does not know stays unreported unless
+// its prefix is one only that family uses.
+const routerNamePrefix = `llm_d_(?:router_)?epp_|llm_d_inference_scheduler_|kvcache_(?:index|kvevents)_|inference_(?:objective|pool|extension|model)_`
 
 // textScan checks every vLLM-looking name in the file; no PromQL is parsed.
 func (fl *fileLint) textScan() {

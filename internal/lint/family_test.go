@@ -278,3 +278,18 @@ func exprs(t *testing.T, b []byte) []string {
 	}
 	return out
 }
+
+// TestRouterNamesInText: a runbook or a chart's values that name a retired picker metric are
+// reported as vLLM's names are; words of the same stem that are no metric are not.
+func TestRouterNamesInText(t *testing.T) {
+	md := []byte("# Runbook\nWhen `kvcache_index_lookup_hits_total` drops, check the KV-event stream.\nThe inference_pool_name field is not a metric.\n")
+	r := newLinterTargets(t, "").File("runbook.md", md)
+	if len(r.Findings) != 1 || r.Findings[0].Metric != "kvcache_index_lookup_hits_total" || r.Findings[0].Status != StatusDeprecated {
+		t.Errorf("markdown: %+v", r.Findings)
+	}
+	values := []byte("monitoring:\n  hitMetric: llm_d_router_epp_ready_endpoints\n  poolName: inference_pool_a\n")
+	r = newLinterTargets(t, "").File("values.yaml", values)
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusRemoved {
+		t.Errorf("values: %+v", r.Findings)
+	}
+}
