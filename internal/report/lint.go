@@ -73,10 +73,13 @@ func LintDiff(run LintRun, diff string) Result {
 
 // lintRules describes each finding code for code-scanning's rule list.
 var lintRules = []Rule{
-	{lint.CodeRemoved, "A vLLM metric that was removed at the target version", finding.Error},
+	{lint.CodeRemoved, "A metric (vLLM, llm-d, GAIE) removed at its family's target release, or never in a release", finding.Error},
 	{lint.CodeHidden, "A vLLM metric hidden at the target version (only shown with --show-hidden-metrics-for-version)", finding.Error},
-	{lint.CodeDeprecated, "A deprecated vLLM metric", finding.Warning},
-	{lint.CodeUnknown, "A vllm: name no publisher exposes (a typo, a counter without _total, a newer metric)", finding.Warning},
+	{lint.CodeDeprecated, "A deprecated metric (vLLM, llm-d, GAIE)", finding.Warning},
+	{lint.CodeUnknown, "A name no publisher exposes (a typo, a counter without _total, newer than the target or the catalog)", finding.Warning},
+	{lint.CodeCounterRaw, "A counter used without rate(), increase() or irate(): a lifetime total since the server started", finding.Warning},
+	{lint.CodeRatioMismatch, "A ratio of rates over different windows, or of differently aggregated or selected series", finding.Warning},
+	{lint.CodeQuantile, "histogram_quantile over a series that is not _bucket, or aggregated without le", finding.Warning},
 	{lint.CodeLabelDrift, "A label vLLM does not set on the metric (model instead of model_name)", finding.Warning},
 	{lint.CodeUnparsed, "A query that does not parse and was not checked", finding.Warning},
 	{lint.CodeSkipped, "A file that could only be partly checked", finding.Info},
