@@ -124,6 +124,9 @@ func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
 		notes = append(notes, "lengths only")
 	}
 	d.evidence(prefix+".traffic", source, in, "traffic ("+rp.Source+")", "%d requests over %.0f s, %d prompt tokens; %s", rp.Requests, rp.Duration, rp.PromptTokens, strings.Join(notes, ", "))
+	if len(rp.Unused) > 0 {
+		d.evidence(prefix+".unused", source, in, "traffic given but not replayed (one trace is: the request log, else a trace, else the recordings)", "%s", strings.Join(rp.Unused, ", "))
+	}
 	d.evidence(prefix+".fleet", source, in, "fleet replayed", "%d replicas (%s) x %d tokens of KV (%s)", rp.Replicas, rp.ReplicasFrom, rp.KVTokens, rp.KVFrom)
 	if !rp.PrefixInfo {
 		return

@@ -135,7 +135,10 @@ type Replay struct {
 	Today string
 	// Overloaded is set when the modelled fleet queues whatever the routing (sim.OverloadedTTFT).
 	Overloaded bool
-	Policies   []Policy
+	// Unused names traffic given but not replayed (a trace beside a request log): one trace is
+	// replayed, the request log first, then a trace, then the recordings.
+	Unused   []string
+	Policies []Policy
 }
 
 // Where the fleet's shape came from.

@@ -130,6 +130,13 @@ func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, e
 	if traffic == nil && in.Recordings != nil {
 		traffic, source = in.Recordings, "recording"
 	}
+	var unused []string
+	if in.Trace != nil && traffic != in.Trace {
+		unused = append(unused, "trace "+in.Trace.Name)
+	}
+	if in.Recordings != nil && traffic != in.Recordings {
+		unused = append(unused, "recordings "+in.Recordings.Name)
+	}
 	if traffic == nil {
 		return advise.Decide(ev, o.Thresholds), nil
 	}
@@ -147,6 +154,7 @@ func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, e
 	if ev.Replay, err = Replay(ctx, traffic, source, shape, o); err != nil {
 		return advise.Recommendation{}, err
 	}
+	ev.Replay.Unused = unused
 	if fixed != nil {
 		if ev.Fixed, err = Replay(ctx, fixed, source, shape, o); err != nil {
 			return advise.Recommendation{}, err

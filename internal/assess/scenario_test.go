@@ -532,3 +532,22 @@ func linesOf(t *testing.T, l *reqLog) string {
 	}
 	return string(b)
 }
+
+// TestOneTraffic: a request log and a trace given together are not mixed; the request log is
+// replayed and the evidence says the trace was not.
+func TestOneTraffic(t *testing.T) {
+	tr := &sim.Trace{Name: "other.jsonl", Format: "mooncake", BlockSize: 512, PrefixInfo: true,
+		Requests: []sim.Request{{Arrival: 0, Blocks: []uint64{1}, InputTokens: 600, OutputTokens: 1, N: 1}}}
+	rec, err := Assess(context.Background(), Inputs{Requests: tenants(6, 40, 1, 500, nil, nil).source(t), Trace: tr},
+		Options{Thresholds: advise.DefaultThresholds(), Replicas: 2, KVTokens: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, e := range rec.Evidence {
+		ids[e.ID] = e.Figure
+	}
+	if ids["replay.unused"] != "trace other.jsonl" || !strings.HasPrefix(ids["replay.traffic"], "40 requests") {
+		t.Errorf("unused %q, traffic %q: want the request log replayed and the trace named as not", ids["replay.unused"], ids["replay.traffic"])
+	}
+}
