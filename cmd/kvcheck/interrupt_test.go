@@ -134,3 +134,40 @@ func TestInterruptedRunsArePartial(t *testing.T) {
 		}
 	})
 }
+
+// TestLintNamedFileLimits: a file the user names is checked or is an error. A binary .json
+// passed with "No findings" and a file over the size bound was only a warning, so a CI gate
+// on --fail-on error passed both unchecked.
+func TestLintNamedFileLimits(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dashboard.json")
+	if err := os.WriteFile(bin, []byte("PK\x03\x04\x00\x00binary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	dash, err := os.ReadFile("../../testdata/lint/clean_grafana.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The clean dashboard padded with spaces past 1 MiB: valid JSON, no findings when read.
+	if err := os.WriteFile(big, append(dash, bytes.Repeat([]byte(" "), 1<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"lint", bin}, exitFindings, "binary content"},
+		{[]string{"lint", "--max-file-mib", "1", big}, exitFindings, "larger than 1 MiB and was not checked: raise --max-file-mib"},
+		{[]string{"lint", "--max-file-mib", "2", big}, exitOK, "No findings"},
+		{[]string{"lint", "--max-file-mib", "0", big}, exitUsage, "--max-file-mib 0"},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tt.args, streams{Out: &out, ErrOut: &errOut}, nil)
+		if code != tt.code || !strings.Contains(out.String()+errOut.String(), tt.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s%s", tt.args, code, tt.code, tt.want, out.String(), errOut.String())
+		}
+	}
+}

@@ -28,6 +28,8 @@ type lintOptions struct {
 	Prom     promql.Conn
 	// IgnoreFile is the repository's ignore file; empty means .kvcheckignore when it exists.
 	IgnoreFile string
+	// MaxFileMiB bounds the size of one file read.
+	MaxFileMiB int
 }
 
 // modelDuration is a flag value in Prometheus duration syntax (7d, 1h30m).
@@ -95,6 +97,7 @@ it last had any within --lookback.
 	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place")
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
 	fs.Var(&opts.Lookback, "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
+	fs.IntVar(&opts.MaxFileMiB, "max-file-mib", 16, "largest file read, in MiB; a larger one is not checked and is an error")
 	fs.StringVar(&opts.IgnoreFile, "ignore-file", "", "ignore file of CODE [PATH-GLOB] [# reason] lines (default "+lint.IgnoreFileName+" in the working directory, when present)")
 	bindConn(fs, &opts.Prom)
 	return cmd
@@ -142,7 +145,10 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 	if err != nil {
 		return report.Result{}, err
 	}
-	l := lint.New(cat, lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore})
+	if opts.MaxFileMiB <= 0 {
+		return report.Result{}, usageErrorf("--max-file-mib %d: give a positive number of MiB", opts.MaxFileMiB)
+	}
+	l := lint.New(cat, lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore, MaxFileSize: int64(opts.MaxFileMiB) << 20})
 	results, err := l.Paths(ctx, paths)
 	if err != nil && ctx.Err() == nil {
 		return report.Result{}, err

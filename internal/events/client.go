@@ -64,6 +64,7 @@ func Tap(ctx context.Context, cfg Config, c *Collector) error {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	started := cfg.Now()
 	// The receivers stop with ctx, or when this function stops early (a failed recording).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -153,6 +154,7 @@ loop:
 		c.Connection(s.Endpoint, s.Listen, links[i].connects.Load(), lastErr)
 	}
 	if cfg.Recorder != nil {
+		cfg.Recorder.Session(started.UnixNano(), cfg.Now().UnixNano())
 		if ferr := cfg.Recorder.Flush(); err == nil {
 			err = ferr
 		}

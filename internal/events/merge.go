@@ -41,6 +41,8 @@ type Merge struct {
 	drop    Record
 	err     error
 	ends    []End
+	// start and end span the recorded sessions read so far (0: none).
+	start, end int64
 }
 
 // End is how one recording ended: cut short inside a record (an interrupted tap or a partial
@@ -130,6 +132,12 @@ func (m *Merge) advance(src *mergeSource) (bool, error) {
 	for {
 		err := src.rd.Next(&src.rec)
 		if errors.Is(err, io.EOF) {
+			if s, e := src.rd.SessionStart, src.rd.SessionEnd; e > 0 {
+				if m.start == 0 || s < m.start {
+					m.start = s
+				}
+				m.end = max(m.end, e)
+			}
 			if src.rd.Truncated || src.rd.Skipped > 0 {
 				m.ends = append(m.ends, End{Name: src.name, Truncated: src.rd.Truncated, Skipped: src.rd.Skipped, SkipReason: src.rd.SkipReason})
 			}
@@ -193,6 +201,11 @@ func (m *Merge) Name() string { return m.curName }
 // Err is the error that ended the merge, nil at a clean end.
 func (m *Merge) Err() error { return m.err }
 
+// Sessions spans the sessions of the taps that wrote the recordings (Unix ns), from the
+// earliest start to the latest end, once every recording was read to its end; ok is false when
+// none of them recorded its session.
+func (m *Merge) Sessions() (start, end int64, ok bool) { return m.start, m.end, m.end > 0 }
+
 // Ends are the recordings that ended cut short or with records skipped, in the order the merge
 // reached their ends; whole recordings are not listed.
 func (m *Merge) Ends() []End { return m.ends }
@@ -242,6 +255,14 @@ func (c *Collector) AddRecordings(ctx context.Context, paths []string, topic str
 			cut = append(cut, finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: e.Name,
 				Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"})
 		}
+	}
+	// Rates are over the time tapped: the first to the last message understates it, by the
+	// quiet time at both ends (a replay of one capture showed 1.8 MB/s against 271 KB/s live).
+	if s, e, ok := m.Sessions(); ok {
+		if first == 0 || s < first {
+			first = s
+		}
+		last = max(last, e)
 	}
 	return time.Duration(last - first), cut, nil
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +175,52 @@ func TestImplausibleNumbers(t *testing.T) {
 	}
 	if _, ok := msgs["batches-lost"]; ok {
 		t.Errorf("a batches-lost finding for a jump: %q", msgs["batches-lost"])
+	}
+}
+
+// TestRecordingSessionSpan: rates over a recording are over the time the tap ran, which it
+// records; a capture whose traffic sat in one second of a ten-second tap showed ten times the
+// live bandwidth when measured over its first to last message. A recording without a session
+// record (older, or a killed tap) falls back to the messages' span.
+func TestRecordingSessionSpan(t *testing.T) {
+	payload := AppendBatch(nil, &Batch{TS: 5, HasDPRank: true}, Wire{Era: EraMap})
+	write := func(session bool) string {
+		var buf bytes.Buffer
+		rec, err := NewRecorder(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, at := range []int64{5e9, 6e9} {
+			frames := [][]byte{[]byte("kv"), binary.BigEndian.AppendUint64(nil, uint64(i)), payload}
+			m := FromFrames("tcp://a:1", frames, at)
+			rec.Message(&m, frames)
+		}
+		if session {
+			rec.Session(1e9, 11e9)
+		}
+		if err := rec.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "r.kvtap")
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tt := range []struct {
+		session bool
+		want    time.Duration
+	}{{true, 10 * time.Second}, {false, time.Second}} {
+		c := NewCollector(Options{})
+		d, _, err := c.AddRecordings(context.Background(), []string{write(tt.session)}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != tt.want {
+			t.Errorf("session recorded %v: duration %v, want %v", tt.session, d, tt.want)
+		}
+		if bps, want := c.Report(d).Publishers[0].BytesPerSec, float64(2*len(payload))/tt.want.Seconds(); bps != want {
+			t.Errorf("session recorded %v: %g bytes/s, want %g", tt.session, bps, want)
+		}
 	}
 }

@@ -19,6 +19,8 @@ import (
 //	0x05 drop run:  uv source id, uv topic len, topic bytes, uv first seq, uv last seq: a
 //	                run of batches the tap dropped itself, written before the next message
 //	                of the source (it belongs to that message's Message.OwnDropped)
+//	0x06 session:   uv start, uv end (Unix ns): when the tap that wrote the recording started
+//	                and stopped, written last; rates over a recording use this span
 //
 // Records are written whole through a buffer that is flushed every second and on exit, so an
 // interrupted recording loses at most its last second and its last record may be cut short;
@@ -100,6 +102,15 @@ func (r *Recorder) Message(m *Message, frames [][]byte) {
 	r.write(b)
 }
 
+// Session records when the tap started and stopped (Unix ns), so that a recording's rates are
+// over the time tapped, not over its first to last message.
+func (r *Recorder) Session(start, end int64) {
+	b := append(r.scratch[:0], 0x06)
+	b = binary.AppendUvarint(b, uint64(max(start, 0)))
+	b = binary.AppendUvarint(b, uint64(max(end, start, 0)))
+	r.write(b)
+}
+
 // OwnDrops records messages the tap dropped itself.
 func (r *Recorder) OwnDrops(source string, n uint64) {
 	id := r.source(source)
@@ -133,6 +144,10 @@ type Reader struct {
 	SkipReason string
 	// dropped holds the drop runs read for the next message.
 	dropped []DropRun
+	// SessionStart and SessionEnd are when the tap started and stopped (Unix ns), known once
+	// the session record, written last, is read; 0 for recordings without one (older ones,
+	// or a tap killed before it could write it).
+	SessionStart, SessionEnd int64
 }
 
 // errSkip marks a record that was read past but not kept.
@@ -181,7 +196,7 @@ func (rd *Reader) Next(rec *Record) error {
 			rd.Skipped++
 			continue
 		}
-		if err != nil || kind == 0x01 || kind == 0x05 {
+		if err != nil || kind == 0x01 || kind == 0x05 || kind == 0x06 {
 			if err != nil {
 				return err
 			}
@@ -325,6 +340,20 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 		if len(rd.dropped) < maxDropRuns {
 			rd.dropped = append(rd.dropped, DropRun{Topic: string(topic), From: from, To: to})
 		}
+		return nil
+	case 0x06:
+		start, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		end, err := rd.uv()
+		if err != nil {
+			return err
+		}
+		if end < start || end > 1<<63-1 {
+			return fmt.Errorf("session %d..%d is not a time span: the recording is corrupt", start, end)
+		}
+		rd.SessionStart, rd.SessionEnd = int64(start), int64(end)
 		return nil
 	case 0x04:
 		src, err := rd.source()

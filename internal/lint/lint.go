@@ -125,8 +125,8 @@ type Options struct {
 	// family not named is judged against its newest known release. Target, when set, wins
 	// for vllm.
 	Targets catalog.Targets
-	// MaxFileSize bounds the bytes read from one file; bigger files are skipped with a
-	// finding. Zero means 16 MiB.
+	// MaxFileSize bounds the bytes read from one file; bigger files are not read and get a
+	// file-skipped error (a CI gate must not pass what was not checked). Zero means 16 MiB.
 	MaxFileSize int64
 	// Rewrite computes FileResult.Fixed, the content with every exact rewrite applied
 	// (for --fix and --diff). Without it findings still say whether they are fixable.
@@ -215,6 +215,16 @@ func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error
 			r, err := l.readFile(p)
 			if err != nil {
 				return nil, err
+			}
+			if binary(r.Original) {
+				// Named, not found by walking: the user meant it to be checked, and "no
+				// findings" would say it was.
+				r = FileResult{Path: p, Formats: []Format{}, Findings: []Finding{{
+					Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
+						Message: "binary content (a NUL byte in its first 8 KiB): not a dashboard, rule file or config, so nothing was checked",
+						File:    p, Line: 1, Column: 1},
+					Status: StatusSkipped,
+				}}}
 			}
 			out = append(out, r)
 			continue
@@ -323,8 +333,8 @@ func (l *Linter) readFile(path string) (FileResult, error) {
 	}
 	if n > l.max {
 		return FileResult{Path: path, Formats: []Format{}, Findings: []Finding{{
-			Finding: finding.Finding{Severity: finding.Warning, Code: CodeSkipped,
-				Message: fmt.Sprintf("file is larger than %d bytes and was not read", l.max),
+			Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
+				Message: fmt.Sprintf("file is larger than %d MiB and was not checked: raise --max-file-mib if it really is one dashboard or config", l.max>>20),
 				File:    path, Line: 1, Column: 1},
 			Status: StatusSkipped,
 		}}}, nil

@@ -27,6 +27,10 @@ const (
 	MaxBlockRefs = 1 << 26
 	// maxSiblings bounds a request's n, as --n does.
 	maxSiblings = 1024
+	// maxLogTime and maxLogSpan bound the arrival times of a request log (seconds): 2100,
+	// and a year from the first request.
+	maxLogTime = 4102444800
+	maxLogSpan = 366 * 86400
 )
 
 // timeKeys are the fields that may carry a request's time, in the order they are preferred:
@@ -88,6 +92,10 @@ type requestLog struct {
 	decided    bool
 
 	noTime, withOutput, withN int64
+	// cappedN counts requests whose n was above maxSiblings; firstCappedN is the first one's
+	// line and n.
+	cappedN      int64
+	firstCappedN [2]int64
 	// conv infers the sessions of chat requests without an id from conversation continuity;
 	// withID counts requests with an id, continued those that continue an earlier request's
 	// conversation, conversations the sessions started without an id.
@@ -164,6 +172,14 @@ func (l *requestLog) next(rr *audit.RequestReader) (*audit.Request, logFields, e
 	f, err := readFields(rr.Raw(), rr.BodyKey(), l.timeKey)
 	if err != nil {
 		return nil, logFields{}, &audit.LineError{Line: req.Line, Err: err}
+	}
+	if f.hasTime {
+		// A time past 2100, or more than a year from the log's first, is no arrival of this
+		// log (2^63 ns is the year 2262): used, it would stretch the simulated traffic over
+		// centuries. The line is refused and counted, as other unusable lines are.
+		if f.time >= maxLogTime || (l.decided && l.timeKey != "" && math.Abs(f.time-l.first) > maxLogSpan) {
+			return nil, logFields{}, &audit.LineError{Line: req.Line, Err: fmt.Errorf("time %s is not an arrival of this log (past 2100, or more than a year from its first request)", strconv.FormatFloat(f.time, 'g', 6, 64))}
+		}
 	}
 	if !l.decided {
 		l.decided = true
@@ -296,6 +312,12 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 	if f.n > 1 {
 		n = min(f.n, maxSiblings)
 		l.withN++
+		if f.n > maxSiblings {
+			if l.cappedN == 0 {
+				l.firstCappedN = [2]int64{req.Line, int64(f.n)}
+			}
+			l.cappedN++
+		}
 	}
 	l.t.Requests = append(l.t.Requests, Request{
 		Arrival: arrival, Session: l.session(req), InputTokens: len(ids), OutputTokens: out, N: n,
@@ -388,6 +410,9 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 	}
 	if l.withN > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s for n > 1 and arrive as that many siblings", count(l.withN, "request asks", "requests ask")))
+	}
+	if l.cappedN > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s for n above %d (first on line %d: n=%d), more than any server returns: simulated as %d siblings each", count(l.cappedN, "request asks", "requests ask"), maxSiblings, l.firstCappedN[0], l.firstCappedN[1], maxSiblings))
 	}
 	if l.skipped > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s skipped (first: %s)", count(l.skipped, "line was not a usable request and was", "lines were not usable requests and were"), strings.Join(l.lineErrors, "; ")))

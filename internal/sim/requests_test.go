@@ -92,6 +92,24 @@ func TestReadRequests(t *testing.T) {
 			notes: []string{"tokens: estimated", `from field "timestamp" (seconds)`, "on 2 requests (a cap), --output-tokens 256 on the other 1", "1 request asks for n > 1", "1 requests carry a session or conversation id; 0 continue"},
 		},
 		{
+			// A time of 2^63 ns (the year 2262) would stretch the traffic over centuries, and
+			// n=1e9 was capped without a word.
+			name: "an impossible time is refused, an impossible n reported",
+			lines: func(t *testing.T) []string {
+				return []string{
+					completion(t, map[string]any{"prompt": ab, "timestamp": 1700000000}),
+					completion(t, map[string]any{"prompt": ab, "timestamp": uint64(1) << 63}),
+					completion(t, map[string]any{"prompt": ab, "timestamp": 1700000001, "n": 1e9}),
+				}
+			},
+			want: []Request{
+				{Arrival: 0, InputTokens: 32, OutputTokens: DefaultOutputTokens, N: 1},
+				{Arrival: 1, InputTokens: 32, OutputTokens: DefaultOutputTokens, N: maxSiblings},
+			},
+			shape: []string{"0 1", "0 1"},
+			notes: []string{"1 line was not a usable request and was skipped (first: line 2: time 9.22337e+09 is not an arrival of this log", "1 request asks for n above 1024 (first on line 3: n=1000000000)"},
+		},
+		{
 			name: "chat without ids: a request that extends an earlier one's messages continues its session; user is not one",
 			lines: func(t *testing.T) []string {
 				msg := func(role, text string) map[string]string { return map[string]string{"role": role, "content": text} }
