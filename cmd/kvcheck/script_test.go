@@ -15,8 +15,12 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
+		// As main does: signals cancel the run's context (a pty test types Ctrl-C).
 		"kvcheck": func() {
-			os.Exit(run(context.Background(), os.Args[1:], stdStreams(), os.Environ()))
+			ctx, stop := interruptContext(context.Background())
+			code := run(ctx, os.Args[1:], stdStreams(), os.Environ())
+			stop()
+			os.Exit(code)
 		},
 	})
 }

@@ -52,10 +52,10 @@ func HitrateWatchJSON(w io.Writer, f Refresh) error {
 func HitrateWatch(t *Text, f Refresh) error {
 	var b bytes.Buffer
 	frame := &Text{w: &b, terminal: t.terminal, color: t.color, width: t.width, wide: t.wide, r: t.r}
-	frame.Heading(fmt.Sprintf("Prefix-cache hit rate per replica: refresh %d at %s, every %s (Ctrl-C ends)", f.N, f.At.Format("15:04:05"), f.Interval))
+	frame.Heading(fmt.Sprintf("Prefix-cache hit rate, refresh %d at %s every %s (Ctrl-C ends)", f.N, f.At.Format("15:04:05"), f.Interval))
 	prov := hitrateProvenance(f.Report)
 	if f.N > 1 {
-		prov += fmt.Sprintf("; Δ since the refresh %s before", f.Interval)
+		prov += "; Δ since the last refresh"
 	}
 	frame.Muted("%s", prov)
 	if err := hitrateTable(frame, f.Report, f.Changes); err != nil {

@@ -50,8 +50,8 @@ func TestHitrateWatchFrame(t *testing.T) {
 	}
 	plain := strings.NewReplacer("\x1b[H", "", "\x1b[K", "", "\x1b[J", "").Replace(out)
 	for _, want := range []string{
-		"refresh 2 at 11:20:05, every 10s (Ctrl-C ends)",
-		"Δ since the refresh 10s before",
+		"Prefix-cache hit rate, refresh 2 at 11:20:05 every 10s (Ctrl-C ends)",
+		"rates over 10s; Δ since the last refresh",
 		"REPLICA  STATE      MODEL  HIT RATE    Δ HIT",
 		"a        -          -         60.0%  +10.0pp",
 		"b        restarted  -         30.0%   +0.0pp",

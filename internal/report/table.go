@@ -60,8 +60,22 @@ func dropping(cols []Column, drops map[string]int) []Column {
 // 31.8 KB/s, 1.33, 20.0/min, ~12.
 var reNumberCell = regexp.MustCompile(`^[-+~]?\d[\d.,]*\s?(%|[µm]?s|min|h|x|[KMG]?B(/s)?|tok/s|/s|/min)?$`)
 
-// minWrap is the narrowest a wrapping column becomes: narrower text is no longer readable.
-const minWrap = 10
+// minWrap is the narrowest a wrapping column becomes: narrower text is no longer readable;
+// maxUnbroken is the longest word (an address, a path) kept whole rather than broken.
+const (
+	minWrap     = 10
+	maxUnbroken = 16
+)
+
+// wrapFloor is the narrowest column j may wrap to: its header's longest word, its cells'
+// longest word up to maxUnbroken, and at least minWrap.
+func wrapFloor(header string, cells [][]string, j int) int {
+	w := 0
+	for _, r := range cells {
+		w = max(w, longestWord(r[j]))
+	}
+	return max(minWrap, longestWord(header), min(w, maxUnbroken))
+}
 
 // Grid writes a table: tab-separated and complete when piped; at a terminal, fitted to its
 // width (shorter headers, then the columns with the highest Drop left out and a note saying
@@ -82,7 +96,10 @@ func (t *Text) Grid(cols []Column, rows [][]string) error {
 	lay := layout(cols, rows, t.width, t.wide, t.boxed())
 	t.draw(lay)
 	if len(lay.dropped) > 0 {
-		t.Muted("(%s left out to fit %d columns; --wide shows every column)", strings.Join(lay.dropped, ", "), t.width)
+		note := fmt.Sprintf("(%s left out to fit %d columns; --wide shows every column)", strings.Join(lay.dropped, ", "), t.width)
+		for _, l := range wrap(note, t.width) {
+			t.Muted("%s", l)
+		}
 	}
 	return nil
 }
@@ -167,7 +184,7 @@ func layout(cols []Column, rows [][]string, width int, wide, boxed bool) tableLa
 			n := overhead(len(keep), boxed)
 			for _, j := range keep {
 				if cols[j].Wrap {
-					n += min(natural(j), max(minWrap, longestWord(headers[j])))
+					n += min(natural(j), wrapFloor(headers[j], cells, j))
 				} else {
 					n += natural(j)
 				}
@@ -187,28 +204,40 @@ func layout(cols []Column, rows [][]string, width int, wide, boxed bool) tableLa
 		widths[i] = natural(j)
 	}
 	if !wide && width > 0 {
-		// Narrow the widest wrapping column, one column at a time, until the table fits.
-		for {
-			sum := overhead(len(keep), boxed)
-			for _, w := range widths {
-				sum += w
+		// Narrow the widest wrapping column by one, again and again, until the table fits:
+		// the wrapping columns end up as even as their contents allow.
+		sum := overhead(len(keep), boxed)
+		for _, w := range widths {
+			sum += w
+		}
+		// First headers wider than their column's cells wrap (a two-line header costs
+		// nothing in the rows), then text cells.
+		cellFloor := func(j int) int {
+			w := longestWord(headers[j])
+			for _, r := range cells {
+				w = max(w, lipgloss.Width(r[j]))
 			}
-			excess := sum - width
-			if excess <= 0 {
-				break
-			}
+			return w
+		}
+		for sum > width {
 			best := -1
 			for i, j := range keep {
-				floor := max(minWrap, longestWord(headers[j]))
-				if cols[j].Wrap && widths[i] > floor && (best < 0 || widths[i] > widths[best]) {
+				if widths[i] > cellFloor(j) && (best < 0 || widths[i] > widths[best]) {
 					best = i
+				}
+			}
+			if best < 0 {
+				for i, j := range keep {
+					if cols[j].Wrap && widths[i] > wrapFloor(headers[j], cells, j) && (best < 0 || widths[i] > widths[best]) {
+						best = i
+					}
 				}
 			}
 			if best < 0 {
 				break // nothing left to wrap: the terminal wraps the rest
 			}
-			floor := max(minWrap, longestWord(headers[keep[best]]))
-			widths[best] = max(floor, widths[best]-excess)
+			widths[best]--
+			sum--
 		}
 	}
 	lay := tableLayout{boxed: boxed, dropped: dropped, widths: widths}

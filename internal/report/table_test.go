@@ -61,8 +61,11 @@ func TestGridFits(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 		note := ""
-		if last := lines[len(lines)-1]; strings.HasPrefix(last, "(") {
-			note, lines = last, lines[:len(lines)-1]
+		for i, l := range lines {
+			if strings.HasPrefix(l, "(") {
+				note, lines = strings.Join(lines[i:], " "), lines[:i]
+				break
+			}
 		}
 		boxW := -1
 		for _, l := range lines {
