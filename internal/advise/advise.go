@@ -173,6 +173,12 @@ func Decide(in Input, th Thresholds) Recommendation {
 	blockers := d.citeKnown(d.fixFirst(then.v))
 	slices.SortStableFunc(d.rec.Fixes, func(a, b finding.Finding) int { return cmp.Compare(b.Severity, a.Severity) })
 	route := now.v
+	if in.Fixed == nil && in.Replay != nil && slices.ContainsFunc(blockers, func(r Reason) bool { return r.Rule == "request-breaker" || r.Rule == "stream-breaker" }) {
+		// The traffic replayed is the broken one and no fixed replay could be built: what it
+		// says is not what routing pays once fixed.
+		then = routing{Undetermined, []Reason{{Rule: "then-not-measured", Verdict: Undetermined, Strength: Low, Evidence: []string{},
+			Text: "what routing pays once fixed cannot be measured here: the divergence could not be replaced by a constant automatically, and the traffic as it is shows the breaker, not the reuse behind it; fix it and run assess again"}}, Low}
+	}
 	if len(blockers) > 0 {
 		d.rec.Verdict = FixFirst
 		d.rec.Then = then.v

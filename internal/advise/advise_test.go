@@ -239,6 +239,13 @@ func TestDecide(t *testing.T) {
 			want: outcome{Verdict: Nothing, Confidence: High, Rules: []string{"no-option-pays", "sessions-unknown", "breaker-cheap"}, Fixes: []string{"error audit/unique-first-block"}},
 		},
 		{
+			// A session-first-block error has no divergence the fixer can replace: the replay
+			// of the broken traffic says nothing about the traffic once fixed.
+			name: "a request-log error with traffic but no fixed replay: then cannot tell",
+			in:   Input{Requests: withFinding(unique), Replay: replay(0, 2, true, pol("session", 0, 1.1))},
+			want: outcome{Verdict: FixFirst, Then: Undetermined, Confidence: High, Rules: []string{"request-breaker", "then-not-measured"}, Fixes: []string{"error audit/unique-first-block"}},
+		},
+		{
 			name: "a request-log error that cannot be replaced: fix first, then cannot tell",
 			in:   Input{Requests: withFinding(unique)},
 			want: outcome{Verdict: FixFirst, Then: Undetermined, Confidence: High, Rules: []string{"request-breaker", "no-traffic"}, Fixes: []string{"error audit/unique-first-block"}},
