@@ -691,10 +691,12 @@ func (fl *fileLint) checkEngine(e *engine) {
 		ep, okE := endpointPort(kv.endpointOrDefault())
 		rp, okR := endpointPort(kv.replay)
 		n := e.dpSize()
-		if okE && okR && rp >= ep && rp < ep+n {
+		// Rank r binds endpoint port + r and replay port + r (offset_endpoint_port): the two
+		// ranges of n ports overlap when the base ports are fewer than n apart.
+		if okE && okR && rp-ep < n && ep-rp < n {
 			fl.addConfig("vllm/replay-port-collision", kv.at, where,
-				fmt.Sprintf("replay_endpoint port %d is inside the ports the %d data-parallel rank(s) publish on (%d..%d)", rp, n, ep, ep+n-1),
-				fmt.Sprintf("set replay_endpoint to a port outside %d..%d, such as tcp://*:%d", ep, ep+n-1, ep+n))
+				fmt.Sprintf("with %d data-parallel rank(s) the engine binds ports %d..%d for events and %d..%d for replay: they overlap, so a rank cannot bind", n, ep, ep+n-1, rp, rp+n-1),
+				fmt.Sprintf("set replay_endpoint to a port at least %d away from the endpoint's, such as tcp://*:%d", n, ep+n))
 		}
 	}
 }

@@ -233,7 +233,15 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 		vc := get(ms, "vllmConfig")
 		off := false
 		var offAt pos
-		if vc != nil {
+		// The chart's `with .vllmConfig` skips an empty map, and an --enable-prefix-caching in
+		// extraArgs comes after the chart's --no-enable-prefix-caching, so it wins.
+		reenabled := false
+		for _, a := range seq(get(vc, "extraArgs")) {
+			if strings.TrimSpace(a.Value) == "--enable-prefix-caching" {
+				reenabled = true
+			}
+		}
+		if vc != nil && vc.Kind == yaml.MappingNode && len(vc.Content) > 0 && !reenabled {
 			on, set := boolAt(vc, "enablePrefixCaching")
 			if !on {
 				off = true

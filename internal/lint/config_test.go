@@ -156,6 +156,10 @@ func TestConfigRules(t *testing.T) {
 		{"PS-01 false", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: false\n", "")}, []string{"production-stack/prefix-caching-off"}},
 		{"PS-01 negative: true", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: true\n", "")}, nil},
 		{"PS-01 negative: no vllmConfig at all", map[string]string{"values.yaml": prodStack("roundrobin", "", "")}, nil},
+		// The chart's `with $modelSpec.vllmConfig` skips an empty map: no flag is rendered.
+		{"PS-01 negative: empty vllmConfig", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig: {}\n", "")}, nil},
+		// extraArgs are rendered after the chart's flag, and argparse keeps the last one.
+		{"PS-01 negative: re-enabled in extraArgs", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      extraArgs: [\"--enable-prefix-caching\"]\n", "")}, nil},
 		{"PS-02 session without key", map[string]string{"values.yaml": prodStack("session", "", "")}, []string{"production-stack/session-key-missing"}},
 		{"PS-02 negative", map[string]string{"values.yaml": prodStack("session", "", "  sessionKey: x-user-id\n")}, nil},
 		{"PS-03/04 kvaware without controller", map[string]string{"values.yaml": prodStack("kvaware", "", "")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
@@ -186,6 +190,9 @@ func TestConfigRules(t *testing.T) {
 		{"VL-03 prefix caching off behind llm-d", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--no-enable-prefix-caching")}, []string{"vllm/prefix-caching-off"}},
 		{"VL-03 negative: no router in the run", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--no-enable-prefix-caching")}, nil},
 		{"VL-04 replay port inside the DP ranks", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558"}`, "--data-parallel-size", "\"2\"")}, []string{"vllm/replay-port-collision"}},
+		// Rank 1 replays on 5556+1 = 5557, rank 0's event port.
+		{"VL-04 replay port just below the endpoint", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5556"}`, "--data-parallel-size", "\"2\"")}, []string{"vllm/replay-port-collision"}},
+		{"VL-04 same port, one rank", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5557"}`)}, []string{"vllm/replay-port-collision"}},
 		{"VL-04 negative: replay above the ranks", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5559"}`, "--data-parallel-size", "\"2\"")}, nil},
 		{"VL-05 seed unset on 3 replicas", map[string]string{"vllm.yaml": strings.Replace(engineDeployment("vllm/vllm-openai:v0.26.0", 3, `{"enable_kv_cache_events":true,"publisher":"zmq"}`), "PYTHONHASHSEED", "OTHER", 1)}, []string{"vllm/hash-seed"}},
 		{"VL-05 negative: seed set", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 3, `{"enable_kv_cache_events":true,"publisher":"zmq"}`)}, nil},

@@ -117,7 +117,7 @@ var rules = []Rule{
 	// vLLM production-stack (vllm-project/production-stack @a6c01db, 2026-08-05).
 	{"production-stack/prefix-caching-off", "PS-01", "production-stack", finding.Error,
 		"a modelSpec with vllmConfig but without enablePrefixCaching: true: the chart renders --no-enable-prefix-caching, so nothing is reused and no events are published",
-		"chart @a6c01db", "helm/templates/deployment-vllm-multi.yaml"},
+		"chart @a6c01db (template read again @010004e)", "helm/templates/deployment-vllm-multi.yaml"},
 	{"production-stack/session-key-missing", "PS-02", "production-stack", finding.Error,
 		"routingLogic session with an empty sessionKey: the router raises ValueError at start",
 		"router @a6c01db", "src/vllm_router/routers/routing_logic.py; templates/deployment-router.yaml"},
@@ -173,7 +173,7 @@ var rules = []Rule{
 		"--no-enable-prefix-caching behind a KV-aware router: no hits and (almost) no events",
 		"all releases", "vllm/config/cache.py"},
 	{"vllm/replay-port-collision", "VL-04", "vLLM", finding.Error,
-		"replay_endpoint's port falls in [endpoint port, endpoint port + data-parallel size): rank r publishes on port+r, so two sockets want one port",
+		"replay_endpoint's port is fewer than data-parallel-size ports from the endpoint's: rank r binds endpoint+r and replay+r, so two sockets want one port",
 		"vllm @5ac2684", "vllm/distributed/kv_events.py"},
 	{"vllm/hash-seed", "VL-05", "vLLM", finding.Warning,
 		"replicas of one model publish KV events with PYTHONHASHSEED unset or different: NONE_HASH is random per process, so their block hashes differ",
