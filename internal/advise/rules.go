@@ -87,6 +87,13 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 	}
 	if r := d.in.Requests; r != nil {
 		n := d.passOn(r.Findings)
+		for _, f := range r.Findings {
+			if f.Code == "prefix-caching-off" && f.Severity == finding.Error {
+				// The --tokenize server's setting, not a prompt that diverges.
+				n--
+				block("prefix-caching-off", High, "prefix caching is off on "+f.Subject+", the server the request log was tokenized with: no router can produce hits there", "requests.count")
+			}
+		}
 		if c, ok := breakerCost(d.in.Replay, d.in.Fixed); ok {
 			if c >= th.MinGain {
 				block("breaker-costs", requestStrength(r), fmt.Sprintf("the divergence at the start of the prompts costs %s of all prompt tokens: replayed with it replaced by a constant (%s), the best option serves that much more from cache than the best option can on the traffic as it is (threshold %.0f points)", points(c), d.in.FixedHow, th.MinGain*100), "fixed.cost", "requests.unique_first")
