@@ -168,20 +168,29 @@ type Spec struct {
 // Given reports whether any source is set.
 func (s Spec) Given() bool { return len(s.sources()) > 0 }
 
-// sources names the sources set, as their flags.
-func (s Spec) sources() []string {
-	var given []string
-	if s.Conn.URL != "" {
-		given = append(given, "--prometheus")
-	}
-	if len(s.Scrape) > 0 || s.TargetsFile != "" {
-		given = append(given, "--scrape/--targets")
-	}
-	if len(s.Files) > 0 {
-		given = append(given, "--file")
-	}
-	if len(s.Logs) > 0 {
-		given = append(given, "--log")
+// sourceKind is one kind of metrics source a Spec can name: the flag that names it in
+// messages, whether the spec gives it, and how to read it. Adding a source is a reader in a
+// file of its own, its field in Spec and one entry here.
+type sourceKind struct {
+	flag  string
+	given func(Spec) bool
+	open  func(Spec, context.Context) (Input, error)
+}
+
+var sourceKinds = []sourceKind{
+	{"--prometheus", func(s Spec) bool { return s.Conn.URL != "" }, Spec.openPrometheus},
+	{"--scrape/--targets", func(s Spec) bool { return len(s.Scrape) > 0 || s.TargetsFile != "" }, Spec.openScrape},
+	{"--file", func(s Spec) bool { return len(s.Files) > 0 }, Spec.openDumps},
+	{"--log", func(s Spec) bool { return len(s.Logs) > 0 }, func(s Spec, ctx context.Context) (Input, error) { return FromLogs(ctx, s.Logs) }},
+}
+
+// sources are the kinds of source the spec sets.
+func (s Spec) sources() []sourceKind {
+	var given []sourceKind
+	for _, k := range sourceKinds {
+		if k.given(s) {
+			given = append(given, k)
+		}
 	}
 	return given
 }
@@ -198,13 +207,18 @@ func Open(ctx context.Context, s Spec) (Input, error) {
 		if len(given) == 0 {
 			return Input{}, specErrorf("give one source: --prometheus, --scrape (or --targets), --file or --log")
 		}
-		return Input{}, specErrorf("give exactly one source, not %s", strings.Join(given, " and "))
+		flags := make([]string, len(given))
+		for i, k := range given {
+			flags[i] = k.flag
+		}
+		return Input{}, specErrorf("give exactly one source, not %s", strings.Join(flags, " and "))
 	}
+	kind := given[0].flag
 	if s.Window < 0 || (s.WindowSet && s.Window == 0) {
 		// A zero window would turn every counter's increase into 0: idle replicas everywhere.
 		return Input{}, specErrorf("--window %s: must be positive", s.Window)
 	}
-	if len(s.By) > 0 && given[0] == "--log" {
+	if len(s.By) > 0 && kind == "--log" {
 		return Input{}, specErrorf("--by applies to metrics, not to --log")
 	}
 	for _, l := range s.By {
@@ -212,7 +226,7 @@ func Open(ctx context.Context, s Spec) (Input, error) {
 			return Input{}, specErrorf("--by %q: not a label name (letters, digits and _, such as pod or namespace)", l)
 		}
 	}
-	if given[0] != "--prometheus" {
+	if kind != "--prometheus" {
 		if s.Selector != "" {
 			return Input{}, specErrorf("--selector applies to --prometheus only")
 		}
@@ -220,22 +234,18 @@ func Open(ctx context.Context, s Spec) (Input, error) {
 			return Input{}, specErrorf("--time applies to --prometheus only")
 		}
 	}
-	switch given[0] {
-	case "--prometheus":
-		return s.openPrometheus(ctx)
-	case "--scrape/--targets":
-		return s.openScrape(ctx)
-	case "--file":
-		if len(s.Files) > 2 {
-			return Input{}, specErrorf("--file given %d times: give one dump (lifetime totals) or two of the same replicas (rates)", len(s.Files))
-		}
-		in, err := FromDumps(ctx, s.Files, s.Window, s.By)
-		if errors.Is(err, ErrNeedWindow) {
-			return in, specErrorf("%s and %s: %v", s.Files[0], s.Files[1], err)
-		}
-		return in, err
+	return given[0].open(s, ctx)
+}
+
+func (s Spec) openDumps(ctx context.Context) (Input, error) {
+	if len(s.Files) > 2 {
+		return Input{}, specErrorf("--file given %d times: give one dump (lifetime totals) or two of the same replicas (rates)", len(s.Files))
 	}
-	return FromLogs(ctx, s.Logs)
+	in, err := FromDumps(ctx, s.Files, s.Window, s.By)
+	if errors.Is(err, ErrNeedWindow) {
+		return in, specErrorf("%s and %s: %v", s.Files[0], s.Files[1], err)
+	}
+	return in, err
 }
 
 func (s Spec) openPrometheus(ctx context.Context) (Input, error) {

@@ -93,11 +93,11 @@ func delta(a, b *float64) *float64 {
 func (s Spec) Watcher(interval time.Duration) (func(context.Context) (Input, error), error) {
 	given := s.sources()
 	switch {
-	case len(given) != 1 || given[0] == "--file" || given[0] == "--log":
+	case len(given) != 1 || given[0].flag == "--file" || given[0].flag == "--log":
 		return nil, specErrorf("--watch needs one live source: --prometheus or --scrape (or --targets)")
 	case s.Time != "":
 		return nil, specErrorf("--time with --watch: a watch evaluates now, every refresh")
-	case given[0] == "--scrape/--targets" && s.WindowSet:
+	case given[0].flag == "--scrape/--targets" && s.WindowSet:
 		return nil, specErrorf("--window with --watch and --scrape: the rates are over the interval between refreshes (%s)", interval)
 	}
 	if s.Window < 0 || (s.WindowSet && s.Window == 0) {
@@ -108,7 +108,7 @@ func (s Spec) Watcher(interval time.Duration) (func(context.Context) (Input, err
 			return nil, specErrorf("--by %q: not a label name (letters, digits and _, such as pod or namespace)", l)
 		}
 	}
-	if given[0] == "--prometheus" {
+	if given[0].flag == "--prometheus" {
 		// Settings that cannot work fail now, not at every refresh.
 		if _, err := s.Conn.API(); err != nil {
 			return nil, err
