@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/promql"
 )
 
@@ -51,10 +52,12 @@ func openMetrics(ctx context.Context, s promql.Spec) (promql.Input, error) {
 	return in, specUsage(err)
 }
 
-// specUsage turns the errors of a connection or source spec that cannot work into usage errors.
+// specUsage turns the errors of a source spec that cannot work (a metrics source, tap
+// endpoints) into usage errors.
 func specUsage(err error) error {
 	var se *promql.SpecError
-	if errors.As(err, &se) {
+	var ee *events.EndpointError
+	if errors.As(err, &se) || errors.As(err, &ee) {
 		return usageError{err}
 	}
 	return err

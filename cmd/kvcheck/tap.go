@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,35 +82,6 @@ publishers that dial a collector, use --listen. Ctrl-C stops early and still pri
 	return cmd
 }
 
-// expandRanks turns each endpoint into one per data-parallel rank (port + r).
-func expandRanks(eps []string, ranks int) ([]string, error) {
-	if ranks <= 1 {
-		return eps, nil
-	}
-	var out []string
-	for _, ep := range eps {
-		if ep == "-" || ep == "" { // no replay socket for this publisher
-			for range ranks {
-				out = append(out, "-")
-			}
-			continue
-		}
-		scheme, addr, ok := strings.Cut(ep, "://")
-		host, port, err := net.SplitHostPort(addr)
-		if !ok || err != nil || scheme != "tcp" {
-			return nil, usageErrorf("--dp-ranks needs tcp://HOST:PORT endpoints, got %q", ep)
-		}
-		p, err := strconv.Atoi(port)
-		if err != nil {
-			return nil, usageErrorf("--dp-ranks needs a numeric port in %q", ep)
-		}
-		for r := range ranks {
-			out = append(out, fmt.Sprintf("tcp://%s", net.JoinHostPort(host, strconv.Itoa(p+r))))
-		}
-	}
-	return out, nil
-}
-
 func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string) (report.Result, error) {
 	live := len(args) > 0 || len(o.Listen) > 0
 	switch {
@@ -151,7 +119,7 @@ func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string
 	}
 	r := c.Report(dur)
 	r.Findings = append(r.Findings, extra...)
-	r.Findings = append(r.Findings, portCollisions(args, o.Replay, o.DPRanks)...)
+	r.Findings = append(r.Findings, o.endpoints(args).Collisions()...)
 	res := report.Tap(r)
 	if len(o.From) == 0 && noneConnected(r) {
 		// Every number above is zero because nothing was measured, not because the stream is
@@ -175,31 +143,9 @@ func noneConnected(r *events.Report) bool {
 }
 
 func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []string, c *events.Collector) (_ time.Duration, err error) {
-	eps, err := expandRanks(args, o.DPRanks)
+	sources, err := o.endpoints(args).Sources()
 	if err != nil {
-		return 0, err
-	}
-	replays, err := expandRanks(o.Replay, o.DPRanks)
-	if err != nil {
-		return 0, err
-	}
-	if len(replays) > 0 && len(replays) != len(eps) {
-		return 0, usageErrorf("--replay gives %d endpoints for %d publishers: give one per publisher, in the same order", len(replays), len(eps))
-	}
-	var sources []events.Source
-	for i, ep := range eps {
-		src := events.Source{Endpoint: ep}
-		if len(replays) > 0 && replays[i] != "-" {
-			src.Replay = replays[i]
-		}
-		sources = append(sources, src)
-	}
-	listens, err := expandRanks(o.Listen, o.DPRanks)
-	if err != nil {
-		return 0, err
-	}
-	for _, ep := range listens {
-		sources = append(sources, events.Source{Endpoint: ep, Listen: true})
+		return 0, specUsage(err)
 	}
 	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
 		Logger: slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -249,25 +195,7 @@ func tapProgress(ctx context.Context, st *report.Status, start time.Time, total 
 	}
 }
 
-// portCollisions finds replay endpoints that are also event endpoints once the data-parallel
-// ranks are counted (SPEC §1.2: rank r uses port+r for both, so adjacent base ports collide).
-func portCollisions(eps, replays []string, ranks int) []finding.Finding {
-	all, err1 := expandRanks(eps, ranks)
-	reps, err2 := expandRanks(replays, ranks)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	event := map[string]bool{}
-	for _, ep := range all {
-		event[ep] = true
-	}
-	var out []finding.Finding
-	for _, rp := range reps {
-		if event[rp] {
-			out = append(out, finding.Finding{Severity: finding.Error, Code: "port-collision", Subject: rp,
-				Message: "this replay endpoint is also the event endpoint of a data-parallel rank: with " + strconv.Itoa(ranks) +
-					" ranks vLLM binds event port+r and replay port+r, so base ports closer than the rank count collide; move replay_endpoint further away"})
-		}
-	}
-	return out
+// endpoints are the publishers a live tap reads.
+func (o *tapOptions) endpoints(args []string) events.Endpoints {
+	return events.Endpoints{Dial: args, Replay: o.Replay, Listen: o.Listen, Ranks: o.DPRanks}
 }

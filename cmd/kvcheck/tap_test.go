@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,40 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 )
-
-func TestExpandRanks(t *testing.T) {
-	tests := []struct {
-		name  string
-		eps   []string
-		ranks int
-		want  []string
-		usage bool
-	}{
-		{"one rank", []string{"tcp://10.0.0.5:5557"}, 1, []string{"tcp://10.0.0.5:5557"}, false},
-		{"two endpoints, three ranks", []string{"tcp://10.0.0.5:5557", "tcp://[::1]:6000"}, 3,
-			[]string{"tcp://10.0.0.5:5557", "tcp://10.0.0.5:5558", "tcp://10.0.0.5:5559", "tcp://[::1]:6000", "tcp://[::1]:6001", "tcp://[::1]:6002"}, false},
-		{"no replay socket", []string{"-", "tcp://h:7000"}, 2, []string{"-", "-", "tcp://h:7000", "tcp://h:7001"}, false},
-		{"ipc cannot be expanded", []string{"ipc:///tmp/kv"}, 2, nil, true},
-		{"no port", []string{"tcp://10.0.0.5"}, 2, nil, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := expandRanks(tt.eps, tt.ranks)
-			var ue usageError
-			if tt.usage != errors.As(err, &ue) {
-				t.Fatalf("expandRanks error = %v, want usage error %v", err, tt.usage)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("expandRanks (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 // TestTapDPRanks taps two data-parallel ranks given as one endpoint and --dp-ranks 2.
 func TestTapDPRanks(t *testing.T) {
@@ -120,16 +88,6 @@ func TestDemoTap(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
-	}
-}
-
-func TestPortCollisions(t *testing.T) {
-	got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5558"}, 2)
-	if len(got) != 1 || got[0].Code != "port-collision" || got[0].Subject != "tcp://10.0.0.5:5558" {
-		t.Errorf("adjacent base ports with 2 ranks: got %+v, want one port-collision on :5558", got)
-	}
-	if got := portCollisions([]string{"tcp://10.0.0.5:5557"}, []string{"tcp://10.0.0.5:5560"}, 2); len(got) != 0 {
-		t.Errorf("distant ports: got %+v, want none", got)
 	}
 }
 
@@ -212,20 +170,14 @@ func TestTapDPRanksReplay(t *testing.T) {
 	for _, p := range pubs {
 		defer func() { _ = p.Close() }()
 	}
-	eps, err := expandRanks([]string{pubs[0].Endpoint()}, 2)
+	sources, err := events.Endpoints{Dial: []string{pubs[0].Endpoint()}, Replay: []string{pubs[0].ReplayEndpoint()}, Ranks: 2}.Sources()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reps, err := expandRanks([]string{pubs[0].ReplayEndpoint()}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sources []events.Source
 	for r, p := range pubs {
-		if eps[r] != p.Endpoint() || reps[r] != p.ReplayEndpoint() {
-			t.Fatalf("rank %d expands to %s and %s, want %s and %s", r, eps[r], reps[r], p.Endpoint(), p.ReplayEndpoint())
+		if sources[r].Endpoint != p.Endpoint() || sources[r].Replay != p.ReplayEndpoint() {
+			t.Fatalf("rank %d expands to %+v, want %s and %s", r, sources[r], p.Endpoint(), p.ReplayEndpoint())
 		}
-		sources = append(sources, events.Source{Endpoint: eps[r], Replay: reps[r]})
 	}
 	type obs struct {
 		source    string
