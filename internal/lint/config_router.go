@@ -26,6 +26,13 @@ var litellmRouterKeys = []string{
 	"auto_router_capability_limit", "heuristic_v2_router_limit",
 }
 
+// litellmTopKeys are the top-level keys of a LiteLLM proxy config.yaml this kvcheck knows
+// (docs/my-website/docs/proxy/configs.md and config_settings.md, main 2026-10).
+var litellmTopKeys = []string{"model_list", "litellm_settings", "router_settings", "general_settings",
+	"environment_variables", "include", "guardrails", "callback_settings", "credential_list", "mcp_servers",
+	"mcp_aliases", "vector_store_registry", "search_tools", "prompts", "files_settings", "finetune_settings",
+	"assistant_settings"}
+
 // litellmAffinity are the pre-call checks that pin a conversation or caller to one deployment.
 var litellmAffinity = []string{"session_affinity", "deployment_affinity", "prompt_caching",
 	"responses_api_deployment_check", "encrypted_content_affinity"}
@@ -150,6 +157,7 @@ func (d *ydoc) checkLiteLLM(root *yaml.Node) {
 		}
 	}
 	d.unknownKeys(rs, "router_settings", litellmRouterKeys, "litellm")
+	d.unknownKeys(root, "", litellmTopKeys, "litellm")
 }
 
 // unknownKeys reports the keys of a mapping that are not in known: a warning naming the nearest
@@ -163,6 +171,10 @@ func (d *ydoc) unknownKeys(m *yaml.Node, where string, known []string, system st
 		if slices.Contains(known, k.Value) {
 			continue
 		}
+		name := k.Value
+		if where != "" {
+			name = where + "." + k.Value
+		}
 		best, dist := "", 3
 		for _, c := range known {
 			if x := editDistance(k.Value, c, dist); x < dist {
@@ -170,14 +182,14 @@ func (d *ydoc) unknownKeys(m *yaml.Node, where string, known []string, system st
 			}
 		}
 		if best != "" {
-			f := d.fl.addConfig(system+"/key-typo", d.pos(k), where+"."+k.Value,
-				fmt.Sprintf("%s.%s is not a key %s reads: did you mean %s?", where, k.Value, system, best),
+			f := d.fl.addConfig(system+"/key-typo", d.pos(k), name,
+				fmt.Sprintf("%s is not a key %s reads: did you mean %s?", name, system, best),
 				fmt.Sprintf("rename %s to %s", k.Value, best))
 			d.renameFix(f, k, best)
 			continue
 		}
-		d.fl.addConfig(system+"/unknown-key", d.pos(k), where+"."+k.Value,
-			fmt.Sprintf("%s.%s is not a key this kvcheck knows (a newer %s key?)", where, k.Value, system), "")
+		d.fl.addConfig(system+"/unknown-key", d.pos(k), name,
+			fmt.Sprintf("%s is not a key this kvcheck knows (a newer %s key?)", name, system), "")
 	}
 }
 

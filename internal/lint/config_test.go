@@ -122,6 +122,8 @@ func TestConfigRules(t *testing.T) {
 		{"LL-06 prompt_prefix_affinity", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_prefix_affinity, session_affinity]\n"}, []string{"litellm/invalid-affinity-flag"}},
 		{"LL-06 bad group flag", map[string]string{"config.yaml": litellmShuffle + "  model_group_affinity_config:\n    qwen: [session_affinity, prompt_caching]\n"}, []string{"litellm/invalid-affinity-flag"}},
 		{"typo: optional_pre_call_check", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_check: [session_affinity]\n"}, []string{"litellm/key-typo", "litellm/no-affinity"}},
+		// router_setings is two edits from router_settings: LiteLLM ignores the block.
+		{"typo in a top-level block", map[string]string{"config.yaml": strings.Replace(litellmShuffle, "router_settings:", "router_setings:", 1)}, []string{"litellm/key-typo", "litellm/no-affinity"}},
 		{"unknown router_settings key", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n  my_custom_thing: 3\n"}, []string{"litellm/unknown-key"}},
 		{"LL-05 api_base is the Dynamo frontend, retries default", map[string]string{
 			"config.yaml": "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen3-32B\n      api_base: http://qwen-frontend.dynamo:8000/v1\n",

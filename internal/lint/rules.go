@@ -73,10 +73,10 @@ var rules = []Rule{
 		"an affinity flag LiteLLM does not know (prompt_prefix_affinity, a flag outside VALID_FLAGS in model_group_affinity_config): it is ignored, with a warning at most",
 		"main 2026-10 (prompt_prefix_affinity only in closed PR #27613)", "deployment_affinity_check.py VALID_FLAGS; types/router.py"},
 	{"litellm/unknown-key", "", "LiteLLM", finding.Info,
-		"a router_settings key this kvcheck does not know (a newer LiteLLM key, or a typo too far from any known key to name)",
+		"a top-level or router_settings key this kvcheck does not know (a newer LiteLLM key, or a typo too far from any known key to name)",
 		"keys of config_settings.md, main 2026-10", "config_settings.md router_settings reference"},
 	{"litellm/key-typo", "", "LiteLLM", finding.Warning,
-		"a router_settings key one or two edits from a known key (optional_pre_call_check): LiteLLM ignores it",
+		"a top-level or router_settings key one or two edits from a known key (optional_pre_call_check, router_setings): LiteLLM ignores it",
 		"keys of config_settings.md, main 2026-10", "config_settings.md router_settings reference"},
 
 	// llm-d router (llm-d/llm-d-router @ebab687, 2026-08-22).
