@@ -176,3 +176,69 @@ func TestHitrateWatchUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestHitrateWatchPrometheus watches through the Prometheus API: the first refresh meets a
+// failing query (the server answers 503 once), which is reported and does not end the watch;
+// the next refreshes show pods p0 and p1, and once p1's series are gone, p1 is marked gone.
+func TestHitrateWatchPrometheus(t *testing.T) {
+	var calls atomic.Int32
+	var onlyP0 atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		if !strings.Contains(r.Form.Get("query"), "vllm:cache_config_info") {
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+			return
+		}
+		series := `{"metric":{"pod":"p0","block_size":"16","enable_prefix_caching":"True"},"value":[1764496860,"1"]}`
+		if !onlyP0.Load() {
+			series += `,{"metric":{"pod":"p1","block_size":"16","enable_prefix_caching":"True"},"value":[1764496860,"1"]}`
+		}
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[`+series+`]}}`)
+	}))
+	defer srv.Close()
+	base, cancelBase := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancelBase()
+	ctx, cancel := context.WithCancelCause(base)
+	defer cancel(nil)
+	pr, pw := io.Pipe()
+	var errOut bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"hitrate", "--prometheus", srv.URL, "--watch=50ms", "-o", "json"}, streams{In: strings.NewReader(""), Out: pw, ErrOut: &errOut}, nil)
+		_ = pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	first, gone := 0, false
+	for sc.Scan() {
+		var l watchLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("%v: %q", err, sc.Text())
+		}
+		if first == 0 {
+			first = l.Refresh
+			if len(l.Replicas) != 2 {
+				t.Errorf("first refresh: %d replicas, want p0 and p1", len(l.Replicas))
+			}
+			onlyP0.Store(true)
+		}
+		if l.state("p1") == "gone" {
+			gone = true
+			cancel(interrupted{syscall.SIGINT})
+		}
+	}
+	if got := <-code; got != exitOK {
+		t.Errorf("exit %d, want 0; stderr %q", got, errOut.String())
+	}
+	if first != 1 || !gone {
+		t.Errorf("first refresh shown %d, p1 gone %v; want 1 (the failed attempt is not a refresh) and true", first, gone)
+	}
+	if !strings.Contains(errOut.String(), "kvcheck: refresh 1: ") || !strings.Contains(errOut.String(), "503") {
+		t.Errorf("stderr %q, want the failed refresh reported", errOut.String())
+	}
+}

@@ -341,19 +341,22 @@ func TestScreens(t *testing.T) {
 	cmds := []struct {
 		name string
 		args []string
+		env  []string
 	}{
-		{"hitrate", []string{"hitrate", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom"}},
-		{"lint", []string{"lint", "lint/grafana_rows.json", "lint/keda.yaml"}},
-		{"audit", []string{"audit", "--requests", "audit/requests/agent_timestamp.jsonl", "audit/templates/unit"}},
-		{"tap", []string{"tap", "--from", "tap/demo.kvtap", "--hash-seed", "0"}},
-		{"simulate", []string{"simulate", "--trace", "sim/tiny10.jsonl", "--replicas", "2", "--kv-blocks", "16"}},
-		{"assess", []string{"assess", "--file", "assess/healthy.prom", "--requests", "assess/chat_sessions.jsonl"}},
+		{"hitrate", []string{"hitrate", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom"}, nil},
+		{"lint", []string{"lint", "lint/grafana_rows.json", "lint/keda.yaml"}, nil},
+		{"audit", []string{"audit", "--requests", "audit/requests/agent_timestamp.jsonl", "audit/templates/unit"}, nil},
+		{"tap", []string{"tap", "--from", "tap/demo.kvtap", "--hash-seed", "0"}, nil},
+		{"simulate", []string{"simulate", "--trace", "sim/tiny10.jsonl", "--replicas", "2", "--kv-blocks", "16"}, nil},
+		{"assess", []string{"assess", "--file", "assess/healthy.prom", "--requests", "assess/chat_sessions.jsonl"}, nil},
+		// NO_COLOR at a terminal: plain aligned columns, no box lines, still fitted.
+		{"hitrate_nocolor", []string{"hitrate", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom"}, []string{"NO_COLOR=1"}},
 	}
 	for _, c := range cmds {
 		for _, width := range []int{80, 120, 200} {
 			name := fmt.Sprintf("%s_%d", c.name, width)
 			t.Run(name, func(t *testing.T) {
-				out, code := ptyRun(t, dir, width, nil, c.args, nil)
+				out, code := ptyRun(t, dir, width, c.env, c.args, nil)
 				got := fmt.Sprintf("$ kvcheck %s    # %d columns, exit %d\n%s", strings.Join(c.args, " "), width, code, render(width, out))
 				golden := filepath.Join("testdata", "screens", name+".txt")
 				if *updateScreens {
