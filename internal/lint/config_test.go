@@ -563,3 +563,26 @@ func TestRuleTable(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig100MBRefused: a 100 MB config file (a LiteLLM header, then sparse zeros) is refused
+// with an error naming the bound, not parsed: no config finding, and only the bound's bytes read.
+func TestConfig100MBRefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(litellmShuffle), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 100<<20); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := newLinter(t, "").Paths(t.Context(), []string{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || len(rs[0].Findings) != 1 {
+		t.Fatalf("results %+v, want one file with one finding", rs)
+	}
+	f := rs[0].Findings[0]
+	if f.Code != CodeSkipped || f.Severity != finding.Error || !strings.Contains(f.Message, "larger than") {
+		t.Errorf("finding %s %s %q, want an error %s saying the file is too large", f.Severity, f.Code, f.Message, CodeSkipped)
+	}
+}
