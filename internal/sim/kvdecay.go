@@ -1,9 +1,9 @@
 package sim
 
 var kvDecayInfo = PolicyInfo{
-	readsIndex: true,
 	Name:       "kv-decay",
 	About:      "Dynamo cost with overlap credit decaying with the replica's queue: overlap/(1+decay*queued)",
+	readsIndex: true,
 	newPolicy: func(c Config, _ int) policy {
 		return kvDecayPolicy{weight: c.Params.OverlapWeight, decay: c.Params.CreditDecay}
 	},

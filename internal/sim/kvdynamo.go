@@ -1,9 +1,9 @@
 package sim
 
 var kvDynamoInfo = PolicyInfo{
-	readsIndex: true,
 	Name:       "kv-dynamo",
 	About:      "exact KV-aware, Dynamo cost: overlap-weight * prefill blocks + decode blocks (lowest wins)",
+	readsIndex: true,
 	newPolicy: func(c Config, _ int) policy {
 		return kvDynamoPolicy{weight: c.Params.OverlapWeight}
 	},

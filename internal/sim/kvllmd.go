@@ -1,9 +1,9 @@
 package sim
 
 var kvLLMDInfo = PolicyInfo{
-	readsIndex: true,
 	Name:       "kv-llmd",
 	About:      "exact KV-aware, llm-d weighted scorers: queue 2, kv-utilisation 2, prefix 3",
+	readsIndex: true,
 	newPolicy:  func(Config, int) policy { return kvLLMDPolicy{} },
 }
 

@@ -1,9 +1,9 @@
 package sim
 
 var kvLoadInfo = PolicyInfo{
-	readsIndex: true,
 	Name:       "kv-load",
 	About:      "load-aware KV: matched fraction - beta * in-flight load relative to the busiest replica",
+	readsIndex: true,
 	newPolicy: func(c Config, _ int) policy {
 		return kvLoadPolicy{beta: c.Params.Beta}
 	},

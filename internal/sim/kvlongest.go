@@ -1,9 +1,9 @@
 package sim
 
 var kvLongestInfo = PolicyInfo{
-	readsIndex: true,
 	Name:       "kv-longest",
 	About:      "naive exact KV-aware: longest cached prefix, ties to the first replica, no load term",
+	readsIndex: true,
 	newPolicy:  func(Config, int) policy { return kvLongestPolicy{} },
 }
 
