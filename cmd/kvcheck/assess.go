@@ -214,13 +214,7 @@ func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report
 		in.Tap, in.TapInputs, in.SeedKnown = r, o.tapFrom, o.seedSet
 		if o.requests == "" && o.trace == "" && o.embedded == nil {
 			// The recordings are the traffic when nothing else is (a lower bound).
-			recs, closeAll, err := events.OpenRecordings(o.tapFrom)
-			if err != nil {
-				return report.Result{}, err
-			}
-			in.Recordings, err = sim.ReadRecordings(ctx, recs, sim.RecordingOptions{})
-			closeAll()
-			if err != nil {
+			if in.Recordings, err = sim.ReadRecordingFiles(ctx, o.tapFrom, sim.RecordingOptions{}); err != nil {
 				return report.Result{}, err
 			}
 		}

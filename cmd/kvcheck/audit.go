@@ -132,17 +132,12 @@ func runAudit(ctx context.Context, st *report.Status, opts *auditOptions) (repor
 		res.Findings = append(res.Findings, fs...)
 	}
 	if opts.Requests != "" {
-		in := opts.stdin
-		res.RequestsSource = "standard input"
-		if opts.Requests != "-" {
-			f, err := os.Open(opts.Requests)
-			if err != nil {
-				return report.Result{}, fmt.Errorf("requests: %w", err)
-			}
-			defer func() { _ = f.Close() }() // read only: nothing to lose on close
-			in = f
-			res.RequestsSource = opts.Requests
+		in, name, closeFn, err := openRequests(opts.Requests, opts.stdin)
+		if err != nil {
+			return report.Result{}, err
 		}
+		defer closeFn()
+		res.RequestsSource = name
 		ropts := audit.RequestOptions{BlockSize: res.BlockSize, MaxBlocks: opts.MaxBlocks, MaxLine: opts.MaxLine, Concurrency: opts.tok.Concurrency}
 		if server != nil {
 			ropts.Tokenizer = server

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
-	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -306,7 +305,7 @@ func (o *simulateOptions) load(ctx context.Context, st *report.Status) (*sim.Tra
 	case o.requests != "":
 		tr, fs, err = o.loadRequests(ctx, st)
 	case len(o.recordings) > 0:
-		tr, err = o.loadRecordings(ctx)
+		tr, err = sim.ReadRecordingFiles(ctx, o.recordings, sim.RecordingOptions{OutputTokens: o.outputTokens})
 	default:
 		tr, err = readTrace(o.trace, o.format, "--format", o.blockSize, o.maxRefs)
 	}
@@ -336,16 +335,11 @@ func (o *simulateOptions) loadRequests(ctx context.Context, st *report.Status) (
 			fs = append(fs, *remote.CachingOff)
 		}
 	}
-	in := o.stdin
-	name := "standard input"
-	if o.requests != "-" {
-		f, err := os.Open(o.requests)
-		if err != nil {
-			return nil, nil, fmt.Errorf("open request log: %w", err)
-		}
-		defer func() { _ = f.Close() }() // read only
-		in, name = f, o.requests
+	in, name, closeFn, err := openRequests(o.requests, o.stdin)
+	if err != nil {
+		return nil, nil, err
 	}
+	defer closeFn()
 	ro.Progress = func(n int) { st.Progress("reading %d requests", n) }
 	tr, err := sim.ReadRequests(ctx, in, name, ro)
 	st.Done()
@@ -460,14 +454,4 @@ func writePlot(path string, rep sim.Report) error {
 		return fmt.Errorf("write plot %s: %w", path, err)
 	}
 	return nil
-}
-
-// loadRecordings replays kvcheck tap recordings.
-func (o *simulateOptions) loadRecordings(ctx context.Context) (*sim.Trace, error) {
-	recs, closeAll, err := events.OpenRecordings(o.recordings)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	return sim.ReadRecordings(ctx, recs, sim.RecordingOptions{OutputTokens: o.outputTokens})
 }

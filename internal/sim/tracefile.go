@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/events"
 )
 
 // Trace file formats, as --format names them.
@@ -86,4 +89,15 @@ func ReadTraceFileLimit(path, format string, blockSize, maxRefs int) (*Trace, er
 		blockSize = AzureBlockSize
 	}
 	return ReadAzure(f, path, blockSize)
+}
+
+// ReadRecordingFiles reads the kvcheck tap recordings at paths as ReadRecordings does, opening
+// and closing them.
+func ReadRecordingFiles(ctx context.Context, paths []string, opts RecordingOptions) (*Trace, error) {
+	recs, closeAll, err := events.OpenRecordings(paths)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	return ReadRecordings(ctx, recs, opts)
 }
