@@ -17,7 +17,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,9 +31,8 @@ import (
 	"unsafe"
 
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/testutil"
 )
-
-var updateScreens = flag.Bool("update", false, "rewrite the golden screens in testdata/screens")
 
 // openPTY opens a pseudo-terminal pair of the given size.
 func openPTY(cols, rows int) (master, slave *os.File, err error) {
@@ -358,22 +356,7 @@ func TestScreens(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				out, code := ptyRun(t, dir, width, c.env, c.args, nil)
 				got := fmt.Sprintf("$ kvcheck %s    # %d columns, exit %d\n%s", strings.Join(c.args, " "), width, code, render(width, out))
-				golden := filepath.Join("testdata", "screens", name+".txt")
-				if *updateScreens {
-					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if got != string(want) {
-					t.Errorf("screen differs from %s (go test -run Screens -update rewrites it):\n%s", golden, got)
-				}
+				testutil.Golden(t, filepath.Join("testdata", "screens", name+".txt"), []byte(got))
 				if width < 200 {
 					for _, l := range strings.Split(got, "\n") {
 						if strings.ContainsAny(l, "┌│└") && utf8.RuneCountInString(l) > width {

@@ -9,10 +9,14 @@ import (
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
+func init() {
+	register(writer{format: FormatGitHub, order: 3, findingsOnly: true, write: writeGitHub})
+}
+
 // writeGitHub writes GitHub Actions workflow commands, one annotation per finding: at the file,
 // line and column when the finding is in a file, else on the run, with its rule id and subject
 // before the message and its fix on a line after it.
-func writeGitHub(w io.Writer, r Result) error {
+func writeGitHub(w io.Writer, r Result, _ Options) error {
 	for _, f := range r.Findings {
 		level := "notice"
 		switch f.Severity {

@@ -6,8 +6,12 @@ import (
 	"io"
 )
 
+func init() {
+	register(writer{format: FormatJSON, order: 1, write: writeJSON})
+}
+
 // writeJSON writes the result's JSON document.
-func writeJSON(w io.Writer, r Result) error {
+func writeJSON(w io.Writer, r Result, _ Options) error {
 	if r.Document == nil {
 		return fmt.Errorf("write json: this result has no JSON document")
 	}

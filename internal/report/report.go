@@ -31,12 +31,34 @@ const (
 	FormatGitHub Format = "github"
 )
 
-// Formats lists the formats a command offers: all four when it has findings, else text and JSON.
+// writer is one output format: its file registers it (register, from an init function) with
+// the function that writes a Result in it. Findings-only formats (SARIF, annotations) are
+// offered by the commands that have findings.
+type writer struct {
+	format       Format
+	order        int // its place in --output's list
+	findingsOnly bool
+	write        func(w io.Writer, r Result, o Options) error
+}
+
+var writers []writer
+
+// register adds an output format; each format's file calls it once, from init.
+func register(w writer) {
+	writers = append(writers, w)
+	slices.SortStableFunc(writers, func(a, b writer) int { return a.order - b.order })
+}
+
+// Formats lists the formats a command offers: every format when it has findings, else those
+// that are not findings-only (text and JSON).
 func Formats(findings bool) []Format {
-	if findings {
-		return []Format{FormatText, FormatJSON, FormatSARIF, FormatGitHub}
+	var out []Format
+	for _, w := range writers {
+		if findings || !w.findingsOnly {
+			out = append(out, w.format)
+		}
 	}
-	return []Format{FormatText, FormatJSON}
+	return out
 }
 
 // ParseFormat checks a --output value against the formats a command offers.
@@ -100,15 +122,13 @@ func Write(w io.Writer, format Format, r Result, o Options) error {
 		_, err := io.WriteString(w, r.Verbatim)
 		return err
 	}
-	switch format {
-	case FormatJSON:
-		return writeJSON(w, r)
-	case FormatSARIF:
-		return writeSARIF(w, r, o.Version)
-	case FormatGitHub:
-		return writeGitHub(w, r)
-	case FormatText, "":
-		return writeText(w, r, o)
+	if format == "" {
+		format = FormatText
+	}
+	for _, x := range writers {
+		if x.format == format {
+			return x.write(w, r, o)
+		}
 	}
 	return fmt.Errorf("unknown output format %q", format)
 }

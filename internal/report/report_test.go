@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"fmt"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/testutil"
 )
@@ -66,5 +67,16 @@ func TestParseFormat(t *testing.T) {
 	}
 	if f, err := ParseFormat("GitHub", Formats(true)); err != nil || f != FormatGitHub {
 		t.Errorf("ParseFormat(GitHub) = %v, %v", f, err)
+	}
+}
+
+// Every command offers text and JSON; one with findings also SARIF and annotations, listed in
+// this order in --output's usage error.
+func TestFormats(t *testing.T) {
+	if got, want := fmt.Sprint(Formats(false)), "[text json]"; got != want {
+		t.Errorf("Formats(false) = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(Formats(true)), "[text json sarif github]"; got != want {
+		t.Errorf("Formats(true) = %s, want %s", got, want)
 	}
 }

@@ -78,6 +78,10 @@ type sarifLogical struct {
 	Kind               string `json:"kind,omitempty"`
 }
 
+func init() {
+	register(writer{format: FormatSARIF, order: 2, findingsOnly: true, write: writeSARIF})
+}
+
 func sarifLevel(s finding.Severity) string {
 	switch s {
 	case finding.Error:
@@ -94,7 +98,8 @@ func sarifLevel(s finding.Severity) string {
 // about something else (a replica, a publisher, the fleet) names its subject as a logical
 // location. The rule list holds the result's rules in their order, then one named after each
 // other code found, sorted.
-func writeSARIF(w io.Writer, r Result, toolVersion string) error {
+func writeSARIF(w io.Writer, r Result, o Options) error {
+	toolVersion := o.Version
 	rules := slices.Clone(r.Rules)
 	known := map[string]int{}
 	for i, x := range rules {

@@ -14,6 +14,10 @@ import (
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
+func init() {
+	register(writer{format: FormatText, order: 0, write: writeText})
+}
+
 // writeText writes the result for people: its own rendering, else its findings one a line.
 func writeText(w io.Writer, r Result, o Options) error {
 	t := NewText(w, o.Color)
