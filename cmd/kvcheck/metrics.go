@@ -42,7 +42,7 @@ known). -o json adds the sources each entry was read from.
 	}
 	cmd.Flags().StringVar(&opts.Target, "target-version", "", "vLLM version for the status column, X.Y or X.Y.Z; default the newest the catalog knows")
 	cmd.Flags().StringVar(&opts.Targets, "target", "", targetFlagHelp)
-	cmd.Flags().StringSliceVar(&opts.Families, "family", nil, "only these families (vllm, llm-d, gaie); repeatable or comma-separated")
+	cmd.Flags().StringSliceVar(&opts.Families, "family", nil, "only these families (vllm, llm-d, gaie, production-stack); repeatable or comma-separated")
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only metrics in this status at the target: current, deprecated, hidden, removed or not-yet")
 	cmd.Flags().StringVar(&opts.Name, "name", "", "only metrics whose name contains this text")
 	return cmd
@@ -59,7 +59,7 @@ func runMetrics(_ context.Context, st *report.Status, opts *metricsOptions) (rep
 	}
 	for _, f := range opts.Families {
 		if cat.Family(f) == nil {
-			return report.Result{}, usageErrorf("--family %q: not a family of the catalog (vllm, llm-d, gaie)", f)
+			return report.Result{}, usageErrorf("--family %q: not a family of the catalog (vllm, llm-d, gaie, production-stack)", f)
 		}
 	}
 	switch catalog.Status(opts.Status) {

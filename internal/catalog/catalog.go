@@ -310,7 +310,7 @@ func Parse(b []byte) (*Catalog, error) {
 		if c.family[m.Family] == nil {
 			return nil, fmt.Errorf("metric catalog: %s: unknown family %q", m.Name, m.Family)
 		}
-		if m.Family == VLLM && !strings.HasPrefix(m.Name, "vllm:") {
+		if (m.Family == VLLM || m.Source == Router) && !strings.HasPrefix(m.Name, "vllm:") {
 			return nil, fmt.Errorf("metric catalog: entry %d: name %q lacks the vllm: prefix", i, m.Name)
 		}
 		if !nameRE.MatchString(m.Name) {
@@ -353,16 +353,21 @@ func Parse(b []byte) (*Catalog, error) {
 		if m.Source != Engine && m.Source != Router {
 			return nil, fmt.Errorf("metric catalog: %s: unknown source %q", m.Name, m.Source)
 		}
-		key := m.Family + "\x00" + string(m.Source) + "\x00" + m.Name
+		key := string(m.Source) + "\x00" + m.Name
+		if m.Source != Router {
+			key = m.Family + "\x00" + key
+		}
 		if seen[key] {
 			return nil, fmt.Errorf("metric catalog: %s listed twice for the %s", m.Name, m.Source)
 		}
 		seen[key] = true
 		switch {
+		case m.Source == Router:
+			// production-stack's router publishes under vllm: names: looked up beside
+			// vLLM's engine metrics, whatever family carries its version axis.
+			c.router[m.Name] = m
 		case m.Family != VLLM:
 			c.others[m.Name] = append(c.others[m.Name], m)
-		case m.Source == Router:
-			c.router[m.Name] = m
 		default:
 			c.engine[m.Name] = m
 		}

@@ -422,3 +422,20 @@ func TestOtherFamilyLookup(t *testing.T) {
 		t.Errorf("process_cpu_seconds_total is nobody's in the catalog")
 	}
 }
+
+// TestProductionStackFamily: the router's vllm:-named series keep their place beside vLLM's
+// (a server-labelled copy is the router's) and have their own release axis.
+func TestProductionStackFamily(t *testing.T) {
+	c := mustLoad(t)
+	m, ok := c.Lookup("vllm:input_tokens_total")
+	if !ok || m.Router == nil || m.Router.Family != "production-stack" || m.Engine != nil {
+		t.Fatalf("vllm:input_tokens_total: %+v", m)
+	}
+	if st, since := m.Router.StatusAt(Version{0, 1, 9}); st != NotYet || since.String() != "0.1.10" {
+		t.Errorf("at vllm-stack 0.1.9: %s since %s, want not-yet since 0.1.10", st, since)
+	}
+	m, _ = c.Lookup("vllm:gpu_prefix_cache_hits_total")
+	if m.Engine == nil || m.Router == nil || m.Engine.Family != VLLM || m.Router.Family != "production-stack" {
+		t.Errorf("a name both publish: %+v", m)
+	}
+}
