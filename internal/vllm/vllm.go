@@ -122,7 +122,7 @@ func (c *Client) CacheConfig(ctx context.Context) (CacheConfig, error) {
 	if resp.StatusCode != http.StatusOK {
 		return CacheConfig{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
 	}
-	return ParseCacheConfig(io.LimitReader(resp.Body, 64<<20))
+	return ParseCacheConfig(bounded(resp.Body, 64<<20))
 }
 
 // ParseCacheConfig reads vllm:cache_config_info from a Prometheus text exposition.
@@ -218,7 +218,7 @@ func (c *Client) Tokenize(ctx context.Context, body TokenizeRequest) ([]uint32, 
 		return nil, nil, fmt.Errorf("tokenize %s: %w", url, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenizeBody))
+	data, err := io.ReadAll(bounded(resp.Body, maxTokenizeBody))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tokenize %s: read response: %w", url, err)
 	}
@@ -283,4 +283,27 @@ func CachingOff(subject string) finding.Finding {
 	return finding.Finding{Severity: finding.Error, Code: CachingOffCode, Subject: subject,
 		Message: "prefix caching is off (vllm:cache_config_info enable_prefix_caching=False): no router can produce hits",
 		Fix:     "remove --no-enable-prefix-caching"}
+}
+
+// bounded reads r up to n bytes and fails past them. A plain io.LimitReader ends the answer
+// early without a word, and a cut answer then reads as malformed JSON or a missing series.
+func bounded(r io.Reader, n int64) io.Reader { return &boundedReader{r: r, left: n, max: n} }
+
+type boundedReader struct {
+	r         io.Reader
+	left, max int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if k, err := b.r.Read(one[:]); k == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("the answer is larger than %d MiB", b.max>>20)
+	}
+	p = p[:min(int64(len(p)), b.left)]
+	k, err := b.r.Read(p)
+	b.left -= int64(k)
+	return k, err
 }

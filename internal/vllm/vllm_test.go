@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -167,5 +168,19 @@ func TestCacheConfigHybrid(t *testing.T) {
 	p := CacheConfigOf(map[string]string{"block_size": "16", "mamba_block_size": "None", "mamba_cache_mode": "None"})
 	if p.Hybrid() || p.MambaCacheMode != "" {
 		t.Errorf("plain: %+v", p)
+	}
+}
+
+// TestBoundedAnswer: an answer past the bound is an error naming it, not a cut answer that
+// then reads as malformed JSON; one of exactly the bound is read whole.
+func TestBoundedAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		size    int
+		wantErr bool
+	}{{10, false}, {11, true}} {
+		b, err := io.ReadAll(bounded(strings.NewReader(strings.Repeat("x", tt.size)), 10))
+		if (err != nil) != tt.wantErr || (err == nil && len(b) != tt.size) {
+			t.Errorf("size %d: read %d, err %v; want error %v", tt.size, len(b), err, tt.wantErr)
+		}
 	}
 }
