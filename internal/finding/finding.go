@@ -1,4 +1,7 @@
-// Package finding defines the severity scale and the finding record that every analysis returns.
+// Package finding is kvcheck's one finding record and its severity scale. Every analysis reports
+// with it: hitrate (promql), lint, audit, tap (events), simulate (sim) and assess (advise) return
+// findings or domain records that embed one; the report package writes them in every format and
+// --fail-on is decided from them once, by Worst.
 package finding
 
 import (
