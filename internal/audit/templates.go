@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -265,7 +266,7 @@ func Corroborate(rep *TemplateReport, s Summary, source string) {
 		}
 		switch st.Cause {
 		case "date/time":
-			f.Kind = KindDate
+			f.Kind, f.Frequency = KindDate, timeFrequency(st.Example)
 		case "uuid":
 			f.Kind, f.Frequency = KindID, PerCall
 		case "id":
@@ -276,7 +277,7 @@ func Corroborate(rep *TemplateReport, s Summary, source string) {
 		if f.Kind != KindUser && f.Frequency == PerUser {
 			f.Frequency = Unknown
 		}
-		f.Evidence = EvidenceLog
+		f.Evidence, f.Fix = EvidenceLog, "" // the question's fix gives way to the remedy
 		f.Origin = fmt.Sprintf("%s: %d requests differ there (%s at %s, e.g. %q)", source, st.Count, st.Cause, st.Where(), st.Example)
 		f.finish(f.Subject)
 		changed[f.File] = true
@@ -293,6 +294,27 @@ func Corroborate(rep *TemplateReport, s Summary, source string) {
 		}
 		rep.Templates[i].Verdict = verdictOf(fs)
 	}
+}
+
+var (
+	reFracTime = regexp.MustCompile(`\d{1,2}:\d{2}:\d{2}[.,]\d`)
+	reSecTime  = regexp.MustCompile(`\d{1,2}:\d{2}:\d{2}`)
+	reMinTime  = regexp.MustCompile(`\d{1,2}:\d{2}`)
+)
+
+// timeFrequency reads how often a logged time value changes from the finest field it shows:
+// fractions of a second change per call, seconds per second, minutes per minute, a bare date
+// daily.
+func timeFrequency(example string) Frequency {
+	switch {
+	case reFracTime.MatchString(example):
+		return PerCall
+	case reSecTime.MatchString(example):
+		return PerSecond
+	case reMinTime.MatchString(example):
+		return PerMinute
+	}
+	return Daily
 }
 
 // siteOf finds the divergence site, on a generated value, whose text holds the end of lead:

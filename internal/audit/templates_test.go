@@ -253,6 +253,20 @@ func TestTemplateEvidence(t *testing.T) {
 	}
 }
 
+func TestTimeFrequency(t *testing.T) {
+	tests := map[string]Frequency{
+		"time: 2026-11-30T10:00:16.414002+00:00": PerCall,
+		"at 10:00:16 today":                      PerSecond,
+		"2026-11-30 10:00":                       PerMinute,
+		"Today Date: 30 Nov 2026":                Daily,
+	}
+	for ex, want := range tests {
+		if got := timeFrequency(ex); got != want {
+			t.Errorf("timeFrequency(%q) = %s, want %s", ex, got, want)
+		}
+	}
+}
+
 func TestTemplateErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -367,11 +381,16 @@ func TestCorroborate(t *testing.T) {
 	}
 	Corroborate(&rep, sum, "agent_timestamp.jsonl")
 	got := rep.Findings[0]
-	if got.Evidence != EvidenceLog || got.Code != "audit/breaker" || got.Severity != finding.Warning || got.Kind != KindDate || rep.Templates[0].Verdict != VerdictBreaker {
-		t.Errorf("with the log: evidence %s code %s severity %s kind %s verdict %s; want log, audit/breaker, warning, date, breaker",
-			got.Evidence, got.Code, got.Severity, got.Kind, rep.Templates[0].Verdict)
+	// The logged values carry microseconds (10:00:16.414002): they change per call, so a
+	// breaker in block 0 is an error.
+	if got.Evidence != EvidenceLog || got.Code != "audit/breaker" || got.Severity != finding.Error || got.Kind != KindDate || got.Frequency != PerCall || rep.Templates[0].Verdict != VerdictBreaker {
+		t.Errorf("with the log: evidence %s code %s severity %s kind %s frequency %s verdict %s; want log, audit/breaker, error, date, per-call, breaker",
+			got.Evidence, got.Code, got.Severity, got.Kind, got.Frequency, rep.Templates[0].Verdict)
 	}
 	if !strings.Contains(got.Origin, "35 requests differ there") {
 		t.Errorf("origin %q, want the log's count", got.Origin)
+	}
+	if got.Fix != fixFor(KindDate, PerCall, Breaker) {
+		t.Errorf("fix %q, want the remedy for a per-call time in block 0", got.Fix)
 	}
 }
