@@ -45,6 +45,10 @@ type configFacts struct {
 	subscribers []*subscriber
 	gateways    []*gatewayGroup
 	routers     []kvRouter
+	// proxies are LiteLLM configs that pin (for LL-04); proxyReplicas the replica counts of
+	// LiteLLM proxy Deployments.
+	proxies       []*litellmProxy
+	proxyReplicas []int
 }
 
 // kvRouter is a KV- or prefix-aware router found in a file.
@@ -271,7 +275,16 @@ func (d *ydoc) check(root *yaml.Node) Format {
 		d.checkObjective(root, api)
 		f = FormatObjective
 	case get(root, "model_list") != nil || (get(root, "router_settings") != nil && get(root, "litellm_settings") != nil):
-		d.checkLiteLLM(root)
+		d.checkLiteLLM(root, 0)
+		f = FormatLiteLLM
+	case get(root, "proxy_config", "model_list") != nil:
+		// The litellm-helm chart's values: the config under proxy_config, the pods' count in
+		// replicaCount.
+		n, ok := intAt(root, "replicaCount")
+		if !ok {
+			n = 1
+		}
+		d.checkLiteLLM(get(root, "proxy_config"), n)
 		f = FormatLiteLLM
 	case get(root, "servingEngineSpec") != nil || get(root, "routerSpec", "routingLogic") != nil:
 		d.checkProdStack(root)

@@ -19,6 +19,8 @@ func crossCheck(results []FileResult) {
 	var subs []*subscriber
 	var gws []*gatewayGroup
 	var routers []kvRouter
+	var proxies []*litellmProxy
+	var proxyReplicas []int
 	for i := range results {
 		r := &results[i]
 		byPath[r.Path] = r
@@ -29,6 +31,8 @@ func crossCheck(results []FileResult) {
 		subs = append(subs, r.config.subscribers...)
 		gws = append(gws, r.config.gateways...)
 		routers = append(routers, r.config.routers...)
+		proxies = append(proxies, r.config.proxies...)
+		proxyReplicas = append(proxyReplicas, r.config.proxyReplicas...)
 	}
 	add := func(file, code string, at pos, loc, msg, hint string) {
 		r := byPath[file]
@@ -190,6 +194,21 @@ func crossCheck(results []FileResult) {
 			add(e.file, "vllm/hash-seed", at, e.name, msg,
 				"set env PYTHONHASHSEED to the same fixed value (such as \"0\") on every replica of the model")
 		}
+	}
+
+	// Pins kept per pod: an affinity check without Redis on several proxy replicas (LL-04).
+	pods := 0
+	for _, n := range proxyReplicas {
+		pods = max(pods, n)
+	}
+	for _, p := range proxies {
+		n := max(p.replicas, pods)
+		if n < 2 {
+			continue
+		}
+		add(p.file, "litellm/affinity-per-pod", p.at, "router_settings.optional_pre_call_checks",
+			fmt.Sprintf("%s pins are kept in each proxy pod's own cache without redis_host or redis_url, and the proxy runs %d replicas: a conversation's next turn reaches a pod that never saw the pin", p.flag, n),
+			"set router_settings.redis_host (or redis_url) to a Redis every proxy replica shares")
 	}
 
 	// Retries on both layers: a LiteLLM deployment whose api_base is a KV-aware router.

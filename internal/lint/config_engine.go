@@ -524,6 +524,15 @@ func vllmImage(image string) bool {
 	return strings.HasPrefix(ref, "vllm-openai") || (strings.HasPrefix(image, "vllm/") && strings.HasPrefix(ref, "vllm"))
 }
 
+// litellmImage reports the LiteLLM proxy's images (ghcr.io/berriai/litellm, litellm/litellm,
+// their -database and -non_root variants).
+func litellmImage(image string) bool {
+	image = shellDefault(image)
+	repo, _, _ := strings.Cut(image, ":")
+	last := repo[strings.LastIndexByte(repo, '/')+1:]
+	return last == "litellm" || strings.HasPrefix(last, "litellm-")
+}
+
 // readEnv reads a Kubernetes env list or a compose environment (mapping or KEY=VALUE list).
 // Values from valueFrom are present with an empty value.
 func readEnv(n *yaml.Node) map[string]token {
@@ -594,6 +603,9 @@ func (d *ydoc) workloads(root *yaml.Node, kind string) bool {
 		}
 		for _, c := range containers {
 			d.checkAIBrixEnv(readEnv(get(c, "env")), c)
+			if img, _ := str(c, "image"); litellmImage(img) {
+				fl.facts().proxyReplicas = append(fl.facts().proxyReplicas, replicas)
+			}
 			for _, e := range fl.containerEngines(c, replicas, labels) {
 				fl.checkEngine(e)
 				found = true

@@ -51,12 +51,32 @@ type gatewayGroup struct {
 	retriesAt  pos
 }
 
-func (d *ydoc) checkLiteLLM(root *yaml.Node) {
+// litellmProxy is a LiteLLM config whose pins live in the router's cache, for LL-04 across files.
+type litellmProxy struct {
+	file     string
+	at       pos
+	flag     string
+	replicas int // from the litellm-helm values holding the config; 0 when not known
+}
+
+// checkLiteLLM checks a LiteLLM proxy config; replicas is the proxy's pod count when the file
+// says it (the litellm-helm chart's replicaCount), else 0.
+func (d *ydoc) checkLiteLLM(root *yaml.Node, replicas int) {
 	rs := get(root, "router_settings")
 	ls := get(root, "litellm_settings")
 	checks := map[string]*yaml.Node{}
 	for _, c := range seq(get(rs, "optional_pre_call_checks")) {
 		checks[c.Value] = c
+	}
+	_, redisHost := str(rs, "redis_host")
+	_, redisURL := str(rs, "redis_url")
+	if !redisHost && !redisURL {
+		for _, a := range []string{"session_affinity", "deployment_affinity"} {
+			if c, ok := checks[a]; ok {
+				d.fl.facts().proxies = append(d.fl.facts().proxies, &litellmProxy{file: d.fl.path, at: d.pos(c), flag: a, replicas: replicas})
+				break
+			}
+		}
 	}
 	if c, ok := checks["prompt_prefix_affinity"]; ok {
 		d.fl.addConfig("litellm/invalid-affinity-flag", d.pos(c), "router_settings.optional_pre_call_checks",

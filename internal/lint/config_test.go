@@ -119,6 +119,12 @@ func TestConfigRules(t *testing.T) {
 		{"LL-02 prompt caching with anthropic auto-caching", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching, session_affinity]\nlitellm_settings:\n  enable_anthropic_prompt_caching: true\n"}, []string{"litellm/prompt-caching-last-turn"}},
 		{"LL-02 negative: auto-caching off", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching, session_affinity]\nlitellm_settings:\n  enable_anthropic_prompt_caching: false\n"}, nil},
 		{"LL-03 prompt caching alone", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching]\n"}, []string{"litellm/prompt-caching-only"}},
+		{"LL-04 session affinity without Redis on 3 proxy pods", map[string]string{
+			"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n",
+			"proxy.yaml":  "apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n        - name: litellm\n          image: ghcr.io/berriai/litellm:main-v1.80.0\n          args: [--config, /app/config.yaml]\n"}, []string{"litellm/affinity-per-pod"}},
+		{"LL-04 in the litellm-helm chart's values", map[string]string{"values.yaml": "replicaCount: 2\nproxy_config:\n" + indent(litellmShuffle+"  optional_pre_call_checks: [deployment_affinity]\n", "  ")}, []string{"litellm/affinity-per-pod"}},
+		{"LL-04 negative: Redis shared", map[string]string{"values.yaml": "replicaCount: 2\nproxy_config:\n" + indent(litellmShuffle+"  optional_pre_call_checks: [deployment_affinity]\n  redis_host: os.environ/REDIS_HOST\n", "  ")}, nil},
+		{"LL-04 negative: one proxy pod", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n"}, nil},
 		{"LL-06 prompt_prefix_affinity", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_prefix_affinity, session_affinity]\n"}, []string{"litellm/invalid-affinity-flag"}},
 		{"LL-06 bad group flag", map[string]string{"config.yaml": litellmShuffle + "  model_group_affinity_config:\n    qwen: [session_affinity, prompt_caching]\n"}, []string{"litellm/invalid-affinity-flag"}},
 		{"typo: optional_pre_call_check", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_check: [session_affinity]\n"}, []string{"litellm/key-typo", "litellm/no-affinity"}},
