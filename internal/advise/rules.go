@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // citeKnown drops evidence IDs that were not recorded (a policy family absent from the run).
@@ -50,8 +51,9 @@ func (d *decision) fixFirst(route Verdict) []Reason {
 		for _, r := range m.Replicas {
 			if r.PrefixCaching != nil && !*r.PrefixCaching {
 				off = append(off, r.Name)
-				d.fix(finding.Finding{Severity: finding.Error, Code: "prefix-caching-off", Subject: r.Name,
-					Message: "prefix caching is off (vllm:cache_config_info enable_prefix_caching=False): nothing is cached, whatever the router", Source: "hitrate", Fix: "remove --no-enable-prefix-caching from this replica's vLLM command line"})
+				f := vllm.CachingOff(r.Name) // as hitrate reports it
+				f.Source = "hitrate"
+				d.fix(f)
 			}
 		}
 		if len(off) > 0 {
