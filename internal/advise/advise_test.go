@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -386,5 +387,33 @@ func TestVersionNote(t *testing.T) {
 				t.Errorf("versionNote(%q) = %q, want it to contain %q", tt.version, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAmortise checks the warm-up model's arithmetic on figures worked by hand: 4 replicas,
+// 10,000 shared tokens, 100,000 prompt tokens over 100 s (1,000 tokens/s), 5 points: blind
+// routing's one-off extra is 3 x 10,000 = 30,000 tokens, under 5 points of all prefill after
+// 30,000 / (1,000 x 0.05) = 600 s.
+func TestAmortise(t *testing.T) {
+	base := Replay{Replicas: 4, KVTokens: 1 << 20, WorkingSetTokens: 50_000, SharedTokens: 10_000,
+		PromptTokens: 100_000, SteadyTokens: 50_000, Duration: 100}
+	for _, c := range []struct {
+		name       string
+		edit       func(*Replay)
+		fits, only bool
+	}{
+		{"stationary shared prefixes that fit", func(*Replay) {}, true, true},
+		// 3 x 1,000 = 3,000 tokens is over 5% of 50,000 (2,500): new content keeps coming.
+		{"shared prefixes keep arriving", func(r *Replay) { r.LateSharedTokens = 1_000 }, true, false},
+		// 3 x 800 = 2,400 is under 2,500: still warm-up.
+		{"a few late shared prefixes", func(r *Replay) { r.LateSharedTokens = 800 }, true, true},
+		{"working set larger than one replica", func(r *Replay) { r.KVTokens = 40_000 }, false, false},
+	} {
+		r := base
+		c.edit(&r)
+		a := r.Amortise(0.05)
+		if a.OneOff != 30_000 || a.Rate != 1_000 || math.Abs(a.HoldSeconds-600) > 1e-9 || a.Fits != c.fits || a.WarmupOnly != c.only {
+			t.Errorf("%s: got %+v, want one-off 30000, rate 1000, hold 600 s, fits %t, warm-up only %t", c.name, a, c.fits, c.only)
+		}
 	}
 }

@@ -136,6 +136,14 @@ func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
 		d.evidence(prefix+".working_set", source, in, "working set against one replica's KV", "%d tokens = %.1fx", rp.WorkingSetTokens, float64(rp.WorkingSetTokens)/float64(rp.KVTokens))
 	}
 	d.evidence(prefix+".warmup", source, in, "warm-up left out of the gains", "the first %.0f s (half the requests)", rp.WarmupSeconds)
+	am := rp.Amortise(d.th.MinGain)
+	hold := "rate unknown"
+	if am.Rate > 0 {
+		hold = fmt.Sprintf("under %.0f points of all prefill after %.0f s at %.0f prompt tokens/s", d.th.MinGain*100, am.HoldSeconds, am.Rate)
+	}
+	d.evidence(prefix+".amortise", source, in, "warm-up model (README: how long a difference holds)",
+		"%d shared tokens, %d first seen after the warm-up; one-off %d tokens, %s; working set fits one replica: %t; gain is warm-up alone: %t",
+		rp.SharedTokens, rp.LateSharedTokens, am.OneOff, hold, am.Fits, am.WarmupOnly)
 	today := rp.policy(rp.Today)
 	if today == nil {
 		return

@@ -126,6 +126,10 @@ type Replay struct {
 	WorkingSetTokens int64
 	// PromptTokens is every request's prompt tokens; SteadyTokens those after the warm-up.
 	PromptTokens, SteadyTokens int64
+	// SharedTokens is the traffic's shared prefixes: its distinct blocks referenced by two
+	// requests or more, in tokens; LateSharedTokens those first referenced after the warm-up.
+	// They are the warm-up model's inputs (Amortise).
+	SharedTokens, LateSharedTokens int64
 	// Replicas and KVTokens (per replica) are the fleet's shape; ReplicasFrom and KVFrom say
 	// where they came from: ShapeMetrics, ShapeFlag or ShapeAssumed.
 	Replicas             int
@@ -171,4 +175,37 @@ type Policy struct {
 	TTFTP99                float64
 	// HotSpot: load max/mean at or above the hot-spot threshold (sim.HotSpotRatio).
 	HotSpot bool
+}
+
+// Amortise is the warm-up model, checkable by hand. When the working set fits in one replica's
+// KV cache, blind routing computes each shared block at most once per replica instead of once:
+// at most (Replicas-1) x SharedTokens extra prefill, paid once (OneOff). Over a run of T seconds
+// at Rate prompt tokens a second that is OneOff / (Rate x T) of all prefill, under minGain once
+// T passes HoldSeconds = OneOff / (Rate x minGain). The gain is warm-up alone (WarmupOnly) when,
+// besides, the shared prefixes first seen after the warm-up could not cost minGain of the
+// steady prompt tokens even if every replica computed them: (Replicas-1) x LateSharedTokens <
+// minGain x SteadyTokens. Otherwise new shared content keeps arriving (conversations,
+// documents), or the working set exceeds one replica (capacity misses), and the difference
+// holds as long as the traffic keeps its shape.
+type Amortise struct {
+	Fits, WarmupOnly bool
+	OneOff           int64
+	Rate             float64 // prompt tokens a second
+	HoldSeconds      float64 // 0 when Rate is unknown
+}
+
+// Amortise applies the warm-up model to the replay with the given threshold.
+func (s *Replay) Amortise(minGain float64) Amortise {
+	var a Amortise
+	a.Fits = s.KVTokens > 0 && s.WorkingSetTokens <= s.KVTokens
+	a.OneOff = int64(max(s.Replicas-1, 0)) * s.SharedTokens
+	if s.Duration > 0 {
+		a.Rate = float64(s.PromptTokens) / s.Duration
+	}
+	if a.Rate > 0 && minGain > 0 { // HoldSeconds 0 with OneOff 0: nothing to amortise
+		a.HoldSeconds = float64(a.OneOff) / (a.Rate * minGain)
+	}
+	a.WarmupOnly = a.Fits && s.Replicas > 1 &&
+		float64(int64(s.Replicas-1)*s.LateSharedTokens) < minGain*float64(s.SteadyTokens)
+	return a
 }

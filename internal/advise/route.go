@@ -60,7 +60,17 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	var v Verdict
 	var margin float64
 	shape := fmt.Sprintf("replayed on %d replicas x %d tokens of KV", rp.Replicas, rp.KVTokens)
+	am := rp.Amortise(th.MinGain)
 	switch {
+	case am.WarmupOnly && max(kg, sg) >= th.MinGain:
+		// A gain the warm-up model explains is cold misses a longer run amortises: not a gain.
+		v, margin = Nothing, max(kg, sg)-th.MinGain
+		best := kv
+		if sess != nil && sg > kg {
+			best = sess
+		}
+		rs = append(rs, Reason{Rule: "warm-up-amortises", Verdict: Nothing, Strength: Medium, Evidence: ev("today", "kv", "session", "amortise"),
+			Text: fmt.Sprintf("%s, %s saves %s of all prefill after the warm-up over today's %s, but that is warm-up: %s", shape, best.Name, points(max(kg, sg)), today.Name, d.holds(rp, am))})
 	case kv != nil && kg >= th.MinGain && kg-cheaper >= th.MinGain:
 		v, margin = KVAwareRouter, min(kg, kg-cheaper)-th.MinGain
 		text := fmt.Sprintf("%s, %s serves %s of prompt tokens from cache after the warm-up against %s with today's %s: %s of all prefill%s, above the %.0f-point threshold",
@@ -71,7 +81,8 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 		case !rp.SessionsKnown:
 			text += "; session affinity was not measured (the traffic carries no session ids), so whether the cheaper option would do is open"
 		}
-		rs = append(rs, Reason{Rule: "kv-router-saves", Verdict: KVAwareRouter, Strength: Medium, Evidence: ev("today", "kv", "session"), Text: text})
+		text += "; " + d.holds(rp, am)
+		rs = append(rs, Reason{Rule: "kv-router-saves", Verdict: KVAwareRouter, Strength: Medium, Evidence: ev("today", "kv", "session", "amortise"), Text: text})
 		if rp.KVTokens > 0 && rp.WorkingSetTokens > rp.KVTokens {
 			rs = append(rs, Reason{Rule: "working-set-exceeds-replica", Verdict: KVAwareRouter, Strength: Medium, Evidence: ev("working_set"),
 				Text: fmt.Sprintf("the traffic's working set is %.1fx one replica's KV cache: no replica holds every shared prefix, so where a request goes decides whether it hits (SPEC §7)", float64(rp.WorkingSetTokens)/float64(rp.KVTokens))})
@@ -88,7 +99,8 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 			text += fmt.Sprintf("; the best KV-aware policy (%s, %s) adds only %s more, under the threshold: the cheaper option is enough", kv.Name, points(kg), points(kg-sg))
 			margin = min(margin, th.MinGain-(kg-sg))
 		}
-		rs = append(rs, Reason{Rule: "session-affinity-saves", Verdict: SessionAffinity, Strength: Medium, Evidence: ev("today", "session", "kv"), Text: text})
+		text += "; " + d.holds(rp, am)
+		rs = append(rs, Reason{Rule: "session-affinity-saves", Verdict: SessionAffinity, Strength: Medium, Evidence: ev("today", "session", "kv", "amortise"), Text: text})
 	default:
 		v = Nothing
 		best, name := max(sg, kg, 0), "no option"
@@ -236,6 +248,31 @@ func (d *decision) singleReplica(rp *Replay, prefix string) (Reason, bool) {
 			Text: "the fleet has one replica: a router has nothing to choose between; prefix-aware routing starts to matter from two replicas up"}, true
 	}
 	return Reason{}, false
+}
+
+// holds says how long the traffic must run for a difference over today's routing to hold,
+// from the warm-up model (Replay.Amortise).
+func (d *decision) holds(rp *Replay, a Amortise) string {
+	hold := "the traffic's rate is unknown"
+	if a.Rate > 0 {
+		hold = fmt.Sprintf("at the traffic's %.0f prompt tokens/s that is under %.0f points of all prefill in any run longer than %s", a.Rate, d.th.MinGain*100, duration(a.HoldSeconds))
+	}
+	oneOff := fmt.Sprintf("blind routing computes each of the %d shared-prefix tokens at most once per replica, at most %d x %d = %d extra prefill tokens once; %s",
+		rp.SharedTokens, max(rp.Replicas-1, 0), rp.SharedTokens, a.OneOff, hold)
+	switch {
+	case a.WarmupOnly:
+		return fmt.Sprintf("the working set (%d tokens) fits in one replica's KV cache and only %d shared-prefix tokens first arrived after the warm-up, so %s: the difference holds only for runs shorter than that",
+			rp.WorkingSetTokens, rp.LateSharedTokens, oneOff)
+	case !a.Fits && rp.KVTokens > 0:
+		return fmt.Sprintf("the difference holds as long as the traffic keeps its shape, however long it runs: the working set is %.1fx one replica's KV cache, so blind routing's misses are evictions that recur, not warm-up",
+			float64(rp.WorkingSetTokens)/float64(rp.KVTokens))
+	}
+	late := ""
+	if rp.Duration > 0 && rp.WarmupSeconds < rp.Duration {
+		late = fmt.Sprintf(" (%.0f tokens/s)", float64(rp.LateSharedTokens)/(rp.Duration-rp.WarmupSeconds))
+	}
+	return fmt.Sprintf("the difference holds as long as the traffic keeps its shape, however long it runs: new shared prefixes keep arriving (%d tokens first seen after the warm-up%s), and blind routing's cold misses on them recur at that rate",
+		rp.LateSharedTokens, late)
 }
 
 // rate writes a gain as tokens per second at the traffic's rate.

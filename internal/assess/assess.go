@@ -227,10 +227,47 @@ func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Option
 	if th.HotSpot == 0 {
 		th.HotSpot = sim.HotSpotRatio
 	}
-	return advise.FromReplay(sim.NewReport(t, sim.Stats(t), sweep, results), advise.ReplayShape{
+	rp := advise.FromReplay(sim.NewReport(t, sim.Stats(t), sweep, results), advise.ReplayShape{
 		Source: source, ReplicasFrom: sh.ReplicasFrom, KVFrom: sh.KVFrom, Today: o.Today,
 		SessionsKnown: known, WarmupSeconds: warm, HotSpot: th.HotSpot,
-	}), nil
+	})
+	rp.SharedTokens, rp.LateSharedTokens = sharedTokens(t)
+	return rp, nil
+}
+
+// sharedTokens counts the trace's shared prefixes, the warm-up model's input: distinct blocks
+// that two requests (or siblings) or more reference, in tokens, and those of them first referenced in the
+// second half of the requests (after the warm-up). One map entry per distinct block: the
+// trace is already held whole.
+func sharedTokens(t *sim.Trace) (shared, late int64) {
+	type seen struct {
+		late  bool
+		count int32
+	}
+	blocks := make(map[uint64]seen)
+	half := len(t.Requests) / 2
+	for i := range t.Requests {
+		// A request sent as n siblings references its blocks n times.
+		n := int32(max(t.Requests[i].N, 1))
+		for _, b := range t.Requests[i].Blocks {
+			s, ok := blocks[b]
+			if !ok {
+				s.late = i >= half
+			}
+			s.count = min(s.count+n, 2)
+			blocks[b] = s
+		}
+	}
+	bs := int64(t.BlockSize)
+	for _, s := range blocks {
+		if s.count >= 2 {
+			shared += bs
+			if s.late {
+				late += bs
+			}
+		}
+	}
+	return shared, late
 }
 
 // Base is the simulation every replay runs: kvcheck simulate's defaults (service model, seed

@@ -312,6 +312,7 @@ func TestScenarios(t *testing.T) {
 			why:  "turn k repeats turns 1..k-1 (about (k-1)/k of its prompt); round-robin keeps a turn on its conversation's replica 1 time in 4, session affinity always, so it saves tens of points; a KV router saves the same (the conversation prefix is the only reuse) and no more: the cheaper option",
 			in:   reqs(conversations(2, 40, 4, true, nil)),
 			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+			mention: []string{"holds as long as the traffic keeps its shape, however long it runs: new shared prefixes keep arriving"},
 		},
 		{
 			name: "multi-turn chat without session ids: sessions from conversation continuity",
@@ -332,6 +333,14 @@ func TestScenarios(t *testing.T) {
 			why:  "40k tokens of prompts against 16k of KV per replica: round-robin cycles all 40 through each LRU and hits about a third; a KV router gives each replica about 10 (10k tokens, which fit) and hits almost all: tens of points; no sessions to measure",
 			in:   reqs(tenants(7, 400, 40, 1000, nil, nil)),
 			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves", "working-set-exceeds-replica"},
+			mention: []string{"holds as long as the traffic keeps its shape, however long it runs: the working set is"},
+		},
+		{
+			name: "the same 40 tenants' prompts with plenty of KV: the gain is warm-up",
+			why:  "40 prompts of about 1,000 tokens (about 40,000 shared tokens) fit in 1 Mi tokens; 400 requests, each prompt is drawn in the first 200 with probability 1-(39/40)^200 > 99%, so no shared prefix arrives after the warm-up; round-robin computes each prompt once per replica, 3 x 40,000 = 120,000 extra tokens once; at about 1,050 prompt tokens/s (400 requests of 1,048 tokens over 399 s) that is under 5 points of all prefill after 120,000 / (1,050 x 0.05) = about 2,290 s (38 min): the measured gain (round-robin still misses prompts it has not met on a replica after 200 s) is warm-up, nothing",
+			in:   reqs(tenants(7, 400, 40, 1000, nil, nil)),
+			opts: four, want: advise.Nothing, rules: []string{"warm-up-amortises"},
+			mention: []string{"in any run longer than 38 min: the difference holds only for runs shorter than that"},
 		},
 		{
 			name: "RAG documents repeated across users",
