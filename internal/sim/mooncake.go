@@ -20,6 +20,9 @@ const MooncakeBlockSize = 512
 // of any model, and small enough that sums over a trace cannot overflow.
 const maxTokens = 1 << 30
 
+// maxUnknownFields bounds the distinct unknown fields counted apart.
+const maxUnknownFields = 64
+
 // maxLine bounds one JSONL line, so a file without newlines cannot take all memory.
 const maxLine = 64 << 20
 
@@ -56,6 +59,7 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 		scratch      []uint64 // the fast path's ids of the current line
 		unknown      = map[string]int{}
 		unknownOrder []string
+		otherUnknown int
 	)
 	for sc.Scan() {
 		line++
@@ -82,6 +86,12 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 			}
 			for _, k := range extra {
 				if unknown[k] == 0 {
+					if len(unknownOrder) >= maxUnknownFields {
+						// A file of ever-new keys would grow the count map without
+						// bound: past the bound they are only counted together.
+						otherUnknown++
+						continue
+					}
 					unknownOrder = append(unknownOrder, k)
 				}
 				unknown[k]++
@@ -137,6 +147,9 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 	}
 	if inconsistent > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d requests (first on line %d) have a hash_ids count that does not match input_length at %d tokens per block; only blocks covered by input_length are cached", inconsistent, firstBad, blockSize))
+	}
+	if otherUnknown > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d more occurrences of fields past the first %d unknown ones are not used by the simulator", otherUnknown, maxUnknownFields))
 	}
 	for _, k := range unknownOrder {
 		t.Notes = append(t.Notes, fmt.Sprintf("field %s (on %d rows) is not used by the simulator", clip(k), unknown[k]))

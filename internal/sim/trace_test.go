@@ -404,3 +404,26 @@ func TestReadAzureLineLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestReadMooncakeUnknownFieldsBounded: a trace whose rows each carry a field never seen before
+// counts the first 64 apart and the rest together, instead of growing a note and a map entry
+// per field.
+func TestReadMooncakeUnknownFieldsBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, `{"timestamp": %d, "input_length": 16, "output_length": 1, "hash_ids": [%d], "extra_%d": 1}`+"\n", i, i, i)
+	}
+	tr, err := ReadMooncake(strings.NewReader(b.String()), "t.jsonl", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := 0
+	for _, n := range tr.Notes {
+		if strings.Contains(n, "not used by the simulator") {
+			fields++
+		}
+	}
+	if fields != maxUnknownFields+1 {
+		t.Errorf("%d notes about unused fields, want %d and one for the rest", fields, maxUnknownFields+1)
+	}
+}
