@@ -656,6 +656,9 @@ func (c *Catalog) ParseTargets(spec string) (Targets, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if v.IsZero() {
+			return nil, fmt.Errorf("%s: 0.0.0 is no release", name)
+		}
 		t[name] = v
 	}
 	return t, nil
