@@ -44,6 +44,27 @@ func crossCheck(results []FileResult) {
 		r.Findings = append(r.Findings, *f)
 	}
 	where := func(file string, at pos) string { return fmt.Sprintf("%s:%d", file, at.line) }
+	// once reports a pair's finding the first time its key (the thing to change and the code)
+	// comes up and counts the repeats: one engine behind 500 routers is one finding, not 500.
+	type first struct {
+		file    string
+		idx     int
+		repeats int
+	}
+	seen := map[string]*first{}
+	once := func(key, file, code string, at pos, loc, msg, hint string) {
+		key += "\x00" + code
+		if f := seen[key]; f != nil {
+			f.repeats++
+			return
+		}
+		r := byPath[file]
+		if r == nil {
+			return
+		}
+		add(file, code, at, loc, msg, hint)
+		seen[key] = &first{file: file, idx: len(r.Findings) - 1}
+	}
 
 	var podSubs []*subscriber
 	for _, s := range subs {
@@ -66,11 +87,11 @@ func crossCheck(results []FileResult) {
 		}
 		for _, s := range podSubs {
 			if !binds(ep) {
-				add(e.file, "llm-d/engine-connects", e.kv.at, loc,
+				once(fmt.Sprintf("%p", e), e.file, "llm-d/engine-connects", e.kv.at, loc,
 					fmt.Sprintf("the llm-d router (%s) dials every pod, but endpoint %s has no * or ::, so vLLM connects instead of binding and the router receives nothing", where(s.file, s.at), ep),
 					fmt.Sprintf("set \"endpoint\": \"tcp://*:%d\" in --kv-events-config", s.socketPort))
 			} else if p, ok := endpointPort(ep); ok && s.socketPort != 0 && p != s.socketPort {
-				add(e.file, "llm-d/socket-port", e.kv.at, loc,
+				once(fmt.Sprintf("%p", e), e.file, "llm-d/socket-port", e.kv.at, loc,
 					fmt.Sprintf("the engine publishes on port %d but the llm-d router (%s) dials podDiscoveryConfig.socketPort %d", p, where(s.file, s.at), s.socketPort),
 					fmt.Sprintf("set \"endpoint\": \"tcp://*:%d\" in --kv-events-config, or podDiscoveryConfig.socketPort: %d", s.socketPort, p))
 			}
@@ -79,22 +100,29 @@ func crossCheck(results []FileResult) {
 				topic = e.kv.topic
 			}
 			if !strings.HasPrefix(topic, s.topicFilter) {
-				add(e.file, "llm-d/topic-filter", e.kv.at, loc,
+				once(fmt.Sprintf("%p", e), e.file, "llm-d/topic-filter", e.kv.at, loc,
 					fmt.Sprintf("topic %q does not start with the llm-d router's topicFilter %q (%s): the subscription drops every event", topic, s.topicFilter, where(s.file, s.at)),
 					fmt.Sprintf("set \"topic\": \"%s$(POD_IP):8000@<model>\" in --kv-events-config", s.topicFilter))
 			}
 			if b, ok := e.flag("--block-size"); ok && s.blockSize != 0 {
 				if n, err := strconv.Atoi(b.text); err == nil && n != s.blockSize {
-					add(s.file, "llm-d/block-size-differs", s.at, "tokenProcessorConfig.blockSize",
+					once(fmt.Sprintf("%p", s), s.file, "llm-d/block-size-differs", s.at, "tokenProcessorConfig.blockSize",
 						fmt.Sprintf("tokenProcessorConfig.blockSize %d differs from the engine's --block-size %d (%s): the producer README (@ebab687) says they need not match, the June 2026 guide says they must", s.blockSize, n, where(e.file, b.at)),
 						fmt.Sprintf("set tokenProcessorConfig.blockSize: %d to be safe with older releases", n))
 				}
 			}
 			if s.replayPort != 0 && !e.version.IsZero() && e.version.Less(catalog.Version{Major: 0, Minor: 26}) {
-				add(e.file, "vllm/replay-needs-0.26", e.kv.at, loc,
+				once(fmt.Sprintf("%p", e), e.file, "vllm/replay-needs-0.26", e.kv.at, loc,
 					fmt.Sprintf("the llm-d router (%s) asks for replay on port %d, but image %s is vLLM %s: replay needs 0.26 or newer", where(s.file, s.at), s.replayPort, e.image, e.version),
 					"use a vLLM 0.26+ image, or drop replaySocketPort")
 			}
+		}
+	}
+
+	for _, f := range seen {
+		if f.repeats > 0 {
+			x := &byPath[f.file].Findings[f.idx]
+			x.Message += fmt.Sprintf(" (and %d more like it in this run)", f.repeats)
 		}
 	}
 

@@ -592,3 +592,28 @@ func TestConfig100MBRefused(t *testing.T) {
 		t.Errorf("finding %s %s %q, want an error %s saying the file is too large", f.Severity, f.Code, f.Message, CodeSkipped)
 	}
 }
+
+// TestConfigCrossFindingsBounded: one engine behind many routers gets one finding per code, not
+// one per router (a repository of unrelated stacks must not flood the report).
+func TestConfigCrossFindingsBounded(t *testing.T) {
+	files := map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","topic":"kv@x"}`)}
+	for i := range 50 {
+		files["epc"+strconv.Itoa(i)+".yaml"] = eppPrecise
+	}
+	rs := lintSet(t, files)
+	if diff := cmp.Diff([]string{"llm-d/socket-port"}, rs["vllm.yaml"]); diff != "" {
+		t.Errorf("engine findings (-want +got):\n%s", diff)
+	}
+	l := newLinter(t, "")
+	var results []FileResult
+	for name, src := range files {
+		results = append(results, l.File(name, []byte(src)))
+	}
+	for _, r := range l.Finish(results) {
+		for _, f := range r.Findings {
+			if f.Code == "llm-d/socket-port" && !strings.Contains(f.Message, "(and 49 more like it in this run)") {
+				t.Errorf("message %q does not count the other 49 routers", f.Message)
+			}
+		}
+	}
+}
