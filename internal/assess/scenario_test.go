@@ -75,8 +75,9 @@ func (l *reqLog) source(t *testing.T) *RequestLog {
 // (64 tokens): each turn adds a 150-token question and, before the next, a 150-token answer,
 // and repeats the whole conversation so far. Conversations start a few seconds apart and
 // interleave. With ids, each request carries metadata.session_id; prefix, when set, is put at
-// the top of the system prompt per request (a breaker).
-func conversations(seed uint64, n, turns int, ids bool, prefix func(rng *rand.Rand, i int) string) *reqLog {
+// the top of the system prompt per request (a breaker); user, when given, is put there per
+// conversation (the same user's line on every turn of one conversation).
+func conversations(seed uint64, n, turns int, ids bool, prefix func(rng *rand.Rand, i int) string, user ...func(c int) string) *reqLog {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	sys := "You are a helpful support assistant. " + text(rng, 56)
 	type ev struct {
@@ -92,6 +93,9 @@ func conversations(seed uint64, n, turns int, ids bool, prefix func(rng *rand.Ra
 			s := sys
 			if prefix != nil {
 				s = prefix(rng, len(evs)) + sys
+			}
+			if len(user) > 0 {
+				s = user[0](c) + s
 			}
 			body := chat(append([]msg{{"role": "system", "content": s}}, conv...)...)
 			if ids {
@@ -223,6 +227,9 @@ func customer(_ *rand.Rand, i int) string {
 	k := (i * 37) % 120
 	return "Customer: " + customers[k%20] + " " + surnames[k/20] + "\n"
 }
+
+// conversationUser names conversation c's customer (40 conversations, 40 customers).
+func conversationUser(c int) string { return customer(nil, c*3) }
 
 // mooncake turns a request log's conversations into a trace of block keys without sessions,
 // as a Mooncake trace without session ids arrives.
@@ -377,6 +384,73 @@ func TestScenarios(t *testing.T) {
 			why:  "one of 120 customers' names before the shared 2,000 tokens, 160 requests: a prompt is cached only where its customer went before, and most customers come once or twice, so round-robin hits little; once constant it is the one shared prompt that fits everywhere (round-robin hits it): the breaker costs tens of points, fix first, then nothing",
 			in:   reqs(tenants(9, 160, 1, 2000, customer, nil)),
 			opts: four, want: advise.FixFirst, then: advise.Nothing, rules: []string{"breaker-costs", "no-option-pays"},
+		},
+		// The rest of the breaker combinations: each base situation with a timestamp, a request
+		// id and a per-user value in block 0. A per-request value makes every prompt unique, so
+		// the breaker costs what the fixed traffic hits (tens of points): fix first, then the
+		// base case's verdict. A per-user value in a conversation is the same on every turn of
+		// it: it costs only the 64-token system prompt shared across conversations (under 5
+		// points of prompts that grow to 1,000 tokens), so it is no fix-first and the chat's
+		// answer stands.
+		{
+			name: "multi-turn chat with session ids, a timestamp at the top of the system prompt",
+			why:  "the stamp changes every turn and breaks each conversation's own prefix; once constant, the chat case: fix first, then session affinity",
+			in:   reqs(conversations(2, 40, 4, true, isoTime)),
+			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+		},
+		{
+			name: "multi-turn chat without session ids, a request id in block 0",
+			why:  "a new id every turn; the sessions are still known from continuity (the messages after the system prompt extend the previous turn's); once constant, the chat case: fix first, then session affinity",
+			in:   reqs(conversations(3, 40, 4, false, requestID)),
+			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+		},
+		{
+			name: "multi-turn chat with session ids, the customer's name in block 0",
+			why:  "the name is the same on every turn of a conversation, so its own prefix (the reuse session affinity captures) is intact; the breaker only stops 40 conversations sharing the 64-token system prompt: under 5 points, so no fix-first, and the answer is the chat's, session affinity",
+			in:   reqs(conversations(2, 40, 4, true, nil, conversationUser)),
+			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves", "breaker-cheap"},
+		},
+		{
+			name: "multi-turn chat without session ids, the customer's name in block 0",
+			why:  "as with ids: each conversation's turns still extend each other (so the sessions are known) and the name costs only the shared system prompt: session affinity",
+			in:   reqs(conversations(3, 40, 4, false, nil, conversationUser)),
+			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves", "breaker-cheap"},
+		},
+		{
+			name: "one shared prompt behind a per-request timestamp",
+			why:  "every prompt unique, nothing hits; once constant, the one 2,000-token prompt that fits everywhere, which round-robin hits on about 95% of prompt tokens: the breaker costs that much: fix first, then nothing",
+			in:   reqs(tenants(6, 160, 1, 2000, isoTime, nil)),
+			opts: four, want: advise.FixFirst, then: advise.Nothing, rules: []string{"breaker-costs", "no-option-pays"},
+		},
+		{
+			name: "one shared prompt behind a per-request id",
+			why:  "as with the timestamp: fix first, then nothing",
+			in:   reqs(tenants(6, 160, 1, 2000, requestID, nil)),
+			opts: four, want: advise.FixFirst, then: advise.Nothing, rules: []string{"breaker-costs", "no-option-pays"},
+		},
+		{
+			name: "40 tenants' prompts behind a per-request id, 16k of KV",
+			why:  "every prompt unique; once constant, the 40-tenant case that does not fit in one replica: fix first, then a KV-aware router",
+			in:   reqs(tenants(7, 400, 40, 1000, requestID, nil)),
+			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+		},
+		{
+			name: "40 tenants' prompts behind the customer's name, 16k of KV",
+			why:  "120 customers x 40 tenants over 400 requests: a (customer, tenant) pair almost never repeats, so almost nothing hits; once constant, the 40-tenant case: fix first, then a KV-aware router",
+			in:   reqs(tenants(7, 400, 40, 1000, customer, nil)),
+			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+		},
+		{
+			name: "RAG documents behind a per-request timestamp",
+			why:  "every prompt unique; once constant, the RAG case: fix first, then a KV-aware router",
+			in:   reqs(tenants(8, 400, 30, 1200, isoTime, nil)),
+			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+		},
+		{
+			name: "RAG documents behind the customer's name",
+			why:  "120 customers x 30 documents over 400 requests: pairs rarely repeat; once constant, the RAG case: fix first, then a KV-aware router",
+			in:   reqs(tenants(8, 400, 30, 1200, customer, nil)),
+			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
 		},
 		{
 			name: "prefix caching off on one replica",
