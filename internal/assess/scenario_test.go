@@ -259,6 +259,21 @@ func agentFanOut(seed uint64, tasks int) *reqLog {
 	return l
 }
 
+// agentFanOutShared is agentFanOut with a 500-token system prompt every task shares.
+func agentFanOutShared(seed uint64, tasks int) *reqLog {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	sys := "You are a research agent. " + text(rng, 500)
+	l := &reqLog{name: "agent.jsonl"}
+	for i := range tasks {
+		body := chat(msg{"role": "system", "content": sys}, msg{"role": "user", "content": fmt.Sprintf("Task %d context: ", i) + text(rng, 2000)})
+		body["n"] = 4
+		body["max_tokens"] = 256
+		body["timestamp"] = 1_700_000_000 + float64(i)/2
+		l.add(body)
+	}
+	return l
+}
+
 // userFirst builds single-turn requests that open with the user's own text: no system prompt.
 func userFirst(seed uint64, n int) *reqLog {
 	rng := rand.New(rand.NewPCG(seed, 4))
@@ -548,6 +563,13 @@ func TestScenarios(t *testing.T) {
 			why:  "the four copies of a task share its 2,000 tokens and nothing else is shared; round-robin puts them on four replicas (each computes the task), exact KV routers have no event for the first copy yet and spread them too, a router that records its own decisions (llm-d approximate) keeps them together: three of four hit, about 75 points",
 			in:   reqs(agentFanOut(10, 80)),
 			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+		},
+		{
+			name: "an agent fanning out four siblings per task over a shared system prompt",
+			why:  "every replica caches the 500-token system prompt, so round-robin hits 500/2,500 = 20%; keeping siblings together would add 3/4 of the 2,000-token task (60 points), but the router that does it (llm-d approximate) also scores the system prompt: with equal queues (llm-d's queue scorer gives every pod 1) and KV use about 5%, the first replica to hold it outscores the others by 3 x 0.2 and takes new tasks until its own queue pushes them away (load max/mean over 2, not a tie: llm-d's picker breaks ties at random, and none arises here); exact routers have no event for the first copy yet and spread siblings like round-robin: no option saves 5 points without a hot spot: nothing, naming the hot spot",
+			in:   reqs(agentFanOutShared(10, 80)),
+			opts: four, want: advise.Nothing, rules: []string{"no-option-pays", "hot-spots"},
+			mention: []string{"approx-prefix put load max/mean at or above 2.0"},
 		},
 		{
 			name: "prompts that open with the user's own text (issue 9, failure 4)",
