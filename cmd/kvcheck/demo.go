@@ -153,7 +153,7 @@ func writeDemoFiles(dir string) error {
 // stderr, not the end of the demo.
 func (d *demoSession) stop(f *fleet.Fleet) {
 	if err := f.Close(); err != nil {
-		fmt.Fprintf(d.s.ErrOut, "kvcheck: %v\n", err)
+		report.NewStatus(d.s.ErrOut).Warn("%v", err)
 	}
 }
 

@@ -55,6 +55,9 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 			}
 			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
 			if o.watchSet {
+				if g.format != report.FormatText && g.format != report.FormatJSON {
+					return report.Result{}, usageErrorf("--watch writes text or JSON Lines, not %s: a report for %s is one run without --watch", g.format, g.format)
+				}
 				return runHitrateWatch(cmd.Context(), s, g, o)
 			}
 			return runHitrate(cmd.Context(), o)

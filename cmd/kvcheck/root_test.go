@@ -75,6 +75,7 @@ func TestExitCodesByType(t *testing.T) {
 		{"lint without paths", []string{"lint"}, exitUsage, true},
 		{"argument to a command that takes none", []string{"hitrate", "extra"}, exitUsage, true},
 		{"sarif for a command without findings", []string{"metrics", "-o", "sarif"}, exitUsage, true},
+		{"--watch refreshes are not SARIF", []string{"hitrate", "--file", "/nonexistent", "--watch", "-o", "sarif"}, exitUsage, true},
 		{"unknown --fail-on before any work", []string{"hitrate", "--log", "/nonexistent", "--fail-on", "loud"}, exitUsage, true},
 	}
 	for _, tt := range tests {
