@@ -335,7 +335,7 @@ func TestAssessTokenize(t *testing.T) {
 	if doc.Verdict != "fix-first" || doc.Then != "nothing" || len(doc.Fixes) == 0 || doc.Fixes[0].Code != "prefix-caching-off" {
 		t.Errorf("verdict %s then %s fixes %v; want fix-first, then nothing, prefix-caching-off first", doc.Verdict, doc.Then, doc.Fixes)
 	}
-	if got := doc.figure("requests.count"); strings.Contains(got, "estimated") || !strings.HasPrefix(got, "120 in 120 sessions") {
+	if got := doc.figure("requests.count"); strings.Contains(got, "estimated") || !strings.HasPrefix(got, "120, 0 of them in 0 sessions of two requests or more") {
 		t.Errorf("requests.count = %q, want 120 requests with exact tokens", got)
 	}
 	for _, n := range doc.NextSteps {

@@ -77,7 +77,7 @@ func (d *decision) collectEvidence() {
 		if r.Estimated {
 			est = " (estimated tokens)"
 		}
-		d.evidence("requests.count", "requests", r.Input, "requests", "%d in %d sessions, %d prompt tokens%s", r.Requests, r.Sessions, r.PromptTokens, est)
+		d.evidence("requests.count", "requests", r.Input, "requests", "%d, %d of them in %d sessions of two requests or more, %d prompt tokens%s", r.Requests, r.InSessions, r.RepeatedSessions, r.PromptTokens, est)
 		d.evidence("requests.shareable", "requests", r.Input, "shareable prefill (unbounded shared cache)", "%s of prompt tokens", pct(frac(r.CacheableTokens, r.PromptTokens)))
 		d.evidence("requests.cross", "requests", r.Input, "cross-session reuse", "%s of prompt tokens, %s of the shareable", pct(frac(r.CrossSessionTokens, r.PromptTokens)), pct(frac(r.CrossSessionTokens, r.CacheableTokens)))
 		d.evidence("requests.within", "requests", r.Input, "within-session reuse", "%s of prompt tokens, %s of the shareable", pct(frac(r.WithinSessionTokens, r.PromptTokens)), pct(frac(r.WithinSessionTokens, r.CacheableTokens)))

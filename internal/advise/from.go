@@ -63,6 +63,7 @@ func FromTemplates(tr audit.TemplateReport, inputs []string) *Templates {
 func FromRequests(s audit.Summary, input string) *Requests {
 	return &Requests{
 		Input: input, Estimated: !s.Exact, Requests: s.Requests, Sessions: s.Sessions,
+		RepeatedSessions: s.RepeatedSessions, InSessions: s.RepeatedSessions + s.FollowUps,
 		WithBlock: s.Requests - s.Short, UniqueFirstBlock: s.UniqueFirstBlock,
 		PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
 		CrossSessionTokens: s.CrossSessionTokens, WithinSessionTokens: s.WithinSessionTokens,

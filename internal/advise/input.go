@@ -72,6 +72,9 @@ type Requests struct {
 	Estimated bool
 	Requests  int64
 	Sessions  int64
+	// RepeatedSessions counts the sessions of two requests or more, InSessions the requests
+	// in them: a request no other continues is a session of one, not evidence of sessions.
+	RepeatedSessions, InSessions int64
 	// WithBlock counts requests of at least one full block; UniqueFirstBlock those whose first
 	// block nobody else has.
 	WithBlock, UniqueFirstBlock int64

@@ -656,3 +656,32 @@ func TestOneTraffic(t *testing.T) {
 		t.Errorf("unused %q, traffic %q: want the request log replayed and the trace named as not", ids["replay.unused"], ids["replay.traffic"])
 	}
 }
+
+// TestSessionCount: the evidence counts sessions of two requests or more; a request no other
+// continues (an agent's task, a single question) is no session evidence. 40 conversations of
+// 4 turns (ids or continuity) are 40 sessions holding all 160 requests; 80 unrelated tasks
+// are none.
+func TestSessionCount(t *testing.T) {
+	for _, c := range []struct {
+		l    *reqLog
+		want string
+	}{
+		{conversations(2, 40, 4, true, nil), "160, 160 of them in 40 sessions of two requests or more"},
+		{conversations(3, 40, 4, false, nil), "160, 160 of them in 40 sessions of two requests or more"},
+		{agentFanOut(10, 80), "80, 0 of them in 0 sessions of two requests or more"},
+	} {
+		rec, err := Assess(context.Background(), Inputs{Requests: c.l.source(t)}, Options{Thresholds: advise.DefaultThresholds(), Replicas: 2, KVTokens: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, e := range rec.Evidence {
+			if e.ID == "requests.count" {
+				got = e.Figure
+			}
+		}
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: requests.count = %q, want %q...", c.l.name, got, c.want)
+		}
+	}
+}

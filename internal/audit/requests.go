@@ -79,6 +79,9 @@ type Summary struct {
 	// whose messages continue an earlier request's whole conversation (turn k+1 repeats turn
 	// k's messages) joins that request's session.
 	InferredSessions int64
+	// RepeatedSessions counts the sessions (of Sessions) that hold two requests or more: a
+	// request without an id whose conversation nobody continues is a session of one.
+	RepeatedSessions int64
 	// FollowUps counts requests of a session seen before (later turns); FollowUpCacheable of
 	// their FollowUpTokens were served from cache; FollowUpFirstBlockChanged counts those whose
 	// first block differs from their session's previous request, so that even session affinity
@@ -384,7 +387,8 @@ type Analysis struct {
 	exact     *chain // the engine's chain when tokens are exact
 	samples   map[uint64]string
 	sites     map[siteKey]*Site
-	sessions  map[uint64]uint64 // session -> first-block hash of its latest request
+	sessions  map[uint64]uint64   // session -> first-block hash of its latest request
+	repeated  map[uint64]struct{} // sessions seen with a second request
 	conv      *Conversations
 	hist      []int64
 	idsBuf    []uint32
@@ -414,6 +418,7 @@ func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
 		samples:  make(map[uint64]string),
 		sites:    make(map[siteKey]*Site),
 		sessions: make(map[uint64]uint64),
+		repeated: make(map[uint64]struct{}),
 		hist:     make([]int64, len(histEdges)),
 	}
 	a.s.BlockSize = blockSize
@@ -639,6 +644,10 @@ func (a *Analysis) followUp(sess uint64, ids []uint32, w walk) {
 	}
 	prev, seen := a.sessions[sess]
 	if seen {
+		if _, ok := a.repeated[sess]; !ok {
+			a.repeated[sess] = struct{}{} // bounded as a.sessions is
+			s.RepeatedSessions++
+		}
 		s.FollowUps++
 		s.FollowUpTokens += int64(len(ids))
 		s.FollowUpCacheable += int64(w.hits * bs)

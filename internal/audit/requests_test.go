@@ -83,7 +83,8 @@ func TestAuditRequestsFigures(t *testing.T) {
 		CrossSessionTokens:  32,
 		Sessions:            3,
 		// Request 2 is session s1's second: its 60 tokens, 32 from cache, same first block.
-		FollowUps: 1, FollowUpTokens: 60, FollowUpCacheable: 32,
+		RepeatedSessions: 1, // the one follow-up's session
+		FollowUps:        1, FollowUpTokens: 60, FollowUpCacheable: 32,
 		// Request 4's first block is its own.
 		UniqueFirstBlock: 1,
 		SharedPrefix: []Bucket{
