@@ -26,16 +26,6 @@ func render(t *testing.T, format Format, r Result) []byte {
 	return b.Bytes()
 }
 
-// goldenFormats checks a result against name.txt/.json/.sarif/.github golden files; formats
-// lists the extensions to check.
-func goldenFormats(t *testing.T, name string, r Result, formats ...Format) {
-	t.Helper()
-	for _, f := range formats {
-		ext := map[Format]string{FormatText: "txt", FormatJSON: "json", FormatSARIF: "sarif", FormatGitHub: "github"}[f]
-		golden(t, name+"."+ext, render(t, f, r))
-	}
-}
-
 // Findings with no file are annotated on the run with their subject; a finding in a file points
 // at its line. Both are worked out by hand from GitHub's workflow-command syntax.
 func TestGitHubAnnotations(t *testing.T) {
