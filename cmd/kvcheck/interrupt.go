@@ -55,10 +55,3 @@ func interruption(ctx context.Context) (interrupted, bool) {
 	}
 	return in, true
 }
-
-// partialNote is the message of the finding a command adds to what it prints when it was
-// interrupted: the output covers only what was read before the signal.
-func partialNote(ctx context.Context, what string) string {
-	in, _ := interruption(ctx)
-	return fmt.Sprintf("%s: the run was %s; the results cover only %s", "partial", in, what)
-}

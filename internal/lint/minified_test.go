@@ -94,7 +94,7 @@ func TestLineIndex(t *testing.T) {
 			if gl, gc := li.pos(off); gl != line || gc != col {
 				t.Fatalf("pos(%d) = %d:%d, want %d:%d", off, gl, gc, line, col)
 			}
-			if got := li.offset(line, col); got != off && !(off < len(src) && (src[off] == '\n' || src[off] == '\r')) {
+			if got := li.offset(line, col); got != off && (off >= len(src) || (src[off] != '\n' && src[off] != '\r')) {
 				t.Fatalf("offset(%d, %d) = %d, want %d", line, col, got, off)
 			}
 		}

@@ -41,7 +41,7 @@ func Columns(header []string, rows [][]string) []Column {
 				break
 			}
 		}
-		cols[i] = Column{Name: h, Number: numeric && seen, Wrap: !(numeric && seen)}
+		cols[i] = Column{Name: h, Number: numeric && seen, Wrap: !numeric || !seen}
 	}
 	return cols
 }
