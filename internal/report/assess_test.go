@@ -21,6 +21,8 @@ func assessInputs() map[string]advise.Input {
 		}}
 	rp := &advise.Replay{Input: "conv.jsonl", Source: "trace", Requests: 12031, Duration: 3537, BlockSize: 512, PrefixInfo: true, Ceiling: 0.366, WorkingSetTokens: 93588480,
 		PromptTokens: 100_000_000, SteadyTokens: 50_000_000, WarmupSeconds: 1768,
+		// Conversations keep arriving: shared prefixes are still first seen after the warm-up.
+		SharedTokens: 34_000_000, LateSharedTokens: 15_000_000,
 		Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: advise.ShapeFlag, KVFrom: advise.ShapeAssumed, Today: "round-robin", Policies: []advise.Policy{
 			{Name: "round-robin", Family: advise.FamilyBalance, HitRate: 0.083, SteadyHitRate: 0.085, LoadMaxOverMean: 1, TTFTP99: 12.2},
 			{Name: "kv-longest", Family: advise.FamilyKV, HitRate: 0.056, SteadyHitRate: 0.056, LoadMaxOverMean: 8, TTFTP99: 10033, HotSpot: true},
@@ -28,6 +30,9 @@ func assessInputs() map[string]advise.Input {
 		}}
 	chat := &advise.Replay{Input: "chat.jsonl", Source: "requests", Requests: 120, Duration: 119, BlockSize: 16, PrefixInfo: true, Estimated: true, SessionsKnown: true,
 		Ceiling: 0.57, WorkingSetTokens: 12718, PromptTokens: 29371, SteadyTokens: 17000, WarmupSeconds: 60,
+		// Each conversation's history is shared by its later turns; new conversations keep
+		// starting after the warm-up, so the session gain is not warm-up alone.
+		SharedTokens: 11000, LateSharedTokens: 6000,
 		Replicas: 4, KVTokens: 1 << 20, ReplicasFrom: advise.ShapeFlag, KVFrom: advise.ShapeFlag, Today: "round-robin", Policies: []advise.Policy{
 			{Name: "round-robin", Family: advise.FamilyBalance, HitRate: 0.15, SteadyHitRate: 0.16, LoadMaxOverMean: 1, TTFTP99: 0.05},
 			{Name: "session", Family: advise.FamilySession, HitRate: 0.55, SteadyHitRate: 0.6, LoadMaxOverMean: 1.3, TTFTP99: 0.04},
@@ -37,7 +42,7 @@ func assessInputs() map[string]advise.Input {
 		"fix_first": {Metrics: metrics, Replay: rp, Templates: &advise.Templates{Inputs: []string{"templates"}, Verdicts: map[string]int{"breaker": 1, "clean": 1},
 			Findings: []finding.Finding{{Severity: finding.Error, Code: "audit/breaker", Subject: "graph.py:41", Message: "datetime.now().isoformat() lands in block 0", Source: "templates", Fix: "move the time to the last user message"}}}},
 		"kv_router": {Replay: rp},
-		"session": {Requests: &advise.Requests{Input: "chat.jsonl", Estimated: true, Requests: 120, Sessions: 30, WithBlock: 120, PromptTokens: 29371,
+		"session": {Requests: &advise.Requests{Input: "chat.jsonl", Estimated: true, Requests: 120, Sessions: 30, RepeatedSessions: 30, InSessions: 120, WithBlock: 120, PromptTokens: 29371,
 			CacheableTokens: 16653, WithinSessionTokens: 16653}, Replay: chat},
 		"undetermined": {Metrics: &advise.Metrics{Source: "scrape", Inputs: []string{"10.0.0.1:8000", "10.0.0.2:8000"}, Mode: "rate", HitRate: fp(0.42), Replicas: []advise.Replica{
 			{Name: "10.0.0.1:8000", PrefixCaching: &on, HitRate: fp(0.6)}, {Name: "10.0.0.2:8000", PrefixCaching: &on, HitRate: fp(0.1), Cold: true}}}},
