@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
@@ -219,7 +220,7 @@ func TestAssessScrapeFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	o := &assessOptions{embedded: demoChatTrace(1), tok: defaultTokenize}
+	o := &assessOptions{embedded: demo.ChatTrace(1), tok: defaultTokenize}
 	o.metrics = promql.Spec{Scrape: targets, Window: 300 * time.Millisecond, WindowSet: true, ScrapeTimeout: 5 * time.Second}
 	o.th = advise.DefaultThresholds()
 	res, err := runAssess(ctx, report.NewStatus(&errOut), o)

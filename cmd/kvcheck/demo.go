@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,15 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
-
-// demoFiles are the demo's own inputs: a request log and a prompt template for audit, an
-// old-style Grafana dashboard for lint.
-//
-//go:embed testdata/demo
-var demoFiles embed.FS
 
 // demoOptions are the flags of kvcheck demo.
 type demoOptions struct {
@@ -115,7 +108,7 @@ func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (
 		}()
 		d.dir = tmp
 	}
-	if err := writeDemoFiles(d.dir); err != nil {
+	if err := demo.WriteFiles(d.dir); err != nil {
 		return report.Result{}, err
 	}
 	for _, st := range demoSteps() {
@@ -130,23 +123,6 @@ func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (
 		return report.Demo(d.sections), nil
 	}
 	return report.Result{}, nil
-}
-
-// writeDemoFiles copies the embedded inputs into dir.
-func writeDemoFiles(dir string) error {
-	return fs.WalkDir(demoFiles, "testdata/demo", func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		b, err := demoFiles.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			return fmt.Errorf("demo input files: %w", err)
-		}
-		return nil
-	})
 }
 
 // stop closes a section's fleet; a loopback server that fails to close is worth a line on
@@ -184,7 +160,7 @@ func (d *demoSession) exec(ctx context.Context, args ...string) error {
 	if d.json {
 		out = &buf
 	} else {
-		d.g.text(d.s.Out).Line("$ kvcheck %s", shellJoin(args))
+		d.g.text(d.s.Out).Line("$ kvcheck %s", demo.CommandLine(args))
 	}
 	newCmd := demoCommand(args[0])
 	if newCmd == nil {
@@ -214,7 +190,7 @@ func (d *demoSession) exec(ctx context.Context, args ...string) error {
 			d.g.text(d.s.Out).Muted("(exit 3: %v)", fe)
 		}
 	case err != nil:
-		return fmt.Errorf("kvcheck %s: %w", shellJoin(args), err)
+		return fmt.Errorf("kvcheck %s: %w", demo.CommandLine(args), err)
 	}
 	d.record(args, code, buf.Bytes())
 	return nil
@@ -224,7 +200,7 @@ func (d *demoSession) exec(ctx context.Context, args ...string) error {
 // command line, first and collecting its JSON in JSON mode.
 func (d *demoSession) capture(args []string, run func(s streams) error) error {
 	if !d.json {
-		d.g.text(d.s.Out).Line("$ kvcheck %s", shellJoin(args))
+		d.g.text(d.s.Out).Line("$ kvcheck %s", demo.CommandLine(args))
 		return run(d.s)
 	}
 	var buf bytes.Buffer
@@ -265,35 +241,8 @@ func demoCommand(name string) func(streams, *globalOptions) *cobra.Command {
 	return nil
 }
 
-// shellJoin writes arguments as a POSIX shell would need them, quoting only where necessary.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") == "" {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
-}
-
-// demoFleet is the hitrate section's fleet: four replicas, one colder than the rest (mostly
-// unique prompts) and one still on vLLM 0.9.1's metric names.
-func demoFleet(seed uint64) []fleet.Config {
-	cold := fleet.DefaultWorkload
-	cold.SharedFraction = 0.15
-	cold.SharedPrefixes = 32
-	cfgs := fleet.Uniform(4, fleet.Config{Seed: seed, WarmupSteps: 2000})
-	cfgs[2].Version = "0.9.1"
-	cfgs[3].Workload = cold
-	return cfgs
-}
-
 func demoHitrate(ctx context.Context, d *demoSession) error {
-	// 5 steps every 5 ms at 0.3 arrivals per step: about 300 requests per second per replica,
-	// enough to move every counter inside a few seconds.
-	f, err := fleet.New(fleet.Options{Replicas: demoFleet(d.o.seed), Tick: 5 * time.Millisecond, StepsPerTick: 5})
+	f, err := fleet.New(demo.HitrateFleetOptions(demo.HitrateFleet(d.o.seed)))
 	if err != nil {
 		return err
 	}
@@ -303,14 +252,7 @@ func demoHitrate(ctx context.Context, d *demoSession) error {
 	defer d.stop(f)
 	var notes []string
 	for _, r := range f.Replicas() {
-		note := ""
-		switch r.Name() {
-		case "replica-2":
-			note = " (old metric names)"
-		case "replica-3":
-			note = " (mostly unique prompts: colder)"
-		}
-		notes = append(notes, fmt.Sprintf("  %s  %s  vLLM %s%s", r.Name(), r.URL(), r.Config().Version, note))
+		notes = append(notes, fmt.Sprintf("  %s  %s  vLLM %s%s", r.Name(), r.URL(), r.Config().Version, demo.HitrateNote(r.Name())))
 	}
 	notes = append(notes, fmt.Sprintf("Scrape window %s (30s by default outside the demo); the built-in workload runs about 300 requests/s per replica so the counters move within seconds.", d.o.window))
 	d.heading("Demo: kvcheck hitrate against 4 emulated vLLM replicas", notes...)

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
-	"time"
 
+	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 )
 
@@ -32,7 +27,7 @@ func demoTapSection(ctx context.Context, d *demoSession) error {
 // emulated replica, whose block size audit reads from the replica's /metrics; with 64-token
 // blocks the "Today Date" line of its chat template falls in block zero.
 func demoAudit(ctx context.Context, d *demoSession) error {
-	f, err := fleet.New(fleet.Options{Replicas: []fleet.Config{demoAuditReplica(d.o.seed)}})
+	f, err := fleet.New(fleet.Options{Replicas: []fleet.Config{demo.AuditReplica(d.o.seed)}})
 	if err != nil {
 		return err
 	}
@@ -46,12 +41,6 @@ func demoAudit(ctx context.Context, d *demoSession) error {
 		"  requests.jsonl    an agent whose system prompt starts with the current time, and three support sessions",
 		"  agent_prompt.txt  the agent's system prompt template")
 	return d.exec(ctx, "audit", "--tokenize", r.URL(), "--requests", d.path("requests.jsonl"), d.path("agent_prompt.txt"))
-}
-
-// demoAuditReplica is the audit section's replica: block size 64, as FlashMLA uses, and the
-// Llama 3.1 date line in its chat template.
-func demoAuditReplica(seed uint64) fleet.Config {
-	return fleet.Config{Name: "replica-a", BlockSize: 64, DateLine: true, Seed: seed}
 }
 
 // demoLint lints the embedded dashboard written for vLLM's old metric names, then shows the
@@ -79,81 +68,16 @@ func demoConfig(ctx context.Context, d *demoSession) error {
 // demoSimulate writes a synthetic multi-turn trace and replays it under round-robin, session
 // affinity and llm-d's KV-aware scorer.
 func demoSimulate(ctx context.Context, d *demoSession) error {
-	tr := demoTrace(d.o.seed)
+	tr := demo.MooncakeTrace(d.o.seed)
 	path := d.path("synthetic-trace.jsonl")
-	if err := os.WriteFile(path, tr.data, 0o644); err != nil {
+	if err := os.WriteFile(path, tr.Data, 0o644); err != nil {
 		return fmt.Errorf("write the synthetic trace: %w", err)
 	}
 	d.heading("Demo: kvcheck simulate of a synthetic multi-turn trace under three routing policies",
 		fmt.Sprintf("  synthetic-trace.jsonl  %d requests: %d conversations of %d turns over %d shared system prompts, generated in process (seed %d)",
-			tr.requests, tr.conversations, tr.turns, tr.prompts, d.o.seed))
-	return d.exec(ctx, "simulate", "--trace", path, "--replicas", "4", "--kv-blocks", strconv.Itoa(demoKVBlocks),
+			tr.Requests, tr.Conversations, tr.Turns, tr.Prompts, d.o.seed))
+	return d.exec(ctx, "simulate", "--trace", path, "--replicas", "4", "--kv-blocks", strconv.Itoa(demo.KVBlocks),
 		"--policies", "round-robin,session,kv-llmd")
-}
-
-// demoKVBlocks is each simulated replica's cache, a small share of the trace's distinct blocks:
-// the fleet holds the live conversations only when each is kept on one replica, and their
-// system prompts are shared best when conversations with the same prompt meet.
-const demoKVBlocks = 64
-
-// syntheticTrace is a generated Mooncake-format trace and its shape.
-type syntheticTrace struct {
-	data                                    []byte
-	requests, conversations, turns, prompts int
-}
-
-// demoTrace generates multi-turn conversations in Mooncake's JSONL format (512-token blocks as
-// hash_ids, timestamps in ms, a session_id per conversation). Each conversation starts with one
-// of a few shared system prompts of four blocks; every turn resends the whole history plus one new
-// block of question and answer, and ends in a partial block of its own.
-func demoTrace(seed uint64) syntheticTrace {
-	const (
-		conversations = 48
-		turns         = 5
-		prompts       = 8
-		promptBlocks  = 4
-		blockTokens   = 512
-	)
-	rng := rand.New(rand.NewPCG(seed, 0x6b7663686563)) // "kvchec"
-	type row struct {
-		Timestamp    int64   `json:"timestamp"`
-		InputLength  int     `json:"input_length"`
-		OutputLength int     `json:"output_length"`
-		HashIDs      []int64 `json:"hash_ids"`
-		SessionID    string  `json:"session_id"`
-	}
-	var rows []row
-	next := int64(prompts * promptBlocks) // the lowest ids are the system prompts' blocks
-	for c := range conversations {
-		p := int64(rng.IntN(prompts))
-		var history []int64
-		for b := range int64(promptBlocks) {
-			history = append(history, p*promptBlocks+b)
-		}
-		at := time.Duration(c)*1500*time.Millisecond + time.Duration(rng.IntN(1000))*time.Millisecond
-		for range turns {
-			history = append(history, next)
-			next++
-			ids := append(append([]int64{}, history...), next) // the partial last block
-			next++
-			rows = append(rows, row{
-				Timestamp:    at.Milliseconds(),
-				InputLength:  (len(ids)-1)*blockTokens + 1 + rng.IntN(blockTokens-1),
-				OutputLength: 100 + rng.IntN(300),
-				HashIDs:      ids,
-				SessionID:    fmt.Sprintf("conv-%02d", c),
-			})
-			at += time.Duration(8000+rng.IntN(12000)) * time.Millisecond
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	// Mooncake traces are in arrival order; the simulator would sort them, but say it right.
-	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
-	for _, r := range rows {
-		_ = enc.Encode(r) // encoding these plain values cannot fail
-	}
-	return syntheticTrace{data: buf.Bytes(), requests: len(rows), conversations: conversations, turns: turns, prompts: prompts}
 }
 
 // demoAssessSection ends the demo with the recommendation: assess scrapes four emulated

@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/fleet"
-	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // TestAuditTokenizeDemoFleet runs kvcheck audit --tokenize against each replica of the demo's
@@ -20,11 +18,11 @@ import (
 func TestAuditTokenizeDemoFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f := startFleet(t, fleet.Options{Replicas: append(demoFleet(1), demoAuditReplica(1))})
+	f := startFleet(t, fleet.Options{Replicas: append(demo.HitrateFleet(1), demo.AuditReplica(1))})
 	for _, r := range f.Replicas() {
 		t.Run(r.Name(), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			args := []string{"audit", "--tokenize", r.URL(), "--requests", "testdata/demo/requests.jsonl", "-o", "json"}
+			args := []string{"audit", "--tokenize", r.URL(), "--requests", "../../internal/demo/testdata/requests.jsonl", "-o", "json"}
 			if code := run(ctx, args, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"NO_COLOR=1"}); code != exitOK {
 				t.Fatalf("exit code %d, stderr:\n%s", code, errOut.String())
 			}
@@ -78,55 +76,6 @@ func TestAuditTokenizeDemoFleet(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// The demo's trace is the same for a seed, reads back as a valid Mooncake trace with its
-// sessions, and has the shape the demo announces.
-func TestDemoTrace(t *testing.T) {
-	a, b := demoTrace(1), demoTrace(1)
-	if !bytes.Equal(a.data, b.data) {
-		t.Fatal("two traces of seed 1 differ")
-	}
-	if bytes.Equal(a.data, demoTrace(2).data) {
-		t.Error("seeds 1 and 2 give the same trace")
-	}
-	tr, err := sim.ReadMooncake(bytes.NewReader(a.data), "demo", sim.MooncakeBlockSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessions := map[string]int{}
-	for _, r := range tr.Requests {
-		sessions[r.Session]++
-	}
-	got := []int{len(tr.Requests), len(sessions), len(tr.Notes)}
-	want := []int{a.requests, a.conversations, 0}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("requests, sessions, notes (-want +got):\n%s", diff)
-	}
-	if a.requests != a.conversations*a.turns {
-		t.Errorf("%d requests, want %d conversations x %d turns", a.requests, a.conversations, a.turns)
-	}
-	if st := sim.Stats(tr); st.BlockRefs != 1920 || st.DistinctBlocks != 512 {
-		t.Errorf("%d block references, %d distinct; want 1920 and 512 (8x4 prompt blocks + 48x5x2 own)", st.BlockRefs, st.DistinctBlocks)
-	}
-}
-
-func TestShellJoin(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"lint", "--diff", "/tmp/x/d.json"}, "lint --diff /tmp/x/d.json"},
-		{[]string{"hitrate", "--scrape", "a=http://127.0.0.1:1,b=http://127.0.0.1:2"}, "hitrate --scrape a=http://127.0.0.1:1,b=http://127.0.0.1:2"},
-		{[]string{"audit", "my file.txt"}, "audit 'my file.txt'"},
-		{[]string{"x", "it's"}, `x 'it'\''s'`},
-		{[]string{"x", ""}, "x ''"},
-	}
-	for _, tt := range tests {
-		if got := shellJoin(tt.args); got != tt.want {
-			t.Errorf("shellJoin(%q) = %s, want %s", tt.args, got, tt.want)
-		}
 	}
 }
 

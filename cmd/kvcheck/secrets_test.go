@@ -51,7 +51,7 @@ func TestSecretsNotShown(t *testing.T) {
 		{"hitrate scrape ok text", []string{"hitrate", "--window", "100ms", "--scrape", withUser(f.URLs()[0])}, ""},
 		{"assess prometheus", []string{"assess", "--prometheus", withUser(ok.URL)}, "user:xxxxx@"},
 		{"lint prometheus", []string{"lint", "--prometheus", withUser(ok.URL), "../../testdata/lint"}, "user:xxxxx@"},
-		{"audit tokenize", []string{"audit", "--tokenize", withUser(bad.URL), "--requests", "testdata/demo/requests.jsonl"}, "user:xxxxx@"},
+		{"audit tokenize", []string{"audit", "--tokenize", withUser(bad.URL), "--requests", "../../internal/demo/testdata/requests.jsonl"}, "user:xxxxx@"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,59 @@
+package demo
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// The demo's trace is the same for a seed, reads back as a valid Mooncake trace with its
+// sessions, and has the shape the demo announces.
+func TestDemoTrace(t *testing.T) {
+	a, b := MooncakeTrace(1), MooncakeTrace(1)
+	if !bytes.Equal(a.Data, b.Data) {
+		t.Fatal("two traces of seed 1 differ")
+	}
+	if bytes.Equal(a.Data, MooncakeTrace(2).Data) {
+		t.Error("seeds 1 and 2 give the same trace")
+	}
+	tr, err := sim.ReadMooncake(bytes.NewReader(a.Data), "demo", sim.MooncakeBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := map[string]int{}
+	for _, r := range tr.Requests {
+		sessions[r.Session]++
+	}
+	got := []int{len(tr.Requests), len(sessions), len(tr.Notes)}
+	want := []int{a.Requests, a.Conversations, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests, sessions, notes (-want +got):\n%s", diff)
+	}
+	if a.Requests != a.Conversations*a.Turns {
+		t.Errorf("%d requests, want %d conversations x %d turns", a.Requests, a.Conversations, a.Turns)
+	}
+	if st := sim.Stats(tr); st.BlockRefs != 1920 || st.DistinctBlocks != 512 {
+		t.Errorf("%d block references, %d distinct; want 1920 and 512 (8x4 prompt blocks + 48x5x2 own)", st.BlockRefs, st.DistinctBlocks)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lint", "--diff", "/tmp/x/d.json"}, "lint --diff /tmp/x/d.json"},
+		{[]string{"hitrate", "--scrape", "a=http://127.0.0.1:1,b=http://127.0.0.1:2"}, "hitrate --scrape a=http://127.0.0.1:1,b=http://127.0.0.1:2"},
+		{[]string{"audit", "my file.txt"}, "audit 'my file.txt'"},
+		{[]string{"x", "it's"}, `x 'it'\''s'`},
+		{[]string{"x", ""}, "x ''"},
+	}
+	for _, tt := range tests {
+		if got := CommandLine(tt.args); got != tt.want {
+			t.Errorf("CommandLine(%q) = %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
