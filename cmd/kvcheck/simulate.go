@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,9 +148,9 @@ func runSimulate(cmd *cobra.Command, st *report.Status, o *simulateOptions) (rep
 	if err != nil {
 		return report.Result{}, err
 	}
-	policies, err := policyList(o.policies)
+	policies, err := sim.ParsePolicies(o.policies)
 	if err != nil {
-		return report.Result{}, err
+		return report.Result{}, usageErrorf("--policies: %v", err)
 	}
 	if o.blockSize < 0 {
 		return report.Result{}, usageErrorf("--block-size %d: want a positive number of tokens", o.blockSize)
@@ -213,7 +212,7 @@ func runSimulate(cmd *cobra.Command, st *report.Status, o *simulateOptions) (rep
 			st.Done()
 			return
 		}
-		st.Progress("%s", strings.TrimSuffix(strings.TrimPrefix(progressLine(p), "\r"), "\033[K"))
+		st.Progress("%s", p)
 	}
 	results, err := sim.Run(cmd.Context(), tr, sweep, nil)
 	if err != nil {
@@ -223,26 +222,11 @@ func runSimulate(cmd *cobra.Command, st *report.Status, o *simulateOptions) (rep
 	rep.Findings = append(sourceFindings, rep.Findings...)
 
 	if o.plot != "" {
-		if err := writePlot(o.plot, rep); err != nil {
+		if err := report.SimulationSVGFile(o.plot, rep); err != nil {
 			return report.Result{}, err
 		}
 	}
 	return report.Simulation(rep), nil
-}
-
-// progressLine is the sweep's progress on a terminal: simulations done, the share of all requests
-// routed, and the time left at the rate so far. The last call clears the line.
-func progressLine(p sim.Progress) string {
-	if p.SimulationsDone == p.Simulations {
-		return "\r\033[K"
-	}
-	line := fmt.Sprintf("\rsimulating: %d/%d done", p.SimulationsDone, p.Simulations)
-	if p.Requests > 0 && p.RequestsRouted > 0 {
-		f := float64(p.RequestsRouted) / float64(p.Requests)
-		left := time.Duration(float64(p.Elapsed) * (1 - f) / f).Round(time.Second)
-		line += fmt.Sprintf(", %.0f%% of %d requests routed, %s elapsed, about %s left", 100*f, p.Requests, p.Elapsed.Round(time.Second), left)
-	}
-	return line + "\033[K"
 }
 
 // checkSource checks that exactly one trace source is given and that source-specific flags
@@ -327,10 +311,7 @@ func (o *simulateOptions) loadRequests(ctx context.Context, st *report.Status) (
 			return nil, nil, err
 		}
 		ro.BlockSize, ro.Tokenizer = remote.BlockSize, remote.Server
-		note = fmt.Sprintf("block size: %d, from %s/metrics (vllm:cache_config_info)", remote.BlockSize, remote.Server.Shown())
-		if remote.Assumed {
-			note = fmt.Sprintf("block size: %d assumed: %s/metrics has no vllm:cache_config_info", remote.BlockSize, remote.Server.Shown())
-		}
+		note = remote.BlockSizeNote()
 		if remote.CachingOff != nil {
 			fs = append(fs, *remote.CachingOff)
 		}
@@ -406,32 +387,6 @@ func intList(flag, s string, lo, hi int) ([]int, error) {
 	return out, nil
 }
 
-func policyList(s string) ([]string, error) {
-	all := sim.PolicyNames()
-	if strings.TrimSpace(s) == "all" {
-		return all, nil
-	}
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		if !slices.Contains(all, p) {
-			return nil, usageErrorf("--policies: unknown policy %q: use all or some of %s", p, strings.Join(all, ", "))
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		return nil, usageErrorf("--policies: no policy named")
-	}
-	// Results follow the documented policy order, whatever order the flag gave.
-	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(all, a) - slices.Index(all, b) })
-	return out, nil
-}
-
 // policyHelp lists the policies with their one-line descriptions.
 func policyHelp() string {
 	var b strings.Builder
@@ -439,19 +394,4 @@ func policyHelp() string {
 		fmt.Fprintf(&b, "  %-14s %s\n", p.Name, p.About)
 	}
 	return b.String()
-}
-
-func writePlot(path string, rep sim.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write plot: %w", err)
-	}
-	if err := report.SimulationSVG(f, rep); err != nil {
-		_ = f.Close() // the write already failed; that error is the one to report
-		return fmt.Errorf("write plot %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write plot %s: %w", path, err)
-	}
-	return nil
 }

@@ -9,10 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kvcheck/kvcheck/internal/fleet"
-	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 func runSimulateCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -144,17 +142,5 @@ func TestSimulateExitCodes(t *testing.T) {
 				t.Errorf("exit code = %d, want %d (stderr %q)", code, tt.want, stderr)
 			}
 		})
-	}
-}
-
-// TestProgressLine: a quarter of the requests routed in 10 s leaves 30 s at that rate.
-func TestProgressLine(t *testing.T) {
-	got := progressLine(sim.Progress{Simulations: 4, SimulationsDone: 1, Requests: 400, RequestsRouted: 100, Elapsed: 10 * time.Second})
-	want := "\rsimulating: 1/4 done, 25% of 400 requests routed, 10s elapsed, about 30s left\033[K"
-	if got != want {
-		t.Errorf("progressLine = %q, want %q", got, want)
-	}
-	if got := progressLine(sim.Progress{Simulations: 4, SimulationsDone: 4, Requests: 400, RequestsRouted: 400}); got != "\r\033[K" {
-		t.Errorf("the last progress line = %q, want the line cleared", got)
 	}
 }

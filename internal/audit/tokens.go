@@ -266,6 +266,14 @@ type Remote struct {
 	CachingOff *finding.Finding
 }
 
+// BlockSizeNote says where the block size came from, for a report's notes.
+func (r Remote) BlockSizeNote() string {
+	if r.Assumed {
+		return fmt.Sprintf("block size: %d assumed: %s/metrics has no vllm:cache_config_info", r.BlockSize, r.Server.Shown())
+	}
+	return fmt.Sprintf("block size: %d, from %s/metrics (vllm:cache_config_info)", r.BlockSize, r.Server.Shown())
+}
+
 // Connect sets up tokenizing through the server at url: it reads the block size and the
 // prefix-caching setting from its /metrics. A server whose /metrics has no
 // vllm:cache_config_info is used with fallback as the block size (Assumed); one that cannot

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -191,4 +192,20 @@ func labelSuffix(tr *sim.Trace) string {
 		return "; " + strings.Join(l, "; ")
 	}
 	return ""
+}
+
+// SimulationSVGFile writes SimulationSVG's chart to the file at path (simulate --plot).
+func SimulationSVGFile(path string, r sim.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write plot: %w", err)
+	}
+	if err := SimulationSVG(f, r); err != nil {
+		_ = f.Close() // the write already failed; that error is the one to report
+		return fmt.Errorf("write plot %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write plot %s: %w", path, err)
+	}
+	return nil
 }
