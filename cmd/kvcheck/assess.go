@@ -199,18 +199,15 @@ func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report
 		in.Requests = rl
 	}
 	if len(o.tapFrom) > 0 {
-		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks, Ordered: len(o.tapFrom) <= 1}
+		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks}
 		if o.seedSet {
 			seed := o.hashSeed
 			opts.HashSeed = &seed
 		}
-		c := events.NewCollector(opts)
-		dur, cut, err := c.AddRecordings(ctx, o.tapFrom, "")
+		r, err := events.ReportRecordings(ctx, o.tapFrom, "", opts)
 		if err != nil {
 			return report.Result{}, err
 		}
-		r := c.Report(dur)
-		r.Findings = append(r.Findings, cut...)
 		in.Tap, in.TapInputs, in.SeedKnown = r, o.tapFrom, o.seedSet
 		if o.requests == "" && o.trace == "" && o.embedded == nil {
 			// The recordings are the traffic when nothing else is (a lower bound).

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/events"
-	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
 
@@ -100,28 +99,24 @@ func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string
 	case o.Record != "" && !live:
 		return report.Result{}, usageErrorf("--record needs endpoints to tap")
 	}
-	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage,
-		Ordered: len(o.From) <= 1}
+	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage, Ordered: true}
 	if o.hashSeedSet {
 		seed := o.HashSeed
 		opts.HashSeed = &seed
 	}
-	c := events.NewCollector(opts)
-	var dur time.Duration
-	var extra []finding.Finding
+	var r *events.Report
 	var err error
 	if len(o.From) > 0 {
-		if dur, extra, err = c.AddRecordings(ctx, o.From, o.Topic); err != nil {
-			return report.Result{}, err
-		}
-	} else if dur, err = tapLive(ctx, st, o, args, c); err != nil {
+		r, err = events.ReportRecordings(ctx, o.From, o.Topic, opts)
+	} else {
+		r, err = tapLive(ctx, st, o, args, events.NewCollector(opts))
+	}
+	if err != nil {
 		return report.Result{}, err
 	}
-	r := c.Report(dur)
-	r.Findings = append(r.Findings, extra...)
 	r.Findings = append(r.Findings, o.endpoints(args).Collisions()...)
 	res := report.Tap(r)
-	if len(o.From) == 0 && noneConnected(r) {
+	if len(o.From) == 0 && r.NoneConnected() {
 		// Every number above is zero because nothing was measured, not because the stream is
 		// quiet: that is a failed run, whatever --fail-on says.
 		return res, fmt.Errorf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", len(r.Publishers))
@@ -129,30 +124,19 @@ func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string
 	return res, nil
 }
 
-// noneConnected reports whether the tap had endpoints and never connected to (or bound) any.
-func noneConnected(r *events.Report) bool {
-	if len(r.Publishers) == 0 {
-		return false
-	}
-	for _, p := range r.Publishers {
-		if p.Connected == nil || *p.Connected || p.Messages > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []string, c *events.Collector) (_ time.Duration, err error) {
+// tapLive taps the publishers into c for --duration (or until ctx ends), recording with
+// --record, and returns c's report for the time tapped.
+func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []string, c *events.Collector) (_ *events.Report, err error) {
 	sources, err := o.endpoints(args).Sources()
 	if err != nil {
-		return 0, specUsage(err)
+		return nil, specUsage(err)
 	}
 	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
 		Logger: slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if o.Record != "" {
 		f, err := os.Create(o.Record)
 		if err != nil {
-			return 0, fmt.Errorf("create recording: %w", err)
+			return nil, fmt.Errorf("create recording: %w", err)
 		}
 		defer func() {
 			if cerr := f.Close(); cerr != nil && err == nil {
@@ -160,7 +144,7 @@ func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []strin
 			}
 		}()
 		if cfg.Recorder, err = events.NewRecorder(f); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	st.Note("tapping %d publishers for %s (Ctrl-C stops early and prints the report)", len(sources), o.Duration)
@@ -175,9 +159,9 @@ func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []strin
 	cancel()
 	wg.Wait()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return time.Since(start), nil
+	return c.Report(time.Since(start)), nil
 }
 
 // tapProgress redraws the progress line (on a terminal) every second.

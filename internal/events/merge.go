@@ -266,3 +266,19 @@ func (c *Collector) AddRecordings(ctx context.Context, paths []string, topic str
 	}
 	return time.Duration(last - first), cut, nil
 }
+
+// ReportRecordings analyses the recording files at paths as a tap of their publishers would
+// have: a Collector with o, ordered only for one file (merged recordings are not in any one
+// publisher's order), fed by AddRecordings; the report's findings end with the recordings cut
+// short.
+func ReportRecordings(ctx context.Context, paths []string, topic string, o Options) (*Report, error) {
+	o.Ordered = len(paths) <= 1
+	c := NewCollector(o)
+	dur, cut, err := c.AddRecordings(ctx, paths, topic)
+	if err != nil {
+		return nil, err
+	}
+	r := c.Report(dur)
+	r.Findings = append(r.Findings, cut...)
+	return r, nil
+}

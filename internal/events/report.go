@@ -438,3 +438,17 @@ func shallow(ds []DepthCount) bool {
 	}
 	return all > 0 && near*2 > all
 }
+
+// NoneConnected reports whether a live tap had publishers and never connected to (or bound)
+// any: then every figure is zero because nothing was measured.
+func (r *Report) NoneConnected() bool {
+	if len(r.Publishers) == 0 {
+		return false
+	}
+	for _, p := range r.Publishers {
+		if p.Connected == nil || *p.Connected || p.Messages > 0 {
+			return false
+		}
+	}
+	return true
+}
