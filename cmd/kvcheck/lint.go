@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -14,7 +13,6 @@ import (
 	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"strings"
 )
 
 // lintOptions are the flags of kvcheck lint.
@@ -177,60 +175,18 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 	}
 
 	if opts.Diff {
-		var diff strings.Builder
-		for _, r := range results {
-			if r.Fixed != nil {
-				diff.WriteString(lint.Diff(r.Path, r.Original, r.Fixed))
-			}
-		}
-		return report.LintDiff(run, diff.String()), nil
+		return report.LintDiff(run, lint.DiffAll(results)), nil
 	}
 	if opts.Fix {
 		for _, r := range results {
 			if r.Fixed == nil {
 				continue
 			}
-			if err := writeFixed(r.Path, r.Fixed); err != nil {
+			if err := lint.WriteFixed(r.Path, r.Fixed); err != nil {
 				return report.Result{}, err
 			}
 			st.Note("rewrote %s", r.Path)
 		}
 	}
 	return report.Lint(run), nil
-}
-
-// writeFixed replaces a file's content, keeping its permissions; the new content is written
-// to a temporary file beside it and renamed over it, so a crash leaves one or the other.
-func writeFixed(name string, content []byte) error {
-	// Write through a symbolic link to its target rather than replace the link.
-	path, err := filepath.EvalSymlinks(name)
-	if err != nil {
-		return fmt.Errorf("fix %s: %w", name, err)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("fix %s: %w", path, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".kvcheck-fix-*")
-	if err != nil {
-		return fmt.Errorf("fix %s: %w", path, err)
-	}
-	// After the rename there is nothing left to remove; before it, a failure leaves the
-	// temporary file, which this removes (its own error adds nothing to the one returned).
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(content); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("fix %s: %w", path, err)
-	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("fix %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("fix %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("fix %s: %w", path, err)
-	}
-	return nil
 }

@@ -8,6 +8,18 @@ import (
 // maxDiffCells bounds the LCS table of Diff (lines of a times lines of b changed region).
 const maxDiffCells = 50_000_000
 
+// DiffAll is the unified diff of every file results rewrote, in their order: what lint --diff
+// shows and --fix would write.
+func DiffAll(results []FileResult) string {
+	var b strings.Builder
+	for _, r := range results {
+		if r.Fixed != nil {
+			b.WriteString(Diff(r.Path, r.Original, r.Fixed))
+		}
+	}
+	return b.String()
+}
+
 // Diff returns a unified diff (3 lines of context) turning a into b, with path in the
 // headers, or "" when they are equal.
 func Diff(path string, a, b []byte) string {
