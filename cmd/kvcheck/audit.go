@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"github.com/kvcheck/kvcheck/internal/vllm"
 	"io"
 )
 
@@ -121,8 +117,14 @@ func runAudit(ctx context.Context, st *report.Status, opts *auditOptions) (repor
 		res.Findings = append(res.Findings, tr.Findings...)
 	}
 	if server != nil {
-		if err := probeFiles(ctx, st, server, &res); err != nil {
+		tpls, fs, refused, err := audit.ProbeTemplateFiles(ctx, server, res.Templates, res.BlockSize)
+		if err != nil {
 			return report.Result{}, err
+		}
+		res.Templates = append(res.Templates, tpls...)
+		res.Findings = append(res.Findings, fs...)
+		if refused != "" {
+			st.Note("%s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated", server.Shown(), refused)
 		}
 		tpl, fs, err := audit.ProbeServerTemplate(ctx, server, res.BlockSize)
 		if err != nil {
@@ -158,34 +160,4 @@ func runAudit(ctx context.Context, st *report.Status, opts *auditOptions) (repor
 	}
 
 	return report.Audit(res), nil
-}
-
-// probeFiles renders each Jinja template file through the server, for exact positions. vLLM
-// refuses templates in requests unless started with --trust-request-chat-template; then the
-// files keep their estimated positions and stderr says why.
-func probeFiles(ctx context.Context, st *report.Status, server *audit.Server, res *report.AuditRun) error {
-	var files []string
-	for _, t := range res.Templates {
-		if t.Format == "jinja" {
-			files = append(files, t.File)
-		}
-	}
-	for _, path := range files {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("template %s: %w", path, err)
-		}
-		tpl, fs, err := audit.ProbeTemplate(ctx, server, path+" (rendered by the server)", string(src), res.BlockSize)
-		var se *vllm.ServerError
-		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
-			st.Note("%s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated", server.Shown(), se.Message)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		res.Templates = append(res.Templates, tpl)
-		res.Findings = append(res.Findings, fs...)
-	}
-	return nil
 }

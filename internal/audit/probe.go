@@ -2,11 +2,15 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
 // probeDates are the values given to date-like chat-template variables in the two renders of a
@@ -28,6 +32,34 @@ var probeConversation = []Message{
 // the server.
 func ProbeServerTemplate(ctx context.Context, s *Server, blockSize int) (Template, []Finding, error) {
 	return ProbeTemplate(ctx, s, s.Shown()+" (server chat template)", "", blockSize)
+}
+
+// ProbeTemplateFiles renders each Jinja template file among templates through the server, for
+// exact positions, and returns the probed entries (named "PATH (rendered by the server)") with
+// their findings. A server that refuses templates in requests (vLLM without
+// --trust-request-chat-template answers 400) ends the probing: refused is its message, and the
+// files not probed keep their estimated positions.
+func ProbeTemplateFiles(ctx context.Context, s *Server, templates []Template, blockSize int) (probed []Template, fs []Finding, refused string, err error) {
+	for _, t := range templates {
+		if t.Format != "jinja" {
+			continue
+		}
+		src, err := os.ReadFile(t.File)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("template %s: %w", t.File, err)
+		}
+		tpl, tfs, err := ProbeTemplate(ctx, s, t.File+" (rendered by the server)", string(src), blockSize)
+		var se *vllm.ServerError
+		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
+			return probed, fs, se.Message, nil
+		}
+		if err != nil {
+			return nil, nil, "", err
+		}
+		probed = append(probed, tpl)
+		fs = append(fs, tfs...)
+	}
+	return probed, fs, "", nil
 }
 
 // ProbeTemplate is ProbeServerTemplate through the given chat template (the server's own when
