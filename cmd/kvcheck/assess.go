@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -191,7 +190,15 @@ func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report
 		in.Templates, in.TemplateInputs = &tr, o.templates
 	}
 	if o.requests != "" {
-		rl, cleanup, err := assessRequestLog(ctx, st, o, blockSize)
+		var remote *audit.Remote
+		if o.tok.URL != "" {
+			r, err := o.tok.connect(ctx, st, blockSize)
+			if err != nil {
+				return report.Result{}, err
+			}
+			remote = &r
+		}
+		rl, cleanup, err := assess.OpenRequestLog(o.requests, o.stdin, blockSize, remote)
 		if err != nil {
 			return report.Result{}, err
 		}
@@ -272,42 +279,4 @@ func assessMetrics(ctx context.Context, st *report.Status, spec promql.Spec) (*p
 		st.Warn("could not read %s: %s; the assessment leaves it out", d.Target, d.Error)
 	}
 	return &rep, nil
-}
-
-// assessRequestLog sets up the request log for the audit and the replays, which read it up to
-// three times: standard input is spooled to a temporary file first (removed by cleanup).
-func assessRequestLog(ctx context.Context, st *report.Status, o *assessOptions, blockSize int) (*assess.RequestLog, func(), error) {
-	rl := &assess.RequestLog{Name: o.requests, BlockSize: blockSize}
-	cleanup := func() {}
-	if o.tok.URL != "" {
-		remote, err := o.tok.connect(ctx, st, blockSize)
-		if err != nil {
-			return nil, cleanup, err
-		}
-		rl.BlockSize, rl.Tokenizer = remote.BlockSize, remote.Server
-		if f := remote.CachingOff; f != nil {
-			f.Source = "requests"
-			rl.Findings = append(rl.Findings, *f)
-		}
-	}
-	path := o.requests
-	if path == "-" {
-		rl.Name = "standard input"
-		tmp, err := os.CreateTemp("", "kvcheck-requests-*.jsonl")
-		if err != nil {
-			return nil, cleanup, fmt.Errorf("requests: spool standard input: %w", err)
-		}
-		cleanup = func() { _ = os.Remove(tmp.Name()) }
-		_, err = io.Copy(tmp, o.stdin)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			cleanup()
-			return nil, func() {}, fmt.Errorf("requests: spool standard input to %s: %w", tmp.Name(), err)
-		}
-		path = tmp.Name()
-	}
-	rl.Open = func() (io.ReadCloser, error) { return os.Open(path) }
-	return rl, cleanup, nil
 }

@@ -1,0 +1,72 @@
+package assess
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// TestOpenRequestLogStdin: standard input is read once into a file that every later Open reads
+// from the start, and cleanup removes it; the tokenize server's caching finding is the log's.
+func TestOpenRequestLogStdin(t *testing.T) {
+	const log = `{"prompt": "a"}` + "\n" + `{"prompt": "b"}` + "\n"
+	off := &finding.Finding{Code: "prefix-caching-off"}
+	remote := &audit.Remote{BlockSize: 32, CachingOff: off}
+	rl, cleanup, err := OpenRequestLog("-", strings.NewReader(log), 16, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rl.Name != "standard input" || rl.BlockSize != 32 {
+		t.Errorf("name %q, block size %d; want standard input and the server's 32", rl.Name, rl.BlockSize)
+	}
+	if len(rl.Findings) != 1 || rl.Findings[0].Source != "requests" || off.Source != "" {
+		t.Errorf("findings %+v (server's %+v): want the server's finding, sourced to the requests", rl.Findings, off)
+	}
+	var spooled string
+	for range 2 {
+		r, err := rl.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		_ = r.Close()
+		if err != nil || string(b) != log {
+			t.Fatalf("Open read %q (%v), want the log", b, err)
+		}
+		if f, ok := r.(*os.File); ok {
+			spooled = f.Name()
+		}
+	}
+	cleanup()
+	if _, err := os.Stat(spooled); !os.IsNotExist(err) {
+		t.Errorf("the spooled file %q is still there after cleanup (%v)", spooled, err)
+	}
+}
+
+// TestOpenRequestLogFile: a named log is read in place, in the block size given.
+func TestOpenRequestLogFile(t *testing.T) {
+	path := t.TempDir() + "/log.jsonl"
+	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rl, cleanup, err := OpenRequestLog(path, nil, 16, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	if rl.Name != path || rl.BlockSize != 16 || rl.Tokenizer != nil || len(rl.Findings) != 0 {
+		t.Errorf("got %+v, want the file by its name, 16-token blocks, estimated tokens", rl)
+	}
+	r, err := rl.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	if f, ok := r.(*os.File); !ok || f.Name() != path {
+		t.Errorf("Open read %v, want %s itself", r, path)
+	}
+}
