@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -121,6 +122,116 @@ func alphaPlugin(t string) bool {
 	return strings.HasPrefix(t, "multicluster-")
 }
 
+// eppTopKeys are the fields of EndpointPickerConfig (apix/config/v1alpha1/
+// endpointpickerconfig_types.go @ebab687) and its TypeMeta.
+var eppTopKeys = []string{"apiVersion", "kind", "featureGates", "plugins", "schedulingProfiles", "dataLayer",
+	"flowControl", "requestHandler", "saturationDetector", "parser"}
+
+// eppPluginTypes are the plugin type names the llm-d router registers: the *Type constants of
+// pkg/epp/framework/plugins @ebab687 (ROUTERS.md section 2 names the prefix-cache ones).
+var eppPluginTypes = []string{
+	"active-request-scorer", "agent-identity", "always-disagg-multimodal-decider", "always-disagg-pd-decider",
+	"anthropic-parser", "approx-prefix-cache-producer", "burst-prefix-cache-producer", "by-label",
+	"by-label-selector", "concurrency-detector", "context-length-aware", "core-metrics-extractor",
+	"data-parallel-profile-handler", "dcgm-data-source", "dcgm-extractor", "decode-filter",
+	"destination-endpoint-served-verifier", "disagg-headers-handler", "disagg-profile-handler",
+	"disaggregatedset-rollout-pod-extractor", "disaggregatedset-rollout-screener", "edf-ordering-policy",
+	"encode-filter", "endpoint-attribute-filter", "endpoint-attribute-scorer", "endpoint-notification-source",
+	"fcfs-ordering-policy", "file-discovery", "global-strict-fairness-policy", "header-based-testing-filter",
+	"header-label-affinity-scorer", "header-profile-handler", "inflight-load-producer", "k8s-notification-source",
+	"kv-cache-utilization-scorer", "label-selector-filter", "latency-scorer", "latency-slo-admitter",
+	"load-aware-scorer", "local-syncer", "lora-affinity-scorer", "max-score-picker", "metrics-data-source",
+	"mm-embeddings-cache-producer", "mm-embeddings-cache-scorer", "models-data-extractor", "models-data-source",
+	"multicluster-approx-prefix-cache-producer", "multicluster-file-discovery",
+	"multicluster-kv-cache-utilization-scorer", "multicluster-metrics-data-source",
+	"multicluster-metrics-extractor", "multicluster-prefix-cache-scorer", "multicluster-queue-scorer",
+	"multicluster-session-affinity-filter", "no-hit-lru-scorer", "openai-parser", "p2p-source-producer",
+	"passthrough-parser", "pd-profile-handler", "precise-prefix-cache-producer", "precise-prefix-cache-scorer",
+	"predicted-latency-producer", "prefill-filter", "prefill-header-handler", "prefix-based-pd-decider",
+	"prefix-cache-affinity-filter", "prefix-cache-scorer", "priority-holdback-policy",
+	"priority-then-time-eviction-order-policy", "probabilistic-admitter", "program-aware-fairness",
+	"queue-scorer", "random-picker", "request-attribute-reporter", "round-robin-fairness-policy",
+	"running-requests-size-scorer", "session-affinity-filter", "session-affinity-scorer", "session-id-producer",
+	"sglanghttp-parser", "sheddable-eviction-filter", "single-profile-handler", "slo-deadline-ordering-policy",
+	"slo-headroom-tier-filter", "soft-reflective-ceiling-policy", "static-usage-limit-policy",
+	"token-load-scorer", "token-producer", "tokenizer", "topology-affinity-filter", "topology-affinity-scorer",
+	"topology-extractor", "utilization-detector", "utilization-filter", "vertexai-parser", "vllmgrpc-parser",
+	"vllmhttp-parser", "weighted-random-picker",
+}
+
+// eppParams are the parameters of the plugins whose parameter names ROUTERS.md gives, as the
+// plugins decode them @ebab687 (approximateprefix/types.go, preciseprefixcache/producer.go
+// PluginConfig, scorer/prefix/plugin.go, tokenizer/tokenizer.go tokenizerPluginConfig). The EPP
+// decodes parameters strictly (plugin.StrictDecoder), so a misspelt one stops it at start.
+var eppParams = map[string][]string{
+	"approx-prefix-cache-producer":  {"autoTune", "blockSizeTokens", "blockSize", "maxPrefixBlocksToMatch", "maxPrefixTokensToMatch", "lruCapacityPerServer"},
+	"precise-prefix-cache-producer": {"tokenProcessorConfig", "indexerConfig", "kvEventsConfig", "speculativeIndexing", "speculativeTTL"},
+	"prefix-cache-scorer":           {"prefixMatchInfoProducerName", "matchLengthWeight", "matchLengthScaleTokens"},
+	"token-producer":                {"udsTokenizerConfig", "vllm", "estimate", "modelName"},
+	"tokenizer":                     {"udsTokenizerConfig", "vllm", "estimate", "modelName"},
+}
+
+// eppVLLMKeys are token-producer's parameters.vllm fields (tokenizer/vllm_http.go vllmConfig
+// @ebab687).
+var eppVLLMKeys = []string{"url", "timeout", "mmTimeout"}
+
+// checkEPCNames reports the top-level keys, plugin types and (for the llm-d.ai API, whose
+// plugins' parameters kvcheck has read) parameter names an EndpointPickerConfig does not
+// know: info, or a warning naming the nearest known name.
+func (d *ydoc) checkEPCNames(root *yaml.Node, plugins []eppPlugin, current bool) {
+	d.unknownKeys(root, "", eppTopKeys, "llm-d")
+	refs := map[string]bool{}
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		n = deref(n)
+		if n == nil || depth > 16 {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			if r, ok := str(n, "pluginRef"); ok {
+				refs[r] = true
+			}
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(get(root, "schedulingProfiles"), 0)
+	walk(get(root, "dataLayer"), 0)
+	for _, p := range plugins {
+		tn := get(p.node, "type")
+		if p.typ != "" && !slices.Contains(eppPluginTypes, p.typ) {
+			if best := nearestName(p.typ, eppPluginTypes); best != "" {
+				// The name defaults to the type, and pluginRef entries name it: a plugin named
+				// by its misspelt type that entries refer to keeps that name, so the type alone
+				// is no longer one rewrite.
+				hint := "set type: " + best
+				pinned := get(p.node, "name") == nil && refs[p.typ]
+				if pinned {
+					hint += " and name: " + p.typ + " (the pluginRef entries name it), or rename those entries too"
+				}
+				f := d.fl.addConfig("llm-d/plugin-typo", d.pos(tn), "plugins "+p.name,
+					fmt.Sprintf("plugin type %s is not one the llm-d router registers: did you mean %s?", p.typ, best), hint)
+				if !pinned {
+					d.replaceFix(f, tn, best)
+				}
+			} else {
+				d.fl.addConfig("llm-d/unknown-plugin", d.pos(tn), "plugins "+p.name,
+					fmt.Sprintf("plugin type %s is not one this kvcheck knows (a newer or out-of-tree llm-d plugin?)", p.typ), "")
+			}
+		}
+		known, ok := eppParams[p.typ]
+		if !ok || !current {
+			continue
+		}
+		where := "plugins " + p.name + ".parameters"
+		d.unknownKeys(p.params, where, known, "llm-d")
+		if p.typ == "token-producer" || p.typ == "tokenizer" {
+			d.unknownKeys(get(p.params, "vllm"), where+".vllm", eppVLLMKeys, "llm-d")
+		}
+	}
+}
+
 type eppPlugin struct {
 	node   *yaml.Node
 	typ    string
@@ -146,6 +257,7 @@ func (d *ydoc) checkEPC(root *yaml.Node, flags eppFlags) {
 		}
 		plugins = append(plugins, eppPlugin{node: p, typ: t, name: n, params: get(p, "parameters")})
 	}
+	d.checkEPCNames(root, plugins, current)
 	var precise, approx []eppPlugin
 	realTokenizer := false
 	for _, p := range plugins {

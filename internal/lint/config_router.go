@@ -181,7 +181,8 @@ func (d *ydoc) checkLiteLLM(root *yaml.Node, replicas int) {
 }
 
 // unknownKeys reports the keys of a mapping that are not in known: a warning naming the nearest
-// key when one is one or two edits away, info otherwise.
+// key when one is one or two edits away, info otherwise. system is the code prefix
+// (system/unknown-key, system/key-typo); a typo is renamed by --fix.
 func (d *ydoc) unknownKeys(m *yaml.Node, where string, known []string, system string) {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return
@@ -195,13 +196,7 @@ func (d *ydoc) unknownKeys(m *yaml.Node, where string, known []string, system st
 		if where != "" {
 			name = where + "." + k.Value
 		}
-		best, dist := "", 3
-		for _, c := range known {
-			if x := editDistance(k.Value, c, dist); x < dist {
-				best, dist = c, x
-			}
-		}
-		if best != "" {
+		if best := nearestName(k.Value, known); best != "" {
 			f := d.fl.addConfig(system+"/key-typo", d.pos(k), name,
 				fmt.Sprintf("%s is not a key %s reads: did you mean %s?", name, system, best),
 				fmt.Sprintf("rename %s to %s", k.Value, best))
@@ -211,6 +206,18 @@ func (d *ydoc) unknownKeys(m *yaml.Node, where string, known []string, system st
 		d.fl.addConfig(system+"/unknown-key", d.pos(k), name,
 			fmt.Sprintf("%s is not a key this kvcheck knows (a newer %s key?)", name, system), "")
 	}
+}
+
+// nearestName returns the name of known one or two edits from name, the first of the closest;
+// "" when none is that close (two edits catch a dropped, doubled or swapped letter).
+func nearestName(name string, known []string) string {
+	best, dist := "", 3
+	for _, c := range known {
+		if x := editDistance(name, c, dist); x < dist {
+			best, dist = c, x
+		}
+	}
+	return best
 }
 
 // editDistance is the Levenshtein distance of a and b, or limit when it is at least limit.
@@ -253,6 +260,31 @@ func urlHost(s string) string {
 	return u.Hostname()
 }
 
+// prodStackRouterKeys are the routerSpec keys of the production-stack chart: the properties
+// of helm/values.schema.json and the .Values.routerSpec fields its templates read, @a6c01db.
+var prodStackRouterKeys = []string{"affinity", "autoscaling", "containerPort", "containerSecurityContext",
+	"enableRouter", "engineScrapeInterval", "env", "extraArgs", "extraPorts", "extraVolumeMounts", "extraVolumes",
+	"hf_token", "imagePullPolicy", "imagePullSecrets", "ingress", "k8sServiceDiscoveryType", "labels",
+	"livenessProbe", "lmcacheConfig", "lmcacheControllerHeartbeatPort", "lmcacheControllerPort",
+	"lmcacheControllerReplyPort", "nodePort", "nodeSelectorTerms", "otel", "pdb", "podAnnotations",
+	"prefixMinMatchLength", "priorityClassName", "readinessProbe", "replicaCount", "repository",
+	"requestStatsWindow", "resources", "rootPath", "route", "routingLogic", "securityContext",
+	"serviceAccountName", "serviceAnnotations", "serviceDiscovery", "serviceMonitor", "servicePort",
+	"serviceType", "sessionKey", "startupProbe", "staticBackends", "staticModels", "strategy", "tag", "vllmApiKey"}
+
+// prodStackModelKeys are the servingEngineSpec.modelSpec[] keys of the same chart: the schema's
+// properties and the $modelSpec fields the templates read, @a6c01db.
+var prodStackModelKeys = []string{"affinity", "annotations", "chatTemplate", "chatTemplateConfigMap", "enableLoRA",
+	"enableTool", "enabled", "env", "envFromSecret", "extraVolumeMounts", "extraVolumes", "hf_token",
+	"imagePullSecret", "initContainer", "keda", "labels", "limitCPU", "limitGPUCores", "limitGPUMem",
+	"limitGPUMemPercentage", "limitMemory", "lmcacheConfig", "modelRevision", "modelURL", "name", "nodeName",
+	"nodeSelectorTerms", "pdb", "podAnnotations", "podLabels", "priorityClassName", "pvcAccessMode",
+	"pvcAnnotations", "pvcExistingClaimName", "pvcLabels", "pvcMatchLabels", "pvcStorage", "raySpec",
+	"replicaCount", "repository", "requestCPU", "requestGPU", "requestGPUCores", "requestGPUMem",
+	"requestGPUMemPercentage", "requestGPUType", "requestMemory", "resources", "runtimeClassName",
+	"serviceAccountName", "serviceAnnotations", "shmSize", "storageClass", "tag", "tolerations",
+	"tolerationsPolicy", "toolCallParser", "vllmConfig"}
+
 // checkProdStack checks production-stack Helm values.
 func (d *ydoc) checkProdStack(root *yaml.Node) {
 	fl := d.fl
@@ -262,6 +294,7 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 		if name != "" {
 			loc += " " + name
 		}
+		d.unknownKeys(ms, loc, prodStackModelKeys, "production-stack")
 		vc := get(ms, "vllmConfig")
 		off := false
 		var offAt pos
@@ -311,6 +344,7 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 		fl.facts().engines = append(fl.facts().engines, e)
 	}
 	rsNode := get(root, "routerSpec")
+	d.unknownKeys(rsNode, "routerSpec", prodStackRouterKeys, "production-stack")
 	logic, _ := str(rsNode, "routingLogic")
 	at := d.pos(get(rsNode, "routingLogic"))
 	switch logic {

@@ -493,6 +493,14 @@ func TestConfigFix(t *testing.T) {
 		{"typo renamed",
 			litellmShuffle + "  optional_pre_call_check: [session_affinity]\n",
 			litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n"},
+		{"llm-d parameter typo renamed",
+			strings.Replace(eppGuide, "blockSizeTokens: 64", "blockSizeToken: 64", 1), eppGuide},
+		{"llm-d named plugin's type typo rewritten",
+			strings.Replace(eppGuide, "  - type: approx-prefix-cache-producer\n    name: approx\n", "  - type: approx-prefix-cache-produce\n    name: approx\n", 1), eppGuide},
+		{"llm-d unnamed plugin's type typo rewritten: the pluginRef entries use the right name",
+			strings.Replace(eppGuide, "  - type: queue-scorer\n", "  - type: queue-scorrer\n", 1), eppGuide},
+		{"production-stack modelSpec key typo renamed",
+			strings.Replace(prodStackKV, "    vllmConfig:", "    vllmconfig:", 1), prodStackKV},
 		{"CRLF kept",
 			"servingEngineSpec:\r\n  modelSpec:\r\n  - name: qwen\r\n    vllmConfig:\r\n      maxModelLen: 8000\r\n",
 			"servingEngineSpec:\r\n  modelSpec:\r\n  - name: qwen\r\n    vllmConfig:\r\n      maxModelLen: 8000\r\n      enablePrefixCaching: true\r\n"},
@@ -513,6 +521,15 @@ func TestConfigFix(t *testing.T) {
 				t.Errorf("a second --fix changes the file again")
 			}
 		})
+	}
+	// A plugin named by its misspelt type that pluginRef entries use: renaming the type would
+	// orphan them, so the typo stays a hint that says so.
+	r0 := newLinter(t, "").File("f.yaml", []byte(strings.ReplaceAll(eppGuide, "queue-scorer\n", "queue-scorrer\n")))
+	if r0.Fixed != nil {
+		t.Errorf("plugin typo without a name rewritten:\n%s", r0.Fixed)
+	}
+	if i := slices.IndexFunc(r0.Findings, func(f Finding) bool { return f.Code == "llm-d/plugin-typo" }); i < 0 || r0.Findings[i].Fixable() || !strings.Contains(r0.Findings[i].Fix, "name: queue-scorrer") {
+		t.Errorf("plugin typo without a name: findings %+v; want a hint keeping the name", r0.Findings)
 	}
 	// Not one value: no rewrite, still a fix hint.
 	r := newLinter(t, "").File("f.yaml", []byte(prodStack("session", "", "")))
@@ -615,5 +632,180 @@ func TestConfigCrossFindingsBounded(t *testing.T) {
 				t.Errorf("message %q does not count the other 49 routers", f.Message)
 			}
 		}
+	}
+}
+
+// eppGuide is an EndpointPickerConfig shaped like llm-d-router's precise-prefix-cache example
+// (config/.../epp-precise-prefix-cache-config.yaml): every key, type and parameter is one the
+// router reads at @ebab687.
+const eppGuide = `apiVersion: llm-d.ai/v1alpha1
+kind: EndpointPickerConfig
+featureGates:
+  - flowControl
+plugins:
+  - type: token-producer
+    parameters:
+      modelName: Qwen/Qwen3-32B
+      vllm:
+        url: http://qwen-render:8000
+        timeout: 5s
+  - type: endpoint-notification-source
+  - type: metrics-data-source
+  - type: core-metrics-extractor
+  - type: single-profile-handler
+  - type: decode-filter
+  - type: precise-prefix-cache-producer
+    parameters:
+      tokenProcessorConfig:
+        blockSize: 64
+      speculativeIndexing: true
+      kvEventsConfig:
+        podDiscoveryConfig:
+          socketPort: 5556
+          replaySocketPort: 5570
+  - type: prefix-cache-scorer
+    parameters:
+      prefixMatchInfoProducerName: precise-prefix-cache-producer
+      matchLengthWeight: 0.5
+  - type: approx-prefix-cache-producer
+    name: approx
+    parameters:
+      blockSizeTokens: 64
+      lruCapacityPerServer: 31250
+  - type: no-hit-lru-scorer
+  - type: kv-cache-utilization-scorer
+  - type: queue-scorer
+  - type: max-score-picker
+dataLayer:
+  sources:
+    - pluginRef: endpoint-notification-source
+      extractors:
+        - pluginRef: precise-prefix-cache-producer
+schedulingProfiles:
+  - name: default
+    plugins:
+      - pluginRef: decode-filter
+      - pluginRef: prefix-cache-scorer
+        weight: 3
+      - pluginRef: queue-scorer
+        weight: 2
+      - pluginRef: max-score-picker
+`
+
+// prodStackKV is production-stack values shaped like the chart's tutorial values-17-kv-aware.yaml
+// (LMCache controller wired on 9000, the chat template keys, pdb): keys the chart reads @a6c01db.
+const prodStackKV = `servingEngineSpec:
+  runtimeClassName: ""
+  modelSpec:
+  - name: "qwen"
+    repository: "lmcache/vllm-openai"
+    tag: "v0.3.9post2"
+    modelURL: "Qwen/Qwen3-32B"
+    replicaCount: 2
+    requestCPU: 8
+    requestMemory: "128Gi"
+    requestGPU: 1
+    pvcStorage: "256Gi"
+    pdb:
+      enabled: true
+    chatTemplate: "chat.jinja2"
+    vllmConfig:
+      enablePrefixCaching: true
+      maxModelLen: 8000
+    lmcacheConfig:
+      enabled: true
+      enableController: true
+      controllerPort: 9000
+    env:
+      - name: HF_HOME
+        value: "/data"
+routerSpec:
+  repository: "lmcache/lmstack-router"
+  tag: "latest"
+  resources:
+    requests:
+      cpu: "1"
+  routingLogic: "prefixaware"
+  lmcacheControllerPort: 9000
+  lmcacheControllerReplyPort: 9001
+  sessionKey: "x-user-id"
+`
+
+// TestConfigUnknownNames covers gap "unknown keys of a known file kind" for llm-d and
+// production-stack: a name kvcheck does not know is info; one or two edits from a known name is
+// a warning that names it (and, where the rename is safe, --fix applies it).
+func TestConfigUnknownNames(t *testing.T) {
+	type want struct{ code, msg string }
+	tests := []struct {
+		name string
+		src  string
+		want []want // the name findings (unknown-key, key-typo, unknown-plugin, plugin-typo) and any other finding
+	}{
+		{"llm-d negative: the guide's config", eppGuide, nil},
+		{"llm-d top-level typo", strings.Replace(eppGuide, "schedulingProfiles:", "schedulingProfile:", 1),
+			[]want{{"llm-d/key-typo", "did you mean schedulingProfiles?"}}},
+		{"llm-d unknown top-level key", eppGuide + "teamNotes: owned by infra\n",
+			[]want{{"llm-d/unknown-key", "teamNotes is not a key this kvcheck knows"}}},
+		{"llm-d plugin type typo", strings.Replace(eppGuide, "  - type: queue-scorer\n", "  - type: queue-scorrer\n", 1),
+			[]want{{"llm-d/plugin-typo", "did you mean queue-scorer?"}}},
+		{"llm-d unknown plugin type", strings.Replace(eppGuide, "  - type: queue-scorer\n", "  - type: queue-scorer\n  - type: acme-gpu-thermal-scorer\n", 1),
+			[]want{{"llm-d/unknown-plugin", "acme-gpu-thermal-scorer is not one this kvcheck knows"}}},
+		{"llm-d approximate producer parameter typo", strings.Replace(eppGuide, "blockSizeTokens: 64", "blockSizeToken: 64", 1),
+			[]want{{"llm-d/key-typo", "plugins approx.parameters.blockSizeToken is not a key llm-d reads: did you mean blockSizeTokens?"}}},
+		{"llm-d precise producer parameter typo", strings.Replace(eppGuide, "speculativeIndexing: true", "speculativeIndexng: true", 1),
+			[]want{{"llm-d/key-typo", "did you mean speculativeIndexing?"}}},
+		{"llm-d scorer parameter typo also loses the producer (LD-02)", strings.Replace(eppGuide, "prefixMatchInfoProducerName:", "prefixMatchInfoProducerNam:", 1),
+			[]want{{"llm-d/scorer-approximate-producer", ""}, {"llm-d/key-typo", "did you mean prefixMatchInfoProducerName?"}}},
+		{"llm-d token-producer vllm field typo", strings.Replace(eppGuide, "timeout: 5s", "timout: 5s", 1),
+			[]want{{"llm-d/key-typo", "plugins token-producer.parameters.vllm.timout is not a key llm-d reads: did you mean timeout?"}}},
+		{"llm-d unknown parameter of a known plugin", strings.Replace(eppGuide, "matchLengthWeight: 0.5", "matchLengthWeight: 0.5\n      experimentalBoost: 2", 1),
+			[]want{{"llm-d/unknown-key", "plugins prefix-cache-scorer.parameters.experimentalBoost is not a key"}}},
+		// The x-k8s.io era's in-scorer pipeline (hello-chris-llm-d_epp.yaml in the corpus) had
+		// other parameters: kvcheck has not read them, so it does not judge them.
+		{"llm-d negative: old API parameters are not judged",
+			"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: prefix-cache-scorer\n  parameters:\n    mode: cache_tracking\n    hashBlockSize: 16\n    maxPrefixBlocksToMatch: 256\n- type: max-score-picker\nschedulingProfiles:\n- name: default\n  plugins:\n  - pluginRef: prefix-cache-scorer\n  - pluginRef: max-score-picker\n",
+			nil},
+		{"production-stack negative: tutorial-shaped values", prodStackKV, nil},
+		{"production-stack routerSpec typo", strings.Replace(prodStackKV, "  sessionKey:", "  sesionKey:", 1),
+			[]want{{"production-stack/key-typo", "routerSpec.sesionKey is not a key production-stack reads: did you mean sessionKey?"}}},
+		{"production-stack routerSpec typo hides the session key (PS-02)",
+			strings.Replace(strings.Replace(prodStackKV, "  sessionKey:", "  session_key:", 1), `"prefixaware"`, `"session"`, 1),
+			[]want{{"production-stack/session-key-missing", ""}, {"production-stack/key-typo", "did you mean sessionKey?"}}},
+		{"production-stack modelSpec typo", strings.Replace(prodStackKV, "    vllmConfig:", "    vllmconfig:", 1),
+			[]want{{"production-stack/key-typo", "servingEngineSpec.modelSpec[0] qwen.vllmconfig is not a key production-stack reads: did you mean vllmConfig?"}}},
+		{"production-stack unknown routerSpec key", strings.Replace(prodStackKV, "  lmcacheControllerPort: 9000\n", "  lmcacheControllerPort: 9000\n  canaryWeight: 10\n", 1),
+			[]want{{"production-stack/unknown-key", "routerSpec.canaryWeight is not a key this kvcheck knows"}}},
+		{"production-stack unknown modelSpec key", strings.Replace(prodStackKV, "    replicaCount: 2\n", "    replicaCount: 2\n    gpuVendor: amd\n", 1),
+			[]want{{"production-stack/unknown-key", "servingEngineSpec.modelSpec[0] qwen.gpuVendor is not a key this kvcheck knows"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newLinter(t, "").File("config.yaml", []byte(tt.src))
+			var got []want
+			for _, f := range r.Findings {
+				if f.Status != StatusConfig || f.Code == "llm-d/no-replay" {
+					continue // LD-09 is info on every producer without replay; not what this test is about
+				}
+				got = append(got, want{f.Code, f.Message})
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("findings %v, want %v", got, tt.want)
+			}
+			for i, w := range tt.want {
+				if got[i].code != w.code || !strings.Contains(got[i].msg, w.msg) {
+					t.Errorf("finding %d: %s %q, want %s containing %q", i, got[i].code, got[i].msg, w.code, w.msg)
+				}
+			}
+			for _, f := range r.Findings {
+				if strings.HasSuffix(f.Code, "unknown-key") || strings.HasSuffix(f.Code, "unknown-plugin") {
+					if f.Severity != finding.Info {
+						t.Errorf("%s is %v, want info", f.Code, f.Severity)
+					}
+				}
+				if strings.HasSuffix(f.Code, "-typo") && f.Severity != finding.Warning {
+					t.Errorf("%s is %v, want warning", f.Code, f.Severity)
+				}
+			}
+		})
 	}
 }

@@ -117,6 +117,19 @@ var rules = []Rule{
 		"the precise producer's tokenProcessorConfig.blockSize differs from the engine's --block-size: the producer README says they need not match, the June 2026 guide says they must",
 		"llm-d @ebab687 README vs guide @7edda66", "preciseprefixcache/README.md; guide precise-prefix-cache-routing"},
 
+	{"llm-d/unknown-key", "", "llm-d", finding.Info,
+		"an EndpointPickerConfig top-level key, or a parameter of approx-prefix-cache-producer, precise-prefix-cache-producer, prefix-cache-scorer or token-producer (llm-d.ai API), this kvcheck does not know (the EPP decodes strictly: a key it does not know either stops it at start)",
+		"llm-d.ai/v1alpha1 @ebab687", "apix/config/v1alpha1/endpointpickerconfig_types.go; the plugins' parameter structs; config/loader/configloader.go (serializer.EnableStrict, plugin.StrictDecoder)"},
+	{"llm-d/key-typo", "", "llm-d", finding.Warning,
+		"an EndpointPickerConfig key or plugin parameter one or two edits from a known one (blockSizeToken, speculativeIndexng): the EPP decodes strictly and refuses the config at start",
+		"llm-d.ai/v1alpha1 @ebab687", "apix/config/v1alpha1/endpointpickerconfig_types.go; the plugins' parameter structs; config/loader/configloader.go (serializer.EnableStrict, plugin.StrictDecoder)"},
+	{"llm-d/unknown-plugin", "", "llm-d", finding.Info,
+		"a plugin type the llm-d router does not register in-tree (a newer or out-of-tree plugin, or a typo too far from any known type to name)",
+		"@ebab687", "pkg/epp/framework/plugins *Type constants"},
+	{"llm-d/plugin-typo", "", "llm-d", finding.Warning,
+		"a plugin type one or two edits from a registered one (queue-scorrer, prefix-cache-scorrer): the EPP refuses to load the config",
+		"@ebab687", "pkg/epp/framework/plugins *Type constants; config/loader/validation.go (\"is not registered\")"},
+
 	// vLLM production-stack (vllm-project/production-stack @a6c01db, 2026-08-05).
 	{"production-stack/prefix-caching-off", "PS-01", "production-stack", finding.Error,
 		"a modelSpec with vllmConfig but without enablePrefixCaching: true: the chart renders --no-enable-prefix-caching, so nothing is reused and no events are published",
@@ -139,6 +152,12 @@ var rules = []Rule{
 	{"production-stack/loadaware-schema", "PS-07", "production-stack", finding.Warning,
 		"routingLogic loadaware on a chart whose schema enum lacks it: helm refuses the values",
 		"chart @a6c01db (loadaware added to the router by PR #1035)", "helm/values.schema.json"},
+	{"production-stack/unknown-key", "", "production-stack", finding.Info,
+		"a routerSpec or servingEngineSpec.modelSpec[] key the chart does not read (a newer chart's key, or a typo too far from any known key to name)",
+		"chart @a6c01db", "helm/values.schema.json; helm/templates"},
+	{"production-stack/key-typo", "", "production-stack", finding.Warning,
+		"a routerSpec or modelSpec[] key one or two edits from one the chart reads (routingLogik, sesionKey, replicaCnt): the chart ignores it and renders its default",
+		"chart @a6c01db", "helm/values.schema.json; helm/templates"},
 
 	// NVIDIA Dynamo (components/src/dynamo, 2026).
 	{"dynamo/kv-events-missing", "DY-01", "Dynamo", finding.Error,
