@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/demo"
-	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
 
@@ -75,12 +73,12 @@ minute. With --dir the input files are written there and kept, so the commands c
 // demoSteps lists the demo's sections in order.
 func demoSteps() []demoStep {
 	return []demoStep{
-		{title: "hitrate", run: demoHitrate},
+		{title: "hitrate", run: demoCommands(demo.Hitrate)},
 		{title: "tap", run: demoTapSection},
-		{title: "audit", run: demoAudit},
-		{title: "lint", run: demoLint},
-		{title: "config", run: demoConfig},
-		{title: "simulate", run: demoSimulate},
+		{title: "audit", run: demoCommands(demo.Audit)},
+		{title: "lint", run: demoCommands(demo.Lint)},
+		{title: "config", run: demoCommands(demo.Config)},
+		{title: "simulate", run: demoCommands(demo.Simulate)},
 		{title: "assess", run: demoAssessSection},
 	}
 }
@@ -125,16 +123,18 @@ func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (
 	return report.Result{}, nil
 }
 
-// stop closes a section's fleet; a loopback server that fails to close is worth a line on
-// stderr, not the end of the demo.
-func (d *demoSession) stop(f *fleet.Fleet) {
-	if err := f.Close(); err != nil {
+// stop closes what a section started; a loopback server that fails to close is worth a line
+// on stderr, not the end of the demo.
+func (d *demoSession) stop(sec *demo.Section) {
+	if err := sec.Close(); err != nil {
 		report.NewStatus(d.s.ErrOut).Warn("%v", err)
 	}
 }
 
-// path returns the path of a demo input file.
-func (d *demoSession) path(name string) string { return filepath.Join(d.dir, name) }
+// env is what the sections of internal/demo are set up with.
+func (d *demoSession) env() demo.Env {
+	return demo.Env{Dir: d.dir, Seed: d.o.seed, Window: d.o.window}
+}
 
 // heading starts a section in text mode: a heading and muted lines saying what runs where.
 func (d *demoSession) heading(title string, notes ...string) {
@@ -239,22 +239,4 @@ func demoCommand(name string) func(streams, *globalOptions) *cobra.Command {
 		return newSimulateCmd
 	}
 	return nil
-}
-
-func demoHitrate(ctx context.Context, d *demoSession) error {
-	f, err := fleet.New(demo.HitrateFleetOptions(demo.HitrateFleet(d.o.seed)))
-	if err != nil {
-		return err
-	}
-	if err := f.Start(); err != nil {
-		return err
-	}
-	defer d.stop(f)
-	var notes []string
-	for _, r := range f.Replicas() {
-		notes = append(notes, fmt.Sprintf("  %s  %s  vLLM %s%s", r.Name(), r.URL(), r.Config().Version, demo.HitrateNote(r.Name())))
-	}
-	notes = append(notes, fmt.Sprintf("Scrape window %s (30s by default outside the demo); the built-in workload runs about 300 requests/s per replica so the counters move within seconds.", d.o.window))
-	d.heading("Demo: kvcheck hitrate against 4 emulated vLLM replicas", notes...)
-	return d.exec(ctx, "hitrate", "--scrape", strings.Join(f.Targets(), ","), "--window", d.o.window.String())
 }

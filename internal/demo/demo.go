@@ -52,8 +52,8 @@ func HitrateFleet(seed uint64) []fleet.Config {
 	return cfgs
 }
 
-// HitrateNote says what sets a replica of HitrateFleet apart, "" for an ordinary one.
-func HitrateNote(replica string) string {
+// hitrateNote says what sets a replica of HitrateFleet apart, "" for an ordinary one.
+func hitrateNote(replica string) string {
 	switch replica {
 	case "replica-2":
 		return " (old metric names)"
@@ -63,15 +63,15 @@ func HitrateNote(replica string) string {
 	return ""
 }
 
-// HitrateFleetOptions runs cfgs 5 steps every 5 ms at 0.3 arrivals per step: about 300
+// hitrateFleetOptions runs cfgs 5 steps every 5 ms at 0.3 arrivals per step: about 300
 // requests per second per replica, enough to move every counter inside a few seconds.
-func HitrateFleetOptions(cfgs []fleet.Config) fleet.Options {
+func hitrateFleetOptions(cfgs []fleet.Config) fleet.Options {
 	return fleet.Options{Replicas: cfgs, Tick: 5 * time.Millisecond, StepsPerTick: 5}
 }
 
-// AssessFleet is the assess section's fleet: four alike replicas at HitrateFleetOptions' pace.
+// AssessFleet is the assess section's fleet: four alike replicas at hitrateFleetOptions' pace.
 func AssessFleet() fleet.Options {
-	return HitrateFleetOptions(fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000}))
+	return hitrateFleetOptions(fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000}))
 }
 
 // AuditReplica is the audit section's replica: block size 64, as FlashMLA uses, and the Llama
