@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/demo"
-	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
@@ -25,11 +23,11 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 	o.th = advise.DefaultThresholds()
 	o.metrics = promql.Spec{Scrape: targets, Window: 3 * time.Second, WindowSet: true, ScrapeTimeout: 5 * time.Second}
 	if g.format != report.FormatJSON {
+		heading, note, command := demo.AssessIntro(targets, o.embedded)
 		t := g.text(s.Out)
-		t.Heading(fmt.Sprintf("Demo: kvcheck assess against %d emulated vLLM replicas and a built-in chat trace", len(targets)))
-		t.Muted("The trace: %d conversations (%d requests) with the assistants of %d tenants, each tenant's system prompt %d tokens; each turn repeats the conversation so far. The prompts (%d tokens) do not fit in one replica's KV cache.",
-			demo.ChatSessions, len(o.embedded.Requests), demo.ChatTenants, demo.ChatSystemBlocks*demo.ChatBlockSize, demo.ChatTenants*demo.ChatSystemBlocks*demo.ChatBlockSize)
-		t.Line("$ kvcheck assess --scrape %s --window 3s --trace <built-in chat trace>", strings.Join(targets, ","))
+		t.Heading(heading)
+		t.Muted("%s", note)
+		t.Line("$ kvcheck %s", command)
 		t.Line("")
 	}
 	return runAssess(ctx, st, o)
@@ -38,11 +36,8 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 // runAssessDemo starts four emulated replicas on loopback, as kvcheck demo does, and runs
 // demoAssess against them.
 func runAssessDemo(ctx context.Context, s streams, g *globalOptions) (report.Result, error) {
-	f, err := fleet.New(demo.AssessFleet())
+	f, err := demo.StartAssessFleet()
 	if err != nil {
-		return report.Result{}, err
-	}
-	if err := f.Start(); err != nil {
 		return report.Result{}, err
 	}
 	defer func() {

@@ -69,11 +69,6 @@ func hitrateFleetOptions(cfgs []fleet.Config) fleet.Options {
 	return fleet.Options{Replicas: cfgs, Tick: 5 * time.Millisecond, StepsPerTick: 5}
 }
 
-// AssessFleet is the assess section's fleet: four alike replicas at hitrateFleetOptions' pace.
-func AssessFleet() fleet.Options {
-	return hitrateFleetOptions(fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000}))
-}
-
 // AuditReplica is the audit section's replica: block size 64, as FlashMLA uses, and the Llama
 // 3.1 date line in its chat template, so the "Today Date" line falls in block zero.
 func AuditReplica(seed uint64) fleet.Config {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // Env is what the sections share: the directory holding the input files (WriteFiles), the
@@ -144,4 +145,20 @@ func Simulate(e Env) (*Section, error) {
 		Commands: [][]string{{"simulate", "--trace", path, "--replicas", "4", "--kv-blocks", strconv.Itoa(KVBlocks),
 			"--policies", "round-robin,session,kv-llmd"}},
 	}, nil
+}
+
+// StartAssessFleet starts the assess section's fleet on loopback: four alike replicas at the
+// hitrate section's pace.
+func StartAssessFleet() (*fleet.Fleet, error) {
+	return startFleet(hitrateFleetOptions(fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000})))
+}
+
+// AssessIntro is the assess section's heading, its note on the chat trace tr (ChatTrace) and the
+// command line it stands for, over the replicas at targets: the trace is in process, not a file.
+func AssessIntro(targets []string, tr *sim.Trace) (heading, note, command string) {
+	heading = fmt.Sprintf("Demo: kvcheck assess against %d emulated vLLM replicas and a built-in chat trace", len(targets))
+	note = fmt.Sprintf("The trace: %d conversations (%d requests) with the assistants of %d tenants, each tenant's system prompt %d tokens; each turn repeats the conversation so far. The prompts (%d tokens) do not fit in one replica's KV cache.",
+		ChatSessions, len(tr.Requests), ChatTenants, ChatSystemBlocks*ChatBlockSize, ChatTenants*ChatSystemBlocks*ChatBlockSize)
+	command = fmt.Sprintf("assess --scrape %s --window 3s --trace <built-in chat trace>", strings.Join(targets, ","))
+	return heading, note, command
 }
