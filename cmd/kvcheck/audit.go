@@ -134,7 +134,7 @@ func runAudit(ctx context.Context, st *report.Status, opts *auditOptions) (repor
 		res.Findings = append(res.Findings, fs...)
 	}
 	if opts.Requests != "" {
-		in, name, closeFn, err := openRequests(opts.Requests, opts.stdin)
+		in, name, closeFn, err := audit.OpenRequests(opts.Requests, opts.stdin)
 		if err != nil {
 			return report.Result{}, err
 		}

@@ -302,35 +302,19 @@ func (o *simulateOptions) loadRequests(ctx context.Context, st *report.Status) (
 	ro := sim.RequestLogOptions{
 		BlockSize: o.blockSize, Concurrency: o.tok.Concurrency, MaxLine: o.maxLine, Rate: o.rate,
 		OutputTokens: o.outputTokens, MaxRequests: o.maxRequests,
+		Progress: func(n int) { st.Progress("reading %d requests", n) },
 	}
-	var note string
-	var fs []finding.Finding
+	var remote *audit.Remote
 	if o.tok.URL != "" {
-		remote, err := o.tok.connect(ctx, st, audit.DefaultBlockSize)
+		r, err := o.tok.connect(ctx, st, audit.DefaultBlockSize)
 		if err != nil {
 			return nil, nil, err
 		}
-		ro.BlockSize, ro.Tokenizer = remote.BlockSize, remote.Server
-		note = remote.BlockSizeNote()
-		if remote.CachingOff != nil {
-			fs = append(fs, *remote.CachingOff)
-		}
+		remote = &r
 	}
-	in, name, closeFn, err := openRequests(o.requests, o.stdin)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer closeFn()
-	ro.Progress = func(n int) { st.Progress("reading %d requests", n) }
-	tr, err := sim.ReadRequests(ctx, in, name, ro)
+	tr, fs, err := sim.ReadRequestFile(ctx, o.requests, o.stdin, ro, remote)
 	st.Done()
-	if err != nil {
-		return nil, nil, err
-	}
-	if note != "" {
-		tr.Notes = append(tr.Notes, note)
-	}
-	return tr, fs, nil
+	return tr, fs, err
 }
 
 // readTrace reads a --trace file by sim's one detection rule; a format that rule cannot tell

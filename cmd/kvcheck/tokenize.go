@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -55,17 +52,4 @@ func (t *tokenizeFlags) connect(ctx context.Context, st *report.Status, fallback
 		st.Note("%s/metrics has no vllm:cache_config_info; assuming block size %d", r.Server.Shown(), r.BlockSize)
 	}
 	return r, err
-}
-
-// openRequests opens a --requests log: the file, or stdin for "-"; name is what messages and
-// reports call it. closeFn closes the file.
-func openRequests(path string, stdin io.Reader) (r io.Reader, name string, closeFn func(), err error) {
-	if path == "-" {
-		return stdin, "standard input", func() {}, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("open request log: %w", err)
-	}
-	return f, path, func() { _ = f.Close() }, nil // read only: nothing to lose on close
 }

@@ -1,0 +1,35 @@
+package sim
+
+import (
+	"context"
+	"io"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// ReadRequestFile reads the request log at path ("-": stdin) as ReadRequests does. With remote,
+// the --tokenize server, the tokens come from it in its block size, the trace's notes say where
+// that block size came from, and the server's prefix-caching-off finding is returned.
+func ReadRequestFile(ctx context.Context, path string, stdin io.Reader, opts RequestLogOptions, remote *audit.Remote) (*Trace, []finding.Finding, error) {
+	var fs []finding.Finding
+	if remote != nil {
+		opts.BlockSize, opts.Tokenizer = remote.BlockSize, remote.Server
+		if remote.CachingOff != nil {
+			fs = append(fs, *remote.CachingOff)
+		}
+	}
+	in, name, closeFn, err := audit.OpenRequests(path, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeFn()
+	tr, err := ReadRequests(ctx, in, name, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if remote != nil {
+		tr.Notes = append(tr.Notes, remote.BlockSizeNote())
+	}
+	return tr, fs, nil
+}
