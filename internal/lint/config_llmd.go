@@ -175,6 +175,19 @@ var eppParams = map[string][]string{
 // @ebab687).
 var eppVLLMKeys = []string{"url", "timeout", "mmTimeout"}
 
+// misspelt reports whether a mapping has a key one or two edits from key (and not key).
+func misspelt(m *yaml.Node, key string) bool {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i < len(m.Content); i += 2 {
+		if k := m.Content[i].Value; k != key && nearestName(k, []string{key}) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // checkEPCNames reports the top-level keys, plugin types and (for the llm-d.ai API, whose
 // plugins' parameters kvcheck has read) parameter names an EndpointPickerConfig does not
 // know: info, or a warning naming the nearest known name.
@@ -305,7 +318,9 @@ func (d *ydoc) checkEPC(root *yaml.Node, flags eppFlags) {
 			f := fl.addConfig("llm-d/scorer-approximate-producer", d.pos(get(p.node, "type")), "plugins "+p.name,
 				fmt.Sprintf("prefix-cache-scorer %q names no prefixMatchInfoProducerName, so it reads the auto-spawned approximate producer, not %s", p.name, precise[0].name),
 				"set parameters.prefixMatchInfoProducerName: "+precise[0].name)
-			if len(precise) == 1 {
+			// A misspelt prefixMatchInfoProducerName is renamed by its key-typo fix; adding
+			// the key too would write it twice.
+			if len(precise) == 1 && !misspelt(p.params, "prefixMatchInfoProducerName") {
 				d.insertFix(f, p.node, "parameters.prefixMatchInfoProducerName", precise[0].name)
 			}
 			usesApprox = true
