@@ -813,3 +813,43 @@ func TestConfigUnknownNames(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigFixNeedsAValue holds --fix to issue 11's "one unambiguous value": LD-01's
+// tokenizer backend needs the served model's name (token-producer requires modelName, and the
+// EndpointPickerConfig does not say which model the pool serves) and a render URL (the default
+// http://localhost:8000 is the EPP's own pod), and LL-05's num_retries is judged across files
+// (the router's file says the api_base is a KV-aware router) with 1 or 0 both right. Neither is
+// rewritten; both keep a hint naming the keys.
+func TestConfigFixNeedsAValue(t *testing.T) {
+	noTokenizer := strings.Replace(eppPrecise, "  - type: token-producer\n    parameters:\n      modelName: Qwen/Qwen3-32B\n      vllm:\n        url: http://render:8000\n", "", 1)
+	estimate := strings.Replace(eppPrecise, "      modelName: Qwen/Qwen3-32B\n      vllm:\n        url: http://render:8000\n", "      estimate: {}\n", 1)
+	for name, src := range map[string]string{"no token-producer": noTokenizer, "estimate backend": estimate} {
+		r := newLinter(t, "").File("epc.yaml", []byte(src))
+		i := slices.IndexFunc(r.Findings, func(f Finding) bool { return f.Code == "llm-d/estimate-tokenizer" })
+		if i < 0 {
+			t.Fatalf("%s: no LD-01 finding in %+v", name, r.Findings)
+		}
+		f := r.Findings[i]
+		if r.Fixed != nil || f.Fixable() || !strings.Contains(f.Fix, "parameters.modelName") || !strings.Contains(f.Fix, "parameters.vllm.url") {
+			t.Errorf("%s: fixed %q, fixable %v, hint %q; want no rewrite and a hint naming modelName and vllm.url", name, r.Fixed, f.Fixable(), f.Fix)
+		}
+	}
+	l := newLinter(t, "")
+	gw := "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen3-32B\n      api_base: http://qwen-frontend.dynamo:8000/v1\nrouter_settings:\n  num_retries: 3\n"
+	rs := l.Finish([]FileResult{l.File("config.yaml", []byte(gw)), l.File("dgd.yaml", []byte(dynamoDGD("kv", "", `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556"}`)))})
+	found := false
+	for _, r := range rs {
+		for _, f := range r.Findings {
+			if f.Code != "litellm/retries-stacked" {
+				continue
+			}
+			found = true
+			if r.Fixed != nil || f.Fixable() || !strings.Contains(f.Fix, "num_retries: 1") {
+				t.Errorf("LL-05: fixed %q, fixable %v, hint %q; want no rewrite and a num_retries hint", r.Fixed, f.Fixable(), f.Fix)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("LL-05 not reported for num_retries 3 in front of a Dynamo kv frontend: %+v", rs)
+	}
+}
