@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -134,49 +131,26 @@ func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []strin
 	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
 		Logger: slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if o.Record != "" {
-		f, err := os.Create(o.Record)
+		rec, closeRec, err := events.CreateRecording(o.Record)
 		if err != nil {
-			return nil, fmt.Errorf("create recording: %w", err)
-		}
-		defer func() {
-			if cerr := f.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("close recording %s: %w", o.Record, cerr)
-			}
-		}()
-		if cfg.Recorder, err = events.NewRecorder(f); err != nil {
 			return nil, err
 		}
+		defer func() {
+			if cerr := closeRec(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		cfg.Recorder = rec
 	}
 	st.Note("tapping %d publishers for %s (Ctrl-C stops early and prints the report)", len(sources), o.Duration)
-	tctx, cancel := context.WithTimeout(ctx, o.Duration)
-	defer cancel()
-	start := time.Now()
-	var received atomic.Uint64
-	cfg.Observe = func(*events.Message) { received.Add(1) }
-	var wg sync.WaitGroup
-	wg.Go(func() { tapProgress(tctx, st, start, o.Duration, &received) })
-	err = events.Tap(tctx, cfg, c)
-	cancel()
-	wg.Wait()
+	dur, err := events.TapFor(ctx, cfg, c, o.Duration, func(elapsed time.Duration, received uint64) {
+		st.Progress("%s of %s, %d messages received", elapsed.Truncate(time.Second), o.Duration, received)
+	})
+	st.Done()
 	if err != nil {
 		return nil, err
 	}
-	return c.Report(time.Since(start)), nil
-}
-
-// tapProgress redraws the progress line (on a terminal) every second.
-func tapProgress(ctx context.Context, st *report.Status, start time.Time, total time.Duration, received *atomic.Uint64) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			st.Done()
-			return
-		case <-t.C:
-			st.Progress("%s of %s, %d messages received", time.Since(start).Truncate(time.Second), total, received.Load())
-		}
-	}
+	return c.Report(dur), nil
 }
 
 // endpoints are the publishers a live tap reads.
