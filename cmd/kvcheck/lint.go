@@ -159,18 +159,12 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 	run := report.LintRun{Target: l.Target().String(), Files: results, Fix: opts.Fix}
 
 	if api != nil {
-		lookback := time.Duration(opts.Lookback)
-		now := time.Now()
-		qctx, cancel := context.WithTimeout(ctx, opts.Prom.QueryTimeout*time.Duration(max(len(lint.Names(results)), 1)))
-		pres, err := lint.Presences(qctx, api, lint.Names(results), lookback, now)
-		cancel()
-		if err != nil {
+		if err := lint.CheckOnline(ctx, api, results, opts.Prom.Shown(), time.Duration(opts.Lookback), opts.Prom.QueryTimeout, time.Now()); err != nil {
 			if !opts.Prom.Verbose {
 				err = promql.HideBody(err)
 			}
 			return report.Result{}, fmt.Errorf("--prometheus %s: %w", opts.Prom.Shown(), err)
 		}
-		lint.AddOnline(results, pres, opts.Prom.Shown(), lookback, now)
 		run.Prometheus, run.Lookback = opts.Prom.Shown(), opts.Lookback.String()
 	}
 

@@ -67,6 +67,21 @@ func Presences(ctx context.Context, q Querier, names []string, lookback time.Dur
 	return out, nil
 }
 
+// CheckOnline is the online check of lint --prometheus: it asks q whether each name results
+// reference has series (Presences, allowing perName of time for each name) and adds the findings
+// (AddOnline) with server named in them.
+func CheckOnline(ctx context.Context, q Querier, results []FileResult, server string, lookback, perName time.Duration, now time.Time) error {
+	names := Names(results)
+	qctx, cancel := context.WithTimeout(ctx, perName*time.Duration(max(len(names), 1)))
+	defer cancel()
+	pres, err := Presences(qctx, q, names, lookback, now)
+	if err != nil {
+		return err
+	}
+	AddOnline(results, pres, server, lookback, now)
+	return nil
+}
+
 // AddOnline adds a finding for each referenced name that has no series now: "absent" when
 // it had none within the lookback, "stale" when it stopped. Names that already have a
 // finding in the same file are left alone.
