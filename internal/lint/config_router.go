@@ -285,6 +285,13 @@ var prodStackModelKeys = []string{"affinity", "annotations", "chatTemplate", "ch
 	"serviceAccountName", "serviceAnnotations", "shmSize", "storageClass", "tag", "tolerations",
 	"tolerationsPolicy", "toolCallParser", "vllmConfig"}
 
+// prodStackVLLMKeys are the modelSpec[].vllmConfig keys of the same chart: the schema's
+// properties and the fields the templates read (deployment-vllm-multi.yaml and the Ray
+// template, which adds pipelineParallelSize), @a6c01db.
+var prodStackVLLMKeys = []string{"convert", "dtype", "enableChunkedPrefill", "enablePrefixCaching", "extraArgs",
+	"gpuMemoryUtilization", "maxLoras", "maxModelLen", "maxNumSeqs", "pipelineParallelSize",
+	"prometheusMultiprocDir", "runner", "tensorParallelSize", "v0", "v1"}
+
 // checkProdStack checks production-stack Helm values.
 func (d *ydoc) checkProdStack(root *yaml.Node) {
 	fl := d.fl
@@ -296,6 +303,7 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 		}
 		d.unknownKeys(ms, loc, prodStackModelKeys, "production-stack")
 		vc := get(ms, "vllmConfig")
+		d.unknownKeys(vc, loc+".vllmConfig", prodStackVLLMKeys, "production-stack")
 		off := false
 		var offAt pos
 		// The chart's `with .vllmConfig` skips an empty map, and an --enable-prefix-caching in
@@ -321,7 +329,11 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 					f := fl.addConfig("production-stack/prefix-caching-off", offAt, loc+".vllmConfig",
 						"vllmConfig has no enablePrefixCaching, and the chart renders --no-enable-prefix-caching whenever it is not true: nothing is reused and no KV events are published",
 						"add vllmConfig.enablePrefixCaching: true")
-					d.insertFix(f, vc, "enablePrefixCaching", "true")
+					// A misspelt enablePrefixCaching is renamed by its key-typo fix; adding the
+					// key too would write it twice.
+					if !misspelt(vc, "enablePrefixCaching") {
+						d.insertFix(f, vc, "enablePrefixCaching", "true")
+					}
 				}
 			}
 		}

@@ -501,6 +501,8 @@ func TestConfigFix(t *testing.T) {
 			strings.Replace(eppGuide, "  - type: queue-scorer\n", "  - type: queue-scorrer\n", 1), eppGuide},
 		{"llm-d scorer's misspelt producer name renamed, not added a second time (LD-02 goes with it)",
 			strings.Replace(eppGuide, "prefixMatchInfoProducerName:", "prefixMatchInfoProducerNam:", 1), eppGuide},
+		{"production-stack misspelt enablePrefixCaching renamed, not added a second time (PS-01 goes with it)",
+			strings.Replace(prodStackKV, "      enablePrefixCaching: true\n", "      enablePrefixcaching: true\n", 1), prodStackKV},
 		{"production-stack modelSpec key typo renamed",
 			strings.Replace(prodStackKV, "    vllmConfig:", "    vllmconfig:", 1), prodStackKV},
 		{"CRLF kept",
@@ -514,9 +516,9 @@ func TestConfigFix(t *testing.T) {
 				t.Fatalf("fixed (-want +got):\n%s", diff)
 			}
 			for _, f := range r.Findings {
-				// LD-02 next to a misspelt prefixMatchInfoProducerName goes away with the rename,
-				// which is the key-typo finding's rewrite, not its own.
-				if f.Status == StatusConfig && f.Code != "litellm/no-affinity" && !(f.Code == "llm-d/scorer-approximate-producer" && strings.Contains(tt.name, "misspelt")) && !f.Fixed {
+				// LD-02 (PS-01) next to a misspelt prefixMatchInfoProducerName (enablePrefixCaching)
+				// goes away with the rename, which is the key-typo finding's rewrite, not its own.
+				if f.Status == StatusConfig && f.Code != "litellm/no-affinity" && !((f.Code == "llm-d/scorer-approximate-producer" || f.Code == "production-stack/prefix-caching-off") && strings.Contains(tt.name, "misspelt")) && !f.Fixed {
 					t.Errorf("finding %s not marked fixed", f.Code)
 				}
 			}
@@ -777,6 +779,12 @@ func TestConfigUnknownNames(t *testing.T) {
 			[]want{{"production-stack/session-key-missing", ""}, {"production-stack/key-typo", "did you mean sessionKey?"}}},
 		{"production-stack modelSpec typo", strings.Replace(prodStackKV, "    vllmConfig:", "    vllmconfig:", 1),
 			[]want{{"production-stack/key-typo", "servingEngineSpec.modelSpec[0] qwen.vllmconfig is not a key production-stack reads: did you mean vllmConfig?"}}},
+		// The costly one: the chart reads no enablePrefixCaching, so it renders
+		// --no-enable-prefix-caching (PS-01), and the warning says which key was meant.
+		{"production-stack vllmConfig typo turns caching off (PS-01)", strings.Replace(prodStackKV, "      enablePrefixCaching: true\n", "      enablePrefixcaching: true\n", 1),
+			[]want{{"production-stack/prefix-caching-off", ""}, {"production-stack/key-typo", "servingEngineSpec.modelSpec[0] qwen.vllmConfig.enablePrefixcaching is not a key production-stack reads: did you mean enablePrefixCaching?"}}},
+		{"production-stack unknown vllmConfig key", strings.Replace(prodStackKV, "      maxModelLen: 8000\n", "      maxModelLen: 8000\n      speculativeConfig: ngram\n", 1),
+			[]want{{"production-stack/unknown-key", "qwen.vllmConfig.speculativeConfig is not a key this kvcheck knows"}}},
 		{"production-stack unknown routerSpec key", strings.Replace(prodStackKV, "  lmcacheControllerPort: 9000\n", "  lmcacheControllerPort: 9000\n  canaryWeight: 10\n", 1),
 			[]want{{"production-stack/unknown-key", "routerSpec.canaryWeight is not a key this kvcheck knows"}}},
 		{"production-stack unknown modelSpec key", strings.Replace(prodStackKV, "    replicaCount: 2\n", "    replicaCount: 2\n    gpuVendor: amd\n", 1),

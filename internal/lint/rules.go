@@ -153,10 +153,10 @@ var rules = []Rule{
 		"routingLogic loadaware on a chart whose schema enum lacks it: helm refuses the values",
 		"chart @a6c01db (loadaware added to the router by PR #1035)", "helm/values.schema.json"},
 	{"production-stack/unknown-key", "", "production-stack", finding.Info,
-		"a routerSpec or servingEngineSpec.modelSpec[] key the chart does not read (a newer chart's key, or a typo too far from any known key to name)",
+		"a routerSpec, servingEngineSpec.modelSpec[] or modelSpec[].vllmConfig key the chart does not read (a newer chart's key, or a typo too far from any known key to name)",
 		"chart @a6c01db", "helm/values.schema.json; helm/templates"},
 	{"production-stack/key-typo", "", "production-stack", finding.Warning,
-		"a routerSpec or modelSpec[] key one or two edits from one the chart reads (routingLogik, sesionKey, replicaCnt): the chart ignores it and renders its default",
+		"a routerSpec, modelSpec[] or vllmConfig key one or two edits from one the chart reads (routingLogik, sesionKey, enablePrefixcaching): the chart ignores it and renders its default",
 		"chart @a6c01db", "helm/values.schema.json; helm/templates"},
 
 	// NVIDIA Dynamo (components/src/dynamo, 2026).
