@@ -124,6 +124,12 @@ func (fl *fileLint) fixConfig() {
 	}
 	again := &fileLint{l: &Linter{cat: fl.l.cat, target: fl.l.target, max: fl.l.max}, path: fl.path, src: out, lines: newLineIndex(out), relint: true}
 	again.run()
+	// A rewrite that uncovers another (a misspelt block name hid a misspelt key or plugin type
+	// inside it) is not made: one --fix must leave a file that a second --fix does not change,
+	// and the second rewrite would fix findings the user was never shown.
+	if len(again.cfgFixes) > 0 {
+		return
+	}
 	for _, cf := range fl.cfgFixes {
 		for _, g := range again.findings {
 			if g.Code == cf.f.Code && g.Location == cf.f.Location {

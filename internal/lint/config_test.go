@@ -537,6 +537,25 @@ func TestConfigFix(t *testing.T) {
 	if i := slices.IndexFunc(r0.Findings, func(f Finding) bool { return f.Code == "llm-d/plugin-typo" }); i < 0 || r0.Findings[i].Fixable() || !strings.Contains(r0.Findings[i].Fix, "name: queue-scorrer") {
 		t.Errorf("plugin typo without a name: findings %+v; want a hint keeping the name", r0.Findings)
 	}
+	// A misspelt block hiding a misspelt key: renaming the block would uncover a second
+	// rewrite, so neither is made and both stay hints (the first pass reports the block; once
+	// it is renamed, the key is reported and renamed).
+	for name, src := range map[string]string{
+		"litellm":  strings.Replace(litellmShuffle, "router_settings:", "router_setings:", 1) + "  optional_pre_call_check: [session_affinity]\n",
+		"llm-d":    "kind: EndpointPickerConfig\nugins:\n- type: efix-cache-scorer\n",
+		"outer ok": strings.Replace(litellmShuffle, "router_settings:", "router_setings:", 1),
+	} {
+		r := newLinter(t, "").File("f.yaml", []byte(src))
+		if name == "outer ok" {
+			if r.Fixed == nil {
+				t.Errorf("%s: the block rename alone was not made", name)
+			}
+			continue
+		}
+		if r.Fixed != nil {
+			t.Errorf("%s: rewritten although the rewrite uncovers another:\n%s", name, r.Fixed)
+		}
+	}
 	// Not one value: no rewrite, still a fix hint.
 	r := newLinter(t, "").File("f.yaml", []byte(prodStack("session", "", "")))
 	if r.Fixed != nil || len(r.Findings) != 1 || r.Findings[0].Fixable() || r.Findings[0].Fix == "" {
