@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,11 +255,14 @@ func TestAssessScrapeFleet(t *testing.T) {
 // label, so no query of its own is needed. The stand-in answers as Prometheus would: a label
 // the aggregation does not keep is not in the answer.
 func TestAssessPrometheus(t *testing.T) {
+	var mu sync.Mutex // the queries arrive concurrently
 	var queries []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		q := r.Form.Get("query")
+		mu.Lock()
 		queries = append(queries, q)
+		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case strings.Contains(q, "vllm:cache_config_info") && strings.Contains(q, "num_gpu_blocks") && strings.Contains(q, `namespace="prod"`):
@@ -278,8 +282,11 @@ func TestAssessPrometheus(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
-	if len(queries) != 5 {
-		t.Errorf("%d queries, want hitrate's 5 and no more:\n%s", len(queries), strings.Join(queries, "\n"))
+	mu.Lock()
+	asked := slices.Clone(queries)
+	mu.Unlock()
+	if len(asked) != 5 {
+		t.Errorf("%d queries, want hitrate's 5 and no more:\n%s", len(asked), strings.Join(asked, "\n"))
 	}
 	if got, want := doc.figure("hitrate.kv_capacity"), "3000 blocks x 16 = 48000 tokens"; got != want {
 		t.Errorf("kv capacity = %q, want %q", got, want)
