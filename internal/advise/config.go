@@ -24,7 +24,7 @@ type Config struct {
 // systemOf maps a config rule's code prefix to the system advice() names.
 var systemOf = map[string]string{
 	"litellm": "LiteLLM", "llm-d": "llm-d", "production-stack": "vLLM production-stack", "dynamo": "Dynamo",
-	"ray": "Ray Serve", "vllm": "vLLM", "aibrix": "AIBrix", "gaie": "GAIE",
+	"ray": "Ray Serve", "sglang": "SGLang", "vllm": "vLLM", "aibrix": "AIBrix", "gaie": "GAIE",
 }
 
 // formatSystem maps a detected config format to its system.
@@ -32,7 +32,7 @@ var formatSystem = map[lint.Format]string{
 	lint.FormatLiteLLM: "LiteLLM", lint.FormatEPC: "llm-d", lint.FormatLLMDValues: "llm-d",
 	lint.FormatProdStack: "vLLM production-stack", lint.FormatDynamo: "Dynamo", lint.FormatRayServe: "Ray Serve",
 	lint.FormatWorkload: "vLLM", lint.FormatCompose: "vLLM", lint.FormatShellScript: "vLLM",
-	lint.FormatPool: "GAIE", lint.FormatObjective: "GAIE",
+	lint.FormatPool: "GAIE", lint.FormatObjective: "GAIE", lint.FormatSGLang: "SGLang",
 }
 
 // FromConfig turns the lint results of the user's config files into assess's input: only the

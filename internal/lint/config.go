@@ -49,6 +49,7 @@ type configFacts struct {
 	// LiteLLM proxy Deployments.
 	proxies       []*litellmProxy
 	proxyReplicas []int
+	sglang        []*sglangGateway
 }
 
 // kvRouter is a KV- or prefix-aware router found in a file.
@@ -379,7 +380,8 @@ func (fl *fileLint) configText() Format {
 		src = fl.orig
 	}
 	var f Format
-	for _, cmd := range shellCommands(src) {
+	cmds := shellCommands(src)
+	for _, cmd := range cmds {
 		e := engineFromArgv(fl.path, cmd.argv, cmd.at, fl)
 		if e == nil {
 			continue
@@ -387,6 +389,14 @@ func (fl *fileLint) configText() Format {
 		e.name = "script"
 		fl.checkEngine(e)
 		f = FormatShellScript
+	}
+	for _, cmd := range cmds {
+		if g := sglangFrom(fl.path, cmd.argv); g != nil {
+			fl.checkSGLang(g)
+			if f == "" {
+				f = FormatSGLang
+			}
+		}
 	}
 	if bytes.Contains(src, []byte("PrefixCacheAffinityRouter")) {
 		fl.checkRayText(src)

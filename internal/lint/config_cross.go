@@ -21,6 +21,7 @@ func crossCheck(results []FileResult) {
 	var routers []kvRouter
 	var proxies []*litellmProxy
 	var proxyReplicas []int
+	var sglang []*sglangGateway
 	for i := range results {
 		r := &results[i]
 		byPath[r.Path] = r
@@ -33,6 +34,7 @@ func crossCheck(results []FileResult) {
 		routers = append(routers, r.config.routers...)
 		proxies = append(proxies, r.config.proxies...)
 		proxyReplicas = append(proxyReplicas, r.config.proxyReplicas...)
+		sglang = append(sglang, r.config.sglang...)
 	}
 	add := func(file, code string, at pos, loc, msg, hint string) {
 		r := byPath[file]
@@ -256,6 +258,39 @@ func crossCheck(results []FileResult) {
 				fmt.Sprintf("api_base %s is the %s router (%s) and num_retries is %s: each failure is retried by the proxy on top of the router's own failover", g.host, r.kind, where(r.file, r.at), n),
 				"set router_settings.num_retries: 1 (or 0)")
 			break
+		}
+	}
+
+	sglangRetriesStacked(sglang, routers, add)
+}
+
+// sglangRetriesStacked reports SG-03: an SGLang gateway whose worker URLs name another router
+// of the run, with its retries not limited to one. add records a finding as crossCheck's does.
+func sglangRetriesStacked(sglang []*sglangGateway, routers []kvRouter, add func(file, code string, at pos, loc, msg, hint string)) {
+	for _, g := range sglang {
+		if _, off := g.flags["--disable-retries"]; off {
+			continue
+		}
+		n := fmt.Sprintf("unset (default %d in the Python launcher)", sglangPyRetries)
+		if t, ok := g.flags["--retry-max-retries"]; ok {
+			v, err := strconv.Atoi(t.text)
+			if err == nil && v <= 1 {
+				continue
+			}
+			n = t.text
+		}
+	workers:
+		for _, w := range g.workers {
+			host := workerHost(w.text)
+			for _, r := range routers {
+				if !routerHost(r, host) {
+					continue
+				}
+				add(g.file, "sglang/retries-stacked", w.at, "sglang gateway",
+					fmt.Sprintf("worker %s is the %s router (%s:%d) and retry_max_retries is %s: each failure is retried by the gateway on top of the router's own failover", w.text, r.kind, r.file, r.at.line, n),
+					"pass --retry-max-retries 1 (or --disable-retries) to the gateway")
+				break workers
+			}
 		}
 	}
 }

@@ -389,7 +389,12 @@ func shellWords(s string, at func(off int) pos) []command {
 			flushWord()
 		case c == '\n' || c == ';' || c == '|' || c == '&' || c == '>' || c == '<':
 			if c == '>' || c == '<' {
-				// A redirection: its target is not an argument.
+				// A redirection: its target is not an argument, nor is the descriptor
+				// number written against it (2>&1).
+				if inWord && i-wordStart == w.Len() && strings.Trim(w.String(), "0123456789") == "" {
+					w.Reset()
+					inWord = false
+				}
 				flushWord()
 				for i+1 < len(s) && (s[i+1] == '>' || s[i+1] == '&' || s[i+1] == ' ') {
 					i++
@@ -459,11 +464,17 @@ func shellFlag(argv []token) bool {
 	return (b == "sh" || b == "bash" || b == "zsh" || b == "dash") && strings.HasPrefix(argv[len(argv)-1].text, "-") && strings.Contains(argv[len(argv)-1].text, "c")
 }
 
-// containerEngines reads a container (command, args, env, image) and returns the vLLM servers
-// it starts.
-func (fl *fileLint) containerEngines(c *yaml.Node, replicas int, labels map[string]string) []*engine {
+// launch is one command line a container runs: its words, and whether they are the arguments
+// of the image's own entrypoint (no command given).
+type launch struct {
+	command
+	imageArgs bool
+}
+
+// containerCommands reads a container's command and args (a list, or shell text given to sh -c
+// or as a scalar) and returns the command lines it runs.
+func (fl *fileLint) containerCommands(c *yaml.Node) []launch {
 	image, _ := str(c, "image")
-	name, _ := str(c, "name")
 	cmdNode, argsNode := get(c, "command"), get(c, "args")
 	var words []token
 	var scripts []*yaml.Node
@@ -490,17 +501,27 @@ func (fl *fileLint) containerEngines(c *yaml.Node, replicas int, labels map[stri
 	default:
 		words = append(cmd, args...)
 	}
-	var out []*engine
+	var out []launch
 	if words != nil {
-		if e := engineFrom(fl.path, words, pos{c.Line, c.Column}, vllmImage(image) && len(cmd) == 0); e != nil {
-			out = append(out, e)
-		}
+		out = append(out, launch{command{argv: words, at: pos{c.Line, c.Column}}, vllmImage(image) && len(cmd) == 0})
 	}
 	for _, s := range scripts {
 		for _, sc := range fl.scalarCommands(s) {
-			if e := engineFrom(fl.path, sc.argv, sc.at, vllmImage(image) && len(cmd) == 0 && cmdNode == nil); e != nil {
-				out = append(out, e)
-			}
+			out = append(out, launch{sc, vllmImage(image) && len(cmd) == 0 && cmdNode == nil})
+		}
+	}
+	return out
+}
+
+// containerEngines reads a container (command, args, env, image) and returns the vLLM servers
+// it starts.
+func (fl *fileLint) containerEngines(c *yaml.Node, replicas int, labels map[string]string) []*engine {
+	image, _ := str(c, "image")
+	name, _ := str(c, "name")
+	var out []*engine
+	for _, l := range fl.containerCommands(c) {
+		if e := engineFrom(fl.path, l.argv, l.at, l.imageArgs); e != nil {
+			out = append(out, e)
 		}
 	}
 	env := readEnv(get(c, "env"))
@@ -610,6 +631,9 @@ func (d *ydoc) workloads(root *yaml.Node, kind string) bool {
 				fl.checkEngine(e)
 				found = true
 			}
+			if fl.containerGateways(c) {
+				found = true
+			}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i].Value
@@ -665,6 +689,7 @@ func (d *ydoc) checkCompose(root *yaml.Node) {
 		for _, e := range d.fl.containerEngines(c, replicas, nil) {
 			d.fl.checkEngine(e)
 		}
+		d.fl.containerGateways(c)
 		d.checkAIBrixEnv(readEnv(get(svc, "environment")), s.Content[i])
 	}
 }

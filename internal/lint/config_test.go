@@ -321,7 +321,9 @@ func TestConfigCorpus(t *testing.T) {
 		// Kwargs given in code: threshold 5 and eviction on.
 		"ray/ray_doc_prefix_aware_example.py":                            nil,
 		"ray/ray_release_llama_3dot1_8b_quantized_tp1_prefix_cache.yaml": {"19:ray/imbalanced-threshold", "19:ray/no-eviction"},
-		// PD gateway with no policy flags: no rule covers it.
+		// The Python launcher in PD mode with no policy, eviction or retry flags: detected as an
+		// SGLang gateway (TestSGLangCorpusDetected), but SG-02 needs an eviction flag and SG-03
+		// another router in the run, and SG-01 is a run-time policy hint: nothing to report.
 		"sglang/sglang-fork_ascend_deepseekr1_router.sh": nil,
 		// least_request routing: the prefix-cache rules do not apply.
 		"aibrix/aibrix_standalone_docker-compose.yml": nil,

@@ -176,6 +176,15 @@ var rules = []Rule{
 		"an aggregated or prefill worker of a kv-mode frontend with --no-enable-prefix-caching: no events config is created and nothing is reused",
 		"newest components/src/dynamo/vllm/args.py", "components/src/dynamo/vllm/args.py"},
 
+	// SGLang model gateway (sgl-project/sglang: bindings/python/src/sglang_router/router_args.py
+	// @05e589a and the Rust CLI main.rs; ROUTERS.md section 5).
+	{"sglang/eviction-flag", "SG-02", "SGLang", finding.Info,
+		"the other launcher's eviction flag: --eviction-interval given to the Python launcher (its flag is --eviction-interval-secs, default 60 s) or --eviction-interval-secs to the Rust sgl-model-gateway (its flag is --eviction-interval, default 120 s)",
+		"router_args.py @05e589a; Rust CLI main.rs (2026)", "router_args.py; main.rs"},
+	{"sglang/retries-stacked", "SG-03", "SGLang", finding.Info,
+		"a gateway whose worker URLs name another router of the run, with retries not limited (retry_max_retries defaults to 5 in the Python launcher): its retries stack on that router's own failover",
+		"router_args.py @05e589a", "router_args.py"},
+
 	// Ray Serve LLM.
 	{"ray/imbalanced-threshold", "RY-01", "Ray Serve", finding.Warning,
 		"PrefixCacheAffinityRouter without imbalanced_threshold: the default is infinity, so affinity never yields to load",
