@@ -262,6 +262,7 @@ func crossCheck(results []FileResult) {
 	}
 
 	sglangRetriesStacked(sglang, routers, add)
+	sglangLaunchersMixed(sglang, add)
 }
 
 // sglangRetriesStacked reports SG-03: an SGLang gateway whose worker URLs name another router

@@ -109,6 +109,72 @@ func (fl *fileLint) checkSGLang(g *sglangGateway) {
 	}
 }
 
+// cacheAware reports a gateway on the cache_aware policy (both launchers' default).
+func (g *sglangGateway) cacheAware() bool {
+	p, ok := g.flags["--policy"]
+	return !ok || p.text == "cache_aware"
+}
+
+// eviction returns the gateway's eviction interval in seconds under its own launcher's flag,
+// whether that is the launcher's default, and false when it cannot be told (the other
+// launcher's flag, which SG-02 reports on its own, or a value that is not a number).
+func (g *sglangGateway) eviction() (secs int, isDefault, ok bool) {
+	own, other, def := sglangPyEviction, sglangRustEviction, sglangPyEvictionS
+	if g.rust {
+		own, other, def = sglangRustEviction, sglangPyEviction, sglangRustEvictionS
+	}
+	if _, bad := g.flags[other]; bad {
+		return 0, false, false
+	}
+	t, set := g.flags[own]
+	if !set {
+		return def, true, true
+	}
+	n, err := strconv.Atoi(t.text)
+	return n, false, err == nil
+}
+
+// sglangLaunchersMixed reports SG-02's other half: Python and Rust cache_aware gateways in one
+// run whose eviction intervals differ because one of them is left at its launcher's default
+// (60 s and 120 s; the other cache_aware CLI defaults are the same in both).
+func sglangLaunchersMixed(sglang []*sglangGateway, add func(file, code string, at pos, loc, msg, hint string)) {
+	var first [2]*sglangGateway // the first Python and the first Rust gateway
+	for _, g := range sglang {
+		i := 0
+		if g.rust {
+			i = 1
+		}
+		if first[i] == nil && g.cacheAware() {
+			first[i] = g
+		}
+	}
+	if first[0] == nil || first[1] == nil {
+		return
+	}
+	for _, g := range sglang {
+		if !g.cacheAware() {
+			continue
+		}
+		other := first[0]
+		if !g.rust {
+			other = first[1]
+		}
+		mine, isDef, ok1 := g.eviction()
+		theirs, _, ok2 := other.eviction()
+		if !ok1 || !ok2 || !isDef || mine == theirs {
+			continue
+		}
+		name, flag := "Python launcher", sglangPyEviction
+		if g.rust {
+			name, flag = "Rust sgl-model-gateway", sglangRustEviction
+		}
+		add(g.file, "sglang/eviction-flag", g.at, "sglang gateway",
+			fmt.Sprintf("this %s leaves the eviction interval at its default %d s while the other launcher's gateway (%s:%d) evicts every %d s: the Python and Rust launchers default differently (%s 60 s, %s 120 s)",
+				name, mine, other.file, other.at.line, theirs, sglangPyEviction, sglangRustEviction),
+			fmt.Sprintf("pass %s %d to make them equal", flag, theirs))
+	}
+}
+
 func orDefault(s, def string) string {
 	if s == "" {
 		return def

@@ -50,6 +50,26 @@ func TestSGLangGatewayRules(t *testing.T) {
 		{"SG-02 negative: the Rust binary's own flag", map[string]string{"gw.yaml": sglangDeployment("--worker-urls", "http://qwen-0:8000", "--eviction-interval", "60")}, nil},
 		{"SG-02 Rust flag in a compose command string", map[string]string{"compose.yaml": strings.Replace(sglangCompose, "%s", "--eviction-interval 30", 1)}, []string{"sglang/eviction-flag"}},
 		{"SG-02 negative: compose without eviction flag", map[string]string{"compose.yaml": strings.Replace(sglangCompose, "%s", "--policy cache_aware", 1)}, nil},
+		// SG-02 across files: the launchers' eviction defaults differ (60 s vs 120 s), the other
+		// cache_aware CLI defaults are the same; each gateway left at a differing default is told.
+		{"SG-02 Python and Rust gateways both at their defaults", map[string]string{
+			"router.sh": sglangScript(""),
+			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000")}, []string{"sglang/eviction-flag", "sglang/eviction-flag"}},
+		{"SG-02 Python at its default, Rust set to 30 s", map[string]string{
+			"router.sh": sglangScript(""),
+			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000", "--eviction-interval", "30")}, []string{"sglang/eviction-flag"}},
+		{"SG-02 negative: Python set to the Rust default", map[string]string{
+			"router.sh": sglangScript("    --eviction-interval-secs 120 \\\n"),
+			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000")}, nil},
+		{"SG-02 negative: Rust set to the Python default", map[string]string{
+			"router.sh": sglangScript(""),
+			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000", "--eviction-interval", "60")}, nil},
+		{"SG-02 negative: the Rust gateway is not cache_aware", map[string]string{
+			"router.sh": sglangScript(""),
+			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000", "--policy", "round_robin")}, nil},
+		{"SG-02 negative: two Python gateways", map[string]string{
+			"a.sh": sglangScript(""),
+			"b.sh": sglangScript("")}, nil},
 		// Flags kvcheck does not know are not findings: the gateway gains flags every release.
 		{"unknown gateway flags are not errors", map[string]string{"router.sh": sglangScript("    --some-new-flag 7 \\\n    --prometheus-port 29000 \\\n")}, nil},
 		// SG-03: the gateway's workers are another router of the run.

@@ -179,7 +179,7 @@ var rules = []Rule{
 	// SGLang model gateway (sgl-project/sglang: bindings/python/src/sglang_router/router_args.py
 	// @05e589a and the Rust CLI main.rs; ROUTERS.md section 5).
 	{"sglang/eviction-flag", "SG-02", "SGLang", finding.Info,
-		"the other launcher's eviction flag: --eviction-interval given to the Python launcher (its flag is --eviction-interval-secs, default 60 s) or --eviction-interval-secs to the Rust sgl-model-gateway (its flag is --eviction-interval, default 120 s)",
+		"the other launcher's eviction flag (--eviction-interval given to the Python launcher, whose flag is --eviction-interval-secs, default 60 s; --eviction-interval-secs to the Rust sgl-model-gateway, whose flag is --eviction-interval, default 120 s), or Python and Rust cache_aware gateways in one run that evict at different intervals because one keeps its launcher's default",
 		"router_args.py @05e589a; Rust CLI main.rs (2026)", "router_args.py; main.rs"},
 	{"sglang/retries-stacked", "SG-03", "SGLang", finding.Info,
 		"a gateway whose worker URLs name another router of the run, with retries not limited (retry_max_retries defaults to 5 in the Python launcher): its retries stack on that router's own failover",
