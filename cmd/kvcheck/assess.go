@@ -12,8 +12,6 @@ import (
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess"
 	"github.com/kvcheck/kvcheck/internal/audit"
-	"github.com/kvcheck/kvcheck/internal/catalog"
-	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
@@ -139,7 +137,6 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 }
 
 func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report.Result, error) {
-	var err error
 	if o.today == "" {
 		o.today = assess.DefaultToday
 	}
@@ -165,118 +162,30 @@ func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report
 	if err := o.tok.validate(); err != nil {
 		return report.Result{}, err
 	}
-	var in assess.Inputs
-	blockSize := o.blockSize
-	if metricsGiven {
-		rep, err := assessMetrics(ctx, st, o.metrics)
-		if err != nil {
-			return report.Result{}, err
-		}
-		in.Metrics = rep
-		for _, r := range rep.Replicas {
-			if blockSize == 0 && r.BlockSize != nil && *r.BlockSize > 0 {
-				blockSize = *r.BlockSize
-			}
-		}
+	src := assess.Sources{
+		Metrics: o.metrics, Templates: o.templates,
+		Requests: o.requests, Stdin: o.stdin, BlockSize: o.blockSize,
+		TapFrom: o.tapFrom, Configs: o.configs,
 	}
-	if blockSize == 0 {
-		blockSize = audit.DefaultBlockSize
+	if o.tok.URL != "" {
+		src.Connect = func(ctx context.Context, fallback int) (audit.Remote, error) { return o.tok.connect(ctx, st, fallback) }
 	}
-	if len(o.templates) > 0 {
-		tr, err := audit.AuditTemplates(o.templates, blockSize)
-		if err != nil {
-			return report.Result{}, fmt.Errorf("templates: %w", err)
-		}
-		in.Templates, in.TemplateInputs = &tr, o.templates
-	}
-	if o.requests != "" {
-		var remote *audit.Remote
-		if o.tok.URL != "" {
-			r, err := o.tok.connect(ctx, st, blockSize)
-			if err != nil {
-				return report.Result{}, err
-			}
-			remote = &r
-		}
-		rl, cleanup, err := assess.OpenRequestLog(o.requests, o.stdin, blockSize, remote)
-		if err != nil {
-			return report.Result{}, err
-		}
-		defer cleanup()
-		in.Requests = rl
-	}
-	if len(o.tapFrom) > 0 {
-		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks}
-		if o.seedSet {
-			seed := o.hashSeed
-			opts.HashSeed = &seed
-		}
-		r, err := events.ReportRecordings(ctx, o.tapFrom, "", opts)
-		if err != nil {
-			return report.Result{}, err
-		}
-		in.Tap, in.TapInputs, in.SeedKnown = r, o.tapFrom, o.seedSet
-		if o.requests == "" && o.trace == "" && o.embedded == nil {
-			// The recordings are the traffic when nothing else is (a lower bound).
-			if in.Recordings, err = sim.ReadRecordingFiles(ctx, o.tapFrom, sim.RecordingOptions{}); err != nil {
-				return report.Result{}, err
-			}
-		}
+	if o.seedSet {
+		src.HashSeed = &o.hashSeed
 	}
 	switch {
 	case o.embedded != nil:
-		in.Trace = o.embedded
+		src.Trace = func() (*sim.Trace, error) { return o.embedded, nil }
 	case o.trace != "":
-		if in.Trace, err = readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock, 0); err != nil {
-			return report.Result{}, err
+		src.Trace = func() (*sim.Trace, error) {
+			return readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock, 0)
 		}
 	}
 	if len(o.configs) > 0 {
-		if in.Config, err = assessConfig(ctx, o.configs); err != nil {
-			return report.Result{}, err
-		}
+		src.Ignore = func() ([]lint.IgnoreRule, error) { return ignoreRules("") }
 	}
 	ao := assess.Options{Thresholds: o.th, Replicas: o.replicas, KVTokens: o.kvTokens, KVBlocks: o.kvBlocks, Today: o.today}
-	ao.Progress = func(done, total int) { st.Progress("replaying %d/%d", done, total) }
-	rec, err := assess.Assess(ctx, in, ao)
-	st.Done()
-	if err != nil {
-		return report.Result{}, err
-	}
-	return report.Assess(rec), nil
-}
-
-// assessConfig checks the router and engine configuration files as kvcheck lint does, with the
-// repository's ignore file when there is one.
-func assessConfig(ctx context.Context, paths []string) (*advise.Config, error) {
-	cat, err := catalog.Load()
-	if err != nil {
-		return nil, err
-	}
-	ignore, err := ignoreRules("")
-	if err != nil {
-		return nil, err
-	}
-	results, err := lint.New(cat, lint.Options{Ignore: ignore}).Paths(ctx, paths)
-	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
-	}
-	return advise.FromConfig(results, paths), nil
-}
-
-// assessMetrics reads the one metrics source exactly as kvcheck hitrate does (num_gpu_blocks
-// included, from every source). The server's warnings and unreadable targets go to stderr too.
-func assessMetrics(ctx context.Context, st *report.Status, spec promql.Spec) (*promql.Report, error) {
-	raw, err := openMetrics(ctx, spec)
-	for _, w := range raw.Warnings {
-		st.Warn("%s: query %s: %s", spec.Conn.Shown(), strings.Join(w.Queries, ", "), w.Warning)
-	}
-	if err != nil {
-		return nil, err
-	}
-	rep := promql.Analyze(raw)
-	for _, d := range rep.Down {
-		st.Warn("could not read %s: %s; the assessment leaves it out", d.Target, d.Error)
-	}
-	return &rep, nil
+	res, err := assess.Run(ctx, st, src, ao)
+	// A metrics source that cannot work is a usage error, as in kvcheck hitrate.
+	return res, specUsage(err)
 }
