@@ -2,14 +2,81 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 )
+
+// Watch is how kvcheck hitrate --watch runs: Next takes one refresh (promql.Spec.Watcher),
+// every Interval. Lines writes one JSON object per refresh to Out (piped, or -o json); else
+// each refresh is drawn in place on Text. Status takes the notes of failed refreshes, Progress
+// (optional) the wait for the first one.
+type Watch struct {
+	Interval time.Duration
+	Next     func(context.Context) (promql.Input, error)
+	Lines    bool
+	Out      io.Writer
+	Text     *Text
+	Status   *Status
+	Progress func(string)
+}
+
+// WatchHitrate refreshes the hitrate report every interval until ctx ends (Ctrl-C, which ends
+// the watch cleanly). Its result is streamed: the refreshes are written, and the findings of
+// the last one decide --fail-on.
+func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
+	var prev *promql.Report
+	tick := time.NewTicker(w.Interval)
+	defer tick.Stop()
+	for n := 1; ; {
+		in, err := w.Next(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return watchEnd(prev), nil
+		case errors.Is(err, promql.ErrBaseline):
+			if !w.Lines && w.Progress != nil {
+				w.Progress(fmt.Sprintf("first refresh in %s, when the second scrape is in", w.Interval))
+			}
+		case err != nil:
+			// One failed refresh does not end an incident's watch: say so and go on.
+			w.Status.Note("refresh %d: %v", n, err)
+		default:
+			rep := promql.Analyze(in)
+			f := Refresh{N: n, At: time.Now(), Interval: w.Interval, Report: rep, Changes: promql.Changes(prev, rep)}
+			if w.Lines {
+				err = HitrateWatchJSON(w.Out, f)
+			} else {
+				err = HitrateWatch(w.Text, f)
+			}
+			if err != nil {
+				return Result{}, err
+			}
+			prev = &rep
+			n++
+		}
+		select {
+		case <-ctx.Done():
+			return watchEnd(prev), nil
+		case <-tick.C:
+		}
+	}
+}
+
+// watchEnd ends a watch: the refreshes are written, and the last one decides --fail-on.
+func watchEnd(last *promql.Report) Result {
+	res := Result{Streamed: true, Findings: []finding.Finding{}}
+	if last != nil {
+		res.Findings = last.Findings
+	}
+	return res
+}
 
 // Refresh is one refresh of kvcheck hitrate --watch: its number (from 1), when it was taken,
 // the interval between refreshes, and how each replica moved since the one before.
