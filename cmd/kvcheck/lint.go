@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -101,21 +100,9 @@ it last had any within --lookback.
 	return cmd
 }
 
-// ignoreRules reads the ignore file named by --ignore-file, or .kvcheckignore when present.
-func ignoreRules(name string) ([]lint.IgnoreRule, error) {
-	explicit := name != ""
-	if !explicit {
-		name = lint.IgnoreFileName
-	}
-	src, err := os.ReadFile(name)
-	if err != nil {
-		if !explicit && os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("--ignore-file: %w", err)
-	}
-	return lint.ParseIgnore(name, src)
-}
+// ignoreRules reads the ignore file named by --ignore-file, or .kvcheckignore when present
+// (assess --config reads it too).
+func ignoreRules(name string) ([]lint.IgnoreRule, error) { return lint.LoadIgnore(name) }
 
 func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, error) {
 	if opts.Fix && opts.Diff {
@@ -172,14 +159,8 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 		return report.LintDiff(run, lint.DiffAll(results)), nil
 	}
 	if opts.Fix {
-		for _, r := range results {
-			if r.Fixed == nil {
-				continue
-			}
-			if err := lint.WriteFixed(r.Path, r.Fixed); err != nil {
-				return report.Result{}, err
-			}
-			st.Note("rewrote %s", r.Path)
+		if err := lint.WriteAllFixed(results, func(path string) { st.Note("rewrote %s", path) }); err != nil {
+			return report.Result{}, err
 		}
 	}
 	return report.Lint(run), nil

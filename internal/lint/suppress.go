@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,23 @@ type Suppressed struct {
 	Finding
 	By     string // "inline" or the ignore file's file:line
 	Reason string
+}
+
+// LoadIgnore reads the ignore file a run was given (--ignore-file), or IgnoreFileName in the
+// working directory when name is empty and that file exists.
+func LoadIgnore(name string) ([]IgnoreRule, error) {
+	explicit := name != ""
+	if !explicit {
+		name = IgnoreFileName
+	}
+	src, err := os.ReadFile(name)
+	if err != nil {
+		if !explicit && os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("--ignore-file: %w", err)
+	}
+	return ParseIgnore(name, src)
 }
 
 // ParseIgnore reads an ignore file.

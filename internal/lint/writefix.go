@@ -6,6 +6,21 @@ import (
 	"path/filepath"
 )
 
+// WriteAllFixed writes --fix's rewrite of every file that has one, in order, calling wrote
+// after each; it stops at the first file that cannot be written.
+func WriteAllFixed(results []FileResult, wrote func(path string)) error {
+	for _, r := range results {
+		if r.Fixed == nil {
+			continue
+		}
+		if err := WriteFixed(r.Path, r.Fixed); err != nil {
+			return err
+		}
+		wrote(r.Path)
+	}
+	return nil
+}
+
 // WriteFixed replaces a file's content with what --fix rewrote, keeping its permissions; the new content is written
 // to a temporary file beside it and renamed over it, so a crash leaves one or the other.
 func WriteFixed(name string, content []byte) error {
