@@ -25,13 +25,8 @@ func parseTargets(cat *catalog.Catalog, version, spec string, st *report.Status)
 		}
 		t[catalog.VLLM] = v
 	}
-	for _, f := range cat.Families {
-		if v, ok := t[f.Name]; ok && f.Newest.Less(v) {
-			// Judging goes on (what was gone by the newest known release stays gone), but
-			// renames after it are not known: say so rather than imply a full check.
-			st.Warn("target %s %s is newer than the metric catalog (%s %s): changes after %s are not known to this kvcheck",
-				f.Display, v, f.Display, f.Newest, f.Newest)
-		}
+	for _, w := range cat.Beyond(t) {
+		st.Warn("%s", w)
 	}
 	return t, nil
 }

@@ -664,6 +664,20 @@ func (c *Catalog) ParseTargets(spec string) (Targets, error) {
 	return t, nil
 }
 
+// Beyond says, one sentence per family, which targets are newer than the catalog's newest
+// release of their family. Judging them goes on (what was gone by the newest known release
+// stays gone), but renames after it are not known: a run says so rather than imply a full check.
+func (c *Catalog) Beyond(t Targets) []string {
+	var out []string
+	for _, f := range c.Families {
+		if v, ok := t[f.Name]; ok && f.Newest.Less(v) {
+			out = append(out, fmt.Sprintf("target %s %s is newer than the metric catalog (%s %s): changes after %s are not known to this kvcheck",
+				f.Display, v, f.Display, f.Newest, f.Newest))
+		}
+	}
+	return out
+}
+
 func (c *Catalog) familyNames() string {
 	names := make([]string, 0, len(c.Families))
 	for _, f := range c.Families {

@@ -439,3 +439,18 @@ func TestProductionStackFamily(t *testing.T) {
 		t.Errorf("a name both publish: %+v", m)
 	}
 }
+
+// TestBeyond: a target past the newest known release of its family is named, one at or before
+// it is not.
+func TestBeyond(t *testing.T) {
+	c := mustLoad(t)
+	f := c.Family(VLLM)
+	next := Version{Major: f.Newest.Major, Minor: f.Newest.Minor + 1}
+	if got := c.Beyond(Targets{VLLM: f.Newest}); len(got) != 0 {
+		t.Errorf("the newest known release: %q, want nothing", got)
+	}
+	got := c.Beyond(Targets{VLLM: next})
+	if len(got) != 1 || !strings.Contains(got[0], next.String()+" is newer than the metric catalog") {
+		t.Errorf("a release past the newest: %q, want one sentence naming %s", got, next)
+	}
+}
