@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -89,26 +88,16 @@ func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (
 		return report.Result{}, usageErrorf("--window %s: keep the demo between 0 and 30s", o.window)
 	}
 	d := &demoSession{s: s, g: g, o: o, json: g.format == report.FormatJSON}
-	if o.dir != "" {
-		if err := os.MkdirAll(o.dir, 0o755); err != nil {
-			return report.Result{}, fmt.Errorf("--dir: %w", err)
+	dir, remove, err := demo.Inputs(o.dir)
+	defer func() {
+		if err := remove(); err != nil {
+			g.status.Warn("remove the demo's input files: %v", err)
 		}
-		d.dir = o.dir
-	} else {
-		tmp, err := os.MkdirTemp("", "kvcheck-demo-")
-		if err != nil {
-			return report.Result{}, fmt.Errorf("demo input files: %w", err)
-		}
-		defer func() {
-			if err := os.RemoveAll(tmp); err != nil {
-				g.status.Warn("remove the demo's input files: %v", err)
-			}
-		}()
-		d.dir = tmp
-	}
-	if err := demo.WriteFiles(d.dir); err != nil {
+	}()
+	if err != nil {
 		return report.Result{}, err
 	}
+	d.dir = dir
 	for _, st := range demoSteps() {
 		if d.json {
 			d.sections = append(d.sections, report.DemoSection{Name: st.title})

@@ -23,6 +23,24 @@ import (
 //go:embed testdata
 var files embed.FS
 
+// Inputs writes the demo's input files into dir, created if need be and kept, or when dir is
+// empty into a new temporary directory that remove deletes. It returns the directory used.
+func Inputs(dir string) (used string, remove func() error, err error) {
+	remove = func() error { return nil }
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", remove, fmt.Errorf("--dir: %w", err)
+		}
+	} else {
+		tmp, err := os.MkdirTemp("", "kvcheck-demo-")
+		if err != nil {
+			return "", remove, fmt.Errorf("demo input files: %w", err)
+		}
+		dir, remove = tmp, func() error { return os.RemoveAll(tmp) }
+	}
+	return dir, remove, WriteFiles(dir)
+}
+
 // WriteFiles copies the demo's input files into dir.
 func WriteFiles(dir string) error {
 	return fs.WalkDir(files, "testdata", func(path string, e fs.DirEntry, err error) error {

@@ -2,6 +2,8 @@ package demo
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,5 +57,35 @@ func TestCommandLine(t *testing.T) {
 		if got := CommandLine(tt.args); got != tt.want {
 			t.Errorf("CommandLine(%q) = %s, want %s", tt.args, got, tt.want)
 		}
+	}
+}
+
+// Inputs keeps a directory it was given (creating it) and removes only a temporary one it made;
+// both hold every input file.
+func TestInputs(t *testing.T) {
+	given := filepath.Join(t.TempDir(), "new", "dir")
+	dir, remove, err := Inputs(given)
+	if err != nil || dir != given {
+		t.Fatalf("Inputs(%q) = %q, %v", given, dir, err)
+	}
+	if err := remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(given, "requests.jsonl")); err != nil {
+		t.Errorf("a given directory lost its files: %v", err)
+	}
+
+	tmp, remove, err := Inputs("")
+	if err != nil || tmp == "" {
+		t.Fatalf(`Inputs("") = %q, %v`, tmp, err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "vllm-dashboard.json")); err != nil {
+		t.Errorf("temporary directory misses a file: %v", err)
+	}
+	if err := remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("temporary directory %s not removed: %v", tmp, err)
 	}
 }
