@@ -148,6 +148,16 @@ const (
 	spreadWarn = 0.15
 )
 
+// Incomplete is the error of a report that misses inputs that could not be read: its table
+// shows what could be read, but the fleet figures cover only the rest, so the run is not a
+// success. It is nil when every input was read.
+func (r Report) Incomplete() error {
+	if len(r.Down) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d inputs could not be read (see above): the fleet figures cover only the rest", len(r.Down), len(r.Down)+len(r.Replicas))
+}
+
 // Analyze turns observations into per-replica figures, a fleet row and findings.
 func Analyze(in Input) Report {
 	rep := Report{

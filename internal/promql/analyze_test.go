@@ -276,3 +276,15 @@ func TestNumGPUBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestIncomplete: a report with every input read is a success; one missing one of three inputs
+// says 1 of 3.
+func TestIncomplete(t *testing.T) {
+	if err := (Report{Replicas: []Replica{{}, {}}}).Incomplete(); err != nil {
+		t.Errorf("every input read: %v, want nil", err)
+	}
+	err := (Report{Replicas: []Replica{{}, {}}, Down: []Down{{Target: "b:8000", Error: "refused"}}}).Incomplete()
+	if err == nil || !strings.HasPrefix(err.Error(), "1 of 3 inputs could not be read") {
+		t.Errorf("one of three down: %v, want 1 of 3 inputs could not be read", err)
+	}
+}
