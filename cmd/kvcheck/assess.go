@@ -40,9 +40,11 @@ type assessOptions struct {
 	// embedded, when set, is simulated instead of reading --trace (the demo's built-in trace).
 	embedded *sim.Trace
 	replicas int
-	kvBlocks int
-	kvTokens int64
-	today    string
+	// replicasSet: --replicas was given, so 0 is a bad value, not the default.
+	replicasSet bool
+	kvBlocks    int
+	kvTokens    int64
+	today       string
 
 	// configs are router and engine configuration files to check (as kvcheck lint does).
 	configs []string
@@ -105,6 +107,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
 			o.metrics.WindowSet = cmd.Flags().Changed("window")
 			o.seedSet = cmd.Flags().Changed("hash-seed")
+			o.replicasSet = cmd.Flags().Changed("replicas")
 			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
 			o.stdin = s.In
 			if o.demo {
@@ -148,7 +151,7 @@ func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report
 		return report.Result{}, usageErrorf("--tokenize applies to --requests")
 	case o.seedSet && len(o.tapFrom) == 0:
 		return report.Result{}, usageErrorf("--hash-seed applies to --tap-from")
-	case o.replicas < 0 || o.replicas > sim.MaxReplicas:
+	case o.replicas < 0 || o.replicas > sim.MaxReplicas || (o.replicasSet && o.replicas == 0):
 		return report.Result{}, usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
 	case o.kvBlocks < 0 || o.kvTokens < 0 || o.blockSize < 0 || o.traceBlock < 0:
 		return report.Result{}, usageErrorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
