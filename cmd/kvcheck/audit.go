@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -89,75 +88,21 @@ func runAudit(ctx context.Context, st *report.Status, opts *auditOptions) (repor
 		return report.Result{}, err
 	}
 
-	res := report.AuditRun{BlockSize: opts.BlockSize, Templates: []audit.Template{}, Findings: []audit.Finding{}}
-	var server *audit.Server
+	var remote *audit.Remote
 	if opts.tok.URL != "" {
-		remote, err := opts.tok.connect(ctx, st, opts.BlockSize)
+		r, err := opts.tok.connect(ctx, st, opts.BlockSize)
 		if err != nil {
 			return report.Result{}, err
 		}
-		if opts.blockSet && !remote.Assumed && remote.BlockSize != opts.BlockSize {
-			st.Note("the server's block size is %d, not --block-size %d; using the server's", remote.BlockSize, opts.BlockSize)
-		}
-		res.BlockSize = remote.BlockSize
-		if remote.CachingOff != nil {
-			off := *remote.CachingOff
-			off.File = remote.Server.Shown()
-			res.Findings = append(res.Findings, audit.Finding{Finding: off, Block: -1, Frequency: audit.Unknown})
-		}
-		server, res.Exact = remote.Server, true
+		remote = &r
 	}
-
-	if len(opts.templates) > 0 {
-		tr, err := audit.AuditTemplates(opts.templates, res.BlockSize)
-		if err != nil {
-			return report.Result{}, err
-		}
-		res.Templates = append(res.Templates, tr.Templates...)
-		res.Findings = append(res.Findings, tr.Findings...)
+	res, err := audit.RunAudit(ctx, st, audit.RunOptions{
+		Templates: opts.templates, Requests: opts.Requests, Stdin: opts.stdin,
+		BlockSize: opts.BlockSize, BlockSizeGiven: opts.blockSet, MaxBlocks: opts.MaxBlocks,
+		MaxLine: opts.MaxLine, Concurrency: opts.tok.Concurrency, Remote: remote,
+	})
+	if err != nil {
+		return report.Result{}, err
 	}
-	if server != nil {
-		tpls, fs, refused, err := audit.ProbeTemplateFiles(ctx, server, res.Templates, res.BlockSize)
-		if err != nil {
-			return report.Result{}, err
-		}
-		res.Templates = append(res.Templates, tpls...)
-		res.Findings = append(res.Findings, fs...)
-		if refused != "" {
-			st.Note("%s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated", server.Shown(), refused)
-		}
-		tpl, fs, err := audit.ProbeServerTemplate(ctx, server, res.BlockSize)
-		if err != nil {
-			return report.Result{}, err
-		}
-		res.Templates = append(res.Templates, tpl)
-		res.Findings = append(res.Findings, fs...)
-	}
-	if opts.Requests != "" {
-		in, name, closeFn, err := audit.OpenRequests(opts.Requests, opts.stdin)
-		if err != nil {
-			return report.Result{}, err
-		}
-		defer closeFn()
-		res.RequestsSource = name
-		ropts := audit.RequestOptions{BlockSize: res.BlockSize, MaxBlocks: opts.MaxBlocks, MaxLine: opts.MaxLine, Concurrency: opts.tok.Concurrency}
-		if server != nil {
-			ropts.Tokenizer = server
-		}
-		ropts.Progress = func(n int64) { st.Progress("%d requests", n) }
-		sum, err := audit.AuditRequests(ctx, in, ropts)
-		st.Done()
-		if err != nil && sum.Interrupted {
-			err = nil // printed below as partial; run exits 130
-		}
-		if err != nil {
-			return report.Result{}, fmt.Errorf("requests %s: %w", res.RequestsSource, err)
-		}
-		res.Requests = &sum
-		// The log settles the template questions it shows changing (the slices are shared).
-		audit.Corroborate(&audit.TemplateReport{Templates: res.Templates, Findings: res.Findings}, sum, res.RequestsSource)
-		res.Findings = append(res.Findings, sum.Findings(res.RequestsSource)...)
-	}
-
 	return report.Audit(res), nil
 }

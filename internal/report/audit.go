@@ -8,18 +8,8 @@ import (
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
-// Audit is everything `kvcheck audit` found: the template verdicts and findings, and the
-// request-set summary when a request log was given.
-type AuditRun struct {
-	BlockSize int
-	// Exact is true when token positions come from a server's /tokenize.
-	Exact     bool
-	Templates []audit.Template
-	Findings  []audit.Finding
-	// RequestsSource names the request log; Requests is nil when none was audited.
-	RequestsSource string
-	Requests       *audit.Summary
-}
+// AuditRun is everything `kvcheck audit` found (audit.RunAudit builds it).
+type AuditRun = audit.Run
 
 type auditDoc struct {
 	SchemaVersion int                `json:"schema_version"`

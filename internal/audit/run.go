@@ -1,0 +1,118 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// Run is everything `kvcheck audit` found: the template verdicts and findings, and the
+// request-set summary when a request log was given.
+type Run struct {
+	BlockSize int
+	// Exact is true when token positions come from a server's /tokenize.
+	Exact     bool
+	Templates []Template
+	Findings  []Finding
+	// RequestsSource names the request log; Requests is nil when none was audited.
+	RequestsSource string
+	Requests       *Summary
+}
+
+// Status is where an audit says what it is doing: notes for the user and progress while it
+// reads a request log (report.Status is one).
+type Status interface {
+	Note(format string, args ...any)
+	Progress(format string, args ...any)
+	Done()
+}
+
+// RunOptions are the inputs of one audit.
+type RunOptions struct {
+	// Templates are template files and directories, audited as one unit.
+	Templates []string
+	// Requests is a request log ("-" reads Stdin); empty audits none.
+	Requests string
+	Stdin    io.Reader
+	// BlockSize is the block size in tokens; a Remote's block size replaces it.
+	// BlockSizeGiven says the user chose it, so a different server block size is noted.
+	BlockSize      int
+	BlockSizeGiven bool
+	MaxBlocks      int
+	MaxLine        int
+	Concurrency    int
+	// Remote is the --tokenize server, already connected; nil estimates tokens.
+	Remote *Remote
+}
+
+// RunAudit audits the templates, probes the server's own template and the template files
+// through Remote when there is one, and audits the request log, whose evidence then settles
+// the template questions it shows changing.
+func RunAudit(ctx context.Context, st Status, o RunOptions) (Run, error) {
+	res := Run{BlockSize: o.BlockSize, Templates: []Template{}, Findings: []Finding{}}
+	var server *Server
+	if remote := o.Remote; remote != nil {
+		if o.BlockSizeGiven && !remote.Assumed && remote.BlockSize != o.BlockSize {
+			st.Note("the server's block size is %d, not --block-size %d; using the server's", remote.BlockSize, o.BlockSize)
+		}
+		res.BlockSize = remote.BlockSize
+		if remote.CachingOff != nil {
+			off := *remote.CachingOff
+			off.File = remote.Server.Shown()
+			res.Findings = append(res.Findings, Finding{Finding: off, Block: -1, Frequency: Unknown})
+		}
+		server, res.Exact = remote.Server, true
+	}
+
+	if len(o.Templates) > 0 {
+		tr, err := AuditTemplates(o.Templates, res.BlockSize)
+		if err != nil {
+			return Run{}, err
+		}
+		res.Templates = append(res.Templates, tr.Templates...)
+		res.Findings = append(res.Findings, tr.Findings...)
+	}
+	if server != nil {
+		tpls, fs, refused, err := ProbeTemplateFiles(ctx, server, res.Templates, res.BlockSize)
+		if err != nil {
+			return Run{}, err
+		}
+		res.Templates = append(res.Templates, tpls...)
+		res.Findings = append(res.Findings, fs...)
+		if refused != "" {
+			st.Note("%s did not render the template files (%s); start vLLM with --trust-request-chat-template for exact positions, they stay estimated", server.Shown(), refused)
+		}
+		tpl, fs, err := ProbeServerTemplate(ctx, server, res.BlockSize)
+		if err != nil {
+			return Run{}, err
+		}
+		res.Templates = append(res.Templates, tpl)
+		res.Findings = append(res.Findings, fs...)
+	}
+	if o.Requests != "" {
+		in, name, closeFn, err := OpenRequests(o.Requests, o.Stdin)
+		if err != nil {
+			return Run{}, err
+		}
+		defer closeFn()
+		res.RequestsSource = name
+		ropts := RequestOptions{BlockSize: res.BlockSize, MaxBlocks: o.MaxBlocks, MaxLine: o.MaxLine, Concurrency: o.Concurrency}
+		if server != nil {
+			ropts.Tokenizer = server
+		}
+		ropts.Progress = func(n int64) { st.Progress("%d requests", n) }
+		sum, err := AuditRequests(ctx, in, ropts)
+		st.Done()
+		if err != nil && sum.Interrupted {
+			err = nil // reported as partial; the command exits 130
+		}
+		if err != nil {
+			return Run{}, fmt.Errorf("requests %s: %w", res.RequestsSource, err)
+		}
+		res.Requests = &sum
+		// The log settles the template questions it shows changing (the slices are shared).
+		Corroborate(&TemplateReport{Templates: res.Templates, Findings: res.Findings}, sum, res.RequestsSource)
+		res.Findings = append(res.Findings, sum.Findings(res.RequestsSource)...)
+	}
+	return res, nil
+}
