@@ -133,35 +133,16 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 	if opts.MaxFileMiB <= 0 {
 		return report.Result{}, usageErrorf("--max-file-mib %d: give a positive number of MiB", opts.MaxFileMiB)
 	}
-	l := lint.New(cat, lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore, MaxFileSize: int64(opts.MaxFileMiB) << 20})
-	results, err := l.Paths(ctx, paths)
-	if err != nil && ctx.Err() == nil {
+	run, err := lint.Check(ctx, cat, lint.RunOptions{
+		Options: lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore, MaxFileSize: int64(opts.MaxFileMiB) << 20},
+		Fix:     opts.Fix, Online: api, Server: opts.Prom.Shown(), Lookback: model.Duration(opts.Lookback),
+		QueryTimeout: opts.Prom.QueryTimeout, Verbose: opts.Prom.Verbose,
+	}, paths, func(path string) { st.Note("rewrote %s", path) })
+	if err != nil {
 		return report.Result{}, err
 	}
-	if err != nil {
-		// Interrupted: print what was checked (the file it stopped at says so), ask nothing
-		// more of Prometheus and write no file; run exits 130.
-		api, opts.Fix = nil, false
-	}
-	run := report.LintRun{Target: l.Target().String(), Files: results, Fix: opts.Fix}
-
-	if api != nil {
-		if err := lint.CheckOnline(ctx, api, results, opts.Prom.Shown(), time.Duration(opts.Lookback), opts.Prom.QueryTimeout, time.Now()); err != nil {
-			if !opts.Prom.Verbose {
-				err = promql.HideBody(err)
-			}
-			return report.Result{}, fmt.Errorf("--prometheus %s: %w", opts.Prom.Shown(), err)
-		}
-		run.Prometheus, run.Lookback = opts.Prom.Shown(), opts.Lookback.String()
-	}
-
 	if opts.Diff {
-		return report.LintDiff(run, lint.DiffAll(results)), nil
-	}
-	if opts.Fix {
-		if err := lint.WriteAllFixed(results, func(path string) { st.Note("rewrote %s", path) }); err != nil {
-			return report.Result{}, err
-		}
+		return report.LintDiff(run, lint.DiffAll(run.Files)), nil
 	}
 	return report.Lint(run), nil
 }

@@ -9,16 +9,8 @@ import (
 	"github.com/kvcheck/kvcheck/internal/lint"
 )
 
-// LintRun is everything `kvcheck lint` reports.
-type LintRun struct {
-	Target string // the vLLM version findings are judged against
-	Files  []lint.FileResult
-	// Fix says the fixes were written; findings marked Fixed are then resolved.
-	Fix bool
-	// Prometheus is the server the online check asked, if any.
-	Prometheus string
-	Lookback   string
-}
+// LintRun is one kvcheck lint run (lint.Check builds it).
+type LintRun = lint.Run
 
 // lintCounts summarises a run.
 type lintCounts struct {

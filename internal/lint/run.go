@@ -1,0 +1,69 @@
+package lint
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/promql"
+)
+
+// Run is one kvcheck lint run: the files checked and against what, what --fix wrote and what
+// the online check asked.
+type Run struct {
+	Target string // the vLLM version findings are judged against
+	Files  []FileResult
+	// Fix says the fixes were written; findings marked Fixed are then resolved.
+	Fix bool
+	// Prometheus is the server the online check asked, if any.
+	Prometheus string
+	Lookback   string
+}
+
+// RunOptions are what a lint run was asked beyond Options: write the rewrites (Fix, which
+// needs Options.Rewrite), and ask Online (nil: no online check) about the names over Lookback,
+// allowing QueryTimeout for each, naming the server as Server. Verbose keeps the start of an
+// error answer's body in its error.
+type RunOptions struct {
+	Options
+	Fix          bool
+	Online       Querier
+	Server       string
+	Lookback     model.Duration
+	QueryTimeout time.Duration
+	Verbose      bool
+}
+
+// Check lints paths, asks the online check and writes the fixes, calling wrote after each file
+// it rewrote. Interrupted, it returns what was checked (the file it stopped at says so), asks
+// nothing more of Prometheus and writes no file.
+func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []string, wrote func(path string)) (Run, error) {
+	l := New(cat, o.Options)
+	results, err := l.Paths(ctx, paths)
+	if err != nil && ctx.Err() == nil {
+		return Run{}, err
+	}
+	api, fix := o.Online, o.Fix
+	if err != nil {
+		api, fix = nil, false
+	}
+	run := Run{Target: l.Target().String(), Files: results, Fix: fix}
+	if api != nil {
+		if err := CheckOnline(ctx, api, results, o.Server, time.Duration(o.Lookback), o.QueryTimeout, time.Now()); err != nil {
+			if !o.Verbose {
+				err = promql.HideBody(err)
+			}
+			return Run{}, fmt.Errorf("--prometheus %s: %w", o.Server, err)
+		}
+		run.Prometheus, run.Lookback = o.Server, o.Lookback.String()
+	}
+	if fix {
+		if err := WriteAllFixed(results, wrote); err != nil {
+			return Run{}, err
+		}
+	}
+	return run, nil
+}
