@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +104,56 @@ func TestHitrateWatchJSON(t *testing.T) {
 	}
 	if states["a"] != "" || states["b"] != promql.StateRestarted || states["c"] != promql.StateGone {
 		t.Errorf("states %v, want a unchanged, b restarted, c gone", states)
+	}
+}
+
+// TestWatchHitrate: the loop waits out the baseline, notes a failed refresh and goes on
+// without counting it, writes one JSON line per refresh numbered from 1, and when ctx ends
+// returns a streamed result holding the last refresh's findings.
+func TestWatchHitrate(t *testing.T) {
+	first, second := watchRefreshes()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	next := func(ctx context.Context) (promql.Input, error) {
+		calls++
+		switch calls {
+		case 1:
+			return promql.Input{}, promql.ErrBaseline
+		case 2:
+			return promql.Input{}, errors.New("connection refused")
+		case 3:
+			return promql.Input{Source: first.Source, Mode: first.Mode}, nil
+		case 4:
+			return promql.Input{Source: second.Source, Mode: second.Mode}, nil
+		}
+		cancel()
+		return promql.Input{}, ctx.Err()
+	}
+	var out, errs bytes.Buffer
+	progressed := false
+	res, err := WatchHitrate(ctx, Watch{Interval: time.Millisecond, Next: next, Lines: true, Out: &out,
+		Status: NewStatus(&errs), Progress: func(string) { progressed = true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Streamed || res.Findings == nil {
+		t.Errorf("result streamed %v, findings %v; want streamed with a non-nil list", res.Streamed, res.Findings)
+	}
+	if !strings.Contains(errs.String(), "refresh 1: connection refused") {
+		t.Errorf("stderr %q: want the failed refresh noted as refresh 1", errs.String())
+	}
+	if progressed {
+		t.Error("JSON Lines output called Progress")
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), out.String())
+	}
+	for i, l := range lines {
+		var doc struct{ Refresh int }
+		if err := json.Unmarshal([]byte(l), &doc); err != nil || doc.Refresh != i+1 {
+			t.Errorf("line %d: refresh %d (%v), want %d", i+1, doc.Refresh, err, i+1)
+		}
 	}
 }
