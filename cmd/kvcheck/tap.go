@@ -101,17 +101,14 @@ func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string
 		seed := o.HashSeed
 		opts.HashSeed = &seed
 	}
-	var r *events.Report
-	var err error
-	if len(o.From) > 0 {
-		r, err = events.ReportRecordings(ctx, o.From, o.Topic, opts)
-	} else {
-		r, err = tapLive(ctx, st, o, args, events.NewCollector(opts))
-	}
+	r, err := events.RunTap(ctx, st, events.TapRun{
+		From: o.From, Endpoints: o.endpoints(args), Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
+		Logger: slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Record: o.Record, Duration: o.Duration, Options: opts,
+	})
 	if err != nil {
-		return report.Result{}, err
+		return report.Result{}, specUsage(err)
 	}
-	r.Findings = append(r.Findings, o.endpoints(args).Collisions()...)
 	res := report.Tap(r)
 	if len(o.From) == 0 && r.NoneConnected() {
 		// Every number above is zero because nothing was measured, not because the stream is
@@ -119,38 +116,6 @@ func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string
 		return res, fmt.Errorf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", len(r.Publishers))
 	}
 	return res, nil
-}
-
-// tapLive taps the publishers into c for --duration (or until ctx ends), recording with
-// --record, and returns c's report for the time tapped.
-func tapLive(ctx context.Context, st *report.Status, o *tapOptions, args []string, c *events.Collector) (_ *events.Report, err error) {
-	sources, err := o.endpoints(args).Sources()
-	if err != nil {
-		return nil, specUsage(err)
-	}
-	cfg := events.Config{Sources: sources, Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
-		Logger: slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if o.Record != "" {
-		rec, closeRec, err := events.CreateRecording(o.Record)
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			if cerr := closeRec(); cerr != nil && err == nil {
-				err = cerr
-			}
-		}()
-		cfg.Recorder = rec
-	}
-	st.Note("tapping %d publishers for %s (Ctrl-C stops early and prints the report)", len(sources), o.Duration)
-	dur, err := events.TapFor(ctx, cfg, c, o.Duration, func(elapsed time.Duration, received uint64) {
-		st.Progress("%s of %s, %d messages received", elapsed.Truncate(time.Second), o.Duration, received)
-	})
-	st.Done()
-	if err != nil {
-		return nil, err
-	}
-	return c.Report(dur), nil
 }
 
 // endpoints are the publishers a live tap reads.

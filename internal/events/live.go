@@ -1,0 +1,79 @@
+package events
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Status is where a tap says what it is doing: a note when it starts and progress while it
+// runs (report.Status is one).
+type Status interface {
+	Note(format string, args ...any)
+	Progress(format string, args ...any)
+	Done()
+}
+
+// TapRun is one kvcheck tap: recordings to analyse (From), or publishers to tap live for
+// Duration, recording to Record when it is set.
+type TapRun struct {
+	From      []string
+	Endpoints Endpoints
+	Topic     string
+	// QueueSize and MaxMessage bound a live tap (Config); Logger gets its warnings.
+	QueueSize  int
+	MaxMessage uint64
+	Logger     *slog.Logger
+	Record     string
+	Duration   time.Duration
+	Options    Options
+}
+
+// RunTap analyses the recordings, or taps the publishers into a new Collector for the
+// duration (or until ctx ends), and returns the report with the endpoint collisions. An
+// endpoint spec that cannot work is an *EndpointError.
+func RunTap(ctx context.Context, st Status, t TapRun) (*Report, error) {
+	var r *Report
+	var err error
+	if len(t.From) > 0 {
+		r, err = ReportRecordings(ctx, t.From, t.Topic, t.Options)
+	} else {
+		r, err = tapLive(ctx, st, t, NewCollector(t.Options))
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Findings = append(r.Findings, t.Endpoints.Collisions()...)
+	return r, nil
+}
+
+// tapLive taps the publishers into c for t.Duration (or until ctx ends), recording with
+// t.Record, and returns c's report for the time tapped.
+func tapLive(ctx context.Context, st Status, t TapRun, c *Collector) (_ *Report, err error) {
+	sources, err := t.Endpoints.Sources()
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{Sources: sources, Topic: t.Topic, QueueSize: t.QueueSize, MaxMessage: t.MaxMessage, Logger: t.Logger}
+	if t.Record != "" {
+		rec, closeRec, err := CreateRecording(t.Record)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := closeRec(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		cfg.Recorder = rec
+	}
+	st.Note("tapping %d publishers for %s (Ctrl-C stops early and prints the report)", len(sources), t.Duration)
+	dur, err := TapFor(ctx, cfg, c, t.Duration, func(elapsed time.Duration, received uint64) {
+		st.Progress("%s of %s, %d messages received", elapsed.Truncate(time.Second), t.Duration, received)
+	})
+	st.Done()
+	if err != nil {
+		return nil, err
+	}
+	return c.Report(dur), nil
+}
