@@ -279,56 +279,43 @@ func (o *simulateOptions) checkSource(cmd *cobra.Command) error {
 	return o.tok.validate()
 }
 
-// load reads the trace from whichever source was given, with the findings about the source
-// itself (a --tokenize server with prefix caching off).
+// load reads the trace from whichever source was given (sim.Source.Load), connecting to the
+// --tokenize server first.
 func (o *simulateOptions) load(ctx context.Context, st *report.Status) (*sim.Trace, []finding.Finding, error) {
-	var tr *sim.Trace
-	var fs []finding.Finding
-	var err error
-	switch {
-	case o.requests != "":
-		tr, fs, err = o.loadRequests(ctx, st)
-	case len(o.recordings) > 0:
-		tr, err = sim.ReadRecordingFiles(ctx, o.recordings, sim.RecordingOptions{OutputTokens: o.outputTokens})
-	default:
-		tr, err = readTrace(o.trace, o.format, "--format", o.blockSize, o.maxRefs)
+	src := sim.Source{
+		Trace: o.trace, Format: o.format, BlockSize: o.blockSize, MaxRefs: o.maxRefs,
+		Requests: o.requests, Stdin: o.stdin, Recordings: o.recordings, OutputTokens: o.outputTokens,
+		RequestLog: sim.RequestLogOptions{Concurrency: o.tok.Concurrency, MaxLine: o.maxLine, Rate: o.rate, MaxRequests: o.maxRequests},
 	}
-	return tr, fs, err
-}
-
-// loadRequests tokenizes a request log as kvcheck audit does: estimated, or exact through a
-// vLLM server whose /metrics gives the block size.
-func (o *simulateOptions) loadRequests(ctx context.Context, st *report.Status) (*sim.Trace, []finding.Finding, error) {
-	ro := sim.RequestLogOptions{
-		BlockSize: o.blockSize, Concurrency: o.tok.Concurrency, MaxLine: o.maxLine, Rate: o.rate,
-		OutputTokens: o.outputTokens, MaxRequests: o.maxRequests,
-		Progress: func(n int) { st.Progress("reading %d requests", n) },
-	}
-	var remote *audit.Remote
-	if o.tok.URL != "" {
+	if o.requests != "" && o.tok.URL != "" {
 		r, err := o.tok.connect(ctx, st, audit.DefaultBlockSize)
 		if err != nil {
 			return nil, nil, err
 		}
-		remote = &r
+		src.Remote = &r
 	}
-	tr, fs, err := sim.ReadRequestFile(ctx, o.requests, o.stdin, ro, remote)
-	st.Done()
-	return tr, fs, err
+	tr, fs, err := src.Load(ctx, st)
+	return tr, fs, formatUsage(err, "--format")
 }
 
 // readTrace reads a --trace file by sim's one detection rule; a format that rule cannot tell
 // is a usage error that names the command's format flag.
 func readTrace(path, format, formatFlag string, blockSize, maxRefs int) (*sim.Trace, error) {
 	tr, err := sim.ReadTraceFileLimit(path, format, blockSize, maxRefs)
+	return tr, formatUsage(err, formatFlag)
+}
+
+// formatUsage makes a trace format sim cannot tell (*sim.FormatError) a usage error that
+// names the command's format flag; other errors pass unchanged.
+func formatUsage(err error, formatFlag string) error {
 	var fe *sim.FormatError
 	switch {
 	case !errors.As(err, &fe):
-		return tr, err
+		return err
 	case fe.Path == "":
-		return nil, usageErrorf("%s %q: use auto, mooncake or azure", formatFlag, fe.Format)
+		return usageErrorf("%s %q: use auto, mooncake or azure", formatFlag, fe.Format)
 	}
-	return nil, usageErrorf("--trace %v: give %s mooncake or %s azure", err, formatFlag, formatFlag)
+	return usageErrorf("--trace %v: give %s mooncake or %s azure", err, formatFlag, formatFlag)
 }
 
 // kvBlocks resolves --kv-blocks, or --kv-tokens in the trace's block size.

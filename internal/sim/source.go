@@ -1,0 +1,56 @@
+package sim
+
+import (
+	"context"
+	"io"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Source is where kvcheck simulate reads its trace: a trace file (Trace), a request log
+// (Requests, "-" reading Stdin) or tap recordings (Recordings); one of them is set.
+type Source struct {
+	// Trace is read in Format (auto, mooncake, azure) with BlockSize (0: the format's own)
+	// and at most MaxRefs block references (0: MaxBlockRefs).
+	Trace     string
+	Format    string
+	BlockSize int
+	MaxRefs   int
+	// Requests is tokenized as kvcheck audit does: through Remote when it is set (its block
+	// size replaces BlockSize), else estimated. RequestLog gives the rest of the options;
+	// its BlockSize, OutputTokens and Progress are set from Source.
+	Requests   string
+	Stdin      io.Reader
+	RequestLog RequestLogOptions
+	Remote     *audit.Remote
+	Recordings []string
+	// OutputTokens is the output length of requests that do not give one.
+	OutputTokens int
+}
+
+// Status is where reading a request log reports progress (report.Status is one).
+type Status interface {
+	Progress(format string, args ...any)
+	Done()
+}
+
+// Load reads the trace from the source, with the findings about the source itself (a
+// --tokenize server with prefix caching off). A trace format that cannot be told is a
+// *FormatError.
+func (s Source) Load(ctx context.Context, st Status) (*Trace, []finding.Finding, error) {
+	switch {
+	case s.Requests != "":
+		ro := s.RequestLog
+		ro.BlockSize, ro.OutputTokens = s.BlockSize, s.OutputTokens
+		ro.Progress = func(n int) { st.Progress("reading %d requests", n) }
+		tr, fs, err := ReadRequestFile(ctx, s.Requests, s.Stdin, ro, s.Remote)
+		st.Done()
+		return tr, fs, err
+	case len(s.Recordings) > 0:
+		tr, err := ReadRecordingFiles(ctx, s.Recordings, RecordingOptions{OutputTokens: s.OutputTokens})
+		return tr, nil, err
+	}
+	tr, err := ReadTraceFileLimit(s.Trace, s.Format, s.BlockSize, s.MaxRefs)
+	return tr, nil, err
+}
