@@ -214,12 +214,10 @@ func runSimulate(cmd *cobra.Command, st *report.Status, o *simulateOptions) (rep
 		}
 		st.Progress("%s", p)
 	}
-	results, err := sim.Run(cmd.Context(), tr, sweep, nil)
+	rep, err := sim.RunReport(cmd.Context(), tr, sweep, sourceFindings)
 	if err != nil {
 		return report.Result{}, err
 	}
-	rep := sim.NewReport(tr, sim.SiblingStats(tr, sweep.Base.Siblings), sweep, results)
-	rep.Findings = append(sourceFindings, rep.Findings...)
 
 	if o.plot != "" {
 		if err := report.SimulationSVGFile(o.plot, rep); err != nil {
@@ -327,14 +325,12 @@ func kvBlocks(o *simulateOptions, blockSize int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int, len(toks))
-	for i, t := range toks {
-		if t < blockSize {
-			return nil, usageErrorf("--kv-tokens %d is less than one %d-token block", t, blockSize)
-		}
-		out[i] = t / blockSize
+	out, err := sim.KVBlocks(toks, blockSize)
+	var ce *sim.CapacityError
+	if errors.As(err, &ce) {
+		return nil, usageErrorf("--kv-tokens %d is less than one %d-token block", ce.Tokens, ce.BlockSize)
 	}
-	return out, nil
+	return out, err
 }
 
 func intList(flag, s string, lo, hi int) ([]int, error) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
@@ -53,4 +54,36 @@ func (s Source) Load(ctx context.Context, st Status) (*Trace, []finding.Finding,
 	}
 	tr, err := ReadTraceFileLimit(s.Trace, s.Format, s.BlockSize, s.MaxRefs)
 	return tr, nil, err
+}
+
+// RunReport runs the sweep over the trace and builds its report, the findings about the
+// source (Load's) first.
+func RunReport(ctx context.Context, t *Trace, s Sweep, sourceFindings []finding.Finding) (Report, error) {
+	results, err := Run(ctx, t, s, nil)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := NewReport(t, SiblingStats(t, s.Base.Siblings), s, results)
+	rep.Findings = append(sourceFindings, rep.Findings...)
+	return rep, nil
+}
+
+// CapacityError is a per-replica KV capacity in tokens smaller than one block of the trace.
+type CapacityError struct{ Tokens, BlockSize int }
+
+func (e *CapacityError) Error() string {
+	return fmt.Sprintf("%d tokens is less than one %d-token block", e.Tokens, e.BlockSize)
+}
+
+// KVBlocks converts per-replica KV capacities in tokens to whole blocks of blockSize tokens;
+// a capacity below one block is a *CapacityError.
+func KVBlocks(tokens []int, blockSize int) ([]int, error) {
+	out := make([]int, len(tokens))
+	for i, t := range tokens {
+		if t < blockSize {
+			return nil, &CapacityError{Tokens: t, BlockSize: blockSize}
+		}
+		out[i] = t / blockSize
+	}
+	return out, nil
 }
