@@ -177,8 +177,7 @@ func runSimulate(cmd *cobra.Command, st *report.Status, o *simulateOptions) (rep
 	if err != nil {
 		return report.Result{}, err
 	}
-	if last := tr.Requests[len(tr.Requests)-1].Arrival; cmd.Flags().Changed("add-replica-at") && o.addAt.Seconds() > last {
-		d := time.Duration(last * float64(time.Second)).Truncate(time.Millisecond)
+	if after, d := tr.AfterEnd(o.addAt); cmd.Flags().Changed("add-replica-at") && after {
 		return report.Result{}, usageErrorf("--add-replica-at %s is after the trace's last request (at %s): no replica would be added; give a time up to %s", o.addAt, d, d)
 	}
 	kv, err := kvBlocks(o, tr.BlockSize)

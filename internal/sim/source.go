@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -86,4 +87,11 @@ func KVBlocks(tokens []int, blockSize int) ([]int, error) {
 		out[i] = t / blockSize
 	}
 	return out, nil
+}
+
+// AfterEnd says whether at (a time into the trace) falls after the trace's last arrival, when
+// a replica added then would see no request, and gives that arrival cut to the millisecond.
+func (t *Trace) AfterEnd(at time.Duration) (after bool, last time.Duration) {
+	end := t.Requests[len(t.Requests)-1].Arrival
+	return at.Seconds() > end, time.Duration(end * float64(time.Second)).Truncate(time.Millisecond)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 // KVBlocks keeps whole blocks only: 1<<20 tokens in 512-token blocks is 2048 blocks, 1000
@@ -21,5 +22,20 @@ func TestKVBlocks(t *testing.T) {
 	var ce *CapacityError
 	if !errors.As(err, &ce) || ce.Tokens != 511 || ce.BlockSize != 512 {
 		t.Fatalf("KVBlocks(511 / 512) error = %v; want a CapacityError for 511 tokens", err)
+	}
+}
+
+// A trace whose last request arrives at 90.0125 s: 90 s is inside it, 90.0125 s is its last
+// instant (still inside), 90.013 s is after; the arrival shown is cut to 1m30.012s.
+func TestAfterEnd(t *testing.T) {
+	tr := &Trace{Requests: []Request{{Arrival: 0}, {Arrival: 90.0125}}}
+	for _, c := range []struct {
+		at    time.Duration
+		after bool
+	}{{90 * time.Second, false}, {90012500 * time.Microsecond, false}, {90013 * time.Millisecond, true}} {
+		after, last := tr.AfterEnd(c.at)
+		if after != c.after || last != 90012*time.Millisecond {
+			t.Errorf("AfterEnd(%s) = %v, %s; want %v, 1m30.012s", c.at, after, last, c.after)
+		}
 	}
 }
