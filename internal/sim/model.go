@@ -71,6 +71,9 @@ type Config struct {
 	// steady figures (Result.SteadyInputTokens, SteadyHitTokens) count requests: what comes
 	// before warms the caches up. 0 counts every request.
 	MeasureFrom float64
+	// Routers holds the emulated routers' settings (router.go); nil means as each ships
+	// (DefaultRouterSettings).
+	Routers *RouterSettings
 }
 
 // Params are the policy knobs exposed as flags.

@@ -15,6 +15,12 @@ type PolicyInfo struct {
 	About string
 	// Baseline is true for the policy that "prefill tokens saved" is measured against.
 	Baseline bool
+	// Product and Source are set for an emulation of a shipped router (Emulations): the
+	// product's name and the upstream source the emulation follows.
+	Product, Source string
+	// NeedsText is set for an emulation that reads the request's text or fields (Request.View):
+	// it cannot run on a trace of block hashes.
+	NeedsText bool
 	// readsIndex is set for the policies that read the fleet's block index (fleet.overlaps): only
 	// their replays keep it up to date, which saves two index updates per block cached or
 	// evicted for the others.

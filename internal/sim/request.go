@@ -22,6 +22,9 @@ type Request struct {
 	InputTokens, OutputTokens int
 	// N is the number of parallel samples; n > 1 arrives as n sibling requests at once.
 	N int
+	// View is the request as a router that reads its body sees it, for sources that hold the
+	// body (request logs); nil otherwise. See router.go.
+	View *View
 }
 
 // Trace is a sequence of requests ordered by arrival time.
@@ -126,10 +129,10 @@ const MaxRequests = 1 << 22
 
 // traceBytesPerRef and traceBytesPerRequest are what a trace costs in memory once read and
 // interned: a block key (8 bytes) and its dense id (4) per reference; a Request and its offset
-// into the ids per request (session ids not counted).
+// into the ids per request (session ids and request views not counted).
 const (
 	traceBytesPerRef     = 12
-	traceBytesPerRequest = 80
+	traceBytesPerRequest = 88
 )
 
 // traceLimits are the memory bounds of the trace readers; tests lower them.

@@ -83,15 +83,12 @@ func simulateRun(t *Trace, c Config, policyName string, record bool, w *watch) (
 	if err := c.validate(); err != nil {
 		return Result{}, nil, err
 	}
-	var info *PolicyInfo
-	for _, p := range Policies() {
-		if p.Name == policyName {
-			info = &p
-			break
-		}
-	}
-	if info == nil {
+	info, ok := lookupPolicy(policyName)
+	if !ok {
 		return Result{}, nil, fmt.Errorf("unknown policy %q: use one of %v", policyName, PolicyNames())
+	}
+	if err := needsView(info, t); err != nil {
+		return Result{}, nil, err
 	}
 	if t.BlockSize <= 0 {
 		return Result{}, nil, fmt.Errorf("trace %s: block size %d", t.Name, t.BlockSize)
@@ -264,6 +261,9 @@ func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 		policies = append(policies, baseline)
 	}
 	order := PolicyNames()
+	for _, e := range Emulations() {
+		order = append(order, e.Name)
+	}
 	slices.SortStableFunc(policies, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	type point struct{ replicas, kv, pol int }
 	var points []point

@@ -1,0 +1,218 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+)
+
+// Emulations of the routers as they ship.
+//
+// Policies() are idealised families (round-robin, exact longest prefix, a Dynamo-style cost, ...).
+// Emulations() are the shipped algorithms of named products with their defaults, one file each,
+// named product-algorithm (prodstack-prefixaware, llmd-precise, dynamo-kv, sglang-cache-aware,
+// ray-prefix-affinity, litellm-session-affinity, ...). Each PolicyInfo of an emulation says which
+// product it is, which source it follows (../shared/SPEC.md §6 and ../shared/ROUTERS.md cite the
+// upstream files) and whether it reads the request's text.
+//
+// An emulation reads its settings from Config.Routers: the product's settings as shipped by
+// default (DefaultRouterSettings), or the values a user's configuration files set, or the values
+// kvcheck would tune them to. The same emulation under different settings is the same policy
+// name run with a different Config.
+//
+// Routers that read characters (production-stack prefixaware, SGLang cache_aware, Ray's prefix
+// affinity) or request fields (headers, cache_control markers) need Request.View, which only
+// sources holding the request bodies fill (request logs). On a trace of block hashes such an
+// emulation cannot run: simulating it returns a *CannotRunError saying why, never a figure.
+
+// View is what a router that reads the request itself, rather than the engine's blocks, sees of
+// it. Sources that hold request bodies (request logs) fill it; traces and recordings leave
+// Request.View nil.
+type View struct {
+	// Chat is true for a chat completion (messages), false for a completion (prompt).
+	Chat bool
+	// Text is the prompt as the character-based routers read it: a completion's prompt, or a
+	// chat's message contents concatenated in order without the chat template (production-stack
+	// prefixaware, SGLang cache_aware, Ray PrefixCacheAffinityRouter).
+	Text string
+	// Headers are the request's HTTP headers as the log holds them, names in lower case (session
+	// keys: production-stack's --session-key, LiteLLM's x-litellm-session-id and
+	// x-<vendor>-session-id).
+	Headers map[string]string
+	// MetadataSession is the body's metadata.session_id, empty when absent (LiteLLM's
+	// session_affinity reads it).
+	MetadataSession string
+	// CacheKey is a hash of the messages (and tools) up to and including the last message with
+	// a cache_control marker, 0 when no message has one: the key LiteLLM's prompt_caching pins.
+	// CacheTokens is the estimated token count of that prefix (LiteLLM needs at least 1,024).
+	CacheKey    uint64
+	CacheTokens int
+}
+
+// RouterSettings holds every emulated product's settings. DefaultRouterSettings gives them as
+// each product ships; a user's configuration or kvcheck's tuning overrides some.
+type RouterSettings struct {
+	ProdStack ProdStackSettings
+	LLMD      LLMDSettings
+	Dynamo    DynamoSettings
+	SGLang    SGLangSettings
+	Ray       RaySettings
+	LiteLLM   LiteLLMSettings
+}
+
+// ProdStackSettings are vLLM production-stack router settings (vllm_router CLI, Helm routerSpec;
+// ROUTERS.md §3).
+type ProdStackSettings struct {
+	// SessionKey is the header the session router reads (--session-key); empty makes the
+	// session router refuse to start.
+	SessionKey string
+	// PrefixMinMatch is --prefix-min-match-length in characters (0).
+	PrefixMinMatch int
+	// KVAwareThreshold is --kv-aware-threshold in tokens (2000).
+	KVAwareThreshold int
+	// LoadBeta is --loadaware-beta (1.0).
+	LoadBeta float64
+}
+
+// LLMDSettings are the llm-d router's (EPP) settings (EndpointPickerConfig; ROUTERS.md §2).
+type LLMDSettings struct {
+	// Scorer weights: queue-scorer 2, kv-cache-utilization-scorer 2, prefix-cache-scorer 3.
+	QueueWeight, KVUtilWeight, PrefixWeight float64
+	// BlockSizeTokens is the approximate producer's block size (16, raised to 64 at request time).
+	BlockSizeTokens int
+	// LRUCapacityPerServer is the approximate producer's index capacity in blocks (31250).
+	LRUCapacityPerServer int
+	// MaxPrefixBlocksToMatch bounds a match (2048).
+	MaxPrefixBlocksToMatch int
+	// Tokenizer is the token-producer backend: "estimate" (the default, about 4 bytes per token,
+	// not the engine's tokens) or "vllm" (the engine's own render endpoints).
+	Tokenizer string
+}
+
+// DynamoSettings are NVIDIA Dynamo frontend router settings (ROUTERS.md §4).
+type DynamoSettings struct {
+	// Mode is --router-mode (round-robin).
+	Mode string
+	// OverlapWeight is --router-kv-overlap-score-weight (1.0 when unset).
+	OverlapWeight float64
+	// CreditDecay is --router-kv-overlap-score-credit-decay (0: no decay).
+	CreditDecay float64
+	// KVEvents is --router-kv-events (true); false is the approximate mode.
+	KVEvents bool
+	// TTLSecs is --router-ttl-secs, the approximate mode's block lifetime (120).
+	TTLSecs float64
+	// Temperature is --router-temperature (0: always the lowest cost).
+	Temperature float64
+}
+
+// SGLangSettings are the SGLang model gateway's cache_aware settings (ROUTERS.md §5). The CLI
+// and a policy hint ship different defaults: SGLangCLIDefaults and SGLangHintDefaults.
+type SGLangSettings struct {
+	CacheThreshold      float64
+	BalanceAbsThreshold float64
+	BalanceRelThreshold float64
+	// EvictionIntervalSecs and MaxTreeSize (characters) bound the router's radix tree.
+	EvictionIntervalSecs float64
+	MaxTreeSize          int
+}
+
+// SGLangCLIDefaults are cache_aware's defaults on the CLI (Python RouterArgs and the Rust clap
+// parser agree on the thresholds; the Python eviction interval is 60 s, the Rust one 120 s).
+func SGLangCLIDefaults() SGLangSettings {
+	return SGLangSettings{CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 120, MaxTreeSize: 1 << 26}
+}
+
+// SGLangHintDefaults are CacheAwareConfig::default(), which a worker registering with a
+// cache_aware policy hint gets whatever the CLI said.
+func SGLangHintDefaults() SGLangSettings {
+	return SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 32, BalanceRelThreshold: 1.1, EvictionIntervalSecs: 30, MaxTreeSize: 10000}
+}
+
+// RaySettings are Ray Serve LLM PrefixCacheAffinityRouter's keyword arguments (ROUTERS.md §6).
+type RaySettings struct {
+	// ImbalancedThreshold is +Inf by default: the router never falls back for balance.
+	ImbalancedThreshold                         float64
+	MatchRateThreshold                          float64
+	DoEviction                                  bool
+	EvictionThresholdChars, EvictionTargetChars int
+	EvictionIntervalSecs                        float64
+}
+
+// LiteLLMSettings are LiteLLM proxy router_settings (ROUTERS.md §1).
+type LiteLLMSettings struct {
+	// RoutingStrategy is router_settings.routing_strategy (simple-shuffle).
+	RoutingStrategy string
+	// PreCallChecks is optional_pre_call_checks (none).
+	PreCallChecks []string
+	// AffinityTTLSecs is deployment_affinity_ttl_seconds (3600), the session pin's lifetime.
+	AffinityTTLSecs float64
+	// PromptCacheTTLSecs is prompt_caching's pin lifetime (300, hard-coded).
+	PromptCacheTTLSecs float64
+	// Redis is true when a Redis is configured: pins are then shared by every proxy pod;
+	// without it each pod keeps its own.
+	Redis bool
+	// ProxyPods is the number of LiteLLM proxy pods the requests are spread over (1).
+	ProxyPods int
+}
+
+// DefaultRouterSettings returns every product's settings as it ships.
+func DefaultRouterSettings() RouterSettings {
+	return RouterSettings{
+		ProdStack: ProdStackSettings{KVAwareThreshold: 2000, LoadBeta: 1.0},
+		LLMD: LLMDSettings{QueueWeight: 2, KVUtilWeight: 2, PrefixWeight: 3, BlockSizeTokens: 16,
+			LRUCapacityPerServer: 31250, MaxPrefixBlocksToMatch: 2048, Tokenizer: "estimate"},
+		Dynamo:  DynamoSettings{Mode: "round-robin", OverlapWeight: 1.0, CreditDecay: 0, KVEvents: true, TTLSecs: 120},
+		SGLang:  SGLangCLIDefaults(),
+		Ray:     RaySettings{ImbalancedThreshold: math.Inf(1), MatchRateThreshold: 0.1, EvictionThresholdChars: 400_000, EvictionTargetChars: 360_000, EvictionIntervalSecs: 10},
+		LiteLLM: LiteLLMSettings{RoutingStrategy: "simple-shuffle", AffinityTTLSecs: 3600, PromptCacheTTLSecs: 300, ProxyPods: 1},
+	}
+}
+
+// CannotRunError says why an emulation cannot run on a trace (a character-based router on a
+// trace of block hashes).
+type CannotRunError struct {
+	Policy, Trace, Reason string
+}
+
+func (e *CannotRunError) Error() string {
+	return fmt.Sprintf("%s cannot run on %s: %s", e.Policy, e.Trace, e.Reason)
+}
+
+// Emulations lists the emulated routers, in the order results are shown: by product, then
+// algorithm. Each lives in a file of its own; adding one is that file plus its line here.
+func Emulations() []PolicyInfo {
+	return []PolicyInfo{}
+}
+
+// routers returns the configuration's router settings: as shipped when Config.Routers is nil.
+func (c Config) routers() RouterSettings {
+	if c.Routers == nil {
+		return DefaultRouterSettings()
+	}
+	return *c.Routers
+}
+
+// needsView reports whether an emulation can run on t: one that reads the request's text needs
+// every request's View.
+func needsView(info PolicyInfo, t *Trace) error {
+	if !info.NeedsText {
+		return nil
+	}
+	for i := range t.Requests {
+		if t.Requests[i].View == nil {
+			return &CannotRunError{Policy: info.Name, Trace: t.Name, Reason: fmt.Sprintf("it routes on the request's text and headers, and this %s trace holds only block hashes; give the request log (--requests) instead", t.Format)}
+		}
+	}
+	return nil
+}
+
+// lookupPolicy finds a policy or an emulation by name.
+func lookupPolicy(name string) (PolicyInfo, bool) {
+	for _, l := range [][]PolicyInfo{Policies(), Emulations()} {
+		for _, p := range l {
+			if p.Name == name {
+				return p, true
+			}
+		}
+	}
+	return PolicyInfo{}, false
+}
