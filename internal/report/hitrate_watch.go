@@ -35,6 +35,7 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 	var prev *promql.Report
 	tick := time.NewTicker(w.Interval)
 	defer tick.Stop()
+	failed := 0 // refreshes failed in a row
 	for n := 1; ; {
 		in, err := w.Next(ctx)
 		switch {
@@ -45,8 +46,15 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 				w.Progress(fmt.Sprintf("first refresh in %s, when the second scrape is in", w.Interval))
 			}
 		case err != nil:
-			// One failed refresh does not end an incident's watch: say so and go on.
-			w.Status.Note("refresh %d: %v", n, err)
+			// One failed refresh does not end an incident's watch: say so and go on. A failure
+			// gets no refresh number of its own (numbers count refreshes shown), so it is named
+			// by its time and by the last refresh shown.
+			failed++
+			last := "none shown yet"
+			if n > 1 {
+				last = fmt.Sprintf("last shown: refresh %d", n-1)
+			}
+			w.Status.Note("refresh failed at %s (%d in a row; %s): %v", time.Now().Format("15:04:05"), failed, last, err)
 		default:
 			rep := promql.Analyze(in)
 			f := Refresh{N: n, At: time.Now(), Interval: w.Interval, Report: rep, Changes: promql.Changes(prev, rep)}
@@ -60,6 +68,7 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 			}
 			prev = &rep
 			n++
+			failed = 0
 		}
 		select {
 		case <-ctx.Done():

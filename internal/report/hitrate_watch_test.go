@@ -107,8 +107,8 @@ func TestHitrateWatchJSON(t *testing.T) {
 	}
 }
 
-// TestWatchHitrate: the loop waits out the baseline, notes a failed refresh and goes on
-// without counting it, writes one JSON line per refresh numbered from 1, and when ctx ends
+// TestWatchHitrate: the loop waits out the baseline, notes failed refreshes and goes on
+// without counting them (nor labelling them as the refresh that follows), writes one JSON line per refresh numbered from 1, and when ctx ends
 // returns a streamed result holding the last refresh's findings.
 func TestWatchHitrate(t *testing.T) {
 	first, second := watchRefreshes()
@@ -124,7 +124,9 @@ func TestWatchHitrate(t *testing.T) {
 			return promql.Input{}, errors.New("connection refused")
 		case 3:
 			return promql.Input{Source: first.Source, Mode: first.Mode}, nil
-		case 4:
+		case 4, 5:
+			return promql.Input{}, errors.New("timeout")
+		case 6:
 			return promql.Input{Source: second.Source, Mode: second.Mode}, nil
 		}
 		cancel()
@@ -140,8 +142,19 @@ func TestWatchHitrate(t *testing.T) {
 	if !res.Streamed || res.Findings == nil {
 		t.Errorf("result streamed %v, findings %v; want streamed with a non-nil list", res.Streamed, res.Findings)
 	}
-	if !strings.Contains(errs.String(), "refresh 1: connection refused") {
-		t.Errorf("stderr %q: want the failed refresh noted as refresh 1", errs.String())
+	// Failures are not numbered as the refresh that follows them: each names how many failed
+	// in a row and the last refresh shown.
+	for _, want := range []string{
+		"(1 in a row; none shown yet): connection refused",
+		"(1 in a row; last shown: refresh 1): timeout",
+		"(2 in a row; last shown: refresh 1): timeout",
+	} {
+		if !strings.Contains(errs.String(), want) {
+			t.Errorf("stderr %q: want %q", errs.String(), want)
+		}
+	}
+	if strings.Contains(errs.String(), "refresh 2:") {
+		t.Errorf("stderr %q: a failure labelled as the next refresh", errs.String())
 	}
 	if progressed {
 		t.Error("JSON Lines output called Progress")
