@@ -226,6 +226,16 @@ func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error
 					Status: StatusSkipped,
 				}}}
 			}
+			if len(r.Findings) == 0 && len(bytes.TrimSpace(r.Original)) == 0 {
+				// An empty render or a truncated checkout: a gate that says "no findings" of
+				// it would pass what it never saw.
+				r = FileResult{Path: p, Formats: []Format{}, Findings: []Finding{{
+					Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
+						Message: "the file is empty: nothing was checked (was it rendered or checked out?)",
+						File:    p, Line: 1, Column: 1},
+					Status: StatusSkipped,
+				}}}
+			}
 			out = append(out, r)
 			continue
 		}

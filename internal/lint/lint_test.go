@@ -747,3 +747,36 @@ func TestMaskTemplate(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
+
+// TestEmptyNamed: a file named on the command line that is empty (or only whitespace) is an
+// error, since a CI gate saying "no findings" would pass a render that produced nothing; an
+// empty file met while walking a directory is listed with no finding.
+func TestEmptyNamed(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{"empty.yaml": "", "blank.json": " \n\t\n"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := newLinter(t, "").Paths(context.Background(), []string{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 1 || len(rs[0].Findings) != 1 {
+			t.Fatalf("%s: %+v, want one finding", name, rs)
+		}
+		f := rs[0].Findings[0]
+		if f.Severity != finding.Error || f.Code != CodeSkipped || !strings.Contains(f.Message, "empty") {
+			t.Errorf("%s: %s %s %q, want an error %s saying the file is empty", name, f.Severity, f.Code, f.Message, CodeSkipped)
+		}
+	}
+	rs, err := newLinter(t, "").Paths(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if len(r.Findings) != 0 {
+			t.Errorf("walked %s: %+v, want no finding", r.Path, summarize(r.Findings))
+		}
+	}
+}
