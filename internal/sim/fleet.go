@@ -62,6 +62,16 @@ type fleet struct {
 	uncacheable int64    // computed blocks not cached because every slot was pinned
 	pool        jobPool
 	tally       tally
+	// obs, when the policy keeps its own account of the requests it sent, is told when a job's
+	// prefill ends and when it finishes.
+	obs loadObserver
+}
+
+// loadObserver is a policy that tracks the requests it routed the way a router does from the
+// response stream: the first token ends a request's prefill, the last one ends the request.
+type loadObserver interface {
+	prefilled(j *job)
+	finished(j *job)
 }
 
 // tally is what a replay keeps of every finished job: sums, and the TTFTs for the quantiles.
@@ -371,6 +381,9 @@ func (f *fleet) prefillDone(j *job, t float64) {
 		j.pinned = k + 1
 	}
 	j.ttft = t - j.arrival
+	if f.obs != nil {
+		f.obs.prefilled(j)
+	}
 	r.prefilling = false
 	f.schedule(t+float64(j.req.OutputTokens)*f.cfg.Model.DecodePerToken, evFinish, j)
 	f.startPrefill(j.rep, t)
@@ -385,6 +398,9 @@ func (f *fleet) finish(j *job, t float64) {
 	}
 	r.running--
 	r.active -= len(j.req.Blocks)
+	if f.obs != nil {
+		f.obs.finished(j)
+	}
 	rep := j.rep
 	f.record(j)
 	f.admit(rep, t)

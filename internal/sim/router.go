@@ -86,14 +86,31 @@ type LLMDSettings struct {
 	// Tokenizer is the token-producer backend: "estimate" (the default, about 4 bytes per token,
 	// not the engine's tokens) or "vllm" (the engine's own render endpoints).
 	Tokenizer string
+	// AutoTune is the approximate producer's autoTune (true): the block size and the LRU
+	// capacity come from the engine's metrics (block size and number of GPU blocks) instead of
+	// BlockSizeTokens and LRUCapacityPerServer (approximateprefix/types.go, plugin.go
+	// GetBlockSize and makeserver, llm-d-router@ebab687).
+	AutoTune bool
+	// MaxPrefixTokensToMatch is the approximate producer's cap in tokens (131072); when set it
+	// wins over MaxPrefixBlocksToMatch (plugin.go resolveMaxBlocks).
+	MaxPrefixTokensToMatch int
+	// PreciseBlockSizeTokens is the precise producer's tokenProcessorConfig.blockSizeTokens (16,
+	// pkg/kvcache/kvblock/token_processor.go): its keys cover full blocks of this many tokens.
+	PreciseBlockSizeTokens int
 }
 
 // DynamoSettings are NVIDIA Dynamo frontend router settings (ROUTERS.md §4).
 type DynamoSettings struct {
 	// Mode is --router-mode (round-robin).
 	Mode string
-	// OverlapWeight is --router-kv-overlap-score-weight (1.0 when unset).
+	// OverlapWeight is --router-kv-overlap-score-weight (1.0 when unset). In the newest source
+	// the flag is deprecated and a nonzero value sets prefill_load_scale, the factor of the
+	// prefill term of the cost (--router-prefill-load-scale, 1.0); either way it multiplies the
+	// prefill blocks (lib/kv-router/src/scheduling/selector.rs@01690d42).
 	OverlapWeight float64
+	// OverlapCredit is --router-kv-overlap-score-credit (1.0): the share of each cached block
+	// taken off the prefill blocks.
+	OverlapCredit float64
 	// CreditDecay is --router-kv-overlap-score-credit-decay (0: no decay).
 	CreditDecay float64
 	// KVEvents is --router-kv-events (true); false is the approximate mode.
@@ -159,8 +176,9 @@ func DefaultRouterSettings() RouterSettings {
 	return RouterSettings{
 		ProdStack: ProdStackSettings{KVAwareThreshold: 2000, LoadBeta: 1.0},
 		LLMD: LLMDSettings{QueueWeight: 2, KVUtilWeight: 2, PrefixWeight: 3, BlockSizeTokens: 16,
-			LRUCapacityPerServer: 31250, MaxPrefixBlocksToMatch: 2048, Tokenizer: "estimate"},
-		Dynamo:  DynamoSettings{Mode: "round-robin", OverlapWeight: 1.0, CreditDecay: 0, KVEvents: true, TTLSecs: 120},
+			LRUCapacityPerServer: 31250, MaxPrefixBlocksToMatch: 2048, Tokenizer: "estimate",
+			AutoTune: true, MaxPrefixTokensToMatch: 131072, PreciseBlockSizeTokens: 16},
+		Dynamo:  DynamoSettings{Mode: "round-robin", OverlapWeight: 1.0, OverlapCredit: 1.0, CreditDecay: 0, KVEvents: true, TTLSecs: 120},
 		SGLang:  SGLangCLIDefaults(),
 		Ray:     RaySettings{ImbalancedThreshold: math.Inf(1), MatchRateThreshold: 0.1, EvictionThresholdChars: 400_000, EvictionTargetChars: 360_000, EvictionIntervalSecs: 10},
 		LiteLLM: LiteLLMSettings{RoutingStrategy: "simple-shuffle", AffinityTTLSecs: 3600, PromptCacheTTLSecs: 300, ProxyPods: 1},

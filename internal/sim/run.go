@@ -104,6 +104,9 @@ func simulateRun(t *Trace, c Config, policyName string, record bool, w *watch) (
 	}
 	f := newFleet(c, t.BlockSize, t.distinct, info.readsIndex)
 	p := info.newPolicy(c, t.BlockSize)
+	if o, ok := p.(loadObserver); ok {
+		f.obs = o
+	}
 	f.tally.ttft = make([]float64, 0, n)
 	f.tally.measureFrom = c.MeasureFrom
 	if record {
