@@ -238,7 +238,7 @@ func TestHitrateWatchPrometheus(t *testing.T) {
 	if first != 1 || !gone {
 		t.Errorf("first refresh shown %d, p1 gone %v; want 1 (the failed attempt is not a refresh) and true", first, gone)
 	}
-	if !strings.Contains(errOut.String(), "kvcheck: refresh 1: ") || !strings.Contains(errOut.String(), "503") {
+	if !strings.Contains(errOut.String(), "kvcheck: refresh failed at ") || !strings.Contains(errOut.String(), "(1 in a row; none shown yet)") || !strings.Contains(errOut.String(), "503") {
 		t.Errorf("stderr %q, want the failed refresh reported", errOut.String())
 	}
 }

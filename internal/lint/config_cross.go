@@ -128,18 +128,23 @@ func crossCheck(results []FileResult) {
 		}
 	}
 
-	// Prefix caching off behind a KV-aware router.
-	if len(routers) > 0 {
-		r := routers[0]
-		for _, e := range engines {
-			t, off := e.prefixCachingOff()
-			if !off || e.decode || e.flaggedOff || e.prodStack {
-				continue
-			}
+	// Prefix caching off: an error behind a KV-aware router, a warning on its own (an engine
+	// alone still loses every reuse of its own earlier prompts).
+	for _, e := range engines {
+		t, off := e.prefixCachingOff()
+		if !off || e.decode || e.flaggedOff || e.prodStack {
+			continue
+		}
+		if len(routers) > 0 {
+			r := routers[0]
 			add(e.file, "vllm/prefix-caching-off", t.at, e.name,
 				fmt.Sprintf("--no-enable-prefix-caching behind a KV-aware router (%s, %s): the engine reuses nothing and publishes (almost) no events", r.kind, where(r.file, r.at)),
 				"remove --no-enable-prefix-caching (prefix caching is on by default)")
+			continue
 		}
+		add(e.file, "vllm/prefix-caching-disabled", t.at, e.name,
+			"--no-enable-prefix-caching: this engine reuses no prefix, not even a system prompt its own earlier requests computed, so no router can gain anything on it",
+			"remove --no-enable-prefix-caching (prefix caching is on by default) unless you measured that it costs more than it saves")
 	}
 
 	// Hash seeds and algorithms across the replicas of one model.

@@ -196,7 +196,8 @@ func TestConfigRules(t *testing.T) {
 		{"VL-02 0.10.2 without publisher", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.10.2", 1, `{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557"}`)}, []string{"vllm/publisher-null"}},
 		{"VL-02 negative: 0.11.1", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.11.1", 1, `{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557"}`)}, nil},
 		{"VL-03 prefix caching off behind llm-d", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--no-enable-prefix-caching")}, []string{"vllm/prefix-caching-off"}},
-		{"VL-03 negative: no router in the run", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--no-enable-prefix-caching")}, nil},
+		{"VL-03 an engine alone: a warning", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--no-enable-prefix-caching")}, []string{"vllm/prefix-caching-disabled"}},
+		{"VL-03 negative: caching on", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--enable-prefix-caching")}, nil},
 		{"VL-04 replay port inside the DP ranks", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558"}`, "--data-parallel-size", "\"2\"")}, []string{"vllm/replay-port-collision"}},
 		// Rank 1 replays on 5556+1 = 5557, rank 0's event port.
 		{"VL-04 replay port just below the endpoint", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5556"}`, "--data-parallel-size", "\"2\"")}, []string{"vllm/replay-port-collision"}},
