@@ -29,7 +29,7 @@ func TestLintCorpus(t *testing.T) {
 		wants []string
 	}{
 		{"newest", []string{"lint", dash, auto}, exitFindings, []string{
-			"45 findings (39 errors, 6 warnings, 0 info) in 5 of 10 files, judged against vLLM 0.32.0.",
+			"45 findings (39 errors, 6 warnings, 0 info) in 5 of 10 files, judged against vLLM 0.32.0, production-stack router 0.1.12.",
 			"32 have an exact rewrite",
 		}},
 		{"before the V1 renames", []string{"lint", "--target-version", "0.9.1", filepath.Join(dash, "prodstack_vllm-dashboard_pre-rename.json")}, exitFindings, []string{

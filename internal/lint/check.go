@@ -176,7 +176,8 @@ func (fl *fileLint) checkName(s *site, name string, off int, server, instant boo
 	if promql {
 		fl.ref(s, name, off)
 	}
-	v, _, ok := fl.l.judge(name, server, promql)
+	v, m, ok := fl.l.judge(name, server, promql)
+	fl.touch(m, server)
 	if !ok {
 		return
 	}
@@ -449,6 +450,27 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// touch remembers the families a looked-up name belongs to (the one it was found in, the
+// others that publish it, production-stack's router for its vllm:-named series when the
+// selector is the router's (server) or only the router publishes the name), so the run can
+// say which families' targets it was judged against.
+func (fl *fileLint) touch(m catalog.Match, server bool) {
+	if m.Family == "" {
+		return
+	}
+	if fl.families == nil {
+		fl.families = map[string]bool{}
+	}
+	if m.Router != nil && (server || m.Engine == nil) {
+		fl.families[m.Router.Family] = true
+	} else {
+		fl.families[m.Family] = true
+	}
+	for _, o := range m.Also {
+		fl.families[o.Family] = true
+	}
 }
 
 // judge looks a written name up and decides what to report. ok is false when there is

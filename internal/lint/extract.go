@@ -42,6 +42,7 @@ type fileLint struct {
 	queries  int
 	findings []*Finding
 	refs     map[string]Ref
+	families map[string]bool // the catalog families whose names the file uses
 	fixed    []byte
 	// orig is the file as read when src is a Helm template with its actions masked (masks
 	// are the masked spans); rewrites are applied to orig.

@@ -293,3 +293,48 @@ func TestRouterNamesInText(t *testing.T) {
 		t.Errorf("values: %+v", r.Findings)
 	}
 }
+
+// TestJudgedAgainst: the run names the target of every family whose names its files use, in
+// the catalog's order, and vLLM's alone when the files use no family's names.
+func TestJudgedAgainst(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(fixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	names := func(ts []FamilyTarget) string {
+		var out []string
+		for _, x := range ts {
+			out = append(out, x.Display+" "+x.Version.String())
+		}
+		return strings.Join(out, ", ")
+	}
+	l := newLinterTargets(t, "llm-d=0.9")
+	vllm := l.File("r.yaml", rule(`vllm:num_requests_waiting > 10`))
+	llmd := l.File("d.json", read("llmd_router_dashboard_v0.9.0.json"))
+	// GAIE's names are the llm-d picker's too (deprecated there in 0.9.0): both are judged.
+	gaie := l.File("g.yaml", read("gaie_alerts_v1.5.0.yaml"))
+	// production-stack's router series: a vllm: name selected with a server label.
+	router := l.File("p.yaml", rule(`vllm:num_requests_swapped{server="a"} > 0`))
+	other := l.File("o.yaml", rule(`up == 0`))
+	vllmNow := l.TargetOf(catalog.VLLM).String()
+	tests := []struct {
+		files []FileResult
+		want  string
+	}{
+		{[]FileResult{vllm}, "vLLM " + vllmNow},
+		{[]FileResult{llmd}, "llm-d-router 0.9.0"},
+		{[]FileResult{llmd, vllm}, "vLLM " + vllmNow + ", llm-d-router 0.9.0"},
+		{[]FileResult{gaie}, "llm-d-router 0.9.0, Gateway API Inference Extension " + l.TargetOf("gaie").String()},
+		{[]FileResult{router}, "production-stack router " + l.TargetOf("production-stack").String()},
+		{[]FileResult{other}, "vLLM " + vllmNow},
+		{nil, "vLLM " + vllmNow},
+	}
+	for i, tt := range tests {
+		if got := names(l.JudgedAgainst(tt.files)); got != tt.want {
+			t.Errorf("%d: judged against %q, want %q", i, got, tt.want)
+		}
+	}
+}

@@ -106,6 +106,9 @@ type FileResult struct {
 	// Suppressed are the findings an inline kvcheck:ignore comment or an ignore-file rule
 	// silenced; they are counted, not reported.
 	Suppressed []Suppressed
+	// Families are the catalog families (vllm, llm-d, ...) whose metric names the file uses,
+	// in the catalog's order.
+	Families []string
 	// config is what the file tells the checks across files.
 	config *configFacts
 }
@@ -184,6 +187,34 @@ func (l *Linter) Targets() catalog.Targets { return l.targets }
 
 // Target returns the version findings are judged against.
 func (l *Linter) Target() catalog.Version { return l.target }
+
+// FamilyTarget is one family's release a run was judged against.
+type FamilyTarget struct {
+	Family  string // the catalog's key: vllm, llm-d, ...
+	Display string // vLLM, llm-d-router, ...
+	Version catalog.Version
+}
+
+// JudgedAgainst returns the targets of the families whose names the files use, in the
+// catalog's order; vLLM's alone when the files use none (configs, or no metric names).
+func (l *Linter) JudgedAgainst(files []FileResult) []FamilyTarget {
+	used := map[string]bool{}
+	for _, f := range files {
+		for _, fam := range f.Families {
+			used[fam] = true
+		}
+	}
+	if len(used) == 0 {
+		used[catalog.VLLM] = true
+	}
+	var out []FamilyTarget
+	for _, f := range l.cat.Families {
+		if used[f.Name] {
+			out = append(out, FamilyTarget{Family: f.Name, Display: f.Display, Version: l.targets[f.Name]})
+		}
+	}
+	return out
+}
 
 // Paths lints files and directories (recursively, following no symlinked directories).
 // Every file is read and its format detected by content; files under hidden directories
@@ -371,6 +402,11 @@ func (l *Linter) File(path string, src []byte) FileResult {
 		r.Refs = append(r.Refs, ref)
 	}
 	slices.SortFunc(r.Refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
+	for _, f := range l.cat.Families {
+		if fl.families[f.Name] {
+			r.Families = append(r.Families, f.Name)
+		}
+	}
 	if r.Formats == nil {
 		r.Formats = []Format{}
 	}

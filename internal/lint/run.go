@@ -15,7 +15,10 @@ import (
 // the online check asked.
 type Run struct {
 	Target string // the vLLM version findings are judged against
-	Files  []FileResult
+	// Targets are the releases of the families whose names the files use (vLLM's alone
+	// when they use none), in the catalog's order: what the summary says it judged against.
+	Targets []FamilyTarget
+	Files   []FileResult
 	// Fix says the fixes were written; findings marked Fixed are then resolved.
 	Fix bool
 	// Prometheus is the server the online check asked, if any.
@@ -50,7 +53,7 @@ func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []stri
 	if err != nil {
 		api, fix = nil, false
 	}
-	run := Run{Target: l.Target().String(), Files: results, Fix: fix}
+	run := Run{Target: l.Target().String(), Targets: l.JudgedAgainst(results), Files: results, Fix: fix}
 	if api != nil {
 		if err := CheckOnline(ctx, api, results, o.Server, time.Duration(o.Lookback), o.QueryTimeout, time.Now()); err != nil {
 			if !o.Verbose {

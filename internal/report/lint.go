@@ -157,16 +157,16 @@ func (t *Text) lint(run LintRun) {
 	}
 	c := countLint(run)
 	if c.all == 0 {
-		t.Verdict(fmt.Sprintf("No findings in %s (%s checked) against vLLM %s.",
-			quantity(c.files, "file"), quantity(c.queries, "query and name", "queries and names"), run.Target))
+		t.Verdict(fmt.Sprintf("No findings in %s (%s checked) against %s.",
+			quantity(c.files, "file"), quantity(c.queries, "query and name", "queries and names"), judgedAgainst(run)))
 		if c.suppressed > 0 {
 			t.Muted("%d suppressed by kvcheck:ignore comments or the ignore file.", c.suppressed)
 		}
 		return
 	}
-	msg := fmt.Sprintf("%s (%s, %s, %d info) in %d of %s, judged against vLLM %s.",
+	msg := fmt.Sprintf("%s (%s, %s, %d info) in %d of %s, judged against %s.",
 		quantity(c.all, "finding"), quantity(c.errors, "error"), quantity(c.warnings, "warning"), c.infos,
-		c.filesWithFindings, quantity(c.files, "file"), run.Target)
+		c.filesWithFindings, quantity(c.files, "file"), judgedAgainst(run))
 	t.Verdict(msg)
 	if c.suppressed > 0 {
 		t.Muted("%d suppressed by kvcheck:ignore comments or the ignore file.", c.suppressed)
@@ -179,6 +179,19 @@ func (t *Text) lint(run LintRun) {
 	case c.fixable > 1:
 		t.Muted("%d have an exact rewrite: run with --diff to see it, --fix to apply it.", c.fixable)
 	}
+}
+
+// judgedAgainst names the release of every family whose names the run's files use:
+// "vLLM 0.32.0, llm-d-router 0.10.0"; vLLM's target when the run carries no families.
+func judgedAgainst(run LintRun) string {
+	if len(run.Targets) == 0 {
+		return "vLLM " + run.Target
+	}
+	parts := make([]string, len(run.Targets))
+	for i, t := range run.Targets {
+		parts[i] = t.Display + " " + t.Version.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // quantity writes a count with its noun: 1 file, 2 files; forms gives the singular and, when
@@ -204,14 +217,16 @@ func dedupe(xs []string) []string {
 }
 
 type lintDoc struct {
-	SchemaVersion int            `json:"schema_version"`
-	Target        string         `json:"target_version"`
-	Prometheus    string         `json:"prometheus,omitempty"`
-	Lookback      string         `json:"lookback,omitempty"`
-	Files         []lintFileDoc  `json:"files"`
-	Findings      []lintFinding  `json:"findings"`
-	Suppressed    []lintFinding  `json:"suppressed"`
-	Summary       lintSummaryDoc `json:"summary"`
+	SchemaVersion int    `json:"schema_version"`
+	Target        string `json:"target_version"`
+	// Targets are the releases of the families the files' names belong to, by family.
+	Targets    map[string]string `json:"targets"`
+	Prometheus string            `json:"prometheus,omitempty"`
+	Lookback   string            `json:"lookback,omitempty"`
+	Files      []lintFileDoc     `json:"files"`
+	Findings   []lintFinding     `json:"findings"`
+	Suppressed []lintFinding     `json:"suppressed"`
+	Summary    lintSummaryDoc    `json:"summary"`
 }
 
 type lintFileDoc struct {
@@ -260,7 +275,14 @@ type lintSummaryDoc struct {
 // lintDocument is the run as one JSON document.
 func lintDocument(run LintRun) lintDoc {
 	c := countLint(run)
-	doc := lintDoc{SchemaVersion: SchemaVersion, Target: run.Target, Prometheus: run.Prometheus, Lookback: run.Lookback,
+	targets := map[string]string{}
+	for _, t := range run.Targets {
+		targets[t.Family] = t.Version.String()
+	}
+	if len(targets) == 0 {
+		targets["vllm"] = run.Target
+	}
+	doc := lintDoc{SchemaVersion: SchemaVersion, Target: run.Target, Targets: targets, Prometheus: run.Prometheus, Lookback: run.Lookback,
 		Files: []lintFileDoc{}, Findings: []lintFinding{}, Suppressed: []lintFinding{},
 		Summary: lintSummaryDoc{Files: c.files, Queries: c.queries, Findings: c.all, Errors: c.errors,
 			Warnings: c.warnings, Info: c.infos, Fixable: c.fixable, Fixed: c.fixed, Suppressed: c.suppressed}}

@@ -30,7 +30,44 @@ func lintRun(t *testing.T) LintRun {
 		}
 		files = append(files, l.File("testdata/lint/"+name, src))
 	}
-	return LintRun{Target: l.Target().String(), Files: files}
+	return LintRun{Target: l.Target().String(), Targets: l.JudgedAgainst(files), Files: files}
+}
+
+// TestLintSummaryNamesEveryFamily: a run over a vLLM rule file and an llm-d dashboard says it
+// judged against both targets, in text and JSON; before, the line named vLLM's alone.
+func TestLintSummaryNamesEveryFamily(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, err := cat.ParseTargets("llm-d=0.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lint.New(cat, lint.Options{Targets: targets})
+	var files []lint.FileResult
+	for _, name := range []string{"rules.yaml", "llmd_router_dashboard_v0.9.0.json"} {
+		src, err := os.ReadFile(filepath.Join(lintFixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, l.File(name, src))
+	}
+	run := LintRun{Target: l.Target().String(), Targets: l.JudgedAgainst(files), Files: files}
+	text := string(render(t, FormatText, Lint(run)))
+	want := "judged against vLLM " + cat.Newest.String() + ", llm-d-router 0.9.0."
+	if !strings.Contains(text, want) {
+		t.Errorf("summary does not say %q:\n%s", want, text)
+	}
+	var doc struct {
+		Targets map[string]string `json:"targets"`
+	}
+	if err := json.Unmarshal(render(t, FormatJSON, Lint(run)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Targets) != 2 || doc.Targets["vllm"] != cat.Newest.String() || doc.Targets["llm-d"] != "0.9.0" {
+		t.Errorf("JSON targets %v", doc.Targets)
+	}
 }
 
 func TestLintOutputs(t *testing.T) {
