@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -56,8 +57,10 @@ type Inputs struct {
 	SeedKnown  bool
 	Recordings *sim.Trace
 
-	// Config is what the router and engine configuration checks found (assess --config).
+	// Config is what the router and engine configuration checks found (assess --config);
+	// Files what the same files show of the deployment and its routers, for the ranking.
 	Config *advise.Config
+	Files  *rank.Files
 }
 
 // RequestLog is a request log to audit and replay. Open is called once per pass (the audit,
@@ -85,10 +88,23 @@ type Options struct {
 	Today string
 	// Progress, when set, is called as the replays run.
 	Progress func(done, total int)
+	// AddReplica adds one empty replica at AddReplicaAt seconds into the traffic in the
+	// ranking's replays, to show which routers starve it (--add-replica-at).
+	AddReplica   bool
+	AddReplicaAt float64
+	// Routers are the router emulations the ranking replays; nil means sim.Emulations().
+	Routers []sim.PolicyInfo
 }
 
 // Assess gathers the evidence and decides.
 func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, error) {
+	rec, _, err := assessRanked(ctx, in, o)
+	return rec, err
+}
+
+// assessRanked gathers the evidence, decides, and ranks the routers on the traffic (nil
+// without traffic).
+func assessRanked(ctx context.Context, in Inputs, o Options) (advise.Recommendation, *rank.Ranking, error) {
 	var ev advise.Input
 	if o.Today == "" {
 		o.Today = DefaultToday
@@ -111,17 +127,17 @@ func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, e
 	if rl := in.Requests; rl != nil {
 		sum, err := auditLog(ctx, rl)
 		if err != nil {
-			return advise.Recommendation{}, err
+			return advise.Recommendation{}, nil, err
 		}
 		ev.Requests = advise.FromRequests(sum, rl.Name)
 		ev.Requests.Findings = append(append([]finding.Finding{}, rl.Findings...), ev.Requests.Findings...)
 		if traffic, err = readLog(ctx, rl, nil); err != nil {
-			return advise.Recommendation{}, err
+			return advise.Recommendation{}, nil, err
 		}
 		source = "requests"
 		if fx := audit.NewFixer(sum); fx != nil {
 			if fixed, err = readLog(ctx, rl, fx.Apply); err != nil {
-				return advise.Recommendation{}, err
+				return advise.Recommendation{}, nil, err
 			}
 			fixed.Name = rl.Name + " (once fixed)"
 			ev.FixedHow = fx.Describe()
@@ -138,29 +154,33 @@ func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, e
 		unused = append(unused, "recordings "+in.Recordings.Name)
 	}
 	if traffic == nil {
-		return advise.Decide(ev, o.Thresholds), nil
+		return advise.Decide(ev, o.Thresholds), nil, nil
 	}
 	if o.KVTokens == 0 && o.KVBlocks > 0 {
 		o.KVTokens = int64(o.KVBlocks) * int64(traffic.BlockSize)
 	}
 	shape, err := fleetShape(ev.Metrics, o)
 	if err != nil {
-		return advise.Recommendation{}, err
+		return advise.Recommendation{}, nil, err
 	}
 	if shape.ReplicasFrom == advise.ShapeAssumed && in.Tap != nil && len(in.Tap.Publishers) > 1 {
 		// Each publisher is one engine: the recordings saw that many replicas.
 		shape.Replicas, shape.ReplicasFrom = min(len(in.Tap.Publishers), sim.MaxReplicas), advise.ShapeRecordings
 	}
 	if ev.Replay, err = Replay(ctx, traffic, source, shape, o); err != nil {
-		return advise.Recommendation{}, err
+		return advise.Recommendation{}, nil, err
 	}
 	ev.Replay.Unused = unused
 	if fixed != nil {
 		if ev.Fixed, err = Replay(ctx, fixed, source, shape, o); err != nil {
-			return advise.Recommendation{}, err
+			return advise.Recommendation{}, nil, err
 		}
 	}
-	return advise.Decide(ev, o.Thresholds), nil
+	rk, err := Rank(ctx, traffic, shape, o, in.Files)
+	if err != nil {
+		return advise.Recommendation{}, nil, err
+	}
+	return advise.Decide(ev, o.Thresholds), rk, nil
 }
 
 // Shape is the fleet a replay runs on, and where each figure came from (advise.ShapeMetrics,

@@ -118,12 +118,12 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		}
 	}
 	o.Progress = func(done, total int) { st.Progress("replaying %d/%d", done, total) }
-	rec, err := Assess(ctx, in, o)
+	rec, rk, err := assessRanked(ctx, in, o)
 	st.Done()
 	if err != nil {
 		return report.Result{}, err
 	}
-	return report.Assess(rec), nil
+	return report.AssessRanked(rec, rk), nil
 }
 
 // checkConfig checks the router and engine configuration files as kvcheck lint does.

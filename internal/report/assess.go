@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
@@ -12,20 +13,26 @@ import (
 type assessDocument struct {
 	SchemaVersion int `json:"schema_version"`
 	advise.Recommendation
+	// Ranking is the router ranking, absent without traffic to replay.
+	Ranking *rankingDocument `json:"ranking,omitempty"`
 }
 
 // Assess is the result of kvcheck assess: its findings are the recommendation's fixes, each
 // with the analysis it came from. They count for --fail-on only when the verdict is fix-first:
 // otherwise nothing in them blocks the recommendation.
-func Assess(r advise.Recommendation) Result {
+func Assess(r advise.Recommendation) Result { return AssessRanked(r, nil) }
+
+// AssessRanked is Assess with the router ranking (nil: none), which the text shows after the
+// evidence and the JSON under "ranking".
+func AssessRanked(r advise.Recommendation, rk *rank.Ranking) Result {
 	r = nonNilRecommendation(r)
 	fs := make([]finding.Finding, len(r.Fixes))
 	for i, f := range r.Fixes {
 		f.Exempt = r.Verdict != advise.FixFirst
 		fs[i] = f
 	}
-	return Result{Findings: fs, Document: assessDocument{SchemaVersion: SchemaVersion, Recommendation: r},
-		Text: func(t *Text) error { return t.assess(r) }}
+	return Result{Findings: fs, Document: assessDocument{SchemaVersion: SchemaVersion, Recommendation: r, Ranking: rankingDoc(rk)},
+		Text: func(t *Text) error { return t.assess(r, rk) }}
 }
 
 // nonNilRecommendation makes empty lists render as [] whatever the caller built.
@@ -55,7 +62,7 @@ func nonNilRecommendation(r advise.Recommendation) advise.Recommendation {
 
 // Assess writes a recommendation for people: the verdict first, why, what to fix, the evidence
 // table (source and figure per line), router advice, then what to measure next.
-func (t *Text) assess(r advise.Recommendation) error {
+func (t *Text) assess(r advise.Recommendation, rk *rank.Ranking) error {
 	verdict := "Recommendation: " + r.Verdict.Describe()
 	if r.Verdict == advise.FixFirst && r.Then != "" {
 		verdict += ", then " + r.Then.Describe()
@@ -125,6 +132,11 @@ func (t *Text) assess(r advise.Recommendation) error {
 		t.Heading(fmt.Sprintf("Advice for %s", route.Describe()))
 		for _, a := range r.Advice {
 			t.Line("  - %s", a)
+		}
+	}
+	if rk != nil {
+		if err := t.ranking(rk); err != nil {
+			return err
 		}
 	}
 	t.Heading("Next steps")

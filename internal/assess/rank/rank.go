@@ -1,0 +1,371 @@
+// Package rank is kvcheck assess's answer to "which router fits this cluster": every router
+// emulation (sim.Emulations) replayed on the traffic and fleet assess already replays, as it
+// ships, as the user configured it (--config) and as kvcheck would tune it, ordered by one rule
+// a reader can check by hand against the table, with what each router needs against what the
+// given files show, and the configuration to apply for the one that comes first.
+//
+// The rule (Rule):
+//
+//  1. Not ranked: an emulation that cannot run on the traffic (a text-reading router on a
+//     trace of block hashes), a row with a hot spot (load max/mean >= 2.0, the same line
+//     kvcheck assess and simulate draw), and, with --add-replica-at, a row that starves the
+//     added replica (it gets less than half its fair share 1/(replicas+1) of the requests
+//     after it joins): whatever such a router saves, it is not an answer.
+//  2. The rest: fewer requirements the files show missing first; then more prefill saved
+//     against today's routing after the warm-up, in whole points (23.4% and 22.6% tie at 23);
+//     then the simpler one: fewer requirements in all, then as shipped before as configured
+//     before as tuned (fewer settings to change); then by name.
+package rank
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// Rule states the ranking rule in one paragraph, for the text and the JSON.
+const Rule = "not ranked: an emulation that cannot run on this traffic, a hot spot (load max/mean >= %.1f), " +
+	"a router that gives an added replica under half its fair share; the rest by fewest requirements missing, " +
+	"then most prefill saved against today's routing after the warm-up in whole points, then the simpler one " +
+	"(fewer requirements, then shipped before configured before tuned), then by name"
+
+// The variants of one emulation.
+const (
+	Shipped    = "shipped"
+	Configured = "configured"
+	Tuned      = "tuned"
+)
+
+// Requirement statuses: a requirement the files cannot show is Unknown, never Met.
+const (
+	Met     = "met"
+	Missing = "missing"
+	Unknown = "unknown"
+)
+
+// Candidate is one router under one set of settings.
+type Candidate struct {
+	// Policy is the emulation's name (sim.Emulations; an idealised sim policy in tests).
+	Policy  string
+	Product string
+	// Variant is Shipped, Configured or Tuned; Label says which shipped set (SGLang's CLI or
+	// hint defaults) or the file a configured row came from.
+	Variant, Label string
+	Settings       sim.RouterSettings
+	// Params, when set, are an idealised policy's parameters (sim.DefaultParams otherwise).
+	Params *sim.Params
+	// Changes are the settings that differ from the product as shipped, with why.
+	Changes []Change
+	// Requirements are what the router needs, each against what the files and traffic show.
+	Requirements []Requirement
+}
+
+// Change is one setting a configured or tuned row sets away from the shipped value.
+type Change struct {
+	Setting string
+	Value   string
+	// Why says what in the traffic, the fleet or the files justifies it (tuned), or where the
+	// user set it (configured).
+	Why string
+}
+
+// Requirement is one thing a router needs, against what the given files (or the traffic) show.
+type Requirement struct {
+	Name   string
+	Status string
+	// Detail says what showed it, or why it is unknown.
+	Detail string
+}
+
+// Row is one candidate's figures on the traffic and its place in the ranking.
+type Row struct {
+	Candidate
+	// Rank is 1 for the first; 0 for a row not ranked (Excluded says why).
+	Rank     int
+	Excluded string
+	// HitRate is the prompt tokens served from cache after the warm-up; PrefillSaved the
+	// fraction of today's prefill (after the warm-up) this router does not compute.
+	HitRate, PrefillSaved float64
+	LoadMaxOverMean       float64
+	TTFTP50, TTFTP99      float64
+	// FreshShare is the added replica's share of the requests after it joined (with
+	// --add-replica-at), FairShare 1/(replicas+1); Starves when FreshShare < FairShare/2.
+	FreshShare *float64
+	FairShare  float64
+	Starves    bool
+}
+
+// Missing counts the requirements the files show missing.
+func (r Row) Missing() int {
+	n := 0
+	for _, q := range r.Requirements {
+		if q.Status == Missing {
+			n++
+		}
+	}
+	return n
+}
+
+// CannotRun is an emulation the traffic cannot drive, and why.
+type CannotRun struct {
+	Policy, Product, Variant, Label, Reason string
+}
+
+// Ranking is the whole answer.
+type Ranking struct {
+	// Today is the policy standing for today's routing, TodayHitRate its hit rate after the
+	// warm-up.
+	Today        string
+	TodayHitRate float64
+	Replicas     int
+	KVBlocks     int
+	BlockSize    int
+	// AddReplicaAt is --add-replica-at in seconds, negative when not given.
+	AddReplicaAt float64
+	HotSpot      float64
+	Rule         string
+	// Rows are ranked rows first (Rank 1, 2, ...), then the rows not ranked.
+	Rows      []Row
+	CannotRun []CannotRun
+	// Why says why the first row wins, one sentence each.
+	Why []string
+	// Snippet is the configuration to apply for the first row, when kvcheck can write one.
+	Snippet *Snippet
+}
+
+// Snippet is a router's configuration in its own format.
+type Snippet struct {
+	Product string
+	// Format names the format (EndpointPickerConfig YAML, Helm values, ...); File is a file
+	// name it would live in (the config lint detects some formats by name).
+	Format, File string
+	Text         string
+}
+
+// Setup is the replay every candidate runs: the fleet, the warm-up and the added replica, as
+// assess's own replay has them.
+type Setup struct {
+	// Base is the simulation (assess.Base), with Replicas, KVBlocks and AddReplicaAt set.
+	Base sim.Config
+	// Today is the policy standing for today's routing.
+	Today string
+	// HotSpot is the load max/mean from which a row is a hot spot (sim.HotSpotRatio when 0).
+	HotSpot float64
+	// Progress, when set, is called as the replays finish.
+	Progress func(done, total int)
+}
+
+// Run replays every candidate and today's routing on t and ranks them.
+func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Ranking, error) {
+	if s.HotSpot == 0 {
+		s.HotSpot = sim.HotSpotRatio
+	}
+	rk := &Ranking{Today: s.Today, Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
+		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, s.HotSpot)}
+	results := make([]sim.Result, len(cands)+1)
+	errs := make([]error, len(cands)+1)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for range min(runtime.GOMAXPROCS(0), len(cands)+1) {
+		wg.Go(func() {
+			for k := range work {
+				c := s.Base
+				name := s.Today
+				if k > 0 {
+					cd := cands[k-1]
+					settings := cd.Settings
+					c.Routers = &settings
+					if cd.Params != nil {
+						c.Params = *cd.Params
+					}
+					name = cd.Policy
+				}
+				results[k], errs[k] = sim.Simulate(t, c, name)
+				if s.Progress != nil {
+					mu.Lock()
+					done++
+					s.Progress(done, len(cands)+1)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+feed:
+	for k := range cands {
+		select {
+		case work <- k + 1:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	if ctx.Err() == nil {
+		work <- 0
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ranking interrupted: %w", err)
+	}
+	if errs[0] != nil {
+		return nil, fmt.Errorf("today's routing %s: %w", s.Today, errs[0])
+	}
+	today := results[0]
+	rk.TodayHitRate = steadyHit(today)
+	todayMiss := today.SteadyInputTokens - today.SteadyHitTokens
+	fair := 1 / float64(s.Base.Replicas+1)
+	for i, cd := range cands {
+		res, err := results[i+1], errs[i+1]
+		var cannot *sim.CannotRunError
+		switch {
+		case errors.As(err, &cannot):
+			rk.CannotRun = append(rk.CannotRun, CannotRun{Policy: cd.Policy, Product: cd.Product, Variant: cd.Variant, Label: cd.Label, Reason: cannot.Reason})
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("%s (%s): %w", cd.Policy, cd.Variant, err)
+		}
+		row := Row{Candidate: cd, HitRate: steadyHit(res), LoadMaxOverMean: res.LoadMaxOverMean,
+			TTFTP50: res.TTFTP50, TTFTP99: res.TTFTP99, FreshShare: res.FreshShare}
+		if todayMiss > 0 {
+			row.PrefillSaved = float64(todayMiss-(res.SteadyInputTokens-res.SteadyHitTokens)) / float64(todayMiss)
+		}
+		if s.Base.AddReplicaAt >= 0 {
+			row.FairShare = fair
+		}
+		rk.Rows = append(rk.Rows, row)
+	}
+	rk.settle()
+	return rk, nil
+}
+
+// settle applies the rule to the rows' figures: which rows are not ranked and why, the order,
+// the ranks, and why the first wins.
+func (rk *Ranking) settle() {
+	for i := range rk.Rows {
+		row := &rk.Rows[i]
+		row.Rank, row.Excluded = 0, ""
+		row.Starves = rk.AddReplicaAt >= 0 && row.FreshShare != nil && *row.FreshShare < row.FairShare/2
+		switch {
+		case row.LoadMaxOverMean >= rk.HotSpot:
+			row.Excluded = fmt.Sprintf("hot spot: load max/mean %.2f >= %.1f", row.LoadMaxOverMean, rk.HotSpot)
+		case row.Starves:
+			row.Excluded = fmt.Sprintf("starves the added replica: %.1f%% of the requests after it joined, under half its fair share %.1f%%", 100**row.FreshShare, 100*row.FairShare)
+		}
+	}
+	order(rk.Rows)
+	rk.Why = why(rk)
+}
+
+func steadyHit(r sim.Result) float64 {
+	if r.SteadyInputTokens == 0 {
+		return 0
+	}
+	return float64(r.SteadyHitTokens) / float64(r.SteadyInputTokens)
+}
+
+// points is prefill saved in whole points, the figure the rule compares.
+func points(saved float64) int { return int(math.Round(saved * 100)) }
+
+var variantOrder = map[string]int{Shipped: 0, Configured: 1, Tuned: 2}
+
+// compare is the rule's order between two ranked rows.
+func compare(a, b Row) int {
+	return cmp.Or(
+		cmp.Compare(a.Missing(), b.Missing()),
+		cmp.Compare(points(b.PrefillSaved), points(a.PrefillSaved)),
+		cmp.Compare(len(a.Requirements), len(b.Requirements)),
+		cmp.Compare(variantOrder[a.Variant], variantOrder[b.Variant]),
+		strings.Compare(a.Policy, b.Policy),
+		strings.Compare(a.Label, b.Label),
+	)
+}
+
+// order sorts the rows by the rule and numbers the ranked ones.
+func order(rows []Row) {
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if (a.Excluded == "") != (b.Excluded == "") {
+			if a.Excluded == "" {
+				return -1
+			}
+			return 1
+		}
+		if a.Excluded != "" {
+			return cmp.Or(cmp.Compare(points(b.PrefillSaved), points(a.PrefillSaved)), strings.Compare(a.Policy, b.Policy))
+		}
+		return compare(a, b)
+	})
+	for i := range rows {
+		if rows[i].Excluded == "" {
+			rows[i].Rank = i + 1
+		}
+	}
+}
+
+// Name is a row's name in sentences: the policy and its variant.
+func (r Row) Name() string {
+	s := r.Policy + " (" + r.Variant
+	if r.Label != "" {
+		s += ", " + r.Label
+	}
+	return s + ")"
+}
+
+// why explains the first row's place against the second and against the rows left out.
+func why(rk *Ranking) []string {
+	if len(rk.Rows) == 0 || rk.Rows[0].Rank != 1 {
+		return nil
+	}
+	first := rk.Rows[0]
+	var out []string
+	out = append(out, fmt.Sprintf("%s saves %.1f%% of today's prefill (%s) after the warm-up, with load max/mean %.2f and TTFT p99 %s",
+		first.Name(), 100*first.PrefillSaved, rk.Today, first.LoadMaxOverMean, seconds(first.TTFTP99)))
+	if len(rk.Rows) > 1 && rk.Rows[1].Rank == 2 {
+		second := rk.Rows[1]
+		switch {
+		case first.Missing() < second.Missing():
+			out = append(out, fmt.Sprintf("ahead of %s, which saves %.1f%%, because the files show %d of that one's requirements missing and %d of this one's",
+				second.Name(), 100*second.PrefillSaved, second.Missing(), first.Missing()))
+		case points(first.PrefillSaved) > points(second.PrefillSaved):
+			out = append(out, fmt.Sprintf("ahead of %s by %d points of prefill saved (%.1f%%)",
+				second.Name(), points(first.PrefillSaved)-points(second.PrefillSaved), 100*second.PrefillSaved))
+		case len(first.Requirements) < len(second.Requirements):
+			out = append(out, fmt.Sprintf("ties with %s at %d points and needs less (%d requirements against %d)",
+				second.Name(), points(first.PrefillSaved), len(first.Requirements), len(second.Requirements)))
+		case variantOrder[first.Variant] < variantOrder[second.Variant]:
+			out = append(out, fmt.Sprintf("ties with %s at %d points and changes fewer settings (%s before %s)",
+				second.Name(), points(first.PrefillSaved), first.Variant, second.Variant))
+		default:
+			out = append(out, fmt.Sprintf("ties with %s at %d points; the name decides", second.Name(), points(first.PrefillSaved)))
+		}
+	}
+	for _, r := range rk.Rows[1:] {
+		if r.Rank > 0 && r.Missing() > first.Missing() && points(r.PrefillSaved) > points(first.PrefillSaved) {
+			out = append(out, fmt.Sprintf("%s saves more (%.1f%%) but the files show %d of its requirements missing", r.Name(), 100*r.PrefillSaved, r.Missing()))
+		}
+	}
+	for _, r := range rk.Rows {
+		if r.Excluded != "" && points(r.PrefillSaved) > points(first.PrefillSaved) {
+			out = append(out, fmt.Sprintf("%s saves more (%.1f%%) but is not ranked: %s", r.Name(), 100*r.PrefillSaved, r.Excluded))
+		}
+	}
+	if n := first.Missing(); n > 0 {
+		out = append(out, fmt.Sprintf("the files show %d of its own requirements missing: meet them before it can run as replayed", n))
+	}
+	return out
+}
+
+func seconds(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%.0f ms", 1000*s)
+	}
+	return fmt.Sprintf("%.2f s", s)
+}

@@ -1,0 +1,224 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/assess/rank"
+)
+
+// rankingDocument is the JSON of assess's router ranking: the whole ranking, every row with its
+// figures, changes and requirements, the emulations that could not run, why the first wins and
+// the configuration to apply.
+type rankingDocument struct {
+	Rule                    string          `json:"rule"`
+	Today                   string          `json:"today"`
+	TodayHitRate            float64         `json:"today_hit_rate"`
+	Replicas                int             `json:"replicas"`
+	KVBlocks                int             `json:"kv_blocks"`
+	BlockSize               int             `json:"block_size"`
+	AddReplicaAtSeconds     *float64        `json:"add_replica_at_seconds"`
+	HotSpotLoadMaxOverMean  float64         `json:"hot_spot_load_max_over_mean"`
+	Rows                    []rankRowDoc    `json:"rows"`
+	CannotRun               []cannotRunDoc  `json:"cannot_run"`
+	Why                     []string        `json:"why"`
+	Snippet                 *rankSnippetDoc `json:"snippet"`
+	RequirementStatusValues []string        `json:"requirement_statuses"`
+}
+
+type rankRowDoc struct {
+	Rank            int              `json:"rank"`
+	Excluded        string           `json:"excluded,omitempty"`
+	Policy          string           `json:"policy"`
+	Product         string           `json:"product"`
+	Variant         string           `json:"variant"`
+	Label           string           `json:"label,omitempty"`
+	HitRate         float64          `json:"hit_rate"`
+	PrefillSaved    float64          `json:"prefill_saved"`
+	LoadMaxOverMean float64          `json:"load_max_over_mean"`
+	TTFTP50         float64          `json:"ttft_p50_seconds"`
+	TTFTP99         float64          `json:"ttft_p99_seconds"`
+	FreshShare      *float64         `json:"added_replica_share"`
+	FairShare       *float64         `json:"fair_share"`
+	Starves         bool             `json:"starves_added_replica"`
+	Changes         []rankChangeDoc  `json:"changes"`
+	Requirements    []requirementDoc `json:"requirements"`
+}
+
+type rankChangeDoc struct {
+	Setting string `json:"setting"`
+	Value   string `json:"value"`
+	Why     string `json:"why"`
+}
+
+type requirementDoc struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+type cannotRunDoc struct {
+	Policy  string `json:"policy"`
+	Product string `json:"product"`
+	Variant string `json:"variant"`
+	Label   string `json:"label,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+type rankSnippetDoc struct {
+	Product string `json:"product"`
+	Format  string `json:"format"`
+	File    string `json:"file"`
+	Text    string `json:"text"`
+}
+
+func rankingDoc(rk *rank.Ranking) *rankingDocument {
+	if rk == nil {
+		return nil
+	}
+	d := &rankingDocument{Rule: rk.Rule, Today: rk.Today, TodayHitRate: rk.TodayHitRate, Replicas: rk.Replicas, KVBlocks: rk.KVBlocks,
+		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, Why: []string{},
+		RequirementStatusValues: []string{rank.Met, rank.Missing, rank.Unknown}}
+	if rk.AddReplicaAt >= 0 {
+		at := rk.AddReplicaAt
+		d.AddReplicaAtSeconds = &at
+	}
+	for _, r := range rk.Rows {
+		row := rankRowDoc{Rank: r.Rank, Excluded: r.Excluded, Policy: r.Policy, Product: r.Product, Variant: r.Variant, Label: r.Label,
+			HitRate: r.HitRate, PrefillSaved: r.PrefillSaved, LoadMaxOverMean: r.LoadMaxOverMean, TTFTP50: r.TTFTP50, TTFTP99: r.TTFTP99,
+			FreshShare: r.FreshShare, Starves: r.Starves, Changes: []rankChangeDoc{}, Requirements: []requirementDoc{}}
+		if rk.AddReplicaAt >= 0 {
+			fair := r.FairShare
+			row.FairShare = &fair
+		}
+		for _, c := range r.Changes {
+			row.Changes = append(row.Changes, rankChangeDoc{c.Setting, c.Value, c.Why})
+		}
+		for _, q := range r.Requirements {
+			row.Requirements = append(row.Requirements, requirementDoc{q.Name, q.Status, q.Detail})
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	for _, c := range rk.CannotRun {
+		d.CannotRun = append(d.CannotRun, cannotRunDoc{c.Policy, c.Product, c.Variant, c.Label, c.Reason})
+	}
+	d.Why = append(d.Why, rk.Why...)
+	if s := rk.Snippet; s != nil {
+		d.Snippet = &rankSnippetDoc{s.Product, s.Format, s.File, s.Text}
+	}
+	return d
+}
+
+// rankShown is how many ranked rows the text shows; JSON has them all.
+const rankShown = 3
+
+// ranking writes the router ranking for people: the top three in a table, why the first wins,
+// its requirements, what could not run, and the configuration to apply.
+func (t *Text) ranking(rk *rank.Ranking) error {
+	fleet := fmt.Sprintf("%d %s x %d blocks of %d tokens", rk.Replicas, plural(rk.Replicas, "replica"), rk.KVBlocks, rk.BlockSize)
+	if rk.AddReplicaAt >= 0 {
+		fleet += fmt.Sprintf(", one more added at %s", seconds(rk.AddReplicaAt))
+	}
+	t.Heading("Routers on this traffic (" + fleet + ")")
+	t.Muted("  against today's %s (hit %s after the warm-up); rule: %s", rk.Today, pct(rk.TodayHitRate), rk.Rule)
+	ranked, excluded := 0, 0
+	for _, r := range rk.Rows {
+		if r.Rank > 0 {
+			ranked++
+		} else {
+			excluded++
+		}
+	}
+	if len(rk.Rows) == 0 {
+		t.Line("  no router emulation could run on this traffic")
+	}
+	if ranked > 0 {
+		header := []string{"rank", "router", "variant", "hit", "prefill saved", "load max/mean", "ttft p50", "ttft p99"}
+		fresh := rk.AddReplicaAt >= 0
+		if fresh {
+			header = append(header, "added replica")
+		}
+		header = append(header, "requirements")
+		var rows [][]string
+		for _, r := range rk.Rows[:min(ranked, rankShown)] {
+			variant := r.Variant
+			if r.Label != "" {
+				variant += " (" + r.Label + ")"
+			}
+			for _, c := range r.Changes {
+				variant += "; " + c.Setting + " " + c.Value
+			}
+			row := []string{strconv.Itoa(r.Rank), r.Policy, variant, pct(r.HitRate), signedPct(r.PrefillSaved),
+				fmt.Sprintf("%.2f", r.LoadMaxOverMean), seconds(r.TTFTP50), seconds(r.TTFTP99)}
+			if fresh {
+				row = append(row, fmt.Sprintf("%s of %s", Ratio(r.FreshShare), pct(r.FairShare)))
+			}
+			rows = append(rows, append(row, requirementCounts(r.Requirements)))
+		}
+		if err := t.Table(header, rows); err != nil {
+			return err
+		}
+		first := rk.Rows[0]
+		t.Verdict("First: " + first.Name())
+		for _, w := range rk.Why {
+			t.Line("  - %s", w)
+		}
+		if len(first.Requirements) > 0 {
+			t.Line("  requirements:")
+			for _, q := range first.Requirements {
+				t.Line("    %s: %s (%s)", q.Name, q.Status, q.Detail)
+			}
+		}
+		for _, c := range first.Changes {
+			t.Line("  %s %s: %s", c.Setting, c.Value, c.Why)
+		}
+	}
+	var more []string
+	if ranked > rankShown {
+		more = append(more, fmt.Sprintf("%d more ranked", ranked-rankShown))
+	}
+	if excluded > 0 {
+		more = append(more, fmt.Sprintf("%d not ranked (a hot spot or a starved added replica)", excluded))
+	}
+	if len(more) > 0 {
+		t.Muted("  %s: -o json lists every row", strings.Join(more, ", "))
+	}
+	if len(rk.CannotRun) > 0 {
+		t.Line("  cannot run on this traffic:")
+		for _, c := range rk.CannotRun {
+			variant := c.Variant
+			if c.Label != "" {
+				variant += ", " + c.Label
+			}
+			t.Line("    %s (%s): %s", c.Policy, variant, c.Reason)
+		}
+	}
+	if s := rk.Snippet; s != nil {
+		t.Heading(fmt.Sprintf("Configuration to apply (%s, %s)", s.Format, s.File))
+		for _, l := range strings.Split(strings.TrimRight(s.Text, "\n"), "\n") {
+			t.Line("  %s", l)
+		}
+	}
+	return nil
+}
+
+// requirementCounts sums a row's requirements by status: "2 met, 1 unknown".
+func requirementCounts(qs []rank.Requirement) string {
+	if len(qs) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, st := range []string{rank.Missing, rank.Met, rank.Unknown} {
+		n := 0
+		for _, q := range qs {
+			if q.Status == st {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
