@@ -198,7 +198,12 @@ func (e *CannotRunError) Error() string {
 // Emulations lists the emulated routers, in the order results are shown: by product, then
 // algorithm. Each lives in a file of its own; adding one is that file plus its line here.
 func Emulations() []PolicyInfo {
-	return []PolicyInfo{}
+	return []PolicyInfo{
+		llmdApproxInfo,
+		llmdPreciseInfo,
+		dynamoRoundRobinInfo,
+		dynamoKVInfo,
+	}
 }
 
 // routers returns the configuration's router settings: as shipped when Config.Routers is nil.

@@ -1,0 +1,232 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+var dynamoKVInfo = PolicyInfo{
+	Name:       "dynamo-kv",
+	About:      "NVIDIA Dynamo KV router (--router-mode kv): lowest overlap-weight x (prefill blocks - credited overlap) + decode blocks; credit decay 0, events or the 120 s TTL approximation",
+	Product:    "NVIDIA Dynamo",
+	Source:     "ai-dynamo/dynamo lib/kv-router/src/scheduling/selector.rs@01690d42 (worker_logit, softmax_sample_entries), lib/kv-router/src/sequences (WorkerLoadProjection, potential_decode_blocks), lib/llm/src/kv_router/approx.rs@17cf2360 (ApproxKvIndexer), kv_router_args.py@021d616; ROUTERS.md §4, SPEC §6",
+	readsIndex: true,
+	newPolicy: func(c Config, blockSize int) policy {
+		s := c.routers().Dynamo
+		return &dynamoKVPolicy{s: s, bs: blockSize, rng: rand.New(rand.NewPCG(c.Seed, 0x64796e))}
+	},
+}
+
+// dynamoKVPolicy is Dynamo's KV router in aggregated serving. For every worker i, with the
+// request's isl prompt tokens in blocks of bs tokens (the engine's, which the router must share):
+//
+//  1. overlap_i: the request's full blocks worker i holds consecutively from block 0. With KV
+//     events (--router-kv-events, the default) from the radix tree the engines' events build: here
+//     the fleet's block index. Without (--no-router-kv-events, the approximate mode of
+//     lib/llm/src/kv_router/approx.rs) from the router's own record: when it routes a request it
+//     stores every full block of it for the chosen worker with an expiry of now + TTL
+//     (--router-ttl-secs, 120), replacing the expiry of a block already stored; a block stops
+//     counting at its expiry (expired when expiry <= now). It never sees the engine's evictions.
+//  2. raw prefill blocks = (active prefill tokens_i + isl) / bs, where active prefill tokens_i
+//     are the uncached prompt tokens of the requests routed to i whose first token has not come
+//     back (the request's own uncached tokens plus its cached ones make isl).
+//  3. decay_i = 1 / (1 + CreditDecay * ((active prefill tokens_i - the least of any worker) / bs) /
+//     request blocks), request blocks = ceil(isl / bs); 1 when CreditDecay is 0, the default.
+//  4. credit_i = OverlapCredit (1.0) * decay_i * overlap_i.
+//  5. decode blocks_i = the distinct full blocks of the requests routed to i and not finished,
+//     plus the request's full blocks not among them (--router-assume-kv-reuse, true).
+//  6. cost_i = OverlapWeight (prefill_load_scale, 1.0) * max(raw prefill blocks - credit_i, 0) +
+//     decode blocks_i (decode_active_request_weight 0).
+//  7. Temperature 0 (the default): the lowest cost, ties to a uniformly random one of them.
+//     Temperature T > 0: softmax over the costs, p_i proportional to
+//     exp(-(cost_i - min) / ((max - min) * T)) (uniform when all costs are equal), sampled with
+//     the seeded generator.
+//
+// The credit is what pulls a request to the worker holding its prefix. With decay 0 it is the
+// whole overlap whatever that worker's backlog, so an added replica, holding nothing, only wins
+// when every other worker's decode and prefill load exceeds its own by more than the overlap
+// (lint rule DY-02). With decay > 0 a worker whose prefill backlog exceeds the least loaded one's
+// loses part of its credit, and the fresh replica, at the floor, wins sooner.
+//
+// Not modelled: host, disk and shared-cache tiers (their credits are 0 with no offload);
+// replica sync between several frontends; queueing at the router (--router-queue-threshold
+// unset: none); tree-size pruning of the approximate index (TTL only).
+type dynamoKVPolicy struct {
+	s     DynamoSettings
+	bs    int
+	rng   *rand.Rand
+	load  []dynamoLoad
+	ttl   []map[int32]float64 // approximate mode: block -> expiry, per worker
+	fifo  []dynamoExpiry      // approximate mode: stored expiries in time order, for pruning
+	head  int
+	ovl   []int
+	costs []float64
+	ties  []int
+	// pending is each routed job's prefill tokens, by job seq, until its prefill ends.
+	pending map[int]int
+}
+
+// dynamoLoad is the router's account of one worker's requests (ActiveSequences).
+type dynamoLoad struct {
+	prefill int             // active prefill tokens
+	blocks  map[int32]int32 // full blocks of live requests -> number of live requests holding each
+}
+
+type dynamoExpiry struct {
+	at  float64
+	rep int
+	id  int32
+}
+
+func (p *dynamoKVPolicy) grow(n int) {
+	for len(p.load) < n {
+		p.load = append(p.load, dynamoLoad{blocks: map[int32]int32{}})
+		p.ttl = append(p.ttl, map[int32]float64{})
+		p.ovl = append(p.ovl, 0)
+		p.costs = append(p.costs, 0)
+	}
+	if p.pending == nil {
+		p.pending = map[int]int{}
+	}
+}
+
+// overlaps fills p.ovl (step 1).
+func (p *dynamoKVPolicy) overlaps(f *fleet, j *job, now float64) {
+	full := fullBlocks(j.req, p.bs)
+	if p.s.KVEvents {
+		indexRuns(f, j.ids, full, p.ovl)
+		return
+	}
+	// Forget what expired (the indexer's expiry timer), so the record stays bounded by the
+	// blocks routed in the last TTL.
+	for p.head < len(p.fifo) && p.fifo[p.head].at <= now {
+		e := p.fifo[p.head]
+		if at, ok := p.ttl[e.rep][e.id]; ok && at == e.at {
+			delete(p.ttl[e.rep], e.id)
+		}
+		p.head++
+	}
+	if p.head > 1024 && p.head*2 > len(p.fifo) {
+		p.fifo = append(p.fifo[:0], p.fifo[p.head:]...)
+		p.head = 0
+	}
+	for i := range f.size() {
+		k := 0
+		for k < full {
+			at, ok := p.ttl[i][j.ids[k]]
+			if !ok || at <= now {
+				break
+			}
+			k++
+		}
+		p.ovl[i] = k
+	}
+}
+
+func (p *dynamoKVPolicy) route(f *fleet, j *job) int {
+	p.grow(f.size())
+	now := j.arrival
+	p.overlaps(f, j, now)
+	isl := float64(j.req.InputTokens)
+	bs := float64(p.bs)
+	full := fullBlocks(j.req, p.bs)
+	reqBlocks := math.Ceil(isl / bs)
+	minPrefill := 0
+	if p.s.CreditDecay > 0 {
+		minPrefill = p.load[0].prefill
+		for i := 1; i < f.size(); i++ {
+			minPrefill = min(minPrefill, p.load[i].prefill)
+		}
+	}
+	for i := range f.size() {
+		l := &p.load[i]
+		raw := (float64(l.prefill) + isl) / bs
+		decay := 1.0
+		if p.s.CreditDecay > 0 && reqBlocks > 0 {
+			normalized := float64(l.prefill-minPrefill) / bs / reqBlocks
+			decay = 1 / (1 + p.s.CreditDecay*normalized)
+		}
+		credit := p.s.OverlapCredit * decay * float64(p.ovl[i])
+		extra := 0
+		for _, id := range j.ids[:full] {
+			if l.blocks[id] == 0 {
+				extra++
+			}
+		}
+		decode := float64(len(l.blocks) + extra)
+		p.costs[i] = p.s.OverlapWeight*max(raw-credit, 0) + decode
+	}
+	best := p.choose(f.size())
+
+	// The router's account of the request (ActiveSequences add) and, in the approximate mode,
+	// its record of where the blocks went.
+	l := &p.load[best]
+	uncached := j.req.InputTokens - p.ovl[best]*p.bs
+	l.prefill += uncached
+	p.pending[j.seq] = uncached
+	for _, id := range j.ids[:full] {
+		l.blocks[id]++
+	}
+	if !p.s.KVEvents {
+		at := now + p.s.TTLSecs
+		for _, id := range j.ids[:full] {
+			p.ttl[best][id] = at
+			p.fifo = append(p.fifo, dynamoExpiry{at: at, rep: best, id: id})
+		}
+	}
+	return best
+}
+
+// choose picks among p.costs[:n] (step 7).
+func (p *dynamoKVPolicy) choose(n int) int {
+	lo, hi := p.costs[0], p.costs[0]
+	for _, c := range p.costs[1:n] {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if p.s.Temperature <= 0 {
+		p.ties = p.ties[:0]
+		for i, c := range p.costs[:n] {
+			if c == lo {
+				p.ties = append(p.ties, i)
+			}
+		}
+		if len(p.ties) == 1 {
+			return p.ties[0]
+		}
+		return p.ties[p.rng.IntN(len(p.ties))]
+	}
+	u := p.rng.Float64()
+	if lo == hi {
+		return min(int(u*float64(n)), n-1)
+	}
+	sum := 0.0
+	for i, c := range p.costs[:n] {
+		w := math.Exp(-(c - lo) / ((hi - lo) * p.s.Temperature))
+		p.costs[i] = w
+		sum += w
+	}
+	acc := 0.0
+	for i := range n {
+		acc += p.costs[i] / sum
+		if u <= acc {
+			return i
+		}
+	}
+	return n - 1
+}
+
+func (p *dynamoKVPolicy) prefilled(j *job) {
+	if t, ok := p.pending[j.seq]; ok {
+		p.load[j.rep].prefill -= t
+		delete(p.pending, j.seq)
+	}
+}
+
+func (p *dynamoKVPolicy) finished(j *job) {
+	l := &p.load[j.rep]
+	for _, id := range j.ids[:fullBlocks(j.req, p.bs)] {
+		if l.blocks[id]--; l.blocks[id] <= 0 {
+			delete(l.blocks, id)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package sim
+
+var dynamoRoundRobinInfo = PolicyInfo{
+	Name:      "dynamo-round-robin",
+	About:     "NVIDIA Dynamo frontend as shipped (--router-mode round-robin): a request counter modulo the workers available",
+	Product:   "NVIDIA Dynamo",
+	Source:    "ai-dynamo/dynamo lib/runtime/src/pipeline/network/egress/push_router.rs PushRouter::round_robin; components/src/dynamo/common/configuration/groups/router_args.py@028cab4 (--router-mode default round-robin); ROUTERS.md §4, SPEC §6",
+	newPolicy: func(Config, int) policy { return &dynamoRoundRobinPolicy{} },
+}
+
+// dynamoRoundRobinPolicy is Dynamo's default router mode: PushRouter::round_robin takes a
+// counter that starts at 0 and goes up by one per request, and sends the request to
+// instance_ids[counter % count] of the instances available now. The counter is not reset when a
+// worker joins, so after an added replica the turn continues from counter mod the new count (not
+// from the replica after the last one chosen, as kvcheck's round-robin does).
+type dynamoRoundRobinPolicy struct{ counter int }
+
+func (p *dynamoRoundRobinPolicy) route(f *fleet, _ *job) int {
+	i := p.counter % f.size()
+	p.counter++
+	return i
+}

@@ -1,0 +1,61 @@
+package sim
+
+var llmdPreciseInfo = PolicyInfo{
+	Name:       "llmd-precise",
+	About:      "llm-d EPP with the precise producer (engine KV events): scorers queue 2, kv-utilisation 2, prefix 3; the default estimate tokenizer never matches the engine's blocks",
+	Product:    "llm-d",
+	Source:     "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/producer.go, pkg/kvcache/kvblock_scorer.go, kvblock/token_processor.go, dataproducer/tokenizer/README.md; ROUTERS.md §2, SPEC §6",
+	readsIndex: true,
+	newPolicy: func(c Config, blockSize int) policy {
+		s := c.routers().LLMD
+		return &llmdPrecisePolicy{pick: newLLMDPicker(s, c.Seed), exact: s.Tokenizer == "vllm",
+			block: max(s.PreciseBlockSizeTokens, 1), traceBS: blockSize}
+	},
+}
+
+// llmdPrecisePolicy is the llm-d EPP configured with precise-prefix-cache-producer and a
+// prefix-cache-scorer reading it (prefixMatchInfoProducerName), weights as shipped. Step by
+// step (preciseprefixcache/producer.go Produce):
+//
+//  1. The request's tokens, from the token-producer, are cut into full blocks of
+//     tokenProcessorConfig.blockSizeTokens (16) tokens, no partial block
+//     (kvblock/token_processor.go chunkTokens), each keyed by a hash chained to the previous.
+//  2. The index, built from the engines' KV events (the EPP recomputes keys from the events'
+//     token ids at its own block size), gives for each key the pods holding it; a pod's match is
+//     the number of keys it holds consecutively from block 0 (kvcache LongestPrefixScorer, GPU
+//     tier weight 1).
+//  3. The prefix scorer gets match / full blocks; the weighted scorers and the max-score picker
+//     choose (llmd.go). Speculative indexing is off by default, so the index learns a request's
+//     blocks only from the engine's events once they are stored: here, when its prefill ends.
+//
+// The token-producer's default backend is "estimate" (dataproducer/tokenizer/README.md): it
+// packs about 4 bytes into a token id that is not the engine's. Keys hashed from those ids never
+// equal the keys the EPP computes from the engine's events, so with Tokenizer "estimate" (or any
+// value but "vllm") every pod's match is 0 and the EPP routes on queue and KV usage alone: the
+// silent degradation the README warns of (lint rule LD-01). With "vllm" (the engine's render
+// endpoints) the tokens are the engine's and the keys match.
+//
+// The index here is the fleet's (every block each replica holds now, updated as blocks are
+// stored and evicted, without the events' delay). Its blocks are the trace's; the match in the
+// EPP's blocks is the tokens held consecutively from token 0 divided by blockSizeTokens, rounded
+// down (exact when the trace's block size is a multiple of it, as 16 divides vLLM's sizes).
+type llmdPrecisePolicy struct {
+	pick           llmdPicker
+	exact          bool
+	block, traceBS int
+	runs           []int
+}
+
+func (p *llmdPrecisePolicy) route(f *fleet, j *job) int {
+	total := j.req.InputTokens / p.block
+	if !p.exact || total == 0 {
+		return p.pick.pick(f, func(int) float64 { return 0 })
+	}
+	for len(p.runs) < f.size() {
+		p.runs = append(p.runs, 0)
+	}
+	indexRuns(f, j.ids, fullBlocks(j.req, p.traceBS), p.runs)
+	return p.pick.pick(f, func(i int) float64 {
+		return float64(min(p.runs[i]*p.traceBS/p.block, total)) / float64(total)
+	})
+}
