@@ -169,3 +169,34 @@ func TestTableSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicates counts extra copies by hand: block 1 on three replicas is two extra copies,
+// block 3 on two is one, blocks 2, 4 and 5 on one are none: 3. Both ways of counting (the block
+// index of the prefix-aware policies, the bitmap of the others) must agree.
+func TestDuplicates(t *testing.T) {
+	held := [][]int32{{1, 2, 4}, {1, 3}, {1, 3, 5}}
+	for _, indexed := range []bool{true, false} {
+		f := newFleet(tinyConfig(3), tinyBlock, 6, indexed)
+		for rep, keys := range held {
+			for _, k := range keys {
+				f.reps[rep].cache.insert(k)
+				if indexed {
+					f.where.add(k, rep)
+				}
+			}
+		}
+		if got := f.duplicates(); got != 3 {
+			t.Errorf("indexed %v: %d duplicate blocks, want 3", indexed, got)
+		}
+	}
+	// End to end: round-robin sends [1 2] to replica 0, [1 3] to replica 1, [4] to replica 0;
+	// block 1 is then held twice, so 1 duplicate of the 5 blocks cached.
+	tr := tinyTrace(req(0, "", 0, 1, 2), req(1, "", 0, 1, 3), req(2, "", 0, 4))
+	res, err := Simulate(tr, tinyConfig(2), "round-robin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DuplicateBlocks != 1 || res.DuplicateFraction != 0.2 {
+		t.Errorf("duplicates %d (%.2f of cached), want 1 (0.20)", res.DuplicateBlocks, res.DuplicateFraction)
+	}
+}

@@ -19,5 +19,6 @@
 // indexBytesPerBlock bytes (96 up to 64 replicas, 160 up to 128) per block of the fleet's total
 // capacity; 8 bytes per request sent (its TTFT, for the quantiles) and
 // about 100 bytes per request in flight. None of it grows with the trace's distinct blocks, which
-// cost 4 bytes each only while the trace is interned. Sweep points run in parallel, one per core.
+// cost 4 bytes each only while the trace is interned (and a bit each while a replay without the
+// block index counts duplicate copies at its end). Sweep points run in parallel, one per core.
 package sim

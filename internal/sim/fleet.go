@@ -148,19 +148,24 @@ func (f *fleet) duplicates() int64 {
 	if f.indexed {
 		return f.where.duplicates()
 	}
-	resident := 0
-	for i := range f.reps {
-		resident += f.reps[i].cache.used
-	}
-	x := newBlockIndex(len(f.reps), min(resident, f.universe))
+	// Without the index: one bit per distinct block of the trace for the time of the count, an
+	// eighth of a byte per distinct block. Indexing every resident block instead cost a small
+	// trace's replay on 64 replicas a tenth of its time.
+	seen := make([]uint64, (f.universe+63)/64)
+	var d int64
 	for i := range f.reps {
 		for _, s := range f.reps[i].cache.table {
-			if s.node != 0 {
-				x.add(s.key, i)
+			if s.node == 0 {
+				continue
 			}
+			w, b := s.key/64, uint64(1)<<(s.key%64)
+			if seen[w]&b != 0 {
+				d++
+			}
+			seen[w] |= b
 		}
 	}
-	return x.duplicates()
+	return d
 }
 
 // size is the number of replicas now.
