@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"slices"
 	"strings"
+	"unique"
 )
 
 // Request is one prompt as the engine sees it: an OpenAI chat request (Messages) or a
@@ -36,6 +38,21 @@ type Request struct {
 	// never hits, SPEC §6).
 	CacheControl     int
 	CacheControlLast bool
+	// What routers that read the request itself see beyond its prompt (they are kept for the
+	// simulator's router emulations). Headers are the request's HTTP headers as an export
+	// record holds them (its headers, request_headers or proxy_server_request.headers, or a
+	// headers member of the body), names in lower case; nil when the line has none.
+	// MetadataSession is the body's metadata.session_id (else the export record's), the field
+	// LiteLLM's session_affinity reads.
+	Headers         map[string]string
+	MetadataSession string
+	// CacheMessages is the number of messages in LiteLLM prompt_caching's cacheable prefix:
+	// up to and including the last message with a cache_control marker of type ephemeral
+	// (on the message or on one of its content parts); 0 when no message has one. When the
+	// marker is on a content part other than the last, only the parts up to it belong to the
+	// prefix: CacheCut is then the length of the last cacheable message's content text up to
+	// and including that part (0: the whole message).
+	CacheMessages, CacheCut int
 	// RawMessages and RawKwargs are the body's messages and chat_template_kwargs as sent,
 	// kept only by a reader with KeepRaw: an exact tokenizer needs what the engine rendered
 	// (tool calls, tool call ids, images, template switches), not the text the estimate reads.
@@ -161,6 +178,7 @@ type wireBody struct {
 	Tools     json.RawMessage `json:"tools"`
 	SessionID json.RawMessage `json:"session_id"`
 	Metadata  json.RawMessage `json:"metadata"`
+	Headers   json.RawMessage `json:"headers"`
 }
 
 // decodeBody decodes a request body. found is false when data is a valid object with neither
@@ -235,7 +253,56 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	if req.Session == "" {
 		req.Session = sessionFrom(outer)
 	}
+	if req.Headers == nil {
+		req.Headers = headersFrom(outer)
+	}
+	if req.MetadataSession == "" {
+		if m, ok := asObject(outer["metadata"]); ok {
+			req.MetadataSession = stringOrNumber(m["session_id"])
+		}
+	}
 	return req, nil
+}
+
+// headersFrom reads the HTTP headers an export record keeps (headers, request_headers,
+// proxy_server_request.headers, the first present), names in lower case; nil when none.
+func headersFrom(outer map[string]json.RawMessage) map[string]string {
+	for _, k := range []string{"headers", "request_headers"} {
+		if h := headerMap(outer[k]); h != nil {
+			return h
+		}
+	}
+	if psr, ok := asObject(outer["proxy_server_request"]); ok {
+		return headerMap(psr["headers"])
+	}
+	return nil
+}
+
+// headerMap reads a JSON object of headers: values that are strings or numbers, or lists of
+// them (the first is kept). Names are lower-cased, as HTTP header names are case-insensitive;
+// of two names that differ only in case, the one sorting first wins. Names and values are
+// interned (unique.Make): a log repeats the same few headers on every line.
+func headerMap(raw json.RawMessage) map[string]string {
+	m, ok := asObject(raw)
+	if !ok || len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := stringOrNumber(m[k])
+		if v == "" {
+			var list []json.RawMessage
+			if json.Unmarshal(m[k], &list) == nil && len(list) > 0 {
+				v = stringOrNumber(list[0])
+			}
+		}
+		name := unique.Make(strings.ToLower(k)).Value()
+		if _, dup := out[name]; dup {
+			continue
+		}
+		out[name] = unique.Make(v).Value()
+	}
+	return out
 }
 
 // request builds the request from its decoded body and, with KeepRaw, keeps the raw parts an
@@ -434,10 +501,10 @@ type wireMessage struct {
 }
 
 // wireContent is a message content decoded in place: a string, null, or a list of parts.
-type wireContent struct {
-	text   string
-	marked bool
-}
+// marked is set when a part has a cache_control marker; ephemeral when one of type ephemeral,
+// and ephemeralCut is then the length of the text up to and including the last such part, 0
+// when it is the last part.
+type wireContent contentRead
 
 type contentError struct{ err error }
 
@@ -450,11 +517,11 @@ func (c *wireContent) UnmarshalJSON(raw []byte) error {
 		c.text = string(raw[1 : len(raw)-1])
 		return nil
 	}
-	text, marked, err := contentText(raw)
+	p, err := contentParts(raw)
 	if err != nil {
 		return contentError{err}
 	}
-	c.text, c.marked = text, marked
+	*c = wireContent(p)
 	return nil
 }
 
@@ -479,10 +546,16 @@ func (b wireBody) request() (*Request, error) {
 		}
 	}
 	req.Session = stringOrNumber(b.SessionID)
-	if req.Session == "" && len(b.Metadata) > 0 {
+	if len(b.Metadata) > 0 {
 		if m, ok := asObject(b.Metadata); ok {
-			req.Session = sessionFrom(m)
+			if req.Session == "" {
+				req.Session = sessionFrom(m)
+			}
+			req.MetadataSession = stringOrNumber(m["session_id"])
 		}
+	}
+	if len(b.Headers) > 0 {
+		req.Headers = headerMap(b.Headers)
 	}
 	switch {
 	case b.Messages != nil:
@@ -502,6 +575,15 @@ func (b wireBody) request() (*Request, error) {
 				if i == len(msgs)-1 {
 					req.CacheControlLast = true
 				}
+			}
+			// LiteLLM's prefix: a message-level marker takes the whole message, a marker on
+			// a content part the parts up to it (the later of the two when both are there,
+			// as LiteLLM reads the message's own marker first, then its parts).
+			if ephemeral(m.CacheControl) {
+				req.CacheMessages, req.CacheCut = i+1, 0
+			}
+			if m.Content.ephemeral {
+				req.CacheMessages, req.CacheCut = i+1, m.Content.ephemeralCut
 			}
 			req.Messages[i] = Message{Role: m.Role, Content: text}
 		}
@@ -552,27 +634,46 @@ func promptIDs(raw json.RawMessage) ([]uint32, error) {
 	return out, nil
 }
 
-// contentText reads a message content: a string, null, or a list of parts.
-func contentText(raw json.RawMessage) (string, bool, error) {
+// ephemeral reports whether a cache_control value is an object of type "ephemeral", the only
+// marker LiteLLM's prompt_caching reads.
+func ephemeral(raw json.RawMessage) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var cc struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &cc) == nil && cc.Type == "ephemeral"
+}
+
+// contentRead is a message content read by contentParts (see wireContent).
+type contentRead struct {
+	text         string
+	marked       bool
+	ephemeral    bool
+	ephemeralCut int
+}
+
+// contentParts reads a message content: a string, null, or a list of parts.
+func contentParts(raw json.RawMessage) (contentRead, error) {
+	var out contentRead
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", false, nil
+		return out, nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", false, err
+		if err := json.Unmarshal(raw, &out.text); err != nil {
+			return out, err
 		}
-		return s, false, nil
+		return out, nil
 	}
 	var parts []wirePart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", false, errors.New("want a string or a list of parts")
+		return out, errors.New("want a string or a list of parts")
 	}
 	var sb strings.Builder
-	marked := false
-	for _, p := range parts {
+	for i, p := range parts {
 		if len(p.CacheControl) > 0 && string(p.CacheControl) != "null" {
-			marked = true
+			out.marked = true
 		}
 		switch p.Type {
 		case "text", "input_text", "":
@@ -586,6 +687,13 @@ func contentText(raw json.RawMessage) (string, bool, error) {
 			}
 			sb.WriteString(">")
 		}
+		if ephemeral(p.CacheControl) {
+			out.ephemeral, out.ephemeralCut = true, sb.Len()
+			if i == len(parts)-1 {
+				out.ephemeralCut = 0
+			}
+		}
 	}
-	return sb.String(), marked, nil
+	out.text = sb.String()
+	return out, nil
 }

@@ -57,13 +57,13 @@ func TestRequestReader(t *testing.T) {
 		{
 			name:    "export with body as a JSON string and header session",
 			in:      `{"headers":{"x-litellm-session-id":"abc"},"body":"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}"}`,
-			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "abc"}},
+			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "abc", Headers: map[string]string{"x-litellm-session-id": "abc"}}},
 			wantKey: "body",
 		},
 		{
 			name:    "an x-vendor-session-id header in a gateway export; user is not a session",
 			in:      `{"request_headers":{"X-Acme-Session-Id":"conv-9"},"body":{"messages":[{"role":"user","content":"q"}],"user":"u1"}}`,
-			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "conv-9"}},
+			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "conv-9", Headers: map[string]string{"x-acme-session-id": "conv-9"}}},
 			wantKey: "body",
 		},
 		{
@@ -74,7 +74,7 @@ func TestRequestReader(t *testing.T) {
 		{
 			name: "metadata session_id",
 			in:   `{"messages":[{"role":"user","content":"q"}],"user":"alice","metadata":{"session_id":"s-7"}}`,
-			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "s-7"}},
+			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "s-7", MetadataSession: "s-7"}},
 		},
 		{
 			name:    "export nested two levels",
@@ -85,7 +85,29 @@ func TestRequestReader(t *testing.T) {
 		{
 			name: "cache_control on the last message",
 			in:   `{"messages":[{"role":"system","content":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"q","cache_control":{"type":"ephemeral"}}]}`,
-			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"system", "S"}, {"user", "q"}}, CacheControl: 2, CacheControlLast: true}},
+			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"system", "S"}, {"user", "q"}}, CacheControl: 2, CacheControlLast: true, CacheMessages: 2}},
+		},
+		{
+			// LiteLLM's prefix ends at the last ephemeral marker: message 1's second part
+			// ("bb", after "a"), so the cut is len("a"+"bb") = 3. The marker of another type
+			// on message 2 counts for the audit's cache_control figures, not for the prefix.
+			name: "cache_control on a part before the last, and of another type",
+			in:   `{"messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"bb","cache_control":{"type":"ephemeral"}},{"type":"text","text":"ccc"}]},{"role":"user","content":"q","cache_control":{"type":"persistent"}}]}`,
+			want: []Request{{Line: 1, Chat: true, Messages: []Message{{"system", "S"}, {"user", "abbccc"}, {"user", "q"}}, CacheControl: 2, CacheControlLast: true, CacheMessages: 2, CacheCut: 3}},
+		},
+		{
+			// Header names are lower-cased; a list value keeps its first element, a number is
+			// read as text; the body's metadata.session_id is kept as it is (it also is the
+			// session, since the body has no session_id of its own).
+			name:    "headers from proxy_server_request and the body's metadata",
+			in:      `{"proxy_server_request":{"headers":{"X-Session-Key":["k1","k2"],"X-Num":7},"body":{"messages":[{"role":"user","content":"q"}],"metadata":{"session_id":"meta-12345"}}}}`,
+			want:    []Request{{Line: 1, Chat: true, Messages: []Message{{"user", "q"}}, Session: "meta-12345", MetadataSession: "meta-12345", Headers: map[string]string{"x-session-key": "k1", "x-num": "7"}}},
+			wantKey: "proxy_server_request.body",
+		},
+		{
+			name: "headers in a plain body",
+			in:   `{"headers":{"X-User":"u"},"prompt":"p"}`,
+			want: []Request{{Line: 1, Prompt: "p", Headers: map[string]string{"x-user": "u"}}},
 		},
 		{
 			name: "tools and tool calls are part of the prefix",

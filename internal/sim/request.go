@@ -51,6 +51,9 @@ type Trace struct {
 	// reader of the results should know.
 	Notes []string
 
+	// noView says why a source that holds request bodies kept no Request.View (too much text).
+	noView string
+
 	internOnce sync.Once
 	ids        []int32 // every request's blocks as dense ids 0..distinct-1, one after another
 	idsFrom    []int   // request i's ids are ids[idsFrom[i]:idsFrom[i+1]]
@@ -129,7 +132,8 @@ const MaxRequests = 1 << 22
 
 // traceBytesPerRef and traceBytesPerRequest are what a trace costs in memory once read and
 // interned: a block key (8 bytes) and its dense id (4) per reference; a Request and its offset
-// into the ids per request (session ids and request views not counted).
+// into the ids per request (session ids not counted; a request log's views are bounded by
+// MaxViewBytes on their own, see viewBytes).
 const (
 	traceBytesPerRef     = 12
 	traceBytesPerRequest = 88

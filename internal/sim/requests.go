@@ -64,6 +64,8 @@ type RequestLogOptions struct {
 	// Rewrite, when set, changes each request before it is tokenized (assess replays the
 	// traffic as it would be once a breaker is fixed: audit.Fixer).
 	Rewrite func(*audit.Request)
+	// maxViewBytes lowers MaxViewBytes in tests.
+	maxViewBytes int64
 }
 
 // logFields are what the adapter reads from a line beyond what audit.RequestReader gives.
@@ -103,6 +105,10 @@ type requestLog struct {
 	withID, continued, conversations int64
 	skipped                          int64
 	lineErrors                       []string
+	// viewBytes is the memory of the request views kept so far; viewsDropped is set once it
+	// passed MaxViewBytes.
+	viewBytes    int64
+	viewsDropped bool
 }
 
 // ReadRequests reads request logs in the format `kvcheck audit` reads (one OpenAI chat or
@@ -120,7 +126,9 @@ type requestLog struct {
 // The input is streamed: memory is one line (at most MaxLine) plus, with an exact tokenizer,
 // 3*Concurrency requests in flight and the token ids of up to 4096 recent conversations (kept
 // so that repeats are tokenized once); the trace kept for the simulation holds 8 bytes per block
-// reference and about 100 bytes per request, up to MaxBlockRefs references.
+// reference and about 100 bytes per request, up to MaxBlockRefs references, plus each
+// request's View for the routers that read the request itself: its text (about 4 bytes a
+// token), 4 bytes a message, its headers and about 110 bytes, up to MaxViewBytes for the log.
 func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLogOptions) (*Trace, error) {
 	if opts.BlockSize <= 0 {
 		opts.BlockSize = audit.DefaultBlockSize
@@ -322,6 +330,7 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 	l.t.Requests = append(l.t.Requests, Request{
 		Arrival: arrival, Session: l.session(req), InputTokens: len(ids), OutputTokens: out, N: n,
 	})
+	l.keepView(req, &l.t.Requests[len(l.t.Requests)-1])
 	if l.opts.Progress != nil && len(l.t.Requests)%1000 == 0 {
 		l.opts.Progress(len(l.t.Requests))
 	}

@@ -34,6 +34,10 @@ type View struct {
 	// chat's message contents concatenated in order without the chat template (production-stack
 	// prefixaware, SGLang cache_aware, Ray PrefixCacheAffinityRouter).
 	Text string
+	// Ends are, for a chat, the offsets in Text where each message's content ends (message i is
+	// Text[Ends[i-1]:Ends[i]]), for routers that join messages with a separator
+	// (production-stack joins them with "\n"); nil for a completion.
+	Ends []int32
 	// Headers are the request's HTTP headers as the log holds them, names in lower case (session
 	// keys: production-stack's --session-key, LiteLLM's x-litellm-session-id and
 	// x-<vendor>-session-id).
@@ -222,6 +226,9 @@ func needsView(info PolicyInfo, t *Trace) error {
 	}
 	for i := range t.Requests {
 		if t.Requests[i].View == nil {
+			if t.noView != "" {
+				return &CannotRunError{Policy: info.Name, Trace: t.Name, Reason: "it routes on the request's text and headers, and " + t.noView}
+			}
 			return &CannotRunError{Policy: info.Name, Trace: t.Name, Reason: fmt.Sprintf("it routes on the request's text and headers, and this %s trace holds only block hashes; give the request log (--requests) instead", t.Format)}
 		}
 	}

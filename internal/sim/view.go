@@ -1,0 +1,133 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/audit"
+)
+
+// MaxViewBytes bounds the memory the request views of one request log may take (their text,
+// message offsets and headers, viewBytes each): past it the views are dropped, the routers
+// that read text cannot run on the log (they say so), and every other policy runs as before.
+const MaxViewBytes = 1 << 30
+
+// viewOverhead is what a View costs beyond its text, message offsets and headers: the struct
+// and its pointer in Request; viewHeaderOverhead what one header costs beyond its name and
+// value (a map entry of two string headers).
+const (
+	viewOverhead       = 112
+	viewHeaderOverhead = 48
+)
+
+// newView is the request as a router reading its body sees it (View): the text without the
+// chat template, message by message, the headers and metadata.session_id the log kept, and
+// LiteLLM's prompt_caching key. It runs after RequestLogOptions.Rewrite, so a rewritten
+// request is seen rewritten.
+func newView(req *audit.Request) *View {
+	v := &View{Chat: req.Chat, Headers: req.Headers, MetadataSession: req.MetadataSession}
+	if !req.Chat {
+		v.Text = req.Prompt // a prompt of token ids has no text: ""
+	} else {
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Content)
+		}
+		var sb strings.Builder
+		sb.Grow(n)
+		v.Ends = make([]int32, len(req.Messages))
+		for i, m := range req.Messages {
+			sb.WriteString(m.Content)
+			v.Ends[i] = int32(sb.Len())
+		}
+		v.Text = sb.String()
+	}
+	v.CacheKey, v.CacheTokens = cacheKey(req)
+	return v
+}
+
+// cacheKey is LiteLLM prompt_caching's key of a request: a hash of the messages up to and
+// including the last one with an ephemeral cache_control marker (of that one, the content up
+// to the marked part), their roles, and the tools; 0 when no message has a marker. The
+// messages' marker positions are not part of it (LiteLLM hashes the messages as sent, markers
+// included): two requests with the same prefix marked at different earlier places share a key
+// here and not there. tokens is the prefix's estimated token count: its contents and tools at
+// audit.BytesPerToken bytes a token.
+func cacheKey(req *audit.Request) (key uint64, tokens int) {
+	n := req.CacheMessages
+	if !req.Chat || n <= 0 || n > len(req.Messages) {
+		return 0, 0
+	}
+	h := uint64(14695981039346656037) // FNV-1a, with lengths so that no two splits collide
+	bytes := 0
+	add := func(s string) { h = fnvString(fnvUint(h, uint64(len(s))), s) }
+	for i, m := range req.Messages[:n] {
+		c := m.Content
+		if i == n-1 && req.CacheCut > 0 && req.CacheCut < len(c) {
+			c = c[:req.CacheCut]
+		}
+		add(m.Role)
+		add(c)
+		bytes += len(c)
+	}
+	add(req.Tools)
+	bytes += len(req.Tools)
+	key = mix64(h)
+	if key == 0 {
+		key = 1 // 0 means no key
+	}
+	return key, (bytes + audit.BytesPerToken - 1) / audit.BytesPerToken
+}
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func fnvUint(h, x uint64) uint64 {
+	for range 8 {
+		h ^= x & 0xff
+		h *= 1099511628211
+		x >>= 8
+	}
+	return h
+}
+
+// viewBytes is what a View holds in memory.
+func viewBytes(v *View) int64 {
+	n := int64(viewOverhead + len(v.Text) + 4*len(v.Ends) + len(v.MetadataSession))
+	for k, val := range v.Headers {
+		// Names and values are interned by the reader; counted each time all the same, so
+		// the figure is an upper bound.
+		n += int64(viewHeaderOverhead + len(k) + len(val))
+	}
+	return n
+}
+
+// keepView attaches the request's view, or drops every view once they pass MaxViewBytes.
+func (l *requestLog) keepView(req *audit.Request, r *Request) {
+	if l.viewsDropped {
+		return
+	}
+	v := newView(req)
+	l.viewBytes += viewBytes(v)
+	if l.viewBytes > l.maxViewBytes() {
+		l.viewsDropped = true
+		for i := range l.t.Requests {
+			l.t.Requests[i].View = nil
+		}
+		l.t.noView = fmt.Sprintf("the request log's text passed %d MB at line %d, more than kvcheck keeps for the routers that read it (MaxViewBytes); simulate a part of the log with --max-requests", l.maxViewBytes()>>20, req.Line)
+		return
+	}
+	r.View = v
+}
+
+func (l *requestLog) maxViewBytes() int64 {
+	if l.opts.maxViewBytes > 0 {
+		return l.opts.maxViewBytes
+	}
+	return MaxViewBytes
+}
