@@ -1,56 +1,23 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess"
-	"github.com/kvcheck/kvcheck/internal/audit"
-	"github.com/kvcheck/kvcheck/internal/lint"
-	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // assessOptions are the flags of kvcheck assess.
 type assessOptions struct {
-	// stdin is what --requests - reads.
-	stdin   io.Reader
-	metrics promql.Spec
-
-	templates []string
-
-	requests  string
-	tok       tokenizeFlags
-	blockSize int
-
-	tapFrom  []string
+	src  assess.Sources
+	opts assess.Options
+	// hashSeed is --hash-seed, set in src when given.
 	hashSeed string
-	seedSet  bool
-
-	trace       string
-	traceFormat string
-	traceBlock  int
-	// embedded, when set, is simulated instead of reading --trace (the demo's built-in trace).
-	embedded *sim.Trace
-	replicas int
-	// replicasSet: --replicas was given, so 0 is a bad value, not the default.
-	replicasSet bool
-	kvBlocks    int
-	kvTokens    int64
-	today       string
-
-	// configs are router and engine configuration files to check (as kvcheck lint does).
-	configs []string
-
-	th     advise.Thresholds
-	failOn failOn
+	failOn   failOn
 	// demo runs the assessment against an emulated fleet (what kvcheck demo shows).
 	demo bool
 }
@@ -94,7 +61,8 @@ Thresholds (also in the JSON under "thresholds"):
 `
 
 func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
-	o := &assessOptions{th: advise.DefaultThresholds()}
+	o := &assessOptions{opts: assess.Options{Thresholds: advise.DefaultThresholds()}}
+	src, opts := &o.src, &o.opts
 	cmd := &cobra.Command{
 		Use:   "assess",
 		Short: "Recommend session affinity, a KV-aware router, nothing, or what to fix first",
@@ -105,90 +73,40 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
   kvcheck assess --file before.prom --file after.prom --window 60s --tap-from a.kvtap --hash-seed 0 -o json`,
 		Args: noArgs,
 		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
-			o.metrics.WindowSet = cmd.Flags().Changed("window")
-			o.seedSet = cmd.Flags().Changed("hash-seed")
-			o.replicasSet = cmd.Flags().Changed("replicas")
-			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
-			o.stdin = s.In
+			src.Metrics.WindowSet = cmd.Flags().Changed("window")
+			src.Metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
+			src.Stdin = s.In
+			if cmd.Flags().Changed("hash-seed") {
+				src.HashSeed = &o.hashSeed
+			}
 			if o.demo {
 				return runAssessDemo(cmd.Context(), s, g)
 			}
-			return runAssess(cmd.Context(), g.status, o)
+			if err := assess.Check(*src, *opts, cmd.Flags().Changed("replicas")); err != nil {
+				return report.Result{}, err
+			}
+			return assess.Run(cmd.Context(), g.status, *src, *opts)
 		}),
 	}
 	fs := cmd.Flags()
-	bindMetrics(fs, &o.metrics)
-	fs.StringSliceVar(&o.templates, "templates", nil, "chat templates, prompt modules or directories to audit (comma-separated or repeated)")
-	fs.StringVar(&o.requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
-	o.tok.bind(fs, "--requests: ")
-	fs.IntVar(&o.blockSize, "block-size", 0, "KV block size in tokens for the audits (default: from the metrics, else 16)")
-	fs.StringArrayVar(&o.tapFrom, "tap-from", nil, "kvcheck tap recording to analyse (repeatable)")
+	bindMetrics(fs, &src.Metrics)
+	fs.StringSliceVar(&src.Templates, "templates", nil, "chat templates, prompt modules or directories to audit (comma-separated or repeated)")
+	fs.StringVar(&src.Requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
+	bindTokenize(fs, &src.Tokenize, "--requests: ")
+	fs.IntVar(&src.BlockSize, "block-size", 0, "KV block size in tokens for the audits (default: from the metrics, else 16)")
+	fs.StringArrayVar(&src.TapFrom, "tap-from", nil, "kvcheck tap recording to analyse (repeatable)")
 	fs.StringVar(&o.hashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check hash reproducibility in --tap-from")
-	fs.StringVar(&o.trace, "trace", "", "request trace to simulate: Mooncake JSONL or lengths-only CSV")
-	fs.StringVar(&o.traceFormat, "trace-format", sim.FormatAuto, "--trace format: auto (by extension: .jsonl, .json, .ndjson Mooncake; .csv Azure), mooncake, azure")
-	fs.IntVar(&o.traceBlock, "trace-block-size", 0, "tokens per block of --trace: default 512 for Mooncake (its hash_ids), 16 for CSV")
-	fs.IntVar(&o.replicas, "replicas", 0, fmt.Sprintf("the fleet's replica count (default: the metrics' count, else %d, assumed)", assess.AssumedReplicas))
-	fs.Int64Var(&o.kvTokens, "kv-tokens", 0, "each replica's KV cache in tokens (num_gpu_blocks x block_size; default: the metrics', else 1Mi tokens, assumed)")
-	fs.IntVar(&o.kvBlocks, "kv-blocks", 0, "each replica's KV cache in blocks of the traffic's block size, as kvcheck simulate --kv-blocks (512 tokens for a Mooncake trace, --block-size for a request log); --kv-tokens is the same figure in tokens")
-	fs.StringVar(&o.today, "today", assess.DefaultToday, "the routing that runs today, as a kvcheck simulate policy (round-robin, random, least-loaded, session, ...)")
-	fs.Float64Var(&o.th.MinGain, "min-gain", o.th.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
+	fs.StringVar(&src.Trace, "trace", "", "request trace to simulate: Mooncake JSONL or lengths-only CSV")
+	fs.StringVar(&src.TraceFormat, "trace-format", sim.FormatAuto, "--trace format: auto (by extension: .jsonl, .json, .ndjson Mooncake; .csv Azure), mooncake, azure")
+	fs.IntVar(&src.TraceBlockSize, "trace-block-size", 0, "tokens per block of --trace: default 512 for Mooncake (its hash_ids), 16 for CSV")
+	fs.IntVar(&opts.Replicas, "replicas", 0, fmt.Sprintf("the fleet's replica count (default: the metrics' count, else %d, assumed)", assess.AssumedReplicas))
+	fs.Int64Var(&opts.KVTokens, "kv-tokens", 0, "each replica's KV cache in tokens (num_gpu_blocks x block_size; default: the metrics', else 1Mi tokens, assumed)")
+	fs.IntVar(&opts.KVBlocks, "kv-blocks", 0, "each replica's KV cache in blocks of the traffic's block size, as kvcheck simulate --kv-blocks (512 tokens for a Mooncake trace, --block-size for a request log); --kv-tokens is the same figure in tokens")
+	fs.StringVar(&opts.Today, "today", assess.DefaultToday, "the routing that runs today, as a kvcheck simulate policy (round-robin, random, least-loaded, session, ...)")
+	fs.Float64Var(&opts.Thresholds.MinGain, "min-gain", opts.Thresholds.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
-	fs.StringSliceVar(&o.configs, "config", nil, "router and engine configuration files or directories to check, as kvcheck lint does (comma-separated or repeated)")
+	fs.StringSliceVar(&src.Configs, "config", nil, "router and engine configuration files or directories to check, as kvcheck lint does (comma-separated or repeated)")
 	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
 	_ = fs.MarkHidden("demo")
 	return cmd
-}
-
-func runAssess(ctx context.Context, st *report.Status, o *assessOptions) (report.Result, error) {
-	if o.today == "" {
-		o.today = assess.DefaultToday
-	}
-	metricsGiven := o.metrics.Given()
-	switch {
-	case !metricsGiven && len(o.templates) == 0 && o.requests == "" && len(o.tapFrom) == 0 && o.trace == "" && o.embedded == nil && len(o.configs) == 0:
-		return report.Result{}, usageErrorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace, --config")
-	case o.tok.URL != "" && o.requests == "":
-		return report.Result{}, usageErrorf("--tokenize applies to --requests")
-	case o.seedSet && len(o.tapFrom) == 0:
-		return report.Result{}, usageErrorf("--hash-seed applies to --tap-from")
-	case o.replicas < 0 || o.replicas > sim.MaxReplicas || (o.replicasSet && o.replicas == 0):
-		return report.Result{}, usageErrorf("--replicas %d: want 1 to %d", o.replicas, sim.MaxReplicas)
-	case o.kvBlocks < 0 || o.kvTokens < 0 || o.blockSize < 0 || o.traceBlock < 0:
-		return report.Result{}, usageErrorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
-	case o.kvBlocks > 0 && o.kvTokens > 0:
-		return report.Result{}, usageErrorf("give --kv-tokens or --kv-blocks, not both: they state the same figure")
-	case o.th.MinGain <= 0 || o.th.MinGain >= 1:
-		return report.Result{}, usageErrorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
-	case !slices.Contains(sim.PolicyNames(), o.today):
-		return report.Result{}, usageErrorf("--today %q: want one of %s", o.today, strings.Join(sim.PolicyNames(), ", "))
-	}
-	if err := o.tok.validate(); err != nil {
-		return report.Result{}, err
-	}
-	src := assess.Sources{
-		Metrics: o.metrics, Templates: o.templates,
-		Requests: o.requests, Stdin: o.stdin, BlockSize: o.blockSize,
-		TapFrom: o.tapFrom, Configs: o.configs,
-	}
-	if o.tok.URL != "" {
-		src.Connect = func(ctx context.Context, fallback int) (audit.Remote, error) { return o.tok.connect(ctx, st, fallback) }
-	}
-	if o.seedSet {
-		src.HashSeed = &o.hashSeed
-	}
-	switch {
-	case o.embedded != nil:
-		src.Trace = func() (*sim.Trace, error) { return o.embedded, nil }
-	case o.trace != "":
-		src.Trace = func() (*sim.Trace, error) {
-			return readTrace(o.trace, o.traceFormat, "--trace-format", o.traceBlock, 0)
-		}
-	}
-	if len(o.configs) > 0 {
-		src.Ignore = func() ([]lint.IgnoreRule, error) { return ignoreRules("") }
-	}
-	ao := assess.Options{Thresholds: o.th, Replicas: o.replicas, KVTokens: o.kvTokens, KVBlocks: o.kvBlocks, Today: o.today}
-	res, err := assess.Run(ctx, st, src, ao)
-	// A metrics source that cannot work is a usage error, as in kvcheck hitrate.
-	return res, specUsage(err)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess"
+	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
@@ -18,19 +20,19 @@ func demoAssess(ctx context.Context, s streams, g *globalOptions, targets []stri
 	if len(targets) == 0 {
 		return report.Result{}, fmt.Errorf("demo assess: no scrape targets")
 	}
-	st := report.NewStatus(s.ErrOut)
-	o := &assessOptions{embedded: demo.ChatTrace(1), tok: defaultTokenize}
-	o.th = advise.DefaultThresholds()
-	o.metrics = promql.Spec{Scrape: targets, Window: 3 * time.Second, WindowSet: true, ScrapeTimeout: 5 * time.Second}
+	src := assess.Sources{
+		Embedded: demo.ChatTrace(1), Tokenize: audit.DefaultTokenize,
+		Metrics: promql.Spec{Scrape: targets, Window: 3 * time.Second, WindowSet: true, ScrapeTimeout: 5 * time.Second},
+	}
 	if g.format != report.FormatJSON {
-		heading, note, command := demo.AssessIntro(targets, o.embedded)
+		heading, note, command := demo.AssessIntro(targets, src.Embedded)
 		t := g.text(s.Out)
 		t.Heading(heading)
 		t.Muted("%s", note)
 		t.Line("$ kvcheck %s", command)
 		t.Line("")
 	}
-	return runAssess(ctx, st, o)
+	return assess.Run(ctx, report.NewStatus(s.ErrOut), src, assess.Options{Thresholds: advise.DefaultThresholds(), Today: assess.DefaultToday})
 }
 
 // runAssessDemo starts four emulated replicas on loopback, as kvcheck demo does, and runs

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess"
+	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/promql"
@@ -221,12 +223,13 @@ func TestAssessScrapeFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	o := &assessOptions{embedded: demo.ChatTrace(1), tok: defaultTokenize}
-	o.metrics = promql.Spec{Scrape: targets, Window: 300 * time.Millisecond, WindowSet: true, ScrapeTimeout: 5 * time.Second}
-	o.th = advise.DefaultThresholds()
-	res, err := runAssess(ctx, report.NewStatus(&errOut), o)
+	src := assess.Sources{
+		Embedded: demo.ChatTrace(1), Tokenize: audit.DefaultTokenize,
+		Metrics: promql.Spec{Scrape: targets, Window: 300 * time.Millisecond, WindowSet: true, ScrapeTimeout: 5 * time.Second},
+	}
+	res, err := assess.Run(ctx, report.NewStatus(&errOut), src, assess.Options{Thresholds: advise.DefaultThresholds()})
 	if err != nil {
-		t.Fatalf("runAssess: %v\n%s", err, errOut.String())
+		t.Fatalf("assess.Run: %v\n%s", err, errOut.String())
 	}
 	if err := report.Write(&out, report.FormatJSON, res, report.Options{}); err != nil {
 		t.Fatal(err)

@@ -1,26 +1,15 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"io"
 )
 
 type auditOptions struct {
-	Requests string
-	// stdin is what --requests - reads.
-	stdin     io.Reader
-	tok       tokenizeFlags
-	BlockSize int
-	MaxBlocks int
-	MaxLine   int
-	FailOn    failOn
-	templates []string
-	blockSet  bool
+	run    audit.RunOptions
+	FailOn failOn
 }
 
 func newAuditCmd(s streams, g *globalOptions) *cobra.Command {
@@ -57,52 +46,24 @@ conversation with two dates.
   kvcheck audit --requests gateway.jsonl --tokenize http://127.0.0.1:8000 -o json
   kvcheck audit chat_template.jinja --fail-on error`,
 		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
-			opts.templates = args
-			opts.blockSet = cmd.Flags().Changed("block-size")
-			opts.stdin = s.In
-			return runAudit(cmd.Context(), g.status, opts)
+			r := &opts.run
+			r.Templates, r.BlockSizeGiven, r.Stdin = args, cmd.Flags().Changed("block-size"), s.In
+			if err := r.Check(); err != nil {
+				return report.Result{}, err
+			}
+			res, err := audit.RunAudit(cmd.Context(), g.status, *r)
+			if err != nil {
+				return report.Result{}, err
+			}
+			return report.Audit(res), nil
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
-	opts.tok.bind(f, "")
-	f.IntVar(&opts.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
-	f.IntVar(&opts.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (about 50 bytes a block); past it reuse figures are lower bounds")
-	f.IntVar(&opts.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")
+	f.StringVar(&opts.run.Requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
+	bindTokenize(f, &opts.run.Tokenize, "")
+	f.IntVar(&opts.run.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
+	f.IntVar(&opts.run.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (about 50 bytes a block); past it reuse figures are lower bounds")
+	f.IntVar(&opts.run.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")
 	f.StringVar((*string)(&opts.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: error, warning or info")
 	return cmd
-}
-
-func runAudit(ctx context.Context, st *report.Status, opts *auditOptions) (report.Result, error) {
-	switch {
-	case len(opts.templates) == 0 && opts.Requests == "" && opts.tok.URL == "":
-		return report.Result{}, usageErrorf("nothing to audit: give template files or directories, --requests FILE, or --tokenize URL")
-	case opts.BlockSize <= 0:
-		return report.Result{}, usageErrorf("--block-size %d: must be a positive number of tokens", opts.BlockSize)
-	case opts.MaxBlocks <= 0:
-		return report.Result{}, usageErrorf("--max-blocks %d: must be positive", opts.MaxBlocks)
-	case opts.MaxLine <= 0:
-		return report.Result{}, usageErrorf("--max-line %d: must be positive", opts.MaxLine)
-	}
-	if err := opts.tok.validate(); err != nil {
-		return report.Result{}, err
-	}
-
-	var remote *audit.Remote
-	if opts.tok.URL != "" {
-		r, err := opts.tok.connect(ctx, st, opts.BlockSize)
-		if err != nil {
-			return report.Result{}, err
-		}
-		remote = &r
-	}
-	res, err := audit.RunAudit(ctx, st, audit.RunOptions{
-		Templates: opts.templates, Requests: opts.Requests, Stdin: opts.stdin,
-		BlockSize: opts.BlockSize, BlockSizeGiven: opts.blockSet, MaxBlocks: opts.MaxBlocks,
-		MaxLine: opts.MaxLine, Concurrency: opts.tok.Concurrency, Remote: remote,
-	})
-	if err != nil {
-		return report.Result{}, err
-	}
-	return report.Audit(res), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // demoOptions are the flags of kvcheck demo.
@@ -85,7 +86,7 @@ func demoSteps() []demoStep {
 // runDemo writes each section as it runs in text; in JSON its result holds every section.
 func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (report.Result, error) {
 	if o.window <= 0 || o.window > 30*time.Second {
-		return report.Result{}, usageErrorf("--window %s: keep the demo between 0 and 30s", o.window)
+		return report.Result{}, usage.Errorf("--window %s: keep the demo between 0 and 30s", o.window)
 	}
 	d := &demoSession{s: s, g: g, o: o, json: g.format == report.FormatJSON}
 	dir, remove, err := demo.Inputs(o.dir)
@@ -164,7 +165,7 @@ func (d *demoSession) exec(ctx context.Context, args ...string) error {
 	root := newCmd(ss, sub)
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return sub.prepare(c, ss) }
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage.Wrap(err) })
 	root.SetArgs(args[1:])
 	c, err := root.ExecuteContextC(ctx)
 	code := exitOK

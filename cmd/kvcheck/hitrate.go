@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // hitrateOptions are the flags of kvcheck hitrate.
@@ -55,7 +56,7 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
 			if o.watchSet {
 				if g.format != report.FormatText && g.format != report.FormatJSON {
-					return report.Result{}, usageErrorf("--watch writes text or JSON Lines, not %s: a report for %s is one run without --watch", g.format, g.format)
+					return report.Result{}, usage.Errorf("--watch writes text or JSON Lines, not %s: a report for %s is one run without --watch", g.format, g.format)
 				}
 				return runHitrateWatch(cmd.Context(), s, g, o)
 			}
@@ -71,7 +72,7 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 }
 
 func runHitrate(ctx context.Context, o *hitrateOptions) (report.Result, error) {
-	in, err := openMetrics(ctx, o.metrics)
+	in, err := promql.Open(ctx, o.metrics)
 	if err != nil {
 		return report.Result{}, err
 	}

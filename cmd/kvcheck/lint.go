@@ -12,6 +12,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // lintOptions are the flags of kvcheck lint.
@@ -106,7 +107,7 @@ func ignoreRules(name string) ([]lint.IgnoreRule, error) { return lint.LoadIgnor
 
 func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, error) {
 	if opts.Fix && opts.Diff {
-		return report.Result{}, usageErrorf("--fix and --diff: choose one (--diff shows what --fix would write)")
+		return report.Result{}, usage.Errorf("--fix and --diff: choose one (--diff shows what --fix would write)")
 	}
 	cat, err := catalog.Load()
 	if err != nil {
@@ -119,10 +120,10 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 	var api lint.Querier
 	if opts.Prom.URL != "" {
 		if api, err = opts.Prom.API(); err != nil {
-			return report.Result{}, specUsage(err)
+			return report.Result{}, err
 		}
 		if opts.Lookback <= 0 {
-			return report.Result{}, usageErrorf("--lookback must be positive")
+			return report.Result{}, usage.Errorf("--lookback must be positive")
 		}
 	}
 
@@ -131,7 +132,7 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 		return report.Result{}, err
 	}
 	if opts.MaxFileMiB <= 0 {
-		return report.Result{}, usageErrorf("--max-file-mib %d: give a positive number of MiB", opts.MaxFileMiB)
+		return report.Result{}, usage.Errorf("--max-file-mib %d: give a positive number of MiB", opts.MaxFileMiB)
 	}
 	run, err := lint.Check(ctx, cat, lint.RunOptions{
 		Options: lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore, MaxFileSize: int64(opts.MaxFileMiB) << 20},

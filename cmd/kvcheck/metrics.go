@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // metricsOptions are the flags of kvcheck metrics.
@@ -59,13 +60,13 @@ func runMetrics(_ context.Context, st *report.Status, opts *metricsOptions) (rep
 	}
 	for _, f := range opts.Families {
 		if cat.Family(f) == nil {
-			return report.Result{}, usageErrorf("--family %q: not a family of the catalog (vllm, llm-d, gaie, production-stack)", f)
+			return report.Result{}, usage.Errorf("--family %q: not a family of the catalog (vllm, llm-d, gaie, production-stack)", f)
 		}
 	}
 	switch catalog.Status(opts.Status) {
 	case "", catalog.Current, catalog.Deprecated, catalog.Hidden, catalog.Removed, catalog.NotYet:
 	default:
-		return report.Result{}, usageErrorf("--status %q: write current, deprecated, hidden, removed or not-yet", opts.Status)
+		return report.Result{}, usage.Errorf("--status %q: write current, deprecated, hidden, removed or not-yet", opts.Status)
 	}
 	return report.Metrics(cat, report.MetricsView{Targets: targets, Families: opts.Families, Status: opts.Status, Name: opts.Name}), nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // bindConn registers the connection flags of a Prometheus-compatible API into c: --prometheus
@@ -46,19 +46,10 @@ func bindMetrics(fs *pflag.FlagSet, s *promql.Spec) {
 	fs.DurationVar(&s.ScrapeTimeout, "scrape-timeout", 10*time.Second, "timeout of each /metrics request with --scrape")
 }
 
-// openMetrics reads the metrics source; a spec that cannot work is a usage error.
-func openMetrics(ctx context.Context, s promql.Spec) (promql.Input, error) {
-	in, err := promql.Open(ctx, s)
-	return in, specUsage(err)
-}
-
-// specUsage turns the errors of a source spec that cannot work (a metrics source, tap
-// endpoints) into usage errors.
-func specUsage(err error) error {
+// isUsage reports whether err comes from how the command was called: a usage error typed
+// where it arose, or a source spec that cannot work (a metrics source, tap endpoints).
+func isUsage(err error) bool {
 	var se *promql.SpecError
 	var ee *events.EndpointError
-	if errors.As(err, &se) || errors.As(err, &ee) {
-		return usageError{err}
-	}
-	return err
+	return usage.Is(err) || errors.As(err, &se) || errors.As(err, &ee)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // Exit codes, documented in the root command's help and in README.md.
@@ -85,7 +86,7 @@ func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 	fo := failOnFlag(cmd)
 	f, err := report.ParseFormat(g.Output, report.Formats(fo != nil))
 	if err != nil {
-		return usageError{err}
+		return usage.Wrap(err)
 	}
 	g.format = f
 	if fo != nil {
@@ -131,22 +132,12 @@ func (g *globalOptions) emit(cmd *cobra.Command, res report.Result, err error) e
 	return nil
 }
 
-// usageError marks errors caused by how the command was called (exit 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usageErrorf(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
 // usageArgs makes a cobra argument validator return a usage error, so a wrong number of
 // arguments or an unknown command exits 2 by its type, like a bad flag.
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
-			return usageError{err}
+			return usage.Wrap(err)
 		}
 		return nil
 	}
@@ -184,7 +175,7 @@ func (f failOn) check(fs []finding.Finding) error {
 	}
 	threshold, err := finding.ParseSeverity(string(f))
 	if err != nil {
-		return usageErrorf("--fail-on: %v", err)
+		return usage.Errorf("--fail-on: %v", err)
 	}
 	if worst, any := finding.Worst(fs); any && worst >= threshold {
 		return findingsError{worst: worst, threshold: threshold}
@@ -198,7 +189,7 @@ func (f failOn) validate() error {
 		return nil
 	}
 	if _, err := finding.ParseSeverity(string(f)); err != nil {
-		return usageErrorf("--fail-on: %v", err)
+		return usage.Errorf("--fail-on: %v", err)
 	}
 	return nil
 }
@@ -243,7 +234,7 @@ and is the vLLM fleet ready for it?
 	root.SetErr(s.ErrOut)
 	root.SetIn(s.In)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{err}
+		return usage.Wrap(err)
 	})
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text or json; commands with findings also sarif and github")
@@ -292,8 +283,7 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 		return exitFindings
 	}
 	fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	if isUsage(err) {
 		// The help of the command that was run: its flags are what the error is about.
 		fmt.Fprintf(s.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage

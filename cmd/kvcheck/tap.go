@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 type tapOptions struct {
@@ -82,19 +83,19 @@ func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string
 	live := len(args) > 0 || len(o.Listen) > 0
 	switch {
 	case len(o.From) > 0 && live:
-		return report.Result{}, usageErrorf("give endpoints or --from recordings, not both")
+		return report.Result{}, usage.Errorf("give endpoints or --from recordings, not both")
 	case len(o.From) == 0 && !live:
-		return report.Result{}, usageErrorf("give at least one ENDPOINT (e.g. tcp://10.0.0.5:5557), --listen ADDR or --from FILE")
+		return report.Result{}, usage.Errorf("give at least one ENDPOINT (e.g. tcp://10.0.0.5:5557), --listen ADDR or --from FILE")
 	case o.DPRanks < 1:
-		return report.Result{}, usageErrorf("--dp-ranks must be at least 1, got %d", o.DPRanks)
+		return report.Result{}, usage.Errorf("--dp-ranks must be at least 1, got %d", o.DPRanks)
 	case o.Duration <= 0:
-		return report.Result{}, usageErrorf("--duration must be positive, got %s", o.Duration)
+		return report.Result{}, usage.Errorf("--duration must be positive, got %s", o.Duration)
 	case o.MaxBlocks < 1:
-		return report.Result{}, usageErrorf("--max-blocks must be positive, got %d", o.MaxBlocks)
+		return report.Result{}, usage.Errorf("--max-blocks must be positive, got %d", o.MaxBlocks)
 	case o.MaxMessage < 1<<10:
-		return report.Result{}, usageErrorf("--max-message must be at least 1024 bytes, got %d", o.MaxMessage)
+		return report.Result{}, usage.Errorf("--max-message must be at least 1024 bytes, got %d", o.MaxMessage)
 	case o.Record != "" && !live:
-		return report.Result{}, usageErrorf("--record needs endpoints to tap")
+		return report.Result{}, usage.Errorf("--record needs endpoints to tap")
 	}
 	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage, Ordered: true}
 	if o.hashSeedSet {
@@ -107,7 +108,7 @@ func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string
 		Record: o.Record, Duration: o.Duration, Options: opts,
 	})
 	if err != nil {
-		return report.Result{}, specUsage(err)
+		return report.Result{}, err
 	}
 	res := report.Tap(r)
 	if len(o.From) == 0 && r.NoneConnected() {

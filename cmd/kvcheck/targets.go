@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // targetFlagHelp describes --target for lint and metrics.
@@ -13,15 +14,15 @@ const targetFlagHelp = "releases to judge against, per family: vllm=0.30,llm-d=0
 func parseTargets(cat *catalog.Catalog, version, spec string, st *report.Status) (catalog.Targets, error) {
 	t, err := cat.ParseTargets(spec)
 	if err != nil {
-		return nil, usageErrorf("--target: %v", err)
+		return nil, usage.Errorf("--target: %v", err)
 	}
 	if version != "" {
 		if _, both := t[catalog.VLLM]; both {
-			return nil, usageErrorf("--target-version and --target vllm=...: give vLLM's release once")
+			return nil, usage.Errorf("--target-version and --target vllm=...: give vLLM's release once")
 		}
 		v, err := catalog.ParseVersion(version)
 		if err != nil {
-			return nil, usageErrorf("--target-version: %v", err)
+			return nil, usage.Errorf("--target-version: %v", err)
 		}
 		t[catalog.VLLM] = v
 	}

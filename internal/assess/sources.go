@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
@@ -14,13 +15,12 @@ import (
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // Sources are what one kvcheck assess run was given, before any of it is read. Every part is
-// optional; Run reads them in order (the metrics first: they choose the audits' block size).
-// The hooks (Connect, Trace, Ignore) are the command's readers shared with kvcheck audit,
-// simulate and lint, which type their errors as usage errors; Run calls each where the run
-// reads that source, so the first failing source is the one reported.
+// optional; Run reads them in order (the metrics first: they choose the audits' block size),
+// so the first failing source is the one reported.
 type Sources struct {
 	// Metrics is the one metrics source, read as kvcheck hitrate reads it when Given.
 	Metrics promql.Spec
@@ -32,21 +32,57 @@ type Sources struct {
 	Requests  string
 	Stdin     io.Reader
 	BlockSize int
-	// Connect, when set, sets up the --tokenize server for the request log with the block size
-	// chosen so far as its fallback.
-	Connect func(ctx context.Context, fallbackBlockSize int) (audit.Remote, error)
+	// Tokenize, when its URL is set, is the server the request log is tokenized through,
+	// connected with the block size chosen so far as its fallback.
+	Tokenize audit.Tokenize
 
 	// TapFrom are kvcheck tap recordings; HashSeed, when set, is the replicas' PYTHONHASHSEED.
 	TapFrom  []string
 	HashSeed *string
 
-	// Trace, when set, gives the trace (a trace file, or the demo's built-in trace).
-	Trace func() (*sim.Trace, error)
+	// Trace is a trace file read as kvcheck simulate --trace reads it, in TraceFormat with
+	// TraceBlockSize (0: the format's own). Embedded, when set, is the trace instead (the
+	// demo's built-in one).
+	Trace          string
+	TraceFormat    string
+	TraceBlockSize int
+	Embedded       *sim.Trace
 
-	// Configs are router and engine configuration files checked as kvcheck lint does, with the
-	// rules Ignore (when set) loads from the repository's ignore file.
-	Configs []string
-	Ignore  func() ([]lint.IgnoreRule, error)
+	// Configs are router and engine configuration files checked as kvcheck lint does, with
+	// the rules of IgnoreFile (empty: .kvcheckignore in the working directory, when present).
+	Configs    []string
+	IgnoreFile string
+}
+
+// Given reports whether any source is given.
+func (src Sources) Given() bool {
+	return src.Metrics.Given() || len(src.Templates) > 0 || src.Requests != "" || len(src.TapFrom) > 0 ||
+		src.Trace != "" || src.Embedded != nil || len(src.Configs) > 0
+}
+
+// Check returns a usage error when the sources and options cannot make one assessment, before
+// anything is read. replicasGiven says --replicas was given, so 0 is a bad value, not "from
+// the metrics".
+func Check(src Sources, o Options, replicasGiven bool) error {
+	switch {
+	case !src.Given():
+		return usage.Errorf("nothing to assess: give at least one of --scrape/--prometheus/--file/--log, --templates, --requests, --tap-from, --trace, --config")
+	case src.Tokenize.URL != "" && src.Requests == "":
+		return usage.Errorf("--tokenize applies to --requests")
+	case src.HashSeed != nil && len(src.TapFrom) == 0:
+		return usage.Errorf("--hash-seed applies to --tap-from")
+	case o.Replicas < 0 || o.Replicas > sim.MaxReplicas || (replicasGiven && o.Replicas == 0):
+		return usage.Errorf("--replicas %d: want 1 to %d", o.Replicas, sim.MaxReplicas)
+	case o.KVBlocks < 0 || o.KVTokens < 0 || src.BlockSize < 0 || src.TraceBlockSize < 0:
+		return usage.Errorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
+	case o.KVBlocks > 0 && o.KVTokens > 0:
+		return usage.Errorf("give --kv-tokens or --kv-blocks, not both: they state the same figure")
+	case o.Thresholds.MinGain <= 0 || o.Thresholds.MinGain >= 1:
+		return usage.Errorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
+	case o.Today != "" && !slices.Contains(sim.PolicyNames(), o.Today):
+		return usage.Errorf("--today %q: want one of %s", o.Today, strings.Join(sim.PolicyNames(), ", "))
+	}
+	return src.Tokenize.Check()
 }
 
 // Run reads the sources, gathers the evidence and decides, with the metrics source's warnings,
@@ -79,8 +115,8 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 	}
 	if src.Requests != "" {
 		var remote *audit.Remote
-		if src.Connect != nil {
-			r, err := src.Connect(ctx, blockSize)
+		if src.Tokenize.URL != "" {
+			r, err := src.Tokenize.Connect(ctx, st, blockSize)
 			if err != nil {
 				return report.Result{}, err
 			}
@@ -100,20 +136,24 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 			return report.Result{}, err
 		}
 		in.Tap, in.TapInputs, in.SeedKnown = r, src.TapFrom, src.HashSeed != nil
-		if src.Requests == "" && src.Trace == nil {
+		if src.Requests == "" && src.Trace == "" && src.Embedded == nil {
 			// The recordings are the traffic when nothing else is (a lower bound).
 			if in.Recordings, err = sim.ReadRecordingFiles(ctx, src.TapFrom, sim.RecordingOptions{}); err != nil {
 				return report.Result{}, err
 			}
 		}
 	}
-	if src.Trace != nil {
-		if in.Trace, err = src.Trace(); err != nil {
-			return report.Result{}, err
+	switch {
+	case src.Embedded != nil:
+		in.Trace = src.Embedded
+	case src.Trace != "":
+		in.Trace, err = sim.ReadTraceFileLimit(src.Trace, src.TraceFormat, src.TraceBlockSize, 0)
+		if err != nil {
+			return report.Result{}, sim.FormatUsage(err, "--trace-format")
 		}
 	}
 	if len(src.Configs) > 0 {
-		if in.Config, err = checkConfig(ctx, src.Configs, src.Ignore); err != nil {
+		if in.Config, err = checkConfig(ctx, src.Configs, src.IgnoreFile); err != nil {
 			return report.Result{}, err
 		}
 	}
@@ -127,16 +167,14 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 }
 
 // checkConfig checks the router and engine configuration files as kvcheck lint does.
-func checkConfig(ctx context.Context, paths []string, load func() ([]lint.IgnoreRule, error)) (*advise.Config, error) {
+func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advise.Config, error) {
 	cat, err := catalog.Load()
 	if err != nil {
 		return nil, err
 	}
-	var ignore []lint.IgnoreRule
-	if load != nil {
-		if ignore, err = load(); err != nil {
-			return nil, err
-		}
+	ignore, err := lint.LoadIgnore(ignoreFile)
+	if err != nil {
+		return nil, err
 	}
 	results, err := lint.New(cat, lint.Options{Ignore: ignore}).Paths(ctx, paths)
 	if err != nil {

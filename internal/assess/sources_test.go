@@ -1,75 +1,118 @@
 package assess
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/audit"
-	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // Run reads the sources in kvcheck assess's order (metrics, templates, request log, tap
 // recordings, trace, config), so the first failing source is the one reported and the later
-// sources are not read at all.
+// sources are not read at all. Each source here is a file that does not exist, so each read
+// fails naming its own file; taking the failing sources away one by one shows the order.
 func TestRunReadsSourcesInOrder(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "absent.kvtap")
-	var called []string
+	dir := t.TempDir()
 	src := Sources{
-		TapFrom: []string{missing},
-		Trace: func() (*sim.Trace, error) {
-			called = append(called, "trace")
-			return nil, errors.New("trace read")
-		},
-		Configs: []string{t.TempDir()},
-		Ignore: func() ([]lint.IgnoreRule, error) {
-			called = append(called, "ignore")
-			return nil, nil
-		},
+		TapFrom:    []string{filepath.Join(dir, "absent.kvtap")},
+		Trace:      filepath.Join(dir, "absent.jsonl"),
+		Configs:    []string{dir},
+		IgnoreFile: filepath.Join(dir, "absent.kvcheckignore"),
 	}
 	st := report.NewStatus(io.Discard)
-	_, err := Run(context.Background(), st, src, Options{})
-	if err == nil || !strings.Contains(err.Error(), "absent.kvtap") {
-		t.Fatalf("Run: error %v, want the missing recording named", err)
-	}
-	if len(called) != 0 {
-		t.Errorf("Run read %v after the recordings failed", called)
-	}
-
-	// Without the recordings, the trace is read next and its error is the one reported.
-	src.TapFrom = nil
-	if _, err = Run(context.Background(), st, src, Options{}); err == nil || err.Error() != "trace read" {
-		t.Fatalf("Run: error %v, want the trace's", err)
-	}
-	if want := []string{"trace"}; strings.Join(called, ",") != strings.Join(want, ",") {
-		t.Errorf("Run called %v, want %v", called, want)
+	for _, want := range []string{"absent.kvtap", "absent.jsonl", "absent.kvcheckignore"} {
+		_, err := Run(context.Background(), st, src, Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Run: error %v, want the first failing source %s named", err, want)
+		}
+		switch want {
+		case "absent.kvtap":
+			src.TapFrom = nil
+		case "absent.jsonl":
+			src.Trace = ""
+		}
 	}
 }
 
-// The request log's tokenize connection gets the block size chosen so far: the one given,
-// else (no metrics) the audits' default. Its error ends the run before the log is opened.
+// The request log's tokenize connection gets the block size chosen so far as its fallback:
+// the one given, else (no metrics) the audits' default. The server here has no
+// vllm:cache_config_info, so the fallback is the block size used, and the note says which.
+// Connecting comes before the log is opened: a server that cannot be read ends the run.
 func TestRunConnectFallbackBlockSize(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0")
+	}))
+	t.Cleanup(srv.Close)
 	for _, tc := range []struct{ given, want int }{{0, audit.DefaultBlockSize}, {32, 32}} {
-		var got int
+		var stderr bytes.Buffer
 		src := Sources{
 			Requests:  filepath.Join(t.TempDir(), "absent.jsonl"),
 			BlockSize: tc.given,
-			Connect: func(_ context.Context, fallback int) (audit.Remote, error) {
-				got = fallback
-				return audit.Remote{}, errors.New("no server")
-			},
+			Tokenize:  audit.Tokenize{URL: srv.URL, Concurrency: 1, Timeout: 5 * time.Second},
 		}
-		_, err := Run(context.Background(), report.NewStatus(io.Discard), src, Options{})
-		if err == nil || err.Error() != "no server" {
-			t.Fatalf("block size %d: error %v, want the connection's", tc.given, err)
+		_, err := Run(context.Background(), report.NewStatus(&stderr), src, Options{})
+		if err == nil || !strings.Contains(err.Error(), "absent.jsonl") {
+			t.Fatalf("block size %d: error %v, want the missing log named", tc.given, err)
 		}
-		if got != tc.want {
-			t.Errorf("block size %d: Connect got fallback %d, want %d", tc.given, got, tc.want)
+		if want := fmt.Sprintf("assuming block size %d", tc.want); !strings.Contains(stderr.String(), want) {
+			t.Errorf("block size %d: stderr %q, want %q", tc.given, stderr.String(), want)
 		}
+	}
+	srv.Close()
+	src := Sources{Requests: filepath.Join(t.TempDir(), "absent.jsonl"), Tokenize: audit.Tokenize{URL: srv.URL, Concurrency: 1, Timeout: time.Second}}
+	if _, err := Run(context.Background(), report.NewStatus(io.Discard), src, Options{}); err == nil || !strings.Contains(err.Error(), "check --tokenize") {
+		t.Errorf("closed server: error %v, want the connection's (check --tokenize)", err)
+	}
+}
+
+// TestCheck holds kvcheck assess's usage errors, each with the flag it names, and that a
+// valid combination passes.
+func TestCheck(t *testing.T) {
+	seed := "0"
+	ok := Options{Thresholds: advise.DefaultThresholds()}
+	trace := Sources{Trace: "t.jsonl", Tokenize: audit.DefaultTokenize}
+	tests := []struct {
+		name          string
+		src           Sources
+		o             Options
+		replicasGiven bool
+		want          string // "" passes
+	}{
+		{"a trace", trace, ok, false, ""},
+		{"nothing", Sources{Tokenize: audit.DefaultTokenize}, ok, false, "nothing to assess"},
+		{"tokenize without requests", Sources{Trace: "t.jsonl", Tokenize: audit.Tokenize{URL: "http://x", Concurrency: 1, Timeout: time.Second}}, ok, false, "--tokenize applies to --requests"},
+		{"hash seed without recordings", Sources{Trace: "t.jsonl", HashSeed: &seed, Tokenize: audit.DefaultTokenize}, ok, false, "--hash-seed applies to --tap-from"},
+		{"replicas 0 unset", trace, ok, false, ""},
+		{"replicas 0 given", trace, ok, true, "--replicas 0: want 1 to"},
+		{"replicas negative", trace, Options{Thresholds: ok.Thresholds, Replicas: -1}, false, "--replicas -1"},
+		{"blocks and tokens", trace, Options{Thresholds: ok.Thresholds, KVBlocks: 8, KVTokens: 128}, false, "not both"},
+		{"negative trace block size", Sources{Trace: "t.jsonl", TraceBlockSize: -1, Tokenize: audit.DefaultTokenize}, ok, false, "must be positive"},
+		{"min gain 0", trace, Options{}, false, "--min-gain"},
+		{"min gain 1", trace, Options{Thresholds: advise.Thresholds{MinGain: 1}}, false, "--min-gain"},
+		{"unknown today", trace, Options{Thresholds: ok.Thresholds, Today: "fastest"}, false, `--today "fastest": want one of`},
+		{"bad concurrency", Sources{Trace: "t.jsonl"}, ok, false, "--concurrency 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Check(tt.src, tt.o, tt.replicasGiven)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Check: %v, want nil", err)
+			case tt.want == "":
+			case err == nil || !strings.Contains(err.Error(), tt.want) || !usage.Is(err):
+				t.Fatalf("Check: %v, want a usage error containing %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // Run is everything `kvcheck audit` found: the template verdicts and findings, and the
@@ -40,18 +42,36 @@ type RunOptions struct {
 	BlockSizeGiven bool
 	MaxBlocks      int
 	MaxLine        int
-	Concurrency    int
-	// Remote is the --tokenize server, already connected; nil estimates tokens.
-	Remote *Remote
+	// Tokenize is the server to read exact tokens from; an empty URL estimates tokens.
+	Tokenize Tokenize
 }
 
-// RunAudit audits the templates, probes the server's own template and the template files
-// through Remote when there is one, and audits the request log, whose evidence then settles
-// the template questions it shows changing.
+// Check returns a usage error for options that cannot make an audit, before any work is done.
+func (o RunOptions) Check() error {
+	switch {
+	case len(o.Templates) == 0 && o.Requests == "" && o.Tokenize.URL == "":
+		return usage.Errorf("nothing to audit: give template files or directories, --requests FILE, or --tokenize URL")
+	case o.BlockSize <= 0:
+		return usage.Errorf("--block-size %d: must be a positive number of tokens", o.BlockSize)
+	case o.MaxBlocks <= 0:
+		return usage.Errorf("--max-blocks %d: must be positive", o.MaxBlocks)
+	case o.MaxLine <= 0:
+		return usage.Errorf("--max-line %d: must be positive", o.MaxLine)
+	}
+	return o.Tokenize.Check()
+}
+
+// RunAudit connects to the --tokenize server when there is one, audits the templates, probes
+// the server's own template and the template files through it, and audits the request log,
+// whose evidence then settles the template questions it shows changing.
 func RunAudit(ctx context.Context, st Status, o RunOptions) (Run, error) {
 	res := Run{BlockSize: o.BlockSize, Templates: []Template{}, Findings: []Finding{}}
 	var server *Server
-	if remote := o.Remote; remote != nil {
+	if o.Tokenize.URL != "" {
+		remote, err := o.Tokenize.Connect(ctx, st, o.BlockSize)
+		if err != nil {
+			return Run{}, err
+		}
 		if o.BlockSizeGiven && !remote.Assumed && remote.BlockSize != o.BlockSize {
 			st.Note("the server's block size is %d, not --block-size %d; using the server's", remote.BlockSize, o.BlockSize)
 		}
@@ -96,7 +116,7 @@ func RunAudit(ctx context.Context, st Status, o RunOptions) (Run, error) {
 		}
 		defer closeFn()
 		res.RequestsSource = name
-		ropts := RequestOptions{BlockSize: res.BlockSize, MaxBlocks: o.MaxBlocks, MaxLine: o.MaxLine, Concurrency: o.Concurrency}
+		ropts := RequestOptions{BlockSize: res.BlockSize, MaxBlocks: o.MaxBlocks, MaxLine: o.MaxLine, Concurrency: o.Tokenize.Concurrency}
 		if server != nil {
 			ropts.Tokenizer = server
 		}
