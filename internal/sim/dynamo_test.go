@@ -1,6 +1,10 @@
 package sim
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -123,6 +127,282 @@ func TestDynamoApproxTTL(t *testing.T) {
 		o := runTiny(t, tr, c, "dynamo-kv")
 		if d := cmp.Diff(tc.want, got{relative(o.Routes), o.Hits}); d != "" {
 			t.Errorf("kv events %v (-want +got):\n%s", tc.events, d)
+		}
+	}
+}
+
+// refFleet is a second model of the fleet, written from Model's doc comment for traffic that
+// never fills a replica's KV cache nor its running slots (the tests give them room), sharing no
+// code with the simulator: each replica prefills the requests sent to it one at a time in the
+// order they arrive; a request hits the run of its blocks from block 0 that requests before it
+// on that replica computed (full blocks only), at most (tokens-1)/block size; its prefill lasts
+// its uncached tokens times the prefill cost, its decode its output tokens times the decode
+// cost. A router reading the engines sees a request's blocks once its prefill has ended.
+type refFleet struct {
+	bs       int
+	m        Model
+	jobs     []refJob
+	free     []float64         // when each replica's prefill engine is next free
+	computed []map[uint64]bool // full blocks each replica has computed (or will have, FIFO)
+}
+
+type refJob struct {
+	r                  *Request
+	rep                int
+	start, end, finish float64
+	hit                int
+}
+
+func (e *refFleet) full(r *Request) []uint64 {
+	return r.Blocks[:min(len(r.Blocks), r.InputTokens/e.bs)]
+}
+
+func (e *refFleet) grow(n int) {
+	for len(e.free) < n {
+		e.free = append(e.free, 0)
+		e.computed = append(e.computed, map[uint64]bool{})
+	}
+}
+
+// send starts r on replica rep and returns its hit.
+func (e *refFleet) send(r *Request, rep int) int {
+	e.grow(rep + 1)
+	start := max(r.Arrival, e.free[rep])
+	limit := 0
+	if r.InputTokens > 0 {
+		limit = min(len(r.Blocks), (r.InputTokens-1)/e.bs)
+	}
+	hit := 0
+	for hit < limit && e.computed[rep][r.Blocks[hit]] {
+		hit++
+	}
+	end := start + float64(r.InputTokens-hit*e.bs)*e.m.PrefillPerToken
+	e.free[rep] = end
+	for _, b := range e.full(r) {
+		e.computed[rep][b] = true
+	}
+	e.jobs = append(e.jobs, refJob{r: r, rep: rep, start: start, end: end, finish: end + float64(r.OutputTokens)*e.m.DecodePerToken, hit: hit})
+	return hit
+}
+
+// cachedRun is how many of blocks[:lim], from block 0, replica rep's engine holds at time t.
+func (e *refFleet) cachedRun(rep int, blocks []uint64, lim int, t float64) int {
+	held := map[uint64]bool{}
+	for _, j := range e.jobs {
+		if j.rep == rep && j.end <= t {
+			for _, b := range e.full(j.r) {
+				held[b] = true
+			}
+		}
+	}
+	k := 0
+	for k < lim && held[blocks[k]] {
+		k++
+	}
+	return k
+}
+
+// randomTraffic is n requests of blocks of bs tokens: conversations that go on (a previous
+// request's full blocks and more), prompts on one of four shared system prompts, and prompts
+// that share nothing; partial last blocks, outputs of 0 to 19 tokens, arrivals 0 to 0.3 s apart.
+func randomTraffic(seed uint64, n, bs int) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	fresh := uint64(1_000_000)
+	next := func(k int) []uint64 {
+		out := make([]uint64, k)
+		for i := range out {
+			fresh++
+			out[i] = fresh
+		}
+		return out
+	}
+	var rs []Request
+	t := 0.0
+	for range n {
+		t += rng.Float64() * 0.3
+		var blocks []uint64
+		switch x := rng.IntN(10); {
+		case x < 4 && len(rs) > 0:
+			p := rs[rng.IntN(len(rs))]
+			blocks = append(slices.Clone(p.Blocks[:p.InputTokens/bs]), next(1+rng.IntN(3))...)
+		case x < 8:
+			s := rng.IntN(4)
+			for k := range 1 + s {
+				blocks = append(blocks, uint64(1000*(s+1)+k))
+			}
+			blocks = append(blocks, next(1+rng.IntN(4))...)
+		default:
+			blocks = next(1 + rng.IntN(6))
+		}
+		rs = append(rs, Request{Arrival: t, Blocks: blocks, InputTokens: len(blocks)*bs - rng.IntN(bs), OutputTokens: rng.IntN(20), N: 1})
+	}
+	return &Trace{Name: "random", Format: "test", BlockSize: bs, PrefixInfo: true, Requests: rs}
+}
+
+// roomyConfig has caches and running slots no random trace fills, so that refFleet applies.
+func roomyConfig(seed uint64, replicas int, addAt float64) Config {
+	return Config{Replicas: replicas, KVBlocks: 1 << 16, AddReplicaAt: addAt, Seed: seed,
+		Model: Model{PrefillPerToken: 0.002, DecodePerToken: 0.05, MaxRunning: 1 << 16}, Params: DefaultParams()}
+}
+
+// refDynamo is a second model of dynamo-kv, written from the description of the router in
+// ROUTERS.md §4 and selector.rs (not from dynamo.go): the router keeps, per worker, the requests it
+// sent there with the prompt tokens each left uncached; a request counts toward the worker's
+// active prefill until its prefill ends and its full blocks count as live until it finishes. For
+// a request of isl tokens, per worker: raw = (active prefill + isl) / bs; decay = 1/(1 + d *
+// ((active prefill - least active prefill)/bs / ceil(isl/bs))); credit = credit weight * decay
+// * overlap; decode = distinct live blocks with the request's own; cost = weight * max(raw -
+// credit, 0) + decode. The lowest wins, ties to a uniformly drawn one (one draw, only when two
+// or more tie); at temperature T one uniform draw u picks the first worker whose cumulative
+// share of exp(-(cost - min)/((max - min) T)) reaches u. Overlap: with events the engine's run
+// (refFleet), without them the full blocks the router sent to the worker less than TTL ago.
+type refDynamo struct {
+	s        DynamoSettings
+	bs       int
+	rng      *rand.Rand
+	e        *refFleet
+	uncached []int // per job sent, in order
+	forget   []map[uint64]float64
+}
+
+func (d *refDynamo) route(r *Request, n int) int {
+	for len(d.forget) < n {
+		d.forget = append(d.forget, map[uint64]float64{})
+	}
+	t := r.Arrival
+	full := d.e.full(r)
+	isl := float64(r.InputTokens)
+	bs := float64(d.bs)
+	prefill := make([]int, n)
+	live := make([]map[uint64]bool, n)
+	for i := range live {
+		live[i] = map[uint64]bool{}
+	}
+	for k, j := range d.e.jobs {
+		if j.end > t {
+			prefill[j.rep] += d.uncached[k]
+		}
+		if j.finish > t {
+			for _, b := range d.e.full(j.r) {
+				live[j.rep][b] = true
+			}
+		}
+	}
+	overlap := make([]int, n)
+	for i := range n {
+		if d.s.KVEvents {
+			overlap[i] = d.e.cachedRun(i, r.Blocks, len(full), t)
+			continue
+		}
+		for overlap[i] < len(full) && d.forget[i][full[overlap[i]]] > t {
+			overlap[i]++
+		}
+	}
+	least := slices.Min(prefill)
+	costs := make([]float64, n)
+	for i := range n {
+		decay := 1.0
+		if d.s.CreditDecay > 0 {
+			decay = 1 / (1 + d.s.CreditDecay*(float64(prefill[i]-least)/bs/math.Ceil(isl/bs)))
+		}
+		credit := d.s.OverlapCredit * decay * float64(overlap[i])
+		blocks := len(live[i])
+		for _, b := range full {
+			if !live[i][b] {
+				blocks++
+			}
+		}
+		costs[i] = d.s.OverlapWeight*max((float64(prefill[i])+isl)/bs-credit, 0) + float64(blocks)
+	}
+	lo, hi := slices.Min(costs), slices.Max(costs)
+	pick := 0
+	if d.s.Temperature == 0 {
+		var ties []int
+		for i, c := range costs {
+			if c == lo {
+				ties = append(ties, i)
+			}
+		}
+		pick = ties[0]
+		if len(ties) > 1 {
+			pick = ties[d.rng.IntN(len(ties))]
+		}
+	} else {
+		u := d.rng.Float64()
+		if lo == hi {
+			pick = min(int(u*float64(n)), n-1)
+		} else {
+			w := make([]float64, n)
+			sum := 0.0
+			for i, c := range costs {
+				w[i] = math.Exp(-(c - lo) / ((hi - lo) * d.s.Temperature))
+				sum += w[i]
+			}
+			pick = n - 1
+			acc := 0.0
+			for i := range n {
+				acc += w[i] / sum
+				if u <= acc {
+					pick = i
+					break
+				}
+			}
+		}
+	}
+	d.uncached = append(d.uncached, r.InputTokens-overlap[pick]*d.bs)
+	if !d.s.KVEvents {
+		for _, b := range full {
+			d.forget[pick][b] = t + d.s.TTLSecs
+		}
+	}
+	return pick
+}
+
+// replayRef runs a second model of a router over t with refFleet and returns routes and hits.
+func replayRef(t *Trace, c Config, route func(r *Request, n int) int, e *refFleet) outcome {
+	var o outcome
+	for i := range t.Requests {
+		r := &t.Requests[i]
+		n := c.Replicas
+		if c.AddReplicaAt >= 0 && r.Arrival >= c.AddReplicaAt {
+			n++
+		}
+		rep := route(r, n)
+		o.Routes = append(o.Routes, rep)
+		o.Hits = append(o.Hits, e.send(r, rep))
+	}
+	return o
+}
+
+// TestDynamoKVModel: dynamo-kv agrees with refDynamo on routes and hits over random traffic, with
+// events and without, with and without decay, at temperature 0 and above.
+func TestDynamoKVModel(t *testing.T) {
+	variants := []struct {
+		name string
+		set  func(*DynamoSettings)
+	}{
+		{"shipped", func(*DynamoSettings) {}},
+		{"decay 0.7 weight 2", func(s *DynamoSettings) { s.CreditDecay, s.OverlapWeight = 0.7, 2 }},
+		{"ttl 1.5s decay 0.5", func(s *DynamoSettings) { s.KVEvents, s.TTLSecs, s.CreditDecay = false, 1.5, 0.5 }},
+		{"temperature 0.5 credit 0.6", func(s *DynamoSettings) { s.Temperature, s.OverlapCredit = 0.5, 0.6 }},
+	}
+	for _, v := range variants {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
+				tr := randomTraffic(seed, 300, tinyBlock)
+				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c = withRouters(c, func(s *RouterSettings) { v.set(&s.Dynamo) })
+				e := &refFleet{bs: tinyBlock, m: c.Model}
+				d := &refDynamo{s: c.Routers.Dynamo, bs: tinyBlock, rng: rand.New(rand.NewPCG(seed, 0x64796e)), e: e}
+				want := replayRef(tr, c, d.route, e)
+				got := runTiny(t, tr, c, "dynamo-kv")
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("dynamo-kv against the second model (-model +emulation):\n%s", d)
+				}
+				if slices.Max(want.Hits) == 0 || slices.Max(want.Routes) < 3 {
+					t.Errorf("the traffic should hit and reach the added replica: hits max %d, routes max %d", slices.Max(want.Hits), slices.Max(want.Routes))
+				}
+			})
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -163,6 +166,139 @@ func TestLLMDQueueScorer(t *testing.T) {
 			if r[1] == r[0] || r[3] == r[2] || !slices.Equal(o.Hits, []int{0, 0, 0, 0}) {
 				t.Errorf("%s seed %d: routes %v hits %v, want r1 away from r0, r3 away from r2, no hits", policy, seed, r, o.Hits)
 			}
+		}
+	}
+}
+
+// refLLMDApprox is a second model of llmd-approx, written from the approximate producer's and
+// the scorers' description (ROUTERS.md §2 and the doc comments cited there), not from
+// llmd_approx.go: the prompt's tokens are cut from token 0 into router blocks of R tokens (the
+// last partial), the content up to token e named by the trace block holding token e-1 and e;
+// walking them in order, every server whose LRU holds the name counts one, until a name no
+// server holds; each server's LRU is a list, most recent last, the chosen server's gets every
+// name of the request in order (a name already there moves to the end), and loses its first
+// names beyond its capacity. The score is queue (min-max over waiting requests, 1 when all wait
+// alike) x 2, then (1 - KV usage) x 2, then matched/names x 3, each clamped to [0, 1]; the
+// highest wins, ties to a uniformly drawn one (one draw, only when two or more tie).
+type refLLMDApprox struct {
+	blockTokens, traceBS, capacity, maxNames int
+	kvBlocks                                 int
+	lru                                      [][]string
+	rng                                      *rand.Rand
+	e                                        *refFleet
+}
+
+func (m *refLLMDApprox) route(r *Request, n int) int {
+	for len(m.lru) < n {
+		m.lru = append(m.lru, nil)
+	}
+	t := r.Arrival
+	var names []string
+	for end := m.blockTokens; len(names) < m.maxNames; end += m.blockTokens {
+		e := min(end, r.InputTokens)
+		names = append(names, fmt.Sprintf("%d@%d", r.Blocks[(e-1)/m.traceBS], e))
+		if e == r.InputTokens {
+			break
+		}
+	}
+	matched := make([]int, n)
+	for _, name := range names {
+		anyone := false
+		for i := range n {
+			if slices.Contains(m.lru[i], name) {
+				matched[i]++
+				anyone = true
+			}
+		}
+		if !anyone {
+			break
+		}
+	}
+	waiting := make([]int, n)
+	active := make([]int, n)
+	for _, j := range m.e.jobs {
+		if j.start > t {
+			waiting[j.rep]++
+		}
+		if j.finish > t {
+			active[j.rep] += len(j.r.Blocks)
+		}
+	}
+	lo, hi := slices.Min(waiting), slices.Max(waiting)
+	unit := func(x float64) float64 { return math.Max(0, math.Min(1, x)) }
+	var ties []int
+	best := math.Inf(-1)
+	for i := range n {
+		queue := 1.0
+		if hi > lo {
+			queue = float64(hi-waiting[i]) / float64(hi-lo)
+		}
+		usage := float64(min(active[i], m.kvBlocks)) / float64(m.kvBlocks)
+		prefix := 0.0
+		if len(names) > 0 {
+			prefix = float64(matched[i]) / float64(len(names))
+		}
+		score := 0.0
+		score += unit(queue) * 2
+		score += unit(1-usage) * 2
+		score += unit(prefix) * 3
+		if score > best {
+			best, ties = score, []int{i}
+		} else if score == best {
+			ties = append(ties, i)
+		}
+	}
+	pick := ties[0]
+	if len(ties) > 1 {
+		pick = ties[m.rng.IntN(len(ties))]
+	}
+	for _, name := range names {
+		l := slices.DeleteFunc(m.lru[pick], func(s string) bool { return s == name })
+		l = append(l, name)
+		if len(l) > m.capacity {
+			l = l[len(l)-m.capacity:]
+		}
+		m.lru[pick] = l
+	}
+	return pick
+}
+
+// TestLLMDApproxModel: llmd-approx agrees with refLLMDApprox on routes and hits over random
+// traffic of 16-token blocks: as shipped (autoTune: 64-token router blocks, an LRU as large as
+// the engine's cache), and with autoTune off, a small LRU that evicts, and 128-token blocks.
+func TestLLMDApproxModel(t *testing.T) {
+	variants := []struct {
+		name                  string
+		autoTune              bool
+		blockTokens, capacity int
+	}{
+		{"shipped", true, 64, 1 << 16},
+		{"lru 12", false, 64, 12},
+		{"block 128 lru 30", false, 128, 30},
+	}
+	for _, v := range variants {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
+				tr := randomTraffic(seed, 300, 16)
+				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c = withRouters(c, func(s *RouterSettings) {
+					s.LLMD.AutoTune = v.autoTune
+					if !v.autoTune {
+						s.LLMD.BlockSizeTokens, s.LLMD.LRUCapacityPerServer = v.blockTokens, v.capacity
+					}
+				})
+				e := &refFleet{bs: 16, m: c.Model}
+				m := &refLLMDApprox{blockTokens: v.blockTokens, traceBS: 16, capacity: v.capacity, maxNames: 131072 / v.blockTokens,
+					kvBlocks: c.KVBlocks, rng: rand.New(rand.NewPCG(seed, 0x6c6c6d64)), e: e}
+				want := replayRef(tr, c, m.route, e)
+				got := runTiny(t, tr, c, "llmd-approx")
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("llmd-approx against the second model (-model +emulation):\n%s", d)
+				}
+				if slices.Max(want.Hits) == 0 || slices.Max(want.Routes) < 3 {
+					t.Errorf("the traffic should hit and reach the added replica: hits max %d, routes max %d", slices.Max(want.Hits), slices.Max(want.Routes))
+				}
+			})
 		}
 	}
 }
