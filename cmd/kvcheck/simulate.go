@@ -42,8 +42,8 @@ Traces (give one source):
 Comma-separated --replicas and --kv-blocks run a sweep, one simulation per core, with progress
 and an ETA on stderr when it is a terminal.
 
-Memory: the trace is held in memory, about 12 bytes per block reference and 80 per request
-(--trace refuses more than --max-block-refs references). Each simulation adds what the modelled
+Memory: the trace is held in memory, about 12 bytes per block reference and 88 per request
+(every source refuses more than --max-block-refs references, and more than 4 Mi requests). Each simulation adds what the modelled
 fleet holds, not what the trace names: 80 bytes per KV block per replica, for the prefix-aware
 policies (kv-*) an index of at most 32 + 64 x ceil(replicas/64) bytes per KV block of the
 fleet, approx-prefix 80 bytes per entry of its router-side index (--approx-tokens), 8 bytes per
@@ -81,7 +81,7 @@ Policies (--policies):
 	f.Float64Var(&rl.Rate, "rate", rl.Rate, "--requests: synthetic arrivals per second when the log has no time field")
 	f.IntVar(&src.OutputTokens, "output-tokens", src.OutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")
 	f.IntVar(&rl.MaxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all)")
-	f.IntVar(&src.MaxRefs, "max-block-refs", src.MaxRefs, "--trace: the most block references read into memory (about 12 bytes each, plus 80 per request); a larger trace is refused")
+	f.IntVar(&src.MaxRefs, "max-block-refs", src.MaxRefs, "the most block references the trace, request log or recordings may expand to in memory (about 12 bytes each, plus 88 per request); a larger one is refused")
 	f.StringVar(&so.Replicas, "replicas", so.Replicas, "replica counts to simulate, comma-separated (1 to 1024)")
 	f.StringVar(&so.KVBlocks, "kv-blocks", "", "prefix-cache blocks per replica in the trace's block size (512 tokens for Mooncake hash_ids, --block-size for --requests), comma-separated (default: --kv-tokens / block size); kvcheck assess --kv-blocks means the same")
 	f.StringVar(&so.KVTokens, "kv-tokens", so.KVTokens, "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")

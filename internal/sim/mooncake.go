@@ -125,7 +125,7 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
 		}
 		if keys.n+len(row.HashIDs) > lim.refs {
-			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d block references, the most this run holds in memory (%d bytes each, %d MB, plus %d bytes a request): raise the limit with --max-block-refs if the machine has the memory, or simulate a part of the trace (head -n N)", name, line, lim.refs, traceBytesPerRef, int64(lim.refs)*traceBytesPerRef>>20, traceBytesPerRequest)
+			return nil, refsLimitError(fmt.Sprintf("mooncake trace %s line %d", name, line), lim.refs, "simulate a part of the trace (head -n N)")
 		}
 		t.Requests = append(t.Requests, Request{
 			Arrival:      *row.Timestamp / 1000,

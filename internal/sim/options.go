@@ -133,7 +133,7 @@ func (o Options) checkSource() error {
 	}{
 		{"format", src.Trace != ""}, {"tokenize", src.Requests != ""}, {"model", src.Requests != ""},
 		{"concurrency", src.Requests != ""}, {"timeout", src.Requests != ""}, {"max-line", src.Requests != ""},
-		{"rate", src.Requests != ""}, {"max-requests", src.Requests != ""}, {"max-block-refs", src.Trace != ""},
+		{"rate", src.Requests != ""}, {"max-requests", src.Requests != ""},
 		{"output-tokens", src.Trace == ""}, {"block-size", len(src.Recordings) == 0},
 	} {
 		if o.changed(f.name) && !f.given {

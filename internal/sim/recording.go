@@ -24,6 +24,13 @@ type RecordingOptions struct {
 	OutputTokens int
 	// MaxBlocks bounds the remembered engine hashes (DefaultRecordingBlocks when 0).
 	MaxBlocks int
+	// MaxBlockRefs is the most block references the trace may hold (MaxBlockRefs when 0):
+	// recordings that expand to more are refused with an error naming the limit and
+	// --max-block-refs.
+	MaxBlockRefs int
+	// maxKept is the most requests the trace may hold (MaxRequests, the trace files' bound,
+	// when 0); tests lower it.
+	maxKept int
 }
 
 // ReadRecordings turns kvcheck tap recordings into a trace. Every BlockStored event is a
@@ -43,13 +50,20 @@ type RecordingOptions struct {
 // a batch in two overlapping recordings counts once.
 //
 // Memory: one record at a time, 2*MaxBlocks remembered engine hashes (about 80 bytes each),
-// and the trace: 8 bytes per block reference plus about 100 per request, up to MaxBlockRefs.
+// and the trace: 8 bytes per block reference plus about 100 per request, up to
+// opts.MaxBlockRefs references and MaxRequests requests.
 func ReadRecordings(ctx context.Context, recs []events.Recording, opts RecordingOptions) (*Trace, error) {
 	if opts.OutputTokens <= 0 {
 		opts.OutputTokens = DefaultOutputTokens
 	}
 	if opts.MaxBlocks <= 0 {
 		opts.MaxBlocks = DefaultRecordingBlocks
+	}
+	if opts.MaxBlockRefs <= 0 {
+		opts.MaxBlockRefs = MaxBlockRefs
+	}
+	if opts.maxKept <= 0 {
+		opts.maxKept = MaxRequests
 	}
 	names := make([]string, len(recs))
 	for i, r := range recs {
@@ -357,9 +371,6 @@ func (rp *replay) add(p *publisher, ev *events.Event, at float64, name string) e
 			return nil
 		}
 	}
-	if rp.refs+len(ev.BlockHashes) > MaxBlockRefs {
-		return fmt.Errorf("recording %s: the recordings expand to more than %d block references; replay fewer or shorter recordings", name, MaxBlockRefs)
-	}
 
 	reqs := &rp.t.Requests
 	var (
@@ -387,7 +398,14 @@ func (rp *replay) add(p *publisher, ev *events.Event, at float64, name string) e
 		rp.orphans++
 		parentKey = mix64(uint64(p.id)<<32 ^ ev.Parent.Value ^ 0x5bd1e995)
 	}
+	// A new request copies its parent's chain: that counts as much as the blocks stored.
+	if rp.refs+len(prefix)+len(ev.BlockHashes) > rp.opts.MaxBlockRefs {
+		return refsLimitError("recording "+name, rp.opts.MaxBlockRefs, "replay fewer or shorter recordings")
+	}
 	if idx < 0 {
+		if len(*reqs) >= rp.opts.maxKept {
+			return fmt.Errorf("recording %s: more than %d requests, the most the simulator holds in memory (%d bytes each); replay fewer or shorter recordings", name, rp.opts.maxKept, traceBytesPerRequest)
+		}
 		blocks := make([]uint64, len(prefix), len(prefix)+len(ev.BlockHashes))
 		copy(blocks, prefix)
 		*reqs = append(*reqs, Request{Arrival: at, Blocks: blocks, OutputTokens: rp.opts.OutputTokens, N: 1})

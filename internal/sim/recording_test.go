@@ -342,3 +342,34 @@ func TestReadRecordingsOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordingRefsBound: publisher a stores blocks 1 and 2 (2 references), continues that
+// request with block 3 (3), then stores block 4 after block 1, a new request whose chain copies
+// block 1: 5 references. A limit of 5 reads it; 4 refuses the third store, counting the copied
+// block, with an error naming the limit and --max-block-refs.
+func TestRecordingRefsBound(t *testing.T) {
+	data := record(t,
+		msg{source: "a:1", seq: 0, ts: 0, events: []stored{{hashes: []uint64{1, 2}, blocks: [][]int64{tok(1), tok(2)}}}},
+		msg{source: "a:1", seq: 1, ts: 1, events: []stored{{parent: 2, hashes: []uint64{3}, blocks: [][]int64{tok(3)}}}},
+		msg{source: "a:1", seq: 2, ts: 2, events: []stored{{parent: 1, hashes: []uint64{4}, blocks: [][]int64{tok(4)}}}},
+	)
+	read := func(limit int) (*Trace, error) {
+		return ReadRecordings(context.Background(), []events.Recording{{Name: "x.rec", R: bytes.NewReader(data)}}, RecordingOptions{MaxBlockRefs: limit})
+	}
+	tr, err := read(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shape(tr); !cmp.Equal(got, []string{"0 1 2", "0 3"}) {
+		t.Fatalf("requests %q, want [0 1 2] and [0 3]", got)
+	}
+	_, err = read(4)
+	if want := "recording x.rec: more than 4 block references"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-block-refs") {
+		t.Errorf("error %v, want %q naming --max-block-refs", err, want)
+	}
+	// The continuation is not a request: one request is kept until the third store.
+	_, err = ReadRecordings(context.Background(), []events.Recording{{Name: "x.rec", R: bytes.NewReader(data)}}, RecordingOptions{maxKept: 1})
+	if want := "recording x.rec: more than 1 requests"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -138,6 +139,15 @@ const (
 	traceBytesPerRef     = 12
 	traceBytesPerRequest = 88
 )
+
+// refsLimitError is the error of a reader that reached the block-reference limit at where (the
+// input, and its line when it has lines): it names the limit, what the limit holds in memory, the
+// flag that raises it, and part, how to simulate a part of the input instead. Every trace source
+// (--trace, --requests, --recording) stops at the same limit with this error.
+func refsLimitError(where string, limit int, part string) error {
+	return fmt.Errorf("%s: more than %d block references, the most this run holds in memory (%d bytes each, %d MB, plus %d bytes a request): raise the limit with --max-block-refs if the machine has the memory, or %s",
+		where, limit, traceBytesPerRef, int64(limit)*traceBytesPerRef>>20, traceBytesPerRequest, part)
+}
 
 // traceLimits are the memory bounds of the trace readers; tests lower them.
 type traceLimits struct{ refs, requests int }

@@ -22,8 +22,9 @@ const (
 	DefaultRate = 1.0
 	// DefaultOutputTokens is the output length of a request without max_tokens.
 	DefaultOutputTokens = 256
-	// MaxBlockRefs bounds the block references a request log or recording may expand to: the
-	// simulator holds the trace in memory at 8 bytes per reference, so 512 MB.
+	// MaxBlockRefs is the default bound on the block references a trace file, request log or
+	// recording may expand to (--max-block-refs raises it): the simulator holds the trace in
+	// memory at traceBytesPerRef (12) bytes per reference, so 768 MB.
 	MaxBlockRefs = 1 << 26
 	// maxSiblings bounds a request's n, as --n does.
 	maxSiblings = 1024
@@ -59,6 +60,12 @@ type RequestLogOptions struct {
 	OutputTokens int
 	// MaxRequests stops reading after this many requests (0: no limit).
 	MaxRequests int
+	// MaxBlockRefs is the most block references the trace may hold (MaxBlockRefs when 0): a log
+	// that expands to more is refused with an error naming the limit and --max-block-refs.
+	MaxBlockRefs int
+	// maxKept is the most requests the trace may hold (MaxRequests, the trace files' bound,
+	// when 0); tests lower it.
+	maxKept int
 	// Progress, when set, is called after every 1,000 requests with the count so far.
 	Progress func(requests int)
 	// Rewrite, when set, changes each request before it is tokenized (assess replays the
@@ -126,9 +133,10 @@ type requestLog struct {
 // The input is streamed: memory is one line (at most MaxLine) plus, with an exact tokenizer,
 // 3*Concurrency requests in flight and the token ids of up to 4096 recent conversations (kept
 // so that repeats are tokenized once); the trace kept for the simulation holds 8 bytes per block
-// reference and about 100 bytes per request, up to MaxBlockRefs references, plus each
-// request's View for the routers that read the request itself: its text (about 4 bytes a
-// token), 4 bytes a message, its headers and about 110 bytes, up to MaxViewBytes for the log.
+// reference and about 100 bytes per request, up to opts.MaxBlockRefs references and MaxRequests
+// requests, plus each request's View for the routers that read the request itself: its text
+// (about 4 bytes a token), 4 bytes a message, its headers and about 110 bytes, up to
+// MaxViewBytes for the log.
 func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLogOptions) (*Trace, error) {
 	if opts.BlockSize <= 0 {
 		opts.BlockSize = audit.DefaultBlockSize
@@ -141,6 +149,12 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 	}
 	if opts.OutputTokens <= 0 {
 		opts.OutputTokens = DefaultOutputTokens
+	}
+	if opts.MaxBlockRefs <= 0 {
+		opts.MaxBlockRefs = MaxBlockRefs
+	}
+	if opts.maxKept <= 0 {
+		opts.maxKept = MaxRequests
 	}
 	tokens := "estimated"
 	if opts.Tokenizer.Exact() {
@@ -290,8 +304,13 @@ func (l *requestLog) readExact(ctx context.Context, rr *audit.RequestReader, n i
 func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 	bs := l.opts.BlockSize
 	nb := (len(ids) + bs - 1) / bs
-	if len(l.keys)+nb > MaxBlockRefs {
-		return fmt.Errorf("request log %s line %d: the log expands to more than %d block references of %d tokens; simulate a part of it with --max-requests", l.name, req.Line, MaxBlockRefs, bs)
+	if len(l.keys)+nb > l.opts.MaxBlockRefs {
+		return refsLimitError(fmt.Sprintf("request log %s line %d (blocks of %d tokens)", l.name, req.Line, bs), l.opts.MaxBlockRefs, "simulate a part of it with --max-requests N")
+	}
+	if len(l.t.Requests) >= l.opts.maxKept {
+		// Requests shorter than a block add no reference, so the references alone do not
+		// bound the requests kept.
+		return fmt.Errorf("request log %s line %d: more than %d requests, the most the simulator holds in memory (%d bytes each); simulate a part of it with --max-requests N", l.name, req.Line, l.opts.maxKept, traceBytesPerRequest)
 	}
 	from := len(l.keys)
 	l.keys = appendChain(l.keys, ids, bs)

@@ -550,3 +550,35 @@ func TestReadRequestsExactToolCalls(t *testing.T) {
 		t.Errorf("simulate tokenized %d tokens, want the %d the server gives for the raw messages (%d without them)", got, len(want.IDs), len(flat.IDs))
 	}
 }
+
+// TestRequestLogBounds: a request log that expands past the block-reference limit, or past the
+// request limit (requests shorter than a block add no reference), is refused at the line that
+// crosses it, with an error naming the limit and what to do; one within both is read.
+func TestRequestLogBounds(t *testing.T) {
+	// Three completions of 2, 3 and 1 whole blocks of the estimate (64 bytes a block).
+	log := completion(t, map[string]any{"model": "m", "prompt": blk('a') + blk('b')}) + "\n" +
+		completion(t, map[string]any{"model": "m", "prompt": blk('c') + blk('d') + blk('e')}) + "\n" +
+		completion(t, map[string]any{"model": "m", "prompt": blk('f')}) + "\n"
+	read := func(o RequestLogOptions) (*Trace, error) {
+		return ReadRequests(context.Background(), strings.NewReader(log), "r.jsonl", o)
+	}
+	tr, err := read(RequestLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	for _, r := range tr.Requests {
+		refs += len(r.Blocks)
+	}
+	if _, err := read(RequestLogOptions{MaxBlockRefs: refs, maxKept: len(tr.Requests)}); err != nil {
+		t.Errorf("at exactly its %d references and %d requests: %v", refs, len(tr.Requests), err)
+	}
+	_, err = read(RequestLogOptions{MaxBlockRefs: refs - 1})
+	if want := "request log r.jsonl line 3 (blocks of 16 tokens): more than " + fmt.Sprint(refs-1) + " block references"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-block-refs") {
+		t.Errorf("one reference short: error %v, want %q naming --max-block-refs", err, want)
+	}
+	_, err = read(RequestLogOptions{maxKept: 2})
+	if want := "request log r.jsonl line 3: more than 2 requests"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-requests") {
+		t.Errorf("one request too many: error %v, want %q naming --max-requests", err, want)
+	}
+}

@@ -13,12 +13,12 @@ import (
 // Source is where kvcheck simulate reads its trace: a trace file (Trace), a request log
 // (Requests, "-" reading Stdin) or tap recordings (Recordings); one of them is set.
 type Source struct {
-	// Trace is read in Format (auto, mooncake, azure) with BlockSize (0: the format's own)
-	// and at most MaxRefs block references (0: MaxBlockRefs).
+	// Trace is read in Format (auto, mooncake, azure) with BlockSize (0: the format's own).
 	Trace     string
 	Format    string
 	BlockSize int
-	MaxRefs   int
+	// MaxRefs is the most block references any source may expand to (0: MaxBlockRefs).
+	MaxRefs int
 	// Requests is tokenized as kvcheck audit does: through Remote when it is set (its block
 	// size replaces BlockSize), else estimated. RequestLog gives the rest of the options;
 	// its BlockSize, OutputTokens and Progress are set from Source.
@@ -44,13 +44,13 @@ func (s Source) Load(ctx context.Context, st Status) (*Trace, []finding.Finding,
 	switch {
 	case s.Requests != "":
 		ro := s.RequestLog
-		ro.BlockSize, ro.OutputTokens = s.BlockSize, s.OutputTokens
+		ro.BlockSize, ro.OutputTokens, ro.MaxBlockRefs = s.BlockSize, s.OutputTokens, s.MaxRefs
 		ro.Progress = func(n int) { st.Progress("reading %d requests", n) }
 		tr, fs, err := ReadRequestFile(ctx, s.Requests, s.Stdin, ro, s.Remote)
 		st.Done()
 		return tr, fs, err
 	case len(s.Recordings) > 0:
-		tr, err := ReadRecordingFiles(ctx, s.Recordings, RecordingOptions{OutputTokens: s.OutputTokens})
+		tr, err := ReadRecordingFiles(ctx, s.Recordings, RecordingOptions{OutputTokens: s.OutputTokens, MaxBlockRefs: s.MaxRefs})
 		return tr, nil, err
 	}
 	tr, err := ReadTraceFileLimit(s.Trace, s.Format, s.BlockSize, s.MaxRefs)
