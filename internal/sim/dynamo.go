@@ -42,11 +42,22 @@ var dynamoKVInfo = PolicyInfo{
 //     exp(-(cost_i - min) / ((max - min) * T)) (uniform when all costs are equal), sampled with
 //     the seeded generator.
 //
+// ROUTERS.md §4 and SPEC §6 write the cost as overlap_weight x prefill_blocks + decode_blocks,
+// the older form of lib/llm/src/kv_router/scheduler.rs where prefill blocks are the uncached
+// ones. The newest selector.rs separates the weight (now prefill_load_scale; a nonzero legacy
+// --router-kv-overlap-score-weight sets it) from the credit (--router-kv-overlap-score-credit,
+// 1.0) and its decay; at the shipped values (scale 1, credit 1, decay 0) the two forms give the
+// same cost. The block size is the engine's (--kv-cache-block-size must match it): the trace's.
+//
 // The credit is what pulls a request to the worker holding its prefix. With decay 0 it is the
 // whole overlap whatever that worker's backlog, so an added replica, holding nothing, only wins
 // when every other worker's decode and prefill load exceeds its own by more than the overlap
 // (lint rule DY-02). With decay > 0 a worker whose prefill backlog exceeds the least loaded one's
 // loses part of its credit, and the fresh replica, at the floor, wins sooner.
+//
+// Memory: per replica the distinct full blocks of the requests in flight there (a map entry
+// each) and, without KV events, the blocks routed there in the last TTL (a map entry and a
+// queue entry each); per request in flight one map entry until its prefill ends.
 //
 // Not modelled: host, disk and shared-cache tiers (their credits are 0 with no offload);
 // replica sync between several frontends; queueing at the router (--router-queue-threshold

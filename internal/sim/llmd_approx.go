@@ -38,6 +38,15 @@ var llmdApproxMinBlock = 64
 //     counted in the engine's blocks although the LRU holds the router's larger ones), else
 //     lruCapacityPerServer (31250).
 //
+// ROUTERS.md §2 and SPEC §6 say the same in brief: the approximate producer is the default
+// (auto-created), a router-side LRU with lruCapacityPerServer 31250 and blockSizeTokens 16 raised
+// to 64 at request time. Where they give blockSizeTokens as the size that is floored, the source
+// (GetBlockSize) first replaces it with the engine's block size under autoTune, which is on by
+// default; on vLLM's 16-token blocks both readings give 64, on larger engine blocks (64 FlashMLA,
+// 128 CUTLASS MLA) the source's is the engine's. SPEC §6's "do not run active-active" is about
+// several EPP replicas each keeping an LRU; the emulation is one EPP (the chart's default of one
+// replica, or active-passive).
+//
 // The index is what the router decided, not what the engines hold: it never sees an eviction,
 // and an engine that evicted a prefix still scores for it until the LRU pushes it out.
 //
@@ -49,6 +58,9 @@ var llmdApproxMinBlock = 64
 // later in the same trace block count as different: matches are then undercounted to whole trace
 // blocks. The source hashes the estimate tokenizer's tokens (about 4 bytes each), not the
 // engine's; the emulation counts the trace's tokens, the same on average.
+//
+// Memory: one keyLRU per replica of at most the capacity's keys, about 55 bytes a key (a map
+// entry and a list node; 52 measured on a million keys).
 //
 // Not modelled: the index update is asynchronous in the source (it lands a moment after the
 // routing decision; here before the next request); the periodic removal of pods that left; a

@@ -35,6 +35,12 @@ var llmdPreciseInfo = PolicyInfo{
 // silent degradation the README warns of (lint rule LD-01). With "vllm" (the engine's render
 // endpoints) the tokens are the engine's and the keys match.
 //
+// This is SPEC §6's "the exact scorer silently degrades unless the vllm backend is configured"
+// and ROUTERS.md §2's tokenizer note, taken to its end: the degradation is total, the prefix
+// scorer gives 0 to every endpoint. ROUTERS.md §2 also says the EPP's blockSize "need not match
+// the engine" (the producer's README) while the June guide says it must; the emulation follows
+// the README, reading the engines' blocks at the producer's own block size.
+//
 // The index here is the fleet's (every block each replica holds now, updated as blocks are
 // stored and evicted, without the events' delay). Its blocks are the trace's; the match in the
 // EPP's blocks is the tokens held consecutively from token 0 divided by blockSizeTokens, rounded
