@@ -15,6 +15,7 @@ type job struct {
 	hit     int // blocks found in the cache when its prefill started
 	pinned  int // blocks 0..pinned-1 are pinned for it
 	ttft    float64
+	done    float64 // when it finished (set before loadObserver.finished)
 }
 
 // replica is one vLLM instance: its cache and its queues.
@@ -403,6 +404,7 @@ func (f *fleet) finish(j *job, t float64) {
 	}
 	r.running--
 	r.active -= len(j.req.Blocks)
+	j.done = t
 	if f.obs != nil {
 		f.obs.finished(j)
 	}

@@ -25,7 +25,10 @@ type PolicyInfo struct {
 	// their replays keep it up to date, which saves two index updates per block cached or
 	// evicted for the others.
 	readsIndex bool
-	newPolicy  func(c Config, blockSize int) policy
+	// check, when set, refuses a configuration the product itself refuses to start with (a
+	// *CannotRunError saying why): the simulation then returns it, never a figure.
+	check     func(c Config, t *Trace) error
+	newPolicy func(c Config, blockSize int) policy
 }
 
 // Policies lists every policy in the order results are shown: load-only policies first, then

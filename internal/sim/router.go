@@ -207,6 +207,11 @@ func Emulations() []PolicyInfo {
 		llmdPreciseInfo,
 		dynamoRoundRobinInfo,
 		dynamoKVInfo,
+		prodStackRoundRobinInfo,
+		prodStackSessionInfo,
+		prodStackPrefixAwareInfo,
+		prodStackKVAwareInfo,
+		prodStackLoadAwareInfo,
 	}
 }
 

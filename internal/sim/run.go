@@ -90,6 +90,11 @@ func simulateRun(t *Trace, c Config, policyName string, record bool, w *watch) (
 	if err := needsView(info, t); err != nil {
 		return Result{}, nil, err
 	}
+	if info.check != nil {
+		if err := info.check(c, t); err != nil {
+			return Result{}, nil, err
+		}
+	}
 	if t.BlockSize <= 0 {
 		return Result{}, nil, fmt.Errorf("trace %s: block size %d", t.Name, t.BlockSize)
 	}

@@ -1,0 +1,282 @@
+package sim
+
+import (
+	"hash/maphash"
+	"slices"
+	"strings"
+)
+
+// What the vLLM production-stack router emulations (prodstack-*.go) share. Sources:
+// vllm-project/production-stack src/vllm_router/routers/routing_logic.py (RoutingInterface,
+// its _qps_routing and the session hash ring; production-stack main after PR #1035, which added
+// loadaware), src/vllm_router/stats/request_stats.py (the QPS monitor),
+// src/vllm_router/parsers/parser.py (--request-stats-window 60); ROUTERS.md §3, SPEC §6.
+
+// prodStackWindow is --request-stats-window, the sliding window of the router's QPS figures, in
+// seconds (60).
+const prodStackWindow = 60
+
+// qpsWindow is the router's request statistics as _qps_routing reads them. The router counts a
+// request for an engine when it sends it there (on_new_request), whatever the routing logic.
+//
+// _qps_routing walks the engines in order: the first engine that never got a request is chosen
+// at once ("this engine does not have any requests"); otherwise the engine with the fewest
+// requests sent in the last window seconds (qps = count / window; a request sent at t counts
+// while t >= now - window), the first of equal ones. The engines' order is service discovery's;
+// here the replicas' order, an added replica last.
+type qpsWindow struct {
+	seen  []bool
+	times []floatQueue
+}
+
+// floatQueue is a FIFO of times that reuses its backing array.
+type floatQueue struct {
+	items []float64
+	head  int
+}
+
+func (q *floatQueue) len() int { return len(q.items) - q.head }
+
+// dropBefore removes the times before t.
+func (q *floatQueue) dropBefore(t float64) {
+	for q.head < len(q.items) && q.items[q.head] < t {
+		q.head++
+	}
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+}
+
+func (w *qpsWindow) grow(n int) {
+	for len(w.seen) < n {
+		w.seen = append(w.seen, false)
+		w.times = append(w.times, floatQueue{})
+	}
+}
+
+// pick is _qps_routing at time now.
+func (w *qpsWindow) pick(n int, now float64) int {
+	w.grow(n)
+	best, fewest := 0, -1
+	for i := range n {
+		if !w.seen[i] {
+			return i
+		}
+		q := &w.times[i]
+		q.dropBefore(now - prodStackWindow)
+		if fewest < 0 || q.len() < fewest {
+			best, fewest = i, q.len()
+		}
+	}
+	return best
+}
+
+// record counts a request sent to replica i at time now.
+func (w *qpsWindow) record(i int, now float64) {
+	w.grow(i + 1)
+	w.seen[i] = true
+	w.times[i].items = append(w.times[i].items, now)
+}
+
+// prodStackRingPoints is the number of points each engine has on the session router's hash
+// ring: uhashring's default of 40 vnodes of 4 points each.
+const prodStackRingPoints = 160
+
+// sessionRing is the session router's hash ring (uhashring.HashRing): an engine's points and a
+// session id's position come from a hash, and the id goes to the engine owning the first point
+// at or after it. Which engine a given id lands on depends on the engines' URLs, which a log
+// does not hold: here the points are a seeded hash of the replica's index, so the assignment is
+// as uniform and as stable as the real one (adding a replica moves only the ids that fall to its
+// points) without being the same assignment.
+type sessionRing struct {
+	seed   uint64
+	points []ringPoint
+	n      int
+}
+
+func (r *sessionRing) node(id string, n int) int {
+	if r.n != n {
+		r.points = r.points[:0]
+		for i := range n {
+			for v := range prodStackRingPoints {
+				r.points = append(r.points, ringPoint{h: mix64(r.seed ^ mix64(uint64(i)<<32|uint64(v)+0x5e5510)), rep: i})
+			}
+		}
+		slices.SortFunc(r.points, func(a, b ringPoint) int {
+			if a.h != b.h {
+				if a.h < b.h {
+					return -1
+				}
+				return 1
+			}
+			return a.rep - b.rep
+		})
+		r.n = n
+	}
+	h := mix64(fnvString(14695981039346656037, id) ^ mix64(r.seed))
+	k, _ := slices.BinarySearchFunc(r.points, h, func(p ringPoint, h uint64) int {
+		switch {
+		case p.h < h:
+			return -1
+		case p.h > h:
+			return 1
+		}
+		return 0
+	})
+	return r.points[k%len(r.points)].rep
+}
+
+// prodStackSession is extract_session_id: the header named by --session-key (HTTP header names
+// are case-insensitive; the log's names are lower case), and ok false without a key or without
+// the header. The body field of the same name, which the router also reads, is not kept by the
+// log reader.
+func prodStackSession(v *View, key string) (string, bool) {
+	if key == "" || v == nil {
+		return "", false
+	}
+	s, ok := v.Headers[strings.ToLower(key)]
+	return s, ok
+}
+
+// prodStackPrompt is the prompt production-stack's prefixaware router reads: a completion's
+// prompt, or a chat's message contents joined with "\n" (no chat template). It is written into
+// buf, which is returned for reuse.
+func prodStackPrompt(v *View, buf []byte) []byte {
+	buf = buf[:0]
+	if !v.Chat {
+		return append(buf, v.Text...)
+	}
+	from := int32(0)
+	for i, end := range v.Ends {
+		if i > 0 {
+			buf = append(buf, '\n')
+		}
+		buf = append(buf, v.Text[from:end]...)
+		from = end
+	}
+	return buf
+}
+
+// prodStackChunk is the HashTrie's chunk size in characters (chunk_size=128).
+const prodStackChunk = 128
+
+// chunkHashes appends the hashes of text's chunks of prodStackChunk characters (Unicode code
+// points, as Python slices a str; the last chunk may be shorter) to dst. The hash is of the
+// chunk alone, as HashTrie's xxh64 of request[i:i+128]; the trie's path makes it a prefix.
+func chunkHashes(dst []uint64, text []byte) []uint64 {
+	start, chars := 0, 0
+	for i := 0; i < len(text); i++ {
+		if text[i]&0xC0 == 0x80 { // a UTF-8 continuation byte: not a new character
+			continue
+		}
+		if chars == prodStackChunk {
+			dst = append(dst, maphash.Bytes(chunkSeed, text[start:i]))
+			start, chars = i, 0
+		}
+		chars++
+	}
+	if chars > 0 {
+		dst = append(dst, maphash.Bytes(chunkSeed, text[start:]))
+	}
+	return dst
+}
+
+// chunkSeed seeds the chunk hash: a run's routes do not depend on it (only equal chunks must
+// hash equally), short of a 64-bit collision.
+var chunkSeed = maphash.MakeSeed()
+
+// lmcacheChunk is LMCache's chunk size in tokens (chunk_size 256): its controller keys the KV
+// cache by chunks of the prompt's tokens, each key covering the prefix up to the chunk's end.
+const lmcacheChunk = 256
+
+// lmcacheIndex is the LMCache controller as the kvaware and loadaware routers ask it (LookupMsg:
+// KVController.lookup in lmcache/v1/cache_controller). For the prompt's tokens it walks the
+// whole chunks in order; each chunk is credited to the first instance that stored it
+// (kv_pool[key][0]) and the walk stops at the first chunk no instance holds. The answer,
+// layout_info, lists the credited instances in the order first credited, each with the end, in
+// tokens, of the last chunk credited to it.
+//
+// The engines' own prefix caches stand for what their LMCache workers hold (a worker stores a
+// chunk as its engine computes it; its CPU tier, usually larger than the GPU's, evicts later):
+// a replica holds a chunk when its cache holds every block of the prompt up to the chunk's end.
+// kvcheck keeps, per chunk, the replicas in the order it sent the chunk to them (a replica the
+// chunk was evicted from keeps its place and is skipped while it does not hold it). A chunk is
+// 256/block-size blocks (at least one block); the last, partial chunk is not looked up (it
+// matches only a prompt of the very same length).
+type lmcacheIndex struct {
+	holders map[int32][]int // a chunk's key (its last block's id) -> replicas it was sent to
+	layout  []lmcacheHit
+}
+
+// lmcacheHit is one entry of layout_info: an instance and the tokens credited to it.
+type lmcacheHit struct{ rep, end int }
+
+// chunking returns the blocks per LMCache chunk and the whole chunks of a prompt.
+func lmcacheChunking(r *Request, bs int) (per, chunks int) {
+	per = max(1, lmcacheChunk/bs)
+	return per, min(r.InputTokens/(per*bs), len(r.Blocks)/per)
+}
+
+// lookup answers the controller's lookup of the request's tokens. A chat request asks with the
+// tokens of request_json.get("prompt", ""), an empty string: no chunk, no answer.
+func (x *lmcacheIndex) lookup(f *fleet, j *job) []lmcacheHit {
+	x.layout = x.layout[:0]
+	if j.req.View == nil || j.req.View.Chat {
+		return x.layout
+	}
+	per, chunks := lmcacheChunking(j.req, f.blockSize)
+	if chunks == 0 {
+		return x.layout
+	}
+	ovl := f.overlaps(j)
+	for c := range chunks {
+		need := (c + 1) * per
+		first := -1
+		for _, r := range x.holders[j.ids[need-1]] {
+			if r < f.size() && ovl[r] >= need {
+				first = r
+				break
+			}
+		}
+		if first < 0 {
+			break
+		}
+		end := need * f.blockSize
+		found := false
+		for k := range x.layout {
+			if x.layout[k].rep == first {
+				x.layout[k].end, found = end, true
+			}
+		}
+		if !found {
+			x.layout = append(x.layout, lmcacheHit{first, end})
+		}
+	}
+	return x.layout
+}
+
+// sent records that the request's whole chunks go to replica rep, which will store them.
+func (x *lmcacheIndex) sent(f *fleet, j *job, rep int) {
+	if j.req.View == nil || j.req.View.Chat {
+		return // the engine stores the chat's chunks, but no chat lookup ever asks for them
+	}
+	if x.holders == nil {
+		x.holders = map[int32][]int{}
+	}
+	per, chunks := lmcacheChunking(j.req, f.blockSize)
+	for c := range chunks {
+		key := j.ids[(c+1)*per-1]
+		if l := x.holders[key]; !slices.Contains(l, rep) {
+			x.holders[key] = append(l, rep)
+		}
+	}
+}
+
+// prodStackFallback is the kvaware and loadaware routers' route without a usable answer from
+// LMCache: the --session-key header's id on the hash ring, else _qps_routing.
+func prodStackFallback(j *job, key string, ring *sessionRing, qps *qpsWindow, n int) int {
+	if id, ok := prodStackSession(j.req.View, key); ok {
+		return ring.node(id, n)
+	}
+	return qps.pick(n, j.arrival)
+}

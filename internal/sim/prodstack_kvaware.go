@@ -1,0 +1,54 @@
+package sim
+
+var prodStackKVAwareInfo = PolicyInfo{
+	Name:       "prodstack-kvaware",
+	About:      "vLLM production-stack router --routing-logic kvaware: the engine LMCache credits with the prompt's first chunk, when it holds all but --kv-aware-threshold tokens; chat requests look up an empty prompt and fall back to the session ring or QPS",
+	Product:    "vLLM production-stack",
+	Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py KvawareRouter (\"TODO: Handle chat completions\"), parsers/parser.py --kv-aware-threshold 2000; LMCache lmcache/v1/cache_controller KVController.lookup; ROUTERS.md §3, SPEC §6",
+	NeedsText:  true,
+	readsIndex: true,
+	newPolicy: func(c Config, _ int) policy {
+		s := c.routers().ProdStack
+		return &prodStackKVAwarePolicy{key: s.SessionKey, threshold: s.KVAwareThreshold, ring: sessionRing{seed: c.Seed}}
+	},
+}
+
+// prodStackKVAwarePolicy is KvawareRouter. For each request:
+//
+//  1. Tokens: the tokenizer's encoding of request_json.get("prompt", ""): a completion's prompt
+//     (the trace's tokens), and for a chat request, which has no prompt field, the empty string.
+//  2. LMCache lookup of those tokens (lmcacheIndex): layout_info, the instances credited with
+//     the prompt's chunks in order. A chat request's empty prompt has no chunk: never a match.
+//  3. If layout_info is empty, or its first instance's matched tokens are fewer than
+//     max(tokens - --kv-aware-threshold, 0) (KVAwareThreshold, 2000), the fallback
+//     (prodStackFallback): the --session-key header's id on the hash ring, else the engine with
+//     the lowest QPS over 60 s (an engine with no request yet first).
+//  4. Otherwise the first instance of layout_info, however loaded.
+//
+// So on chat traffic kvaware is session hashing (with a session key) or QPS balancing, never
+// KV-aware; on completions whose prompts exceed the threshold by more than their cached part, it
+// falls back too. The router counts every request it sends for the QPS figures.
+type prodStackKVAwarePolicy struct {
+	key       string
+	threshold int
+	ring      sessionRing
+	qps       qpsWindow
+	lm        lmcacheIndex
+}
+
+func (p *prodStackKVAwarePolicy) route(f *fleet, j *job) int {
+	layout := p.lm.lookup(f, j)
+	tokens := 0
+	if !j.req.View.Chat {
+		tokens = j.req.InputTokens
+	}
+	var rep int
+	if len(layout) == 0 || layout[0].end < max(tokens-p.threshold, 0) {
+		rep = prodStackFallback(j, p.key, &p.ring, &p.qps, f.size())
+	} else {
+		rep = layout[0].rep
+	}
+	p.qps.record(rep, j.arrival)
+	p.lm.sent(f, j, rep)
+	return rep
+}

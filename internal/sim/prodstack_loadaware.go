@@ -1,0 +1,70 @@
+package sim
+
+var prodStackLoadAwareInfo = PolicyInfo{
+	Name:       "prodstack-loadaware",
+	About:      "vLLM production-stack router --routing-logic loadaware: LMCache's matched fraction - beta x load relative to the fleet mean (beta 1.0); chat requests look up an empty prompt and fall back to the session ring or QPS",
+	Product:    "vLLM production-stack",
+	Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py LoadAwareRouter (PR #1035; --loadaware-beta 1.0, env LOADAWARE_BETA), docs use_cases/loadaware-routing.rst; LMCache KVController.lookup; ROUTERS.md §3, SPEC §6",
+	NeedsText:  true,
+	readsIndex: true,
+	newPolicy: func(c Config, _ int) policy {
+		s := c.routers().ProdStack
+		return &prodStackLoadAwarePolicy{key: s.SessionKey, beta: s.LoadBeta, ring: sessionRing{seed: c.Seed}}
+	},
+}
+
+// prodStackLoadAwarePolicy is LoadAwareRouter, a KvawareRouter that scores every engine. For each
+// request:
+//
+//  1. Tokens and the LMCache lookup as kvaware (prodStackKVAwarePolicy): a chat request looks up
+//     the empty string and gets no answer.
+//  2. No instance in layout_info: the kvaware fallback (session ring, else lowest QPS).
+//  3. Otherwise, for every engine i in order: load_i = its requests in flight (prefilling plus
+//     decoding, from the router's request stats), mean = their mean, relative_i =
+//     (load_i - mean) / max(1, mean), benefit_i = min(matched_i, tokens) / max(tokens, 1) with
+//     matched_i the tokens layout_info credits to i (0 when absent), score_i = benefit_i -
+//     beta * relative_i (LoadBeta, 1.0). The engine with the highest score, the first of equal
+//     ones (URL order upstream; the replicas' order here). --kv-aware-threshold is not applied.
+//
+// An engine LMCache does not credit (it holds the chunks, but another instance stored them
+// first) scores no benefit.
+type prodStackLoadAwarePolicy struct {
+	key  string
+	beta float64
+	ring sessionRing
+	qps  qpsWindow
+	lm   lmcacheIndex
+}
+
+func (p *prodStackLoadAwarePolicy) route(f *fleet, j *job) int {
+	layout := p.lm.lookup(f, j)
+	n := f.size()
+	var rep int
+	if len(layout) == 0 {
+		rep = prodStackFallback(j, p.key, &p.ring, &p.qps, n)
+	} else {
+		tokens := j.req.InputTokens
+		mean := 0.0
+		for i := range n {
+			mean += float64(f.inflight(i))
+		}
+		mean /= float64(n)
+		best := -1.0
+		for i := range n {
+			matched := 0
+			for _, h := range layout {
+				if h.rep == i {
+					matched = h.end
+				}
+			}
+			benefit := float64(min(matched, tokens)) / float64(max(tokens, 1))
+			score := benefit - p.beta*(float64(f.inflight(i))-mean)/max(1, mean)
+			if i == 0 || score > best {
+				rep, best = i, score
+			}
+		}
+	}
+	p.qps.record(rep, j.arrival)
+	p.lm.sent(f, j, rep)
+	return rep
+}

@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"math/bits"
+	"math/rand/v2"
+)
+
+var prodStackPrefixAwareInfo = PolicyInfo{
+	Name:      "prodstack-prefixaware",
+	About:     "vLLM production-stack router --routing-logic prefixaware: longest match of 128-character chunks of the raw text in a trie that never evicts, random among the engines holding it, no load term",
+	Product:   "vLLM production-stack",
+	Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py PrefixAwareRouter (main after PR #1035, with prefix_min_match_length), src/vllm_router/prefix/hashtrie.py HashTrie(chunk_size=128); parsers/parser.py --prefix-min-match-length 0; ROUTERS.md §3, SPEC §6",
+	NeedsText: true,
+	newPolicy: func(c Config, _ int) policy {
+		return &prodStackPrefixPolicy{
+			minMatch: c.routers().ProdStack.PrefixMinMatch,
+			rng:      rand.New(rand.NewPCG(c.Seed, 0x707265666978)),
+			trie:     newChunkTrie(maxFleet(c)),
+		}
+	},
+}
+
+// prodStackPrefixPolicy is PrefixAwareRouter. For each request:
+//
+//  1. The prompt: a completion's prompt, or a chat's message contents joined with "\n" without
+//     the chat template (prodStackPrompt; the log reader's content text stands for the router's:
+//     text parts joined, other parts as short placeholders, tool calls appended).
+//  2. The prompt is cut into chunks of 128 characters (the last may be shorter) and each chunk
+//     hashed on its own (chunkHashes). A trie keyed by those hashes holds, at every node, the
+//     engines a prompt with that prefix of chunks was sent to.
+//  3. Longest match: starting with every engine, walk the trie chunk by chunk; at each chunk, if
+//     the child exists and holds one of the engines still selected, keep only those and count
+//     128 characters; stop at the first chunk that fails. With no chunk matched every engine is
+//     selected.
+//  4. If the matched length is below --prefix-min-match-length (ProdStackSettings.PrefixMinMatch,
+//     0 by default, so never), the engine is _qps_routing's (qpsWindow); otherwise one of the
+//     selected engines chosen at random (random.choice: uniform; here the k-th selected in the
+//     replicas' order, k drawn from a PCG seeded with Config.Seed).
+//  5. The whole prompt is inserted for the chosen engine, whichever way it was chosen.
+//
+// The trie never evicts ("we assume that there is no eviction of prefix cache"): an engine that
+// evicted a prefix long ago still draws every request that shares it, and nothing weighs load,
+// so a popular prefix makes a hot spot. One differing character in the first 128 makes chunk 0
+// differ and the match 0. Memory is the trie: one node per distinct chunk path (about 40 bytes
+// and one bit per replica each), bounded by the log's text.
+type prodStackPrefixPolicy struct {
+	minMatch int
+	rng      *rand.Rand
+	trie     *chunkTrie
+	qps      qpsWindow
+	buf      []byte
+	hashes   []uint64
+	sel      []uint64
+}
+
+func (p *prodStackPrefixPolicy) route(f *fleet, j *job) int {
+	p.buf = prodStackPrompt(j.req.View, p.buf)
+	p.hashes = chunkHashes(p.hashes[:0], p.buf)
+	n := f.size()
+	matched := p.trie.match(p.hashes, n, &p.sel)
+	var rep int
+	if matched < p.minMatch {
+		rep = p.qps.pick(n, j.arrival)
+	} else {
+		k := p.rng.IntN(countBits(p.sel))
+		rep = nthBit(p.sel, k)
+	}
+	p.qps.record(rep, j.arrival)
+	p.trie.insert(p.hashes, rep)
+	return rep
+}
+
+// chunkTrie is HashTrie: nodes numbered from 0 (the root), children found by (parent, chunk
+// hash), each node's engines as a bit set of words words.
+type chunkTrie struct {
+	words    int
+	children map[trieEdge]int32
+	eps      []uint64 // node i's engines: eps[i*words:(i+1)*words]
+}
+
+type trieEdge struct {
+	parent int32
+	h      uint64
+}
+
+func newChunkTrie(replicas int) *chunkTrie {
+	w := (replicas + 63) / 64
+	return &chunkTrie{words: w, children: map[trieEdge]int32{}, eps: make([]uint64, w)}
+}
+
+// match is longest_prefix_match over the first n engines: the characters matched (128 per
+// chunk) and, in sel, the engines selected.
+func (t *chunkTrie) match(hashes []uint64, n int, sel *[]uint64) int {
+	s := (*sel)[:0]
+	for w := range t.words {
+		switch m := n - 64*w; {
+		case m >= 64:
+			s = append(s, ^uint64(0))
+		case m > 0:
+			s = append(s, uint64(1)<<m-1)
+		default:
+			s = append(s, 0)
+		}
+	}
+	*sel = s
+	node, length := int32(0), 0
+	for _, h := range hashes {
+		child, ok := t.children[trieEdge{node, h}]
+		if !ok {
+			break
+		}
+		eps := t.eps[int(child)*t.words : int(child+1)*t.words]
+		held := false
+		for w := range s {
+			held = held || eps[w]&s[w] != 0
+		}
+		if !held {
+			break
+		}
+		for w := range s {
+			s[w] &= eps[w]
+		}
+		node = child
+		length += prodStackChunk
+	}
+	return length
+}
+
+// insert adds engine rep to the root and every node on the prompt's path, creating nodes.
+func (t *chunkTrie) insert(hashes []uint64, rep int) {
+	w, bit := rep/64, uint64(1)<<(rep%64)
+	t.eps[w] |= bit
+	node := int32(0)
+	for _, h := range hashes {
+		e := trieEdge{node, h}
+		child, ok := t.children[e]
+		if !ok {
+			child = int32(len(t.eps) / t.words)
+			t.children[e] = child
+			t.eps = append(t.eps, make([]uint64, t.words)...)
+		}
+		t.eps[int(child)*t.words+w] |= bit
+		node = child
+	}
+}
+
+func countBits(s []uint64) int {
+	n := 0
+	for _, w := range s {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// nthBit is the index of the k-th (from 0) set bit of s.
+func nthBit(s []uint64, k int) int {
+	for w, x := range s {
+		c := bits.OnesCount64(x)
+		if k >= c {
+			k -= c
+			continue
+		}
+		for ; k > 0; k-- {
+			x &= x - 1
+		}
+		return 64*w + bits.TrailingZeros64(x)
+	}
+	return -1
+}

@@ -1,0 +1,49 @@
+package sim
+
+var prodStackSessionInfo = PolicyInfo{
+	Name:      "prodstack-session",
+	About:     "vLLM production-stack router --routing-logic session: the --session-key header on a hash ring; without it the engine with the lowest QPS",
+	Product:   "vLLM production-stack",
+	Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py SessionRouter, RoutingInterface._qps_routing, extract_session_id; stats/request_stats.py; parsers/parser.py (--session-key, --request-stats-window 60); ROUTERS.md §3, SPEC §6",
+	NeedsText: true,
+	check: func(c Config, t *Trace) error {
+		if c.routers().ProdStack.SessionKey == "" {
+			return &CannotRunError{Policy: "prodstack-session", Trace: t.Name, Reason: `production-stack's session router refuses to start without a session key: SessionRouter raises ValueError("SessionRouter must be initialized with a session_key") when --session-key (Helm routerSpec.sessionKey) is not set; give the header your clients send`}
+		}
+		return nil
+	},
+	newPolicy: func(c Config, _ int) policy {
+		return &prodStackSessionPolicy{key: c.routers().ProdStack.SessionKey, ring: sessionRing{seed: c.Seed}}
+	},
+}
+
+// prodStackSessionPolicy is SessionRouter. For each request:
+//
+//  1. The session id is the request's header named by --session-key (ProdStackSettings.SessionKey,
+//     case-insensitive); the router would also read a body field of that name, which the log
+//     reader does not keep.
+//  2. With an id: the engine that owns the id on the hash ring (sessionRing: 160 points per
+//     engine, as uhashring places 40 vnodes of 4 points), so one session always lands on one
+//     engine while the fleet is unchanged, however loaded that engine is.
+//  3. Without one: _qps_routing (qpsWindow): the first engine that has had no request yet, else
+//     the one with the fewest requests sent in the last 60 s (--request-stats-window), the first
+//     of equal ones.
+//
+// The router counts every request it sends for the QPS figures. Without a session key the
+// router does not start (check returns the error, no figure).
+type prodStackSessionPolicy struct {
+	key  string
+	ring sessionRing
+	qps  qpsWindow
+}
+
+func (p *prodStackSessionPolicy) route(f *fleet, j *job) int {
+	var rep int
+	if id, ok := prodStackSession(j.req.View, p.key); ok {
+		rep = p.ring.node(id, f.size())
+	} else {
+		rep = p.qps.pick(f.size(), j.arrival)
+	}
+	p.qps.record(rep, j.arrival)
+	return rep
+}

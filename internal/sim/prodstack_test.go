@@ -1,0 +1,290 @@
+package sim
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Text traces: each request carries a View (what a router reading the body sees) beside the
+// block keys the replicas' caches work on. The two are set by hand to agree: requests whose text
+// shares a prefix share the blocks of that prefix.
+
+// textReq is a completion whose prompt is text, of len(blocks) full blocks of bs tokens.
+func textReq(at float64, out int, text string, bs int, blocks ...uint64) Request {
+	return Request{Arrival: at, Blocks: blocks, InputTokens: len(blocks) * bs, OutputTokens: out, N: 1, View: &View{Text: text}}
+}
+
+// chatReq is a chat request of len(blocks) full blocks of bs tokens; its messages' text is
+// irrelevant to the routers tested with it.
+func chatReq(at float64, out int, headers map[string]string, bs int, blocks ...uint64) Request {
+	return Request{Arrival: at, Blocks: blocks, InputTokens: len(blocks) * bs, OutputTokens: out, N: 1,
+		View: &View{Chat: true, Text: "system prompt", Ends: []int32{6, 13}, Headers: headers}}
+}
+
+func textTrace(bs int, rs ...Request) *Trace {
+	return &Trace{Name: "text", Format: "requests", BlockSize: bs, PrefixInfo: true, Requests: rs}
+}
+
+// withProdStack returns c with production-stack settings changed by fn.
+func withProdStack(c Config, fn func(*ProdStackSettings)) Config {
+	r := DefaultRouterSettings()
+	fn(&r.ProdStack)
+	c.Routers = &r
+	return c
+}
+
+func TestProdStackRoundRobin(t *testing.T) {
+	// req_id modulo the engines: 0, 1, 0, then a third replica joins at 2.5 s and the counter
+	// goes on: 3 mod 3 = 0, 4 mod 3 = 1. r2 hits block 1 on replica 0 (after r0's 0.12 s
+	// prefill; hit limit (12-1)/4 = 2 blocks, [1] shared).
+	tr := tinyTrace(req(0, "", 0, 1, 2, 3), req(1, "", 0, 1, 4, 5), req(2, "", 0, 1, 6, 7), req(3, "", 0, 1, 8, 9), req(4, "", 0, 1, 8, 9))
+	for i := range tr.Requests {
+		tr.Requests[i].View = &View{}
+	}
+	c := tinyConfig(2)
+	c.AddReplicaAt = 2.5
+	got := runTiny(t, tr, c, "prodstack-roundrobin")
+	want := outcome{Routes: []int{0, 1, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("routes/hits (-want +got):\n%s", d)
+	}
+}
+
+func TestProdStackSession(t *testing.T) {
+	h := func(id string) map[string]string { return map[string]string{"x-session-id": id} }
+	t.Run("no session key: the router refuses to start", func(t *testing.T) {
+		tr := textTrace(tinyBlock, chatReq(0, 0, h("a"), tinyBlock, 1))
+		_, err := Simulate(tr, tinyConfig(2), "prodstack-session")
+		var cr *CannotRunError
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), "--session-key") || !strings.Contains(err.Error(), "ValueError") {
+			t.Fatalf("Simulate = %v; want a CannotRunError naming --session-key and the ValueError", err)
+		}
+	})
+	c := withProdStack(tinyConfig(3), func(s *ProdStackSettings) { s.SessionKey = "X-Session-Id" })
+	t.Run("without the header: QPS over 60 s", func(t *testing.T) {
+		// r0, r1, r2 go to the engines that have had no request yet, in order: 0, 1, 2. r3 (3 s):
+		// one request each in the window, the first: 0. r4 at 70 s: the window [10, 70] is
+		// empty everywhere: 0. r5 at 71 s: replica 0 has r4, the others none: 1. r6 at 72 s:
+		// (1, 1, 0): 2. A header under another name is no session.
+		tr := textTrace(tinyBlock,
+			chatReq(0, 0, nil, tinyBlock, 1), chatReq(1, 0, nil, tinyBlock, 2), chatReq(2, 0, nil, tinyBlock, 3),
+			chatReq(3, 0, nil, tinyBlock, 4), chatReq(70, 0, nil, tinyBlock, 5), chatReq(71, 0, nil, tinyBlock, 6),
+			chatReq(72, 0, map[string]string{"x-user": "u"}, tinyBlock, 7))
+		got := runTiny(t, tr, c, "prodstack-session")
+		if d := cmp.Diff([]int{0, 1, 2, 0, 0, 1, 2}, got.Routes); d != "" {
+			t.Errorf("routes (-want +got):\n%s", d)
+		}
+	})
+	t.Run("with the header: one engine per session, whatever its load", func(t *testing.T) {
+		// Ten requests of session "a", each in flight for 100 s: a load-aware router would
+		// spread them; the ring keeps them on one engine, and they hit the shared block 1.
+		var rs []Request
+		for i := range 10 {
+			rs = append(rs, chatReq(float64(i), 100, h("a"), tinyBlock, 1, uint64(10+i), uint64(20+i)))
+		}
+		got := runTiny(t, textTrace(tinyBlock, rs...), c, "prodstack-session")
+		for i, r := range got.Routes {
+			if r != got.Routes[0] {
+				t.Fatalf("request %d of session a went to %d, the first to %d", i, r, got.Routes[0])
+			}
+			if i > 0 && got.Hits[i] != 1 {
+				t.Errorf("request %d hit %d blocks, want the shared block 1", i, got.Hits[i])
+			}
+		}
+		// Twenty sessions spread over the three engines.
+		rs = rs[:0]
+		for i := range 20 {
+			rs = append(rs, chatReq(float64(i), 0, h(string(rune('a'+i))+"-session"), tinyBlock, uint64(i+1)))
+		}
+		got = runTiny(t, textTrace(tinyBlock, rs...), c, "prodstack-session")
+		used := map[int]bool{}
+		for _, r := range got.Routes {
+			used[r] = true
+		}
+		if len(used) < 2 {
+			t.Errorf("twenty sessions all on engine(s) %v", used)
+		}
+	})
+}
+
+func TestProdStackPrefixAware(t *testing.T) {
+	p256 := strings.Repeat("You are a helpful assistant. ", 9)[:256]
+	differ := func(s string, at int) string { return s[:at] + "#" + s[at+1:] }
+	t.Run("one differing character in the first 128 breaks the match", func(t *testing.T) {
+		// --prefix-min-match-length 128, so a request matching nothing goes by QPS and the
+		// routes are decided. r0: no match -> QPS: engine 0. r1, the same text: matches its
+		// chunks on engine 0 -> 0, hits [1 2] (limit (12-1)/4 = 2). r2: character 5 differs, so
+		// chunk 0 differs: match 0 < 128 -> QPS: engine 1 (no request yet), no hit. r3:
+		// character 200 differs: chunk 0 (128 characters) matches on engine 0 -> 0; it shares
+		// block 1 only (its text diverges inside the prefix of that block's successor).
+		tr := textTrace(tinyBlock,
+			textReq(0, 0, p256+"a", tinyBlock, 1, 2, 3),
+			textReq(10, 0, p256+"a", tinyBlock, 1, 2, 3),
+			textReq(20, 0, differ(p256, 5)+"a", tinyBlock, 9, 10, 11),
+			textReq(30, 0, differ(p256, 200)+"a", tinyBlock, 1, 12, 13),
+		)
+		c := withProdStack(tinyConfig(4), func(s *ProdStackSettings) { s.PrefixMinMatch = 128 })
+		got := runTiny(t, tr, c, "prodstack-prefixaware")
+		want := outcome{Routes: []int{0, 0, 1, 0}, Hits: []int{0, 2, 0, 1}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("routes/hits (-want +got):\n%s", d)
+		}
+	})
+	t.Run("no load term, no eviction: a shared prefix is a hot spot", func(t *testing.T) {
+		// Six requests share their first 256 characters, each in flight for 100 s, on 3
+		// engines with caches of 2 blocks (every request evicts the one before): the first
+		// goes to a random engine, and the trie sends all the others to it.
+		var rs []Request
+		for i := range 6 {
+			rs = append(rs, textReq(float64(i), 100, p256+strings.Repeat(string(rune('a'+i)), 10), tinyBlock, uint64(100+i)))
+		}
+		c := tinyConfig(3)
+		c.KVBlocks = 2
+		got := runTiny(t, textTrace(tinyBlock, rs...), c, "prodstack-prefixaware")
+		for i, r := range got.Routes {
+			if r != got.Routes[0] {
+				t.Fatalf("routes %v: request %d left the engine holding the prefix", got.Routes, i)
+			}
+		}
+	})
+	t.Run("no match: uniform among the engines", func(t *testing.T) {
+		var rs []Request
+		for i := range 400 {
+			rs = append(rs, textReq(float64(i), 0, strings.Repeat(string(rune('A'+i%50)), 3)+string(rune(1000+i)), tinyBlock, uint64(i+1)))
+		}
+		got := runTiny(t, textTrace(tinyBlock, rs...), tinyConfig(4), "prodstack-prefixaware")
+		n := make([]int, 4)
+		for _, r := range got.Routes {
+			n[r]++
+		}
+		for i, k := range n {
+			// 100 expected each; 60 is more than 4 standard deviations (8.7) below.
+			if k < 60 {
+				t.Errorf("engine %d got %d of 400 unmatched requests: %v", i, k, n)
+			}
+		}
+	})
+}
+
+func TestProdStackPrompt(t *testing.T) {
+	// Chat contents joined with "\n", no template.
+	v := &View{Chat: true, Text: "abcd", Ends: []int32{1, 1, 4}}
+	if got := string(prodStackPrompt(v, nil)); got != "a\n\nbcd" {
+		t.Errorf("chat prompt %q, want %q", got, "a\n\nbcd")
+	}
+	// 128 characters are one chunk whatever their bytes: 128 two-byte "é" and 128 ASCII
+	// letters each make one chunk, one more character a second one.
+	for _, s := range []string{strings.Repeat("é", 128), strings.Repeat("a", 128)} {
+		if n := len(chunkHashes(nil, []byte(s))); n != 1 {
+			t.Errorf("%d bytes of 128 characters: %d chunks, want 1", len(s), n)
+		}
+		if n := len(chunkHashes(nil, []byte(s+"x"))); n != 2 {
+			t.Errorf("129 characters: %d chunks, want 2", n)
+		}
+	}
+	// A partial last chunk is a chunk of its own: "ab" and "abc" share no chunk.
+	a, b := chunkHashes(nil, []byte("ab")), chunkHashes(nil, []byte("abc"))
+	if a[0] == b[0] {
+		t.Error("a partial chunk hashes like a longer one")
+	}
+}
+
+// lmTrace: blocks of 256 tokens, one LMCache chunk each.
+const lmBlock = 256
+
+func TestProdStackKVAware(t *testing.T) {
+	t.Run("chat traffic gets no match", func(t *testing.T) {
+		// Three chat requests with the same three blocks, 10 s apart (done before the next):
+		// each asks LMCache for the empty prompt, so each goes by QPS: engine 0, engine 1 (no
+		// request yet), then (1, 1) in the window: engine 0. r1 misses on engine 1 although
+		// engine 0 holds its whole prefix; r2 hits 2 blocks there (limit (768-1)/256 = 2).
+		tr := textTrace(lmBlock, chatReq(0, 0, nil, lmBlock, 1, 2, 3), chatReq(10, 0, nil, lmBlock, 1, 2, 3), chatReq(20, 0, nil, lmBlock, 1, 2, 3))
+		got := runTiny(t, tr, tinyConfig(2), "prodstack-kvaware")
+		want := outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("routes/hits (-want +got):\n%s", d)
+		}
+	})
+	// Completions: r0 [1 2 3] has no match: QPS, engine 0. r1 [1 2 4] at 10 s: LMCache credits
+	// engine 0 with chunks [1] and [1 2] (512 tokens; [1 2 4] is nowhere). r2, a chat request
+	// with the same blocks as r1, asks for the empty prompt: QPS, engine 1 (no request yet).
+	tr := textTrace(lmBlock,
+		textReq(0, 0, "p", lmBlock, 1, 2, 3),
+		textReq(10, 0, "p", lmBlock, 1, 2, 4),
+		chatReq(20, 0, nil, lmBlock, 1, 2, 4),
+	)
+	cases := []struct {
+		name      string
+		threshold int
+		want      outcome
+	}{
+		// 512 >= max(768 - 2000, 0): engine 0, hitting 2 blocks.
+		{"threshold 2000", 2000, outcome{Routes: []int{0, 0, 1}, Hits: []int{0, 2, 0}}},
+		// 512 >= 768 - 256 = 512: still engine 0.
+		{"threshold 256", 256, outcome{Routes: []int{0, 0, 1}, Hits: []int{0, 2, 0}}},
+		// 512 < 768 - 0: the fallback, QPS: engine 1 (no request yet), a miss; r2 then goes to
+		// the engine with the fewest requests in the window, (1, 1): engine 0, hitting 2.
+		{"threshold 0", 0, outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := withProdStack(tinyConfig(2), func(s *ProdStackSettings) { s.KVAwareThreshold = tc.threshold })
+			got := runTiny(t, tr, c, "prodstack-kvaware")
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("routes/hits (-want +got):\n%s", d)
+			}
+		})
+	}
+	t.Run("chat with a session key: the ring", func(t *testing.T) {
+		h := map[string]string{"x-session-id": "conv-1"}
+		var rs []Request
+		for i := range 5 {
+			rs = append(rs, chatReq(float64(10*i), 0, h, lmBlock, 1, 2, uint64(10+i)))
+		}
+		c := withProdStack(tinyConfig(3), func(s *ProdStackSettings) { s.SessionKey = "x-session-id" })
+		got := runTiny(t, textTrace(lmBlock, rs...), c, "prodstack-kvaware")
+		for i, r := range got.Routes {
+			if r != got.Routes[0] {
+				t.Fatalf("routes %v: request %d left the session's engine", got.Routes, i)
+			}
+		}
+	})
+}
+
+func TestProdStackLoadAware(t *testing.T) {
+	// r0 [1 2 3] stays in flight 100 s on engine 0 (no match: QPS). r1 [1 2 4] at 10 s:
+	// LMCache credits engine 0 with 512 of 768 tokens. Loads (1, 0), mean 0.5, clamped to 1:
+	// relative (+0.5, -0.5).
+	tr := textTrace(lmBlock, textReq(0, 100, "p", lmBlock, 1, 2, 3), textReq(10, 100, "p", lmBlock, 1, 2, 4))
+	cases := []struct {
+		name string
+		beta float64
+		want outcome
+	}{
+		// beta 1: engine 0 = 0.667 - 0.5 = 0.167, engine 1 = 0 + 0.5 = 0.5: engine 1, a miss.
+		{"beta 1 leaves the busy engine", 1, outcome{Routes: []int{0, 1}, Hits: []int{0, 0}}},
+		// beta 0.1: engine 0 = 0.667 - 0.05 = 0.617, engine 1 = 0.05: engine 0, hitting 2.
+		{"beta 0.1 follows the cache", 0.1, outcome{Routes: []int{0, 0}, Hits: []int{0, 2}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := withProdStack(tinyConfig(2), func(s *ProdStackSettings) { s.LoadBeta = tc.beta })
+			got := runTiny(t, tr, c, "prodstack-loadaware")
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("routes/hits (-want +got):\n%s", d)
+			}
+		})
+	}
+	t.Run("chat traffic gets no match", func(t *testing.T) {
+		// As kvaware: every chat request goes by QPS (0, 1, 0 for three requests 10 s apart).
+		tr := textTrace(lmBlock, chatReq(0, 0, nil, lmBlock, 1, 2, 3), chatReq(10, 0, nil, lmBlock, 1, 2, 3), chatReq(20, 0, nil, lmBlock, 1, 2, 3))
+		got := runTiny(t, tr, tinyConfig(2), "prodstack-loadaware")
+		want := outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("routes/hits (-want +got):\n%s", d)
+		}
+	})
+}
