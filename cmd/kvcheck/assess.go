@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess"
+	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
@@ -80,7 +81,11 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 				src.HashSeed = &o.hashSeed
 			}
 			if o.demo {
-				return runAssessDemo(cmd.Context(), s, g)
+				var intro *report.Text
+				if g.format != report.FormatJSON {
+					intro = g.text(s.Out)
+				}
+				return demo.Assess(cmd.Context(), report.NewStatus(s.ErrOut), intro)
 			}
 			if err := assess.Check(*src, *opts, cmd.Flags().Changed("replicas")); err != nil {
 				return report.Result{}, err

@@ -299,27 +299,6 @@ func TestAssessPrometheus(t *testing.T) {
 	}
 }
 
-// TestDemoAssess runs the function kvcheck demo calls against four emulated replicas.
-func TestDemoAssess(t *testing.T) {
-	targets := startFleet(t, fleet.Options{Replicas: fleet.Uniform(4, fleet.Config{WarmupSteps: 500}), Tick: 5 * time.Millisecond, StepsPerTick: 5}).Targets()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	g := &globalOptions{Output: "text", format: report.FormatText, environ: []string{"NO_COLOR=1"}}
-	res, err := demoAssess(ctx, streams{Out: &out, ErrOut: &errOut}, g, targets)
-	if err == nil {
-		err = g.write(&out, res, nil)
-	}
-	if err != nil {
-		t.Fatalf("demoAssess: %v\n%s", err, errOut.String())
-	}
-	for _, want := range []string{"Demo: kvcheck assess against 4 emulated vLLM replicas", "Recommendation: a KV-aware router", "Evidence", "Next steps"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out.String())
-		}
-	}
-}
-
 // TestAssessTokenize audits the request log with exact tokens from an emulated replica's
 // /tokenize; that replica runs without prefix caching, which the server's /metrics says.
 func TestAssessTokenize(t *testing.T) {

@@ -8,31 +8,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 type tapOptions struct {
-	Listen       []string
-	DPRanks      int
-	Topic        string
-	Duration     time.Duration
-	Replay       []string
-	Record       string
-	From         []string
-	HashSeed     string
-	MaxBlocks    int
-	TokensPerSec float64
-	QueueSize    int
-	MaxMessage   uint64
-	FailOn       failOn
-	hashSeedSet  bool
-	demo         bool
+	run      events.TapRun
+	hashSeed string
+	FailOn   failOn
+	demo     bool
 }
 
 func newTapCmd(s streams, g *globalOptions) *cobra.Command {
 	o := &tapOptions{}
+	r := &o.run
 	cmd := &cobra.Command{
 		Use:   "tap [ENDPOINT...]",
 		Short: "Measure the KV-event stream: bandwidth, silent loss, replay, duplicated work, hash parity",
@@ -50,76 +40,58 @@ publishers that dial a collector, use --listen. Ctrl-C stops early and still pri
   kvcheck tap tcp://10.0.0.5:5557 --dp-ranks 2 --replay tcp://10.0.0.5:5560 --record capture.kvtap
   kvcheck tap --from capture-a.kvtap --from capture-b.kvtap -o json`,
 		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
-			o.hashSeedSet = cmd.Flags().Changed("hash-seed")
+			r.Endpoints.Dial = args
+			if cmd.Flags().Changed("hash-seed") {
+				r.Options.HashSeed = &o.hashSeed
+			}
 			if o.demo {
 				if !cmd.Flags().Changed("duration") {
-					o.Duration = 3 * time.Second
+					r.Duration = 3 * time.Second
 				}
-				return runDemoTap(cmd.Context(), g.status, o)
+				p, err := demo.StartPublishers(cmd.Context())
+				if err != nil {
+					return report.Result{}, err
+				}
+				// Loopback publishers that fail to close do not change what the tap saw.
+				defer func() { _ = p.Close() }()
+				return runTap(cmd.Context(), g.status, p.Tap(*r))
 			}
-			return runTap(cmd.Context(), g.status, o, args)
+			return runTap(cmd.Context(), g.status, *r)
 		}),
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.Listen, "listen", nil, "bind this endpoint and receive from publishers that dial it (repeatable)")
-	f.IntVar(&o.DPRanks, "dp-ranks", 1, "data-parallel ranks per endpoint: rank r publishes on port+r")
-	f.StringVar(&o.Topic, "topic", "", "subscribe to topics with this prefix only")
-	f.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to tap")
-	f.StringSliceVar(&o.Replay, "replay", nil, "replay (ROUTER) endpoint of each publisher, in the order of the endpoints, to recover lost batches")
-	f.StringVar(&o.Record, "record", "", "write everything received to this file (readable with --from)")
-	f.StringSliceVar(&o.From, "from", nil, "analyse recordings instead of tapping (repeatable; merged by receive time)")
-	f.StringVar(&o.HashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check that hashes are reproducible with sha256_cbor")
-	f.IntVar(&o.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 140 bytes each); the least recently stored are forgotten first")
-	f.Float64Var(&o.TokensPerSec, "tokens-per-sec", 0, "extrapolate the event bandwidth to this many stored tokens per second")
-	f.Uint64Var(&o.MaxMessage, "max-message", events.DefaultMaxMessage, "largest message accepted (all its ZMTP frames), in bytes: a peer announcing a larger one is disconnected before it is allocated, and reported")
-	f.IntVar(&o.QueueSize, "queue-size", 65536, "messages buffered between the sockets and the decoder before the tap drops (and counts) its own")
+	f.StringSliceVar(&r.Endpoints.Listen, "listen", nil, "bind this endpoint and receive from publishers that dial it (repeatable)")
+	f.IntVar(&r.Endpoints.Ranks, "dp-ranks", 1, "data-parallel ranks per endpoint: rank r publishes on port+r")
+	f.StringVar(&r.Topic, "topic", "", "subscribe to topics with this prefix only")
+	f.DurationVar(&r.Duration, "duration", 60*time.Second, "how long to tap")
+	f.StringSliceVar(&r.Endpoints.Replay, "replay", nil, "replay (ROUTER) endpoint of each publisher, in the order of the endpoints, to recover lost batches")
+	f.StringVar(&r.Record, "record", "", "write everything received to this file (readable with --from)")
+	f.StringSliceVar(&r.From, "from", nil, "analyse recordings instead of tapping (repeatable; merged by receive time)")
+	f.StringVar(&o.hashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check that hashes are reproducible with sha256_cbor")
+	f.IntVar(&r.Options.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 140 bytes each); the least recently stored are forgotten first")
+	f.Float64Var(&r.Options.TokensPerSec, "tokens-per-sec", 0, "extrapolate the event bandwidth to this many stored tokens per second")
+	f.Uint64Var(&r.MaxMessage, "max-message", events.DefaultMaxMessage, "largest message accepted (all its ZMTP frames), in bytes: a peer announcing a larger one is disconnected before it is allocated, and reported")
+	f.IntVar(&r.QueueSize, "queue-size", 65536, "messages buffered between the sockets and the decoder before the tap drops (and counts) its own")
 	f.StringVar((*string)(&o.FailOn), "fail-on", "", "exit 3 when a finding reaches this severity: info, warning or error")
 	f.BoolVar(&o.demo, "demo", false, "tap three emulated replicas on loopback (what kvcheck demo shows)")
 	_ = f.MarkHidden("demo")
 	return cmd
 }
 
-func runTap(ctx context.Context, st *report.Status, o *tapOptions, args []string) (report.Result, error) {
-	live := len(args) > 0 || len(o.Listen) > 0
-	switch {
-	case len(o.From) > 0 && live:
-		return report.Result{}, usage.Errorf("give endpoints or --from recordings, not both")
-	case len(o.From) == 0 && !live:
-		return report.Result{}, usage.Errorf("give at least one ENDPOINT (e.g. tcp://10.0.0.5:5557), --listen ADDR or --from FILE")
-	case o.DPRanks < 1:
-		return report.Result{}, usage.Errorf("--dp-ranks must be at least 1, got %d", o.DPRanks)
-	case o.Duration <= 0:
-		return report.Result{}, usage.Errorf("--duration must be positive, got %s", o.Duration)
-	case o.MaxBlocks < 1:
-		return report.Result{}, usage.Errorf("--max-blocks must be positive, got %d", o.MaxBlocks)
-	case o.MaxMessage < 1<<10:
-		return report.Result{}, usage.Errorf("--max-message must be at least 1024 bytes, got %d", o.MaxMessage)
-	case o.Record != "" && !live:
-		return report.Result{}, usage.Errorf("--record needs endpoints to tap")
+// runTap checks and runs one tap. A live tap that reached none of its endpoints is a failed
+// run: every number is zero because nothing was measured, not because the stream is quiet.
+func runTap(ctx context.Context, st *report.Status, t events.TapRun) (report.Result, error) {
+	if err := t.Check(); err != nil {
+		return report.Result{}, err
 	}
-	opts := events.Options{MaxBlocks: o.MaxBlocks, TokensPerSec: o.TokensPerSec, MaxMessage: o.MaxMessage, Ordered: true}
-	if o.hashSeedSet {
-		seed := o.HashSeed
-		opts.HashSeed = &seed
-	}
-	r, err := events.RunTap(ctx, st, events.TapRun{
-		From: o.From, Endpoints: o.endpoints(args), Topic: o.Topic, QueueSize: o.QueueSize, MaxMessage: o.MaxMessage,
-		Logger: slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Record: o.Record, Duration: o.Duration, Options: opts,
-	})
+	t.Options.MaxMessage, t.Options.Ordered = t.MaxMessage, true
+	t.Logger = slog.New(slog.NewTextHandler(st.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := events.RunTap(ctx, st, t)
 	if err != nil {
 		return report.Result{}, err
 	}
-	res := report.Tap(r)
-	if len(o.From) == 0 && r.NoneConnected() {
-		// Every number above is zero because nothing was measured, not because the stream is
-		// quiet: that is a failed run, whatever --fail-on says.
-		return res, fmt.Errorf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", len(r.Publishers))
+	if len(t.From) == 0 && r.NoneConnected() {
+		return report.Tap(r), fmt.Errorf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", len(r.Publishers))
 	}
-	return res, nil
-}
-
-// endpoints are the publishers a live tap reads.
-func (o *tapOptions) endpoints(args []string) events.Endpoints {
-	return events.Endpoints{Dial: args, Replay: o.Replay, Listen: o.Listen, Ranks: o.DPRanks}
+	return report.Tap(r), nil
 }

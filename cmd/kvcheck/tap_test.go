@@ -75,14 +75,13 @@ func TestTapDPRanks(t *testing.T) {
 	}
 }
 
-// TestDemoTap runs the function kvcheck demo calls: three emulated replicas, a few seconds.
+// TestDemoTap runs the command line kvcheck demo runs: three emulated replicas, a few seconds.
 func TestDemoTap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	g := &globalOptions{Output: "text", environ: []string{"NO_COLOR=1"}}
-	if err := demoTap(ctx, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, g); err != nil {
-		t.Fatalf("demoTap: %v\n%s", err, errOut.String())
+	if code := run(ctx, []string{"tap", "--demo", "--duration", "3s", "--tokens-per-sec", "20000"}, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"NO_COLOR=1"}); code != exitOK {
+		t.Fatalf("tap --demo: exit %d\n%s", code, errOut.String())
 	}
 	for _, want := range []string{"KV-event stream, 3 publishers", "kv@replica-c@demo", "hash parity:", "Findings"} {
 		if !strings.Contains(out.String(), want) {

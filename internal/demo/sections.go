@@ -29,6 +29,8 @@ type Section struct {
 	Notes    []string
 	Commands [][]string
 	fleet    *fleet.Fleet
+	// selfIntro is set for a command that prints its own heading and command line.
+	selfIntro bool
 }
 
 // Close stops the section's emulated replicas, if it started any.
@@ -151,6 +153,13 @@ func Simulate(e Env) (*Section, error) {
 // hitrate section's pace.
 func StartAssessFleet() (*fleet.Fleet, error) {
 	return startFleet(hitrateFleetOptions(fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000})))
+}
+
+// AssessSection ends the walkthrough with the recommendation: kvcheck assess --demo starts
+// its own fleet (StartAssessFleet) and prints its heading and the command line it stands for
+// (AssessIntro), since its trace is in process, not a file.
+func AssessSection(Env) (*Section, error) {
+	return &Section{Commands: [][]string{{"assess", "--demo"}}, selfIntro: true}, nil
 }
 
 // AssessIntro is the assess section's heading, its note on the chat trace tr (ChatTrace) and the

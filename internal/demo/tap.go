@@ -125,3 +125,14 @@ func traffic(ctx context.Context, reps []*replica) {
 		}
 	}
 }
+
+// Tap points a tap at the publishers: their endpoints, the first one's replay socket, and
+// the seeded publishers' HashSeed unless t already names a seed.
+func (p *Publishers) Tap(t events.TapRun) events.TapRun {
+	t.Endpoints.Dial, t.Endpoints.Replay = p.Endpoints, p.Replays
+	if t.Options.HashSeed == nil {
+		seed := HashSeed
+		t.Options.HashSeed = &seed
+	}
+	return t
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // Status is where a tap says what it is doing: a note when it starts and progress while it
@@ -27,6 +29,28 @@ type TapRun struct {
 	Record     string
 	Duration   time.Duration
 	Options    Options
+}
+
+// Check returns a usage error for a tap that cannot run as given, before any socket is opened.
+func (t TapRun) Check() error {
+	live := len(t.Endpoints.Dial) > 0 || len(t.Endpoints.Listen) > 0
+	switch {
+	case len(t.From) > 0 && live:
+		return usage.Errorf("give endpoints or --from recordings, not both")
+	case len(t.From) == 0 && !live:
+		return usage.Errorf("give at least one ENDPOINT (e.g. tcp://10.0.0.5:5557), --listen ADDR or --from FILE")
+	case t.Endpoints.Ranks < 1:
+		return usage.Errorf("--dp-ranks must be at least 1, got %d", t.Endpoints.Ranks)
+	case t.Duration <= 0:
+		return usage.Errorf("--duration must be positive, got %s", t.Duration)
+	case t.Options.MaxBlocks < 1:
+		return usage.Errorf("--max-blocks must be positive, got %d", t.Options.MaxBlocks)
+	case t.MaxMessage < 1<<10:
+		return usage.Errorf("--max-message must be at least 1024 bytes, got %d", t.MaxMessage)
+	case t.Record != "" && !live:
+		return usage.Errorf("--record needs endpoints to tap")
+	}
+	return nil
 }
 
 // RunTap analyses the recordings, or taps the publishers into a new Collector for the
