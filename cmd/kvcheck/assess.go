@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,9 @@ type assessOptions struct {
 	opts assess.Options
 	// hashSeed is --hash-seed, set in src when given.
 	hashSeed string
-	failOn   failOn
+	// addAt is --add-replica-at, set in opts when given.
+	addAt  time.Duration
+	failOn failOn
 	// demo runs the assessment against an emulated fleet (what kvcheck demo shows).
 	demo bool
 }
@@ -80,6 +83,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 			if cmd.Flags().Changed("hash-seed") {
 				src.HashSeed = &o.hashSeed
 			}
+			opts.AddReplica, opts.AddReplicaAt = cmd.Flags().Changed("add-replica-at"), o.addAt.Seconds()
 			if o.demo {
 				var intro *report.Text
 				if g.format != report.FormatJSON {
@@ -108,6 +112,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.Int64Var(&opts.KVTokens, "kv-tokens", 0, "each replica's KV cache in tokens (num_gpu_blocks x block_size; default: the metrics', else 1Mi tokens, assumed)")
 	fs.IntVar(&opts.KVBlocks, "kv-blocks", 0, "each replica's KV cache in blocks of the traffic's block size, as kvcheck simulate --kv-blocks (512 tokens for a Mooncake trace, --block-size for a request log); --kv-tokens is the same figure in tokens")
 	fs.StringVar(&opts.Today, "today", assess.DefaultToday, "the routing that runs today, as a kvcheck simulate policy (round-robin, random, least-loaded, session, ...)")
+	fs.DurationVar(&o.addAt, "add-replica-at", 0, "in the router ranking, add one empty replica at this time into the traffic (e.g. 30m): which routers starve it")
 	fs.Float64Var(&opts.Thresholds.MinGain, "min-gain", opts.Thresholds.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
 	fs.StringSliceVar(&src.Configs, "config", nil, "router and engine configuration files or directories to check, as kvcheck lint does (comma-separated or repeated)")

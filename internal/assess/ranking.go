@@ -2,9 +2,11 @@ package assess
 
 import (
 	"context"
+	"time"
 
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // Rank replays every router emulation (o.Routers, else sim.Emulations()) on the traffic and
@@ -27,6 +29,10 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 	base.Replicas = sh.Replicas
 	base.KVBlocks = int(min(sh.KVTokens/int64(t.BlockSize), int64(^uint32(0)>>1)))
 	if o.AddReplica {
+		if after, last := t.AfterEnd(time.Duration(o.AddReplicaAt * float64(time.Second))); after {
+			return nil, usage.Errorf("--add-replica-at %s is after the traffic's last request (at %s): no replica would be added; give a time up to %s",
+				time.Duration(o.AddReplicaAt*float64(time.Second)), last, last)
+		}
 		base.AddReplicaAt = o.AddReplicaAt
 	}
 	tr := rank.TrafficOf(t, sh.Replicas, sh.KVTokens, o.AddReplica)
@@ -41,3 +47,4 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 	}
 	return rk, nil
 }
+

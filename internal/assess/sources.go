@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/audit"
@@ -77,6 +78,10 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
 	case o.KVBlocks > 0 && o.KVTokens > 0:
 		return usage.Errorf("give --kv-tokens or --kv-blocks, not both: they state the same figure")
+	case o.AddReplica && o.AddReplicaAt < 0:
+		return usage.Errorf("--add-replica-at %s: want a time into the traffic, 0 or more", time.Duration(o.AddReplicaAt*float64(time.Second)))
+	case o.AddReplica && o.Replicas >= sim.MaxReplicas:
+		return usage.Errorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
 	case o.Thresholds.MinGain <= 0 || o.Thresholds.MinGain >= 1:
 		return usage.Errorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
 	case o.Today != "" && !slices.Contains(sim.PolicyNames(), o.Today):
