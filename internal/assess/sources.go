@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/audit"
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/events"
@@ -158,7 +159,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		}
 	}
 	if len(src.Configs) > 0 {
-		if in.Config, err = checkConfig(ctx, src.Configs, src.IgnoreFile); err != nil {
+		if in.Config, in.Files, err = checkConfig(ctx, src.Configs, src.IgnoreFile); err != nil {
 			return report.Result{}, err
 		}
 	}
@@ -171,21 +172,22 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 	return report.AssessRanked(rec, rk), nil
 }
 
-// checkConfig checks the router and engine configuration files as kvcheck lint does.
-func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advise.Config, error) {
+// checkConfig checks the router and engine configuration files as kvcheck lint does, and reads
+// what they show of the deployment and its routers for the ranking.
+func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advise.Config, *rank.Files, error) {
 	cat, err := catalog.Load()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ignore, err := lint.LoadIgnore(ignoreFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	results, err := lint.New(cat, lint.Options{Ignore: ignore}).Paths(ctx, paths)
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return nil, nil, fmt.Errorf("--config: %w", err)
 	}
-	return advise.FromConfig(results, paths), nil
+	return advise.FromConfig(results, paths), rank.FilesFrom(paths, lint.DeploymentOf(results)), nil
 }
 
 // readMetrics reads the one metrics source exactly as kvcheck hitrate does (num_gpu_blocks

@@ -1,0 +1,205 @@
+package rank
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// FilesFrom turns what lint read of the --config files into the ranking's view: the Kubernetes
+// kinds, the engines, which systems are set up, and every router found as the emulation it
+// runs with the user's values. A router whose mode kvcheck does not emulate (Dynamo's random,
+// SGLang's power_of_two, production-stack's disaggregated prefill, a LiteLLM usage-based
+// strategy) is a system present, not a configured row.
+func FilesFrom(paths []string, dep lint.Deployment) *Files {
+	f := &Files{Paths: paths, Kinds: map[string]string{}, Systems: map[string]string{}}
+	for _, o := range dep.Objects {
+		if f.Kinds[o.Kind] == "" {
+			f.Kinds[o.Kind] = fmt.Sprintf("%s:%d", o.File, o.Line)
+		}
+	}
+	for _, e := range dep.Engines {
+		where := fmt.Sprintf("%s:%d", e.File, e.Line)
+		if e.Name != "" {
+			where += " " + e.Name
+		}
+		f.Engines = append(f.Engines, Engine{Where: where, Image: e.Image, Version: e.Version, KVEvents: e.KVEvents,
+			PrefixCachingOff: e.PrefixCachingOff, LMCache: e.LMCache, LMCacheController: e.LMCacheController})
+	}
+	for _, r := range dep.Routers {
+		where := fmt.Sprintf("%s:%d", r.File, r.Line)
+		if f.Systems[r.Kind] == "" {
+			f.Systems[r.Kind] = where
+		}
+		f.Routers = append(f.Routers, configured(r, where)...)
+	}
+	return f
+}
+
+// settingsReader overlays a router's values on the shipped settings and records each value
+// that differs from the shipped one as a change.
+type settingsReader struct {
+	vals    map[string]string
+	where   string
+	changes []Change
+}
+
+func (s *settingsReader) note(key, val string) {
+	s.changes = append(s.changes, Change{Setting: key, Value: val, Why: "set in " + s.where})
+}
+
+func (s *settingsReader) float(key string, dst *float64) {
+	v, ok := s.vals[key]
+	if !ok {
+		return
+	}
+	x, err := parseFloat(v)
+	if err != nil || x == *dst {
+		return
+	}
+	*dst = x
+	s.note(key, v)
+}
+
+func (s *settingsReader) int(key string, dst *int) {
+	v, ok := s.vals[key]
+	if !ok {
+		return
+	}
+	x, err := strconv.Atoi(strings.Trim(strings.TrimSpace(v), `"'`))
+	if err != nil || x == *dst {
+		return
+	}
+	*dst = x
+	s.note(key, v)
+}
+
+func (s *settingsReader) str(key string, dst *string) {
+	v, ok := s.vals[key]
+	if !ok || v == *dst {
+		return
+	}
+	*dst = v
+	s.note(key, v)
+}
+
+func (s *settingsReader) bool(key string, dst *bool) {
+	v, ok := s.vals[key]
+	if !ok {
+		return
+	}
+	b, err := strconv.ParseBool(strings.ToLower(strings.Trim(v, `"'`)))
+	if err != nil || b == *dst {
+		return
+	}
+	*dst = b
+	s.note(key, v)
+}
+
+// parseFloat reads a number as YAML, flags and Python write it: 1.5, "2", inf, float("inf").
+func parseFloat(v string) (float64, error) {
+	v = strings.Trim(strings.TrimSpace(v), `"'`)
+	if strings.Contains(strings.ToLower(v), "inf") {
+		return math.Inf(1), nil
+	}
+	return strconv.ParseFloat(v, 64)
+}
+
+// configured maps one router's values to the emulations it runs, with the user's settings.
+func configured(r lint.RouterFacts, where string) []RouterConfig {
+	s := sim.DefaultRouterSettings()
+	rd := &settingsReader{vals: r.Values, where: where}
+	var policies []string
+	switch r.Kind {
+	case lint.RouterLLMD:
+		policies = []string{"llmd-approx"}
+		if r.Values["producer"] == "precise" {
+			policies = []string{"llmd-precise"}
+		}
+		rd.float("queue-scorer", &s.LLMD.QueueWeight)
+		rd.float("kv-cache-utilization-scorer", &s.LLMD.KVUtilWeight)
+		rd.float("prefix-cache-scorer", &s.LLMD.PrefixWeight)
+		rd.str("tokenizer", &s.LLMD.Tokenizer)
+		rd.int("blockSizeTokens", &s.LLMD.BlockSizeTokens)
+		rd.int("lruCapacityPerServer", &s.LLMD.LRUCapacityPerServer)
+		rd.int("maxPrefixBlocksToMatch", &s.LLMD.MaxPrefixBlocksToMatch)
+	case lint.RouterProdStack:
+		switch logic := r.Values["routingLogic"]; logic {
+		case "roundrobin", "session", "prefixaware", "kvaware", "loadaware":
+			policies = []string{"prodstack-" + logic}
+		}
+		rd.str("sessionKey", &s.ProdStack.SessionKey)
+		rd.int("prefixMinMatchLength", &s.ProdStack.PrefixMinMatch)
+		rd.int("--kv-aware-threshold", &s.ProdStack.KVAwareThreshold)
+		rd.float("--loadaware-beta", &s.ProdStack.LoadBeta)
+	case lint.RouterDynamo:
+		mode := r.Values["--router-mode"]
+		switch mode {
+		case "", "round-robin":
+			policies = []string{"dynamo-round-robin"}
+		case "kv":
+			policies = []string{"dynamo-kv"}
+		}
+		rd.str("--router-mode", &s.Dynamo.Mode)
+		rd.float("--router-kv-overlap-score-weight", &s.Dynamo.OverlapWeight)
+		rd.float("--router-kv-overlap-score-credit-decay", &s.Dynamo.CreditDecay)
+		rd.bool("--router-kv-events", &s.Dynamo.KVEvents)
+		rd.float("--router-ttl-secs", &s.Dynamo.TTLSecs)
+		rd.float("--router-temperature", &s.Dynamo.Temperature)
+	case lint.RouterSGLang:
+		if p := r.Values["--policy"]; p == "" || p == "cache_aware" {
+			policies = []string{"sglang-cache-aware"}
+		}
+		if _, set := r.Values["--eviction-interval-secs"]; r.Values["launcher"] == "python" && !set {
+			// The Python launcher's own default (router_args.py), not the Rust CLI's 120 s.
+			s.SGLang.EvictionIntervalSecs = 60
+			rd.changes = append(rd.changes, Change{"--eviction-interval-secs", "60", "the Python launcher's default (" + where + ")"})
+		}
+		rd.float("--cache-threshold", &s.SGLang.CacheThreshold)
+		rd.float("--balance-abs-threshold", &s.SGLang.BalanceAbsThreshold)
+		rd.float("--balance-rel-threshold", &s.SGLang.BalanceRelThreshold)
+		rd.float("--eviction-interval-secs", &s.SGLang.EvictionIntervalSecs)
+		rd.float("--eviction-interval", &s.SGLang.EvictionIntervalSecs)
+		rd.int("--max-tree-size", &s.SGLang.MaxTreeSize)
+	case lint.RouterRay:
+		policies = []string{"ray-prefix-affinity"}
+		rd.float("imbalanced_threshold", &s.Ray.ImbalancedThreshold)
+		rd.float("match_rate_threshold", &s.Ray.MatchRateThreshold)
+		rd.bool("do_eviction", &s.Ray.DoEviction)
+		rd.int("eviction_threshold_chars", &s.Ray.EvictionThresholdChars)
+		rd.int("eviction_target_chars", &s.Ray.EvictionTargetChars)
+		rd.float("eviction_interval_secs", &s.Ray.EvictionIntervalSecs)
+	case lint.RouterLiteLLM:
+		checks := strings.Split(r.Values["optional_pre_call_checks"], ",")
+		for _, c := range checks {
+			switch c {
+			case "session_affinity":
+				policies = append(policies, "litellm-session-affinity")
+			case "prompt_caching":
+				policies = append(policies, "litellm-prompt-caching")
+			}
+		}
+		if len(policies) == 0 {
+			if st := r.Values["routing_strategy"]; st == "" || st == "simple-shuffle" {
+				policies = []string{"litellm-simple-shuffle"}
+			}
+		}
+		if r.Values["optional_pre_call_checks"] != "" {
+			s.LiteLLM.PreCallChecks = checks
+			rd.note("optional_pre_call_checks", r.Values["optional_pre_call_checks"])
+		}
+		rd.str("routing_strategy", &s.LiteLLM.RoutingStrategy)
+		rd.float("deployment_affinity_ttl_seconds", &s.LiteLLM.AffinityTTLSecs)
+		rd.bool("redis", &s.LiteLLM.Redis)
+		rd.int("replicas", &s.LiteLLM.ProxyPods)
+	}
+	out := make([]RouterConfig, 0, len(policies))
+	for _, p := range policies {
+		out = append(out, RouterConfig{Policy: p, Where: where, Settings: s, Changes: rd.changes})
+	}
+	return out
+}
