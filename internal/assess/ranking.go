@@ -47,4 +47,3 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 	}
 	return rk, nil
 }
-

@@ -156,7 +156,9 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 			}
 			rows = append(rows, append(row, requirementCounts(r.Requirements)))
 		}
-		if err := t.Table(header, rows); err != nil {
+		// On a narrow terminal the router, what it saves, its balance and requirements stay.
+		cols := dropping(Columns(header, rows), map[string]int{"ttft p50": 4, "hit": 3, "ttft p99": 2, "rank": 1})
+		if err := t.Grid(cols, rows); err != nil {
 			return err
 		}
 		first := rk.Rows[0]

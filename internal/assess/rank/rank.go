@@ -32,10 +32,9 @@ import (
 )
 
 // Rule states the ranking rule in one paragraph, for the text and the JSON.
-const Rule = "not ranked: an emulation that cannot run on this traffic, a hot spot (load max/mean >= %.1f), " +
-	"a router that gives an added replica under half its fair share; the rest by fewest requirements missing, " +
-	"then most prefill saved against today's routing after the warm-up in whole points, then the simpler one " +
-	"(fewer requirements, then shipped before configured before tuned), then by name"
+const Rule = "not ranked: cannot run on this traffic, a hot spot (load max/mean >= %.1f), an added replica given under half its fair share; " +
+	"the rest by fewest requirements missing, most prefill saved against today after the warm-up (whole points), " +
+	"fewest requirements, shipped before configured before tuned, name"
 
 // The variants of one emulation.
 const (
