@@ -337,7 +337,7 @@ func why(rk *Ranking) []string {
 			out = append(out, fmt.Sprintf("ahead of %s by %d points of prefill saved (%.1f%%)",
 				second.Name(), points(first.PrefillSaved)-points(second.PrefillSaved), 100*second.PrefillSaved))
 		case len(first.Requirements) < len(second.Requirements):
-			out = append(out, fmt.Sprintf("ties with %s at %d points and needs less (%d requirements against %d)",
+			out = append(out, fmt.Sprintf("ties with %s at %d points and needs less (%d requirement(s) against %d)",
 				second.Name(), points(first.PrefillSaved), len(first.Requirements), len(second.Requirements)))
 		case variantOrder[first.Variant] < variantOrder[second.Variant]:
 			out = append(out, fmt.Sprintf("ties with %s at %d points and changes fewer settings (%s before %s)",

@@ -84,7 +84,7 @@ func TestRuleTieToFewerRequirements(t *testing.T) {
 	if rk.Rows[0].Policy != "litellm-session-affinity" || rk.Rows[0].Rank != 1 {
 		t.Fatalf("first %s rank %d, want litellm-session-affinity 1", rk.Rows[0].Policy, rk.Rows[0].Rank)
 	}
-	if !strings.Contains(rk.Why[1], "ties with llmd-precise (shipped) at 25 points and needs less (2 requirements against 3)") {
+	if !strings.Contains(rk.Why[1], "ties with llmd-precise (shipped) at 25 points and needs less (2 requirement(s) against 3)") {
 		t.Errorf("why: %q", rk.Why)
 	}
 }
