@@ -23,10 +23,10 @@ func newMetricsCmd(s streams, g *globalOptions) *cobra.Command {
 	opts := &metricsOptions{}
 	cmd := &cobra.Command{
 		Use:   "metrics",
-		Short: "Print the catalog of metric names (vLLM, llm-d, GAIE) and their history",
+		Short: "Print the catalog of metric names (vLLM, llm-d, GAIE, SGLang) and their history",
 		Long: `metrics prints every metric name kvcheck knows, one table per family: vLLM (with
 production-stack's router re-exports), the llm-d router's endpoint picker and KV-cache index,
-and the Gateway API Inference Extension's picker. Each row has the type, the releases of its
+the Gateway API Inference Extension's picker, and SGLang's engine. Each row has the type, the releases of its
 family where it was added, deprecated, hidden and removed, its replacement, and its status at
 the target release (--target-version for vLLM, --target for any family; default the newest
 known). -o json adds the sources each entry was read from.
@@ -43,7 +43,7 @@ known). -o json adds the sources each entry was read from.
 	}
 	cmd.Flags().StringVar(&opts.Target, "target-version", "", "vLLM version for the status column, X.Y or X.Y.Z; default the newest the catalog knows")
 	cmd.Flags().StringVar(&opts.Targets, "target", "", targetFlagHelp)
-	cmd.Flags().StringSliceVar(&opts.Families, "family", nil, "only these families (vllm, llm-d, gaie, production-stack); repeatable or comma-separated")
+	cmd.Flags().StringSliceVar(&opts.Families, "family", nil, "only these families ("+catalogFamilies()+"); repeatable or comma-separated")
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only metrics in this status at the target: current, deprecated, hidden, removed or not-yet")
 	cmd.Flags().StringVar(&opts.Name, "name", "", "only metrics whose name contains this text")
 	return cmd
@@ -60,7 +60,7 @@ func runMetrics(_ context.Context, st *report.Status, opts *metricsOptions) (rep
 	}
 	for _, f := range opts.Families {
 		if cat.Family(f) == nil {
-			return report.Result{}, usage.Errorf("--family %q: not a family of the catalog (vllm, llm-d, gaie, production-stack)", f)
+			return report.Result{}, usage.Errorf("--family %q: not a family of the catalog (%s)", f, cat.FamilyNames())
 		}
 	}
 	switch catalog.Status(opts.Status) {

@@ -7,7 +7,16 @@ import (
 )
 
 // targetFlagHelp describes --target for lint and metrics.
-const targetFlagHelp = "releases to judge against, per family: vllm=0.30,llm-d=0.9,gaie=1.5 (families: vllm, llm-d, gaie, production-stack); a family not named is judged at its newest known release"
+var targetFlagHelp = "releases to judge against, per family: vllm=0.30,llm-d=0.9,gaie=1.5 (families: " + catalogFamilies() + "); a family not named is judged at its newest known release"
+
+// catalogFamilies lists the catalog's families for help texts and usage errors.
+func catalogFamilies() string {
+	cat, err := catalog.Load()
+	if err != nil {
+		return "see kvcheck metrics"
+	}
+	return cat.FamilyNames()
+}
 
 // parseTargets reads --target-version (vLLM's) and --target (per family) into one set of
 // targets. A release newer than the catalog knows is judged anyway, with a note on stderr.

@@ -678,6 +678,10 @@ func (c *Catalog) Beyond(t Targets) []string {
 	return out
 }
 
+// FamilyNames lists the families' keys, comma-separated, in the catalog's order: the names
+// --target and --family take.
+func (c *Catalog) FamilyNames() string { return c.familyNames() }
+
 func (c *Catalog) familyNames() string {
 	names := make([]string, 0, len(c.Families))
 	for _, f := range c.Families {

@@ -386,7 +386,7 @@ func TestParseTargets(t *testing.T) {
 	if c.TargetOf(got, "gaie") != c.Family("gaie").Newest {
 		t.Errorf("a family not named is judged at its newest release")
 	}
-	for _, bad := range []string{"vllm", "sglang=0.5", "vllm=0.x", "vllm=0.3,vllm=0.4"} {
+	for _, bad := range []string{"vllm", "nosuch=0.5", "vllm=0.x", "vllm=0.3,vllm=0.4"} {
 		if _, err := c.ParseTargets(bad); err == nil {
 			t.Errorf("ParseTargets(%q): no error", bad)
 		}
@@ -452,5 +452,48 @@ func TestBeyond(t *testing.T) {
 	got := c.Beyond(Targets{VLLM: next})
 	if len(got) != 1 || !strings.Contains(got[0], next.String()+" is newer than the metric catalog") {
 		t.Errorf("a release past the newest: %q, want one sentence naming %s", got, next)
+	}
+}
+
+// TestSGLangFamily: SGLang's engine names as written, in prometheus-adapter's spelling and in
+// the GMP form; a rename across releases; an unknown name under the sglang: prefix.
+func TestSGLangFamily(t *testing.T) {
+	c := mustLoad(t)
+	f := c.Family("sglang")
+	if f == nil || f.Newest != (Version{0, 5, 6}) {
+		t.Fatalf("sglang family: %+v", f)
+	}
+	m, ok := c.Lookup("sglang:num_running_reqs")
+	if !ok || m.Engine == nil || m.Family != "sglang" || m.Engine.Type != Gauge || m.Form != Plain {
+		t.Errorf("plain gauge: %+v", m)
+	}
+	m, ok = c.Lookup("sglang_prompt_tokens_total")
+	if !ok || m.Engine == nil || m.Engine.Name != "sglang:prompt_tokens" || m.Form != Adapter || m.Suffix != "_total" {
+		t.Errorf("adapter counter: %+v", m)
+	}
+	m, ok = c.Lookup("prometheus.googleapis.com|sglang:time_to_first_token_seconds_bucket|histogram")
+	if !ok || m.Engine == nil || m.Form != GMP || m.Family != "sglang" || m.Suffix != "_bucket" {
+		t.Errorf("GMP histogram: %+v", m)
+	}
+	// queue_time_s (0.5.2 only) became queue_time_seconds in 0.5.3 (PR #11123).
+	m, _ = c.Lookup("sglang_queue_time_s_bucket")
+	if st, since := m.Engine.StatusAt(Version{0, 5, 3}); st != Removed || since != (Version{0, 5, 3}) {
+		t.Errorf("queue_time_s at 0.5.3: %s since %s", st, since)
+	}
+	if r, ok := m.ReplacementSeries(); !ok || r != "sglang_queue_time_seconds_bucket" {
+		t.Errorf("adapter replacement %q, %v", r, ok)
+	}
+	if got, ok := c.SeriesAt("sglang:queue_time_seconds_bucket", Version{0, 5, 2}); !ok || got != "sglang:queue_time_s_bucket" {
+		t.Errorf("SeriesAt 0.5.2: %q, %v", got, ok)
+	}
+	// A counter without _total matches no series; a name nobody registered is SGLang's unknown.
+	if m, _ := c.Lookup("sglang:prompt_tokens"); m.Engine == nil || m.Exposed {
+		t.Errorf("counter without _total: %+v", m)
+	}
+	if m, ok := c.Lookup("sglang:no_such_metric"); !ok || m.Engine != nil || m.Family != "sglang" {
+		t.Errorf("unknown sglang: name: %+v, %v", m, ok)
+	}
+	if _, err := c.ParseTargets("sglang=0.4.6"); err != nil {
+		t.Errorf("--target sglang=: %v", err)
 	}
 }

@@ -338,3 +338,56 @@ func TestJudgedAgainst(t *testing.T) {
 		}
 	}
 }
+
+// TestRealSGLangDashboards lints reductions of SGLang's own Grafana dashboard (each file says
+// where it comes from): at v0.5.6 in the sglang: spelling, and after PR #15758 in the adapter
+// spelling sglang_. Every name it queries is in every release since metrics came (0.3.5), so
+// both are clean from 0.3.5 on; at 0.3.4, before metrics, each distinct name of each query is
+// one not-yet finding: 3 quantiles + 2 (sum and count) + 1 heatmap for each of the two
+// histograms, and 4 gauges, 16 in all.
+func TestRealSGLangDashboards(t *testing.T) {
+	for _, file := range []string{"sglang_dashboard_7ae368efd.json", "sglang_dashboard_186a56f6e.json"} {
+		b, err := os.ReadFile(filepath.Join(fixtures, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			targets  string
+			findings int
+		}{{"", 0}, {"sglang=0.3.5", 0}, {"sglang=0.3.4", 16}} {
+			r := newLinterTargets(t, tt.targets).File(file, b)
+			if len(r.Findings) != tt.findings {
+				t.Errorf("%s at %q: %d findings, want %d", file, tt.targets, len(r.Findings), tt.findings)
+			}
+			for _, f := range r.Findings {
+				if f.Status != StatusUnknown || !strings.Contains(f.Message, "added in SGLang 0.3.5") {
+					t.Errorf("%s at %q: %s", file, tt.targets, f.Message)
+				}
+			}
+			if !slices.Equal(r.Families, []string{"sglang"}) {
+				t.Errorf("%s: families %v", file, r.Families)
+			}
+		}
+	}
+}
+
+// TestSGLangRename: a rule on the 0.5.2 name sglang:queue_time_s (adapter spelling) is an
+// error from 0.5.3 with the exact rewrite in the file's spelling, and clean at 0.5.2; a gauge
+// gone since 0.5.3 has a replacement but no rewrite.
+func TestSGLangRename(t *testing.T) {
+	src := rule(`histogram_quantile(0.9, sum by (le) (rate(sglang_queue_time_s_bucket[5m]))) > 1`)
+	r := newLinterTargets(t, "").File("r.yaml", src)
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusRemoved || !r.Findings[0].Fixable() {
+		t.Fatalf("at the newest release: %+v", r.Findings)
+	}
+	if !strings.Contains(string(r.Fixed), "rate(sglang_queue_time_seconds_bucket[5m])") {
+		t.Errorf("fix:\n%s", r.Fixed)
+	}
+	if r := newLinterTargets(t, "sglang=0.5.2").File("r.yaml", src); len(r.Findings) != 0 {
+		t.Errorf("at 0.5.2: %+v", r.Findings)
+	}
+	r = newLinterTargets(t, "").File("r.yaml", rule(`sglang:avg_request_queue_latency > 1`))
+	if len(r.Findings) != 1 || r.Findings[0].Fixable() || !strings.Contains(r.Findings[0].Message, "removed in SGLang 0.5.3") {
+		t.Errorf("removed gauge: %+v", r.Findings)
+	}
+}
