@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 )
@@ -11,10 +12,39 @@ var dynamoKVInfo = PolicyInfo{
 	Product:    "NVIDIA Dynamo",
 	Source:     "ai-dynamo/dynamo lib/kv-router/src/scheduling/selector.rs@01690d42 (worker_logit, softmax_sample_entries), lib/kv-router/src/sequences (WorkerLoadProjection, potential_decode_blocks), lib/llm/src/kv_router/approx.rs@17cf2360 (ApproxKvIndexer), kv_router_args.py@021d616; ROUTERS.md §4, SPEC §6",
 	readsIndex: true,
+	check:      dynamoCheck,
 	newPolicy: func(c Config, blockSize int) policy {
 		s := c.routers().Dynamo
 		return &dynamoKVPolicy{s: s, bs: blockSize, rng: rand.New(rand.NewPCG(c.Seed, 0x64796e))}
 	},
+}
+
+// dynamoCheck refuses settings the cost cannot be computed with. Dynamo's configuration
+// reference says the overlap credit "must be finite and nonnegative" and the prefill load
+// scale's "minimum is 0.0"; for the decay and the temperature it gives no range (not verified
+// in the argument checks), but a negative or non-finite one makes the credit or the sampling
+// meaningless (a negative decay can divide by zero), so kvcheck refuses them too rather than give
+// a figure; the approximate mode's TTL must be a positive number of seconds.
+func dynamoCheck(c Config, t *Trace) error {
+	s := c.routers().Dynamo
+	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) || x < 0 }
+	for _, v := range []struct {
+		flag string
+		x    float64
+	}{
+		{"--router-kv-overlap-score-credit", s.OverlapCredit},
+		{"--router-kv-overlap-score-weight (prefill load scale)", s.OverlapWeight},
+		{"--router-kv-overlap-score-credit-decay", s.CreditDecay},
+		{"--router-temperature", s.Temperature},
+	} {
+		if bad(v.x) {
+			return &CannotRunError{Policy: "dynamo-kv", Trace: t.Name, Reason: fmt.Sprintf("%s %v: the KV router's cost needs a finite number of at least 0", v.flag, v.x)}
+		}
+	}
+	if !s.KVEvents && (bad(s.TTLSecs) || s.TTLSecs == 0) {
+		return &CannotRunError{Policy: "dynamo-kv", Trace: t.Name, Reason: fmt.Sprintf("--router-ttl-secs %v: the approximate mode (--no-router-kv-events) needs a positive number of seconds", s.TTLSecs)}
+	}
+	return nil
 }
 
 // dynamoKVPolicy is Dynamo's KV router in aggregated serving. For every worker i, with the

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -404,5 +406,32 @@ func TestDynamoKVModel(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDynamoRefusesSettings: a setting Dynamo would not take gives a CannotRunError naming the
+// flag, never a figure.
+func TestDynamoRefusesSettings(t *testing.T) {
+	tr := tinyTrace(req(0, "", 0, 1))
+	cases := []struct {
+		set  func(*DynamoSettings)
+		flag string
+	}{
+		{func(s *DynamoSettings) { s.OverlapCredit = -0.5 }, "--router-kv-overlap-score-credit"},
+		{func(s *DynamoSettings) { s.OverlapWeight = math.NaN() }, "--router-kv-overlap-score-weight"},
+		{func(s *DynamoSettings) { s.CreditDecay = math.Inf(1) }, "--router-kv-overlap-score-credit-decay"},
+		{func(s *DynamoSettings) { s.Temperature = -1 }, "--router-temperature"},
+		{func(s *DynamoSettings) { s.KVEvents, s.TTLSecs = false, 0 }, "--router-ttl-secs"},
+	}
+	for _, tc := range cases {
+		_, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { tc.set(&s.Dynamo) }), "dynamo-kv")
+		var cr *CannotRunError
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%s: err %v, want a CannotRunError naming it", tc.flag, err)
+		}
+	}
+	// With KV events the TTL is not read.
+	if _, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { s.Dynamo.TTLSecs = 0 }), "dynamo-kv"); err != nil {
+		t.Errorf("TTL 0 with KV events: %v", err)
 	}
 }

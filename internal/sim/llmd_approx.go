@@ -1,13 +1,29 @@
 package sim
 
+import "fmt"
+
 var llmdApproxInfo = PolicyInfo{
 	Name:    "llmd-approx",
 	About:   "llm-d EPP as shipped: scorers queue 2, kv-utilisation 2, prefix 3, prefix from the router's own LRU of its decisions (blocks of at least 64 tokens)",
 	Product: "llm-d",
 	Source:  "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix (plugin.go, indexer.go, types.go), dataproducer/prefixhash/hashing.go; ROUTERS.md §2, SPEC §6",
+	check:   llmdApproxCheck,
 	newPolicy: func(c Config, blockSize int) policy {
 		return newLLMDApproxPolicy(c, blockSize)
 	},
+}
+
+// llmdApproxCheck refuses what the producer refuses at start (newDataProducer): a block size
+// of 0 or less with autoTune off, a negative maxPrefixTokensToMatch.
+func llmdApproxCheck(c Config, t *Trace) error {
+	s := c.routers().LLMD
+	if !s.AutoTune && s.BlockSizeTokens <= 0 {
+		return &CannotRunError{Policy: "llmd-approx", Trace: t.Name, Reason: fmt.Sprintf("approx-prefix-cache-producer refuses to start: \"BlockSizeTokens must be > 0 when AutoTune is disabled (current value: %d)\"", s.BlockSizeTokens)}
+	}
+	if s.MaxPrefixTokensToMatch < 0 {
+		return &CannotRunError{Policy: "llmd-approx", Trace: t.Name, Reason: fmt.Sprintf("approx-prefix-cache-producer refuses to start: \"MaxPrefixTokensToMatch must be >= 0 (current value: %d)\"", s.MaxPrefixTokensToMatch)}
+	}
+	return nil
 }
 
 // llmdApproxMinBlock is the approximate producer's floor on its block size in tokens

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -300,5 +302,24 @@ func TestLLMDApproxModel(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLLMDApproxRefusesSettings: what the producer refuses at start is a CannotRunError.
+func TestLLMDApproxRefusesSettings(t *testing.T) {
+	tr := tinyTrace(req(0, "", 0, 1))
+	for _, set := range []func(*LLMDSettings){
+		func(s *LLMDSettings) { s.AutoTune, s.BlockSizeTokens = false, 0 },
+		func(s *LLMDSettings) { s.MaxPrefixTokensToMatch = -1 },
+	} {
+		_, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { set(&s.LLMD) }), "llmd-approx")
+		var cr *CannotRunError
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), "must be") {
+			t.Errorf("err %v, want the producer's refusal", err)
+		}
+	}
+	// autoTune takes the engine's block size: blockSizeTokens 0 is then never read.
+	if _, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.BlockSizeTokens = 0 }), "llmd-approx"); err != nil {
+		t.Errorf("autoTune with blockSizeTokens 0: %v", err)
 	}
 }
