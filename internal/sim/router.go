@@ -212,6 +212,9 @@ func Emulations() []PolicyInfo {
 		prodStackPrefixAwareInfo,
 		prodStackKVAwareInfo,
 		prodStackLoadAwareInfo,
+		litellmShuffleInfo,
+		litellmSessionInfo,
+		litellmPromptCacheInfo,
 	}
 }
 
