@@ -9,6 +9,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess"
 	"github.com/kvcheck/kvcheck/internal/demo"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
@@ -21,7 +22,7 @@ type assessOptions struct {
 	hashSeed string
 	// addAt is --add-replica-at, set in opts when given.
 	addAt  time.Duration
-	failOn failOn
+	failOn finding.FailOn
 	// demo runs the assessment against an emulated fleet (what kvcheck demo shows).
 	demo bool
 }

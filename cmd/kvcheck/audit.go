@@ -4,12 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
 
 type auditOptions struct {
 	run    audit.RunOptions
-	FailOn failOn
+	FailOn finding.FailOn
 }
 
 func newAuditCmd(s streams, g *globalOptions) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/demo"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
@@ -79,10 +80,10 @@ func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (
 			root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage.Wrap(err) })
 			root.SetArgs(args[1:])
 			c, err := root.ExecuteContextC(ctx)
-			var fe findingsError
-			if errors.As(err, &fe) {
-				fe.byDefault = !c.Flags().Changed("fail-on")
-				return exitFindings, fe
+			var te *finding.ThresholdError
+			if errors.As(err, &te) {
+				te.ByDefault = !c.Flags().Changed("fail-on")
+				return exitFindings, te
 			}
 			return exitOK, err
 		},

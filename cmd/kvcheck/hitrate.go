@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/usage"
@@ -14,7 +15,7 @@ import (
 // hitrateOptions are the flags of kvcheck hitrate.
 type hitrateOptions struct {
 	metrics promql.Spec
-	failOn  failOn
+	failOn  finding.FailOn
 	// watch is the refresh interval of --watch; watchSet says whether --watch was given.
 	watch    time.Duration
 	watchSet bool

@@ -3,31 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/lint"
-	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // lintOptions are the flags of kvcheck lint.
 type lintOptions struct {
-	FailOn   failOn
-	Target   string
-	Targets  string
-	Fix      bool
-	Diff     bool
-	Lookback modelDuration
-	Prom     promql.Conn
-	// IgnoreFile is the repository's ignore file; empty means .kvcheckignore when it exists.
-	IgnoreFile string
-	// MaxFileMiB bounds the size of one file read.
-	MaxFileMiB int
+	lint.Flags
+	FailOn finding.FailOn
 }
 
 // modelDuration is a flag value in Prometheus duration syntax (7d, 1h30m).
@@ -50,7 +39,7 @@ func (d *modelDuration) Set(s string) error {
 }
 
 func newLintCmd(s streams, g *globalOptions) *cobra.Command {
-	opts := &lintOptions{FailOn: "error", Lookback: modelDuration(7 * 24 * time.Hour)}
+	opts := &lintOptions{FailOn: "error", Flags: lint.Flags{Lookback: lint.DefaultLookback}}
 	cmd := &cobra.Command{
 		Use:   "lint PATH...",
 		Short: "Find renamed vLLM metrics and router/engine configuration traps",
@@ -91,58 +80,22 @@ it last had any within --lookback.
 	fs := cmd.Flags()
 	fs.StringVar((*string)(&opts.FailOn), "fail-on", "error", "exit 3 when a finding reaches this severity: error, warning, info or never")
 	fs.StringVar(&opts.Target, "target-version", "", "vLLM version to judge against, X.Y or X.Y.Z (X.Y means X.Y.0); default the newest the catalog knows")
-	fs.StringVar(&opts.Targets, "target", "", targetFlagHelp)
+	fs.StringVar(&opts.Targets, "target", "", catalog.TargetsFlag())
 	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place")
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
-	fs.Var(&opts.Lookback, "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
+	fs.Var((*modelDuration)(&opts.Lookback), "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
 	fs.IntVar(&opts.MaxFileMiB, "max-file-mib", 16, "largest file read, in MiB; a larger one is not checked and is an error")
 	fs.StringVar(&opts.IgnoreFile, "ignore-file", "", "ignore file of CODE [PATH-GLOB] [# reason] lines (default "+lint.IgnoreFileName+" in the working directory, when present)")
 	bindConn(fs, &opts.Prom)
 	return cmd
 }
 
-// ignoreRules reads the ignore file named by --ignore-file, or .kvcheckignore when present
-// (assess --config reads it too).
-func ignoreRules(name string) ([]lint.IgnoreRule, error) { return lint.LoadIgnore(name) }
-
 func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, error) {
-	if opts.Fix && opts.Diff {
-		return report.Result{}, usage.Errorf("--fix and --diff: choose one (--diff shows what --fix would write)")
-	}
-	cat, err := catalog.Load()
-	if err != nil {
+	run, err := lint.CheckFlags(ctx, st, opts.Flags, paths)
+	switch {
+	case err != nil:
 		return report.Result{}, err
-	}
-	targets, err := parseTargets(cat, opts.Target, opts.Targets, st)
-	if err != nil {
-		return report.Result{}, err
-	}
-	var api lint.Querier
-	if opts.Prom.URL != "" {
-		if api, err = opts.Prom.API(); err != nil {
-			return report.Result{}, err
-		}
-		if opts.Lookback <= 0 {
-			return report.Result{}, usage.Errorf("--lookback must be positive")
-		}
-	}
-
-	ignore, err := ignoreRules(opts.IgnoreFile)
-	if err != nil {
-		return report.Result{}, err
-	}
-	if opts.MaxFileMiB <= 0 {
-		return report.Result{}, usage.Errorf("--max-file-mib %d: give a positive number of MiB", opts.MaxFileMiB)
-	}
-	run, err := lint.Check(ctx, cat, lint.RunOptions{
-		Options: lint.Options{Targets: targets, Rewrite: opts.Fix || opts.Diff, Ignore: ignore, MaxFileSize: int64(opts.MaxFileMiB) << 20},
-		Fix:     opts.Fix, Online: api, Server: opts.Prom.Shown(), Lookback: model.Duration(opts.Lookback),
-		QueryTimeout: opts.Prom.QueryTimeout, Verbose: opts.Prom.Verbose,
-	}, paths, func(path string) { st.Note("rewrote %s", path) })
-	if err != nil {
-		return report.Result{}, err
-	}
-	if opts.Diff {
+	case opts.Diff:
 		return report.LintDiff(run, lint.DiffAll(run.Files)), nil
 	}
 	return report.Lint(run), nil

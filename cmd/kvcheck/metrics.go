@@ -7,7 +7,6 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // metricsOptions are the flags of kvcheck metrics.
@@ -42,8 +41,8 @@ known). -o json adds the sources each entry was read from.
 		}),
 	}
 	cmd.Flags().StringVar(&opts.Target, "target-version", "", "vLLM version for the status column, X.Y or X.Y.Z; default the newest the catalog knows")
-	cmd.Flags().StringVar(&opts.Targets, "target", "", targetFlagHelp)
-	cmd.Flags().StringSliceVar(&opts.Families, "family", nil, "only these families ("+catalogFamilies()+"); repeatable or comma-separated")
+	cmd.Flags().StringVar(&opts.Targets, "target", "", catalog.TargetsFlag())
+	cmd.Flags().StringSliceVar(&opts.Families, "family", nil, "only these families ("+catalog.FamiliesHelp()+"); repeatable or comma-separated")
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only metrics in this status at the target: current, deprecated, hidden, removed or not-yet")
 	cmd.Flags().StringVar(&opts.Name, "name", "", "only metrics whose name contains this text")
 	return cmd
@@ -54,19 +53,12 @@ func runMetrics(_ context.Context, st *report.Status, opts *metricsOptions) (rep
 	if err != nil {
 		return report.Result{}, err
 	}
-	targets, err := parseTargets(cat, opts.Target, opts.Targets, st)
+	targets, err := cat.ResolveTargets(opts.Target, opts.Targets, st.Warn)
 	if err != nil {
 		return report.Result{}, err
 	}
-	for _, f := range opts.Families {
-		if cat.Family(f) == nil {
-			return report.Result{}, usage.Errorf("--family %q: not a family of the catalog (%s)", f, cat.FamilyNames())
-		}
-	}
-	switch catalog.Status(opts.Status) {
-	case "", catalog.Current, catalog.Deprecated, catalog.Hidden, catalog.Removed, catalog.NotYet:
-	default:
-		return report.Result{}, usage.Errorf("--status %q: write current, deprecated, hidden, removed or not-yet", opts.Status)
+	if err := cat.CheckView(opts.Families, opts.Status); err != nil {
+		return report.Result{}, err
 	}
 	return report.Metrics(cat, report.MetricsView{Targets: targets, Families: opts.Families, Status: opts.Status, Name: opts.Name}), nil
 }

@@ -90,7 +90,7 @@ func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 	}
 	g.format = f
 	if fo != nil {
-		return failOn(fo.Value.String()).validate()
+		return finding.FailOn(fo.Value.String()).Validate()
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (g *globalOptions) emit(cmd *cobra.Command, res report.Result, err error) e
 		return err
 	}
 	if fo := failOnFlag(cmd); fo != nil {
-		return failOn(fo.Value.String()).check(res.Findings)
+		return finding.FailOn(fo.Value.String()).Check(res.Findings)
 	}
 	return nil
 }
@@ -147,52 +147,6 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 var noArgs = usageArgs(cobra.NoArgs)
 
 func minArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.MinimumNArgs(n)) }
-
-// findingsError reports that findings reached --fail-on (exit 3). The report has already been
-// written when it is returned.
-type findingsError struct {
-	worst     finding.Severity
-	threshold finding.Severity
-	// byDefault is set when the threshold is the command's default, not a --fail-on given.
-	byDefault bool
-}
-
-func (e findingsError) Error() string {
-	level := fmt.Sprintf("--fail-on %s", e.threshold)
-	if e.byDefault {
-		level += ", the default"
-	}
-	return fmt.Sprintf("findings at or above %s (the worst is %s)", level, e.worst)
-}
-
-// failOn is the value of a --fail-on flag: empty means never fail on findings.
-type failOn string
-
-// check returns a findingsError when the worst finding that counts reaches the threshold.
-func (f failOn) check(fs []finding.Finding) error {
-	if f == "" || f == "never" {
-		return nil
-	}
-	threshold, err := finding.ParseSeverity(string(f))
-	if err != nil {
-		return usage.Errorf("--fail-on: %v", err)
-	}
-	if worst, any := finding.Worst(fs); any && worst >= threshold {
-		return findingsError{worst: worst, threshold: threshold}
-	}
-	return nil
-}
-
-// validate rejects unknown --fail-on values before any work is done.
-func (f failOn) validate() error {
-	if f == "" || f == "never" {
-		return nil
-	}
-	if _, err := finding.ParseSeverity(string(f)); err != nil {
-		return usage.Errorf("--fail-on: %v", err)
-	}
-	return nil
-}
 
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
@@ -274,12 +228,10 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	if err == nil {
 		return exitOK
 	}
-	var fe findingsError
-	if errors.As(err, &fe) {
-		if f := cmd.Flags().Lookup("fail-on"); f != nil && !f.Changed {
-			fe.byDefault = true
-		}
-		fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", fe)
+	var te *finding.ThresholdError
+	if errors.As(err, &te) {
+		te.ByDefault = !cmd.Flags().Changed("fail-on")
+		fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", te)
 		return exitFindings
 	}
 	fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)

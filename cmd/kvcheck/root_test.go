@@ -3,12 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -29,32 +26,6 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tt.args, got, tt.want, errOut.String())
 			}
 		})
-	}
-}
-
-func TestFailOn(t *testing.T) {
-	sev := func(ss ...finding.Severity) []finding.Finding {
-		var out []finding.Finding
-		for _, s := range ss {
-			out = append(out, finding.Finding{Severity: s})
-		}
-		return out
-	}
-	if err := failOn("warning").check(sev(finding.Info)); err != nil {
-		t.Errorf("info under --fail-on warning: got %v, want nil", err)
-	}
-	var fe findingsError
-	if err := failOn("warning").check(sev(finding.Info, finding.Warning)); !errors.As(err, &fe) || fe.worst != finding.Warning {
-		t.Errorf("warning under --fail-on warning: got %v, want a findings error at warning", err)
-	}
-	if err := failOn("warning").check([]finding.Finding{{Severity: finding.Error, Exempt: true}}); err != nil {
-		t.Errorf("an exempt error (lint --fix rewrote it) under --fail-on warning: got %v, want nil", err)
-	}
-	if err := failOn("").check(sev(finding.Error)); err != nil {
-		t.Errorf("no --fail-on: got %v, want nil", err)
-	}
-	if err := failOn("bogus").validate(); err == nil {
-		t.Error("--fail-on bogus: got nil, want usage error")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
@@ -13,7 +14,7 @@ import (
 type simulateOptions struct {
 	sim    sim.Options
 	plot   string
-	failOn failOn
+	failOn finding.FailOn
 }
 
 func newSimulateCmd(s streams, g *globalOptions) *cobra.Command {

@@ -10,13 +10,14 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/events"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
 
 type tapOptions struct {
 	run      events.TapRun
 	hashSeed string
-	FailOn   failOn
+	FailOn   finding.FailOn
 	demo     bool
 }
 

@@ -1,0 +1,73 @@
+package lint
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/usage"
+)
+
+// Flags are one kvcheck lint run as given on its command line.
+type Flags struct {
+	// Target is --target-version (vLLM's release), Targets --target (per family).
+	Target, Targets string
+	Fix, Diff       bool
+	// Lookback is how far back the online check looks (with Prom's URL).
+	Lookback model.Duration
+	Prom     promql.Conn
+	// IgnoreFile is the repository's ignore file; empty means .kvcheckignore when it exists.
+	IgnoreFile string
+	// MaxFileMiB bounds the size of one file read.
+	MaxFileMiB int
+}
+
+// Notes is where a lint run warns (a target newer than the catalog) and notes the files --fix
+// rewrote (report.Status is one).
+type Notes interface {
+	Warn(format string, args ...any)
+	Note(format string, args ...any)
+}
+
+// DefaultLookback is --lookback's default.
+const DefaultLookback = model.Duration(7 * 24 * time.Hour)
+
+// CheckFlags checks the flags (usage errors naming the flag at fault), loads the catalog and
+// the ignore file, and lints paths as Check does.
+func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, error) {
+	if f.Fix && f.Diff {
+		return Run{}, usage.Errorf("--fix and --diff: choose one (--diff shows what --fix would write)")
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return Run{}, err
+	}
+	targets, err := cat.ResolveTargets(f.Target, f.Targets, n.Warn)
+	if err != nil {
+		return Run{}, err
+	}
+	var api Querier
+	if f.Prom.URL != "" {
+		if api, err = f.Prom.API(); err != nil {
+			return Run{}, err
+		}
+		if f.Lookback <= 0 {
+			return Run{}, usage.Errorf("--lookback must be positive")
+		}
+	}
+	ignore, err := LoadIgnore(f.IgnoreFile)
+	if err != nil {
+		return Run{}, err
+	}
+	if f.MaxFileMiB <= 0 {
+		return Run{}, usage.Errorf("--max-file-mib %d: give a positive number of MiB", f.MaxFileMiB)
+	}
+	return Check(ctx, cat, RunOptions{
+		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20},
+		Fix:     f.Fix, Online: api, Server: f.Prom.Shown(), Lookback: f.Lookback,
+		QueryTimeout: f.Prom.QueryTimeout, Verbose: f.Prom.Verbose,
+	}, paths, func(path string) { n.Note("rewrote %s", path) })
+}
