@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -142,18 +143,28 @@ func wordsOf(ts []token) []string {
 	return out
 }
 
+// maxFuzzConfig bounds what FuzzConfigFile lints. One exec lints its input three times (as
+// two files, and again after a rewrite), and under the fuzzer's coverage instrumentation
+// yaml.v3 alone costs about 1 ms per KB, so a 20 KB corpus file takes 50 ms or more. The cost
+// that made the target crawl (about 1 exec/s) is what comes after: a tenth of the execs find new
+// coverage, mostly in yaml.v3's scanner, and the fuzzer minimises each of those by linting
+// it again with one byte or chunk removed, up to -fuzzminimizetime, without counting those
+// execs. Minimising a multi-KB input always runs out the clock, so whole corpus files made the
+// fuzzer spend nearly all its time minimising. Inputs past the bound are not linted; the
+// corpus is seeded document by document (a config's checks work on one document, or on
+// several files, which the target gives it as two), and TestConfigFileCorpusProperties checks
+// the same properties on every whole corpus file.
+const maxFuzzConfig = 4 << 10
+
 // FuzzConfigFile runs the config checks on arbitrary YAML shaped like router and engine files:
 // no panic, every finding positioned, a config rewrite lints again without a further rewrite.
 func FuzzConfigFile(f *testing.F) {
-	if root := os.Getenv("KVCHECK_CORPUS"); root != "" {
-		_ = filepath.WalkDir(filepath.Join(root, "configs"), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				if b, err := os.ReadFile(p); err == nil {
-					f.Add(b)
-				}
+	for _, b := range corpusConfigs(f) {
+		for _, doc := range yamlDocuments(b) {
+			if len(doc) <= maxFuzzConfig {
+				f.Add(doc)
 			}
-			return nil
-		})
+		}
 	}
 	for _, s := range []string{litellmShuffle, eppPrecise, prodStack("kvaware", "    vllmConfig:\n      maxModelLen: 1\n", ""),
 		dynamoDGD("kv", "            - --no-kv-events\n", ""), engineDeployment("vllm/vllm-openai:v0.10.2", 3, `{"enable_kv_cache_events":true}`),
@@ -162,19 +173,85 @@ func FuzzConfigFile(f *testing.F) {
 	}
 	l := newLinter(f, "")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rs := l.Finish([]FileResult{l.File("a.yaml", b), l.File("b.yaml", b)})
-		for _, r := range rs {
-			for _, x := range r.Findings {
-				if x.Line < 1 || x.Column < 1 {
-					t.Fatalf("finding without a position: %+v", x)
-				}
-			}
-		}
-		if rs[0].Fixed == nil {
+		if len(b) > maxFuzzConfig {
 			return
 		}
-		if again := l.File("a.yaml", rs[0].Fixed); again.Fixed != nil {
-			t.Fatalf("a second rewrite changes the file again:\n%q\n->\n%q\n->\n%q", b, rs[0].Fixed, again.Fixed)
-		}
+		checkConfigFile(t, l, b)
 	})
+}
+
+// TestConfigFileCorpusProperties checks FuzzConfigFile's properties on every whole corpus
+// config, which the fuzz target sees only document by document.
+func TestConfigFileCorpusProperties(t *testing.T) {
+	if os.Getenv("KVCHECK_CORPUS") == "" {
+		t.Skip("KVCHECK_CORPUS not set")
+	}
+	l := newLinter(t, "")
+	for _, b := range corpusConfigs(t) {
+		checkConfigFile(t, l, b)
+	}
+}
+
+// corpusConfigs reads every file under $KVCHECK_CORPUS/configs (none when it is not set).
+func corpusConfigs(t testing.TB) [][]byte {
+	root := os.Getenv("KVCHECK_CORPUS")
+	if root == "" {
+		return nil
+	}
+	var out [][]byte
+	err := filepath.WalkDir(filepath.Join(root, "configs"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out = append(out, b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// yamlDocuments splits b at its "---" lines and drops the comment-only lines of each document,
+// which the checks never read; a file that is not YAML comes back whole.
+func yamlDocuments(b []byte) [][]byte {
+	var docs [][]byte
+	var cur []byte
+	for line := range bytes.Lines(b) {
+		t := bytes.TrimSpace(line)
+		switch {
+		case bytes.Equal(t, []byte("---")):
+			if len(bytes.TrimSpace(cur)) > 0 {
+				docs = append(docs, cur)
+			}
+			cur = nil
+		case bytes.HasPrefix(t, []byte("#")) && !bytes.HasPrefix(t, []byte("#!")):
+		default:
+			cur = append(cur, line...)
+		}
+	}
+	if len(bytes.TrimSpace(cur)) > 0 {
+		docs = append(docs, cur)
+	}
+	return docs
+}
+
+// checkConfigFile lints b as two files and checks FuzzConfigFile's properties.
+func checkConfigFile(t *testing.T, l *Linter, b []byte) {
+	t.Helper()
+	rs := l.Finish([]FileResult{l.File("a.yaml", b), l.File("b.yaml", b)})
+	for _, r := range rs {
+		for _, x := range r.Findings {
+			if x.Line < 1 || x.Column < 1 {
+				t.Fatalf("finding without a position: %+v", x)
+			}
+		}
+	}
+	if rs[0].Fixed == nil {
+		return
+	}
+	if again := l.File("a.yaml", rs[0].Fixed); again.Fixed != nil {
+		t.Fatalf("a second rewrite changes the file again:\n%q\n->\n%q\n->\n%q", b, rs[0].Fixed, again.Fixed)
+	}
 }
