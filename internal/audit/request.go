@@ -231,6 +231,17 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	if line[0] != '{' {
 		return nil, errors.New("not a JSON object: want one request body (or export record) per line")
 	}
+	// An export record, told from a body in one validation and one walk (see fastjson.go);
+	// what the walk cannot be sure of goes the old way.
+	if !slowJSON && json.Valid(line) {
+		if outer, body, ok := exportMembers(line); ok && !body {
+			raw, err := rr.bodyIn(outer)
+			if err != nil {
+				return nil, err
+			}
+			return rr.export(outer, raw)
+		}
+	}
 	b, found, err := decodeBody(line)
 	if err != nil {
 		return nil, err
@@ -243,7 +254,14 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b, _, err = decodeBody(raw); err != nil {
+	return rr.export(outer, raw)
+}
+
+// export reads the request from the body raw found in the export record outer, with the
+// session, headers and metadata session the record holds when the body has none.
+func (rr *RequestReader) export(outer map[string]json.RawMessage, raw []byte) (*Request, error) {
+	b, _, err := decodeBody(raw)
+	if err != nil {
 		return nil, fmt.Errorf("body under %q: %w", rr.BodyKey(), err)
 	}
 	req, err := rr.request(b, raw)
@@ -257,7 +275,7 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 		req.Headers = headersFrom(outer)
 	}
 	if req.MetadataSession == "" {
-		if m, ok := asObject(outer["metadata"]); ok {
+		if m, ok := objectOf(outer["metadata"]); ok {
 			req.MetadataSession = stringOrNumber(m["session_id"])
 		}
 	}
@@ -272,7 +290,7 @@ func headersFrom(outer map[string]json.RawMessage) map[string]string {
 			return h
 		}
 	}
-	if psr, ok := asObject(outer["proxy_server_request"]); ok {
+	if psr, ok := objectOf(outer["proxy_server_request"]); ok {
 		return headerMap(psr["headers"])
 	}
 	return nil
@@ -283,7 +301,7 @@ func headersFrom(outer map[string]json.RawMessage) map[string]string {
 // of two names that differ only in case, the one sorting first wins. Names and values are
 // interned (unique.Make): a log repeats the same few headers on every line.
 func headerMap(raw json.RawMessage) map[string]string {
-	m, ok := asObject(raw)
+	m, ok := objectOf(raw)
 	if !ok || len(m) == 0 {
 		return nil
 	}
@@ -334,30 +352,37 @@ func (rr *RequestReader) findBody(line []byte) (map[string]json.RawMessage, []by
 	if err := json.Unmarshal(line, &outer); err != nil {
 		return nil, nil, fmt.Errorf("invalid JSON: %w", err)
 	}
+	b, err := rr.bodyIn(outer)
+	return outer, b, err
+}
+
+// bodyIn looks for the request body in the members of an export record (valid JSON values):
+// first where the last record had it, then one and two levels down.
+func (rr *RequestReader) bodyIn(outer map[string]json.RawMessage) ([]byte, error) {
 	if rr.bodyKey != nil {
 		if b, ok := bodyAt(outer, rr.bodyKey); ok {
-			return outer, b, nil
+			return b, nil
 		}
 	}
 	for _, k := range sortedKeys(outer) {
 		if b, ok := bodyAt(outer, []string{k}); ok {
 			rr.bodyKey = []string{k}
-			return outer, b, nil
+			return b, nil
 		}
 	}
 	for _, k := range sortedKeys(outer) {
-		inner, ok := asObject(outer[k])
+		inner, ok := objectOf(outer[k])
 		if !ok {
 			continue
 		}
 		for _, k2 := range sortedKeys(inner) {
 			if b, ok := bodyAt(inner, []string{k2}); ok {
 				rr.bodyKey = []string{k, k2}
-				return outer, b, nil
+				return b, nil
 			}
 		}
 	}
-	return nil, nil, errors.New("no request body: want an object with messages or prompt, at the top or under a key")
+	return nil, errors.New("no request body: want an object with messages or prompt, at the top or under a key")
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {
@@ -402,19 +427,39 @@ func asObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 }
 
 // bodyAt returns the JSON of the object at path when it has messages or a prompt (an object
-// held in a JSON string is unquoted first).
+// held in a JSON string is unquoted first). m's values must be valid JSON (members of a
+// validated line, or of a decoded map).
 func bodyAt(m map[string]json.RawMessage, path []string) ([]byte, bool) {
 	cur := m
 	for i, k := range path {
 		raw := bytes.TrimSpace(cur[k])
-		if len(raw) > 0 && raw[0] == '"' {
+		quoted := len(raw) > 0 && raw[0] == '"'
+		if quoted {
 			var s string
 			if json.Unmarshal(raw, &s) != nil {
 				return nil, false
 			}
 			raw = []byte(strings.TrimSpace(s))
 		}
-		obj, ok := asObject(raw)
+		if i == len(path)-1 && !quoted && !slowJSON {
+			// A valid object: its names are enough, without decoding it.
+			if len(raw) == 0 || raw[0] != '{' {
+				return nil, false
+			}
+			if has, sure := hasBodyKey(raw); sure {
+				if !has {
+					return nil, false
+				}
+				return raw, true
+			}
+		}
+		var obj map[string]json.RawMessage
+		var ok bool
+		if quoted {
+			obj, ok = asObject(raw) // the string's text is not validated yet
+		} else {
+			obj, ok = objectOf(raw)
+		}
 		if !ok {
 			return nil, false
 		}
@@ -439,12 +484,12 @@ func sessionFrom(m map[string]json.RawMessage) string {
 		return s
 	}
 	for _, k := range []string{"metadata", "headers", "request_headers", "proxy_server_request"} {
-		if inner, ok := asObject(m[k]); ok {
+		if inner, ok := objectOf(m[k]); ok {
 			if s := sessionIn(inner); s != "" {
 				return s
 			}
 			if k == "proxy_server_request" {
-				if h, ok := asObject(inner["headers"]); ok {
+				if h, ok := objectOf(inner["headers"]); ok {
 					if s := sessionIn(h); s != "" {
 						return s
 					}
@@ -547,7 +592,7 @@ func (b wireBody) request() (*Request, error) {
 	}
 	req.Session = stringOrNumber(b.SessionID)
 	if len(b.Metadata) > 0 {
-		if m, ok := asObject(b.Metadata); ok {
+		if m, ok := objectOf(b.Metadata); ok {
 			if req.Session == "" {
 				req.Session = sessionFrom(m)
 			}
