@@ -29,6 +29,7 @@ type engine struct {
 	model    string
 	replicas int
 	image    string
+	imageAt  pos             // where the image is named; zero when not
 	version  catalog.Version // from the image tag; zero when unknown
 	flags    map[string]token
 	env      map[string]token // value and where it is set; absent when not set
@@ -246,15 +247,18 @@ func binds(ep string) bool { return strings.Contains(ep, "*") || strings.Contain
 var imageVersionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
 
 // vllmImageVersion returns the vLLM version an image's tag names, for images that are vLLM's
-// own builds; other images (llm-d, LMCache, Dynamo) carry their own versions.
+// own builds (vllm/vllm-*, or a vllm-openai image another registry rebuilds); other images
+// (llm-d, LMCache, Dynamo's nvcr.io/nvidia/ai-dynamo/vllm-runtime) carry their own versions.
 func vllmImageVersion(image string) (catalog.Version, bool) {
 	image = shellDefault(strings.TrimSpace(image))
 	ref, tag, ok := strings.Cut(image[strings.LastIndexByte(image, '/')+1:], ":")
 	if !ok {
 		return catalog.Version{}, false
 	}
+	owner := image[:max(strings.LastIndexByte(image, '/'), 0)]
+	owner = owner[strings.LastIndexByte(owner, '/')+1:]
 	repo := image[:strings.LastIndexByte(image, '/')+1] + ref
-	if strings.Contains(repo, "lmcache") || !strings.HasPrefix(ref, "vllm") {
+	if strings.Contains(repo, "lmcache") || !(strings.HasPrefix(ref, "vllm-openai") || (owner == "vllm" && strings.HasPrefix(ref, "vllm"))) {
 		return catalog.Version{}, false
 	}
 	m := imageVersionRE.FindStringSubmatch(tag)
@@ -528,8 +532,12 @@ func (fl *fileLint) containerEngines(c *yaml.Node, replicas int, labels map[stri
 	if env == nil {
 		env = readEnv(get(c, "environment"))
 	}
+	var imageAt pos
+	if n := get(c, "image"); n != nil {
+		imageAt = pos{n.Line, n.Column}
+	}
 	for _, e := range out {
-		e.name, e.image, e.replicas, e.labels = name, image, replicas, labels
+		e.name, e.image, e.imageAt, e.replicas, e.labels = name, image, imageAt, replicas, labels
 		e.version, _ = vllmImageVersion(image)
 		for k, v := range env {
 			e.env[k] = v
@@ -700,6 +708,17 @@ func (fl *fileLint) checkEngine(e *engine) {
 	where := e.name
 	if where == "" {
 		where = "vllm"
+	}
+	if f := fl.l.cat.Family(catalog.VLLM); f != nil && f.Newest.Less(e.version) {
+		at := e.imageAt
+		if at.line == 0 {
+			at = e.at
+		}
+		target := fl.l.TargetOf(catalog.VLLM)
+		fl.addConfig("vllm/newer-than-catalog", at, where,
+			fmt.Sprintf("image %s is vLLM %s, newer than this kvcheck's metric catalog knows (up to vLLM %s): metric names are checked against vLLM %s, and renames after %s are not known",
+				e.image, e.version, f.Newest, target, f.Newest),
+			fmt.Sprintf("use a kvcheck whose catalog reaches vLLM %d.%d, or judge at the newest it knows with --target vllm=%s", e.version.Major, e.version.Minor, f.Newest))
 	}
 	for _, bad := range []string{"--enable-kv-cache-events", "--kv-events-publisher"} {
 		if t, ok := e.flags[bad]; ok {

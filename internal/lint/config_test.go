@@ -2,6 +2,7 @@ package lint
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
@@ -883,5 +885,68 @@ func TestConfigFixNeedsAValue(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("LL-05 not reported for num_retries 3 in front of a Dynamo kv frontend: %+v", rs)
+	}
+}
+
+// TestImageNewerThanCatalog: a vllm/vllm-openai tag past the catalog's newest vLLM release is
+// an info finding at the image line naming both releases and the one the metric checks use;
+// a tag the catalog knows, or another vendor's image, is not.
+func TestImageNewerThanCatalog(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := cat.Family(catalog.VLLM).Newest
+	past := fmt.Sprintf("%d.%d.1", newest.Major, newest.Minor+13)
+	src := []byte(engineDeployment("vllm/vllm-openai:v"+past, 1, ""))
+	find := func(l *Linter, src []byte) []Finding {
+		var out []Finding
+		for _, f := range l.File("d.yaml", src).Findings {
+			if f.Code == "vllm/newer-than-catalog" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	got := find(newLinterTargets(t, ""), src)
+	if len(got) != 1 {
+		t.Fatalf("findings %+v, want one", got)
+	}
+	f := got[0]
+	want := fmt.Sprintf("is vLLM %s, newer than this kvcheck's metric catalog knows (up to vLLM %s): metric names are checked against vLLM %s", past, newest, newest)
+	if f.Severity != finding.Info || f.Line != 11 || !strings.Contains(f.Message, want) {
+		t.Errorf("got %s %d: %s\nwant a line-11 info containing %q", f.Severity, f.Line, f.Message, want)
+	}
+	// The checks name the release the run targets.
+	if got := find(newLinterTargets(t, "vllm=0.30"), src); len(got) != 1 || !strings.Contains(got[0].Message, "checked against vLLM 0.30.0") {
+		t.Errorf("at vllm=0.30: %+v", got)
+	}
+	for _, image := range []string{"vllm/vllm-openai:v" + newest.String(), "vllm/vllm-openai:latest", "lmcache/vllm-openai:v0.99.0"} {
+		if got := find(newLinterTargets(t, ""), []byte(engineDeployment(image, 1, ""))); len(got) != 0 {
+			t.Errorf("%s: %+v", image, got)
+		}
+	}
+}
+
+// TestVLLMImageVersion: only vLLM's own images (and vllm-openai rebuilds) carry vLLM's
+// release in their tag; Dynamo's vllm-runtime carries Dynamo's (1.3.1 is no vLLM release).
+func TestVLLMImageVersion(t *testing.T) {
+	for _, tt := range []struct {
+		image, want string
+	}{
+		{"vllm/vllm-openai:v0.11.0", "0.11.0"},
+		{"docker.io/vllm/vllm-openai:v0.26.1", "0.26.1"},
+		{"vllm/vllm-tpu:v0.20.0", "0.20.0"},
+		{"registry.example.com/team/vllm-openai:v0.30.2-cu128", "0.30.2"},
+		{"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1", ""},
+		{"ghcr.io/llm-d/llm-d-cuda:v0.4.0", ""},
+		{"lmcache/vllm-openai:v0.3.9", ""},
+		{"vllm/vllm-openai:latest", ""},
+		{"vllm-openai", ""},
+	} {
+		v, ok := vllmImageVersion(tt.image)
+		if got := v.String(); got != tt.want || ok != (tt.want != "") {
+			t.Errorf("%s: %q, %v; want %q", tt.image, got, ok, tt.want)
+		}
 	}
 }

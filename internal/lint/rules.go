@@ -224,6 +224,9 @@ var rules = []Rule{
 	{"vllm/replay-needs-0.26", "", "vLLM", finding.Warning,
 		"a router that asks for replay in front of a vLLM image older than 0.26: replay is not served",
 		"vLLM < 0.26", "SPEC (replay needs vLLM >= 0.26)"},
+	{"vllm/newer-than-catalog", "", "vLLM", finding.Info,
+		"a vllm/vllm-openai image tag naming a release newer than this kvcheck's metric catalog: metric names are checked against the release the run targets (the catalog's newest by default), and renames after it are not known",
+		"vLLM newer than the catalog's newest release", "internal/catalog/metrics.yaml"},
 
 	// AIBrix gateway-plugins (vllm-project/aibrix @e3e10f9).
 	{"aibrix/kv-sync-incomplete", "AB-01", "AIBrix", finding.Error,
