@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -128,4 +130,19 @@ func litellmSessionID(v *View) string {
 		return v.Headers[slices.Min(names)]
 	}
 	return v.MetadataSession
+}
+
+// litellmCheck refuses LiteLLM settings no proxy runs with: a pin lifetime (ttl, named by its
+// setting) that is not a finite number of seconds above 0, or fewer than one proxy pod.
+func litellmCheck(policy, setting string, ttl func(LiteLLMSettings) float64) func(Config, *Trace) error {
+	return func(c Config, t *Trace) error {
+		s := c.routers().LiteLLM
+		if v := ttl(s); !(v > 0) || math.IsInf(v, 0) {
+			return &CannotRunError{Policy: policy, Trace: t.Name, Reason: fmt.Sprintf("%s %v: want a number of seconds above 0", setting, v)}
+		}
+		if s.ProxyPods < 1 {
+			return &CannotRunError{Policy: policy, Trace: t.Name, Reason: fmt.Sprintf("%d proxy pods: want at least 1", s.ProxyPods)}
+		}
+		return nil
+	}
 }

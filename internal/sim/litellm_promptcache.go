@@ -6,6 +6,7 @@ var litellmPromptCacheInfo = PolicyInfo{
 	Product:   "LiteLLM",
 	Source:    "BerriAI/litellm litellm/router_utils/pre_call_checks/prompt_caching_deployment_check.py (async_filter_deployments, async_log_success_event), litellm/router_utils/prompt_caching_cache.py (extract_cacheable_prefix, TTL 300), litellm/utils.py (is_prompt_caching_valid_prompt, 1024 tokens); ROUTERS.md §1, SPEC §6",
 	NeedsText: true,
+	check:     litellmCheck("litellm-prompt-caching", "the prompt_caching TTL", func(s LiteLLMSettings) float64 { return s.PromptCacheTTLSecs }),
 	newPolicy: func(c Config, _ int) policy {
 		s := c.routers().LiteLLM
 		p := &litellmPromptCachePolicy{ttl: s.PromptCacheTTLSecs, shuffle: newLitellmShuffle(c.Seed), pods: newLitellmPods(s, c.Seed), pending: map[int]int{}}

@@ -6,6 +6,7 @@ var litellmSessionInfo = PolicyInfo{
 	Product:   "LiteLLM",
 	Source:    "BerriAI/litellm litellm/router_utils/pre_call_checks/deployment_affinity_check.py@00e1fe8 (async_filter_deployments, async_pre_call_deployment_hook), litellm/proxy/litellm_pre_call_utils.py (session id headers), litellm/router_strategy/simple_shuffle.py; config_settings.md (deployment_affinity_ttl_seconds 3600, redis_host); ROUTERS.md §1, SPEC §6",
 	NeedsText: true,
+	check:     litellmCheck("litellm-session-affinity", "deployment_affinity_ttl_seconds", func(s LiteLLMSettings) float64 { return s.AffinityTTLSecs }),
 	newPolicy: func(c Config, _ int) policy {
 		s := c.routers().LiteLLM
 		p := &litellmSessionPolicy{ttl: s.AffinityTTLSecs, shuffle: newLitellmShuffle(c.Seed), pods: newLitellmPods(s, c.Seed)}

@@ -3,7 +3,9 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -244,4 +246,26 @@ func TestLiteLLMPromptCaching(t *testing.T) {
 			t.Errorf("routes %v: r2 should follow r1's pin", got.Routes)
 		}
 	})
+}
+
+// TestEmulationSettingsRefused: settings no router runs with are refused with a CannotRunError
+// naming the setting, not simulated.
+func TestEmulationSettingsRefused(t *testing.T) {
+	tr := textTrace(tinyBlock, chatReq(0, 0, nil, tinyBlock, 1))
+	cases := []struct {
+		policy, want string
+		cfg          Config
+	}{
+		{"prodstack-loadaware", "--loadaware-beta NaN", withProdStack(tinyConfig(2), func(s *ProdStackSettings) { s.LoadBeta = math.NaN() })},
+		{"litellm-session-affinity", "deployment_affinity_ttl_seconds 0", withLiteLLM(tinyConfig(2), func(l *LiteLLMSettings) { l.AffinityTTLSecs = 0 })},
+		{"litellm-prompt-caching", "prompt_caching TTL -1", withLiteLLM(tinyConfig(2), func(l *LiteLLMSettings) { l.PromptCacheTTLSecs = -1 })},
+		{"litellm-session-affinity", "0 proxy pods", withLiteLLM(tinyConfig(2), func(l *LiteLLMSettings) { l.ProxyPods = 0 })},
+	}
+	for _, tc := range cases {
+		_, err := Simulate(tr, tc.cfg, tc.policy)
+		var cr *CannotRunError
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want a CannotRunError containing %q", tc.policy, err, tc.want)
+		}
+	}
 }
