@@ -205,8 +205,9 @@ func (e *refFleet) cachedRun(rep int, blocks []uint64, lim int, t float64) int {
 }
 
 // randomTraffic is n requests of blocks of bs tokens: conversations that go on (a previous
-// request's full blocks and more), prompts on one of four shared system prompts, and prompts
-// that share nothing; partial last blocks, outputs of 0 to 19 tokens, arrivals 0 to 0.3 s apart.
+// request's full blocks and more), prompts on one of four shared system prompts, prompts that
+// share nothing and exact repeats; last blocks partial or whole, outputs of 0 to 19 tokens,
+// arrivals 0 to 0.3 s apart.
 func randomTraffic(seed uint64, n, bs int) *Trace {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	fresh := uint64(1_000_000)
@@ -223,7 +224,11 @@ func randomTraffic(seed uint64, n, bs int) *Trace {
 	for range n {
 		t += rng.Float64() * 0.3
 		var blocks []uint64
+		tokens := -1
 		switch x := rng.IntN(10); {
+		case x == 9 && len(rs) > 0:
+			p := rs[rng.IntN(len(rs))]
+			blocks, tokens = p.Blocks, p.InputTokens
 		case x < 4 && len(rs) > 0:
 			p := rs[rng.IntN(len(rs))]
 			blocks = append(slices.Clone(p.Blocks[:p.InputTokens/bs]), next(1+rng.IntN(3))...)
@@ -236,7 +241,13 @@ func randomTraffic(seed uint64, n, bs int) *Trace {
 		default:
 			blocks = next(1 + rng.IntN(6))
 		}
-		rs = append(rs, Request{Arrival: t, Blocks: blocks, InputTokens: len(blocks)*bs - rng.IntN(bs), OutputTokens: rng.IntN(20), N: 1})
+		if tokens < 0 {
+			tokens = len(blocks)*bs - rng.IntN(bs)
+			if rng.IntN(3) == 0 {
+				tokens = len(blocks) * bs // a whole last block
+			}
+		}
+		rs = append(rs, Request{Arrival: t, Blocks: blocks, InputTokens: tokens, OutputTokens: rng.IntN(20), N: 1})
 	}
 	return &Trace{Name: "random", Format: "test", BlockSize: bs, PrefixInfo: true, Requests: rs}
 }

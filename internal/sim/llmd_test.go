@@ -185,6 +185,7 @@ func TestLLMDQueueScorer(t *testing.T) {
 type refLLMDApprox struct {
 	blockTokens, traceBS, capacity, maxNames int
 	kvBlocks                                 int
+	precise                                  int // the precise producer's block size; 0: the approximate producer
 	lru                                      [][]string
 	rng                                      *rand.Rand
 	e                                        *refFleet
@@ -196,7 +197,7 @@ func (m *refLLMDApprox) route(r *Request, n int) int {
 	}
 	t := r.Arrival
 	var names []string
-	for end := m.blockTokens; len(names) < m.maxNames; end += m.blockTokens {
+	for end := m.blockTokens; m.precise == 0 && len(names) < m.maxNames; end += m.blockTokens {
 		e := min(end, r.InputTokens)
 		names = append(names, fmt.Sprintf("%d@%d", r.Blocks[(e-1)/m.traceBS], e))
 		if e == r.InputTokens {
@@ -214,6 +215,14 @@ func (m *refLLMDApprox) route(r *Request, n int) int {
 		}
 		if !anyone {
 			break
+		}
+	}
+	total := len(names)
+	if m.precise > 0 {
+		// The precise producer: the engine's blocks, read in full blocks of its own size.
+		total = r.InputTokens / m.precise
+		for i := range n {
+			matched[i] = min(m.e.cachedRun(i, r.Blocks, len(m.e.full(r)), t)*m.traceBS/m.precise, total)
 		}
 	}
 	waiting := make([]int, n)
@@ -237,8 +246,8 @@ func (m *refLLMDApprox) route(r *Request, n int) int {
 		}
 		usage := float64(min(active[i], m.kvBlocks)) / float64(m.kvBlocks)
 		prefix := 0.0
-		if len(names) > 0 {
-			prefix = float64(matched[i]) / float64(len(names))
+		if total > 0 {
+			prefix = float64(matched[i]) / float64(total)
 		}
 		score := 0.0
 		score += unit(queue) * 2
@@ -254,7 +263,7 @@ func (m *refLLMDApprox) route(r *Request, n int) int {
 	if len(ties) > 1 {
 		pick = ties[m.rng.IntN(len(ties))]
 	}
-	for _, name := range names {
+	for _, name := range names { // none for the precise producer
 		l := slices.DeleteFunc(m.lru[pick], func(s string) bool { return s == name })
 		l = append(l, name)
 		if len(l) > m.capacity {
@@ -263,6 +272,30 @@ func (m *refLLMDApprox) route(r *Request, n int) int {
 		m.lru[pick] = l
 	}
 	return pick
+}
+
+// TestLLMDPreciseModel: llmd-precise with the vllm tokenizer agrees with the same second model
+// reading the engines' blocks (refFleet) in 16-token keys, on traces of 16- and 32-token blocks.
+func TestLLMDPreciseModel(t *testing.T) {
+	for _, bs := range []int{16, 32} {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("block%d/seed%d", bs, seed), func(t *testing.T) {
+				tr := randomTraffic(seed, 300, bs)
+				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c = withRouters(c, func(s *RouterSettings) { s.LLMD.Tokenizer = "vllm" })
+				e := &refFleet{bs: bs, m: c.Model}
+				m := &refLLMDApprox{traceBS: bs, precise: 16, kvBlocks: c.KVBlocks, rng: rand.New(rand.NewPCG(seed, 0x6c6c6d64)), e: e}
+				want := replayRef(tr, c, m.route, e)
+				got := runTiny(t, tr, c, "llmd-precise")
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("llmd-precise against the second model (-model +emulation):\n%s", d)
+				}
+				if slices.Max(want.Hits) == 0 {
+					t.Error("the traffic should hit")
+				}
+			})
+		}
+	}
 }
 
 // TestLLMDApproxModel: llmd-approx agrees with refLLMDApprox on routes and hits over random
