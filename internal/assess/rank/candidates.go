@@ -160,6 +160,10 @@ func Candidates(emus []sim.PolicyInfo, tr Traffic, files *Files) []Candidate {
 		}
 	}
 	for i := range out {
+		if out[i].Policy == "dynamo-kv" && out[i].Variant != Configured {
+			// The emulation is --router-mode kv whatever Mode says; say so in its settings.
+			out[i].Settings.Dynamo.Mode = "kv"
+		}
 		out[i].Requirements = requirements(out[i], tr, files)
 	}
 	return out

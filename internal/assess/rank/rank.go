@@ -247,7 +247,7 @@ feed:
 }
 
 // settle applies the rule to the rows' figures: which rows are not ranked and why, the order,
-// the ranks, and why the first wins.
+// the ranks, why the first wins, and its configuration.
 func (rk *Ranking) settle() {
 	for i := range rk.Rows {
 		row := &rk.Rows[i]
@@ -262,6 +262,10 @@ func (rk *Ranking) settle() {
 	}
 	order(rk.Rows)
 	rk.Why = why(rk)
+	rk.Snippet = nil
+	if len(rk.Rows) > 0 && rk.Rows[0].Rank == 1 {
+		rk.Snippet = SnippetFor(rk.Rows[0])
+	}
 }
 
 func steadyHit(r sim.Result) float64 {

@@ -133,7 +133,8 @@ func requirements(c Candidate, tr Traffic, f *Files) []Requirement {
 		}
 	case ProdStack:
 		system(ReqProdStack, ProdStack, "values with servingEngineSpec / routerSpec")
-		if c.Policy == "prodstack-kvaware" {
+		if c.Policy == "prodstack-kvaware" || c.Policy == "prodstack-loadaware" {
+			// Both ask the LMCache controller where prefixes are cached (PS-04).
 			lmcache(add, f)
 			version(add, f)
 		}

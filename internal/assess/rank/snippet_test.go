@@ -1,0 +1,126 @@
+package rank
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// TestSnippetsPassTheLint writes the snippet of every row kvcheck can produce (every known
+// emulation, shipped, with both SGLang sets, tuned for a traffic that tunes each one, and with
+// the settings a user may give) and runs the config lint on it: no error finding, and the
+// lint recognises the format (it is the router's own).
+func TestSnippetsPassTheLint(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Traffic{Format: "requests", Text: true, SessionHeader: "x-session-id", Replicas: 4, KVTokens: 1 << 20, AddReplica: true, HotPrefixShare: 0.9}
+	rows := Candidates(infos(allEmulations...), tr, nil)
+	// Settings a user may give: the approximate Dynamo mode, Ray eviction, LiteLLM with Redis,
+	// production-stack's thresholds.
+	extra := sim.DefaultRouterSettings()
+	extra.Dynamo.KVEvents, extra.Dynamo.TTLSecs, extra.Dynamo.Temperature = false, 30, 0.5
+	extra.Ray.DoEviction, extra.Ray.ImbalancedThreshold = true, 4
+	extra.LiteLLM.Redis = true
+	extra.ProdStack.KVAwareThreshold, extra.ProdStack.LoadBeta, extra.ProdStack.SessionKey, extra.ProdStack.PrefixMinMatch = 500, 0.5, "x-user-id", 256
+	for _, p := range allEmulations {
+		rows = append(rows, Candidate{Policy: p, Product: ProductOf(p), Variant: Configured, Settings: extra})
+	}
+	seen := map[string]bool{}
+	for _, c := range rows {
+		sn := SnippetFor(Row{Candidate: c})
+		if sn == nil {
+			t.Errorf("%s: no snippet", c.Policy)
+			continue
+		}
+		seen[c.Product] = true
+		l := lint.New(cat, lint.Options{})
+		res := l.Finish([]lint.FileResult{l.File(sn.File, []byte(sn.Text))})
+		for _, f := range res[0].Findings {
+			if f.Severity >= finding.Error {
+				t.Errorf("%s (%s): %s %s line %d: %s\n%s", c.Policy, c.Variant, f.Code, sn.File, f.Line, f.Message, sn.Text)
+			}
+		}
+		formats := 0
+		for _, f := range res[0].Formats {
+			if f != "" {
+				formats++
+			}
+		}
+		if formats == 0 && !strings.HasSuffix(sn.File, ".sh") {
+			t.Errorf("%s: the lint does not recognise %s:\n%s", c.Policy, sn.File, sn.Text)
+		}
+		dep := lint.DeploymentOf(res)
+		if len(dep.Routers) == 0 {
+			t.Errorf("%s: no router read back from its own snippet:\n%s", c.Policy, sn.Text)
+		}
+	}
+	if len(seen) != 6 {
+		t.Errorf("products with snippets: %v", seen)
+	}
+}
+
+// TestSnippetRoundTrip: a snippet read back as --config gives the row's own settings, so
+// applying it runs the router as ranked.
+func TestSnippetRoundTrip(t *testing.T) {
+	tr := Traffic{Replicas: 4, KVTokens: 1 << 20, AddReplica: true, HotPrefixShare: 0.9, SessionHeader: "x-session-id", Text: true}
+	for _, c := range Candidates(infos("dynamo-kv", "llmd-precise", "ray-prefix-affinity", "sglang-cache-aware", "prodstack-session"), tr, nil) {
+		if c.Variant != Tuned {
+			continue
+		}
+		sn := SnippetFor(Row{Candidate: c})
+		f := filesOf(t, map[string]string{snippetSlot(sn.File): sn.Text})
+		if sn.File == "launch-router.sh" {
+			continue // filesOf reads YAML slots; the SGLang script is read in TestSnippetsPassTheLint
+		}
+		var back *RouterConfig
+		for i := range f.Routers {
+			if f.Routers[i].Policy == c.Policy {
+				back = &f.Routers[i]
+			}
+		}
+		if back == nil {
+			t.Errorf("%s: not read back:\n%s", c.Policy, sn.Text)
+			continue
+		}
+		want := c.Settings
+		switch c.Product {
+		case Dynamo:
+			if back.Settings.Dynamo != want.Dynamo {
+				t.Errorf("dynamo: %+v, want %+v", back.Settings.Dynamo, want.Dynamo)
+			}
+		case LLMD:
+			if back.Settings.LLMD.Tokenizer != want.LLMD.Tokenizer || back.Settings.LLMD.PrefixWeight != want.LLMD.PrefixWeight {
+				t.Errorf("llm-d: %+v, want %+v", back.Settings.LLMD, want.LLMD)
+			}
+		case Ray:
+			if back.Settings.Ray.ImbalancedThreshold != want.Ray.ImbalancedThreshold {
+				t.Errorf("ray: %+v, want %+v", back.Settings.Ray, want.Ray)
+			}
+		case ProdStack:
+			if back.Settings.ProdStack.SessionKey != want.ProdStack.SessionKey {
+				t.Errorf("production-stack: %+v, want %+v", back.Settings.ProdStack, want.ProdStack)
+			}
+		}
+	}
+}
+
+// snippetSlot is the file name filesOf reads a snippet under.
+func snippetSlot(file string) string {
+	switch file {
+	case "dynamo.yaml":
+		return "dgd.yaml"
+	case "epp-config.yaml":
+		return "epc.yaml"
+	case "serve-config.yaml":
+		return "gateway.yaml"
+	case "litellm-config.yaml":
+		return "litellm.yaml"
+	}
+	return "values.yaml"
+}
