@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // The request reader's export path used to decode an export line four times with
@@ -183,4 +184,169 @@ func hasBodyKey(raw []byte) (has, sure bool) {
 		}
 	})
 	return has, has || sure
+}
+
+// bodyFields and messageFields are the member names wireBody and wireMessage decode;
+// encoding/json also matches them case-insensitively.
+var (
+	bodyFields    = []string{"model", "messages", "prompt", "tools", "session_id", "metadata", "headers"}
+	messageFields = []string{"role", "content", "cache_control", "tool_calls"}
+)
+
+// foldsTo reports whether the plain name k is one of names but for case, which encoding/json
+// would decode into that field.
+func foldsTo(k []byte, names []string) bool {
+	for _, n := range names {
+		if bytes.EqualFold(k, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// fastBody decodes a valid body as json.Unmarshal into wireBody does, without validating it
+// again or going through reflection; the raw values alias data. ok is false where it cannot be
+// sure of giving the same (a name that is not plain, or is a field's name in another case; a
+// field twice; a value of a type the field does not take; a message that is not an object; a
+// content that does not decode), and the caller decodes with encoding/json, which gives the
+// result or the error it always gave.
+func fastBody(data []byte) (b wireBody, ok bool) {
+	ok = true
+	var seen uint8
+	walkObject(data, func(k, v []byte) {
+		if !ok {
+			return
+		}
+		if !plainKey(k) {
+			ok = false
+			return
+		}
+		var bit uint8
+		switch string(k) {
+		case "model":
+			bit, b.Model = 1, v
+		case "messages":
+			bit = 2
+			b.Messages, ok = fastMessages(v)
+		case "prompt":
+			bit, b.Prompt = 4, v
+		case "tools":
+			bit, b.Tools = 8, v
+		case "session_id":
+			bit, b.SessionID = 16, v
+		case "metadata":
+			bit, b.Metadata = 32, v
+		case "headers":
+			bit, b.Headers = 64, v
+		default:
+			if foldsTo(k, bodyFields) {
+				ok = false
+			}
+			return
+		}
+		if seen&bit != 0 {
+			ok = false
+		}
+		seen |= bit
+	})
+	return b, ok
+}
+
+// fastMessages decodes a valid messages value: null (no messages) or a list of objects.
+func fastMessages(v []byte) (*[]wireMessage, bool) {
+	if string(v) == "null" {
+		return nil, true
+	}
+	if v[0] != '[' {
+		return nil, false
+	}
+	msgs := []wireMessage{}
+	ok := true
+	walkArray(v, func(e []byte) {
+		if !ok {
+			return
+		}
+		if e[0] != '{' {
+			ok = false
+			return
+		}
+		var m wireMessage
+		if m, ok = fastMessage(e); ok {
+			msgs = append(msgs, m)
+		}
+	})
+	if !ok {
+		return nil, false
+	}
+	return &msgs, true
+}
+
+func fastMessage(e []byte) (m wireMessage, ok bool) {
+	ok = true
+	var seen uint8
+	walkObject(e, func(k, v []byte) {
+		if !ok {
+			return
+		}
+		if !plainKey(k) {
+			ok = false
+			return
+		}
+		var bit uint8
+		switch string(k) {
+		case "role":
+			bit = 1
+			m.Role, ok = fastString(v)
+		case "content":
+			bit = 2
+			ok = m.Content.UnmarshalJSON(v) == nil
+		case "cache_control":
+			bit, m.CacheControl = 4, v
+		case "tool_calls":
+			bit, m.ToolCalls = 8, v
+		default:
+			if foldsTo(k, messageFields) {
+				ok = false
+			}
+			return
+		}
+		if seen&bit != 0 {
+			ok = false
+		}
+		seen |= bit
+	})
+	return m, ok
+}
+
+// fastString decodes a valid JSON string value (or null, which leaves a string empty); ok is
+// false for any other value.
+func fastString(v []byte) (string, bool) {
+	switch {
+	case string(v) == "null":
+		return "", true
+	case v[0] != '"':
+		return "", false
+	case bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(v, &s) == nil
+}
+
+// walkArray calls fn with each element of the valid JSON array in b.
+func walkArray(b []byte, fn func(v []byte)) {
+	i := skipWS(b, 0) + 1
+	for {
+		i = skipWS(b, i)
+		if i >= len(b) || b[i] == ']' {
+			return
+		}
+		if b[i] == ',' {
+			i++
+			continue
+		}
+		end := endOfValue(b, i)
+		fn(b[i:end])
+		i = end
+	}
 }

@@ -65,6 +65,28 @@ var exportSeeds = []string{
 	`{ "request" : { "prompt" : "spaced" } , "x" : [ 1 , { "y" : "}" } ] }`,
 	`{"request": {"prompt": "\"quoted\" \\ back"}, "k\"ey": 1}`,
 	`{"résumé": {"prompt": "non-ascii key"}}`,
+	// Bodies at the top, decoded without encoding/json where it is sure to agree.
+	`{"model": "m", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": null, "tool_calls": [{"id": 1}]}], "tools": [ {"a": 1} ], "session_id": 5, "headers": {"x-session-id": "h"}, "metadata": {"session_id": "m"}}`,
+	`{"Model": "m", "messages": [{"role": "user", "content": "a"}]}`,
+	`{"model": "m", "model": "n", "messages": [{"role": "user", "content": "a"}]}`,
+	`{"messages": [{"role": "user", "content": "a"}], "messages": [{"role": "system"}]}`,
+	`{"messages": [{"Role": "user", "content": "a"}]}`,
+	`{"messages": [{"role": "user", "role": "system", "content": "a"}]}`,
+	`{"messages": [null, {"role": "user", "content": "a"}]}`,
+	`{"messages": [{"role": 5, "content": "a"}]}`,
+	`{"messages": [{"role": null, "content": "a"}]}`,
+	`{"messages": [{"role": "us\u0065r", "content": "esc\n"}]}`,
+	"{\"messages\": [{\"role\": \"\xff\xfeuser\", \"content\": \"bad utf-8 \xff\"}]}",
+	`{"messages": [{"role": "user", "content": "é ü 中"}]}`,
+	`{"messages": [{"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}, {"type": "image_url", "image_url": {"url": "x"}}]}]}`,
+	`{"messages": [{"role": "user", "content": {"a": 1}}]}`,
+	`{"messages": [{"role": "user", "content": 5}]}`,
+	`{"messages": {"role": "user"}}`,
+	`{"messages": null, "prompt": "p"}`,
+	`{"messages": [], "prompt": null}`,
+	`{"prompt": [1, 2, 3], "model": null}`,
+	`{"messages": [[1]]}`,
+	`{"messages": [ { "role" : "user" , "content" : "spaced" } , { "role" : "assistant" } ] }`,
 }
 
 // TestFastPathAgrees reads every seed, and the request-log fixtures, with the fast path and

@@ -182,8 +182,15 @@ type wireBody struct {
 }
 
 // decodeBody decodes a request body. found is false when data is a valid object with neither
-// messages nor prompt (an export record, say).
-func decodeBody(data []byte) (b wireBody, found bool, err error) {
+// messages nor prompt (an export record, say). valid says data is known to be valid JSON: it is
+// then decoded without encoding/json where fastBody is sure of the result.
+func decodeBody(data []byte, valid bool) (b wireBody, found bool, err error) {
+	if valid && !slowJSON {
+		if b, ok := fastBody(data); ok {
+			return b, b.Messages != nil || len(b.Prompt) > 0 && string(b.Prompt) != "null", nil
+		}
+		b = wireBody{}
+	}
 	if err := json.Unmarshal(data, &b); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -233,7 +240,8 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	}
 	// An export record, told from a body in one validation and one walk (see fastjson.go);
 	// what the walk cannot be sure of goes the old way.
-	if !slowJSON && json.Valid(line) {
+	valid := !slowJSON && json.Valid(line)
+	if valid {
 		if outer, body, ok := exportMembers(line); ok && !body {
 			raw, err := rr.bodyIn(outer)
 			if err != nil {
@@ -242,7 +250,7 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 			return rr.export(outer, raw)
 		}
 	}
-	b, found, err := decodeBody(line)
+	b, found, err := decodeBody(line, valid)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +268,7 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 // export reads the request from the body raw found in the export record outer, with the
 // session, headers and metadata session the record holds when the body has none.
 func (rr *RequestReader) export(outer map[string]json.RawMessage, raw []byte) (*Request, error) {
-	b, _, err := decodeBody(raw)
+	b, _, err := decodeBody(raw, true) // a member of a validated line or map, or a validated string
 	if err != nil {
 		return nil, fmt.Errorf("body under %q: %w", rr.BodyKey(), err)
 	}
