@@ -36,7 +36,7 @@ func AssessTargets(ctx context.Context, st *report.Status, intro *report.Text, t
 		return report.Result{}, fmt.Errorf("demo assess: no scrape targets")
 	}
 	src := assess.Sources{
-		Embedded: ChatTrace(1), Tokenize: audit.DefaultTokenize,
+		Embedded: ChatText(ChatTrace(1)), Tokenize: audit.DefaultTokenize,
 		Metrics: promql.Spec{Scrape: targets, Window: 3 * time.Second, WindowSet: true, ScrapeTimeout: 5 * time.Second},
 	}
 	if intro != nil {

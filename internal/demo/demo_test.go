@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -87,5 +88,40 @@ func TestInputs(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("temporary directory %s not removed: %v", tmp, err)
+	}
+}
+
+// TestChatText: the text a router reads follows the blocks: requests of one tenant share the
+// system prompt's 64 blocks x 64 characters, a later turn of a conversation extends its earlier
+// turn's text, and requests of different tenants differ in their first block's text.
+func TestChatText(t *testing.T) {
+	tr := ChatText(ChatTrace(1))
+	bySession := map[string]*sim.Request{}
+	var sameTenant, otherTenant bool
+	for i := range tr.Requests {
+		r := &tr.Requests[i]
+		v := r.View
+		if v == nil || !v.Chat || len(v.Text) != 64*len(r.Blocks) || v.Headers["x-session-id"] != r.Session || v.MetadataSession != r.Session || v.Ends[0] != 64*ChatSystemBlocks {
+			t.Fatalf("request %d: view %+v", i, v)
+		}
+		if prev, ok := bySession[r.Session]; ok && !strings.HasPrefix(v.Text, prev.View.Text) {
+			t.Errorf("request %d does not extend its conversation's earlier text", i)
+		}
+		bySession[r.Session] = r
+		if i > 0 {
+			p := &tr.Requests[0]
+			switch {
+			case r.Blocks[0] == p.Blocks[0]:
+				sameTenant = true
+				if v.Text[:64*ChatSystemBlocks] != p.View.Text[:64*ChatSystemBlocks] {
+					t.Errorf("request %d: same tenant, different system text", i)
+				}
+			case v.Text[:64] != p.View.Text[:64]:
+				otherTenant = true
+			}
+		}
+	}
+	if !sameTenant || !otherTenant {
+		t.Errorf("the trace should hold both: same tenant %v, other tenant %v", sameTenant, otherTenant)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -121,4 +122,36 @@ func ChatTrace(seed uint64) *sim.Trace {
 	}
 	slices.SortStableFunc(reqs, func(a, b sim.Request) int { return cmp.Compare(a.Arrival, b.Arrival) })
 	return &sim.Trace{Name: "built-in chat trace", Format: "mooncake", BlockSize: ChatBlockSize, PrefixInfo: true, Requests: reqs}
+}
+
+// ChatText gives every request of a ChatTrace what a router reading the request sees: a chat
+// whose system message is the tenant's prompt and whose second message is the conversation so
+// far, each block standing for 64 characters of its own (16 tokens at about 4 characters a
+// token, derived from the block's key, so equal blocks are equal text and every prefix of
+// blocks is a prefix of text), the session id in the x-session-id header and in
+// metadata.session_id, and no cache_control marker. The demo's traffic is emulated: this is the
+// text the blocks stand for, so the routers that read text (production-stack, SGLang, Ray,
+// LiteLLM) see the same shared prefixes as the engines and can be ranked beside the others.
+func ChatText(tr *sim.Trace) *sim.Trace {
+	for i := range tr.Requests {
+		r := &tr.Requests[i]
+		var b strings.Builder
+		b.Grow(len(r.Blocks) * 64)
+		system := min(len(r.Blocks), ChatSystemBlocks)
+		var ends []int32
+		for k, key := range r.Blocks {
+			x := key * 0x9e3779b97f4a7c15
+			fmt.Fprintf(&b, "%016x%016x%016x%016x", x, x^0x5bd1e995, x^0x27d4eb2f, x^0x165667b1)
+			if k+1 == system {
+				ends = append(ends, int32(b.Len()))
+			}
+		}
+		if b.Len() > int(ends[0]) {
+			ends = append(ends, int32(b.Len()))
+		}
+		r.View = &sim.View{Chat: true, Text: b.String(), Ends: ends,
+			Headers: map[string]string{"x-session-id": r.Session}, MetadataSession: r.Session}
+	}
+	tr.Name = "built-in chat trace (with its text)"
+	return tr
 }
