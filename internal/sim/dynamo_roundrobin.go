@@ -4,7 +4,7 @@ var dynamoRoundRobinInfo = PolicyInfo{
 	Name:      "dynamo-round-robin",
 	About:     "NVIDIA Dynamo frontend as shipped (--router-mode round-robin): a request counter modulo the workers available",
 	Product:   "NVIDIA Dynamo",
-	Source:    "ai-dynamo/dynamo lib/runtime/src/pipeline/network/egress/push_router.rs PushRouter::round_robin; components/src/dynamo/common/configuration/groups/router_args.py@028cab4 (--router-mode default round-robin); ROUTERS.md §4, SPEC §6",
+	Source:    "ai-dynamo/dynamo lib/runtime/src/pipeline/network/egress/push_router.rs@020ac7fc PushRouter::round_robin (counter modulo the available instances); components/src/dynamo/common/configuration/groups/router_args.py@028cab4 (--router-mode default round-robin); ROUTERS.md §4, SPEC §6",
 	newPolicy: func(Config, int) policy { return &dynamoRoundRobinPolicy{} },
 }
 

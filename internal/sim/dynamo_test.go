@@ -134,25 +134,29 @@ func TestDynamoApproxTTL(t *testing.T) {
 }
 
 // refFleet is a second model of the fleet, written from Model's doc comment for traffic that
-// never fills a replica's KV cache nor its running slots (the tests give them room), sharing no
-// code with the simulator: each replica prefills the requests sent to it one at a time in the
-// order they arrive; a request hits the run of its blocks from block 0 that requests before it
-// on that replica computed (full blocks only), at most (tokens-1)/block size; its prefill lasts
-// its uncached tokens times the prefill cost, its decode its output tokens times the decode
-// cost. A router reading the engines sees a request's blocks once its prefill has ended.
+// never fills a replica's KV cache (the tests give it room), sharing no code with the simulator:
+// each replica admits the requests sent to it in the order they arrive, at most MaxRunning at a
+// time (a request is admitted once it has arrived, the one before it has been admitted, and
+// fewer than MaxRunning of those before it are unfinished); it prefills the admitted ones one at
+// a time in that order; a request hits the run of its blocks from block 0 that requests before
+// it on that replica computed (full blocks only), at most (tokens-1)/block size; its prefill
+// lasts its uncached tokens times the prefill cost, its decode its output tokens times the
+// decode cost. A router reading the engines sees a request's blocks once its prefill has ended.
 type refFleet struct {
 	bs       int
 	m        Model
 	jobs     []refJob
 	free     []float64         // when each replica's prefill engine is next free
+	admitted []float64         // when each replica last admitted a request
+	finishes [][]float64       // finish times of the requests sent to each replica
 	computed []map[uint64]bool // full blocks each replica has computed (or will have, FIFO)
 }
 
 type refJob struct {
-	r                  *Request
-	rep                int
-	start, end, finish float64
-	hit                int
+	r                         *Request
+	rep                       int
+	admit, start, end, finish float64
+	hit                       int
 }
 
 func (e *refFleet) full(r *Request) []uint64 {
@@ -162,6 +166,8 @@ func (e *refFleet) full(r *Request) []uint64 {
 func (e *refFleet) grow(n int) {
 	for len(e.free) < n {
 		e.free = append(e.free, 0)
+		e.admitted = append(e.admitted, 0)
+		e.finishes = append(e.finishes, nil)
 		e.computed = append(e.computed, map[uint64]bool{})
 	}
 }
@@ -169,7 +175,13 @@ func (e *refFleet) grow(n int) {
 // send starts r on replica rep and returns its hit.
 func (e *refFleet) send(r *Request, rep int) int {
 	e.grow(rep + 1)
-	start := max(r.Arrival, e.free[rep])
+	admit := max(r.Arrival, e.admitted[rep])
+	if before := slices.Sorted(slices.Values(e.finishes[rep])); len(before) >= e.m.MaxRunning {
+		// The slot of the (k-MaxRunning+1)-th request to finish among the k before it.
+		admit = max(admit, before[len(before)-e.m.MaxRunning])
+	}
+	e.admitted[rep] = admit
+	start := max(admit, e.free[rep])
 	limit := 0
 	if r.InputTokens > 0 {
 		limit = min(len(r.Blocks), (r.InputTokens-1)/e.bs)
@@ -183,7 +195,9 @@ func (e *refFleet) send(r *Request, rep int) int {
 	for _, b := range e.full(r) {
 		e.computed[rep][b] = true
 	}
-	e.jobs = append(e.jobs, refJob{r: r, rep: rep, start: start, end: end, finish: end + float64(r.OutputTokens)*e.m.DecodePerToken, hit: hit})
+	finish := end + float64(r.OutputTokens)*e.m.DecodePerToken
+	e.finishes[rep] = append(e.finishes[rep], finish)
+	e.jobs = append(e.jobs, refJob{r: r, rep: rep, admit: admit, start: start, end: end, finish: finish, hit: hit})
 	return hit
 }
 
@@ -252,10 +266,18 @@ func randomTraffic(seed uint64, n, bs int) *Trace {
 	return &Trace{Name: "random", Format: "test", BlockSize: bs, PrefixInfo: true, Requests: rs}
 }
 
-// roomyConfig has caches and running slots no random trace fills, so that refFleet applies.
+// roomyConfig has caches and running slots no random trace fills.
 func roomyConfig(seed uint64, replicas int, addAt float64) Config {
+	c := modelConfig(seed, replicas, addAt)
+	c.Model.MaxRunning = 1 << 16
+	return c
+}
+
+// modelConfig has caches no random trace fills, so that refFleet applies, and three running
+// slots per replica, so that requests wait.
+func modelConfig(seed uint64, replicas int, addAt float64) Config {
 	return Config{Replicas: replicas, KVBlocks: 1 << 16, AddReplicaAt: addAt, Seed: seed,
-		Model: Model{PrefillPerToken: 0.002, DecodePerToken: 0.05, MaxRunning: 1 << 16}, Params: DefaultParams()}
+		Model: Model{PrefillPerToken: 0.002, DecodePerToken: 0.05, MaxRunning: 3}, Params: DefaultParams()}
 }
 
 // refDynamo is a second model of dynamo-kv, written from the description of the router in
@@ -403,7 +425,7 @@ func TestDynamoKVModel(t *testing.T) {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
 				tr := randomTraffic(seed, 300, tinyBlock)
-				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c := modelConfig(seed, 3, tr.Requests[150].Arrival)
 				c = withRouters(c, func(s *RouterSettings) { v.set(&s.Dynamo) })
 				e := &refFleet{bs: tinyBlock, m: c.Model}
 				d := &refDynamo{s: c.Routers.Dynamo, bs: tinyBlock, rng: rand.New(rand.NewPCG(seed, 0x64796e)), e: e}

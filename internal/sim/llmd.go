@@ -16,6 +16,12 @@ import "math/rand/v2"
 //     them, 0 when the producer has no total (matchLengthWeight 0 by default);
 //   - scheduling/picker/maxscore/picker.go: the endpoints are shuffled, then stably sorted by
 //     score, so ties go to a uniformly random one of the highest.
+// The waiting queue is vllm:num_requests_waiting: the requests a replica has not admitted (Model:
+// beyond MaxRunning). Admitted requests whose prefill waits for the replica's serial prefill are
+// running in vLLM's terms (they share its prefill batches), so they are not counted; kv-llmd, the
+// idealised family, counts them. KV usage is vllm:kv_cache_usage_perc: the admitted requests'
+// blocks over the replica's (fleet.usage).
+//
 // The two llm-d emulations differ only in the producer of the prefix match (llmd_approx.go,
 // llmd_precise.go). Metrics are read as they are at the instant of routing (the EPP scrapes them
 // every few tens of milliseconds).
@@ -37,16 +43,17 @@ func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 // pick returns the endpoint with the highest weighted score; prefix(i) is the prefix scorer's
 // value for replica i.
 func (p *llmdPicker) pick(f *fleet, prefix func(i int) float64) int {
-	minQ, maxQ := f.queued(0), f.queued(0)
+	waiting := func(i int) int { return f.reps[i].waiting.len() }
+	minQ, maxQ := waiting(0), waiting(0)
 	for i := 1; i < f.size(); i++ {
-		minQ, maxQ = min(minQ, f.queued(i)), max(maxQ, f.queued(i))
+		minQ, maxQ = min(minQ, waiting(i)), max(maxQ, waiting(i))
 	}
 	best := 0.0
 	p.ties = p.ties[:0]
 	for i := range f.size() {
 		q := 1.0
 		if maxQ != minQ {
-			q = float64(maxQ-f.queued(i)) / float64(maxQ-minQ)
+			q = float64(maxQ-waiting(i)) / float64(maxQ-minQ)
 		}
 		s := 0.0
 		s += clamp01(q) * p.queueW

@@ -180,7 +180,8 @@ func TestLLMDQueueScorer(t *testing.T) {
 // server holds; each server's LRU is a list, most recent last, the chosen server's gets every
 // name of the request in order (a name already there moves to the end), and loses its first
 // names beyond its capacity. The score is queue (min-max over waiting requests, 1 when all wait
-// alike) x 2, then (1 - KV usage) x 2, then matched/names x 3, each clamped to [0, 1]; the
+// alike; waiting: sent and not admitted) x 2, then (1 - KV usage: the admitted requests' blocks
+// over the capacity) x 2, then matched/names x 3, each clamped to [0, 1]; the
 // highest wins, ties to a uniformly drawn one (one draw, only when two or more tie).
 type refLLMDApprox struct {
 	blockTokens, traceBS, capacity, maxNames int
@@ -228,10 +229,9 @@ func (m *refLLMDApprox) route(r *Request, n int) int {
 	waiting := make([]int, n)
 	active := make([]int, n)
 	for _, j := range m.e.jobs {
-		if j.start > t {
+		if j.admit > t {
 			waiting[j.rep]++
-		}
-		if j.finish > t {
+		} else if j.finish > t {
 			active[j.rep] += len(j.r.Blocks)
 		}
 	}
@@ -281,7 +281,7 @@ func TestLLMDPreciseModel(t *testing.T) {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("block%d/seed%d", bs, seed), func(t *testing.T) {
 				tr := randomTraffic(seed, 300, bs)
-				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c := modelConfig(seed, 3, tr.Requests[150].Arrival)
 				c = withRouters(c, func(s *RouterSettings) { s.LLMD.Tokenizer = "vllm" })
 				e := &refFleet{bs: bs, m: c.Model}
 				m := &refLLMDApprox{traceBS: bs, precise: 16, kvBlocks: c.KVBlocks, rng: rand.New(rand.NewPCG(seed, 0x6c6c6d64)), e: e}
@@ -315,7 +315,7 @@ func TestLLMDApproxModel(t *testing.T) {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
 				tr := randomTraffic(seed, 300, 16)
-				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c := modelConfig(seed, 3, tr.Requests[150].Arrival)
 				c = withRouters(c, func(s *RouterSettings) {
 					s.LLMD.AutoTune = v.autoTune
 					if !v.autoTune {
