@@ -22,10 +22,10 @@ func newMetricsCmd(s streams, g *globalOptions) *cobra.Command {
 	opts := &metricsOptions{}
 	cmd := &cobra.Command{
 		Use:   "metrics",
-		Short: "Print the catalog of metric names (vLLM, llm-d, GAIE, SGLang) and their history",
+		Short: "Print the catalog of metric names (vLLM, llm-d, GAIE, SGLang, Dynamo) and their history",
 		Long: `metrics prints every metric name kvcheck knows, one table per family: vLLM (with
 production-stack's router re-exports), the llm-d router's endpoint picker and KV-cache index,
-the Gateway API Inference Extension's picker, and SGLang's engine. Each row has the type, the releases of its
+the Gateway API Inference Extension's picker, SGLang's engine and NVIDIA Dynamo's frontend. Each row has the type, the releases of its
 family where it was added, deprecated, hidden and removed, its replacement, and its status at
 the target release (--target-version for vLLM, --target for any family; default the newest
 known). -o json adds the sources each entry was read from.

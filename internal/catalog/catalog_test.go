@@ -497,3 +497,41 @@ func TestSGLangFamily(t *testing.T) {
 		t.Errorf("--target sglang=: %v", err)
 	}
 }
+
+// TestDynamoFamily: the frontend's names, the nv_llm_http_service_ names PR #2176 renamed,
+// the 0.5.1-only _total gauges, and the GMP form.
+func TestDynamoFamily(t *testing.T) {
+	c := mustLoad(t)
+	m, ok := c.Lookup("nv_llm_http_service_requests_total")
+	if !ok || m.Engine == nil || m.Family != "dynamo" || m.Suffix != "_total" {
+		t.Fatalf("legacy counter: %+v", m)
+	}
+	if r, ok := m.ReplacementSeries(); !ok || r != "dynamo_frontend_requests_total" {
+		t.Errorf("legacy replacement %q, %v", r, ok)
+	}
+	if st, _ := m.Engine.StatusAt(Version{0, 4, 1}); st != Removed {
+		t.Errorf("at 0.4.1: %s", st)
+	}
+	// Before the rename a fix keeps the old name: the new one is not there yet.
+	if got, ok := c.SeriesAt("dynamo_frontend_time_to_first_token_seconds_bucket", Version{0, 3, 2}); !ok || got != "nv_llm_http_service_time_to_first_token_seconds_bucket" {
+		t.Errorf("SeriesAt 0.3.2: %q, %v", got, ok)
+	}
+	m, ok = c.Lookup("prometheus.googleapis.com|dynamo_frontend_queued_requests|gauge")
+	if !ok || m.Form != GMP || m.Engine == nil || m.Family != "dynamo" {
+		t.Errorf("GMP gauge: %+v", m)
+	}
+	if st, since := m.Engine.StatusAt(Version{0, 5, 1}); st != NotYet || since != (Version{0, 6, 0}) {
+		t.Errorf("queued_requests at 0.5.1: %s since %s", st, since)
+	}
+	// A gauge named _total is exposed as written.
+	if m, ok := c.Lookup("dynamo_frontend_queued_requests_total"); !ok || m.Engine == nil || m.Engine.Type != Gauge || !m.Exposed {
+		t.Errorf("gauge with _total: %+v", m)
+	}
+	// Only the retired prefix is claimed: an unknown frontend name is nobody's.
+	if _, ok := c.Lookup("dynamo_frontend_pending_requests"); ok {
+		t.Errorf("an adapter alias under dynamo_frontend_ is not reported")
+	}
+	if m, ok := c.Lookup("nv_llm_http_service_no_such"); !ok || m.Engine != nil || m.Family != "dynamo" {
+		t.Errorf("unknown legacy name: %+v, %v", m, ok)
+	}
+}

@@ -293,8 +293,8 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 		}
 	}
 	mt, ok := fl.l.cat.Lookup(name)
-	if !ok || mt.Engine == nil || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
-		return false
+	if !ok || mt.Engine == nil || mt.Engine.Family != catalog.VLLM || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
+		return false // other families label by model themselves (Dynamo) or are not vLLM's
 	}
 	for _, m := range vs.LabelMatchers {
 		if m.Name != "model" {
@@ -429,7 +429,7 @@ func (fl *fileLint) engineOnly(e parser.Expr) (string, bool) {
 			}
 		}
 		mt, found := fl.l.cat.Lookup(name)
-		if !found || mt.Engine == nil || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
+		if !found || mt.Engine == nil || mt.Engine.Family != catalog.VLLM || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
 			ok = false
 			return nil
 		}

@@ -391,3 +391,41 @@ func TestSGLangRename(t *testing.T) {
 		t.Errorf("removed gauge: %+v", r.Findings)
 	}
 }
+
+// TestRealDynamoDashboard lints a reduction of Dynamo's own dashboard before and after PR
+// #11497 (each file says where it comes from). Before, its "Inflight vs Queued Requests" panel
+// reads dynamo_frontend_inflight_requests, deprecated for dynamo_frontend_active_requests: one
+// warning with an exact rewrite, and the rewrite is the query the maintainers wrote in #11497.
+// After, the dashboard is clean.
+func TestRealDynamoDashboard(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(fixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	before, after := read("dynamo_dashboard_9c7fabe6e.json"), read("dynamo_dashboard_10b311bac.json")
+	r := newLinterTargets(t, "").File("before.json", before)
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusDeprecated || r.Findings[0].Metric != "dynamo_frontend_inflight_requests" || !r.Findings[0].Fixable() {
+		t.Fatalf("before #11497: %+v", r.Findings)
+	}
+	if got, want := exprs(t, r.Fixed), exprs(t, after); !slices.Equal(got, want) {
+		t.Errorf("fixed queries differ from #11497's:\n got %q\nwant %q", got, want)
+	}
+	if r := newLinterTargets(t, "").File("after.json", after); len(r.Findings) != 0 {
+		t.Errorf("after #11497: %+v", r.Findings)
+	}
+	// Before the deprecation (1.1) both are clean: the old gauge is current, the new one
+	// not needed.
+	if r := newLinterTargets(t, "dynamo=1.1").File("before.json", before); len(r.Findings) != 0 {
+		t.Errorf("before at 1.1: %+v", r.Findings)
+	}
+	if r := newLinterTargets(t, "").File("after.json", after); !slices.Equal(r.Families, []string{"dynamo"}) {
+		t.Errorf("families %v", r.Families)
+	}
+	// Dynamo labels its frontend series by model: no label drift, which is vLLM's (model_name).
+	if r := newLinterTargets(t, "").File("r.yaml", rule(`sum by (model) (dynamo_frontend_queued_requests{model="m"}) > 10`)); len(r.Findings) != 0 {
+		t.Errorf("model label on a Dynamo series: %+v", r.Findings)
+	}
+}
