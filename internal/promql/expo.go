@@ -72,7 +72,19 @@ func ParseExposition(r io.Reader, source string) (Dump, error) {
 
 // parseExposition reads an exposition keeping at most maxSeries vllm: series.
 func parseExposition(r io.Reader, source string, maxSeries int) (Dump, error) {
-	x := expoReader{d: Dump{Source: source}, maxSeries: maxSeries}
+	return readExposition(r, source, maxSeries, nil)
+}
+
+// readExposition reads an exposition keeping at most maxSeries vllm: series. With project set
+// (a dump file, which may hold a whole fleet), a family hitrate does not read is kept as one
+// sample per distinct value of the labels in project, those labels only: all that hitrate
+// takes from such a family is that the replica exports it, and the replica's model, version or
+// router. Label maps with the same labels are shared.
+func readExposition(r io.Reader, source string, maxSeries int, project []string) (Dump, error) {
+	x := expoReader{d: Dump{Source: source}, maxSeries: maxSeries, project: project}
+	if project != nil {
+		x.present, x.labelSets = map[string]int{}, map[string]map[string]string{}
+	}
 	lr := &io.LimitedReader{R: r, N: maxExpositionBytes + 1}
 	br := bufio.NewReaderSize(lr, 64<<10)
 	var err error
@@ -152,6 +164,14 @@ type expoReader struct {
 	family    string // the family of the last # HELP or # TYPE line
 	keep      bool   // the family of the last line is a vllm: one
 	others    otherFamilies
+	// project lists the labels kept of the families hitrate does not read (nil: keep every
+	// series whole); present maps a family and those labels to its sample, labelSets a label
+	// set's key to its shared map.
+	project   []string
+	present   map[string]int
+	labelSets map[string]map[string]string
+	key       []byte
+	proj      []*dto.LabelPair
 }
 
 // otherFamilies remembers enough of the families that are not vllm: ones to say what the input
@@ -322,13 +342,65 @@ func (x *expoReader) flush() error {
 			default:
 				continue // histograms and summaries carry nothing hitrate reads
 			}
+			labels := m.GetLabel()
+			if x.project != nil && name != configInfo {
+				if _, read := lookupName(name); !read {
+					x.proj = projectLabels(x.proj[:0], labels, x.project)
+					labels = x.proj
+					x.key = append(append(x.key[:0], name...), 0xff)
+					x.key = appendLabelKey(x.key, labels)
+					if i, ok := x.present[string(x.key)]; ok {
+						x.d.Samples[i].TimestampMs = max(x.d.Samples[i].TimestampMs, m.GetTimestampMs())
+						continue
+					}
+					x.present[string(x.key)] = len(x.d.Samples)
+					v = 0 // hitrate reads no value of this family
+				}
+			}
 			if len(x.d.Samples) >= x.maxSeries {
 				return fmt.Errorf("%s: more than %d vllm: series: not a single replica's /metrics (a federation dump of a whole fleet? save it to a file and use --file)", x.d.Source, x.maxSeries)
 			}
-			x.d.Samples = append(x.d.Samples, Sample{Name: name, Labels: labelMap(m.GetLabel()), Value: v, TimestampMs: m.GetTimestampMs()})
+			x.d.Samples = append(x.d.Samples, Sample{Name: name, Labels: x.labelMap(labels), Value: v, TimestampMs: m.GetTimestampMs()})
 		}
 	}
 	return nil
+}
+
+// labelMap returns ls as a map, shared with every other series of the same labels when the
+// reader shares them.
+func (x *expoReader) labelMap(ls []*dto.LabelPair) map[string]string {
+	if x.labelSets == nil {
+		return labelMap(ls)
+	}
+	x.key = appendLabelKey(x.key[:0], ls)
+	if m, ok := x.labelSets[string(x.key)]; ok {
+		return m
+	}
+	m := labelMap(ls)
+	x.labelSets[string(x.key)] = m
+	return m
+}
+
+// appendLabelKey appends a key that tells label sets apart: each name and value, 0xff-separated
+// (0xff is not valid UTF-8, so no label holds it).
+func appendLabelKey(b []byte, ls []*dto.LabelPair) []byte {
+	for _, l := range ls {
+		b = append(b, l.GetName()...)
+		b = append(b, 0xff)
+		b = append(b, l.GetValue()...)
+		b = append(b, 0xff)
+	}
+	return b
+}
+
+// projectLabels appends to out the labels of ls named in keep, in ls's order.
+func projectLabels(out, ls []*dto.LabelPair, keep []string) []*dto.LabelPair {
+	for _, l := range ls {
+		if slices.Contains(keep, l.GetName()) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func labelMap(ls []*dto.LabelPair) map[string]string {

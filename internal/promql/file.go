@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,13 +17,29 @@ import (
 var ErrNeedWindow = errors.New("two dumps without timestamps: give the time between them with --window")
 
 // ReadDump reads and parses one saved /metrics dump; it stops with ctx's cause when ctx ends.
-func ReadDump(ctx context.Context, path string) (Dump, error) {
+// by is the --by labels the replicas will be grouped by. The series of the families hitrate
+// reads are kept whole; of every other vllm: family, one sample per replica (by its grouping
+// labels), model, version and router, which is all hitrate takes from it. So what a dump costs
+// grows with the series hitrate reads and the replicas, not with the series in the file.
+func ReadDump(ctx context.Context, path string, by []string) (Dump, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Dump{}, fmt.Errorf("read dump: %w", err)
 	}
 	defer func() { _ = f.Close() }() // opened for reading: a close error loses nothing
-	return ParseExposition(ctxReader{ctx, f}, path)
+	return readExposition(ctxReader{ctx, f}, path, MaxDumpSeries, placeLabels(by))
+}
+
+// placeLabels are the labels that say which replica, model, vLLM version or router a series
+// belongs to: what assemble reads of a family whose values hitrate does not use.
+func placeLabels(by []string) []string {
+	out := append([]string{"pod", "instance", "engine", "model_name", "server"}, versionLabels...)
+	for _, b := range by {
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // ctxReader ends a read with ctx's cause once ctx is done, so a parser reading a large file
@@ -51,7 +68,7 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 	in := Input{Source: SourceFile, Inputs: paths}
 	switch len(paths) {
 	case 1:
-		d, err := ReadDump(ctx, paths[0])
+		d, err := ReadDump(ctx, paths[0], by)
 		if err != nil {
 			return in, err
 		}
@@ -60,11 +77,11 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 		in.Observations, in.Routers = asm.obs, asm.routers
 		return in, nil
 	case 2:
-		a, err := ReadDump(ctx, paths[0])
+		a, err := ReadDump(ctx, paths[0], by)
 		if err != nil {
 			return in, err
 		}
-		b, err := ReadDump(ctx, paths[1])
+		b, err := ReadDump(ctx, paths[1], by)
 		if err != nil {
 			return in, err
 		}
