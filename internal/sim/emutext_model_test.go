@@ -291,3 +291,153 @@ func TestLiteLLMSessionAffinityModel(t *testing.T) {
 		}
 	}
 }
+
+// refLMCache is production-stack's kvaware and loadaware routers over LMCache, as
+// routing_logic.py and KVController.lookup read (ROUTERS.md §3), written apart from
+// prodstack_kvaware.go and prodstack_loadaware.go: with one block per 256-token chunk, a chunk
+// is the prompt's blocks up to it; the controller lists, per chunk, the engines in the order the
+// router sent it to them, and credits each chunk to the first of them whose engine holds it now
+// (refFleet.cachedRun, at most the hit limit), walking chunks until one is held nowhere. A chat
+// request asks for the empty prompt. kvaware: no credit, or the first credited engine's tokens
+// under max(tokens - threshold, 0): the engine with no request yet, else the fewest sent in 60 s;
+// otherwise the first credited engine. loadaware: no credit: the same fallback; otherwise every
+// engine scored min(credited, tokens)/tokens - beta (in flight - mean)/max(1, mean), the first
+// best.
+type refLMCache struct {
+	load      bool
+	threshold int
+	beta      float64
+	e         *refFleet
+	order     map[string][]int
+	sent      map[int][]float64
+}
+
+func (m *refLMCache) route(r *Request, n int) int {
+	type credit struct{ rep, end int }
+	var layout []credit
+	chunks := 0
+	if !r.View.Chat {
+		chunks = min(r.InputTokens/256, len(r.Blocks))
+	}
+	limit := (r.InputTokens - 1) / 256
+	key := func(c int) string { return fmt.Sprint(r.Blocks[:c+1]) }
+	for c := range chunks {
+		first := -1
+		for _, e := range m.order[key(c)] {
+			if e < n && m.e.cachedRun(e, r.Blocks, min(limit, len(r.Blocks)), r.Arrival) > c {
+				first = e
+				break
+			}
+		}
+		if first < 0 {
+			break
+		}
+		found := false
+		for k := range layout {
+			if layout[k].rep == first {
+				layout[k].end, found = (c+1)*256, true
+			}
+		}
+		if !found {
+			layout = append(layout, credit{first, (c + 1) * 256})
+		}
+	}
+	tokens := 0
+	if !r.View.Chat {
+		tokens = r.InputTokens
+	}
+	pick := -1
+	switch {
+	case len(layout) == 0 || (!m.load && layout[0].end < max(tokens-m.threshold, 0)):
+		fewest := 0
+		for e := range n {
+			if len(m.sent[e]) == 0 {
+				pick = e
+				break
+			}
+			k := 0
+			for _, t := range m.sent[e] {
+				if t >= r.Arrival-60 {
+					k++
+				}
+			}
+			if pick < 0 || k < fewest {
+				pick, fewest = e, k
+			}
+		}
+	case !m.load:
+		pick = layout[0].rep
+	default:
+		inflight := make([]float64, n)
+		mean := 0.0
+		for _, j := range m.e.jobs {
+			if j.rep < n && j.finish > r.Arrival {
+				inflight[j.rep]++
+			}
+		}
+		for _, x := range inflight {
+			mean += x / float64(n)
+		}
+		best := 0.0
+		for e := range n {
+			got := 0
+			for _, c := range layout {
+				if c.rep == e {
+					got = c.end
+				}
+			}
+			score := float64(min(got, tokens))/float64(max(tokens, 1)) - m.beta*(inflight[e]-mean)/max(1, mean)
+			if pick < 0 || score > best {
+				pick, best = e, score
+			}
+		}
+	}
+	m.sent[pick] = append(m.sent[pick], r.Arrival)
+	for c := range chunks {
+		if !slices.Contains(m.order[key(c)], pick) {
+			m.order[key(c)] = append(m.order[key(c)], pick)
+		}
+	}
+	return pick
+}
+
+// TestProdStackLMCacheModel: prodstack-kvaware and prodstack-loadaware agree with refLMCache on
+// routes and hits over random traffic of 256-token blocks, one request in three a chat.
+func TestProdStackLMCacheModel(t *testing.T) {
+	variants := []struct {
+		policy    string
+		load      bool
+		threshold int
+		beta      float64
+	}{
+		{"prodstack-kvaware", false, 2000, 1},
+		{"prodstack-kvaware", false, 300, 1},
+		{"prodstack-loadaware", true, 2000, 1},
+		{"prodstack-loadaware", true, 2000, 0.2},
+	}
+	for _, v := range variants {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("%s/t%d/b%g/seed%d", v.policy, v.threshold, v.beta, seed), func(t *testing.T) {
+				tr := randomTraffic(seed, 300, 256)
+				for i := range tr.Requests {
+					tr.Requests[i].View = &View{Chat: i%3 == 2, Text: "p"}
+					tr.Requests[i].Arrival *= 40
+				}
+				tr.Format = "requests"
+				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c.Model.PrefillPerToken = 0.0001
+				c = withProdStack(c, func(s *ProdStackSettings) { s.KVAwareThreshold, s.LoadBeta = v.threshold, v.beta })
+				e := &refFleet{bs: 256, m: c.Model}
+				m := &refLMCache{load: v.load, threshold: v.threshold, beta: v.beta, e: e, order: map[string][]int{}, sent: map[int][]float64{}}
+				want := replayRef(tr, c, m.route, e)
+				got := runTiny(t, tr, c, v.policy)
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("%s against the second model (-model +emulation):\n%s", v.policy, d)
+				}
+				if slices.Max(want.Hits) == 0 || slices.Max(want.Routes) < 3 {
+					t.Errorf("the traffic should hit and reach the added replica: hits max %d, routes max %d", slices.Max(want.Hits), slices.Max(want.Routes))
+				}
+			})
+		}
+	}
+}

@@ -268,6 +268,10 @@ func TestProdStackLoadAware(t *testing.T) {
 		{"beta 1 leaves the busy engine", 1, outcome{Routes: []int{0, 1}, Hits: []int{0, 0}}},
 		// beta 0.1: engine 0 = 0.667 - 0.05 = 0.617, engine 1 = 0.05: engine 0, hitting 2.
 		{"beta 0.1 follows the cache", 0.1, outcome{Routes: []int{0, 0}, Hits: []int{0, 2}}},
+		// beta 0.4: engine 0 = 0.667 - 0.2 = 0.467, engine 1 = 0.2: engine 0. (Without the
+		// clamp of the mean to 1, relative loads would be +-1 and engine 1 would win, 0.4 >
+		// 0.267.)
+		{"beta 0.4: the mean is clamped to 1", 0.4, outcome{Routes: []int{0, 0}, Hits: []int{0, 2}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
