@@ -468,3 +468,32 @@ func TestDynamoRefusesSettings(t *testing.T) {
 		t.Errorf("TTL 0 with KV events: %v", err)
 	}
 }
+
+// TestDynamoTemperature works the softmax by hand. r0 (4 blocks, in flight for 10,000 s) sits on
+// a random replica X; then 2,000 requests of one fresh block each, 1 s apart, each gone 0.04 s
+// after it arrives. For each, no overlap anywhere and no prefill backlog: Y costs 1 + 1 = 2, X
+// costs 1 + (4 + 1) = 6. Dynamo scales the costs by their range before the softmax, so with two
+// costs the share of the cheaper is 1/(1 + exp(-1/T)) whatever the gap: 0.731 at T = 1, 0.982 at
+// T = 0.25; at T = 0 it is 1. The count over 2,000 draws is within 5 standard deviations.
+func TestDynamoTemperature(t *testing.T) {
+	rs := []Request{req(0, "", 10000, 1, 2, 3, 4)}
+	for i := range 2000 {
+		rs = append(rs, req(float64(1+i), "", 0, uint64(100+i)))
+	}
+	tr := tinyTrace(rs...)
+	for _, temp := range []float64{0, 0.25, 1} {
+		c := withRouters(tinyConfig(2), func(s *RouterSettings) { s.Dynamo.Temperature = temp })
+		o := runTiny(t, tr, c, "dynamo-kv")
+		cheap := 0
+		for _, r := range o.Routes[1:] {
+			if r != o.Routes[0] {
+				cheap++
+			}
+		}
+		p := 1 / (1 + math.Exp(-1/temp))
+		sd := math.Sqrt(2000 * p * (1 - p))
+		if math.Abs(float64(cheap)-2000*p) > 5*sd+0.5 {
+			t.Errorf("temperature %v: %d of 2000 to the cheaper replica, want about %.0f (sd %.1f)", temp, cheap, 2000*p, sd)
+		}
+	}
+}
