@@ -87,6 +87,13 @@ func simulateRun(t *Trace, c Config, policyName string, record bool, w *watch) (
 	if !ok {
 		return Result{}, nil, fmt.Errorf("unknown policy %q: use one of %v", policyName, PolicyNames())
 	}
+	return simulateInfo(t, c, info, record, w)
+}
+
+// simulateInfo replays the trace under the policy info describes; tests give it policies of
+// their own (second models of an emulation) that no list holds.
+func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (Result, []job, error) {
+	policyName := info.Name
 	if err := needsView(info, t); err != nil {
 		return Result{}, nil, err
 	}

@@ -1,0 +1,341 @@
+package sim
+
+import (
+	"cmp"
+	"container/heap"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// radixTree is the character radix tree that SGLang's model gateway (cache_aware) and Ray Serve
+// LLM's PrefixCacheAffinityRouter keep in the router: one tree shared by every replica (a
+// "tenant"), each node a run of characters with, for every replica that was sent a text passing
+// through it, the last time it did. It stands for nothing the engines hold: it is the router's
+// memory of its own decisions. Both upstream trees work the same way (sgl-model-gateway
+// src/policies/tree.rs; ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/
+// prefix_tree.py), and so does this one:
+//   - insert(text, replica, t) walks down from the root along the text, splitting a node where
+//     the text leaves it part-way and adding a leaf for the rest; every node on the path is
+//     marked as held by the replica at time t, and a replica's size grows by the characters of
+//     each node it did not hold yet;
+//   - match(text) walks down as far as the text agrees with the tree, ending part-way into a
+//     node when the text leaves it there; the characters agreed are the match, and the replicas
+//     holding the node reached are the ones that hold the whole match;
+//   - sizes are in characters (Unicode code points: Rust's chars(), Python's len), never bytes,
+//     and a node is split only between characters;
+//   - the two products evict differently (evictLRULeaves for SGLang, evictOldest for Ray).
+//
+// Nodes do not copy text: a node's path (the text from the root to its end) is a prefix of a
+// text that was inserted, sharing that string's memory, so the tree costs a node's fields per
+// node (about 120 bytes plus 16 per holder), at most two nodes per text inserted.
+type radixTree struct {
+	root  radixNode
+	size  []int // characters held per replica
+	nodes int
+}
+
+// radixNode is a run of characters: path[start:] is its label, path the text from the root.
+type radixNode struct {
+	path    string
+	start   int
+	chars   int // characters in the label
+	salt    uint64
+	parent  *radixNode
+	kids    []*radixNode
+	holders []radixHolder
+}
+
+// radixHolder is a replica holding a node, and when it last inserted or matched through it.
+type radixHolder struct {
+	rep int
+	at  float64
+}
+
+// label is the node's own characters.
+func (n *radixNode) label() string { return n.path[n.start:] }
+
+// holder returns the index of rep in n.holders, or -1.
+func (n *radixNode) holder(rep int) int {
+	for k := range n.holders {
+		if n.holders[k].rep == rep {
+			return k
+		}
+	}
+	return -1
+}
+
+// kid returns the child whose label starts with r, or nil.
+func (n *radixNode) kid(r rune) *radixNode {
+	for _, k := range n.kids {
+		if c, _ := utf8.DecodeRuneInString(k.label()); c == r {
+			return k
+		}
+	}
+	return nil
+}
+
+// sizeOf is the number of characters replica rep holds.
+func (t *radixTree) sizeOf(rep int) int {
+	if rep < len(t.size) {
+		return t.size[rep]
+	}
+	return 0
+}
+
+// hold marks n as held by rep at time at, growing rep's size when it did not hold n yet.
+func (t *radixTree) hold(n *radixNode, rep int, at float64) {
+	if n == &t.root {
+		return
+	}
+	if k := n.holder(rep); k >= 0 {
+		n.holders[k].at = at
+		return
+	}
+	for len(t.size) <= rep {
+		t.size = append(t.size, 0)
+	}
+	t.size[rep] += n.chars
+	n.holders = append(n.holders, radixHolder{rep: rep, at: at})
+}
+
+// commonPrefix is the length in bytes of the longest common prefix of a and b that ends between
+// two characters of both.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i < len(a) && i < len(b) {
+		for i > 0 && !(utf8.RuneStart(a[i]) && utf8.RuneStart(b[i])) {
+			i--
+		}
+	}
+	return i
+}
+
+// treeText is the request's text as both routers read it: a Rust String or a Python str, valid
+// UTF-8 by construction, so a byte sequence that is not UTF-8 is one U+FFFD per bad sequence,
+// as a lossy decoding gives. The tree relies on it: two equal first characters mean equal bytes.
+func treeText(r *Request) string {
+	t := r.View.Text
+	if !utf8.ValidString(t) {
+		t = strings.ToValidUTF8(t, "\uFFFD")
+	}
+	return t
+}
+
+// runeCount is the number of characters of s.
+func runeCount(s string) int { return utf8.RuneCountInString(s) }
+
+// pathSalt is FNV-1a of a node's path when it is created: the seed of the order in which the
+// node lists its holders (see sglangPolicy).
+func pathSalt(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// insert adds text for replica rep at time at.
+func (t *radixTree) insert(text string, rep int, at float64) {
+	n := &t.root
+	i := 0
+	for i < len(text) {
+		r, _ := utf8.DecodeRuneInString(text[i:])
+		k := n.kid(r)
+		if k == nil {
+			leaf := &radixNode{path: text, start: i, chars: utf8.RuneCountInString(text[i:]), salt: pathSalt(text), parent: n}
+			n.kids = append(n.kids, leaf)
+			t.nodes++
+			t.hold(leaf, rep, at)
+			return
+		}
+		shared := commonPrefix(text[i:], k.label())
+		if shared < len(k.label()) {
+			// Split k: its first shared bytes become a new node between n and k that every
+			// holder of k holds, with k's times (the upstream trees copy them).
+			up := &radixNode{path: k.path[:i+shared], start: i, chars: utf8.RuneCountInString(k.label()[:shared]),
+				salt: k.salt, parent: n, kids: []*radixNode{k}, holders: slices.Clone(k.holders)}
+			n.kids[slices.Index(n.kids, k)] = up
+			k.start = i + shared
+			k.chars -= up.chars
+			k.parent = up
+			t.nodes++
+			k = up
+		}
+		t.hold(k, rep, at)
+		n = k
+		i += shared
+	}
+}
+
+// match returns the node the walk along text ends in (the root when not even the first
+// character is in the tree) and the bytes of text matched. The node's holders hold the whole
+// match.
+func (t *radixTree) match(text string) (*radixNode, int) {
+	n := &t.root
+	i := 0
+	for i < len(text) {
+		r, _ := utf8.DecodeRuneInString(text[i:])
+		k := n.kid(r)
+		if k == nil {
+			break
+		}
+		shared := commonPrefix(text[i:], k.label())
+		n = k
+		i += shared
+		if shared < len(k.label()) {
+			break
+		}
+	}
+	return n, i
+}
+
+// touch marks n and its ancestors as used by rep at time at (SGLang's prefix_match does this for
+// the replica it returns). rep must hold n.
+func (t *radixTree) touch(n *radixNode, rep int, at float64) {
+	for ; n != nil && n != &t.root; n = n.parent {
+		if k := n.holder(rep); k >= 0 {
+			n.holders[k].at = at
+		}
+	}
+}
+
+// isLeafOf reports whether rep holds n and none of n's children.
+func (n *radixNode) isLeafOf(rep int) bool {
+	if n.holder(rep) < 0 {
+		return false
+	}
+	for _, k := range n.kids {
+		if k.holder(rep) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// drop removes rep from n, and n from the tree when nobody holds it any more (it has no
+// children then: a replica holding a child holds its parent).
+func (t *radixTree) drop(n *radixNode, rep int) {
+	k := n.holder(rep)
+	if k < 0 {
+		return
+	}
+	n.holders = slices.Delete(n.holders, k, k+1)
+	t.size[rep] -= n.chars
+	if len(n.holders) == 0 && len(n.kids) == 0 {
+		p := n.parent
+		p.kids = slices.DeleteFunc(p.kids, func(c *radixNode) bool { return c == n })
+		t.nodes--
+	}
+}
+
+// walk calls f on every node but the root.
+func (t *radixTree) walk(f func(n *radixNode)) {
+	stack := slices.Clone(t.root.kids)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		f(n)
+		stack = append(stack, n.kids...)
+	}
+}
+
+// evictEntry is a leaf of one replica waiting for eviction.
+type evictEntry struct {
+	at  float64
+	rep int
+	n   *radixNode
+}
+
+// evictHeap orders leaves by last use, then replica, then path (upstream, leaves used at the
+// same instant leave in the heap's order; here in the order of their text).
+type evictHeap []evictEntry
+
+func (h evictHeap) Len() int { return len(h) }
+func (h evictHeap) Less(a, b int) bool {
+	if h[a].at != h[b].at {
+		return h[a].at < h[b].at
+	}
+	if h[a].rep != h[b].rep {
+		return h[a].rep < h[b].rep
+	}
+	return h[a].n.path < h[b].n.path
+}
+func (h evictHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *evictHeap) Push(x any)   { *h = append(*h, x.(evictEntry)) }
+func (h *evictHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// evictLRULeaves is SGLang's evict_tenant_by_size: for every replica holding more than max
+// characters, remove its least recently used leaf (a node it holds and none of whose children
+// it holds), then the next, a parent joining the candidates when it becomes a leaf, until the
+// replica holds max characters or fewer. A whole node goes at a time, so a replica may end
+// below max.
+func (t *radixTree) evictLRULeaves(max int) {
+	var h evictHeap
+	t.walk(func(n *radixNode) {
+		for _, ho := range n.holders {
+			if t.size[ho.rep] > max && n.isLeafOf(ho.rep) {
+				h = append(h, evictEntry{at: ho.at, rep: ho.rep, n: n})
+			}
+		}
+	})
+	heap.Init(&h)
+	for h.Len() > 0 {
+		e := heap.Pop(&h).(evictEntry)
+		if t.size[e.rep] <= max {
+			continue
+		}
+		p := e.n.parent
+		t.drop(e.n, e.rep)
+		if p != &t.root && p.isLeafOf(e.rep) {
+			heap.Push(&h, evictEntry{at: p.holders[p.holder(e.rep)].at, rep: e.rep, n: p})
+		}
+	}
+}
+
+// evictOldest is Ray's evict_tenant_by_lru: remove rep's least recently used nodes, all those
+// last used at the same instant together, until at least remove characters are gone (all of
+// them when rep holds fewer). A node is never used later than its parent, so a group is whole
+// subtrees.
+func (t *radixTree) evictOldest(rep, remove int) int {
+	remove = min(remove, t.sizeOf(rep))
+	if remove <= 0 {
+		return 0
+	}
+	type held struct {
+		at float64
+		n  *radixNode
+	}
+	var hs []held
+	t.walk(func(n *radixNode) {
+		if k := n.holder(rep); k >= 0 {
+			hs = append(hs, held{n.holders[k].at, n})
+		}
+	})
+	// Oldest first; within an instant, deeper first, so that children go before their parent.
+	slices.SortFunc(hs, func(a, b held) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(len(b.n.path), len(a.n.path))
+	})
+	removed := 0
+	for g := 0; g < len(hs) && removed < remove; {
+		at := hs[g].at
+		for ; g < len(hs) && hs[g].at == at; g++ {
+			removed += hs[g].n.chars
+			t.drop(hs[g].n, rep)
+		}
+	}
+	return removed
+}
