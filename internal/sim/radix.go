@@ -116,8 +116,8 @@ func commonPrefix(a, b string) int {
 }
 
 // treeText is the request's text as both routers read it: a Rust String or a Python str, valid
-// UTF-8 by construction, so a byte sequence that is not UTF-8 is one U+FFFD per bad sequence,
-// as a lossy decoding gives. The tree relies on it: two equal first characters mean equal bytes.
+// UTF-8 by construction, so each run of bytes that is not UTF-8 becomes one U+FFFD. The tree
+// relies on it: two equal first characters mean equal bytes.
 func treeText(r *Request) string {
 	t := r.View.Text
 	if !utf8.ValidString(t) {

@@ -215,6 +215,7 @@ func Emulations() []PolicyInfo {
 		litellmShuffleInfo,
 		litellmSessionInfo,
 		litellmPromptCacheInfo,
+		sglangInfo,
 	}
 }
 

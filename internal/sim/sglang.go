@@ -1,0 +1,94 @@
+package sim
+
+import "math"
+
+var sglangInfo = PolicyInfo{
+	Name:      "sglang-cache-aware",
+	About:     "SGLang model gateway cache_aware: character radix tree, longest match above the cache threshold, else least loaded; least loaded when imbalanced",
+	Product:   "SGLang model gateway (sgl-model-gateway)",
+	Source:    "sgl-project/sglang sgl-model-gateway/src/policies/cache_aware.rs@b93974f (least loaded on a miss since PR #14650), tree.rs@24ce7f6; ROUTERS.md §5, SPEC.md §6",
+	NeedsText: true,
+	newPolicy: func(c Config, _ int) policy {
+		s := c.routers().SGLang
+		return &sglangPolicy{s: s, seed: c.Seed, nextEvict: s.EvictionIntervalSecs}
+	},
+}
+
+// sglangPolicy is the SGLang model gateway's cache_aware policy (sgl-model-gateway
+// src/policies/cache_aware.rs, select_worker), with the settings of Config.Routers.SGLang (the
+// CLI's defaults, SGLangCLIDefaults, unless told otherwise; a worker registered with a
+// cache_aware policy hint gets SGLangHintDefaults). For each request, with load the requests the
+// gateway has sent to a replica and not seen finish (in flight):
+//  1. If max load - min load > BalanceAbsThreshold and max load > min load x
+//     BalanceRelThreshold, the fleet is imbalanced: the least loaded replica (the first such)
+//     gets the request.
+//  2. Otherwise the text is matched against the radix tree (radixTree.match). The match rate
+//     is the characters matched over the text's characters (0 for an empty text), in float32 as
+//     the gateway computes it. The replica returned is the first holder of the node the match
+//     ends in, in the node's own order, and its times along the path are refreshed (tree.rs
+//     prefix_match).
+//  3. If the rate > CacheThreshold, that replica gets the request; otherwise the least loaded
+//     does. The gateway's comment still says "smallest tree", but the code has taken the least
+//     loaded since PR #14650 (2025-12, "Fix cache-aware router should pick min load instead of
+//     min tenant size"); before it, get_smallest_tenant was used.
+//  4. The text is inserted into the tree for the replica chosen, in either case.
+//  5. Every EvictionIntervalSecs (0: never) a background thread evicts each replica's least
+//     recently used leaves until it holds at most MaxTreeSize characters
+//     (radixTree.evictLRULeaves). Here it runs before the first request at or after each
+//     multiple of the interval; two runs in a row evict nothing more.
+//
+// What is the gateway's and what is kvcheck's choice: the order in which a node lists its holders
+// is a DashMap's iteration order upstream, fixed for a node but arbitrary; here it is a
+// pseudo-random order drawn from Config.Seed and the node (a node split off keeps the order of
+// the node it came from, as the upstream copy of the map does). Times are the arrival times of
+// the trace, where the gateway reads the wall clock in milliseconds; leaves last used at the same
+// instant are evicted in the order of their text. Replicas are all healthy.
+type sglangPolicy struct {
+	s         SGLangSettings
+	seed      uint64
+	tree      radixTree
+	nextEvict float64
+}
+
+// sglangFirst ranks replica rep among the holders of a node with salt: the holder with the lowest
+// rank is the one a node lists first.
+func sglangFirst(salt, seed uint64, rep int) uint64 {
+	return mix64(salt ^ mix64(seed<<20^uint64(rep)))
+}
+
+func (p *sglangPolicy) route(f *fleet, j *job) int {
+	at := j.arrival
+	if p.s.EvictionIntervalSecs > 0 {
+		if at >= p.nextEvict {
+			p.tree.evictLRULeaves(p.s.MaxTreeSize)
+			p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
+		}
+	}
+	text := treeText(j.req)
+	least, lo, hi := 0, f.inflight(0), f.inflight(0)
+	for i := 1; i < f.size(); i++ {
+		l := f.inflight(i)
+		if l < lo {
+			least, lo = i, l
+		}
+		hi = max(hi, l)
+	}
+	chosen := least
+	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
+		n, matched := p.tree.match(text)
+		if len(n.holders) > 0 {
+			first := n.holders[0].rep
+			for _, h := range n.holders[1:] {
+				if sglangFirst(n.salt, p.seed, h.rep) < sglangFirst(n.salt, p.seed, first) {
+					first = h.rep
+				}
+			}
+			p.tree.touch(n, first, at)
+			if text != "" && float32(runeCount(text[:matched]))/float32(runeCount(text)) > float32(p.s.CacheThreshold) {
+				chosen = first
+			}
+		}
+	}
+	p.tree.insert(text, chosen, at)
+	return chosen
+}

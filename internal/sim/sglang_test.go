@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// charReq builds a request that a character router reads: one token per character, blocks of
+// tinyBlock tokens keyed by the text up to the block's end (a chain, as the engine's are).
+func charReq(at float64, out int, text string) Request {
+	rs := []rune(text)
+	var blocks []uint64
+	h := uint64(0)
+	for k := 0; k < len(rs); k += tinyBlock {
+		h = mix64(h ^ pathSalt(string(rs[k:min(k+tinyBlock, len(rs))])))
+		blocks = append(blocks, h)
+	}
+	return Request{Arrival: at, Blocks: blocks, InputTokens: len(rs), OutputTokens: out, N: 1, View: &View{Text: text}}
+}
+
+func charTrace(rs ...Request) *Trace {
+	return &Trace{Name: "tiny-text", Format: "requests", BlockSize: tinyBlock, PrefixInfo: true, Requests: rs}
+}
+
+// TestSGLangTiny works cache_aware through by hand on two replicas, every request staying in
+// flight for 100 s, cache threshold 0.5, balance thresholds 2 and 1.5, no eviction.
+func TestSGLangTiny(t *testing.T) {
+	tr := charTrace(
+		// r0: loads 0,0, balanced; the tree is empty (no holder): least loaded, replica 0.
+		charReq(0, 100, "abcdefgh"),
+		// r1: loads 1,0 (1-0 > 2 is false: balanced). Match "abcd" of 8 = 0.5, not above 0.5:
+		// least loaded, replica 1. Tree: abcd (0,1), efgh (0), XXXX (1).
+		charReq(1, 100, "abcdXXXX"),
+		// r2: loads 1,1. Match abcd + "efg" part-way into efgh, held by 0 only: 7/8 > 0.5,
+		// replica 0. Hit: block abcd (hit limit (8-1)/4 = 1).
+		charReq(2, 100, "abcdefgY"),
+		// r3: loads 2,1: 7/8 on efg (0): replica 0, hit 1.
+		charReq(3, 100, "abcdefgZ"),
+		// r4: loads 3,1: 3-1 = 2 is not above 2: balanced, replica 0, hit 1.
+		charReq(4, 100, "abcdefgW"),
+		// r5: loads 4,1: 4-1 = 3 > 2 and 4 > 1 x 1.5: imbalanced, least loaded replica 1, which
+		// holds block abcd from r1: hit 1.
+		charReq(5, 100, "abcdefgV"),
+	)
+	set := func(rel float64) Config {
+		return withRouters(tinyConfig(2), func(s *RouterSettings) {
+			s.SGLang = SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 2, BalanceRelThreshold: rel}
+		})
+	}
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(1.5), "sglang-cache-aware")); d != "" {
+		t.Errorf("rel 1.5 (-want +got):\n%s", d)
+	}
+	// With the relative threshold at 5, r5's 4 > 1 x 5 is false: still balanced, replica 0.
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 0}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(5), "sglang-cache-aware")); d != "" {
+		t.Errorf("rel 5 (-want +got):\n%s", d)
+	}
+}
+
+// TestSGLangDefaultSets replays one trace of long prompts under both shipped default sets. The
+// CLI's (threshold 0.3, tree 2^26 characters, eviction every 120 s) keeps every prompt; the
+// policy hint's (threshold 0.5, tree 10,000 characters, eviction every 30 s) keeps one prompt
+// per replica and loses the rest. Prefill 0.01 ms per token, so requests with no output leave
+// within 0.1 s.
+func TestSGLangDefaultSets(t *testing.T) {
+	s := strings.Repeat("s", 8000)
+	tr := charTrace(
+		// A (10,000 characters) at 0: empty tree, loads 0,0: replica 0 under both.
+		charReq(0, 0, s+strings.Repeat("a", 2000)),
+		// C (10,000, nothing in common) at 1: no match, loads 0,0: replica 0. Replica 0 holds
+		// 20,000 characters.
+		charReq(1, 0, strings.Repeat("c", 10000)),
+		// D at 39 stays 100 s. Hint: the eviction due at 30 runs first: replica 0 holds 20,000
+		// > 10,000, its least recently used leaf A (at 0) goes, leaving C. No match for D:
+		// replica 0 under both.
+		charReq(39, 100, strings.Repeat("d", 8)),
+		// A' shares A's first 8,000 characters. Loads 1,0: balanced under both (1 > 64, 1 > 32
+		// are false). CLI: the tree still has A, match 8,000/10,000 = 0.8 > 0.3: replica 0, whose
+		// engine has A's blocks: 2,000 blocks of "ssss" hit (the 2,001st is "qqqq" against
+		// "aaaa"). Hint: A is gone, the walk stops at the root: least loaded, replica 1, cold.
+		charReq(40, 0, s+strings.Repeat("q", 2000)),
+	)
+	c := Config{Replicas: 2, KVBlocks: 10000, AddReplicaAt: -1, Seed: 1,
+		Model: Model{PrefillPerToken: 1e-5, DecodePerToken: 1, MaxRunning: 8}, Params: DefaultParams()}
+	cli := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangCLIDefaults() })
+	hint := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangHintDefaults() })
+	if d := cmp.Diff(outcome{Routes: []int{0, 0, 0, 0}, Hits: []int{0, 0, 0, 2000}}, runTiny(t, tr, cli, "sglang-cache-aware")); d != "" {
+		t.Errorf("CLI defaults (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(outcome{Routes: []int{0, 0, 0, 1}, Hits: []int{0, 0, 0, 0}}, runTiny(t, tr, hint, "sglang-cache-aware")); d != "" {
+		t.Errorf("policy-hint defaults (-want +got):\n%s", d)
+	}
+	// Without Config.Routers the CLI's set applies.
+	if d := cmp.Diff(runTiny(t, tr, cli, "sglang-cache-aware"), runTiny(t, tr, c, "sglang-cache-aware")); d != "" {
+		t.Errorf("no router settings against the CLI's (-CLI +none):\n%s", d)
+	}
+}
+
+// TestTreeEmulationsNeedText: on a trace of block hashes the character routers cannot run.
+func TestTreeEmulationsNeedText(t *testing.T) {
+	tr := tinyTrace(req(0, "", 1, 1, 2))
+	for _, p := range []string{"sglang-cache-aware"} {
+		_, err := Simulate(tr, tinyConfig(2), p)
+		var cr *CannotRunError
+		if !errors.As(err, &cr) || cr.Policy != p {
+			t.Errorf("%s on block hashes: %v, want a CannotRunError", p, err)
+		}
+	}
+}
+
+// bruteSGLang is a second model of cache_aware, written from cache_aware.rs's select_worker over
+// the brute-force tree: loads, the imbalance test, the match rate against the threshold, the
+// first holder of the node reached (in the node's pseudo-random order), eviction at each
+// multiple of the interval.
+type bruteSGLang struct {
+	s    SGLangSettings
+	seed uint64
+	tree *bruteTree
+	done float64 // multiples of the eviction interval already run
+}
+
+func (p *bruteSGLang) route(f *fleet, j *job) int {
+	at := j.arrival
+	if iv := p.s.EvictionIntervalSecs; iv > 0 {
+		if k := math.Floor(at / iv); k > p.done {
+			p.tree.evictLRULeaves(p.s.MaxTreeSize)
+			p.done = k
+		}
+	}
+	loads := make([]int, f.size())
+	for i := range loads {
+		loads[i] = f.inflight(i)
+	}
+	least := 0
+	for i, l := range loads {
+		if l < loads[least] {
+			least = i
+		}
+	}
+	hi := loads[0]
+	for _, l := range loads {
+		hi = max(hi, l)
+	}
+	lo := loads[least]
+	text := j.req.View.Text
+	chosen := least
+	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
+		node, m := p.tree.match(text)
+		if hs := p.tree.holders(node); len(hs) > 0 {
+			salt := p.tree.nodes[node].salt
+			first := hs[0]
+			for _, h := range hs {
+				if sglangFirst(salt, p.seed, h) < sglangFirst(salt, p.seed, first) {
+					first = h
+				}
+			}
+			p.tree.touch(node, first, at)
+			rate := float32(0)
+			if text != "" {
+				rate = float32(len([]rune(text[:m]))) / float32(len([]rune(text)))
+			}
+			if rate > float32(p.s.CacheThreshold) {
+				chosen = first
+			}
+		}
+	}
+	p.tree.insert(text, chosen, at)
+	return chosen
+}
+
+// randomTextTrace is random traffic for the tree routers: arrivals in half seconds (often
+// together), texts sharing prefixes (randomText), outputs of 0 to 12 tokens.
+func randomTextTrace(rng *rand.Rand, n int) *Trace {
+	var rs []Request
+	var texts []string
+	at := 0.0
+	for range n {
+		at += float64(rng.IntN(3)) / 2
+		text := randomText(rng, texts)
+		texts = append(texts, text)
+		rs = append(rs, charReq(at, rng.IntN(13), text))
+	}
+	return charTrace(rs...)
+}
+
+// compareWithModel replays tr under the emulation and under model and fails on the first
+// request routed differently or hitting differently.
+func compareWithModel(t *testing.T, tr *Trace, c Config, name string, model policy, what string) {
+	t.Helper()
+	info, _ := lookupPolicy(name)
+	_, want, err := simulateInfo(tr, c, PolicyInfo{Name: "model", NeedsText: true, newPolicy: func(Config, int) policy { return model }}, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := simulateInfo(tr, c, info, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range want {
+		if got[k].rep != want[k].rep || got[k].hit != want[k].hit {
+			t.Fatalf("%s: request %d (%q at %g): %s routes to %d hitting %d, the second model to %d hitting %d",
+				what, k, got[k].req.View.Text, got[k].arrival, name, got[k].rep, got[k].hit, want[k].rep, want[k].hit)
+		}
+	}
+}
+
+// TestSGLangAgreesWithBruteForce compares the emulation with bruteSGLang on random traffic
+// under random settings (both default sets among them), with queues, an added replica at
+// times, and trees small enough to be evicted.
+func TestSGLangAgreesWithBruteForce(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 15))
+		tr := randomTextTrace(rng, 150)
+		var s SGLangSettings
+		switch seed % 4 {
+		case 0:
+			s = SGLangCLIDefaults()
+		case 1:
+			s = SGLangHintDefaults()
+		default:
+			s = SGLangSettings{
+				CacheThreshold:       []float64{0, 0.3, 0.5, 0.8}[rng.IntN(4)],
+				BalanceAbsThreshold:  float64(rng.IntN(4)),
+				BalanceRelThreshold:  []float64{1, 1.1, 1.5}[rng.IntN(3)],
+				EvictionIntervalSecs: float64(rng.IntN(4)),
+				MaxTreeSize:          []int{0, 5, 20, 60}[rng.IntN(4)],
+			}
+		}
+		c := withRouters(tinyConfig(2+rng.IntN(4)), func(r *RouterSettings) { r.SGLang = s })
+		c.KVBlocks = 6
+		c.Model.MaxRunning = 1 + rng.IntN(3)
+		c.Seed = seed
+		if rng.IntN(3) == 0 {
+			c.AddReplicaAt = tr.Requests[len(tr.Requests)/2].Arrival
+		}
+		compareWithModel(t, tr, c, "sglang-cache-aware", &bruteSGLang{s: s, seed: c.Seed, tree: newBruteTree()},
+			fmt.Sprintf("seed %d, %d replicas, settings %+v", seed, c.Replicas, s))
+	}
+}
