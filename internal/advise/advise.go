@@ -63,22 +63,22 @@ type Thresholds struct {
 	// dearer option must bring over a cheaper one (nothing < session affinity < a KV-aware
 	// router). A breaker that costs at least this much is fixed first; metrics alone decide
 	// nothing unless the fleet's hit rate is within MinGain of 100%.
-	MinGain float64 `json:"min_gain"`
+	MinGain float64
 	// HotSpot is the load max/mean at which a policy makes a hot spot (sim.HotSpotRatio): it
 	// is never recommended, whatever the modelled TTFT.
-	HotSpot float64 `json:"hot_spot_load_max_over_mean"`
+	HotSpot float64
 	// MinRequests is the traffic, in requests, below which a replay cannot give high
 	// confidence.
-	MinRequests int `json:"min_requests"`
+	MinRequests int
 	// ThrashPreemptionsPer1k and ThrashKVUsage: at or above either, the fleet thrashes and its
 	// hit rate may be re-prefill (fix first); WarnPreemptionsPer1k and WarnKVUsage only warn.
-	ThrashPreemptionsPer1k float64 `json:"thrash_preemptions_per_1k"`
-	ThrashKVUsage          float64 `json:"thrash_kv_usage"`
-	WarnPreemptionsPer1k   float64 `json:"warn_preemptions_per_1k"`
-	WarnKVUsage            float64 `json:"warn_kv_usage"`
+	ThrashPreemptionsPer1k float64
+	ThrashKVUsage          float64
+	WarnPreemptionsPer1k   float64
+	WarnKVUsage            float64
 	// DuplicatePrefill: a tap that saw at least this share of stored tokens prefilled again on
 	// another replica is named as evidence for a KV-aware router.
-	DuplicatePrefill float64 `json:"duplicate_prefill"`
+	DuplicatePrefill float64
 }
 
 // DefaultThresholds returns the documented defaults: MinGain 5 points of all prompt tokens (a
@@ -112,46 +112,46 @@ func (th Thresholds) Describe() string {
 
 // Evidence is one measured figure, with the analysis and input it came from.
 type Evidence struct {
-	ID     string `json:"id"`
-	Source string `json:"source"`
-	Input  string `json:"input"`
-	What   string `json:"what"`
-	Figure string `json:"figure"`
+	ID     string
+	Source string
+	Input  string
+	What   string
+	Figure string
 }
 
 // Reason is one rule that applied, the evidence it used and how strong that evidence is.
 type Reason struct {
-	Rule     string  `json:"rule"`
-	Verdict  Verdict `json:"verdict"`
-	Strength Level   `json:"strength"`
-	Text     string  `json:"text"`
+	Rule     string
+	Verdict  Verdict
+	Strength Level
+	Text     string
 	// Evidence are the IDs of the evidence lines used.
-	Evidence []string `json:"evidence"`
+	Evidence []string
 	// Against is true for a measurement that contradicts the verdict; it lowers confidence.
-	Against bool `json:"against,omitempty"`
+	Against bool
 }
 
 // NextStep is a measurement that would settle what the evidence leaves open.
 type NextStep struct {
-	Measure string `json:"measure"`
-	Settles string `json:"settles"`
+	Measure string
+	Settles string
 }
 
 // Recommendation is the result of Decide.
 type Recommendation struct {
-	Verdict    Verdict `json:"verdict"`
-	Confidence Level   `json:"confidence"`
+	Verdict    Verdict
+	Confidence Level
 	// Then is, for FixFirst, what the evidence recommends once the fixes are made; empty when
 	// the evidence does not say.
-	Then      Verdict           `json:"then,omitempty"`
-	Reasons   []Reason          `json:"reasons"`
-	Evidence  []Evidence        `json:"evidence"`
-	Fixes     []finding.Finding `json:"fixes"`
-	NextSteps []NextStep        `json:"next_steps"`
+	Then      Verdict
+	Reasons   []Reason
+	Evidence  []Evidence
+	Fixes     []finding.Finding
+	NextSteps []NextStep
 	// Advice names the traps of the routers that implement the verdict (SPEC §6).
-	Advice []string `json:"advice"`
+	Advice []string
 	// Thresholds are the cut-offs the decision used.
-	Thresholds Thresholds `json:"thresholds"`
+	Thresholds Thresholds
 }
 
 // Decide answers one question: on this fleet, with this traffic, what does each routing option

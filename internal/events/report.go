@@ -11,87 +11,87 @@ import (
 // Report is the result of a tap: one entry per publisher, the fleet-wide analyses and the
 // findings. The report package renders it.
 type Report struct {
-	DurationSeconds float64           `json:"duration_seconds"`
-	Publishers      []Publisher       `json:"publishers"`
-	Analysis        Analysis          `json:"analysis"`
-	Findings        []finding.Finding `json:"findings"`
+	DurationSeconds float64
+	Publishers      []Publisher
+	Analysis        Analysis
+	Findings        []finding.Finding
 }
 
 // Publisher is the accounting of one publisher socket and topic.
 type Publisher struct {
-	Endpoint string `json:"endpoint"`
-	Topic    string `json:"topic"`
-	DPRank   *int64 `json:"dp_rank"`
+	Endpoint string
+	Topic    string
+	DPRank   *int64
 	// Connected says whether the tap's socket ever connected (or bound, when Listening); nil
 	// for recordings. Reconnects counts the connections after the first.
-	Connected    *bool  `json:"connected"`
-	Listening    bool   `json:"listening"`
-	Reconnects   uint64 `json:"reconnects"`
-	ConnectError string `json:"connect_error,omitempty"`
+	Connected    *bool
+	Listening    bool
+	Reconnects   uint64
+	ConnectError string
 	// ListenPeers is, for a listener, the most publishers connected at once.
-	ListenPeers int `json:"listen_peers,omitempty"`
+	ListenPeers int
 	// Messages counts everything received; Batches the messages decoded and accounted.
-	Messages         uint64      `json:"messages"`
-	Batches          uint64      `json:"batches"`
-	Events           EventCounts `json:"events"`
-	PayloadBytes     uint64      `json:"payload_bytes"`
-	FrameBytes       uint64      `json:"frame_bytes"`
-	BytesPerSec      float64     `json:"bytes_per_sec"`
-	FrameBytesPerSec float64     `json:"frame_bytes_per_sec"`
-	EventsPerSec     float64     `json:"events_per_sec"`
-	StoredTokens     uint64      `json:"stored_tokens"`
-	TokensPerSec     float64     `json:"tokens_per_sec"`
-	BatchSizes       BatchSizes  `json:"batch_sizes"`
-	FirstSeq         *uint64     `json:"first_seq"`
-	LostBatches      uint64      `json:"lost_batches"`
-	Gaps             uint64      `json:"gaps"`
-	Restarts         uint64      `json:"restarts"`
-	Duplicates       uint64      `json:"duplicates"`
-	LateBatches      uint64      `json:"late_batches"`
-	RecoveredBatches uint64      `json:"recovered_batches"`
+	Messages         uint64
+	Batches          uint64
+	Events           EventCounts
+	PayloadBytes     uint64
+	FrameBytes       uint64
+	BytesPerSec      float64
+	FrameBytesPerSec float64
+	EventsPerSec     float64
+	StoredTokens     uint64
+	TokensPerSec     float64
+	BatchSizes       BatchSizes
+	FirstSeq         *uint64
+	LostBatches      uint64
+	Gaps             uint64
+	Restarts         uint64
+	Duplicates       uint64
+	LateBatches      uint64
+	RecoveredBatches uint64
 	// LateBatches filled a gap after it was seen: recovered by replay (RecoveredBatches counts
 	// those) or received by another tap whose recording was merged with this one.
 	// UnrecoverableBatches were lost and never arrived: LostBatches less LateBatches.
-	UnrecoverableBatches uint64 `json:"unrecoverable_batches"`
-	OwnDrops             uint64 `json:"own_drops"`
+	UnrecoverableBatches uint64
+	OwnDrops             uint64
 	// SequenceJumps counts sequence numbers implausibly far ahead (more than 16M batches):
 	// a corrupt sequence frame or a publisher numbering anew, never counted as lost batches.
 	// FirstJump is the first one, from the last number before it to the number jumped to.
-	SequenceJumps uint64 `json:"sequence_jumps"`
-	FirstJump     *Gap   `json:"first_jump,omitempty"`
+	SequenceJumps uint64
+	FirstJump     *Gap
 	// BadTimestamps counts batches whose timestamp is not plausible Unix seconds (see
 	// plausibleTS), left out of the event times and the clock offset; FirstBadTimestamp is
 	// the first such value.
-	BadTimestamps     uint64  `json:"bad_timestamps"`
-	FirstBadTimestamp float64 `json:"first_bad_timestamp,omitempty"`
+	BadTimestamps     uint64
+	FirstBadTimestamp float64
 	// BadBlockSizes counts BlockStored events with a block size of 0 or below, which no
 	// engine sends: they are left out of the content analyses.
-	BadBlockSizes uint64 `json:"bad_block_sizes"`
+	BadBlockSizes uint64
 	// OversizeMessages counts connections the tap dropped because the peer announced a ZMTP
 	// message over the --max-message bound; LargestMessage is the largest size announced.
-	OversizeMessages    uint64            `json:"oversize_messages"`
-	LargestMessage      uint64            `json:"largest_oversize_message,omitempty"`
-	Malformed           uint64            `json:"malformed"`
-	MalformedSamples    []MalformedSample `json:"malformed_samples"`
-	BlockSizes          map[string]uint64 `json:"block_sizes"`
-	Media               map[string]uint64 `json:"media"`
-	LoRANames           map[string]uint64 `json:"lora_names"`
-	SpecKinds           map[string]uint64 `json:"spec_kinds"`
-	Eras                map[string]uint64 `json:"eras"`
-	WireEra             string            `json:"wire_era"`
-	HashForms           map[string]uint64 `json:"hash_forms"`
-	HashForm            string            `json:"hash_form"`
-	SignedHashes        uint64            `json:"signed_hashes"`
-	UnknownTypes        map[string]uint64 `json:"unknown_types"`
-	UnknownFields       uint64            `json:"unknown_fields"`
-	OddFields           uint64            `json:"odd_fields"`
-	BytesPerStoredToken float64           `json:"bytes_per_stored_token"`
-	FirstEventTime      *time.Time        `json:"first_event_time"`
-	LastEventTime       *time.Time        `json:"last_event_time"`
+	OversizeMessages    uint64
+	LargestMessage      uint64
+	Malformed           uint64
+	MalformedSamples    []MalformedSample
+	BlockSizes          map[string]uint64
+	Media               map[string]uint64
+	LoRANames           map[string]uint64
+	SpecKinds           map[string]uint64
+	Eras                map[string]uint64
+	WireEra             string
+	HashForms           map[string]uint64
+	HashForm            string
+	SignedHashes        uint64
+	UnknownTypes        map[string]uint64
+	UnknownFields       uint64
+	OddFields           uint64
+	BytesPerStoredToken float64
+	FirstEventTime      *time.Time
+	LastEventTime       *time.Time
 	// ClockOffsetSeconds is the smallest (receive time - event time) seen: the publisher's
 	// clock lag behind ours plus the network latency.
-	ClockOffsetSeconds *float64         `json:"clock_offset_seconds"`
-	HashParity         *PublisherParity `json:"hash_parity,omitempty"`
+	ClockOffsetSeconds *float64
+	HashParity         *PublisherParity
 }
 
 func newPublisher(source, topic string) Publisher {
@@ -106,22 +106,22 @@ func newPublisher(source, topic string) Publisher {
 
 // PublisherParity is the hash-parity check of one publisher.
 type PublisherParity struct {
-	Checked uint64 `json:"checked_blocks"`
-	Matched uint64 `json:"matched_blocks"`
+	Checked uint64
+	Matched uint64
 }
 
 // MalformedSample is one malformed message, kept to tell the operator what was wrong.
 type MalformedSample struct {
-	Seq    uint64 `json:"seq"`
-	Reason string `json:"reason"`
+	Seq    uint64
+	Reason string
 }
 
 // EventCounts counts events by type.
 type EventCounts struct {
-	BlockStored      uint64 `json:"BlockStored"`
-	BlockRemoved     uint64 `json:"BlockRemoved"`
-	AllBlocksCleared uint64 `json:"AllBlocksCleared"`
-	Unknown          uint64 `json:"unknown"`
+	BlockStored      uint64
+	BlockRemoved     uint64
+	AllBlocksCleared uint64
+	Unknown          uint64
 }
 
 func (e *EventCounts) add(t Type) {
@@ -144,15 +144,15 @@ func (e EventCounts) Total() uint64 {
 
 // BatchSizes is the distribution of events per batch.
 type BatchSizes struct {
-	Min  int    `json:"min"`
-	Max  int    `json:"max"`
-	Sum  uint64 `json:"sum"`
-	N    uint64 `json:"n"`
-	Le1  uint64 `json:"le_1"`
-	Le4  uint64 `json:"le_4"`
-	Le16 uint64 `json:"le_16"`
-	Le64 uint64 `json:"le_64"`
-	More uint64 `json:"more"`
+	Min  int
+	Max  int
+	Sum  uint64
+	N    uint64
+	Le1  uint64
+	Le4  uint64
+	Le16 uint64
+	Le64 uint64
+	More uint64
 }
 
 func (b *BatchSizes) add(n int) {
@@ -187,43 +187,43 @@ func (b BatchSizes) Mean() float64 {
 // DepthCount counts duplicated blocks at one chain depth (0 = the first block of a prompt;
 // MaxDuplicateDepth and deeper are counted together at MaxDuplicateDepth).
 type DepthCount struct {
-	Depth  int    `json:"depth"`
-	Blocks uint64 `json:"blocks"`
+	Depth  int
+	Blocks uint64
 }
 
 // Analysis holds the fleet-wide analyses of the stored blocks.
 type Analysis struct {
-	StoredBlocks uint64 `json:"stored_blocks"`
-	StoredTokens uint64 `json:"stored_tokens"`
+	StoredBlocks uint64
+	StoredTokens uint64
 	// DuplicateBlocks were stored by a replica while another replica held the same content
 	// (stored and not yet removed): prefill a KV-aware router could have saved.
-	DuplicateBlocks        uint64       `json:"duplicate_blocks"`
-	DuplicateTokens        uint64       `json:"duplicate_tokens"`
-	DuplicateTokenFraction *float64     `json:"duplicate_token_fraction"`
-	DuplicateDepths        []DepthCount `json:"duplicate_depths"`
+	DuplicateBlocks        uint64
+	DuplicateTokens        uint64
+	DuplicateTokenFraction *float64
+	DuplicateDepths        []DepthCount
 	// Restores counts content stored again on the same replica after it was removed there.
-	Restores           uint64   `json:"restores"`
-	RestoreFraction    *float64 `json:"restore_fraction"`
-	StoredWhilePresent uint64   `json:"stored_while_present"`
-	RootStores         uint64   `json:"root_stores"`
-	FirstBlockStores   uint64   `json:"first_block_stores"`
+	Restores           uint64
+	RestoreFraction    *float64
+	StoredWhilePresent uint64
+	RootStores         uint64
+	FirstBlockStores   uint64
 	// FirstBlocksDistinct counts distinct first blocks (chains starting at token 0).
-	FirstBlocksDistinct       uint64  `json:"first_blocks_distinct"`
-	FirstBlocksPerMinute      float64 `json:"first_blocks_distinct_per_minute"`
-	FirstBlockStoresPerMinute float64 `json:"first_block_stores_per_minute"`
+	FirstBlocksDistinct       uint64
+	FirstBlocksPerMinute      float64
+	FirstBlockStoresPerMinute float64
 	// UnanchoredBlocks continue chains whose start the tap did not see (it joined late or
 	// forgot them); they are left out of the content analyses.
-	UnanchoredBlocks         uint64     `json:"unanchored_blocks"`
-	UnalignedStores          uint64     `json:"unaligned_stores"`
-	UnhashableStores         uint64     `json:"unhashable_stores"`
-	UnknownRemovals          uint64     `json:"unknown_removals"`
-	ForgottenBlocks          uint64     `json:"forgotten_blocks"`
-	HashPairsCompared        uint64     `json:"-"`
-	HashPairsDiffering       uint64     `json:"hash_pairs_differing"`
-	BytesPerStoredToken      *float64   `json:"bytes_per_stored_token"`
-	ExtrapolatedTokensPerSec float64    `json:"extrapolated_tokens_per_sec,omitempty"`
-	ExtrapolatedBytesPerSec  *float64   `json:"extrapolated_bytes_per_sec,omitempty"`
-	HashParity               HashParity `json:"hash_parity"`
+	UnanchoredBlocks         uint64
+	UnalignedStores          uint64
+	UnhashableStores         uint64
+	UnknownRemovals          uint64
+	ForgottenBlocks          uint64
+	HashPairsCompared        uint64
+	HashPairsDiffering       uint64
+	BytesPerStoredToken      *float64
+	ExtrapolatedTokensPerSec float64
+	ExtrapolatedBytesPerSec  *float64
+	HashParity               HashParity
 }
 
 // MaxDuplicateDepth is the deepest chain depth counted apart in Analysis.DuplicateDepths; the
@@ -245,12 +245,12 @@ func (a *Analysis) duplicateDepth(d int) {
 // (sha256_cbor with the given seed) and whether identical content carries identical hashes on
 // every replica: the fleet's readiness for an exact KV-aware router. Nil means not determined.
 type HashParity struct {
-	SeedKnown                bool   `json:"seed_known"`
-	Reproducible             *bool  `json:"reproducible"`
-	ConsistentAcrossReplicas *bool  `json:"consistent_across_replicas"`
-	CheckedBlocks            uint64 `json:"checked_blocks"`
-	MatchedBlocks            uint64 `json:"matched_blocks"`
-	ComparedAcrossReplicas   uint64 `json:"compared_across_replicas"`
+	SeedKnown                bool
+	Reproducible             *bool
+	ConsistentAcrossReplicas *bool
+	CheckedBlocks            uint64
+	MatchedBlocks            uint64
+	ComparedAcrossReplicas   uint64
 }
 
 func newFinding(s finding.Severity, code, subject, format string, args ...any) finding.Finding {

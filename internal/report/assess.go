@@ -12,7 +12,7 @@ import (
 // assessDocument is the JSON document of kvcheck assess.
 type assessDocument struct {
 	SchemaVersion int `json:"schema_version"`
-	advise.Recommendation
+	assessRecommendationDoc
 	// Ranking is the router ranking, absent without traffic to replay.
 	Ranking *rankingDocument `json:"ranking,omitempty"`
 }
@@ -31,7 +31,7 @@ func AssessRanked(r advise.Recommendation, rk *rank.Ranking) Result {
 		f.Exempt = r.Verdict != advise.FixFirst
 		fs[i] = f
 	}
-	return Result{Findings: fs, Document: assessDocument{SchemaVersion: SchemaVersion, Recommendation: r, Ranking: rankingDoc(rk)},
+	return Result{Findings: fs, Document: assessDocument{SchemaVersion: SchemaVersion, assessRecommendationDoc: newAssessRecommendationDoc(r), Ranking: rankingDoc(rk)},
 		Text: func(t *Text) error { return t.assess(r, rk) }}
 }
 

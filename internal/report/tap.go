@@ -9,15 +9,9 @@ import (
 	"github.com/kvcheck/kvcheck/internal/events"
 )
 
-// tapDocument is the JSON document of kvcheck tap.
-type tapDocument struct {
-	SchemaVersion int `json:"schema_version"`
-	*events.Report
-}
-
 // Tap is the result of kvcheck tap: the findings are about publishers and the fleet.
 func Tap(r *events.Report) Result {
-	return Result{Findings: nonNilFindings(r.Findings), Document: tapDocument{SchemaVersion: SchemaVersion, Report: r},
+	return Result{Findings: nonNilFindings(r.Findings), Document: tapDocument{SchemaVersion: SchemaVersion, tapReportDoc: newTapReportDoc(*r)},
 		Text: func(t *Text) error { return t.tap(r) }}
 }
 
