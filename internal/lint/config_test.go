@@ -286,8 +286,10 @@ func TestConfigCorpus(t *testing.T) {
 		// Decode workers run --no-enable-prefix-caching by design (the router scores prefill
 		// workers, which publish events): no finding. The frontend is one replica.
 		"dynamo/dynamo_recipe_qwen3-32b_disagg-kv-router_deploy.yaml": nil,
-		// --no-enable-prefix-caching, but the frontend is round-robin: nothing to defeat.
-		"dynamo/dynamo_recipe_llama3-70b_agg_deploy.yaml": nil,
+		// --no-enable-prefix-caching behind a round-robin frontend: no KV-aware router to defeat
+		// (no VL-03 error), but the engine still reuses nothing, not even its own system
+		// prompts (VL-03's warning; a benchmark recipe does this on purpose).
+		"dynamo/dynamo_recipe_llama3-70b_agg_deploy.yaml": {"44:vllm/prefix-caching-disabled"},
 		// dynamo run in=http: the early CLI, whose workers generated their events config.
 		"dynamo/dynamo_components_vllm_agg_router_v0-era.yaml": nil,
 		// The secondary pool fails open (GI-01, info).
