@@ -1,6 +1,9 @@
 package sim
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 var sglangInfo = PolicyInfo{
 	Name:      "sglang-cache-aware",
@@ -8,10 +11,35 @@ var sglangInfo = PolicyInfo{
 	Product:   "SGLang model gateway (sgl-model-gateway)",
 	Source:    "sgl-project/sglang sgl-model-gateway/src/policies/cache_aware.rs@b93974f (least loaded on a miss since PR #14650), tree.rs@24ce7f6; ROUTERS.md §5, SPEC.md §6",
 	NeedsText: true,
+	check:     sglangCheck,
 	newPolicy: func(c Config, _ int) policy {
 		s := c.routers().SGLang
 		return &sglangPolicy{s: s, seed: c.Seed, nextEvict: s.EvictionIntervalSecs}
 	},
+}
+
+// sglangCheck refuses what the gateway's ConfigValidator refuses for cache_aware
+// (src/config/validation.rs@0b6466f, validate_policy): a cache threshold outside 0-1, a relative
+// balance threshold below 1, an eviction interval or a tree size not above 0; and a negative or
+// non-numeric absolute threshold, which the CLI cannot parse as a count.
+func sglangCheck(c Config, t *Trace) error {
+	s := c.routers().SGLang
+	refuse := func(format string, a ...any) error {
+		return &CannotRunError{Policy: "sglang-cache-aware", Trace: t.Name, Reason: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case !(s.CacheThreshold >= 0 && s.CacheThreshold <= 1):
+		return refuse("cache_threshold %v: the gateway wants 0.0 to 1.0", s.CacheThreshold)
+	case s.BalanceRelThreshold < 1:
+		return refuse("balance_rel_threshold %v: the gateway wants at least 1.0", s.BalanceRelThreshold)
+	case !(s.BalanceAbsThreshold >= 0):
+		return refuse("balance_abs_threshold %v: the gateway wants a count of requests, 0 or more", s.BalanceAbsThreshold)
+	case !(s.EvictionIntervalSecs > 0):
+		return refuse("eviction interval %v s: the gateway wants more than 0", s.EvictionIntervalSecs)
+	case s.MaxTreeSize <= 0:
+		return refuse("max_tree_size %d: the gateway wants more than 0 characters", s.MaxTreeSize)
+	}
+	return nil
 }
 
 // sglangPolicy is the SGLang model gateway's cache_aware policy (sgl-model-gateway
@@ -32,7 +60,7 @@ var sglangInfo = PolicyInfo{
 //     loaded since PR #14650 (2025-12, "Fix cache-aware router should pick min load instead of
 //     min tenant size"); before it, get_smallest_tenant was used.
 //  4. The text is inserted into the tree for the replica chosen, in either case.
-//  5. Every EvictionIntervalSecs (0: never) a background thread evicts each replica's least
+//  5. Every EvictionIntervalSecs a background thread evicts each replica's least
 //     recently used leaves until it holds at most MaxTreeSize characters
 //     (radixTree.evictLRULeaves). Here it runs before the first request at or after each
 //     multiple of the interval; two runs in a row evict nothing more.

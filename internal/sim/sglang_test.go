@@ -29,7 +29,7 @@ func charTrace(rs ...Request) *Trace {
 }
 
 // TestSGLangTiny works cache_aware through by hand on two replicas, every request staying in
-// flight for 100 s, cache threshold 0.5, balance thresholds 2 and 1.5, no eviction.
+// flight for 100 s, cache threshold 0.5, balance thresholds 2 and 1.5, no eviction before 1000 s.
 func TestSGLangTiny(t *testing.T) {
 	tr := charTrace(
 		// r0: loads 0,0, balanced; the tree is empty (no holder): least loaded, replica 0.
@@ -50,7 +50,7 @@ func TestSGLangTiny(t *testing.T) {
 	)
 	set := func(rel float64) Config {
 		return withRouters(tinyConfig(2), func(s *RouterSettings) {
-			s.SGLang = SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 2, BalanceRelThreshold: rel}
+			s.SGLang = SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 2, BalanceRelThreshold: rel, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
 		})
 	}
 	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(1.5), "sglang-cache-aware")); d != "" {
@@ -110,6 +110,35 @@ func TestTreeEmulationsNeedText(t *testing.T) {
 		if !errors.As(err, &cr) || cr.Policy != p {
 			t.Errorf("%s on block hashes: %v, want a CannotRunError", p, err)
 		}
+	}
+}
+
+// TestSGLangRefuses: settings the gateway's ConfigValidator refuses give a CannotRunError naming
+// the setting, never a figure.
+func TestSGLangRefuses(t *testing.T) {
+	tr := charTrace(charReq(0, 1, "abc"))
+	for _, tc := range []struct {
+		name string
+		set  func(*SGLangSettings)
+	}{
+		{"cache_threshold", func(s *SGLangSettings) { s.CacheThreshold = 1.5 }},
+		{"cache_threshold", func(s *SGLangSettings) { s.CacheThreshold = math.NaN() }},
+		{"balance_rel_threshold", func(s *SGLangSettings) { s.BalanceRelThreshold = 0.9 }},
+		{"balance_abs_threshold", func(s *SGLangSettings) { s.BalanceAbsThreshold = -1 }},
+		{"eviction interval", func(s *SGLangSettings) { s.EvictionIntervalSecs = 0 }},
+		{"max_tree_size", func(s *SGLangSettings) { s.MaxTreeSize = 0 }},
+	} {
+		c := withRouters(tinyConfig(2), func(r *RouterSettings) { tc.set(&r.SGLang) })
+		_, err := Simulate(tr, c, "sglang-cache-aware")
+		var cr *CannotRunError
+		if !errors.As(err, &cr) || !strings.Contains(cr.Reason, tc.name) {
+			t.Errorf("%+v: %v, want a CannotRunError about %s", c.Routers.SGLang, err, tc.name)
+		}
+	}
+	// The edges are accepted: threshold 0 and 1, relative threshold 1.
+	c := withRouters(tinyConfig(2), func(r *RouterSettings) { r.SGLang.CacheThreshold, r.SGLang.BalanceRelThreshold = 1, 1 })
+	if _, err := Simulate(tr, c, "sglang-cache-aware"); err != nil {
+		t.Errorf("cache_threshold 1, balance_rel_threshold 1: %v", err)
 	}
 }
 
@@ -227,8 +256,8 @@ func TestSGLangAgreesWithBruteForce(t *testing.T) {
 				CacheThreshold:       []float64{0, 0.3, 0.5, 0.8}[rng.IntN(4)],
 				BalanceAbsThreshold:  float64(rng.IntN(4)),
 				BalanceRelThreshold:  []float64{1, 1.1, 1.5}[rng.IntN(3)],
-				EvictionIntervalSecs: float64(rng.IntN(4)),
-				MaxTreeSize:          []int{0, 5, 20, 60}[rng.IntN(4)],
+				EvictionIntervalSecs: float64(1 + rng.IntN(4)),
+				MaxTreeSize:          []int{1, 5, 20, 60}[rng.IntN(4)],
 			}
 		}
 		c := withRouters(tinyConfig(2+rng.IntN(4)), func(r *RouterSettings) { r.SGLang = s })
