@@ -109,5 +109,20 @@ func policyHelp() string {
 	for _, p := range sim.Policies() {
 		fmt.Fprintf(&b, "  %-14s %s\n", p.Name, p.About)
 	}
+	b.WriteString("Router emulations, run when named (those reading the request need --requests):\n ")
+	line := 1
+	for i, e := range sim.Emulations() {
+		name := " " + e.Name
+		if i < len(sim.Emulations())-1 {
+			name += ","
+		}
+		if line+len(name) > 96 {
+			b.WriteString("\n ")
+			line = 1
+		}
+		b.WriteString(name)
+		line += len(name)
+	}
+	b.WriteString("\n")
 	return b.String()
 }

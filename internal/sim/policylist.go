@@ -9,12 +9,17 @@ import (
 )
 
 // ParsePolicies reads a comma-separated list of policy names, or "all", into the policies to
-// simulate, without repeats and in the order of Policies whatever order the list gave. An
-// unknown name or an empty list is an error naming what to give.
+// simulate, without repeats and in the order of Policies, then Emulations, whatever order the
+// list gave. "all" is every policy of Policies; an emulation runs when named. An unknown name or
+// an empty list is an error naming what to give.
 func ParsePolicies(list string) ([]string, error) {
 	all := PolicyNames()
 	if strings.TrimSpace(list) == "all" {
 		return all, nil
+	}
+	known := slices.Clone(all)
+	for _, e := range Emulations() {
+		known = append(known, e.Name)
 	}
 	var out []string
 	for _, p := range strings.Split(list, ",") {
@@ -22,8 +27,8 @@ func ParsePolicies(list string) ([]string, error) {
 		if p == "" {
 			continue
 		}
-		if !slices.Contains(all, p) {
-			return nil, fmt.Errorf("unknown policy %q: use all or some of %s", p, strings.Join(all, ", "))
+		if !slices.Contains(known, p) {
+			return nil, fmt.Errorf("unknown policy %q: use all or some of %s, or a router emulation (%s)", p, strings.Join(all, ", "), strings.Join(known[len(all):], ", "))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
@@ -32,7 +37,7 @@ func ParsePolicies(list string) ([]string, error) {
 	if len(out) == 0 {
 		return nil, errors.New("no policy named")
 	}
-	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(all, a) - slices.Index(all, b) })
+	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(known, a) - slices.Index(known, b) })
 	return out, nil
 }
 

@@ -18,8 +18,13 @@ func TestParsePolicies(t *testing.T) {
 	if got, err := ParsePolicies(" all "); err != nil || !slices.Equal(got, all) {
 		t.Errorf("ParsePolicies(all) = %q, %v; want %q", got, err, all)
 	}
-	if _, err := ParsePolicies("round-robin,lru"); err == nil || err.Error() != `unknown policy "lru": use all or some of `+strings.Join(all, ", ") {
+	if _, err := ParsePolicies("round-robin,lru"); err == nil || !strings.HasPrefix(err.Error(), `unknown policy "lru": use all or some of `+strings.Join(all, ", ")+", or a router emulation (") || !strings.Contains(err.Error(), "prodstack-prefixaware") {
 		t.Errorf("unknown policy: err = %v", err)
+	}
+	// An emulation runs when named, after the idealised policies; "all" does not include them.
+	got, err = ParsePolicies("litellm-simple-shuffle,prodstack-prefixaware,kv-load")
+	if err != nil || !slices.Equal(got, []string{"kv-load", "prodstack-prefixaware", "litellm-simple-shuffle"}) {
+		t.Errorf("ParsePolicies with emulations = %q, %v; want kv-load, prodstack-prefixaware, litellm-simple-shuffle", got, err)
 	}
 	if _, err := ParsePolicies(" , "); err == nil || err.Error() != "no policy named" {
 		t.Errorf("empty list: err = %v", err)
