@@ -9,16 +9,14 @@ import (
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // hitrateOptions are the flags of kvcheck hitrate.
 type hitrateOptions struct {
 	metrics promql.Spec
 	failOn  finding.FailOn
-	// watch is the refresh interval of --watch; watchSet says whether --watch was given.
-	watch    time.Duration
-	watchSet bool
+	// watch is the refresh interval of --watch, when given.
+	watch time.Duration
 }
 
 const hitrateLong = `Per replica: the prefix-cache hit rate in tokens (hits/queries over a window), query volume,
@@ -50,16 +48,20 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 		Args: usageArgs(cobra.MaximumNArgs(2)),
 		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
 			o.metrics.WindowSet = cmd.Flags().Changed("window")
-			o.watchSet = cmd.Flags().Changed("watch")
-			if err := watchInterval(o, args); err != nil {
+			watch, err := report.WatchInterval(g.format, cmd.Flags().Changed("watch"), o.watch, args)
+			if err != nil {
 				return report.Result{}, err
 			}
 			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
-			if o.watchSet {
-				if g.format != report.FormatText && g.format != report.FormatJSON {
-					return report.Result{}, usage.Errorf("--watch writes text or JSON Lines, not %s: a report for %s is one run without --watch", g.format, g.format)
+			if watch > 0 {
+				next, err := o.metrics.Watcher(watch)
+				if err != nil {
+					return report.Result{}, err
 				}
-				return runHitrateWatch(cmd.Context(), s, g, o)
+				// In place at a terminal, one JSON object per line when piped or with -o json;
+				// --fail-on applies to the last refresh.
+				return report.WatchHitrate(cmd.Context(), report.Watch{Interval: watch, Next: next, Out: s.Out, Text: g.text(s.Out), Status: g.status,
+					Lines: g.format != report.FormatText || !report.IsTerminal(s.Out), Progress: o.metrics.Progress})
 			}
 			return runHitrate(cmd.Context(), o)
 		}),
@@ -67,8 +69,8 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 	fs := cmd.Flags()
 	bindMetrics(fs, &o.metrics)
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when a finding is at or above this severity (info, warning, error)")
-	fs.DurationVar(&o.watch, "watch", defaultWatch, "refresh every INTERVAL (--watch 5s) until Ctrl-C: in place at a terminal, one JSON object per line when piped")
-	fs.Lookup("watch").NoOptDefVal = defaultWatch.String()
+	fs.DurationVar(&o.watch, "watch", report.DefaultWatch, "refresh every INTERVAL (--watch 5s) until Ctrl-C: in place at a terminal, one JSON object per line when piped")
+	fs.Lookup("watch").NoOptDefVal = report.DefaultWatch.String()
 	return cmd
 }
 
