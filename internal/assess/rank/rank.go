@@ -338,7 +338,7 @@ func why(rk *Ranking) []string {
 			out = append(out, fmt.Sprintf("ahead of %s, which saves %.1f%%, because the files show %d of that one's requirements missing and %d of this one's",
 				second.Name(), 100*second.PrefillSaved, second.Missing(), first.Missing()))
 		case points(first.PrefillSaved) > points(second.PrefillSaved):
-			out = append(out, fmt.Sprintf("ahead of %s by %d points of prefill saved (%.1f%%)",
+			out = append(out, fmt.Sprintf("ahead of %s by %d point(s) of prefill saved (%.1f%%)",
 				second.Name(), points(first.PrefillSaved)-points(second.PrefillSaved), 100*second.PrefillSaved))
 		case len(first.Requirements) < len(second.Requirements):
 			out = append(out, fmt.Sprintf("ties with %s at %d points and needs less (%d requirement(s) against %d)",
