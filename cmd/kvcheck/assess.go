@@ -61,6 +61,14 @@ constant; that replay is also what "then" is judged on), and for a KV-aware rout
 differ across replicas. Cannot tell yet: nothing given can show reuse (metrics alone below 100%%
 - min gain, a lengths-only trace, templates alone).
 
+Then every router emulation (production-stack, llm-d, Dynamo, SGLang, Ray, LiteLLM) is replayed
+on the same traffic as it ships, as the --config files configure it and as kvcheck would tune
+it for this traffic, and ranked: rows with a hot spot or that starve a replica added with
+--add-replica-at are not ranked; the rest by fewest requirements missing (what each router needs
+against what the files show: met, missing, or unknown when the files cannot show it), most
+prefill saved against today's routing in whole points, then the simpler one. The text shows the
+top three, why the first wins and its configuration in its own format; -o json every row.
+
 Thresholds (also in the JSON under "thresholds"):
 ` + "%s" + `
 `
