@@ -133,3 +133,42 @@ func TestViewBound(t *testing.T) {
 		t.Errorf("needsView under the bound: %v", err)
 	}
 }
+
+// FuzzRequestViews: whatever the log, reading it never panics, and every view is consistent: a
+// chat's message ends ascend within its text, a completion has none, and a request has a
+// prompt_caching key exactly when it carries an ephemeral marker (CacheTokens > 0 implies a key).
+func FuzzRequestViews(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt":"hello"}`,
+		`{"headers":{"X-A":"1"},"body":{"messages":[{"role":"user","content":"q","cache_control":{"type":"ephemeral"}}],"metadata":{"session_id":"s"}}}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"é","cache_control":{"type":"ephemeral"}},{"type":"image_url","image_url":{"url":"x"}}]}],"tools":[{"type":"function"}]}`,
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c"}],"cache_control":{"type":"ephemeral"}}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ReadRequests(context.Background(), strings.NewReader(string(data)), "f.jsonl", RequestLogOptions{MaxLine: 4096})
+		if err != nil {
+			return
+		}
+		for i, r := range tr.Requests {
+			v := r.View
+			if v == nil {
+				t.Fatalf("request %d has no view", i)
+			}
+			if !v.Chat && v.Ends != nil {
+				t.Fatalf("completion %d has message ends %v", i, v.Ends)
+			}
+			prev := int32(0)
+			for _, e := range v.Ends {
+				if e < prev || int(e) > len(v.Text) {
+					t.Fatalf("request %d: ends %v over text of %d bytes", i, v.Ends, len(v.Text))
+				}
+				prev = e
+			}
+			if v.CacheTokens > 0 && v.CacheKey == 0 {
+				t.Fatalf("request %d: %d cacheable tokens and no key", i, v.CacheTokens)
+			}
+		}
+	})
+}
