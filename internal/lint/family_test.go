@@ -429,3 +429,22 @@ func TestRealDynamoDashboard(t *testing.T) {
 		t.Errorf("model label on a Dynamo series: %+v", r.Findings)
 	}
 }
+
+// TestKVOffloadNames: the offloading connector's names read from vLLM's source (PRs #35669,
+// #45737, #45958, #47666, #47679) are known, so a panel on them is not a metric-unknown
+// warning; the legacy kv_offload_total_bytes is still deprecated.
+func TestKVOffloadNames(t *testing.T) {
+	for _, q := range []string{
+		`max(vllm:kv_offload_cpu_cache_usage_perc) > 0.9`,
+		`rate(vllm:kv_offload_allocation_failure_total[5m]) > 0`,
+		`histogram_quantile(0.99, sum by (le) (rate(vllm:kv_offload_tiering_lookup_sync_delay_seconds_bucket[5m]))) > 0.1`,
+	} {
+		if r := newLinterTargets(t, "").File("r.yaml", rule(q)); len(r.Findings) != 0 {
+			t.Errorf("%s: %+v", q, r.Findings)
+		}
+	}
+	r := newLinterTargets(t, "").File("r.yaml", rule(`rate(vllm:kv_offload_total_bytes_total[5m]) > 0`))
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusDeprecated {
+		t.Errorf("kv_offload_total_bytes: %+v", r.Findings)
+	}
+}
