@@ -1,12 +1,15 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -60,6 +63,88 @@ func BenchmarkScale(b *testing.B) {
 						})
 					}
 				})
+			}
+		})
+	}
+}
+
+// BenchmarkScaleWindows asks whether a replay slows down as it goes, inside one replay of the
+// 2,000,000-request tiled trace on 64 replicas per policy: it samples the requests routed and
+// the process's CPU time every 50 ms and reports requests per CPU second over windows of the
+// replay, requests 4,096-12,288 (after the replay's set-up; the caches are filling), 12,288-200,704,
+// then every 200,000 to the end, and the largest window's figure over the smallest
+// (window-max/min). A cost that grew with the trace would show as a falling row; BenchmarkScale's
+// separate traces also differ in what every replay pays once (set-up, the final duplicate count).
+func BenchmarkScaleWindows(b *testing.B) {
+	tr := tileTrace(scaleBase(b), 2_000_000)
+	Stats(tr)
+	edges := []int64{watchEvery, 3 * watchEvery, 49 * watchEvery}
+	for e := int64(400_000); e <= 2_000_000; e += 200_000 {
+		edges = append(edges, e)
+	}
+	for _, p := range PolicyNames() {
+		b.Run(p, func(b *testing.B) {
+			c := benchConfig()
+			c.Replicas = 64
+			for b.Loop() {
+				type sample struct {
+					routed int64
+					cpu    time.Duration
+				}
+				w := &watch{ctx: context.Background(), routed: new(atomic.Int64)}
+				var (
+					mu      sync.Mutex
+					samples []sample
+				)
+				done, stopped := make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(stopped)
+					tk := time.NewTicker(50 * time.Millisecond)
+					defer tk.Stop()
+					for {
+						select {
+						case <-done:
+							return
+						case <-tk.C:
+							mu.Lock()
+							samples = append(samples, sample{w.routed.Load(), cpuTime()})
+							mu.Unlock()
+						}
+					}
+				}()
+				if _, _, err := simulateRun(tr, c, p, false, w); err != nil {
+					b.Fatal(err)
+				}
+				close(done)
+				<-stopped
+				samples = append(samples, sample{w.routed.Load(), cpuTime()})
+				var rates []string
+				lo, hi := 0.0, 0.0
+				for ei := 1; ei < len(edges); ei++ {
+					var from, to *sample
+					for i := range samples {
+						if from == nil && samples[i].routed >= edges[ei-1] {
+							from = &samples[i]
+						}
+						if to == nil && samples[i].routed >= edges[ei] {
+							to = &samples[i]
+						}
+					}
+					if from == nil || to == nil || to.cpu <= from.cpu || to.routed <= from.routed {
+						rates = append(rates, "-")
+						continue
+					}
+					r := float64(to.routed-from.routed) / (to.cpu - from.cpu).Seconds()
+					rates = append(rates, fmt.Sprintf("%.0fk", r/1000))
+					if lo == 0 || r < lo {
+						lo = r
+					}
+					hi = max(hi, r)
+				}
+				b.Logf("%s, requests/cpu-s in windows ending at %v: %s", p, edges[1:], strings.Join(rates, " "))
+				if lo > 0 {
+					b.ReportMetric(hi/lo, "window-max/min")
+				}
 			}
 		})
 	}
