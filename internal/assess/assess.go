@@ -96,15 +96,15 @@ type Options struct {
 	Routers []sim.PolicyInfo
 }
 
-// Assess gathers the evidence and decides.
+// Assess gathers the evidence and decides, without the router ranking (Run adds it).
 func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, error) {
-	rec, _, err := assessRanked(ctx, in, o)
+	rec, _, err := assessRanked(ctx, in, o, false)
 	return rec, err
 }
 
-// assessRanked gathers the evidence, decides, and ranks the routers on the traffic (nil
-// without traffic).
-func assessRanked(ctx context.Context, in Inputs, o Options) (advise.Recommendation, *rank.Ranking, error) {
+// assessRanked gathers the evidence, decides, and with ranked ranks the routers on the traffic
+// (nil without traffic).
+func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advise.Recommendation, *rank.Ranking, error) {
 	var ev advise.Input
 	if o.Today == "" {
 		o.Today = DefaultToday
@@ -176,9 +176,11 @@ func assessRanked(ctx context.Context, in Inputs, o Options) (advise.Recommendat
 			return advise.Recommendation{}, nil, err
 		}
 	}
-	rk, err := Rank(ctx, traffic, shape, o, in.Files)
-	if err != nil {
-		return advise.Recommendation{}, nil, err
+	var rk *rank.Ranking
+	if ranked {
+		if rk, err = Rank(ctx, traffic, shape, o, in.Files); err != nil {
+			return advise.Recommendation{}, nil, err
+		}
 	}
 	return advise.Decide(ev, o.Thresholds), rk, nil
 }

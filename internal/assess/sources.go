@@ -164,7 +164,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		}
 	}
 	o.Progress = func(done, total int) { st.Progress("replaying %d/%d", done, total) }
-	rec, rk, err := assessRanked(ctx, in, o)
+	rec, rk, err := assessRanked(ctx, in, o, true)
 	st.Done()
 	if err != nil {
 		return report.Result{}, err
