@@ -278,7 +278,7 @@ func (fl *fileLint) checkRatio(s *site, b *parser.BinaryExpr, sub substituted, b
 			})
 			return
 		}
-		if !slices.Equal(lm, rm) {
+		if !slices.Equal(lm, rm) && !shareOf(b.LHS, b.RHS, lm, rm) {
 			fl.add(s, off, "", Finding{
 				Finding: finding.Finding{Severity: finding.Warning, Code: CodeRatioMismatch,
 					Message: fmt.Sprintf("a ratio of aggregates over different series ({%s} over {%s}): the numerator counts other series than the denominator", strings.Join(lm, ", "), strings.Join(rm, ", ")),
@@ -287,6 +287,34 @@ func (fl *fileLint) checkRatio(s *site, b *parser.BinaryExpr, sub substituted, b
 			})
 		}
 	}
+}
+
+// shareOf reports a ratio that is a share of a whole: both sides select the same series
+// names and the numerator only adds matchers to the denominator's, as a success rate
+// sum(rate(x{status="success"}[5m])) / sum(rate(x[5m])) does. Its numerator counts a subset
+// of the denominator's series on purpose.
+func shareOf(num, den parser.Expr, nm, dm []string) bool {
+	names := func(e parser.Expr) []string {
+		var out []string
+		parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+			if vs, ok := node.(*parser.VectorSelector); ok {
+				out = append(out, vs.Name)
+			}
+			return nil
+		})
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	nn, dn := names(num), names(den)
+	if len(nn) == 0 || !slices.Equal(nn, dn) {
+		return false
+	}
+	for _, m := range dm {
+		if !slices.Contains(nm, m) {
+			return false
+		}
+	}
+	return true
 }
 
 func groupingKey(a *parser.AggregateExpr) string {

@@ -41,6 +41,13 @@ func TestQueryChecks(t *testing.T) {
 		{`sum by (pod) (rate(vllm:prefix_cache_hits_total[5m])) / sum by (model_name) (rate(vllm:prefix_cache_queries_total[5m]))`, []string{CodeRatioMismatch}, "aggregated differently"},
 		// One model's hits over every model's queries.
 		{`sum(rate(vllm:prefix_cache_hits_total{model_name="a"}[5m])) / sum(rate(vllm:prefix_cache_queries_total[5m]))`, []string{CodeRatioMismatch}, "different series"},
+		// A share of a whole (Dynamo's own SGLang dashboard, dev/observability/grafana_dashboards/
+		// sglang.json@2a6da14): the numerator is a subset of the same series on purpose.
+		{`100 * sum(rate(dynamo_frontend_requests_total{status="success"}[5m])) / sum(rate(dynamo_frontend_requests_total[5m]))`, nil, ""},
+		{`sum(rate(vllm:request_success_total{finished_reason="stop",model_name="a"}[5m])) / sum(rate(vllm:request_success_total{model_name="a"}[5m]))`, nil, ""},
+		// Not a share: the sides select disjoint series, or the denominator is the narrower.
+		{`sum(rate(vllm:request_success_total{model_name="a"}[5m])) / sum(rate(vllm:request_success_total{model_name="b"}[5m]))`, []string{CodeRatioMismatch}, "different series"},
+		{`sum(rate(vllm:request_success_total[5m])) / sum(rate(vllm:request_success_total{model_name="b"}[5m]))`, []string{CodeRatioMismatch}, "different series"},
 		// The author chose the matching: not second-guessed.
 		{`sum by (pod) (rate(vllm:prefix_cache_hits_total[5m])) / on (pod) group_left sum by (pod, model_name) (rate(vllm:prefix_cache_queries_total[5m]))`, nil, ""},
 		// Not counters on both sides: a rate over a gauge's average, not a ratio of rates.
