@@ -163,10 +163,18 @@ func TestAssessTargets(t *testing.T) {
 	}
 	for _, want := range []string{"Demo: kvcheck assess against 4 emulated vLLM replicas", "$ kvcheck assess --scrape ", "Recommendation: a KV-aware router", "Evidence", "Next steps",
 		// The router ranking: the text-reading routers run on the trace's text.
-		"Routers on this traffic (4 replicas", "First: ", "prodstack-prefixaware", "Configuration to apply ("} {
+		"Routers on this traffic (4 replicas", "First: ", "Configuration to apply ("} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
+	}
+	// A router that reads the text is among the rows shown, and none is said to need it.
+	text := false
+	for _, p := range []string{"prodstack-prefixaware", "sglang-cache-aware", "ray-prefix-affinity", "litellm-"} {
+		text = text || strings.Contains(out.String(), p)
+	}
+	if !text || strings.Contains(out.String(), "holds only block hashes") {
+		t.Errorf("demo ranking shows no router that reads the text, or says one cannot run:\n%s", out.String())
 	}
 	if _, err := AssessTargets(ctx, report.NewStatus(&errOut), nil, nil); err == nil {
 		t.Error("no targets: no error")

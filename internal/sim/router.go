@@ -216,6 +216,7 @@ func Emulations() []PolicyInfo {
 		litellmSessionInfo,
 		litellmPromptCacheInfo,
 		sglangInfo,
+		rayInfo,
 	}
 }
 

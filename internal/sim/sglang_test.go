@@ -104,7 +104,7 @@ func TestSGLangDefaultSets(t *testing.T) {
 // TestTreeEmulationsNeedText: on a trace of block hashes the character routers cannot run.
 func TestTreeEmulationsNeedText(t *testing.T) {
 	tr := tinyTrace(req(0, "", 1, 1, 2))
-	for _, p := range []string{"sglang-cache-aware"} {
+	for _, p := range []string{"sglang-cache-aware", "ray-prefix-affinity"} {
 		_, err := Simulate(tr, tinyConfig(2), p)
 		var cr *CannotRunError
 		if !errors.As(err, &cr) || cr.Policy != p {

@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+var rayInfo = PolicyInfo{
+	Name:      "ray-prefix-affinity",
+	About:     "Ray Serve LLM PrefixCacheAffinityRouter: character tree, best-matching replicas above the match-rate threshold, else smallest trees; imbalance threshold infinite by default",
+	Product:   "Ray Serve LLM",
+	Source:    "ray-project/ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py (imbalanced_threshold=inf), prefix_tree.py@19a1eaa, serve/_private/request_router/pow_2_router.py and request_router.py; ROUTERS.md §6, SPEC.md §6",
+	NeedsText: true,
+	newPolicy: func(c Config, _ int) policy {
+		s := c.routers().Ray
+		return &rayPolicy{s: s, rng: rand.New(rand.NewPCG(c.Seed, 7)), nextEvict: s.EvictionIntervalSecs}
+	},
+}
+
+// rayPolicy is Ray Serve LLM's PrefixCacheAffinityRouter (prefix_aware_router.py,
+// _prefix_match_best_replicas and choose_replicas) with the keyword arguments of
+// Config.Routers.Ray. For each request, with a replica's queue length the requests it has been
+// sent and not finished (in flight):
+//  1. If the longest queue - the shortest > ImbalancedThreshold (+Inf by default, so never),
+//     the pool is two distinct replicas drawn at random (select_pow2_pair, in random order).
+//  2. Otherwise the text is matched against the tree (radixTree.match; Ray's prefix_match does
+//     not refresh any time). The match rate is the characters matched over the text's
+//     characters. If it is below MatchRateThreshold (0.1), the pool is every replica holding
+//     the fewest characters (get_smallest_tenants: a replica never sent anything holds 0);
+//     else it is every replica holding the node the match ends in (all of them when the walk
+//     stops at the root), in replica order.
+//  3. The request goes to the replica of the pool with the shortest queue, the first in the
+//     pool's order among equals (request_router.py, _select_from_candidate_replicas).
+//  4. The text is inserted into the tree for that replica (on_request_routed).
+//  5. Only with DoEviction (false by default): every EvictionIntervalSecs, each replica holding
+//     more than EvictionThresholdChars loses its least recently used nodes, a whole instant at a
+//     time, until at least (its characters - EvictionTargetChars) are gone
+//     (radixTree.evictOldest). Here it runs before the first request at or after each multiple
+//     of the interval; two runs in a row evict nothing more.
+//
+// What is Ray's and what is kvcheck's choice: queue lengths are exact here, where Ray reads them
+// from a cache refreshed by probes; max_ongoing_requests (a full replica is skipped) is not
+// emulated; replicas are listed in index order, where Ray's tenant order follows the set of
+// replicas it was given. An empty text, on which Ray's match rate divides by zero, is routed
+// by power of two choices. Times are the trace's arrival times.
+type rayPolicy struct {
+	s         RaySettings
+	rng       *rand.Rand
+	tree      radixTree
+	nextEvict float64
+	pool      []int
+}
+
+func (p *rayPolicy) route(f *fleet, j *job) int {
+	at := j.arrival
+	if p.s.DoEviction && p.s.EvictionIntervalSecs > 0 && at >= p.nextEvict {
+		for rep := range f.size() {
+			if size := p.tree.sizeOf(rep); size > p.s.EvictionThresholdChars {
+				p.tree.evictOldest(rep, size-p.s.EvictionTargetChars)
+			}
+		}
+		p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
+	}
+	text := treeText(j.req)
+	lo, hi := f.inflight(0), f.inflight(0)
+	for i := 1; i < f.size(); i++ {
+		lo, hi = min(lo, f.inflight(i)), max(hi, f.inflight(i))
+	}
+	p.pool = p.pool[:0]
+	if float64(hi-lo) <= p.s.ImbalancedThreshold && text != "" {
+		n, matched := p.tree.match(text)
+		rate := float64(runeCount(text[:matched])) / float64(runeCount(text))
+		switch {
+		case rate < p.s.MatchRateThreshold:
+			least := p.tree.sizeOf(0)
+			for i := 1; i < f.size(); i++ {
+				least = min(least, p.tree.sizeOf(i))
+			}
+			for i := range f.size() {
+				if p.tree.sizeOf(i) == least {
+					p.pool = append(p.pool, i)
+				}
+			}
+		case n == &p.tree.root:
+			for i := range f.size() {
+				p.pool = append(p.pool, i)
+			}
+		default:
+			for i := range f.size() {
+				if n.holder(i) >= 0 {
+					p.pool = append(p.pool, i)
+				}
+			}
+		}
+	}
+	if len(p.pool) == 0 {
+		p.pool = p.pow2(f.size())
+	}
+	chosen := p.pool[0]
+	for _, i := range p.pool[1:] {
+		if f.inflight(i) < f.inflight(chosen) {
+			chosen = i
+		}
+	}
+	p.tree.insert(text, chosen, at)
+	return chosen
+}
+
+// pow2 is select_pow2_pair: two distinct replicas drawn uniformly, in random order (one when
+// there is one).
+func (p *rayPolicy) pow2(n int) []int {
+	if n == 1 {
+		return append(p.pool[:0], 0)
+	}
+	a := p.rng.IntN(n)
+	b := p.rng.IntN(n - 1)
+	if b >= a {
+		b++
+	}
+	return append(p.pool[:0], a, b)
+}
