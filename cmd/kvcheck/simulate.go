@@ -86,7 +86,8 @@ Policies (--policies):
 	f.StringVar(&so.Replicas, "replicas", so.Replicas, "replica counts to simulate, comma-separated (1 to 1024)")
 	f.StringVar(&so.KVBlocks, "kv-blocks", "", "prefix-cache blocks per replica in the trace's block size (512 tokens for Mooncake hash_ids, --block-size for --requests), comma-separated (default: --kv-tokens / block size); kvcheck assess --kv-blocks means the same")
 	f.StringVar(&so.KVTokens, "kv-tokens", so.KVTokens, "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")
-	f.StringVar(&so.Policies, "policies", so.Policies, "policies to simulate, comma-separated, or all")
+	f.StringVar(&so.Policies, "policies", so.Policies, "policies and router emulations to simulate, comma-separated; all: every idealised policy; routers: every emulation")
+	f.StringVar(&so.SGLangDefaults, "sglang-defaults", so.SGLangDefaults, "sglang-cache-aware's default set: cli (the gateway's command line: cache threshold 0.3, balance 64 and 1.5, 2^26-character trees) or hint (what a cache_aware policy hint applies: 0.5, 32, 1.1, 10,000 characters)")
 	f.DurationVar(&so.Prefill, "prefill-per-token", so.Prefill, "prefill time per uncached prompt token (prefill runs one request at a time per replica)")
 	f.DurationVar(&so.Decode, "decode-per-token", so.Decode, "decode time per output token of one request (decodes run in parallel)")
 	f.IntVar(&so.MaxRunning, "max-running", so.MaxRunning, "requests a replica serves at once; the rest queue")
@@ -103,26 +104,34 @@ Policies (--policies):
 	return cmd
 }
 
-// policyHelp lists the policies with their one-line descriptions.
+// policyHelp lists the idealised policies and the router emulations with their one-line
+// descriptions (an emulation's wrapped under its name, with its product).
 func policyHelp() string {
 	var b strings.Builder
 	for _, p := range sim.Policies() {
 		fmt.Fprintf(&b, "  %-14s %s\n", p.Name, p.About)
 	}
-	b.WriteString("Router emulations, run when named (those reading the request need --requests):\n ")
-	line := 1
-	for i, e := range sim.Emulations() {
-		name := " " + e.Name
-		if i < len(sim.Emulations())-1 {
-			name += ","
+	b.WriteString(`  all            every policy above (the default)
+
+Router emulations, as each product ships (settings: the product's defaults; --policies routers
+runs them all). Those marked "text" read the request itself and run only on --requests; on a
+trace of block hashes the output says they cannot run and why (a cannot-run finding, info):
+`)
+	for _, e := range sim.Emulations() {
+		mark := ""
+		if e.NeedsText {
+			mark = " (text)"
 		}
-		if line+len(name) > 96 {
-			b.WriteString("\n ")
-			line = 1
+		fmt.Fprintf(&b, "  %s: %s%s\n", e.Name, e.Product, mark)
+		line := "   "
+		for _, w := range strings.Fields(e.About) {
+			if len(line)+1+len(w) > 100 && line != "   " {
+				b.WriteString(line + "\n")
+				line = "   "
+			}
+			line += " " + w
 		}
-		b.WriteString(name)
-		line += len(name)
+		b.WriteString(line + "\n")
 	}
-	b.WriteString("\n")
 	return b.String()
 }

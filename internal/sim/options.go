@@ -29,8 +29,12 @@ type Options struct {
 	// Replicas, KVBlocks and KVTokens are comma-separated lists; KVBlocks, when set, wins
 	// over KVTokens (which is in tokens, turned into blocks of the trace's block size).
 	Replicas, KVBlocks, KVTokens string
-	// Policies is a comma-separated list of policy names, or all.
+	// Policies is a comma-separated list of policy and emulation names, all or routers.
 	Policies string
+	// SGLangDefaults is which default set sglang-cache-aware runs with: "cli" (the gateway's
+	// command line, SGLangCLIDefaults) or "hint" (what a cache_aware policy hint applies,
+	// SGLangHintDefaults). Every other emulation runs as its product ships.
+	SGLangDefaults string
 
 	Prefill, Decode time.Duration
 	MaxRunning      int
@@ -52,7 +56,7 @@ func DefaultOptions() Options {
 		Source: Source{Format: FormatAuto, MaxRefs: MaxBlockRefs, OutputTokens: DefaultOutputTokens,
 			RequestLog: RequestLogOptions{MaxLine: audit.DefaultMaxLine, Rate: DefaultRate}},
 		Tokenize: audit.DefaultTokenize,
-		Replicas: "2,4,8,16", KVTokens: strconv.Itoa(DefaultKVTokens), Policies: "all",
+		Replicas: "2,4,8,16", KVTokens: strconv.Itoa(DefaultKVTokens), Policies: "all", SGLangDefaults: "cli",
 		Prefill:    time.Duration(m.PrefillPerToken * float64(time.Second)),
 		Decode:     time.Duration(m.DecodePerToken * float64(time.Second)),
 		MaxRunning: m.MaxRunning, Seed: 1, Siblings: 1, Params: DefaultParams(),
@@ -93,6 +97,8 @@ func (o Options) Check() (Sweep, error) {
 		return Sweep{}, usage.Errorf("--prefill-per-token and --decode-per-token must not be negative")
 	case o.Params.Beta < 0 || o.Params.Epsilon < 0 || o.Params.OverlapWeight < 0 || o.Params.CreditDecay < 0 || o.Params.ApproxTokens < 0:
 		return Sweep{}, usage.Errorf("--beta, --epsilon, --overlap-weight, --credit-decay and --approx-tokens must not be negative")
+	case o.SGLangDefaults != "cli" && o.SGLangDefaults != "hint":
+		return Sweep{}, usage.Errorf("--sglang-defaults %q: want cli (the gateway's command-line defaults) or hint (the defaults a cache_aware policy hint applies)", o.SGLangDefaults)
 	case addAt && o.AddReplicaAt < 0:
 		return Sweep{}, usage.Errorf("--add-replica-at %s: want a time into the trace, 0 or more", o.AddReplicaAt)
 	case addAt && slices.Max(replicas) >= MaxReplicas:
@@ -107,6 +113,11 @@ func (o Options) Check() (Sweep, error) {
 	}}
 	if addAt {
 		s.Base.AddReplicaAt = o.AddReplicaAt.Seconds()
+	}
+	if o.SGLangDefaults == "hint" {
+		r := DefaultRouterSettings()
+		r.SGLang = SGLangHintDefaults()
+		s.Base.Routers = &r
 	}
 	return s, nil
 }

@@ -8,36 +8,44 @@ import (
 	"time"
 )
 
-// ParsePolicies reads a comma-separated list of policy names, or "all", into the policies to
-// simulate, without repeats and in the order of Policies, then Emulations, whatever order the
-// list gave. "all" is every policy of Policies; an emulation runs when named. An unknown name or
-// an empty list is an error naming what to give.
+// ParsePolicies reads a comma-separated list of names into the policies to simulate, without
+// repeats and in the order results are shown whatever order the list gave: the idealised
+// policies in the order of Policies, then the router emulations in the order of Emulations. A
+// name is a policy's (round-robin, kv-llmd, ...), an emulation's (llmd-precise,
+// prodstack-prefixaware, ...), "all" (every idealised policy, the default) or "routers" (every
+// emulation). An unknown name or an empty list is an error naming what to give.
 func ParsePolicies(list string) ([]string, error) {
 	all := PolicyNames()
-	if strings.TrimSpace(list) == "all" {
-		return all, nil
-	}
-	known := slices.Clone(all)
+	var routers []string
 	for _, e := range Emulations() {
-		known = append(known, e.Name)
+		routers = append(routers, e.Name)
 	}
+	order := append(slices.Clone(all), routers...)
 	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
 	for _, p := range strings.Split(list, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		if !slices.Contains(known, p) {
-			return nil, fmt.Errorf("unknown policy %q: use all or some of %s, or a router emulation (%s)", p, strings.Join(all, ", "), strings.Join(known[len(all):], ", "))
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
+		switch p = strings.TrimSpace(p); {
+		case p == "":
+		case p == "all":
+			add(all...)
+		case p == "routers":
+			add(routers...)
+		case slices.Contains(order, p):
+			add(p)
+		default:
+			return nil, fmt.Errorf("unknown policy %q: use all (the idealised policies), routers (the router emulations) or some of %s", p, strings.Join(order, ", "))
 		}
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no policy named")
 	}
-	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(known, a) - slices.Index(known, b) })
+	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	return out, nil
 }
 

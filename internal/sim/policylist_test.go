@@ -18,7 +18,24 @@ func TestParsePolicies(t *testing.T) {
 	if got, err := ParsePolicies(" all "); err != nil || !slices.Equal(got, all) {
 		t.Errorf("ParsePolicies(all) = %q, %v; want %q", got, err, all)
 	}
-	if _, err := ParsePolicies("round-robin,lru"); err == nil || !strings.HasPrefix(err.Error(), `unknown policy "lru": use all or some of `+strings.Join(all, ", ")+", or a router emulation (") || !strings.Contains(err.Error(), "prodstack-prefixaware") {
+	var routers []string
+	for _, e := range Emulations() {
+		routers = append(routers, e.Name)
+	}
+	if got, err := ParsePolicies("routers"); err != nil || !slices.Equal(got, routers) {
+		t.Errorf("ParsePolicies(routers) = %q, %v; want every emulation %q", got, err, routers)
+	}
+	// Emulations come after the idealised policies, in the order of Emulations, whatever the
+	// list's order; the keywords mix with names.
+	got, err = ParsePolicies("prodstack-prefixaware, kv-llmd, llmd-approx")
+	if want := []string{"kv-llmd", "llmd-approx", "prodstack-prefixaware"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ParsePolicies(mixed) = %q, %v; want %q", got, err, want)
+	}
+	if got, err := ParsePolicies("llmd-approx,all"); err != nil || !slices.Equal(got, append(slices.Clone(all), "llmd-approx")) {
+		t.Errorf("ParsePolicies(llmd-approx,all) = %q, %v; want the policies then llmd-approx", got, err)
+	}
+	want := `unknown policy "lru": use all (the idealised policies), routers (the router emulations) or some of ` + strings.Join(append(slices.Clone(all), routers...), ", ")
+	if _, err := ParsePolicies("round-robin,lru"); err == nil || err.Error() != want {
 		t.Errorf("unknown policy: err = %v", err)
 	}
 	// An emulation runs when named, after the idealised policies; "all" does not include them.

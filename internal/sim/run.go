@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -262,8 +263,20 @@ type Progress struct {
 // blocks, replicas, then policy in the order of Policies. The baseline policy (round-robin) is
 // always simulated and returned, asked for or not: savings and hot spots are measured against
 // it. progress, when not nil, is called after each simulation with the number done and
-// the total.
+// the total. An emulation that cannot run on the trace makes Run return its *CannotRunError;
+// RunReport reports it instead and shows the rest.
 func Run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int)) ([]Result, error) {
+	results, cannot, err := run(ctx, t, s, progress)
+	if err == nil && len(cannot) > 0 {
+		return nil, cannot[0]
+	}
+	return results, err
+}
+
+// run is Run that leaves out the policies that cannot run on the trace (an emulation reading
+// the request's text on a trace of block hashes, a router refusing its settings) and returns
+// why, once per policy and reason, in the order of the sweep's policies.
+func run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int)) ([]Result, []*CannotRunError, error) {
 	baseline := ""
 	for _, p := range Policies() {
 		if p.Baseline {
@@ -366,13 +379,25 @@ next:
 			Requests: perSim * int64(len(points)), RequestsRouted: w.routed.Load(), Elapsed: time.Since(start)})
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("simulation interrupted: %w", err)
+		return nil, nil, fmt.Errorf("simulation interrupted: %w", err)
 	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	var cannot []*CannotRunError
+	skip := make([]bool, len(points))
+	for k, err := range errs {
+		var ce *CannotRunError
+		switch {
+		case errors.As(err, &ce):
+			skip[k] = true
+			if !slices.ContainsFunc(cannot, func(c *CannotRunError) bool { return *c == *ce }) {
+				cannot = append(cannot, ce)
+			}
+		case err != nil:
+			return nil, nil, err
 		}
 	}
+	slices.SortStableFunc(cannot, func(a, b *CannotRunError) int {
+		return slices.Index(policies, a.Policy) - slices.Index(policies, b.Policy)
+	})
 	// Fill in savings against the baseline of the same fleet.
 	base := map[[2]int]int64{}
 	for _, r := range results {
@@ -381,11 +406,14 @@ next:
 		}
 	}
 	out := make([]Result, 0, len(results))
-	for _, r := range results {
+	for k, r := range results {
+		if skip[k] {
+			continue
+		}
 		if b := base[[2]int{r.Replicas, r.KVBlocks}]; b > 0 {
 			r.PrefillSaved = float64(b-(r.InputTokens-r.HitTokens)) / float64(b)
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, cannot, nil
 }

@@ -58,13 +58,18 @@ func (s Source) Load(ctx context.Context, st Status) (*Trace, []finding.Finding,
 }
 
 // RunReport runs the sweep over the trace and builds its report, the findings about the
-// source (Load's) first.
+// source (Load's) first, then one cannot-run finding (info, like no-prefix-info: a fact about
+// the source, not a verdict) for each policy that cannot run on this trace, saying why; such a
+// policy has no row.
 func RunReport(ctx context.Context, t *Trace, s Sweep, sourceFindings []finding.Finding) (Report, error) {
-	results, err := Run(ctx, t, s, nil)
+	results, cannot, err := run(ctx, t, s, nil)
 	if err != nil {
 		return Report{}, err
 	}
 	rep := NewReport(t, SiblingStats(t, s.Base.Siblings), s, results)
+	for _, c := range cannot {
+		sourceFindings = append(sourceFindings, finding.Finding{Severity: finding.Info, Code: "cannot-run", Subject: c.Policy, Message: c.Error()})
+	}
 	rep.Findings = append(sourceFindings, rep.Findings...)
 	return rep, nil
 }

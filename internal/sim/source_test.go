@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // KVBlocks keeps whole blocks only: 1<<20 tokens in 512-token blocks is 2048 blocks, 1000
@@ -162,5 +165,68 @@ func TestSourceLoadCorpus(t *testing.T) {
 		if len(tr.Requests) != c.requests {
 			t.Errorf("%s: %d requests, want %d", c.file, len(tr.Requests), c.requests)
 		}
+	}
+}
+
+// TestRunReportCannotRun: an emulation that cannot run leaves no row and one cannot-run finding
+// (info) per policy whatever the number of fleets, and the others run. On a trace of block
+// hashes the text-reading emulations cannot run for lack of text (prodstack-session too: the
+// text is checked before the settings); on a text trace of three identical prompts (3 blocks
+// each, 2 replicas) prodstack-prefixaware runs and sends r2 and r3 where r1 went, each hitting
+// 2 blocks (the last prompt token is always recomputed, so the last full block is not a hit),
+// 4 in all against round-robin's 2 (r3 on r1's replica), while prodstack-session still cannot run: the shipped settings have no session
+// key, and the router refuses to start without one. Run alone keeps failing with the error.
+func TestRunReportCannotRun(t *testing.T) {
+	sweep := Sweep{Replicas: []int{1, 2}, KVBlocks: []int{64},
+		Policies: []string{"round-robin", "llmd-approx", "prodstack-session", "prodstack-prefixaware"}, Base: tinyConfig(1)}
+	hashes := tinyTrace(req(0, "", 100, 1, 2, 3), req(1, "", 100, 1, 2, 3), req(2, "", 100, 1, 2, 3))
+	rep, err := RunReport(context.Background(), hashes, sweep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Fleets {
+		var got []string
+		for _, r := range f.Results {
+			got = append(got, r.Policy)
+		}
+		if want := []string{"round-robin", "llmd-approx"}; !slices.Equal(got, want) {
+			t.Errorf("%d replicas: rows %q, want %q", f.Replicas, got, want)
+		}
+	}
+	var codes []string
+	for _, f := range rep.Findings {
+		if f.Code != "cannot-run" {
+			continue
+		}
+		codes = append(codes, f.Code+" "+f.Severity.String()+" "+f.Subject)
+		if !strings.Contains(f.Message, "cannot run on tiny: it routes on the request's text and headers, and this test trace holds only block hashes; give the request log (--requests) instead") {
+			t.Errorf("cannot-run message %q does not say why", f.Message)
+		}
+	}
+	if want := []string{"cannot-run info prodstack-session", "cannot-run info prodstack-prefixaware"}; !slices.Equal(codes, want) {
+		t.Errorf("findings %q, want %q", codes, want)
+	}
+	var ce *CannotRunError
+	if _, err := Run(context.Background(), hashes, sweep, nil); !errors.As(err, &ce) || ce.Policy != "prodstack-session" {
+		t.Errorf("Run = %v, want prodstack-session's *CannotRunError", err)
+	}
+
+	text := textTrace(tinyBlock, textReq(0, 100, "same prompt", tinyBlock, 1, 2, 3),
+		textReq(1, 100, "same prompt", tinyBlock, 1, 2, 3), textReq(2, 100, "same prompt", tinyBlock, 1, 2, 3))
+	sweep.Replicas = []int{2}
+	rep, err = RunReport(context.Background(), text, sweep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := map[string]int64{}
+	for _, r := range rep.Fleets[0].Results {
+		hits[r.Policy] = r.HitBlocks
+	}
+	if want := map[string]int64{"round-robin": 2, "llmd-approx": hits["llmd-approx"], "prodstack-prefixaware": 4}; !maps.Equal(hits, want) {
+		t.Errorf("hit blocks %v, want %v", hits, want)
+	}
+	if f := rep.Findings[0]; f.Code != "cannot-run" || f.Subject != "prodstack-session" || !strings.Contains(f.Message, "refuses to start without a session key") ||
+		slices.ContainsFunc(rep.Findings[1:], func(f finding.Finding) bool { return f.Code == "cannot-run" }) {
+		t.Errorf("findings %+v, want prodstack-session's missing session key alone", rep.Findings)
 	}
 }
