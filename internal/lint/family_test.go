@@ -448,3 +448,44 @@ func TestKVOffloadNames(t *testing.T) {
 		t.Errorf("kv_offload_total_bytes: %+v", r.Findings)
 	}
 }
+
+// TestRealDynamoSGLangDashboard lints a reduction of Dynamo's dashboard for SGLang workers
+// (the file says where it comes from), which reads both families: no name is unknown, the
+// success rate is a share of a whole (no ratio-mismatch), and the three stat panels that sum
+// raw counters (total requests, input and output tokens) are counter-without-rate warnings. At
+// Dynamo 1.1, dynamo_frontend_active_requests (1.2.0, inferred) is not there yet.
+func TestRealDynamoSGLangDashboard(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(fixtures, "dynamo_sglang_dashboard_2a6da14c8.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLinterTargets(t, "").File("d.json", b)
+	var raw []string
+	for _, f := range r.Findings {
+		if f.Code != CodeCounterRaw {
+			t.Errorf("unexpected: %s", f.Message)
+			continue
+		}
+		raw = append(raw, f.Metric)
+	}
+	want := []string{"dynamo_frontend_requests_total", "dynamo_frontend_input_sequence_tokens_sum", "dynamo_frontend_output_tokens_total"}
+	if !slices.Equal(raw, want) {
+		t.Errorf("counter-without-rate on %q, want %q", raw, want)
+	}
+	if !slices.Equal(r.Families, []string{"sglang", "dynamo"}) {
+		t.Errorf("families %v", r.Families)
+	}
+	r = newLinterTargets(t, "dynamo=1.1").File("d.json", b)
+	n := 0
+	for _, f := range r.Findings {
+		if f.Status == StatusUnknown {
+			n++
+			if f.Metric != "dynamo_frontend_active_requests" {
+				t.Errorf("unknown at 1.1: %s", f.Message)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d unknown at 1.1, want 1: %+v", n, r.Findings)
+	}
+}
