@@ -70,6 +70,8 @@ type RequestLog struct {
 	Open      func() (io.ReadCloser, error)
 	Tokenizer audit.Tokenizer
 	BlockSize int
+	// MaxBlockRefs bounds the block references the log may expand to (0: sim.MaxBlockRefs).
+	MaxBlockRefs int
 	// Findings are passed on with the audit's (the tokenize server's caching setting, ...).
 	Findings []finding.Finding
 }
@@ -334,7 +336,7 @@ func readLog(ctx context.Context, rl *RequestLog, rewrite func(*audit.Request) b
 		return nil, fmt.Errorf("requests: %w", err)
 	}
 	defer func() { _ = r.Close() }() // read only
-	opts := sim.RequestLogOptions{BlockSize: rl.BlockSize, Tokenizer: rl.Tokenizer, Concurrency: 8}
+	opts := sim.RequestLogOptions{BlockSize: rl.BlockSize, Tokenizer: rl.Tokenizer, Concurrency: 8, MaxBlockRefs: rl.MaxBlockRefs}
 	if rewrite != nil {
 		opts.Rewrite = func(req *audit.Request) { rewrite(req) }
 	}

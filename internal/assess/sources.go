@@ -49,6 +49,10 @@ type Sources struct {
 	TraceFormat    string
 	TraceBlockSize int
 	Embedded       *sim.Trace
+	// MaxBlockRefs bounds the block references the traffic replayed (the request log, the
+	// recordings or the trace) may expand to in memory, as kvcheck simulate's --max-block-refs
+	// (0: sim.MaxBlockRefs); a larger one is refused with an error naming the limit and the flag.
+	MaxBlockRefs int
 
 	// Configs are router and engine configuration files checked as kvcheck lint does, with
 	// the rules of IgnoreFile (empty: .kvcheckignore in the working directory, when present).
@@ -75,6 +79,8 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--hash-seed applies to --tap-from")
 	case o.Replicas < 0 || o.Replicas > sim.MaxReplicas || (replicasGiven && o.Replicas == 0):
 		return usage.Errorf("--replicas %d: want 1 to %d", o.Replicas, sim.MaxReplicas)
+	case src.MaxBlockRefs < 0:
+		return usage.Errorf("--max-block-refs %d: want a positive number of block references", src.MaxBlockRefs)
 	case o.KVBlocks < 0 || o.KVTokens < 0 || src.BlockSize < 0 || src.TraceBlockSize < 0:
 		return usage.Errorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
 	case o.KVBlocks > 0 && o.KVTokens > 0:
@@ -133,6 +139,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 			return report.Result{}, err
 		}
 		defer cleanup()
+		rl.MaxBlockRefs = src.MaxBlockRefs
 		in.Requests = rl
 	}
 	if len(src.TapFrom) > 0 {
@@ -144,7 +151,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		in.Tap, in.TapInputs, in.SeedKnown = r, src.TapFrom, src.HashSeed != nil
 		if src.Requests == "" && src.Trace == "" && src.Embedded == nil {
 			// The recordings are the traffic when nothing else is (a lower bound).
-			if in.Recordings, err = sim.ReadRecordingFiles(ctx, src.TapFrom, sim.RecordingOptions{}); err != nil {
+			if in.Recordings, err = sim.ReadRecordingFiles(ctx, src.TapFrom, sim.RecordingOptions{MaxBlockRefs: src.MaxBlockRefs}); err != nil {
 				return report.Result{}, err
 			}
 		}
@@ -153,7 +160,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 	case src.Embedded != nil:
 		in.Trace = src.Embedded
 	case src.Trace != "":
-		in.Trace, err = sim.ReadTraceFileLimit(src.Trace, src.TraceFormat, src.TraceBlockSize, 0)
+		in.Trace, err = sim.ReadTraceFileLimit(src.Trace, src.TraceFormat, src.TraceBlockSize, src.MaxBlockRefs)
 		if err != nil {
 			return report.Result{}, sim.FormatUsage(err, "--trace-format")
 		}
