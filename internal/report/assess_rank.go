@@ -187,13 +187,22 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 		t.Muted("  %s: -o json lists every row", strings.Join(more, ", "))
 	}
 	if len(rk.CannotRun) > 0 {
+		// One line per reason: on a block trace every text-reading router gives the same one.
 		t.Line("  cannot run on this traffic:")
+		var reasons []string
+		names := map[string][]string{}
 		for _, c := range rk.CannotRun {
 			variant := c.Variant
 			if c.Label != "" {
 				variant += ", " + c.Label
 			}
-			t.Line("    %s (%s): %s", c.Policy, variant, c.Reason)
+			if _, ok := names[c.Reason]; !ok {
+				reasons = append(reasons, c.Reason)
+			}
+			names[c.Reason] = append(names[c.Reason], c.Policy+" ("+variant+")")
+		}
+		for _, r := range reasons {
+			t.Line("    %s: %s", strings.Join(names[r], ", "), r)
 		}
 	}
 	if s := rk.Snippet; s != nil {

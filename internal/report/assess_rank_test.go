@@ -36,8 +36,11 @@ func rankingFixture() *rank.Ranking {
 				Excluded: "starves the added replica: 0.0% of the requests after it joined, under half its fair share 11.1%",
 				HitRate:  0.27, PrefillSaved: 0.2, LoadMaxOverMean: 1.12, TTFTP50: 0.4, TTFTP99: 8.9, FreshShare: fp(0), FairShare: 1.0 / 9, Starves: true},
 		},
+		// Two with one reason share a line of the text.
 		CannotRun: []rank.CannotRun{{Policy: "sglang-cache-aware", Product: rank.SGLang, Variant: rank.Shipped, Label: "CLI defaults",
-			Reason: "it routes on the request's text and headers, and this mooncake trace holds only block hashes; give the request log (--requests) instead"}},
+			Reason: "it routes on the request's text and headers, and this mooncake trace holds only block hashes; give the request log (--requests) instead"},
+			{Policy: "prodstack-prefixaware", Product: rank.ProdStack, Variant: rank.Shipped,
+				Reason: "it routes on the request's text and headers, and this mooncake trace holds only block hashes; give the request log (--requests) instead"}},
 		Why: []string{"llmd-precise (tuned) saves 21.2% of today's prefill (round-robin) after the warm-up, with load max/mean 1.04 and TTFT p99 9.19 s",
 			"ahead of dynamo-kv (tuned) by 2 points of prefill saved (19.3%)"},
 		Snippet: &rank.Snippet{Product: rank.LLMD, Format: "EndpointPickerConfig", File: "epp-config.yaml",
@@ -62,7 +65,7 @@ func TestAssessRankingGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	// JSON carries the whole ranking, the row the text leaves out included.
-	if doc.SchemaVersion != SchemaVersion || len(doc.Ranking.Rows) != 5 || len(doc.Ranking.CannotRun) != 1 {
+	if doc.SchemaVersion != SchemaVersion || len(doc.Ranking.Rows) != 5 || len(doc.Ranking.CannotRun) != 2 {
 		t.Errorf("schema %d, %d rows, %d cannot run", doc.SchemaVersion, len(doc.Ranking.Rows), len(doc.Ranking.CannotRun))
 	}
 }
