@@ -253,3 +253,59 @@ func BenchmarkCollectorCPU(b *testing.B) {
 		b.ReportMetric(float64(n)/cpu/1e6, "MB/cpu-s")
 	}
 }
+
+// pubStream makes the batches testdata/tap/pub.py sends in the end-to-end benchmark (8
+// BlockStored of 4 blocks of 16 tokens, rooted; every block new), so the collector's block
+// indexes see what they see in a live tap: a new key for every block.
+type pubStream struct {
+	b   Batch
+	buf []byte
+}
+
+func (s *pubStream) next(i int) []byte {
+	s.b.TS, s.b.HasDPRank = 1.7e9+float64(i)/1000, true
+	s.b.Events = s.b.Events[:0]
+	for j := range 8 {
+		e := i*8 + j
+		ev := Event{Type: TypeBlockStored, BlockSize: 16, Medium: []byte("GPU"), HasGroupIdx: true, SpecKind: []byte("full_attention")}
+		for b := range 4 {
+			ev.BlockHashes = append(ev.BlockHashes, Hash{Form: HashInt, Value: uint64(e<<8 + b)})
+		}
+		for k := range 64 {
+			ev.TokenIDs = append(ev.TokenIDs, int64((e*7+k)%50000))
+		}
+		s.b.Events = append(s.b.Events, ev)
+	}
+	s.buf = AppendBatch(s.buf[:0], &s.b, Wire{Era: EraMap})
+	return s.buf
+}
+
+// BenchmarkCollectorFresh measures decoding plus the full accounting of pub.py's stream with
+// the default bounds, every block new, as in BenchmarkEndToEndRate without the sockets. The
+// batches are made 4,096 at a time outside the measurement; cpu-us/batch is the CPU time of
+// this process per batch (what the end-to-end ratio per CPU second is made of).
+func BenchmarkCollectorFresh(b *testing.B) {
+	const chunk = 4096
+	var s pubStream
+	c := NewCollector(Options{Ordered: true})
+	batch := make([][]byte, chunk)
+	var cpu float64
+	size := 0
+	for done := 0; done < b.N; done += chunk {
+		b.StopTimer()
+		n := min(chunk, b.N-done)
+		for i := range n {
+			batch[i] = append(batch[i][:0], s.next(done+i)...)
+			size += len(batch[i])
+		}
+		b.StartTimer()
+		c0 := cpuTime(b)
+		for i := range n {
+			m := Message{Source: "a", Seq: uint64(done + i), Payload: batch[i], Frames: 3, SeqLen: 8, RecvNanos: int64(done+i) * 1e5}
+			c.Add(&m)
+		}
+		cpu += cpuTime(b) - c0
+	}
+	b.ReportMetric(cpu/float64(b.N)*1e6, "cpu-us/batch")
+	b.ReportMetric(float64(size)/cpu/1e6, "MB/cpu-s")
+}

@@ -2,6 +2,8 @@ package events
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +152,11 @@ func TestCollectorResetIsNotChurn(t *testing.T) {
 }
 
 func TestGenerations(t *testing.T) {
-	g := newGenerations[int]()
+	t.Run("plain", func(t *testing.T) { testGenerations(t, newGenerations[int]()) })
+	t.Run("filtered", func(t *testing.T) { testGenerations(t, newFilteredGenerations[int](4)) })
+}
+
+func testGenerations(t *testing.T, g generations[int]) {
 	g.put(1, 10)
 	g.put(2, 20)
 	if n := g.rotate(); n != 0 {
@@ -169,6 +175,41 @@ func TestGenerations(t *testing.T) {
 	}
 	if v, _ := g.get(1); v != 12 || !g.del(1) || g.len() != 0 {
 		t.Errorf("1 = %d, then del and len %d; want 12 and 0", v, g.len())
+	}
+	// Across rotations every key put is found in its two generations, whatever the filter
+	// says of others: sequential keys, as engine hashes can be.
+	for round := range 3 {
+		for k := range uint64(5000) {
+			g.put(k+uint64(round)*5000, int(k))
+		}
+		g.rotate()
+		for k := range uint64(5000) {
+			if v, ok := g.get(k + uint64(round)*5000); !ok || v != int(k) {
+				t.Fatalf("round %d: get(%d) = %d, %v after one rotation", round, k, v, ok)
+			}
+		}
+	}
+}
+
+// TestKeyFilter: a filter never misses a key it was given, and says "maybe" of few others.
+func TestKeyFilter(t *testing.T) {
+	f := newKeyFilter(100000)
+	for k := range uint64(100000) {
+		f.add(k << 8)
+	}
+	for k := range uint64(100000) {
+		if !f.has(k << 8) {
+			t.Fatalf("key %d added and not found", k<<8)
+		}
+	}
+	fp := 0
+	for k := range uint64(100000) {
+		if f.has(k<<8 | 1) {
+			fp++
+		}
+	}
+	if fp > 10000 {
+		t.Errorf("%d of 100,000 keys never added were reported, want under 10%%", fp)
 	}
 }
 
@@ -265,5 +306,56 @@ func TestNoConnectionWording(t *testing.T) {
 	if !strings.Contains(msgs["tcp://h:5557"], "nothing publishes there") || !strings.Contains(msgs["tcp://h:8000"], "handshake failed") ||
 		!strings.Contains(msgs["tcp://0.0.0.0:5557"], "no publisher connected") {
 		t.Errorf("findings %v: want 'nothing publishes there' for the refused port, 'handshake failed' for the other, 'no publisher connected' for the listener", msgs)
+	}
+}
+
+// TestContentKey: the content key tells blocks apart by parent, every token and its position,
+// and LoRA name, and is the same for the same content; 200,000 random blocks give 200,000 keys.
+func TestContentKey(t *testing.T) {
+	c := NewCollector(Options{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	block := func() []int64 {
+		b := make([]int64, 16)
+		for i := range b {
+			b[i] = int64(rng.IntN(151000))
+		}
+		return b
+	}
+	toks := block()
+	k := c.contentKey(7, toks, 0)
+	if c.contentKey(7, slices.Clone(toks), 0) != k {
+		t.Fatal("the same content keyed twice differs")
+	}
+	if c.contentKey(8, toks, 0) == k {
+		t.Error("another parent keys the same")
+	}
+	if c.contentKey(7, toks, c.loraKey([]byte("adapter"))) == k || c.loraKey([]byte("a")) == c.loraKey([]byte("b")) {
+		t.Error("a LoRA name does not change the key")
+	}
+	for i := range toks {
+		for _, d := range []int64{1, 1 << 20} {
+			o := slices.Clone(toks)
+			o[i] += d
+			if c.contentKey(7, o, 0) == k {
+				t.Errorf("token %d changed by %d keys the same", i, d)
+			}
+		}
+		if i > 0 && toks[i] != toks[i-1] {
+			o := slices.Clone(toks)
+			o[i], o[i-1] = o[i-1], o[i]
+			if c.contentKey(7, o, 0) == k {
+				t.Errorf("tokens %d and %d swapped key the same", i-1, i)
+			}
+		}
+	}
+	if c.contentKey(7, toks[:15], 0) == c.contentKey(7, append(slices.Clone(toks[:15]), 0), 0) {
+		t.Error("a trailing token 0 keys the same as none")
+	}
+	seen := map[uint64]bool{}
+	for range 200000 {
+		seen[c.contentKey(0, block(), 0)] = true
+	}
+	if len(seen) != 200000 {
+		t.Errorf("%d keys for 200,000 random blocks", len(seen))
 	}
 }

@@ -357,13 +357,14 @@ func (d *decoder) tokens(p []byte, ev *Event) ([]byte, error) {
 	for k := range toks {
 		// Token ids are positive fixints or uint8/16/32 as Python writes them. Their mix is
 		// random, so a branch per form mispredicts half the time: read eight bytes and shift
-		// by the form's width instead. Near the end, or for other forms, d.int decides.
-		if i+9 <= len(p) {
+		// and mask by the form's width instead (a fixint's value is its lead byte). Near the
+		// end, or for other forms, d.int decides.
+		if i >= 0 && i+9 <= len(p) {
 			c := p[i]
-			if w := tokenWidth[c]; w != 0xff {
-				v := binary.BigEndian.Uint64(p[i+1:]) >> (64 - 8*uint(w))
-				toks[k] = int64(v + uint64(tokenFix[c]))
-				i += 1 + int(w)
+			if f := &tokenForm[c]; f.size != 0 {
+				word := binary.BigEndian.Uint64(p[i : i+9][1:])
+				toks[k] = int64(word>>(f.shift&63)&f.mask | f.fix)
+				i += int(f.size)
 				continue
 			}
 		}
@@ -379,17 +380,20 @@ func (d *decoder) tokens(p []byte, ev *Event) ([]byte, error) {
 	return p, nil
 }
 
-// tokenWidth is the number of value bytes after each lead byte of an unsigned msgpack int
-// (0 for a positive fixint), 0xff for anything else; tokenFix is a positive fixint's value.
-var tokenWidth, tokenFix = func() (w, f [256]uint8) {
-	for c := range 256 {
-		w[c] = 0xff
-		if c < 0x80 {
-			w[c], f[c] = 0, uint8(c)
-		}
+// tokenForm says, for each lead byte of an unsigned msgpack int, how to take the value from
+// the eight bytes after it (shift right, then mask; or the lead byte's own value, fix, for a
+// positive fixint) and how many bytes the int takes; size 0 for anything else.
+var tokenForm = func() (t [256]struct {
+	shift, size uint8
+	mask, fix   uint64
+}) {
+	for c := range 0x80 {
+		t[c].size, t[c].fix = 1, uint64(c)
 	}
-	w[0xcc], w[0xcd], w[0xce] = 1, 2, 4
-	return w, f
+	t[0xcc].shift, t[0xcc].mask, t[0xcc].size = 56, 0xff, 2
+	t[0xcd].shift, t[0xcd].mask, t[0xcd].size = 48, 0xffff, 3
+	t[0xce].shift, t[0xce].mask, t[0xce].size = 32, 0xffffffff, 5
+	return t
 }()
 
 // optInt reads an int-or-nil field; other types are skipped and counted as odd.

@@ -289,3 +289,31 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeTokenForms: token ids in every integer form an encoder may use (fixint, uint8 to
+// uint64, negative and signed forms), at every position relative to the end of the payload,
+// where the eight-byte read stops fitting, decode to their values.
+func TestDecodeTokenForms(t *testing.T) {
+	vals := []int64{0, 5, 127, 128, 255, 256, 65535, 65536, 151000, 1<<32 - 1, 1 << 32, 1<<62 + 3, -1, -33, -200, -70000}
+	for n := 1; n <= len(vals); n++ {
+		for _, signed := range []bool{false, true} {
+			p := msgp.AppendArrayHeader(nil, uint32(n))
+			for _, v := range vals[:n] {
+				if signed || v < 0 {
+					p = msgp.AppendInt64(p, v)
+				} else {
+					p = msgp.AppendUint64(p, uint64(v))
+				}
+			}
+			var ev Event
+			d := decoder{all: p}
+			rest, err := d.tokens(p, &ev)
+			if err != nil || len(rest) != 0 {
+				t.Fatalf("%d tokens (signed %v): %v, %d bytes left", n, signed, err, len(rest))
+			}
+			if diff := cmp.Diff(vals[:n], ev.TokenIDs); diff != "" {
+				t.Errorf("%d tokens (signed %v) (-want +got):\n%s", n, signed, diff)
+			}
+		}
+	}
+}
