@@ -118,8 +118,9 @@ func commonPrefix(a, b string) int {
 // treeText is the request's text as both routers read it: a Rust String or a Python str, valid
 // UTF-8 by construction, so each run of bytes that is not UTF-8 becomes one U+FFFD. The tree
 // relies on it: two equal first characters mean equal bytes.
-func treeText(r *Request) string {
-	t := r.View.Text
+func treeText(r *Request) string { return validText(r.View.Text) }
+
+func validText(t string) string {
 	if !utf8.ValidString(t) {
 		t = strings.ToValidUTF8(t, "\uFFFD")
 	}

@@ -474,3 +474,57 @@ func TestRadixAgreesWithBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRadixTree runs operations read from arbitrary bytes (texts that need not be UTF-8, made
+// valid as the routers' string types make them) through the tree and the brute-force model: no
+// hang, no panic, and the same shape, matches and sizes.
+func FuzzRadixTree(f *testing.F) {
+	f.Add([]byte("\x00hello world\x01hello there\x02help\x03\x04"))
+	f.Add([]byte("\x00caf\xc3\xa9\x01caf\xc3\xa8\x00caf\xff\xfe\x02caf\xc3"))
+	f.Add([]byte("\x00\xef\xbf\xbdx\x01\xffy\x02\xef\xbf\xbd\x05\x03"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var tr radixTree
+		b := newBruteTree()
+		ops := strings.Split(string(data), "\x00")
+		if len(ops) > 40 {
+			ops = ops[:40]
+		}
+		for step, op := range ops {
+			if op == "" {
+				continue
+			}
+			code, text := op[0], validText(op[1:min(len(op), 40)])
+			rep, at := int(code>>4)%3, float64(step/2)
+			switch code % 4 {
+			case 0:
+				tr.insert(text, rep, at)
+				b.insert(text, rep, at)
+			case 1:
+				n, m := tr.match(text)
+				bp, bm := b.match(text)
+				if n.path != bp || m != bm {
+					t.Fatalf("step %d: match(%q) = %q %d, brute force %q %d", step, text, n.path, m, bp, bm)
+				}
+			case 2:
+				tr.evictLRULeaves(len(text))
+				b.evictLRULeaves(len(text))
+			default:
+				if got, want := tr.evictOldest(rep, len(text)), b.evictOldest(rep, len(text)); got != want {
+					t.Fatalf("step %d: evictOldest = %d, brute force %d", step, got, want)
+				}
+			}
+			bs := map[string]string{}
+			for p, n := range b.nodes {
+				bs[p] = shapeLine(p, p[len(b.parent(p)):], n.holders)
+			}
+			if d := cmp.Diff(byPath(bs), treeShape(&tr)); d != "" {
+				t.Fatalf("step %d: tree (-brute force +tree):\n%s", step, d)
+			}
+			for r := range 3 {
+				if tr.sizeOf(r) != b.size(r) {
+					t.Fatalf("step %d: replica %d holds %d, brute force %d", step, r, tr.sizeOf(r), b.size(r))
+				}
+			}
+		}
+	})
+}
