@@ -2,6 +2,8 @@ package events
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -51,6 +53,30 @@ func (t TapRun) Check() error {
 		return usage.Errorf("--record needs endpoints to tap")
 	}
 	return nil
+}
+
+// NoneConnectedError is a live tap that reached none of its endpoints: a failed run, since
+// every number is zero because nothing was measured, not because the stream is quiet.
+type NoneConnectedError struct{ Endpoints int }
+
+func (e *NoneConnectedError) Error() string {
+	return fmt.Sprintf("tap: none of the %d endpoints could be reached, nothing was measured (see the findings)", e.Endpoints)
+}
+
+// Run is kvcheck tap: it checks t, taps (or reads the recordings) in order with warnings
+// logged to logs, and returns the report. A live tap that connected to nothing returns its
+// report with a *NoneConnectedError.
+func (t TapRun) Run(ctx context.Context, st Status, logs io.Writer) (*Report, error) {
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	t.Options.MaxMessage, t.Options.Ordered = t.MaxMessage, true
+	t.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := RunTap(ctx, st, t)
+	if err == nil && len(t.From) == 0 && r.NoneConnected() {
+		err = &NoneConnectedError{Endpoints: len(r.Publishers)}
+	}
+	return r, err
 }
 
 // RunTap analyses the recordings, or taps the publishers into a new Collector for the

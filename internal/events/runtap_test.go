@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,18 @@ func TestRunTapLiveNoneConnected(t *testing.T) {
 	}
 	if len(r.Publishers) != 1 || r.Publishers[0].Connected == nil || *r.Publishers[0].Connected || !r.NoneConnected() {
 		t.Errorf("publishers %+v, none connected %v; want one, not connected", r.Publishers, r.NoneConnected())
+	}
+	// Run, kvcheck tap's entry, says so with its error, the report still returned.
+	r, err = run.Run(context.Background(), &tapStatus{}, io.Discard)
+	var nc *NoneConnectedError
+	if !errors.As(err, &nc) || nc.Endpoints != 1 || r == nil || !r.NoneConnected() {
+		t.Errorf("Run: %v, report %v; want a NoneConnectedError for 1 endpoint with the report", err, r)
+	}
+	// Run checks first: no socket is opened for a tap that cannot run.
+	bad := run
+	bad.Duration = 0
+	if r, err := bad.Run(context.Background(), &tapStatus{}, io.Discard); r != nil || err == nil || !strings.Contains(err.Error(), "--duration") {
+		t.Errorf("Run with no duration: %v, %v; want the usage error and no report", r, err)
 	}
 	run.Endpoints.Replay = []string{"tcp://127.0.0.1:2", "tcp://127.0.0.1:3"}
 	var ee *EndpointError
