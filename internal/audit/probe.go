@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -44,11 +43,11 @@ func ProbeTemplateFiles(ctx context.Context, s *Server, templates []Template, bl
 		if t.Format != "jinja" {
 			continue
 		}
-		src, err := os.ReadFile(t.File)
+		src, err := readTemplate(t.File)
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("template %s: %w", t.File, err)
+			return nil, nil, "", err
 		}
-		tpl, tfs, err := ProbeTemplate(ctx, s, t.File+" (rendered by the server)", string(src), blockSize)
+		tpl, tfs, err := ProbeTemplate(ctx, s, t.File+" (rendered by the server)", src, blockSize)
 		var se *vllm.ServerError
 		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
 			return probed, fs, se.Message, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -102,16 +103,14 @@ func readTemplate(path string) (string, error) {
 		return "", fmt.Errorf("template %s: %w", path, err)
 	}
 	defer func() { _ = f.Close() }() // read only
-	info, err := f.Stat()
+	// The size is checked on what is read, not on what Stat says: a pipe or a device (a
+	// process substitution, /dev/zero) has no size and would be read without end.
+	b, err := io.ReadAll(io.LimitReader(f, maxTemplateBytes+1))
 	if err != nil {
 		return "", fmt.Errorf("template %s: %w", path, err)
 	}
-	if info.Size() > maxTemplateBytes {
-		return "", fmt.Errorf("template %s: %d bytes is too large for a template (limit %d)", path, info.Size(), maxTemplateBytes)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("template %s: %w", path, err)
+	if len(b) > maxTemplateBytes {
+		return "", fmt.Errorf("template %s: more than %d bytes is too large for a template (limit %d)", path, maxTemplateBytes, maxTemplateBytes)
 	}
 	return string(b), nil
 }

@@ -1,10 +1,12 @@
 package audit
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -392,5 +394,32 @@ func TestCorroborate(t *testing.T) {
 	}
 	if got.Fix != fixFor(KindDate, PerCall, Breaker) {
 		t.Errorf("fix %q, want the remedy for a per-call time in block 0", got.Fix)
+	}
+}
+
+// TestReadTemplateBounded: a template path that is a pipe (a process substitution) has no size
+// to check beforehand; what is read is bounded, and more than the bound is an error naming it,
+// not a read without end.
+func TestReadTemplateBounded(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "tpl.jinja")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer func() { _ = w.Close() }()
+		chunk := bytes.Repeat([]byte("{{ x }}"), 1<<16)
+		for n := 0; n <= maxTemplateBytes; n += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return // the reader stopped at the bound
+			}
+		}
+	}()
+	_, err := readTemplate(fifo)
+	if err == nil || !strings.Contains(err.Error(), "too large for a template") {
+		t.Fatalf("read %d+ bytes from a pipe: error %v, want one naming the limit", maxTemplateBytes, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -36,15 +37,26 @@ func LoadIgnore(name string) ([]IgnoreRule, error) {
 	if !explicit {
 		name = IgnoreFileName
 	}
-	src, err := os.ReadFile(name)
+	f, err := os.Open(name)
 	if err != nil {
 		if !explicit && os.IsNotExist(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("--ignore-file: %w", err)
 	}
+	defer func() { _ = f.Close() }() // read only
+	src, err := io.ReadAll(io.LimitReader(f, maxIgnoreFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--ignore-file: %w", err)
+	}
+	if len(src) > maxIgnoreFile {
+		return nil, fmt.Errorf("--ignore-file %s: larger than %d KiB: an ignore file holds one rule a line (CODE [PATH-GLOB] [# reason])", name, maxIgnoreFile>>10)
+	}
 	return ParseIgnore(name, src)
 }
+
+// maxIgnoreFile bounds the ignore file read: a few hundred rules take a few KB.
+const maxIgnoreFile = 1 << 20
 
 // ParseIgnore reads an ignore file.
 func ParseIgnore(name string, src []byte) ([]IgnoreRule, error) {

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +81,14 @@ func TestLoadIgnore(t *testing.T) {
 	rules, err := LoadIgnore("")
 	if err != nil || len(rules) != 1 || rules[0].Code != "LL-01" || rules[0].Reason != "split GPU" {
 		t.Errorf(`LoadIgnore("") = %+v, %v; want the LL-01 rule`, rules, err)
+	}
+	// An ignore file is read up to a bound (one named on the command line could be a device or
+	// a pipe without end): 2 MiB of valid rules is refused with an error naming the bound.
+	big := bytes.Repeat([]byte("LL-01 dashboards/*.json # split GPU\n"), (2<<20)/36)
+	if err := os.WriteFile("big", big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadIgnore("big"); err == nil || !strings.Contains(err.Error(), "larger than 1024 KiB") {
+		t.Errorf("LoadIgnore of a 2 MiB file: %v, want an error naming the bound", err)
 	}
 }
