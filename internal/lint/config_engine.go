@@ -258,7 +258,8 @@ func vllmImageVersion(image string) (catalog.Version, bool) {
 	owner := image[:max(strings.LastIndexByte(image, '/'), 0)]
 	owner = owner[strings.LastIndexByte(owner, '/')+1:]
 	repo := image[:strings.LastIndexByte(image, '/')+1] + ref
-	if strings.Contains(repo, "lmcache") || !(strings.HasPrefix(ref, "vllm-openai") || (owner == "vllm" && strings.HasPrefix(ref, "vllm"))) {
+	vllms := strings.HasPrefix(ref, "vllm-openai") || (owner == "vllm" && strings.HasPrefix(ref, "vllm"))
+	if strings.Contains(repo, "lmcache") || !vllms {
 		return catalog.Version{}, false
 	}
 	m := imageVersionRE.FindStringSubmatch(tag)
