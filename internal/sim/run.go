@@ -65,6 +65,13 @@ func Simulate(t *Trace, c Config, policyName string) (Result, error) {
 	return res, err
 }
 
+// SimulateContext is Simulate that stops with ctx's error when ctx ends, looking at it every
+// few thousand requests: a replay of millions of requests takes minutes.
+func SimulateContext(ctx context.Context, t *Trace, c Config, policyName string) (Result, error) {
+	res, _, err := simulateRun(t, c, policyName, false, &watch{ctx: ctx, routed: new(atomic.Int64)})
+	return res, err
+}
+
 // simulate is Simulate that also returns every job, for tests to check routes and hits.
 func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
 	return simulateRun(t, c, policyName, true, nil)

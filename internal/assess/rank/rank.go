@@ -189,7 +189,7 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 					}
 					name = cd.Policy
 				}
-				results[k], errs[k] = sim.Simulate(t, c, name)
+				results[k], errs[k] = sim.SimulateContext(ctx, t, c, name)
 				if s.Progress != nil {
 					mu.Lock()
 					done++
