@@ -167,3 +167,20 @@ litellm_settings: {}
 		t.Errorf("production-stack present %q, engine %+v", f.Systems[ProdStack], f.Engines)
 	}
 }
+
+// TestDynamoWithoutFrontend: a DynamoGraphDeployment whose components hold no frontend shows
+// the frontend missing, not unknown: the file is the deployment and it has none.
+func TestDynamoWithoutFrontend(t *testing.T) {
+	noFrontend := strings.Replace(strings.Replace(dgdApprox, "componentType: frontend", "componentType: main", 1), "    Frontend:", "    Router:", 1)
+	noFrontend = strings.Replace(noFrontend, "command: [python3, -m, dynamo.frontend]", "command: [python3, -m, my.router]", 1)
+	f := filesOf(t, map[string]string{"dgd.yaml": noFrontend})
+	c := Candidates(infos("dynamo-round-robin"), Traffic{Format: "mooncake"}, f)[0]
+	if q := c.Requirements[0]; q.Name != ReqDynamo || q.Status != Missing || !strings.Contains(q.Detail, "dgd.yaml:1 has no frontend") {
+		t.Errorf("%+v", q)
+	}
+	// With the frontend: met.
+	f = filesOf(t, map[string]string{"dgd.yaml": dgdApprox})
+	if q := Candidates(infos("dynamo-round-robin"), Traffic{Format: "mooncake"}, f)[0].Requirements[0]; q.Status != Met {
+		t.Errorf("%+v", q)
+	}
+}

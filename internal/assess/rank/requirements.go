@@ -142,7 +142,11 @@ func requirements(c Candidate, tr Traffic, f *Files) []Requirement {
 			session(add, tr)
 		}
 	case Dynamo:
-		system(ReqDynamo, Dynamo, "a DynamoGraphDeployment frontend or python -m dynamo.frontend")
+		if f != nil && f.Systems[Dynamo] == "" && f.Kinds["DynamoGraphDeployment"] != "" {
+			add(ReqDynamo, Missing, "the DynamoGraphDeployment at "+f.Kinds["DynamoGraphDeployment"]+" has no frontend component")
+		} else {
+			system(ReqDynamo, Dynamo, "a DynamoGraphDeployment frontend or python -m dynamo.frontend")
+		}
 		if c.Policy == "dynamo-kv" && c.Settings.Dynamo.KVEvents {
 			events(add, f)
 		}
