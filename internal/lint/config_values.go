@@ -56,12 +56,15 @@ const (
 //   - llm-d: producer (precise or approx: precise only when a prefix-cache-scorer names the
 //     precise producer, else the scorer reads the approximate one), tokenizer (vllm or
 //     estimate), the scorers' weights by plugin type (queue-scorer, kv-cache-utilization-scorer,
-//     prefix-cache-scorer; a scorer listed without weight is 1, one not listed 0), and the
-//     approximate producer's blockSizeTokens, lruCapacityPerServer, maxPrefixBlocksToMatch;
+//     prefix-cache-scorer; a scorer listed without weight is 1, one not listed 0), the
+//     approximate producer's autoTune, blockSizeTokens, lruCapacityPerServer,
+//     maxPrefixBlocksToMatch, maxPrefixTokensToMatch, and the precise producer's
+//     tokenProcessorConfig.blockSizeTokens and tokenProcessorConfig.blockSize (as written);
 //   - production-stack: routingLogic, sessionKey, prefixMinMatchLength, replicaCount, and the
 //     router's --kv-aware-threshold and --loadaware-beta;
 //   - dynamo: the frontend's flags (--router-mode, --router-kv-overlap-score-weight,
-//     --router-kv-overlap-score-credit-decay, --router-kv-events true/false, --router-ttl-secs,
+//     --router-kv-overlap-score-credit, --router-kv-overlap-score-credit-decay,
+//     --router-prefill-load-scale, --router-kv-events true/false, --router-ttl-secs,
 //     --router-temperature), from its command line or DYN_* environment, obsolete spellings
 //     read as the current ones;
 //   - sglang: the gateway's flags as given (--policy, --cache-threshold, ...) and launcher
@@ -330,15 +333,17 @@ func (fl *fileLint) epcValues(root *yaml.Node, line int) *RouterFacts {
 		switch t {
 		case "precise-prefix-cache-producer":
 			precise[n] = true
+			tokenProcessorValues(rf, params)
 		case "precise-prefix-cache-scorer":
 			// Deprecated: the producer and the scorer in one, reading engine events.
 			rf.Values["producer"] = "precise"
+			tokenProcessorValues(rf, params)
 		case "token-producer", "tokenizer":
 			if get(params, "vllm") != nil || get(params, "modelName") != nil {
 				rf.Values["tokenizer"] = "vllm"
 			}
 		case "approx-prefix-cache-producer":
-			for _, k := range []string{"blockSizeTokens", "lruCapacityPerServer", "maxPrefixBlocksToMatch"} {
+			for _, k := range []string{"autoTune", "blockSizeTokens", "lruCapacityPerServer", "maxPrefixBlocksToMatch", "maxPrefixTokensToMatch"} {
 				if v, ok := str(params, k); ok {
 					rf.Values[k] = v
 				}
@@ -380,11 +385,23 @@ func (fl *fileLint) epcValues(root *yaml.Node, line int) *RouterFacts {
 	return rf
 }
 
+// tokenProcessorValues reads the precise producer's tokenProcessorConfig block size, both
+// spellings as written: blockSizeTokens, and blockSize, which it replaces (deprecated; used when
+// blockSizeTokens is 0 or absent, kvblock/token_processor.go NewChunkedTokenDatabase).
+func tokenProcessorValues(rf *RouterFacts, params *yaml.Node) {
+	for _, k := range []string{"blockSizeTokens", "blockSize"} {
+		if v, ok := str(params, "tokenProcessorConfig", k); ok {
+			rf.Values["tokenProcessorConfig."+k] = v
+		}
+	}
+}
+
 // dynamoFlags reads a Dynamo frontend's router flags, obsolete spellings as the current ones.
 func dynamoFlags(rf *RouterFacts, flags map[string]token) {
 	for name, t := range flags {
 		switch name {
-		case "--router-mode", "--router-kv-overlap-score-weight", "--router-kv-overlap-score-credit-decay", "--router-ttl-secs", "--router-temperature":
+		case "--router-mode", "--router-kv-overlap-score-weight", "--router-kv-overlap-score-credit", "--router-kv-overlap-score-credit-decay",
+			"--router-prefill-load-scale", "--router-ttl-secs", "--router-temperature":
 			rf.Values[name] = t.text
 		case "--kv-overlap-score-weight":
 			rf.Values["--router-kv-overlap-score-weight"] = t.text
@@ -400,7 +417,8 @@ func dynamoFlags(rf *RouterFacts, flags map[string]token) {
 func dynamoEnv(rf *RouterFacts, k, v string) {
 	flag := map[string]string{
 		"DYN_ROUTER_MODE": "--router-mode", "DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT": "--router-kv-overlap-score-weight",
-		"DYN_OVERLAP_SCORE_WEIGHT": "--router-kv-overlap-score-weight", "DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT_DECAY": "--router-kv-overlap-score-credit-decay",
+		"DYN_OVERLAP_SCORE_WEIGHT": "--router-kv-overlap-score-weight", "DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT": "--router-kv-overlap-score-credit",
+		"DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT_DECAY": "--router-kv-overlap-score-credit-decay", "DYN_ROUTER_PREFILL_LOAD_SCALE": "--router-prefill-load-scale",
 		"DYN_ROUTER_USE_KV_EVENTS": "--router-kv-events", "DYN_ROUTER_TTL_SECS": "--router-ttl-secs", "DYN_ROUTER_TEMPERATURE": "--router-temperature",
 	}[k]
 	if flag != "" && v != "" {

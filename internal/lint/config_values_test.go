@@ -31,6 +31,8 @@ plugins:
     modelName: Qwen/Qwen3-32B
     vllm: {url: "http://localhost:8000"}
 - type: precise-prefix-cache-producer
+  parameters:
+    tokenProcessorConfig: {blockSize: 64, hashSeed: "42"}
 - type: prefix-cache-scorer
   parameters:
     prefixMatchInfoProducerName: precise-prefix-cache-producer
@@ -55,6 +57,8 @@ plugins:
 - type: approx-prefix-cache-producer
   parameters:
     blockSizeTokens: 32
+    autoTune: false
+    maxPrefixTokensToMatch: 4096
 `,
 		"values.yaml": `servingEngineSpec:
   modelSpec:
@@ -71,7 +75,8 @@ routerSpec:
   sessionKey: x-user-id
   extraArgs: ["--kv-aware-threshold=500"]
 `,
-		"dgd.yaml":  dynamoDGD("kv", "            - --router-kv-overlap-score-credit-decay\n            - \"0.25\"\n            - --no-router-kv-events\n", `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557"}`),
+		"dgd.yaml": dynamoDGD("kv", "            - --router-kv-overlap-score-credit-decay\n            - \"0.25\"\n            - --no-router-kv-events\n"+
+			"            - --router-kv-overlap-score-credit\n            - \"0.5\"\n            - --router-prefill-load-scale=2\n", `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557"}`),
 		"sglang.sh": "#!/bin/sh\npython -m sglang_router.launch_router --worker-urls http://a:8000 http://b:8000 --policy cache_aware --max-tree-size 100000 --balance-abs-threshold 16\n",
 		"ray.yaml": `applications:
 - name: llm
@@ -100,12 +105,14 @@ router_settings:
 		got[r.File] = r.Values
 	}
 	want := map[string]map[string]string{
-		"epc.yaml":      {"producer": "precise", "tokenizer": "vllm", "queue-scorer": "1", "kv-cache-utilization-scorer": "3", "prefix-cache-scorer": "5"},
-		"epc-typo.yaml": {"producer": "approx", "tokenizer": "estimate", "blockSizeTokens": "32"},
+		"epc.yaml": {"producer": "precise", "tokenizer": "vllm", "queue-scorer": "1", "kv-cache-utilization-scorer": "3", "prefix-cache-scorer": "5",
+			"tokenProcessorConfig.blockSize": "64"},
+		"epc-typo.yaml": {"producer": "approx", "tokenizer": "estimate", "blockSizeTokens": "32", "autoTune": "false", "maxPrefixTokensToMatch": "4096"},
 		"values.yaml":   {"routingLogic": "session", "sessionKey": "x-user-id", "--kv-aware-threshold": "500"},
-		"dgd.yaml":      {"--router-mode": "kv", "--router-kv-overlap-score-credit-decay": "0.25", "--router-kv-events": "false"},
-		"sglang.sh":     {"launcher": "python", "--worker-urls": "http://a:8000", "--policy": "cache_aware", "--max-tree-size": "100000", "--balance-abs-threshold": "16"},
-		"ray.yaml":      {"imbalanced_threshold": "5", "do_eviction": "true"},
+		"dgd.yaml": {"--router-mode": "kv", "--router-kv-overlap-score-credit-decay": "0.25", "--router-kv-events": "false",
+			"--router-kv-overlap-score-credit": "0.5", "--router-prefill-load-scale": "2"},
+		"sglang.sh": {"launcher": "python", "--worker-urls": "http://a:8000", "--policy": "cache_aware", "--max-tree-size": "100000", "--balance-abs-threshold": "16"},
+		"ray.yaml":  {"imbalanced_threshold": "5", "do_eviction": "true"},
 		"litellm.yaml": {"routing_strategy": "simple-shuffle", "optional_pre_call_checks": "session_affinity,prompt_caching",
 			"deployment_affinity_ttl_seconds": "600", "redis": "true"},
 	}
@@ -128,6 +135,45 @@ router_settings:
 	}
 	if d := cmp.Diff([]string{"EndpointPickerConfig", "EndpointPickerConfig", "DynamoGraphDeployment"}, kinds); d != "" {
 		t.Errorf("objects (-want +got):\n%s", d)
+	}
+}
+
+// TestDeploymentOfDynamoEnv: the DYN_* twins of the overlap credit, the prefill load scale and
+// the legacy overlap weight are read as their flags; the deprecated precise-prefix-cache-scorer
+// carries the producer's tokenProcessorConfig, both block-size spellings kept as written.
+func TestDeploymentOfDynamoEnv(t *testing.T) {
+	dep := deploymentOf(t, map[string]string{
+		"dgd.yaml": `apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: qwen}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      envs:
+      - {name: DYN_ROUTER_MODE, value: kv}
+      - {name: DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT, value: "0.5"}
+      - {name: DYN_ROUTER_PREFILL_LOAD_SCALE, value: "2"}
+      - {name: DYN_OVERLAP_SCORE_WEIGHT, value: "0"}
+`,
+		"epc.yaml": `apiVersion: llm-d.ai/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: precise-prefix-cache-scorer
+  parameters:
+    tokenProcessorConfig: {blockSizeTokens: 32, blockSize: 64}
+`,
+	})
+	got := map[string]map[string]string{}
+	for _, r := range dep.Routers {
+		got[r.File] = r.Values
+	}
+	want := map[string]map[string]string{
+		"dgd.yaml": {"--router-mode": "kv", "--router-kv-overlap-score-credit": "0.5", "--router-prefill-load-scale": "2", "--router-kv-overlap-score-weight": "0"},
+		"epc.yaml": {"producer": "precise", "tokenizer": "estimate", "tokenProcessorConfig.blockSizeTokens": "32", "tokenProcessorConfig.blockSize": "64"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("router values (-want +got):\n%s", d)
 	}
 }
 

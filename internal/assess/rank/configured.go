@@ -124,9 +124,12 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		rd.float("kv-cache-utilization-scorer", &s.LLMD.KVUtilWeight)
 		rd.float("prefix-cache-scorer", &s.LLMD.PrefixWeight)
 		rd.str("tokenizer", &s.LLMD.Tokenizer)
+		rd.bool("autoTune", &s.LLMD.AutoTune)
 		rd.int("blockSizeTokens", &s.LLMD.BlockSizeTokens)
 		rd.int("lruCapacityPerServer", &s.LLMD.LRUCapacityPerServer)
 		rd.int("maxPrefixBlocksToMatch", &s.LLMD.MaxPrefixBlocksToMatch)
+		rd.int("maxPrefixTokensToMatch", &s.LLMD.MaxPrefixTokensToMatch)
+		preciseBlockSize(rd, &s.LLMD.PreciseBlockSizeTokens)
 	case lint.RouterProdStack:
 		switch logic := r.Values["routingLogic"]; logic {
 		case "roundrobin", "session", "prefixaware", "kvaware", "loadaware":
@@ -145,7 +148,7 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 			policies = []string{"dynamo-kv"}
 		}
 		rd.str("--router-mode", &s.Dynamo.Mode)
-		rd.float("--router-kv-overlap-score-weight", &s.Dynamo.OverlapWeight)
+		dynamoCost(rd, &s.Dynamo)
 		rd.float("--router-kv-overlap-score-credit-decay", &s.Dynamo.CreditDecay)
 		rd.bool("--router-kv-events", &s.Dynamo.KVEvents)
 		rd.float("--router-ttl-secs", &s.Dynamo.TTLSecs)
@@ -202,4 +205,46 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		out = append(out, RouterConfig{Policy: p, Where: where, Settings: s, Changes: rd.changes})
 	}
 	return out
+}
+
+// preciseBlockSize reads the precise producer's tokenProcessorConfig block size as
+// NewChunkedTokenDatabase resolves it (kvblock/token_processor.go): blockSizeTokens when above
+// 0, else the deprecated blockSize when set, else the default 16. A value the producer refuses
+// (below 0) is kept, for llmd-precise to say it cannot run.
+func preciseBlockSize(rd *settingsReader, dst *int) {
+	if n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(rd.vals["tokenProcessorConfig.blockSizeTokens"]), `"'`)); err == nil && n != 0 {
+		rd.int("tokenProcessorConfig.blockSizeTokens", dst)
+		return
+	}
+	if n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(rd.vals["tokenProcessorConfig.blockSize"]), `"'`)); err == nil && n != 0 {
+		rd.int("tokenProcessorConfig.blockSize", dst)
+	}
+}
+
+// dynamoCost reads the KV router's cost settings as the frontend resolves them (Dynamo's router
+// guide, on the deprecated overlap score weight; ROUTERS.md §4): --router-prefill-load-scale
+// (DYN_ROUTER_PREFILL_LOAD_SCALE) multiplies the prefill blocks and
+// --router-kv-overlap-score-credit (DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT) is the share of each
+// cached block taken off them. The deprecated --router-kv-overlap-score-weight (and its
+// obsolete spellings and env twins), when present, wins over the prefill load scale; a legacy 0
+// also sets the credit to 0, whatever --router-kv-overlap-score-credit says (the old
+// no-overlap behaviour).
+func dynamoCost(rd *settingsReader, d *sim.DynamoSettings) {
+	legacy, ok := rd.vals["--router-kv-overlap-score-weight"]
+	w, err := parseFloat(legacy)
+	if !ok || err != nil {
+		rd.float("--router-prefill-load-scale", &d.OverlapWeight)
+		rd.float("--router-kv-overlap-score-credit", &d.OverlapCredit)
+		return
+	}
+	rd.float("--router-kv-overlap-score-weight", &d.OverlapWeight)
+	if w != 0 {
+		rd.float("--router-kv-overlap-score-credit", &d.OverlapCredit)
+		return
+	}
+	if d.OverlapCredit != 0 {
+		d.OverlapCredit = 0
+		rd.changes = append(rd.changes, Change{Setting: "--router-kv-overlap-score-credit", Value: "0",
+			Why: "--router-kv-overlap-score-weight 0 in " + rd.where + " also sets the overlap credit to 0"})
+	}
 }

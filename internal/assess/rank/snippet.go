@@ -37,14 +37,25 @@ func SnippetFor(r Row) *Snippet {
 		if precise {
 			w("- type: precise-prefix-cache-producer")
 			w("  parameters:")
+			if n := s.LLMD.PreciseBlockSizeTokens; n != sim.DefaultRouterSettings().LLMD.PreciseBlockSizeTokens {
+				w("    tokenProcessorConfig:")
+				w("      blockSizeTokens: %d", n)
+			}
 			w("    kvEventsConfig:")
 			w("      podDiscoveryConfig:")
 			w("        socketPort: 5557 # the engines' --kv-events-config endpoint port")
 		} else {
 			w("- type: approx-prefix-cache-producer")
 			w("  parameters:")
+			if !s.LLMD.AutoTune {
+				// With autoTune on (the default) the engine's metrics replace the next two.
+				w("    autoTune: false")
+			}
 			w("    blockSizeTokens: %d", max(s.LLMD.BlockSizeTokens, 64))
 			w("    lruCapacityPerServer: %d", s.LLMD.LRUCapacityPerServer)
+			if n := s.LLMD.MaxPrefixTokensToMatch; n != sim.DefaultRouterSettings().LLMD.MaxPrefixTokensToMatch {
+				w("    maxPrefixTokensToMatch: %d", n)
+			}
 		}
 		w("- type: prefix-cache-scorer")
 		if precise {
@@ -129,6 +140,12 @@ func SnippetFor(r Row) *Snippet {
 			args = []string{"--router-mode", mode, "--router-kv-overlap-score-credit-decay", num(s.Dynamo.CreditDecay)}
 			if !s.Dynamo.KVEvents {
 				args = append(args, "--no-router-kv-events", "--router-ttl-secs", num(s.Dynamo.TTLSecs))
+			}
+			if d := sim.DefaultRouterSettings().Dynamo; s.Dynamo.OverlapWeight != d.OverlapWeight {
+				args = append(args, "--router-prefill-load-scale", num(s.Dynamo.OverlapWeight))
+			}
+			if d := sim.DefaultRouterSettings().Dynamo; s.Dynamo.OverlapCredit != d.OverlapCredit {
+				args = append(args, "--router-kv-overlap-score-credit", num(s.Dynamo.OverlapCredit))
 			}
 			if s.Dynamo.Temperature > 0 {
 				args = append(args, "--router-temperature", num(s.Dynamo.Temperature))
