@@ -33,7 +33,7 @@ func dynamoCheck(c Config, t *Trace) error {
 		x    float64
 	}{
 		{"--router-kv-overlap-score-credit", s.OverlapCredit},
-		{"--router-kv-overlap-score-weight (prefill load scale)", s.OverlapWeight},
+		{"--router-prefill-load-scale (or the deprecated --router-kv-overlap-score-weight)", s.OverlapWeight},
 		{"--router-kv-overlap-score-credit-decay", s.CreditDecay},
 		{"--router-temperature", s.Temperature},
 	} {

@@ -142,6 +142,96 @@ func TestLLMDPreciseTokenizer(t *testing.T) {
 	}
 }
 
+// TestLLMDPreciseBlockSize: the precise producer keys full blocks of its own
+// tokenProcessorConfig block size, so a shared prefix shorter than one of its blocks matches
+// nothing. The engine's blocks are 16 tokens; vllm tokenizer; two replicas, 64 KV blocks.
+//
+//	r0 t=0 [1..8] (128 tokens): empty fleet, a random replica A; its prefill ends at 1.28, and
+//	   A's engine then holds blocks 1-8.
+//	r1 t=2 [1 2 3 9..13] (128 tokens): shares 3 engine blocks (48 tokens) with r0. No request
+//	   waits (queue 2 each); A's usage 8/64: kv 2*56/64 = 1.75, B's 2.
+//	   producer blocks of 16: 8 keys, A holds 3 in a row: 3/8: A = 2 + 1.75 + 1.125 = 4.875 > 4:
+//	   A, hitting 3.
+//	   of 32: 4 keys, 48 tokens are 1 whole key: 1/4: A = 3.75 + 0.75 = 4.5: A, hitting 3.
+//	   of 64: 2 keys, 48 tokens are none: 0: A = 3.75 < B = 4: B, hitting 0.
+//
+// A block size below 1 is refused as the producer refuses it.
+func TestLLMDPreciseBlockSize(t *testing.T) {
+	tr := scaled(tinyTrace(req(0, "", 100, 1, 2, 3, 4, 5, 6, 7, 8), req(2, "", 100, 1, 2, 3, 9, 10, 11, 12, 13)), 16)
+	type got struct {
+		Routes []string
+		Hits   []int
+	}
+	for _, tc := range []struct {
+		block int
+		want  got
+	}{
+		{16, got{[]string{"first", "first"}, []int{0, 3}}},
+		{32, got{[]string{"first", "first"}, []int{0, 3}}},
+		{64, got{[]string{"first", "other"}, []int{0, 0}}},
+	} {
+		c := withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.Tokenizer, s.LLMD.PreciseBlockSizeTokens = "vllm", tc.block })
+		o := runTiny(t, tr, c, "llmd-precise")
+		if d := cmp.Diff(tc.want, got{relative(o.Routes), o.Hits}); d != "" {
+			t.Errorf("blocks of %d (-want +got):\n%s", tc.block, d)
+		}
+	}
+	var cr *CannotRunError
+	_, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.PreciseBlockSizeTokens = -16 }), "llmd-precise")
+	if !errors.As(err, &cr) || !strings.Contains(err.Error(), "blockSizeTokens must be greater than 0, got -16") {
+		t.Errorf("block size -16: err %v, want the producer's refusal", err)
+	}
+}
+
+// TestLLMDApproxMatchCap: the approximate producer matches at most maxPrefixTokensToMatch /
+// block size keys (131072 tokens by default), and maxPrefixBlocksToMatch only when the token cap
+// is 0 (resolveMaxBlocks; types.go: "the default token cap otherwise supersedes it"). Blocks of
+// 16 tokens, router blocks of 64, two replicas, 64 KV blocks, everything in flight for 100 s.
+//
+//	r0 t=0 [1..32] (512 tokens, 8 keys): empty fleet, a random replica A; usage 32/64.
+//	r1 t=1 [1 2 3 4 33..60] (512 tokens): its first key (block 4, token 64) is A's, the other 7
+//	   its own. No request waits (queue 2 each); A's kv 2*(1-0.5) = 1, B's 2.
+//	   uncapped (131072 tokens, or both caps 0): 8 keys, A matches 1: 1/8: A = 2 + 1 + 0.375 =
+//	   3.375 < B = 4: B, hit 0.
+//	   capped at 64 tokens (or 0 tokens and 1 block): 1 key, A matches it: 1/1: A = 2 + 1 + 3 =
+//	   6 > 4: A; its prefill starts when r0's ends and hits blocks 1-4: 4.
+//	   0 tokens and 1 block but the token cap left at 131072: the token cap wins, as uncapped.
+func TestLLMDApproxMatchCap(t *testing.T) {
+	own := make([]uint64, 0, 28)
+	for b := uint64(33); b <= 60; b++ {
+		own = append(own, b)
+	}
+	r0 := make([]uint64, 0, 32)
+	for b := uint64(1); b <= 32; b++ {
+		r0 = append(r0, b)
+	}
+	tr := scaled(tinyTrace(req(0, "", 100, r0...), req(1, "", 100, append([]uint64{1, 2, 3, 4}, own...)...)), 16)
+	type got struct {
+		Routes []string
+		Hits   []int
+	}
+	uncapped, capped := got{[]string{"first", "other"}, []int{0, 0}}, got{[]string{"first", "first"}, []int{0, 4}}
+	for _, tc := range []struct {
+		name           string
+		tokens, blocks int
+		want           got
+	}{
+		{"shipped", 131072, 2048, uncapped},
+		{"no caps", 0, 0, uncapped},
+		{"64 tokens", 64, 2048, capped},
+		{"1 block, no token cap", 0, 1, capped},
+		{"1 block under the token cap", 131072, 1, uncapped},
+	} {
+		c := withRouters(tinyConfig(2), func(s *RouterSettings) {
+			s.LLMD.MaxPrefixTokensToMatch, s.LLMD.MaxPrefixBlocksToMatch = tc.tokens, tc.blocks
+		})
+		o := runTiny(t, tr, c, "llmd-approx")
+		if d := cmp.Diff(tc.want, got{relative(o.Routes), o.Hits}); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
+
 // TestLLMDQueueScorer works the queue scorer's min-max by hand: one running request per
 // replica, so a request routed to a busy replica waits, and prompts that share nothing.
 //

@@ -107,13 +107,14 @@ type LLMDSettings struct {
 type DynamoSettings struct {
 	// Mode is --router-mode (round-robin).
 	Mode string
-	// OverlapWeight is --router-kv-overlap-score-weight (1.0 when unset). In the newest source
-	// the flag is deprecated and a nonzero value sets prefill_load_scale, the factor of the
-	// prefill term of the cost (--router-prefill-load-scale, 1.0); either way it multiplies the
-	// prefill blocks (lib/kv-router/src/scheduling/selector.rs@01690d42).
+	// OverlapWeight is the factor of the prefill term of the cost: --router-prefill-load-scale
+	// (DYN_ROUTER_PREFILL_LOAD_SCALE, 1.0), or the deprecated --router-kv-overlap-score-weight,
+	// which wins when given (a legacy 0 also sets OverlapCredit to 0; Dynamo's router guide); in
+	// older releases that flag was the weight itself. Either way it multiplies the prefill blocks
+	// (lib/kv-router/src/scheduling/selector.rs@01690d42).
 	OverlapWeight float64
-	// OverlapCredit is --router-kv-overlap-score-credit (1.0): the share of each cached block
-	// taken off the prefill blocks.
+	// OverlapCredit is --router-kv-overlap-score-credit (DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT,
+	// 1.0): the share of each cached block taken off the prefill blocks.
 	OverlapCredit float64
 	// CreditDecay is --router-kv-overlap-score-credit-decay (0: no decay).
 	CreditDecay float64
