@@ -1,8 +1,9 @@
 // Package demo is the emulated-fleet walkthrough that kvcheck demo and kvcheck assess --demo
 // run: the shapes of the emulated vLLM replicas each section starts on loopback, the KV-event
 // publishers and their traffic for the tap section, the synthetic traces the simulate and
-// assess sections replay, the input files of the audit and lint sections, and the command lines
-// the demo prints. The commands themselves run in cmd/kvcheck; nothing here leaves the machine.
+// assess sections replay, the input files of the audit and lint sections, the command lines
+// the demo prints, and the Runner that runs the sections. The commands themselves run through
+// the Exec cmd/kvcheck gives the Runner; nothing here leaves the machine.
 package demo
 
 import (

@@ -12,8 +12,7 @@ type DemoSection struct {
 
 // DemoRun is one command the demo ran and what it wrote to standard output.
 type DemoRun struct {
-	// Command is the argument list after "kvcheck" (for the tap section, which drives the
-	// command from code, the equivalent command line).
+	// Command is the argument list after "kvcheck".
 	Command  []string `json:"command"`
 	ExitCode int      `json:"exit_code"`
 	// Output is the command's own JSON document, or its output as a string when it is not
