@@ -196,3 +196,21 @@ func cpuNow() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// FuzzValidJSON: validJSON answers as json.Valid does.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range exportSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{"", " ", "0", "-0", "01", "-", "1.", "1.5e", "1e+5", "1E-05", "-12.5e3", "tru", "true ", " null", "nul", "falsey",
+		`"\u12"`, `"\u12g4"`, `"\uABCD"`, `"\x"`, "\"\t\"", `"\/"`, `[1,]`, `[,1]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `{"a":1}{}`, `[[[]]]`, `{"a":[{"b":{}}]}`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001), "\"\xff\xfe\"", "[1 2]", "[\"a\"\n,\r\"b\"\t]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := validJSON(data), json.Valid(data); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
+		}
+	})
+}

@@ -240,7 +240,7 @@ func (rr *RequestReader) parse(line []byte) (*Request, error) {
 	}
 	// An export record, told from a body in one validation and one walk (see fastjson.go);
 	// what the walk cannot be sure of goes the old way.
-	valid := !slowJSON && json.Valid(line)
+	valid := !slowJSON && validJSON(line)
 	if valid {
 		if outer, body, ok := exportMembers(line); ok && !body {
 			raw, err := rr.bodyIn(outer)
