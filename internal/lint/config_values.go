@@ -65,7 +65,7 @@ const (
 //   - dynamo: the frontend's flags (--router-mode, --router-kv-overlap-score-weight,
 //     --router-kv-overlap-score-credit, --router-kv-overlap-score-credit-decay,
 //     --router-prefill-load-scale, --router-kv-events true/false, --router-ttl-secs,
-//     --router-temperature), from its command line or DYN_* environment, obsolete spellings
+//     --router-temperature, the deprecated --load-aware), from its command line or DYN_* environment, obsolete spellings
 //     read as the current ones;
 //   - sglang: the gateway's flags as given (--policy, --cache-threshold, ...) and launcher
 //     (python or rust);
@@ -409,6 +409,8 @@ func dynamoFlags(rf *RouterFacts, flags map[string]token) {
 			rf.Values["--router-kv-events"] = "true"
 		case "--no-router-kv-events", "--no-kv-events":
 			rf.Values["--router-kv-events"] = "false"
+		case "--load-aware":
+			rf.Values["--load-aware"] = "true"
 		}
 	}
 }
@@ -418,7 +420,7 @@ func dynamoEnv(rf *RouterFacts, k, v string) {
 	flag := map[string]string{
 		"DYN_ROUTER_MODE": "--router-mode", "DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT": "--router-kv-overlap-score-weight",
 		"DYN_OVERLAP_SCORE_WEIGHT": "--router-kv-overlap-score-weight", "DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT": "--router-kv-overlap-score-credit",
-		"DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT_DECAY": "--router-kv-overlap-score-credit-decay", "DYN_ROUTER_PREFILL_LOAD_SCALE": "--router-prefill-load-scale",
+		"DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT_DECAY": "--router-kv-overlap-score-credit-decay", "DYN_ROUTER_PREFILL_LOAD_SCALE": "--router-prefill-load-scale", "DYN_ROUTER_LOAD_AWARE": "--load-aware",
 		"DYN_ROUTER_USE_KV_EVENTS": "--router-kv-events", "DYN_ROUTER_TTL_SECS": "--router-ttl-secs", "DYN_ROUTER_TEMPERATURE": "--router-temperature",
 	}[k]
 	if flag != "" && v != "" {

@@ -151,6 +151,12 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		dynamoCost(rd, &s.Dynamo)
 		rd.float("--router-kv-overlap-score-credit-decay", &s.Dynamo.CreditDecay)
 		rd.bool("--router-kv-events", &s.Dynamo.KVEvents)
+		if on, err := strconv.ParseBool(strings.Trim(r.Values["--load-aware"], `"'`)); err == nil && on {
+			// Deprecated (removed in v1.7): the KV router with overlap credit 0 and KV events
+			// off (ROUTERS.md §4), whatever the flags beside it say.
+			rd.note("--load-aware", r.Values["--load-aware"])
+			s.Dynamo.OverlapCredit, s.Dynamo.KVEvents = 0, false
+		}
 		rd.float("--router-ttl-secs", &s.Dynamo.TTLSecs)
 		rd.float("--router-temperature", &s.Dynamo.Temperature)
 	case lint.RouterSGLang:

@@ -47,7 +47,8 @@ func configuredOf(t *testing.T, files map[string]string, policy string) (sim.Rou
 
 // TestConfiguredDynamoCost: Dynamo's overlap credit and prefill load scale, from flags and
 // their DYN_* twins, and the deprecated overlap weight's precedence (Dynamo's router guide: a
-// legacy value wins over the prefill load scale, and a legacy 0 also sets the credit to 0).
+// legacy value wins over the prefill load scale, and a legacy 0 also sets the credit to 0), and
+// the deprecated --load-aware (DYN_ROUTER_LOAD_AWARE): credit 0 and KV events off.
 // Each row's settings are read off the fragment by hand; shipped: weight 1, credit 1.
 func TestConfiguredDynamoCost(t *testing.T) {
 	kv := []string{"--router-mode", "kv"}
@@ -69,12 +70,19 @@ func TestConfiguredDynamoCost(t *testing.T) {
 			[]string{"--router-mode=kv", "--router-kv-overlap-score-weight=0", "--router-kv-overlap-score-credit=0"}},
 		{"legacy env 0", dgdFrontend(kv, "DYN_OVERLAP_SCORE_WEIGHT=0"), 0, 0,
 			[]string{"--router-mode=kv", "--router-kv-overlap-score-weight=0", "--router-kv-overlap-score-credit=0"}},
+		{"load-aware", dgdFrontend(append(kv, "--load-aware")), 1, 0,
+			[]string{"--router-mode=kv", "--load-aware=true"}},
+		{"load-aware env", dgdFrontend(kv, "DYN_ROUTER_LOAD_AWARE=true"), 1, 0,
+			[]string{"--router-mode=kv", "--load-aware=true"}},
 		{"credit 1 is no change", dgdFrontend(append(kv, "--router-kv-overlap-score-credit", "1.0")), 1, 1,
 			[]string{"--router-mode=kv"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, ch := configuredOf(t, map[string]string{"dgd.yaml": tt.dgd}, "dynamo-kv")
+			if loadAware := strings.HasPrefix(tt.name, "load-aware"); s.Dynamo.KVEvents == loadAware {
+				t.Errorf("KV events %v: --load-aware turns them off, nothing else does here", s.Dynamo.KVEvents)
+			}
 			if s.Dynamo.OverlapWeight != tt.weight || s.Dynamo.OverlapCredit != tt.credit {
 				t.Errorf("weight %v credit %v, want %v and %v", s.Dynamo.OverlapWeight, s.Dynamo.OverlapCredit, tt.weight, tt.credit)
 			}
