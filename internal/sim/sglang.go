@@ -3,18 +3,19 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 )
 
 var sglangInfo = PolicyInfo{
 	Name:      "sglang-cache-aware",
 	About:     "SGLang model gateway cache_aware: character radix tree, longest match above the cache threshold, else least loaded; least loaded when imbalanced",
 	Product:   "SGLang model gateway (sgl-model-gateway)",
-	Source:    "sgl-project/sglang sgl-model-gateway/src/policies/cache_aware.rs@b93974f (least loaded on a miss since PR #14650), tree.rs@24ce7f6; ROUTERS.md §5, SPEC.md §6",
+	Source:    "sgl-project/sglang sgl-model-gateway/src/policies/cache_aware.rs@b93974f with PR #14650 (least loaded on a miss) and PR #33138 (a random one among equally least loaded), tree.rs@24ce7f6; ROUTERS.md §5, SPEC.md §6",
 	NeedsText: true,
 	check:     sglangCheck,
 	newPolicy: func(c Config, _ int) policy {
 		s := c.routers().SGLang
-		return &sglangPolicy{s: s, seed: c.Seed, nextEvict: s.EvictionIntervalSecs}
+		return &sglangPolicy{s: s, seed: c.Seed, rng: rand.New(rand.NewPCG(c.Seed, 33)), nextEvict: s.EvictionIntervalSecs}
 	},
 }
 
@@ -48,8 +49,8 @@ func sglangCheck(c Config, t *Trace) error {
 // cache_aware policy hint gets SGLangHintDefaults). For each request, with load the requests the
 // gateway has sent to a replica and not seen finish (in flight):
 //  1. If max load - min load > BalanceAbsThreshold and max load > min load x
-//     BalanceRelThreshold, the fleet is imbalanced: the least loaded replica (the first such)
-//     gets the request.
+//     BalanceRelThreshold, the fleet is imbalanced: the least loaded replica gets the request, one
+//     drawn at random among equals (PR #33138, 2026-07; before it, the first).
 //  2. Otherwise the text is matched against the radix tree (radixTree.match). The match rate
 //     is the characters matched over the text's characters (0 for an empty text), in float32 as
 //     the gateway computes it. The replica returned is the first holder of the node the match
@@ -58,7 +59,8 @@ func sglangCheck(c Config, t *Trace) error {
 //  3. If the rate > CacheThreshold, that replica gets the request; otherwise the least loaded
 //     does. The gateway's comment still says "smallest tree", but the code has taken the least
 //     loaded since PR #14650 (2025-12, "Fix cache-aware router should pick min load instead of
-//     min tenant size"); before it, get_smallest_tenant was used.
+//     min tenant size"); before it, get_smallest_tenant was used. Equals are drawn at random here
+//     too.
 //  4. The text is inserted into the tree for the replica chosen, in either case.
 //  5. Every EvictionIntervalSecs a background thread evicts each replica's least
 //     recently used leaves until it holds at most MaxTreeSize characters
@@ -74,7 +76,9 @@ func sglangCheck(c Config, t *Trace) error {
 type sglangPolicy struct {
 	s         SGLangSettings
 	seed      uint64
+	rng       *rand.Rand
 	tree      radixTree
+	ties      []int
 	nextEvict float64
 }
 
@@ -93,15 +97,11 @@ func (p *sglangPolicy) route(f *fleet, j *job) int {
 		}
 	}
 	text := treeText(j.req)
-	least, lo, hi := 0, f.inflight(0), f.inflight(0)
+	lo, hi := f.inflight(0), f.inflight(0)
 	for i := 1; i < f.size(); i++ {
-		l := f.inflight(i)
-		if l < lo {
-			least, lo = i, l
-		}
-		hi = max(hi, l)
+		lo, hi = min(lo, f.inflight(i)), max(hi, f.inflight(i))
 	}
-	chosen := least
+	chosen := -1
 	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
 		n, matched := p.tree.match(text)
 		if len(n.holders) > 0 {
@@ -116,6 +116,15 @@ func (p *sglangPolicy) route(f *fleet, j *job) int {
 				chosen = first
 			}
 		}
+	}
+	if chosen < 0 {
+		p.ties = p.ties[:0]
+		for i := range f.size() {
+			if f.inflight(i) == lo {
+				p.ties = append(p.ties, i)
+			}
+		}
+		chosen = p.ties[p.rng.IntN(len(p.ties))]
 	}
 	p.tree.insert(text, chosen, at)
 	return chosen

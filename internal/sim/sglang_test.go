@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,11 +29,24 @@ func charTrace(rs ...Request) *Trace {
 	return &Trace{Name: "tiny-text", Format: "requests", BlockSize: tinyBlock, PrefixInfo: true, Requests: rs}
 }
 
+// fromFirst renames the replicas of a two-replica outcome so that the first request's is 0: the
+// first request meets an idle fleet, where cache_aware draws one of the equally loaded replicas
+// at random.
+func fromFirst(o outcome) outcome {
+	out := outcome{Hits: o.Hits}
+	for _, r := range o.Routes {
+		out.Routes = append(out.Routes, r^o.Routes[0])
+	}
+	return out
+}
+
 // TestSGLangTiny works cache_aware through by hand on two replicas, every request staying in
 // flight for 100 s, cache threshold 0.5, balance thresholds 2 and 1.5, no eviction before 1000 s.
+// Replica 0 is the one r0 went to.
 func TestSGLangTiny(t *testing.T) {
 	tr := charTrace(
-		// r0: loads 0,0, balanced; the tree is empty (no holder): least loaded, replica 0.
+		// r0: loads 0,0, balanced; the tree is empty (no holder): one of the least loaded,
+		// both, at random: call it replica 0.
 		charReq(0, 100, "abcdefgh"),
 		// r1: loads 1,0 (1-0 > 2 is false: balanced). Match "abcd" of 8 = 0.5, not above 0.5:
 		// least loaded, replica 1. Tree: abcd (0,1), efgh (0), XXXX (1).
@@ -53,12 +67,28 @@ func TestSGLangTiny(t *testing.T) {
 			s.SGLang = SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 2, BalanceRelThreshold: rel, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
 		})
 	}
-	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(1.5), "sglang-cache-aware")); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}, fromFirst(runTiny(t, tr, set(1.5), "sglang-cache-aware"))); d != "" {
 		t.Errorf("rel 1.5 (-want +got):\n%s", d)
 	}
 	// With the relative threshold at 5, r5's 4 > 1 x 5 is false: still balanced, replica 0.
-	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 0}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(5), "sglang-cache-aware")); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 0}, Hits: []int{0, 0, 1, 1, 1, 1}}, fromFirst(runTiny(t, tr, set(5), "sglang-cache-aware"))); d != "" {
 		t.Errorf("rel 5 (-want +got):\n%s", d)
+	}
+}
+
+// TestSGLangDrawsAmongEquals: cold requests on an idle fleet go to a replica drawn at random among
+// the equally least loaded (PR #33138), not always the first: over 40 seeds, one cold request on
+// four idle replicas lands on each of them.
+func TestSGLangDrawsAmongEquals(t *testing.T) {
+	tr := charTrace(charReq(0, 1, "cold"))
+	seen := map[int]bool{}
+	for seed := range uint64(40) {
+		c := tinyConfig(4)
+		c.Seed = seed
+		seen[runTiny(t, tr, c, "sglang-cache-aware").Routes[0]] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("replicas chosen over 40 seeds: %v, want all four", seen)
 	}
 }
 
@@ -66,33 +96,39 @@ func TestSGLangTiny(t *testing.T) {
 // CLI's (threshold 0.3, tree 2^26 characters, eviction every 120 s) keeps every prompt; the
 // policy hint's (threshold 0.5, tree 10,000 characters, eviction every 30 s) keeps one prompt
 // per replica and loses the rest. Prefill 0.01 ms per token, so requests with no output leave
-// within 0.1 s.
+// within 0.1 s; X, Y and Y' stay 1,000 s. Replica 0 is the one X went to.
 func TestSGLangDefaultSets(t *testing.T) {
 	s := strings.Repeat("s", 8000)
+	c10k := strings.Repeat("c", 10000)
 	tr := charTrace(
-		// A (10,000 characters) at 0: empty tree, loads 0,0: replica 0 under both.
-		charReq(0, 0, s+strings.Repeat("a", 2000)),
-		// C (10,000, nothing in common) at 1: no match, loads 0,0: replica 0. Replica 0 holds
-		// 20,000 characters.
-		charReq(1, 0, strings.Repeat("c", 10000)),
-		// D at 39 stays 100 s. Hint: the eviction due at 30 runs first: replica 0 holds 20,000
-		// > 10,000, its least recently used leaf A (at 0) goes, leaving C. No match for D:
-		// replica 0 under both.
-		charReq(39, 100, strings.Repeat("d", 8)),
-		// A' shares A's first 8,000 characters. Loads 1,0: balanced under both (1 > 64, 1 > 32
-		// are false). CLI: the tree still has A, match 8,000/10,000 = 0.8 > 0.3: replica 0, whose
-		// engine has A's blocks: 2,000 blocks of "ssss" hit (the 2,001st is "qqqq" against
-		// "aaaa"). Hint: A is gone, the walk stops at the root: least loaded, replica 1, cold.
+		// X at 0: idle fleet, empty tree: a replica drawn among both, replica 0.
+		charReq(0, 1000, "xxxxxxxx"),
+		// A (10,000 characters) at 1: no match, loads 1,0: replica 1.
+		charReq(1, 0, s+strings.Repeat("a", 2000)),
+		// C (10,000, nothing in common) at 2: no match, loads 1,0: replica 1, which holds
+		// 20,000 characters now (A last used at 1, C at 2).
+		charReq(2, 0, c10k),
+		// Y and Y' repeat C at 3 and 4: loads 1,0 then 1,1, balanced; all of C matches (1.0)
+		// on replica 1, which gets both and hits C's 2,499 blocks (hit limit (10000-1)/4).
+		// C is last used at 4 now.
+		charReq(3, 1000, c10k),
+		charReq(4, 1000, c10k),
+		// A' shares A's first 8,000 characters, at 40; loads 1,2: balanced under both (1 > 64
+		// and 1 > 32 are false). CLI: the tree still has A, match 8,000/10,000 = 0.8 > 0.3:
+		// replica 1, whose engine holds A's blocks: 2,000 blocks of "ssss" hit (the 2,001st is
+		// "qqqq" against "aaaa"). Hint: the eviction due at 30 runs first: replica 1 holds
+		// 20,000 > 10,000 and its least recently used leaf, A (at 1), goes; the walk then stops
+		// at the root: least loaded, replica 0, which has never seen the prompt.
 		charReq(40, 0, s+strings.Repeat("q", 2000)),
 	)
 	c := Config{Replicas: 2, KVBlocks: 10000, AddReplicaAt: -1, Seed: 1,
 		Model: Model{PrefillPerToken: 1e-5, DecodePerToken: 1, MaxRunning: 8}, Params: DefaultParams()}
 	cli := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangCLIDefaults() })
 	hint := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangHintDefaults() })
-	if d := cmp.Diff(outcome{Routes: []int{0, 0, 0, 0}, Hits: []int{0, 0, 0, 2000}}, runTiny(t, tr, cli, "sglang-cache-aware")); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 1}, Hits: []int{0, 0, 0, 2499, 2499, 2000}}, fromFirst(runTiny(t, tr, cli, "sglang-cache-aware"))); d != "" {
 		t.Errorf("CLI defaults (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(outcome{Routes: []int{0, 0, 0, 1}, Hits: []int{0, 0, 0, 0}}, runTiny(t, tr, hint, "sglang-cache-aware")); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 0}, Hits: []int{0, 0, 0, 2499, 2499, 0}}, fromFirst(runTiny(t, tr, hint, "sglang-cache-aware"))); d != "" {
 		t.Errorf("policy-hint defaults (-want +got):\n%s", d)
 	}
 	// Without Config.Routers the CLI's set applies.
@@ -149,6 +185,7 @@ func TestSGLangRefuses(t *testing.T) {
 type bruteSGLang struct {
 	s    SGLangSettings
 	seed uint64
+	rng  *rand.Rand // draws among equally least loaded replicas, as the emulation's does
 	tree *bruteTree
 	done float64 // multiples of the eviction interval already run
 }
@@ -165,19 +202,9 @@ func (p *bruteSGLang) route(f *fleet, j *job) int {
 	for i := range loads {
 		loads[i] = f.inflight(i)
 	}
-	least := 0
-	for i, l := range loads {
-		if l < loads[least] {
-			least = i
-		}
-	}
-	hi := loads[0]
-	for _, l := range loads {
-		hi = max(hi, l)
-	}
-	lo := loads[least]
+	lo, hi := slices.Min(loads), slices.Max(loads)
 	text := j.req.View.Text
-	chosen := least
+	chosen := -1
 	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
 		node, m := p.tree.match(text)
 		if hs := p.tree.holders(node); len(hs) > 0 {
@@ -197,6 +224,15 @@ func (p *bruteSGLang) route(f *fleet, j *job) int {
 				chosen = first
 			}
 		}
+	}
+	if chosen < 0 {
+		var least []int
+		for i, l := range loads {
+			if l == lo {
+				least = append(least, i)
+			}
+		}
+		chosen = least[p.rng.IntN(len(least))]
 	}
 	p.tree.insert(text, chosen, at)
 	return chosen
@@ -267,7 +303,7 @@ func TestSGLangAgreesWithBruteForce(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			c.AddReplicaAt = tr.Requests[len(tr.Requests)/2].Arrival
 		}
-		compareWithModel(t, tr, c, "sglang-cache-aware", &bruteSGLang{s: s, seed: c.Seed, tree: newBruteTree()},
+		compareWithModel(t, tr, c, "sglang-cache-aware", &bruteSGLang{s: s, seed: c.Seed, rng: rand.New(rand.NewPCG(c.Seed, 33)), tree: newBruteTree()},
 			fmt.Sprintf("seed %d, %d replicas, settings %+v", seed, c.Replicas, s))
 	}
 }
