@@ -58,6 +58,9 @@ func SimulationSVG(w io.Writer, r sim.Report) error {
 	}
 	width := plotLeft + 2*plotW + plotGap + plotLegendW
 	height := plotTop + len(kvs)*(plotH+plotRowGap) + plotBottomSkip - plotRowGap + 40
+	// The legend (a line per policy and the ceiling's) may run past the panels: with the router
+	// emulations a sweep can show two dozen policies.
+	height = max(height, plotTop+10+(len(policies)+1)*20+20)
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
@@ -111,8 +114,8 @@ func SimulationSVG(w io.Writer, r sim.Report) error {
 	p(`<g id="legend">` + "\n")
 	for i, name := range policies {
 		y := plotTop + 10 + i*20
-		c := plotSeries[i%len(plotSeries)]
-		p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", lx, y, lx+24, y, c)
+		c, dash := plotStyle(i)
+		p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"%s/>`+"\n", lx, y, lx+24, y, c, dash)
 		p(`<text x="%d" y="%d" dominant-baseline="middle">%s</text>`+"\n", lx+30, y, esc(name))
 	}
 	y := plotTop + 10 + len(policies)*20
@@ -120,6 +123,20 @@ func SimulationSVG(w io.Writer, r sim.Report) error {
 	p(`<text x="%d" y="%d" dominant-baseline="middle">trace ceiling</text>`+"\n", lx+30, y)
 	p("</g>\n</svg>\n")
 	return bw.Flush()
+}
+
+// plotStyle is the i-th policy's line: a colour of plotSeries, solid the first time round,
+// dashed the second and dotted the third, so that up to three times as many policies as colours
+// (the idealised policies and the router emulations together) stay apart.
+func plotStyle(i int) (colour, dash string) {
+	colour = plotSeries[i%len(plotSeries)]
+	switch i / len(plotSeries) % 3 {
+	case 1:
+		dash = ` stroke-dasharray="6 3"`
+	case 2:
+		dash = ` stroke-dasharray="2 2"`
+	}
+	return colour, dash
 }
 
 type point struct {
@@ -156,7 +173,7 @@ func panel(p func(string, ...any), left, top int, title string, xs []int, ymax f
 		if len(pts) == 0 {
 			continue
 		}
-		c := plotSeries[i%len(plotSeries)]
+		c, dash := plotStyle(i)
 		var b bytes.Buffer
 		for k, pt := range pts {
 			if k > 0 {
@@ -164,7 +181,7 @@ func panel(p func(string, ...any), left, top int, title string, xs []int, ymax f
 			}
 			fmt.Fprintf(&b, "%.1f,%.1f", xOf(pt.x), yOf(pt.v))
 		}
-		p(`<polyline fill="none" stroke="%s" stroke-width="2" points="%s"><title>%s</title></polyline>`+"\n", c, b.String(), esc(name))
+		p(`<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"><title>%s</title></polyline>`+"\n", c, dash, b.String(), esc(name))
 		for _, pt := range pts {
 			p(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s</title></circle>`+"\n", xOf(pt.x), yOf(pt.v), c, esc(fmt.Sprintf("%s: %s at %d replicas", name, trimFloat(pt.v), xs[pt.x])))
 		}

@@ -219,6 +219,63 @@ func TestSimulationSVG(t *testing.T) {
 	golden(t, "simulate.svg.golden", b.Bytes())
 }
 
+// TestSimulationSVGManyPolicies: with more policies than colours (the idealised ones and the
+// router emulations together: 24) every legend line differs in colour or dash, and the legend
+// fits the canvas.
+func TestSimulationSVGManyPolicies(t *testing.T) {
+	r := tinyReport(t, -1)
+	for fi := range r.Fleets {
+		f := &r.Fleets[fi]
+		base := f.Results[0]
+		f.Results = f.Results[:0]
+		for i := range 24 {
+			x := base
+			x.Policy = "policy-" + strconv.Itoa(i)
+			f.Results = append(f.Results, x)
+		}
+	}
+	var b bytes.Buffer
+	if err := SimulationSVG(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b.Bytes()))
+	var height float64
+	styles := map[string]bool{}
+	inLegend := false
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		attr := map[string]string{}
+		for _, a := range se.Attr {
+			attr[a.Name.Local] = a.Value
+		}
+		switch {
+		case se.Name.Local == "svg":
+			height, _ = strconv.ParseFloat(attr["height"], 64)
+		case se.Name.Local == "g" && attr["id"] == "legend":
+			inLegend = true
+		case inLegend && se.Name.Local == "line" && attr["stroke"] != "black":
+			styles[attr["stroke"]+" "+attr["stroke-dasharray"]] = true
+		case inLegend && se.Name.Local == "text":
+			if y, _ := strconv.ParseFloat(attr["y"], 64); y > height {
+				t.Errorf("legend text at y=%v, below the %v-high canvas", y, height)
+			}
+		}
+	}
+	if len(styles) != 24 {
+		t.Errorf("%d distinct legend styles for 24 policies", len(styles))
+	}
+}
+
 // TestSVGEscapes checks that names with XML metacharacters cannot break the document.
 func TestSVGEscapes(t *testing.T) {
 	r := tinyReport(t, -1)
