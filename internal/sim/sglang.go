@@ -67,10 +67,13 @@ func sglangCheck(c Config, t *Trace) error {
 //     (radixTree.evictLRULeaves). Here it runs before the first request at or after each
 //     multiple of the interval; two runs in a row evict nothing more.
 //
-// What is the gateway's and what is kvcheck's choice: the order in which a node lists its holders
-// is a DashMap's iteration order upstream, fixed for a node but arbitrary; here it is a
-// pseudo-random order drawn from Config.Seed and the node (a node split off keeps the order of
-// the node it came from, as the upstream copy of the map does). Times are the arrival times of
+// What is the gateway's and what is kvcheck's choice: the holder a match returns is the first in
+// a DashMap's iteration order in tree.rs@24ce7f6, fixed for a node but arbitrary (later trees
+// try a per-node last_tenant first, refreshed on one touch in 16: still an arbitrary holder);
+// here it is the first in a pseudo-random order drawn from Config.Seed and the node (a node split
+// off keeps the order of the node it came from, as the upstream copy of the map does). The
+// prefill_backlog option of later gateways applies to prefill pools of disaggregated serving
+// only, not emulated. Times are the arrival times of
 // the trace, where the gateway reads the wall clock in milliseconds; leaves last used at the same
 // instant are evicted in the order of their text. Replicas are all healthy.
 type sglangPolicy struct {
