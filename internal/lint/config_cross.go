@@ -108,9 +108,9 @@ func crossCheck(results []FileResult) {
 			}
 			if b, ok := e.flag("--block-size"); ok && s.blockSize != 0 {
 				if n, err := strconv.Atoi(b.text); err == nil && n != s.blockSize {
-					once(fmt.Sprintf("%p", s), s.file, "llm-d/block-size-differs", s.at, "tokenProcessorConfig.blockSize",
-						fmt.Sprintf("tokenProcessorConfig.blockSize %d differs from the engine's --block-size %d (%s): the producer README (@ebab687) says they need not match, the June 2026 guide says they must", s.blockSize, n, where(e.file, b.at)),
-						fmt.Sprintf("set tokenProcessorConfig.blockSize: %d to be safe with older releases", n))
+					once(fmt.Sprintf("%p", s), s.file, "llm-d/block-size-differs", s.at, s.blockSizeKey,
+						fmt.Sprintf("%s %d differs from the engine's --block-size %d (%s): the producer README (@ebab687) says they need not match, the June 2026 guide says they must", s.blockSizeKey, s.blockSize, n, where(e.file, b.at)),
+						fmt.Sprintf("set %s: %d to be safe with older releases", s.blockSizeKey, n))
 				}
 			}
 			if s.replayPort != 0 && !e.version.IsZero() && e.version.Less(catalog.Version{Major: 0, Minor: 26}) {

@@ -17,8 +17,9 @@ type subscriber struct {
 	topicFilter  string
 	discoverPods bool
 	socketPort   int
-	replayPort   int // 0 when unset
-	blockSize    int // tokenProcessorConfig.blockSize; 0 when unset
+	replayPort   int    // 0 when unset
+	blockSize    int    // tokenProcessorConfig.blockSizeTokens (or blockSize); 0 when unset
+	blockSizeKey string // the key blockSize was read from
 }
 
 // eppFlags are the EPP's command-line flags and replica settings, when a file shows them.
@@ -374,8 +375,12 @@ func (d *ydoc) checkEPC(root *yaml.Node, flags eppFlags) {
 		} else if n, ok := intAt(kv, "replaySocketPort"); ok {
 			s.replayPort = n
 		}
-		if n, ok := intAt(p.params, "tokenProcessorConfig", "blockSize"); ok {
-			s.blockSize = n
+		// blockSizeTokens is the current name; the deprecated blockSize counts only when it is
+		// 0 or absent (kvblock/token_processor.go NewChunkedTokenDatabase).
+		if n, ok := intAt(p.params, "tokenProcessorConfig", "blockSizeTokens"); ok && n != 0 {
+			s.blockSize, s.blockSizeKey = n, "tokenProcessorConfig.blockSizeTokens"
+		} else if n, ok := intAt(p.params, "tokenProcessorConfig", "blockSize"); ok {
+			s.blockSize, s.blockSizeKey = n, "tokenProcessorConfig.blockSize"
 		}
 		if s.replayPort == 0 && p.typ == "precise-prefix-cache-producer" {
 			fl.addConfig("llm-d/no-replay", s.at, "plugins "+p.name,

@@ -157,6 +157,13 @@ func TestConfigRules(t *testing.T) {
 		{"LD-10 deprecated tokenizer type", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "type: token-producer", "type: tokenizer", 1)}, []string{"llm-d/deprecated-plugin"}},
 		{"LD-03 engine topic empty", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556"}`)}, []string{"llm-d/topic-filter"}},
 		{"LD-03/04/05 negative: the guide's engine", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents)}, nil},
+		{"LD-05 blockSize 32 vs the engine's 64", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "      kvEventsConfig:\n", "      tokenProcessorConfig: {blockSize: 32}\n      kvEventsConfig:\n", 1),
+			"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--block-size=64")}, []string{"llm-d/block-size-differs"}},
+		// blockSizeTokens is the current name, and wins over the deprecated blockSize.
+		{"LD-05 blockSizeTokens 32 vs the engine's 64", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "      kvEventsConfig:\n", "      tokenProcessorConfig: {blockSizeTokens: 32}\n      kvEventsConfig:\n", 1),
+			"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--block-size=64")}, []string{"llm-d/block-size-differs"}},
+		{"LD-05 negative: blockSizeTokens 64 over blockSize 32", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "      kvEventsConfig:\n", "      tokenProcessorConfig: {blockSizeTokens: 64, blockSize: 32}\n      kvEventsConfig:\n", 1),
+			"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--block-size=64")}, nil},
 		{"LD-04 default port 5557 vs socketPort 5556", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","topic":"kv@x"}`)}, []string{"llm-d/socket-port"}},
 		{"LD-05 engine connects", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://epp:5556","topic":"kv@x"}`)}, []string{"llm-d/engine-connects"}},
 		{"replay on vLLM 0.25", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.25.1", 1, goodEvents)}, []string{"vllm/replay-needs-0.26"}},
