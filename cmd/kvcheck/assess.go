@@ -121,7 +121,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.IntVar(&opts.Replicas, "replicas", 0, fmt.Sprintf("the fleet's replica count (default: the metrics' count, else %d, assumed)", assess.AssumedReplicas))
 	fs.Int64Var(&opts.KVTokens, "kv-tokens", 0, "each replica's KV cache in tokens (num_gpu_blocks x block_size; default: the metrics', else 1Mi tokens, assumed)")
 	fs.IntVar(&opts.KVBlocks, "kv-blocks", 0, "each replica's KV cache in blocks of the traffic's block size, as kvcheck simulate --kv-blocks (512 tokens for a Mooncake trace, --block-size for a request log); --kv-tokens is the same figure in tokens")
-	fs.StringVar(&opts.Today, "today", assess.DefaultToday, "the routing that runs today, as a kvcheck simulate policy (round-robin, random, least-loaded, session, ...)")
+	fs.StringVar(&opts.Today, "today", assess.DefaultToday, "the routing that runs today: a kvcheck simulate policy (round-robin, random, least-loaded, session, ...) or a router emulation (litellm-simple-shuffle, prodstack-roundrobin, dynamo-round-robin, ...), run as the --config files configure that router, else as shipped")
 	fs.DurationVar(&o.addAt, "add-replica-at", 0, "in the router ranking, add one empty replica at this time into the traffic (e.g. 30m): which routers starve it")
 	fs.Float64Var(&opts.Thresholds.MinGain, "min-gain", opts.Thresholds.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")

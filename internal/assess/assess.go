@@ -8,8 +8,11 @@ package assess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
@@ -18,6 +21,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // The fleet assumed when neither the metrics nor the flags say; the report says it was
@@ -86,8 +90,14 @@ type Options struct {
 	// KVBlocks states each replica's KV cache in blocks of the traffic's block size (512 tokens
 	// for a Mooncake trace), as kvcheck simulate's --kv-blocks; KVTokens wins when both are set.
 	KVBlocks int
-	// Today names the policy that stands for today's routing (DefaultToday when empty).
+	// Today names the policy that stands for today's routing (DefaultToday when empty): an
+	// idealised policy (sim.Policies) or a router emulation (sim.Emulations).
 	Today string
+	// TodayRouters are the settings today's emulation runs with, TodayFrom the file and line
+	// they were read from; nil runs it as shipped. assess sets them from the first router of
+	// that emulation the --config files show.
+	TodayRouters *sim.RouterSettings
+	TodayFrom    string
 	// Progress, when set, is called as the replays run.
 	Progress func(done, total int)
 	// AddReplica adds one empty replica at AddReplicaAt seconds into the traffic in the
@@ -110,6 +120,14 @@ func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advis
 	var ev advise.Input
 	if o.Today == "" {
 		o.Today = DefaultToday
+	}
+	if o.TodayRouters == nil && in.Files != nil {
+		for _, rc := range in.Files.Routers {
+			if rc.Policy == o.Today {
+				o.TodayRouters, o.TodayFrom = &rc.Settings, rc.Where
+				break
+			}
+		}
 	}
 	if in.Metrics != nil {
 		ev.Metrics = advise.FromHitrate(*in.Metrics)
@@ -242,8 +260,17 @@ func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Option
 	if n := len(t.Requests); n > 0 {
 		warm = t.Requests[n/2].Arrival
 	}
-	sweep := sim.Sweep{Replicas: []int{sh.Replicas}, KVBlocks: []int{int(min(kv, int64(^uint32(0)>>1)))}, Policies: policies, Base: Base(warm)}
+	base := Base(warm)
+	// Only today's routing can be an emulation: the options are idealised policies, which do
+	// not read the router settings.
+	base.Routers = o.TodayRouters
+	sweep := sim.Sweep{Replicas: []int{sh.Replicas}, KVBlocks: []int{int(min(kv, int64(^uint32(0)>>1)))}, Policies: policies, Base: base}
 	results, err := sim.Run(ctx, t, sweep, o.Progress)
+	var cannot *sim.CannotRunError
+	if errors.As(err, &cannot) {
+		return nil, usage.Errorf("--today %s%s cannot stand for today's routing on %s: %s; or name today's routing by an idealised policy (%s)",
+			o.Today, todayFrom(o), t.Name, cannot.Reason, strings.Join(sim.PolicyNames(), ", "))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +284,17 @@ func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Option
 	})
 	rp.SharedTokens, rp.LateSharedTokens = sharedTokens(t)
 	return rp, nil
+}
+
+// todayFrom says where today's settings came from, for messages.
+func todayFrom(o Options) string {
+	if o.TodayFrom != "" {
+		return " (as configured in " + o.TodayFrom + ")"
+	}
+	if o.TodayRouters == nil && slices.Contains(emulationNames(), o.Today) {
+		return " (as shipped)"
+	}
+	return ""
 }
 
 // sharedTokens counts the trace's shared prefixes, the warm-up model's input: distinct blocks

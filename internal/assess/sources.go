@@ -91,8 +91,9 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
 	case o.Thresholds.MinGain <= 0 || o.Thresholds.MinGain >= 1:
 		return usage.Errorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
-	case o.Today != "" && !slices.Contains(sim.PolicyNames(), o.Today):
-		return usage.Errorf("--today %q: want one of %s", o.Today, strings.Join(sim.PolicyNames(), ", "))
+	case o.Today != "" && !knownToday(o.Today):
+		return usage.Errorf("--today %q: want an idealised policy (%s) or a router emulation as it ships, or as --config configures it (%s)",
+			o.Today, strings.Join(sim.PolicyNames(), ", "), strings.Join(emulationNames(), ", "))
 	}
 	return src.Tokenize.Check()
 }
@@ -214,4 +215,18 @@ func readMetrics(ctx context.Context, st *report.Status, spec promql.Spec) (*pro
 		st.Warn("could not read %s: %s; the assessment leaves it out", d.Target, d.Error)
 	}
 	return &rep, nil
+}
+
+// knownToday reports whether name can stand for today's routing: an idealised policy or a
+// router emulation.
+func knownToday(name string) bool {
+	return slices.Contains(sim.PolicyNames(), name) || slices.Contains(emulationNames(), name)
+}
+
+func emulationNames() []string {
+	var out []string
+	for _, e := range sim.Emulations() {
+		out = append(out, e.Name)
+	}
+	return out
 }

@@ -100,7 +100,7 @@ func TestCheck(t *testing.T) {
 		{"negative trace block size", Sources{Trace: "t.jsonl", TraceBlockSize: -1, Tokenize: audit.DefaultTokenize}, ok, false, "must be positive"},
 		{"min gain 0", trace, Options{}, false, "--min-gain"},
 		{"min gain 1", trace, Options{Thresholds: advise.Thresholds{MinGain: 1}}, false, "--min-gain"},
-		{"unknown today", trace, Options{Thresholds: ok.Thresholds, Today: "fastest"}, false, `--today "fastest": want one of`},
+		{"unknown today", trace, Options{Thresholds: ok.Thresholds, Today: "fastest"}, false, `--today "fastest": want an idealised policy`},
 		{"bad concurrency", Sources{Trace: "t.jsonl"}, ok, false, "--concurrency 0"},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,7 @@ import (
 type rankingDocument struct {
 	Rule                    string          `json:"rule"`
 	Today                   string          `json:"today"`
+	TodayConfiguredIn       string          `json:"today_configured_in,omitempty"`
 	TodayHitRate            float64         `json:"today_hit_rate"`
 	Replicas                int             `json:"replicas"`
 	KVBlocks                int             `json:"kv_blocks"`
@@ -77,7 +78,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	if rk == nil {
 		return nil
 	}
-	d := &rankingDocument{Rule: rk.Rule, Today: rk.Today, TodayHitRate: rk.TodayHitRate, Replicas: rk.Replicas, KVBlocks: rk.KVBlocks,
+	d := &rankingDocument{Rule: rk.Rule, Today: rk.Today, TodayConfiguredIn: rk.TodayFrom, TodayHitRate: rk.TodayHitRate, Replicas: rk.Replicas, KVBlocks: rk.KVBlocks,
 		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, Why: []string{},
 		RequirementStatusValues: []string{rank.Met, rank.Missing, rank.Unknown}}
 	if rk.AddReplicaAt >= 0 {
@@ -121,7 +122,11 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 		fleet += fmt.Sprintf(", one more added at %s", seconds(rk.AddReplicaAt))
 	}
 	t.Heading("Routers on this traffic (" + fleet + ")")
-	t.Muted("  against today's %s (hit %s after the warm-up); rule: %s", rk.Today, pct(rk.TodayHitRate), rk.Rule)
+	today := rk.Today
+	if rk.TodayFrom != "" {
+		today += " as configured in " + rk.TodayFrom
+	}
+	t.Muted("  against today's %s (hit %s after the warm-up); rule: %s", today, pct(rk.TodayHitRate), rk.Rule)
 	ranked, excluded := 0, 0
 	for _, r := range rk.Rows {
 		if r.Rank > 0 {

@@ -121,8 +121,9 @@ type CannotRun struct {
 // Ranking is the whole answer.
 type Ranking struct {
 	// Today is the policy standing for today's routing, TodayHitRate its hit rate after the
-	// warm-up.
+	// warm-up; TodayFrom is the file and line its settings were read from, when configured.
 	Today        string
+	TodayFrom    string
 	TodayHitRate float64
 	Replicas     int
 	KVBlocks     int
@@ -154,8 +155,11 @@ type Snippet struct {
 type Setup struct {
 	// Base is the simulation (assess.Base), with Replicas, KVBlocks and AddReplicaAt set.
 	Base sim.Config
-	// Today is the policy standing for today's routing.
-	Today string
+	// Today is the policy standing for today's routing; TodayRouters, when set, the settings
+	// it runs with (an emulation as the files configure it, read at TodayFrom), else as shipped.
+	Today        string
+	TodayRouters *sim.RouterSettings
+	TodayFrom    string
 	// HotSpot is the load max/mean from which a row is a hot spot (sim.HotSpotRatio when 0).
 	HotSpot float64
 	// Progress, when set, is called as the replays finish.
@@ -167,7 +171,7 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 	if s.HotSpot == 0 {
 		s.HotSpot = sim.HotSpotRatio
 	}
-	rk := &Ranking{Today: s.Today, Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
+	rk := &Ranking{Today: s.Today, TodayFrom: s.TodayFrom, Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
 		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, s.HotSpot)}
 	results := make([]sim.Result, len(cands)+1)
 	errs := make([]error, len(cands)+1)
@@ -180,6 +184,7 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 			for k := range work {
 				c := s.Base
 				name := s.Today
+				c.Routers = s.TodayRouters
 				if k > 0 {
 					cd := cands[k-1]
 					settings := cd.Settings
