@@ -465,7 +465,7 @@ func validString(b []byte, i int) (int, bool) {
 					return i, false
 				}
 				for _, h := range b[i+1 : i+5] {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+					if (h < '0' || h > '9') && (h < 'a' || h > 'f') && (h < 'A' || h > 'F') {
 						return i, false
 					}
 				}

@@ -108,7 +108,7 @@ func commonPrefix(a, b string) int {
 		i++
 	}
 	if i < len(a) && i < len(b) {
-		for i > 0 && !(utf8.RuneStart(a[i]) && utf8.RuneStart(b[i])) {
+		for i > 0 && (!utf8.RuneStart(a[i]) || !utf8.RuneStart(b[i])) {
 			i--
 		}
 	}

@@ -120,7 +120,8 @@ func litellmSessionValue(v string) bool {
 		return false
 	}
 	for _, c := range v {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && c != '_' && c != '-' {
 			return false
 		}
 	}
