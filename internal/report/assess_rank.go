@@ -45,6 +45,7 @@ type rankRowDoc struct {
 	Starves         bool             `json:"starves_added_replica"`
 	Changes         []rankChangeDoc  `json:"changes"`
 	Requirements    []requirementDoc `json:"requirements"`
+	Notes           []string         `json:"notes"`
 }
 
 type rankChangeDoc struct {
@@ -88,7 +89,8 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	for _, r := range rk.Rows {
 		row := rankRowDoc{Rank: r.Rank, Excluded: r.Excluded, Policy: r.Policy, Product: r.Product, Variant: r.Variant, Label: r.Label,
 			HitRate: r.HitRate, PrefillSaved: r.PrefillSaved, LoadMaxOverMean: r.LoadMaxOverMean, TTFTP50: r.TTFTP50, TTFTP99: r.TTFTP99,
-			FreshShare: r.FreshShare, Starves: r.Starves, Changes: []rankChangeDoc{}, Requirements: []requirementDoc{}}
+			FreshShare: r.FreshShare, Starves: r.Starves, Changes: []rankChangeDoc{}, Requirements: []requirementDoc{},
+			Notes: append([]string{}, r.Notes...)}
 		if rk.AddReplicaAt >= 0 {
 			fair := r.FairShare
 			row.FairShare = &fair
@@ -165,6 +167,11 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 		cols := dropping(Columns(header, rows), map[string]int{"ttft p50": 4, "hit": 3, "ttft p99": 2, "rank": 1})
 		if err := t.Grid(cols, rows); err != nil {
 			return err
+		}
+		for _, r := range rk.Rows[:min(ranked, rankShown)] {
+			for _, n := range r.Notes {
+				t.Muted("  %s: %s", r.Name(), n)
+			}
 		}
 		first := rk.Rows[0]
 		t.Verdict("First: " + first.Name())

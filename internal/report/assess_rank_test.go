@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
@@ -67,5 +68,30 @@ func TestAssessRankingGolden(t *testing.T) {
 	// JSON carries the whole ranking, the row the text leaves out included.
 	if doc.SchemaVersion != SchemaVersion || len(doc.Ranking.Rows) != 5 || len(doc.Ranking.CannotRun) != 2 {
 		t.Errorf("schema %d, %d rows, %d cannot run", doc.SchemaVersion, len(doc.Ranking.Rows), len(doc.Ranking.CannotRun))
+	}
+}
+
+// TestAssessRankingNotes: a row simulated otherwise than its settings say (engines without KV
+// events) carries its note in the JSON and, when shown, under the table.
+func TestAssessRankingNotes(t *testing.T) {
+	rk := rankingFixture()
+	note := "simulated without engine KV events: the files show an engine without KV events (dgd.yaml:15 VllmWorker: no --kv-events-config with enable_kv_cache_events true)"
+	rk.Rows[1].Notes = []string{note}
+	res := AssessRanked(advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds()), rk)
+	if text := string(render(t, FormatText, res)); !strings.Contains(text, "  dynamo-kv (tuned): "+note+"\n") {
+		t.Errorf("the text does not show the note:\n%s", text)
+	}
+	var doc struct {
+		Ranking struct {
+			Rows []struct {
+				Notes []string `json:"notes"`
+			} `json:"rows"`
+		} `json:"ranking"`
+	}
+	if err := json.Unmarshal(render(t, FormatJSON, res), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if rows := doc.Ranking.Rows; len(rows) != 5 || len(rows[0].Notes) != 0 || len(rows[1].Notes) != 1 || rows[1].Notes[0] != note {
+		t.Errorf("notes in the JSON rows: %+v", rows)
 	}
 }

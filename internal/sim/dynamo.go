@@ -52,7 +52,9 @@ func dynamoCheck(c Config, t *Trace) error {
 //
 //  1. overlap_i: the request's full blocks worker i holds consecutively from block 0. With KV
 //     events (--router-kv-events, the default) from the radix tree the engines' events build: here
-//     the fleet's block index. Without (--no-router-kv-events, the approximate mode of
+//     the fleet's block index; 0 on every worker when the engines publish no events
+//     (NoEngineEvents: the tree stays empty, the load-only decisions Dynamo's docs describe, so
+//     the router also counts every prompt token as prefill in step 2's account). Without (--no-router-kv-events, the approximate mode of
 //     lib/llm/src/kv_router/approx.rs) from the router's own record: when it routes a request it
 //     stores every full block of it for the chosen worker with an expiry of now + TTL
 //     (--router-ttl-secs, 120), replacing the expiry of a block already stored; a block stops
@@ -134,6 +136,10 @@ func (p *dynamoKVPolicy) grow(n int) {
 // overlaps fills p.ovl (step 1).
 func (p *dynamoKVPolicy) overlaps(f *fleet, j *job, now float64) {
 	full := fullBlocks(j.req, p.bs)
+	if p.s.KVEvents && p.s.NoEngineEvents {
+		clear(p.ovl)
+		return
+	}
 	if p.s.KVEvents {
 		indexRuns(f, j.ids, full, p.ovl)
 		return

@@ -497,3 +497,45 @@ func TestDynamoTemperature(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamoNoEngineEvents: in kv mode with KV events (as shipped) but workers that publish none,
+// the router's tree stays empty: "the router falls back to load-only decisions even in kv mode"
+// (ROUTERS.md §4). The trace of TestDynamoApproxTTL: r0 [1 2 3 4] stays 1,000 s on X, so X keeps
+// 4 live blocks; every later request [1 2 3 n] (16 tokens, 4 blocks) leaves after its prefill.
+// With no overlap anywhere, X costs 16/4 + 4 live + 1 new = 9, an idle Y 4 + 4 = 8:
+//
+//	r1 t=100: Y, hit 0 (Y's engine holds nothing yet; with events it went to X and hit 3).
+//	r2 t=219: X 9, Y 8 (r1 has left, its blocks are no longer live): Y, which r1 left holding
+//	  1 2 3: hit 3, found by the engine though the router did not look.
+//	r3 t=340: the same: Y, hit 3.
+//
+// The approximate mode (--no-router-kv-events) needs no engine events: its routes do not change.
+func TestDynamoNoEngineEvents(t *testing.T) {
+	tr := tinyTrace(
+		req(0, "", 1000, 1, 2, 3, 4),
+		req(100, "", 0, 1, 2, 3, 7),
+		req(219, "", 0, 1, 2, 3, 8),
+		req(340, "", 0, 1, 2, 3, 9),
+	)
+	type got struct {
+		Routes []string
+		Hits   []int
+	}
+	cases := []struct {
+		events, engineEvents bool
+		want                 got
+	}{
+		{true, false, got{[]string{"first", "other", "other", "other"}, []int{0, 0, 3, 3}}},
+		{true, true, got{[]string{"first", "first", "first", "first"}, []int{0, 3, 3, 3}}},
+		{false, false, got{[]string{"first", "first", "first", "other"}, []int{0, 3, 3, 0}}},
+	}
+	for _, tc := range cases {
+		c := withRouters(tinyConfig(2), func(s *RouterSettings) {
+			s.Dynamo.KVEvents, s.Dynamo.NoEngineEvents = tc.events, !tc.engineEvents
+		})
+		o := runTiny(t, tr, c, "dynamo-kv")
+		if d := cmp.Diff(tc.want, got{relative(o.Routes), o.Hits}); d != "" {
+			t.Errorf("router kv events %v, engine events %v (-want +got):\n%s", tc.events, tc.engineEvents, d)
+		}
+	}
+}

@@ -18,7 +18,7 @@ var llmdPreciseInfo = PolicyInfo{
 	newPolicy: func(c Config, blockSize int) policy {
 		s := c.routers().LLMD
 		return &llmdPrecisePolicy{pick: newLLMDPicker(s, c.Seed), exact: s.Tokenizer == "vllm",
-			block: s.PreciseBlockSizeTokens, traceBS: blockSize}
+			noEvents: s.NoEngineEvents, block: s.PreciseBlockSizeTokens, traceBS: blockSize}
 	},
 }
 
@@ -50,6 +50,10 @@ var llmdPreciseInfo = PolicyInfo{
 // the engine" (the producer's README) while the June guide says it must; the emulation follows
 // the README, reading the engines' blocks at the producer's own block size.
 //
+// The index is built only from the engines' KV events: when the engines publish none
+// (NoEngineEvents) it stays empty and every pod's match is 0, as with the estimate tokenizer,
+// whatever the backend (speculative indexing, off by default, is not modelled).
+//
 // The index here is the fleet's (every block each replica holds now, updated as blocks are
 // stored and evicted, without the events' delay). Its blocks are the trace's; the match in the
 // EPP's blocks is the tokens held consecutively from token 0 divided by blockSizeTokens, rounded
@@ -57,13 +61,14 @@ var llmdPreciseInfo = PolicyInfo{
 type llmdPrecisePolicy struct {
 	pick           llmdPicker
 	exact          bool
+	noEvents       bool
 	block, traceBS int
 	runs           []int
 }
 
 func (p *llmdPrecisePolicy) route(f *fleet, j *job) int {
 	total := j.req.InputTokens / p.block
-	if !p.exact || total == 0 {
+	if !p.exact || p.noEvents || total == 0 {
 		return p.pick.pick(f, func(int) float64 { return 0 })
 	}
 	for len(p.runs) < f.size() {

@@ -142,6 +142,22 @@ func TestLLMDPreciseTokenizer(t *testing.T) {
 	}
 }
 
+// TestLLMDPreciseNoEngineEvents: the precise producer's index is built from the engines' KV
+// events only (ROUTERS.md §2), so with engines that publish none even the vllm tokenizer finds no
+// prefix. TestLLMDPreciseTokenizer's trace: at r1 every prefix score is 0, A = 2 + 1.875 = 3.875
+// < B = 4: B, hit 0, the estimate tokenizer's outcome instead of A and 3 blocks.
+func TestLLMDPreciseNoEngineEvents(t *testing.T) {
+	tr := scaled(tinyTrace(req(0, "", 100, 1, 2, 3, 4), req(1, "", 100, 1, 2, 3, 5)), 16)
+	c := withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.Tokenizer, s.LLMD.NoEngineEvents = "vllm", true })
+	o := runTiny(t, tr, c, "llmd-precise")
+	if d := cmp.Diff([]string{"first", "other"}, relative(o.Routes)); d != "" {
+		t.Errorf("routes (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{0, 0}, o.Hits); d != "" {
+		t.Errorf("hits (-want +got):\n%s", d)
+	}
+}
+
 // TestLLMDPreciseBlockSize: the precise producer keys full blocks of its own
 // tokenProcessorConfig block size, so a shared prefix shorter than one of its blocks matches
 // nothing. The engine's blocks are 16 tokens; vllm tokenizer; two replicas, 64 KV blocks.

@@ -101,6 +101,11 @@ type LLMDSettings struct {
 	// PreciseBlockSizeTokens is the precise producer's tokenProcessorConfig.blockSizeTokens (16,
 	// pkg/kvcache/kvblock/token_processor.go): its keys cover full blocks of this many tokens.
 	PreciseBlockSizeTokens int
+	// NoEngineEvents is not an EPP setting but the engines': true when they publish no KV
+	// events (no --kv-events-config with enable_kv_cache_events true). The precise producer
+	// builds its index only from those events (ROUTERS.md §2), so it stays empty and no pod
+	// ever matches a prefix. false (the zero value) is the engines publishing.
+	NoEngineEvents bool
 }
 
 // DynamoSettings are NVIDIA Dynamo frontend router settings (ROUTERS.md §4).
@@ -120,6 +125,13 @@ type DynamoSettings struct {
 	CreditDecay float64
 	// KVEvents is --router-kv-events (true); false is the approximate mode.
 	KVEvents bool
+	// NoEngineEvents is not a frontend flag but the workers': true when they publish no KV
+	// events (no --kv-events-config; the newest dynamo.vllm no longer makes one up). With
+	// KVEvents the router's radix tree is built only from those events, so it stays empty:
+	// "Without it, the router falls back to load-only decisions even in kv mode" (Dynamo's
+	// "Set up KV-Aware Routing", ROUTERS.md §4). The approximate mode (KVEvents false) needs no
+	// events and ignores it. false (the zero value) is the workers publishing.
+	NoEngineEvents bool
 	// TTLSecs is --router-ttl-secs, the approximate mode's block lifetime (120).
 	TTLSecs float64
 	// Temperature is --router-temperature (0: always the lowest cost).

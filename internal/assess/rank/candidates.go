@@ -166,8 +166,39 @@ func Candidates(emus []sim.PolicyInfo, tr Traffic, files *Files) []Candidate {
 			out[i].Settings.Dynamo.Mode = "kv"
 		}
 		out[i].Requirements = requirements(out[i], tr, files)
+		withoutEvents(&out[i])
 	}
 	return out
+}
+
+// withoutEvents simulates a router that reads the engines' KV events as the product behaves
+// when the files show the engines publish none (the requirement missing, not unknown): Dynamo's
+// KV router (with --router-kv-events) "falls back to load-only decisions even in kv mode"
+// (ROUTERS.md §4) and llm-d's precise producer, whose index only the events build (§2), matches
+// no prefix. A tuned row stays simulated with the events: it is kvcheck's configuration, which
+// needs them, and its requirement stays missing; its note says so. Unknown keeps the events.
+func withoutEvents(c *Candidate) {
+	var product string
+	switch {
+	case c.Policy == "dynamo-kv" && c.Settings.Dynamo.KVEvents:
+		product = "Dynamo's KV router falls back to load-only decisions (\"even in kv mode\", Dynamo's KV routing guide): no overlap is credited"
+	case c.Policy == "llmd-precise":
+		product = "llm-d's precise producer builds its index only from them: no pod matches a prefix"
+	default:
+		return
+	}
+	i := slices.IndexFunc(c.Requirements, func(q Requirement) bool { return q.Name == ReqKVEvents && q.Status == Missing })
+	if i < 0 {
+		return
+	}
+	shown := "the files show an engine without KV events (" + c.Requirements[i].Detail + ")"
+	if c.Variant == Tuned {
+		c.Notes = append(c.Notes, "simulated with the engines publishing KV events, as this configuration needs; "+shown+": enable them to get these figures")
+		return
+	}
+	c.Settings.Dynamo.NoEngineEvents = c.Policy == "dynamo-kv"
+	c.Settings.LLMD.NoEngineEvents = c.Policy == "llmd-precise"
+	c.Notes = append(c.Notes, "simulated without engine KV events: "+shown+", and without them "+product)
 }
 
 func cmpOr(a, b string) string {

@@ -2,6 +2,8 @@ package rank
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -121,5 +123,41 @@ func TestTrafficOf(t *testing.T) {
 	tr.Requests[3].View = nil
 	if got := TrafficOf(tr, 4, 1<<20, false); got.Text {
 		t.Error("a request without a view makes the traffic not text")
+	}
+}
+
+// TestWithoutEngineEvents: the files show an engine without KV events (dgdApprox's worker has no
+// --kv-events-config), so llm-d's precise producer, whose index only the events build, is
+// simulated with no prefix match as shipped; the tuned row (the vllm tokenizer) keeps the events
+// its configuration needs, says so, and its requirement stays missing. Without files the
+// requirement is unknown and both rows read the events as before.
+func TestWithoutEngineEvents(t *testing.T) {
+	files := filesOf(t, map[string]string{"dgd.yaml": dgdApprox})
+	tr := Traffic{Name: "t", Format: "mooncake", Replicas: 2}
+	for _, tc := range []struct {
+		files    *Files
+		status   string
+		noEvents []bool
+		notes    []string
+	}{
+		{files, Missing, []bool{true, false}, []string{"simulated without engine KV events", "simulated with the engines publishing"}},
+		{nil, Unknown, []bool{false, false}, []string{"", ""}},
+	} {
+		cands := Candidates(infos("llmd-precise"), tr, tc.files)
+		if len(cands) != 2 || cands[0].Variant != Shipped || cands[1].Variant != Tuned {
+			t.Fatalf("rows %+v", cands)
+		}
+		for i, c := range cands {
+			k := slices.IndexFunc(c.Requirements, func(q Requirement) bool { return q.Name == ReqKVEvents })
+			if k < 0 || c.Requirements[k].Status != tc.status {
+				t.Errorf("%s %s: requirements %+v, want KV events %s", c.Variant, tc.status, c.Requirements, tc.status)
+			}
+			if c.Settings.LLMD.NoEngineEvents != tc.noEvents[i] || c.Settings.Dynamo.NoEngineEvents {
+				t.Errorf("%s %s: no engine events %v, want %v", c.Variant, tc.status, c.Settings.LLMD.NoEngineEvents, tc.noEvents[i])
+			}
+			if want := tc.notes[i]; want == "" && len(c.Notes) != 0 || want != "" && (len(c.Notes) != 1 || !strings.HasPrefix(c.Notes[0], want)) {
+				t.Errorf("%s %s: notes %q, want %q", c.Variant, tc.status, c.Notes, want)
+			}
+		}
 	}
 }

@@ -56,11 +56,17 @@ spec:
 
 // TestConfiguredRowDiffers: a Dynamo frontend configured in the approximate mode with a 5 s
 // TTL, on 16 requests 10 s apart that share 10 blocks (then one of their own), on 2 replicas.
+// Each request ends long before the next arrives, so none is live when the next is routed.
 // Worked by hand:
-//   - shipped (KV events): the first request ties everywhere and goes to one replica, which
-//     then holds the 10 blocks; every later request costs 1 + 11 there (one block to prefill,
-//     11 decode blocks) against 11 + 11 elsewhere, so all 16 go to it: load max/mean 2.00, a
-//     hot spot, not ranked; 15 requests hit 10 blocks each.
+//   - shipped (KV events), with workers that publish them: the first request ties everywhere
+//     and goes to one replica, which then holds the 10 blocks; every later request costs 1 + 11
+//     there (one block to prefill, 11 decode blocks) against 11 + 11 elsewhere, so all 16 go to
+//     it: load max/mean 2.00, a hot spot, not ranked; 15 requests hit 10 blocks each (150/176).
+//   - shipped, with dgdApprox's worker, which has no --kv-events-config: the router's tree
+//     stays empty (load-only), every request costs 11 + 11 everywhere, a tie, and goes to a
+//     replica drawn at random, as under the configured row below: no hot spot, ranked, but
+//     behind the configured row (one requirement missing against none); 14 requests hit when
+//     both replicas get one (140/176): the events-less row loses one request's 10 blocks.
 //   - configured (--no-router-kv-events --router-ttl-secs 5): the router's record of a
 //     request expires 5 s later, before the next one arrives 10 s later, so every request
 //     sees no overlap anywhere, every cost ties, and each goes to a replica drawn at random:
@@ -103,8 +109,28 @@ func TestConfiguredRowDiffers(t *testing.T) {
 		byVariant[r.Variant] = r
 	}
 	shipped, configured := byVariant[Shipped], byVariant[Configured]
-	if shipped.LoadMaxOverMean != 2 || shipped.Rank != 0 || shipped.HitRate != 150.0/176 {
-		t.Errorf("shipped: load %v rank %d hit %v", shipped.LoadMaxOverMean, shipped.Rank, shipped.HitRate)
+	if shipped.LoadMaxOverMean >= 2 || shipped.Rank != 2 || shipped.HitRate != 140.0/176 {
+		t.Errorf("shipped without engine events: load %v rank %d hit %v", shipped.LoadMaxOverMean, shipped.Rank, shipped.HitRate)
+	}
+	if !shipped.Settings.Dynamo.NoEngineEvents || len(shipped.Notes) != 1 || !strings.Contains(shipped.Notes[0], "load-only") || !strings.Contains(shipped.Notes[0], "dgd.yaml:") {
+		t.Errorf("shipped without engine events: %+v, notes %q", shipped.Settings.Dynamo, shipped.Notes)
+	}
+	if configured.Settings.Dynamo.NoEngineEvents || len(configured.Notes) != 0 {
+		t.Errorf("the approximate mode reads no engine events: %+v, notes %q", configured.Settings.Dynamo, configured.Notes)
+	}
+	// The same worker publishing its events: the shipped row reads them and is the hot spot.
+	withEvents := filesOf(t, map[string]string{"dgd.yaml": strings.Replace(dgdApprox, "args: [--model, Qwen/Qwen3-32B]",
+		`args: [--model, Qwen/Qwen3-32B, --kv-events-config, '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:20080"}']`, 1)})
+	cands = Candidates(infos("dynamo-kv"), TrafficOf(tr, 2, 16000, false), withEvents)
+	if q := cands[0].Requirements; len(q) != 2 || q[1].Name != ReqKVEvents || q[1].Status != Met {
+		t.Fatalf("shipped requirements with the worker's events %+v", q)
+	}
+	rk2, err := Run(context.Background(), tr, setup(2, -1), cands[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rk2.Rows[0]; r.LoadMaxOverMean != 2 || r.Rank != 0 || r.HitRate != 150.0/176 || len(r.Notes) != 0 {
+		t.Errorf("shipped with engine events: load %v rank %d hit %v notes %q", r.LoadMaxOverMean, r.Rank, r.HitRate, r.Notes)
 	}
 	if configured.Rank != 1 || configured.LoadMaxOverMean >= 2 || configured.HitRate < 140.0/176 {
 		t.Errorf("configured: load %v rank %d hit %v", configured.LoadMaxOverMean, configured.Rank, configured.HitRate)

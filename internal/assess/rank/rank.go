@@ -65,6 +65,9 @@ type Candidate struct {
 	Changes []Change
 	// Requirements are what the router needs, each against what the files and traffic show.
 	Requirements []Requirement
+	// Notes say where the row is simulated otherwise than its settings alone say (a router
+	// reading engine KV events the files show the engines do not publish).
+	Notes []string
 }
 
 // Change is one setting a configured or tuned row sets away from the shipped value.
