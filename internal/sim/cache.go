@@ -3,11 +3,14 @@ package sim
 // cache is one replica's prefix cache: a fixed number of block slots, blocks in use by a running
 // request pinned, unpinned blocks evictable in LRU order. This is vLLM's free-block queue: a
 // freed block goes to the back and the front is evicted first. Blocks are the trace's dense ids
-// (see Trace.intern). The index from id to slot is an open-addressing hash table sized to the
-// capacity, not to the trace, so a replica costs what it holds: cacheBytesPerBlock bytes per
-// block of capacity, however many distinct blocks the trace has.
+// (see Trace.intern). The index from id to slot is an open-addressing hash table bounded by the
+// capacity, not by the trace, so a replica costs what it holds: at most cacheBytesPerBlock bytes
+// per block of capacity, however many distinct blocks the trace has. The table and the nodes
+// start small and double as blocks arrive (see cacheStart), so a replica a replay leaves almost
+// empty costs almost nothing to set up.
 type cache struct {
 	capacity int
+	limit    int         // the most blocks it can hold: min(capacity, universe)
 	nodes    []cacheNode // nodes[0] is the sentinel of the evictable list
 	free     []int32
 	table    []cacheSlot // open addressing, linear probing; node 0 means empty
@@ -24,19 +27,38 @@ type cacheNode struct {
 
 type cacheSlot struct{ key, node int32 }
 
-// cacheBytesPerBlock is what a cache costs per block of capacity: a 16-byte node and, at a load
-// factor between 1/8 and 1/4, four to eight 8-byte table slots. The figure stated is the worst.
+// cacheBytesPerBlock is what a cache costs per block of capacity at most: a 16-byte node and, at
+// a load factor of at least 1/8 once full, at most eight 8-byte table slots.
 const cacheBytesPerBlock = 16 + 8*8
 
+// cacheStart is the most blocks a new cache's table and nodes are sized for; both double as the
+// cache fills, up to what min(capacity, universe) blocks need. Sizing every replica for its whole
+// capacity up front cost a 12k-request replay on 64 replicas, most of them nearly empty under a
+// policy that sends everything to one, 6 MB of set-up.
+const cacheStart = 64
+
 // newCache returns an empty cache of capacity blocks for ids below universe. It never holds more
-// than min(capacity, universe) blocks, and is sized for that.
+// than min(capacity, universe) blocks, and never grows past what that needs.
 func newCache(capacity, universe int) cache {
-	c := cache{capacity: capacity}
-	n := tableSize(min(max(capacity, 0), universe))
+	c := cache{capacity: capacity, limit: min(max(capacity, 0), universe)}
+	n := tableSize(min(c.limit, cacheStart))
 	c.table = make([]cacheSlot, n)
 	c.mask = uint32(n - 1)
-	c.nodes = make([]cacheNode, 1, min(max(capacity, 0), universe)+1)
+	c.nodes = make([]cacheNode, 1, min(c.limit, cacheStart)+1)
 	return c
+}
+
+// grow doubles the table, keeping the load factor at most 1/4 for the blocks held; the table
+// never passes tableSize(limit), since a cache never holds more than limit blocks.
+func (c *cache) grow() {
+	old := c.table
+	c.table = make([]cacheSlot, 2*len(old))
+	c.mask = uint32(len(c.table) - 1)
+	for _, s := range old {
+		if s.node != 0 {
+			c.tableInsert(s.key, s.node)
+		}
+	}
 }
 
 // tableSize is the power of two at least four times n (and at least 8): a load factor of at most
@@ -150,10 +172,19 @@ func (c *cache) insert(key int32) (ok bool, victim int32, evicted bool) {
 		n = c.free[k-1]
 		c.free = c.free[:k-1]
 	} else {
+		if len(c.nodes) == cap(c.nodes) {
+			// Double, but never past the limit+1 nodes a full cache needs.
+			nodes := make([]cacheNode, len(c.nodes), min(2*cap(c.nodes), c.limit+1))
+			copy(nodes, c.nodes)
+			c.nodes = nodes
+		}
 		c.nodes = append(c.nodes, cacheNode{})
 		n = int32(len(c.nodes) - 1)
 	}
 	c.nodes[n] = cacheNode{key: key, refs: 1}
+	if 4*(c.used+1) > len(c.table) {
+		c.grow()
+	}
 	c.tableInsert(key, n)
 	c.used++
 	return true, victim, evicted

@@ -154,18 +154,91 @@ func TestMemoryBound(t *testing.T) {
 	}
 }
 
-// TestTableSizes checks the per-block figures the bound is stated in against the tables built.
+// TestTableSizes checks the per-block figures the bound is stated in against the tables built,
+// both new and once grown to hold capacity blocks (the most they can hold).
 func TestTableSizes(t *testing.T) {
-	for _, capacity := range []int{1, 2, 3, 64, 100, 2048, 5000} {
+	for _, capacity := range []int{1, 2, 3, 64, 65, 100, 1024, 1025, 2048, 5000} {
 		c := newCache(capacity, 1<<30)
-		if got := cap(c.nodes)*16 + len(c.table)*8; got > (capacity+1)*cacheBytesPerBlock {
-			t.Errorf("cache of %d blocks takes %d bytes, more than %d per block", capacity, got, cacheBytesPerBlock)
+		for full := range 2 {
+			if got := cap(c.nodes)*16 + len(c.table)*8; got > (capacity+1)*cacheBytesPerBlock {
+				t.Errorf("cache of %d blocks (full: %d) takes %d bytes, more than %d per block", capacity, full, got, cacheBytesPerBlock)
+			}
+			for k := range capacity {
+				c.insert(int32(k))
+			}
 		}
 		for _, reps := range []int{1, 64, 65, 128} {
 			x := newBlockIndex(reps, capacity)
-			if got := len(x.keys)*4 + len(x.sets)*8; got > capacity*indexBytesPerBlock(x.words)+8*(4+8*x.words) {
-				t.Errorf("index of %d blocks on %d replicas takes %d bytes, more than %d per block", capacity, reps, got, indexBytesPerBlock(x.words))
+			for full := range 2 {
+				if got := len(x.keys)*4 + len(x.sets)*8; got > capacity*indexBytesPerBlock(x.words)+8*(4+8*x.words) {
+					t.Errorf("index of %d blocks on %d replicas (full: %d) takes %d bytes, more than %d per block", capacity, reps, full, got, indexBytesPerBlock(x.words))
+				}
+				for k := range capacity {
+					x.add(int32(k), k%reps)
+				}
 			}
+		}
+	}
+}
+
+// TestGrowth fills a cache and the block index well past the size they start at (cacheStart,
+// indexStart), so that their tables double several times, and checks every block against what
+// was put in: growing keeps every entry and the LRU order, which is what keeps a replay's results
+// the same as with tables sized for the whole capacity at the start.
+func TestGrowth(t *testing.T) {
+	const capacity = 40 * cacheStart
+	c := newCache(capacity, 1<<30)
+	for k := range capacity {
+		if ok, _, evicted := c.insert(int32(3 * k)); !ok || evicted {
+			t.Fatalf("insert %d into a cache of %d with %d held: ok %v, evicted %v", 3*k, capacity, k, ok, evicted)
+		}
+	}
+	if 4*c.used > len(c.table) || len(c.table) > tableSize(capacity) {
+		t.Errorf("%d blocks in a table of %d slots, want at most a quarter full and at most %d slots", c.used, len(c.table), tableSize(capacity))
+	}
+	for k := range 3 * capacity {
+		if got, want := c.has(int32(k)), k%3 == 0; got != want {
+			t.Fatalf("has(%d) = %v, want %v", k, got, want)
+		}
+	}
+	// Freed in the order 0, 3, 6, ...: new blocks evict them in that order.
+	for k := range capacity {
+		c.unpin(int32(3 * k))
+	}
+	for k := range capacity {
+		_, victim, evicted := c.insert(int32(3*k + 1))
+		if !evicted || victim != int32(3*k) {
+			t.Fatalf("insert %d: evicted %v (%v), want %d", 3*k+1, victim, evicted, 3*k)
+		}
+	}
+
+	const blocks = 20 * indexStart
+	x := newBlockIndex(70, blocks)
+	for k := range blocks {
+		x.add(int32(k), k%70)
+		x.add(int32(k), 69-k%70)
+	}
+	for k := 0; k < blocks; k += 2 {
+		x.remove(int32(k), k%70)
+		x.remove(int32(k), 69-k%70)
+	}
+	if x.n != blocks/2 || 4*x.n > len(x.keys) || len(x.keys) > tableSize(blocks) {
+		t.Errorf("%d entries in %d slots, want %d entries in at most %d slots, at most a quarter full", x.n, len(x.keys), blocks/2, tableSize(blocks))
+	}
+	for k := range blocks + 10 {
+		set := x.lookup(int32(k))
+		if k%2 == 0 || k >= blocks {
+			if set != nil {
+				t.Fatalf("block %d: set %x after removal, want none", k, set)
+			}
+			continue
+		}
+		want := make([]uint64, 2)
+		for _, r := range []int{k % 70, 69 - k%70} {
+			want[r/64] |= 1 << (r % 64)
+		}
+		if diff := cmp.Diff(want, set); diff != "" {
+			t.Fatalf("block %d: replica set (-want +got):\n%s", k, diff)
 		}
 	}
 }

@@ -14,7 +14,8 @@
 // Memory: the trace is held in memory (about 12 bytes per block reference plus 100 per
 // request; every reader streams its input and stops at MaxBlockRefs references, the trace files
 // also at MaxRequests requests). A simulation adds what the model holds, not what the trace
-// holds: per replica, cacheBytesPerBlock (80) bytes per block of KV capacity; for the
+// holds: per replica, at most cacheBytesPerBlock (80) bytes per block of KV capacity (its
+// tables grow as it fills); for the
 // prefix-aware policies one block index over the blocks cached anywhere, at most
 // indexBytesPerBlock bytes (96 up to 64 replicas, 160 up to 128) per block of the fleet's total
 // capacity; 8 bytes per request sent (its TTFT, for the quantiles) and

@@ -6,8 +6,10 @@ import "math/bits"
 // replicas caching it, one bit each, so that the cached prefix on every replica is found with
 // one lookup per block. Only resident blocks have an entry, so the index holds at most the sum of
 // the replicas' capacities (and never more than the trace's distinct blocks), whatever the
-// trace's length: an open-addressing table (keys, and words uint64s of replica bits per slot)
-// sized once at a load factor of at most 1/4.
+// trace's length: an open-addressing table (keys, and words uint64s of replica bits per slot) at
+// a load factor of at most 1/4. It starts at indexStart entries' worth and doubles as entries
+// arrive, so a replay that caches few distinct blocks at once (a policy that sends everything to
+// one replica) keeps a table that stays in the processor's cache and costs little to set up.
 type blockIndex struct {
 	words int      // uint64s per replica set: ceil(replicas/64)
 	keys  []int32  // per slot: key+1, 0 when empty
@@ -17,13 +19,34 @@ type blockIndex struct {
 }
 
 // indexBytesPerBlock is what the index costs per resident block at most, for a set of words
-// uint64s: a slot of 4+8*words bytes at a load factor of at least 1/8.
+// uint64s: a slot of 4+8*words bytes at a load factor of at least 1/8 when full.
 func indexBytesPerBlock(words int) int { return 8 * (4 + 8*words) }
 
+// indexStart is the most entries a new index is sized for.
+const indexStart = 1024
+
+// newBlockIndex returns an empty index for replicas replicas and at most resident entries. It
+// never grows past tableSize(resident) slots.
 func newBlockIndex(replicas, resident int) blockIndex {
 	w := (replicas + 63) / 64
-	n := tableSize(resident)
+	n := tableSize(min(resident, indexStart))
 	return blockIndex{words: w, keys: make([]int32, n), sets: make([]uint64, n*w), mask: uint32(n - 1)}
+}
+
+// grow doubles the table, moving every entry to its slot in the new one.
+func (x *blockIndex) grow() {
+	keys, sets, w := x.keys, x.sets, x.words
+	x.keys = make([]int32, 2*len(keys))
+	x.sets = make([]uint64, 2*len(sets))
+	x.mask = uint32(len(x.keys) - 1)
+	for j, k := range keys {
+		if k == 0 {
+			continue
+		}
+		i := x.slot(k - 1)
+		x.keys[i] = k
+		copy(x.sets[int(i)*w:int(i)*w+w], sets[j*w:j*w+w])
+	}
 }
 
 // slot returns the slot of key, or of the empty slot where it would go.
@@ -51,6 +74,10 @@ func (x *blockIndex) lookup(key int32) []uint64 {
 func (x *blockIndex) add(key int32, rep int) {
 	i := x.slot(key)
 	if x.keys[i] == 0 {
+		if 4*(x.n+1) > len(x.keys) {
+			x.grow()
+			i = x.slot(key)
+		}
 		x.keys[i] = key + 1
 		x.n++
 	}
