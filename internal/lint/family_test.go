@@ -430,6 +430,56 @@ func TestRealDynamoDashboard(t *testing.T) {
 	}
 }
 
+// TestRealDynamoRouterDashboard lints a reduction of Dynamo's own dashboard at 2a6da14 (the
+// file says where it comes from): its KV-hit-rate, routing-overhead and KV-events panels read
+// dynamo_component_router_kv_hit_rate, dynamo_router_overhead_* and
+// dynamo_component_kv_cache_events_applied, read from lib/llm/src/kv_router/metrics.rs and
+// lib/kv-router/src/indexer/metrics.rs at that commit. Every query there is right (quantiles
+// over _bucket by le, rate() of the counters), so it is clean, and it is judged as Dynamo's:
+// before these names were catalogued the file matched no family at all. The same names used
+// wrongly are found: a raw router counter and a quantile over the histogram's bare name.
+func TestRealDynamoRouterDashboard(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(fixtures, "dynamo_router_dashboard_2a6da14c8.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLinterTargets(t, "").File("dynamo.json", b)
+	if len(r.Findings) != 0 {
+		t.Errorf("Dynamo's router panels: %+v", r.Findings)
+	}
+	if !slices.Equal(r.Families, []string{"dynamo"}) {
+		t.Errorf("families %v, want [dynamo]", r.Families)
+	}
+	// An autoscaler rule on the router's request counter without rate(): the total since the
+	// router started, not a request rate.
+	r = newLinterTargets(t, "").File("r.yaml", rule(`sum(dynamo_component_router_requests_total) > 100`))
+	if len(r.Findings) != 1 || r.Findings[0].Metric != "dynamo_component_router_requests_total" || r.Findings[0].Status != StatusQuery {
+		t.Errorf("raw router counter: %+v", r.Findings)
+	}
+	// The hit-rate histogram by its bare name matches no series.
+	r = newLinterTargets(t, "").File("r.yaml", rule(`histogram_quantile(0.5, sum by (le) (rate(dynamo_component_router_kv_hit_rate[5m]))) < 0.2`))
+	if len(r.Findings) == 0 {
+		t.Errorf("quantile over the bare histogram name: no finding")
+	}
+	for _, f := range r.Findings {
+		if f.Metric != "dynamo_component_router_kv_hit_rate" {
+			t.Errorf("finding on %q, want dynamo_component_router_kv_hit_rate: %+v", f.Metric, f)
+		}
+	}
+	// The indexer's counter is registered without _total and exposed as written: rate() of it is
+	// right, and so is the standalone indexer's own name.
+	for _, q := range []string{
+		`sum(rate(dynamo_component_kv_cache_events_applied{status!="ok"}[5m])) > 0`,
+		`sum(rate(dynamo_kvrouter_kv_cache_events_applied{status!="ok"}[5m])) > 0`,
+		`histogram_quantile(0.99, sum by (le) (rate(dynamo_router_overhead_total_ms_bucket[5m]))) > 50`,
+		`max(dynamo_kvindexer_workers) < 1`,
+	} {
+		if r := newLinterTargets(t, "").File("r.yaml", rule(q)); len(r.Findings) != 0 || !slices.Equal(r.Families, []string{"dynamo"}) {
+			t.Errorf("%s: families %v, findings %+v", q, r.Families, r.Findings)
+		}
+	}
+}
+
 // TestKVOffloadNames: the offloading connector's names read from vLLM's source (PRs #35669,
 // #45737, #45958, #47666, #47679) are known, so a panel on them is not a metric-unknown
 // warning; the legacy kv_offload_total_bytes is still deprecated.
