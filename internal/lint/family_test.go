@@ -466,6 +466,22 @@ func TestRealDynamoRouterDashboard(t *testing.T) {
 			t.Errorf("finding on %q, want dynamo_component_router_kv_hit_rate: %+v", f.Metric, f)
 		}
 	}
+	// The names main carried for a day or two in February 2026 (PR #6146's
+	// dynamo_routing_overhead_*, PR #6227's dynamo_router_* that PR #6558 moved back), which
+	// Dynamo's deprecations page still gives: no release has them, and the rename is exact.
+	for _, c := range []struct{ q, metric, want string }{
+		{`sum by (router_id) (rate(dynamo_router_requests_total[5m])) > 100`, "dynamo_router_requests_total", "dynamo_component_router_requests_total"},
+		{`histogram_quantile(0.9, sum by (le) (rate(dynamo_routing_overhead_total_ms_bucket[5m]))) > 5`, "dynamo_routing_overhead_total_ms_bucket", "dynamo_router_overhead_total_ms_bucket"},
+	} {
+		r := newLinterTargets(t, "").File("r.yaml", rule(c.q))
+		if len(r.Findings) != 1 || r.Findings[0].Status != StatusRemoved || r.Findings[0].Metric != c.metric || !r.Findings[0].Fixable() || !strings.Contains(r.Findings[0].Message, "never in a Dynamo release") {
+			t.Errorf("%s: %+v", c.q, r.Findings)
+			continue
+		}
+		if !strings.Contains(string(r.Fixed), c.want) {
+			t.Errorf("%s: fixed to\n%s\nwant %s", c.q, r.Fixed, c.want)
+		}
+	}
 	// The indexer's counter is registered without _total and exposed as written: rate() of it is
 	// right, and so is the standalone indexer's own name.
 	for _, q := range []string{
