@@ -273,3 +273,36 @@ func TestDuplicates(t *testing.T) {
 		t.Errorf("duplicates %d (%.2f of cached), want 1 (0.20)", res.DuplicateBlocks, res.DuplicateFraction)
 	}
 }
+
+// TestQueueNeverEmpty keeps 100 jobs waiting while 100,000 pass through, as at a replica that
+// every request is sent to: the jobs must come out in the order they went in, and the queue must
+// hold slots for about what waits, not for every job it ever held.
+func TestQueueNeverEmpty(t *testing.T) {
+	jobs := make([]job, 100_000)
+	var q queue
+	next := 0
+	for i := range jobs {
+		jobs[i].seq = i
+		q.push(&jobs[i])
+		if q.len() > 100 {
+			if j := q.pop(); j.seq != next {
+				t.Fatalf("popped job %d, want %d", j.seq, next)
+			}
+			next++
+		}
+	}
+	if q.len() != 100 {
+		t.Errorf("%d waiting, want 100", q.len())
+	}
+	if cap(q.items) > 4096 {
+		t.Errorf("a queue of at most 101 jobs holds %d slots after 100,000 jobs, want at most 4096", cap(q.items))
+	}
+	for ; q.len() > 0; next++ {
+		if j := q.pop(); j.seq != next {
+			t.Fatalf("popped job %d, want %d", j.seq, next)
+		}
+	}
+	if next != len(jobs) {
+		t.Errorf("%d jobs out, want %d", next, len(jobs))
+	}
+}

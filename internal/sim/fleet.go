@@ -41,8 +41,16 @@ func (q *queue) pop() *job {
 	j := q.items[q.head]
 	q.items[q.head] = nil
 	q.head++
-	if q.head == len(q.items) {
+	switch {
+	case q.head == len(q.items):
 		q.items, q.head = q.items[:0], 0
+	case q.head >= 1024 && 2*q.head >= len(q.items):
+		// A queue that never empties (a policy that sends everything to one replica) would
+		// otherwise keep, and copy as it grows, a slot for every job it ever held: move the
+		// waiting jobs to the front once at least half the array is behind the head.
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
 	}
 	return j
 }
