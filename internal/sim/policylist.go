@@ -15,12 +15,7 @@ import (
 // prodstack-prefixaware, ...), "all" (every idealised policy, the default) or "routers" (every
 // emulation). An unknown name or an empty list is an error naming what to give.
 func ParsePolicies(list string) ([]string, error) {
-	all := PolicyNames()
-	var routers []string
-	for _, e := range Emulations() {
-		routers = append(routers, e.Name)
-	}
-	order := append(slices.Clone(all), routers...)
+	all, routers, order := PolicyNames(), emulationNames(), everyName()
 	var out []string
 	add := func(names ...string) {
 		for _, n := range names {

@@ -258,6 +258,19 @@ func needsView(info PolicyInfo, t *Trace) error {
 	return nil
 }
 
+// emulationNames returns the names of Emulations, in order.
+func emulationNames() []string {
+	var out []string
+	for _, e := range Emulations() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// everyName is every name a simulation takes, in the order results are shown: the idealised
+// policies, then the emulations.
+func everyName() []string { return append(PolicyNames(), emulationNames()...) }
+
 // lookupPolicy finds a policy or an emulation by name.
 func lookupPolicy(name string) (PolicyInfo, bool) {
 	for _, l := range [][]PolicyInfo{Policies(), Emulations()} {

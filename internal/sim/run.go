@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,7 +94,7 @@ func simulateRun(t *Trace, c Config, policyName string, record bool, w *watch) (
 	}
 	info, ok := lookupPolicy(policyName)
 	if !ok {
-		return Result{}, nil, fmt.Errorf("unknown policy %q: use one of %v", policyName, PolicyNames())
+		return Result{}, nil, fmt.Errorf("unknown policy %q: use one of %s", policyName, strings.Join(everyName(), ", "))
 	}
 	return simulateInfo(t, c, info, record, w)
 }
@@ -295,10 +296,7 @@ func run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 	if !slices.Contains(policies, baseline) {
 		policies = append(policies, baseline)
 	}
-	order := PolicyNames()
-	for _, e := range Emulations() {
-		order = append(order, e.Name)
-	}
+	order := everyName()
 	slices.SortStableFunc(policies, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	type point struct{ replicas, kv, pol int }
 	var points []point
