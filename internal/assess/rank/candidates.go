@@ -148,7 +148,7 @@ func Candidates(emus []sim.PolicyInfo, tr Traffic, files *Files) []Candidate {
 		out = append(out, shipped...)
 		var configured []Candidate
 		for _, rc := range files.routersFor(e.Name) {
-			c := Candidate{Policy: e.Name, Product: product, Variant: Configured, Label: rc.Where, Settings: rc.Settings, Changes: rc.Changes}
+			c := Candidate{Policy: e.Name, Product: product, Variant: Configured, Label: rc.Where, Settings: rc.Settings, Changes: rc.Changes, Notes: slices.Clone(rc.Notes)}
 			configured = append(configured, c)
 		}
 		out = append(out, configured...)
@@ -227,6 +227,7 @@ func tune(from Candidate, tr Traffic) (Candidate, bool) {
 	c := from
 	c.Variant, c.Label = Tuned, ""
 	c.Changes = slices.Clone(from.Changes)
+	c.Notes = slices.Clone(from.Notes)
 	s := &c.Settings
 	var ch []Change
 	switch from.Policy {

@@ -46,6 +46,16 @@ type settingsReader struct {
 	vals    map[string]string
 	where   string
 	changes []Change
+	// notes say which values could not be read, and that the row keeps the shipped value for
+	// them.
+	notes []string
+}
+
+// refuse records a value that is not the kind the setting takes: the row runs with the
+// shipped value, and says so.
+func (s *settingsReader) refuse(key, val, want string, shipped any) {
+	s.notes = append(s.notes, fmt.Sprintf("%s %q in %s is not %s: simulated with the shipped %v; fix the value to get these figures for it",
+		key, val, s.where, want, shipped))
 }
 
 func (s *settingsReader) note(key, val string) {
@@ -58,7 +68,11 @@ func (s *settingsReader) float(key string, dst *float64) {
 		return
 	}
 	x, err := parseFloat(v)
-	if err != nil || x == *dst {
+	if err != nil {
+		s.refuse(key, v, "a number", *dst)
+		return
+	}
+	if x == *dst {
 		return
 	}
 	*dst = x
@@ -71,7 +85,11 @@ func (s *settingsReader) int(key string, dst *int) {
 		return
 	}
 	x, err := strconv.Atoi(strings.Trim(strings.TrimSpace(v), `"'`))
-	if err != nil || x == *dst {
+	if err != nil {
+		s.refuse(key, v, "a whole number", *dst)
+		return
+	}
+	if x == *dst {
 		return
 	}
 	*dst = x
@@ -93,20 +111,40 @@ func (s *settingsReader) bool(key string, dst *bool) {
 		return
 	}
 	b, err := strconv.ParseBool(strings.ToLower(strings.Trim(v, `"'`)))
-	if err != nil || b == *dst {
+	if err != nil {
+		s.refuse(key, v, "true or false", *dst)
+		return
+	}
+	if b == *dst {
 		return
 	}
 	*dst = b
 	s.note(key, v)
 }
 
-// parseFloat reads a number as YAML, flags and Python write it: 1.5, "2", inf, float("inf").
+// parseFloat reads a number as YAML, flags and Python write it: 1.5, "2", inf, .inf, -inf,
+// float("inf"), float("-inf"). NaN is no setting's value and is refused, as is any other text.
 func parseFloat(v string) (float64, error) {
-	v = strings.Trim(strings.TrimSpace(v), `"'`)
-	if strings.Contains(strings.ToLower(v), "inf") {
-		return math.Inf(1), nil
+	t := strings.ToLower(strings.Trim(strings.TrimSpace(v), `"'`))
+	if in, ok := strings.CutPrefix(t, "float("); ok {
+		if in, ok = strings.CutSuffix(in, ")"); ok {
+			t = strings.Trim(strings.TrimSpace(in), `"'`)
+		}
 	}
-	return strconv.ParseFloat(v, 64)
+	switch t {
+	case "inf", ".inf", "+inf", "+.inf", "infinity", "+infinity":
+		return math.Inf(1), nil
+	case "-inf", "-.inf", "-infinity":
+		return math.Inf(-1), nil
+	}
+	x, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return 0, err
+	}
+	if math.IsNaN(x) {
+		return 0, fmt.Errorf("%q is not a number", v)
+	}
+	return x, nil
 }
 
 // configured maps one router's values to the emulations it runs, with the user's settings.
@@ -208,7 +246,7 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 	}
 	out := make([]RouterConfig, 0, len(policies))
 	for _, p := range policies {
-		out = append(out, RouterConfig{Policy: p, Where: where, Settings: s, Changes: rd.changes})
+		out = append(out, RouterConfig{Policy: p, Where: where, Settings: s, Changes: rd.changes, Notes: rd.notes})
 	}
 	return out
 }

@@ -49,6 +49,8 @@ type RouterConfig struct {
 	// Changes are the values that differ from the product as shipped, each with where it was
 	// set.
 	Changes []Change
+	// Notes name the values that could not be read (the row keeps the shipped value for them).
+	Notes []string
 }
 
 func (f *Files) routersFor(policy string) []RouterConfig {

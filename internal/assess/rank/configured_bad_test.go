@@ -1,0 +1,59 @@
+package rank
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// A value that is not the kind its setting takes keeps the shipped value and says so on the
+// row, naming the setting, the value and where it was set; it is never dropped in silence.
+func TestConfiguredUnreadableValues(t *testing.T) {
+	shipped := sim.DefaultRouterSettings()
+	for _, tc := range []struct {
+		kind, key, val string
+		read           func(sim.RouterSettings) any
+		want           any
+	}{
+		{lint.RouterLLMD, "prefix-cache-scorer", `"abc"`, func(s sim.RouterSettings) any { return s.LLMD.PrefixWeight }, shipped.LLMD.PrefixWeight},
+		{lint.RouterLLMD, "prefix-cache-scorer", ".nan", func(s sim.RouterSettings) any { return s.LLMD.PrefixWeight }, shipped.LLMD.PrefixWeight},
+		{lint.RouterLLMD, "blockSizeTokens", "16k", func(s sim.RouterSettings) any { return s.LLMD.BlockSizeTokens }, shipped.LLMD.BlockSizeTokens},
+		{lint.RouterLLMD, "autoTune", "maybe", func(s sim.RouterSettings) any { return s.LLMD.AutoTune }, shipped.LLMD.AutoTune},
+	} {
+		r := lint.RouterFacts{Kind: tc.kind, File: "epc.yaml", Line: 7, Values: map[string]string{tc.key: tc.val}}
+		rows := configured(r, "epc.yaml:7")
+		if len(rows) != 1 {
+			t.Fatalf("%s=%s: %d rows, want 1", tc.key, tc.val, len(rows))
+		}
+		if got := tc.read(rows[0].Settings); got != tc.want {
+			t.Errorf("%s=%s: simulated with %v, want the shipped %v", tc.key, tc.val, got, tc.want)
+		}
+		if len(rows[0].Changes) != 0 {
+			t.Errorf("%s=%s: changes %v, want none", tc.key, tc.val, rows[0].Changes)
+		}
+		if len(rows[0].Notes) != 1 || !strings.Contains(rows[0].Notes[0], tc.key+" ") ||
+			!strings.Contains(rows[0].Notes[0], "epc.yaml:7") || !strings.Contains(rows[0].Notes[0], "shipped") {
+			t.Errorf("%s=%s: notes %q, want one naming the setting, epc.yaml:7 and the shipped value", tc.key, tc.val, rows[0].Notes)
+		}
+	}
+}
+
+// parseFloat keeps the sign of an infinity and refuses NaN and text that merely contains "inf".
+func TestParseFloatEdges(t *testing.T) {
+	for v, want := range map[string]float64{
+		"1.5": 1.5, `"2"`: 2, "inf": math.Inf(1), ".inf": math.Inf(1), `float("inf")`: math.Inf(1),
+		"-inf": math.Inf(-1), "-.inf": math.Inf(-1), `float('-inf')`: math.Inf(-1),
+	} {
+		if got, err := parseFloat(v); err != nil || got != want {
+			t.Errorf("parseFloat(%s) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"nan", ".nan", "NaN", "info", "abc", ""} {
+		if got, err := parseFloat(v); err == nil {
+			t.Errorf("parseFloat(%q) = %v, want an error", v, got)
+		}
+	}
+}
