@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -250,9 +251,25 @@ func version(add func(name, status, detail string), f *Files) {
 		return
 	}
 	var vs []string
+	cat, catErr := catalog.Load()
 	for _, e := range f.Engines {
 		if e.Version == "" {
 			add(ReqVLLMVersion, Unknown, e.Where+": image "+cmpOr(e.Image, "not given")+" names no vLLM version")
+			return
+		}
+		// A release newer than any the catalog describes: the files name it, but nothing
+		// kvcheck knows says what it still supports.
+		v, err := catalog.ParseVersion(e.Version)
+		switch {
+		case err != nil:
+			add(ReqVLLMVersion, Unknown, e.Where+": vLLM "+e.Version+" is not a version kvcheck can read")
+			return
+		case catErr != nil:
+			add(ReqVLLMVersion, Unknown, e.Where+": vLLM "+e.Version+", and the catalog to judge it by did not load: "+catErr.Error())
+			return
+		case cat.Newest.Less(v):
+			add(ReqVLLMVersion, Unknown, e.Where+": vLLM "+e.Version+" is newer than the newest release kvcheck's catalog describes ("+
+				cat.Newest.String()+"): whether it still serves this router is not known")
 			return
 		}
 		if !slices.Contains(vs, e.Version) {
