@@ -325,21 +325,7 @@ func (d *ydoc) embeddedEPCs(root *yaml.Node) bool {
 		}
 		switch n.Kind {
 		case yaml.ScalarNode:
-			if !strings.Contains(n.Value, "EndpointPickerConfig") || !strings.Contains(n.Value, "plugins") {
-				return
-			}
-			docs, err := parseYAML([]byte(n.Value))
-			if err != nil {
-				return
-			}
-			for _, sub := range docs {
-				if len(sub.Content) == 0 {
-					continue
-				}
-				r := sub.Content[0]
-				if k, _ := str(r, "kind"); k != "EndpointPickerConfig" {
-					continue
-				}
+			for _, r := range heldEPCs(n) {
 				held := &ydoc{fl: d.fl, idx: -1, host: n, budget: d.budget}
 				if n.Style == yaml.LiteralStyle {
 					held.line, held.col = n.Line, d.fl.blockIndent(n)
@@ -359,6 +345,29 @@ func (d *ydoc) embeddedEPCs(root *yaml.Node) bool {
 	}
 	walk(root, 0)
 	return found
+}
+
+// heldEPCs returns the root of every EndpointPickerConfig document held in the scalar n (a
+// ConfigMap's data, the router chart's pluginsCustomConfig), in order; a string that does not
+// parse as YAML holds none.
+func heldEPCs(n *yaml.Node) []*yaml.Node {
+	if !strings.Contains(n.Value, "EndpointPickerConfig") || !strings.Contains(n.Value, "plugins") {
+		return nil
+	}
+	docs, err := parseYAML([]byte(n.Value))
+	if err != nil {
+		return nil
+	}
+	var out []*yaml.Node
+	for _, sub := range docs {
+		if len(sub.Content) == 0 {
+			continue
+		}
+		if k, _ := str(sub.Content[0], "kind"); k == "EndpointPickerConfig" {
+			out = append(out, sub.Content[0])
+		}
+	}
+	return out
 }
 
 // blockIndent returns the 1-based column where a literal block scalar's content starts.

@@ -192,20 +192,8 @@ func (fl *fileLint) walkValues(n *yaml.Node, dep *Deployment, depth int) {
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if !strings.Contains(n.Value, "EndpointPickerConfig") || !strings.Contains(n.Value, "plugins") {
-			return
-		}
-		docs, err := parseYAML([]byte(n.Value))
-		if err != nil {
-			return
-		}
-		for _, sub := range docs {
-			if len(sub.Content) == 0 {
-				continue
-			}
-			if k, _ := str(sub.Content[0], "kind"); k == "EndpointPickerConfig" {
-				dep.Routers = append(dep.Routers, *fl.epcValues(sub.Content[0], n.Line))
-			}
+		for _, r := range heldEPCs(n) {
+			dep.Routers = append(dep.Routers, *fl.epcValues(r, n.Line))
 		}
 	case yaml.MappingNode:
 		if rc := get(n, "request_router_config"); rc != nil {
