@@ -33,10 +33,12 @@ func plainKey(k []byte) bool {
 	return true
 }
 
-// walkObject calls fn with each member of the JSON object in b, which must be valid JSON
-// (checked by the caller, or part of a validated line): the key as written and the value's
-// bytes. It reports false when b is not an object.
-func walkObject(b []byte, fn func(k, v []byte)) bool {
+// JSONMembers calls fn with each member of the JSON object in b: the key as written (escapes
+// not decoded) and the value's bytes, both pointing into b. It walks strings and brackets
+// without decoding them and reports false when b is not an object (or stops being one part
+// way); values are not validated, so fn may have seen some members by then. The simulator's
+// request-log reader uses it on unvalidated lines; audit's callers pass validated JSON.
+func JSONMembers(b []byte, fn func(k, v []byte)) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -58,13 +60,19 @@ func walkObject(b []byte, fn func(k, v []byte)) bool {
 			return false
 		}
 		end := endOfString(b, i)
-		key := b[i+1 : end-1]
-		i = skipWS(b, end) + 1 // past the colon
-		i = skipWS(b, i)
-		if i >= len(b) {
+		if end < 0 {
 			return false
 		}
+		key := b[i+1 : end-1]
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipWS(b, i+1)
 		vend := endOfValue(b, i)
+		if vend <= i {
+			return false
+		}
 		fn(key, b[i:vend])
 		i = vend
 	}
@@ -77,14 +85,14 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// endOfString returns the index after the valid JSON string that starts at b[i] == '"' (len(b)
-// when it does not end: b was not valid).
+// endOfString returns the index after the JSON string that starts at b[i] == '"', or -1 when
+// it does not end.
 func endOfString(b []byte, i int) int {
 	j := i + 1
 	for {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
-			return len(b)
+			return -1
 		}
 		j += k
 		esc := 0
@@ -98,8 +106,13 @@ func endOfString(b []byte, i int) int {
 	}
 }
 
-// endOfValue returns the index after the valid JSON value that starts at b[i] (at most len(b)).
+// endOfValue returns the index after the JSON value that starts at b[i], or -1 when there is
+// none or a string or bracket in it does not end. Only strings and brackets are followed: the
+// value is not validated.
 func endOfValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
 	switch b[i] {
 	case '"':
 		return endOfString(b, i)
@@ -108,7 +121,11 @@ func endOfValue(b []byte, i int) int {
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				j = endOfString(b, j) - 1
+				end := endOfString(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -118,7 +135,7 @@ func endOfValue(b []byte, i int) int {
 				}
 			}
 		}
-		return len(b)
+		return -1
 	}
 	j := i
 	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
@@ -135,7 +152,7 @@ func endOfValue(b []byte, i int) int {
 func exportMembers(line []byte) (m map[string]json.RawMessage, body, ok bool) {
 	m = map[string]json.RawMessage{}
 	ok = true
-	walkObject(line, func(k, v []byte) {
+	JSONMembers(line, func(k, v []byte) {
 		if !plainKey(k) {
 			ok = false
 			return
@@ -158,7 +175,7 @@ func objectOf(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 	}
 	m := map[string]json.RawMessage{}
 	plain := true
-	walkObject(raw, func(k, v []byte) {
+	JSONMembers(raw, func(k, v []byte) {
 		if !plainKey(k) {
 			plain = false
 			return
@@ -176,7 +193,7 @@ func objectOf(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 // none is found and a name is not plain (it may decode to one): the caller asks asObject.
 func hasBodyKey(raw []byte) (has, sure bool) {
 	sure = true
-	walkObject(raw, func(k, _ []byte) {
+	JSONMembers(raw, func(k, _ []byte) {
 		if !plainKey(k) {
 			sure = false
 		}
@@ -214,7 +231,7 @@ func foldsTo(k []byte, names []string) bool {
 func fastBody(data []byte) (b wireBody, ok bool) {
 	ok = true
 	var seen uint8
-	walkObject(data, func(k, v []byte) {
+	JSONMembers(data, func(k, v []byte) {
 		if !ok {
 			return
 		}
@@ -285,7 +302,7 @@ func fastMessages(v []byte) (*[]wireMessage, bool) {
 func fastMessage(e []byte) (m wireMessage, ok bool) {
 	ok = true
 	var seen uint8
-	walkObject(e, func(k, v []byte) {
+	JSONMembers(e, func(k, v []byte) {
 		if !ok {
 			return
 		}
@@ -347,6 +364,9 @@ func walkArray(b []byte, fn func(v []byte)) {
 			continue
 		}
 		end := endOfValue(b, i)
+		if end <= i {
+			return // b was not valid after all
+		}
 		fn(b[i:end])
 		i = end
 	}

@@ -511,7 +511,7 @@ func readFields(line []byte, bodyKey, timeKey string) (logFields, error) {
 	if bodyKey != "" {
 		path = strings.Split(bodyKey, ".")
 	}
-	ok := members(line, func(k, v span) {
+	ok := audit.JSONMembers(line, func(k, v []byte) {
 		for i, tk := range keys {
 			if string(k) == tk {
 				times[i] = v
@@ -542,7 +542,7 @@ func readFields(line []byte, bodyKey, timeKey string) (logFields, error) {
 			break
 		}
 		body = nil
-		members(obj, func(k, v span) {
+		audit.JSONMembers(obj, func(k, v []byte) {
 			if depth == len(path) {
 				b.set(k, v)
 			} else if string(k) == path[depth] {
@@ -595,112 +595,6 @@ func unquoted(raw span) (span, bool) {
 		return bytes.TrimSpace([]byte(s)), true
 	}
 	return raw, true
-}
-
-// members calls fn with each member of the JSON object in b: the key as written (escapes not
-// decoded) and the value's bytes. It walks strings and brackets without decoding them and
-// reports false when b is not an object; values are not validated.
-func members(b span, fn func(k, v span)) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case '}':
-			return true
-		case ',':
-			i++
-			continue
-		case '"':
-		default:
-			return false
-		}
-		end := skipString(b, i)
-		if end < 0 {
-			return false
-		}
-		key := b[i+1 : end-1]
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		vend := skipValue(b, i)
-		if vend <= i {
-			return false
-		}
-		fn(key, b[i:vend])
-		i = vend
-	}
-}
-
-func skipSpace(b span, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string that starts at b[i] == '"', or -1.
-func skipString(b span, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		esc := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			esc++
-		}
-		if esc%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// skipValue returns the index after the value that starts at b[i], or -1.
-func skipValue(b span, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end := skipString(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
 }
 
 // nonNegInt reads a non-negative integer (a JSON number, possibly in a string).
