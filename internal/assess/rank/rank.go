@@ -98,6 +98,10 @@ type Row struct {
 	HitRate, PrefillSaved float64
 	LoadMaxOverMean       float64
 	TTFTP50, TTFTP99      float64
+	// evenLoad is the load max/mean of the evenest spread the replayed requests allow
+	// (ceil(n/r)/(n/r)): with fewer requests than replicas no router can do better, so a
+	// figure at it is no hot spot. 0 when not known (every figure is then judged).
+	evenLoad float64
 	// FreshShare is the added replica's share of the requests after it joined (with
 	// --add-replica-at), FairShare 1/(replicas+1); Starves when FreshShare < FairShare/2.
 	FreshShare *float64
@@ -241,7 +245,7 @@ feed:
 			return nil, fmt.Errorf("%s (%s): %w", cd.Policy, cd.Variant, err)
 		}
 		row := Row{Candidate: cd, HitRate: steadyHit(res), LoadMaxOverMean: res.LoadMaxOverMean,
-			TTFTP50: res.TTFTP50, TTFTP99: res.TTFTP99, FreshShare: res.FreshShare}
+			TTFTP50: res.TTFTP50, TTFTP99: res.TTFTP99, FreshShare: res.FreshShare, evenLoad: evenLoad(res.PerReplica)}
 		if todayMiss > 0 {
 			row.PrefillSaved = float64(todayMiss-(res.SteadyInputTokens-res.SteadyHitTokens)) / float64(todayMiss)
 		}
@@ -262,7 +266,7 @@ func (rk *Ranking) settle() {
 		row.Rank, row.Excluded = 0, ""
 		row.Starves = rk.AddReplicaAt >= 0 && row.FreshShare != nil && *row.FreshShare < row.FairShare/2
 		switch {
-		case row.LoadMaxOverMean >= rk.HotSpot:
+		case row.LoadMaxOverMean >= rk.HotSpot && row.LoadMaxOverMean > row.evenLoad*(1+1e-9):
 			row.Excluded = fmt.Sprintf("hot spot: load max/mean %.2f >= %.1f", row.LoadMaxOverMean, rk.HotSpot)
 		case row.Starves:
 			row.Excluded = fmt.Sprintf("starves the added replica: %.1f%% of the requests after it joined, under half its fair share %.1f%%", 100**row.FreshShare, 100*row.FairShare)
@@ -274,6 +278,19 @@ func (rk *Ranking) settle() {
 	if len(rk.Rows) > 0 && rk.Rows[0].Rank == 1 {
 		rk.Snippet = SnippetFor(rk.Rows[0])
 	}
+}
+
+// evenLoad is the load max/mean of the evenest spread of the requests over the replicas: the
+// busiest replica holds at least ceil(n/r) of n requests, against a mean of n/r.
+func evenLoad(perReplica []int) float64 {
+	n, r := 0, len(perReplica)
+	for _, x := range perReplica {
+		n += x
+	}
+	if n == 0 || r == 0 {
+		return 0
+	}
+	return float64((n+r-1)/r) / (float64(n) / float64(r))
 }
 
 func steadyHit(r sim.Result) float64 {

@@ -208,3 +208,31 @@ func TestRunCannotRun(t *testing.T) {
 		t.Errorf("rows %d, cannot run %+v", len(rk.Rows), rk.CannotRun)
 	}
 }
+
+// TestRunFewerRequestsThanReplicas: one request on 2 replicas. Whatever the router, one
+// replica gets 1 against a mean of 0.5: load max/mean 2.00, which is the evenest spread one
+// request allows (ceil(1/2)/(1/2) = 2), so no router is a hot spot and both are ranked. Three
+// requests on 2 replicas allow 2/1.5 = 1.33; kv-longest sending all three to replica 0
+// (3/1.5 = 2.00, every later one holds the shared block there) stays a hot spot.
+func TestRunFewerRequestsThanReplicas(t *testing.T) {
+	for n, wantHot := range map[int]bool{1: false, 3: true} {
+		tr := &sim.Trace{Name: "few", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
+		for i := range n {
+			tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i), Blocks: blocks(1, 1, uint64(i)), InputTokens: 32, OutputTokens: 1})
+		}
+		cands := []Candidate{{Policy: "kv-longest", Variant: Shipped}, {Policy: "round-robin", Variant: Shipped}}
+		rk, err := Run(context.Background(), tr, setup(2, -1), cands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rk.Rows {
+			if r.LoadMaxOverMean < 2 && r.Policy == "kv-longest" {
+				t.Errorf("%d requests: kv-longest load max/mean %v, want 2", n, r.LoadMaxOverMean)
+			}
+			hot := strings.HasPrefix(r.Excluded, "hot spot")
+			if r.Policy == "kv-longest" && hot != wantHot || r.Policy == "round-robin" && hot {
+				t.Errorf("%d requests: %s load %.2f excluded %q, want hot spot %v", n, r.Policy, r.LoadMaxOverMean, r.Excluded, wantHot && r.Policy == "kv-longest")
+			}
+		}
+	}
+}
