@@ -382,6 +382,23 @@ func validJSON(b []byte) bool {
 	return ok && skipWS(b, i) == len(b)
 }
 
+// afterElement reads what follows a member or element of an object or array, from b[i]: a comma
+// (it returns the index of the next one), or the closing bracket (end is true, and the index is
+// after it). Anything else is not valid.
+func afterElement(b []byte, i int, closing byte) (next int, end, ok bool) {
+	i = skipWS(b, i)
+	if i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipWS(b, i+1), false, true
+	case closing:
+		return i + 1, true, true
+	}
+	return i, false, false
+}
+
 // validValue checks the value starting at b[i] and returns the index after it.
 func validValue(b []byte, i, depth int) (int, bool) {
 	if i >= len(b) {
@@ -413,17 +430,9 @@ func validValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = validValue(b, skipWS(b, i+1), depth+1); !ok {
 				return i, false
 			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipWS(b, i+1)
-			case '}':
-				return i + 1, true
-			default:
-				return i, false
+			var end bool
+			if i, end, ok = afterElement(b, i, '}'); end || !ok {
+				return i, ok
 			}
 		}
 	case c == '[':
@@ -439,17 +448,9 @@ func validValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = validValue(b, i, depth+1); !ok {
 				return i, false
 			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipWS(b, i+1)
-			case ']':
-				return i + 1, true
-			default:
-				return i, false
+			var end bool
+			if i, end, ok = afterElement(b, i, ']'); end || !ok {
+				return i, ok
 			}
 		}
 	case c == 't':
