@@ -32,6 +32,17 @@ type ringPoint struct {
 	rep int
 }
 
+// ringOrder sorts a ring's points by hash, and points of equal hash by replica.
+func ringOrder(a, b ringPoint) int {
+	if a.h != b.h {
+		if a.h < b.h {
+			return -1
+		}
+		return 1
+	}
+	return a.rep - b.rep
+}
+
 func (p *consistentHashPolicy) build(n int) {
 	p.ring = p.ring[:0]
 	for i := range n {
@@ -39,15 +50,7 @@ func (p *consistentHashPolicy) build(n int) {
 			p.ring = append(p.ring, ringPoint{h: mix64(p.seed ^ mix64(uint64(i)<<32|uint64(v))), rep: i})
 		}
 	}
-	slices.SortFunc(p.ring, func(a, b ringPoint) int {
-		if a.h != b.h {
-			if a.h < b.h {
-				return -1
-			}
-			return 1
-		}
-		return a.rep - b.rep
-	})
+	slices.SortFunc(p.ring, ringOrder)
 	p.n = n
 }
 

@@ -102,15 +102,7 @@ func (r *sessionRing) node(id string, n int) int {
 				r.points = append(r.points, ringPoint{h: mix64(r.seed ^ mix64(uint64(i)<<32|uint64(v)+0x5e5510)), rep: i})
 			}
 		}
-		slices.SortFunc(r.points, func(a, b ringPoint) int {
-			if a.h != b.h {
-				if a.h < b.h {
-					return -1
-				}
-				return 1
-			}
-			return a.rep - b.rep
-		})
+		slices.SortFunc(r.points, ringOrder)
 		r.n = n
 	}
 	h := mix64(fnvString(14695981039346656037, id) ^ mix64(r.seed))
