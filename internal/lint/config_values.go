@@ -351,6 +351,19 @@ func (fl *fileLint) epcValues(root *yaml.Node, line int) *RouterFacts {
 		for _, s := range []string{"queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"} {
 			rf.Values[s] = "0"
 		}
+		// The weights are the first profile's; with several, the names of all are kept, for
+		// the ranking to say which one it simulated (a profile handler picks per request).
+		var names []string
+		for i, p := range profiles {
+			n, _ := str(p, "name")
+			if n == "" {
+				n = "#" + strconv.Itoa(i+1)
+			}
+			names = append(names, n)
+		}
+		if len(names) > 1 {
+			rf.Values["schedulingProfiles"] = strings.Join(names, ",")
+		}
 		for _, ref := range seq(get(profiles[0], "plugins")) {
 			name, _ := str(ref, "pluginRef")
 			t := types[name]

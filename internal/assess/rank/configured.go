@@ -158,6 +158,10 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		if r.Values["producer"] == "precise" {
 			policies = []string{"llmd-precise"}
 		}
+		if ps := strings.Split(r.Values["schedulingProfiles"], ","); len(ps) > 1 {
+			rd.notes = append(rd.notes, fmt.Sprintf("%s has %d scheduling profiles (%s): simulated with the first one's scorer weights (%s); the profile handler may run another for some requests",
+				where, len(ps), strings.Join(ps, ", "), ps[0]))
+		}
 		rd.float("queue-scorer", &s.LLMD.QueueWeight)
 		rd.float("kv-cache-utilization-scorer", &s.LLMD.KVUtilWeight)
 		rd.float("prefix-cache-scorer", &s.LLMD.PrefixWeight)

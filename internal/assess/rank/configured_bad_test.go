@@ -57,3 +57,32 @@ func TestParseFloatEdges(t *testing.T) {
 		}
 	}
 }
+
+// An EndpointPickerConfig with several scheduling profiles: the row runs the first profile's
+// weights and says so, naming every profile, instead of passing the first for the whole config.
+func TestConfiguredSeveralProfiles(t *testing.T) {
+	f := filesOf(t, map[string]string{"epc.yaml": `apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: prefix-cache-scorer
+- type: queue-scorer
+schedulingProfiles:
+- name: prefill
+  plugins:
+  - pluginRef: prefix-cache-scorer
+    weight: 9
+- name: decode
+  plugins:
+  - pluginRef: queue-scorer
+`})
+	if len(f.Routers) != 1 {
+		t.Fatalf("%d routers, want 1", len(f.Routers))
+	}
+	r := f.Routers[0]
+	if r.Settings.LLMD.PrefixWeight != 9 || r.Settings.LLMD.QueueWeight != 0 {
+		t.Errorf("weights prefix %v queue %v, want the first profile's 9 and 0", r.Settings.LLMD.PrefixWeight, r.Settings.LLMD.QueueWeight)
+	}
+	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "2 scheduling profiles (prefill, decode)") || !strings.Contains(r.Notes[0], "epc.yaml:1") {
+		t.Errorf("notes %q, want one naming both profiles and epc.yaml:1", r.Notes)
+	}
+}
