@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -149,7 +150,7 @@ func (fl *fileLint) run() {
 		fl.formats = []Format{FormatExposition}
 		return
 	}
-	var jsonErr error
+	var jsonErr, yamlErr error
 	template := bytes.HasPrefix(body, []byte("{{")) || bytes.HasPrefix(body, []byte("{%")) || bytes.HasPrefix(body, []byte("{#"))
 	if (body[0] == '{' || body[0] == '[') && !template {
 		root, err := parseJSON(fl.src)
@@ -170,6 +171,9 @@ func (fl *fileLint) run() {
 	}
 	if jsonErr == nil {
 		docs, err := parseYAML(fl.src)
+		if ext := strings.ToLower(filepath.Ext(fl.path)); err != nil && (ext == ".yaml" || ext == ".yml") {
+			yamlErr = err // named as YAML: say it did not parse (prose in a .txt may not)
+		}
 		if err == nil && structured(docs) {
 			fl.walkYAMLDocs(docs)
 			fl.fix()
@@ -192,9 +196,13 @@ func (fl *fileLint) run() {
 	if f := fl.configText(); f != "" {
 		fl.formats = []Format{f}
 	}
-	if jsonErr != nil {
+	switch {
+	case jsonErr != nil:
 		fl.addFile(finding.Warning, CodeUnparsed, StatusUnparsed,
 			fmt.Sprintf("looks like JSON but does not parse (%v): metric names were found by a text scan only", jsonErr))
+	case yamlErr != nil:
+		fl.addFile(finding.Warning, CodeUnparsed, StatusUnparsed,
+			fmt.Sprintf("a .yaml file that does not parse (%v): metric names were found by a text scan only, and no query or configuration was checked", strings.TrimPrefix(yamlErr.Error(), "yaml: ")))
 	}
 	fl.textScan()
 	fl.fix()

@@ -601,6 +601,7 @@ func TestBadInput(t *testing.T) {
 		{"truncated JSON", `{"panels": [{"targets": [{"expr": "vllm:gpu_cache_usage_perc"`, StatusUnparsed},
 		{"deep JSON", strings.Repeat("[", 2000) + strings.Repeat("]", 2000), StatusUnparsed},
 		{"binary", "\x00\x01\x02vllm:gpu_cache_usage_perc\xff", rm},
+		{"broken.yaml", "groups:\n- rules: [{expr: vllm:gpu_cache_usage_perc\n", StatusUnparsed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
