@@ -51,3 +51,33 @@ func TestHitrateJSONEmptyLists(t *testing.T) {
 		}
 	}
 }
+
+// hitrateFullFixture sets every field of the hitrate document, so its golden file pins the
+// JSON name of each (the dumps fixture leaves version, CPU tier, prompt throughput, down
+// targets and the PromQL query statistics empty).
+func hitrateFullFixture() promql.Report {
+	f := func(v float64) *float64 { return &v }
+	bs, on := 16, true
+	return promql.Report{
+		Source: promql.SourcePrometheus, Inputs: []string{"http://prometheus:9090"}, Mode: promql.ModeRate,
+		WindowSeconds: f(300),
+		Replicas: []promql.Replica{{
+			Replica: "pod-a", Model: "org/model", Version: "0.10.1", VersionFrom: "label", VersionRange: ">=0.9.2 <0.11.0",
+			HitRate: f(0.5), HitRateFrom: "counters", Queries: f(3000), QueriesPerSec: f(10), ExternalHitRate: f(0.25),
+			CPUHitRate: f(0.1), Preemptions: f(3), PreemptionsPerSec: f(0.01), PreemptionsPer1k: f(12),
+			PromptTokensPerSec: f(900), KVUsage: f(0.93), Running: f(4), Waiting: f(2), BlockSize: &bs,
+			PrefixCaching: &on, Generation: promql.Deprecated,
+		}, {Replica: "pod-b", Model: "org/model"}},
+		Fleet: promql.Fleet{Replicas: 2, HitRate: f(0.5), HitRateWeighting: "tokens", MinHitRate: f(0.5), MaxHitRate: f(0.5),
+			HitRateCV: f(0), Queries: f(3000), QueriesPerSec: f(10), PreemptionsPerSec: f(0.01), Running: f(4), Waiting: f(2)},
+		Down:         []promql.Down{{Target: "pod-c:8000", Error: "connection refused"}},
+		RouterSeries: []string{"http://10.0.0.1:8000"},
+		Queries:      []promql.QueryStat{{Name: "counters", Seconds: 0.25, Series: 7}},
+	}
+}
+
+// TestHitrateJSONEveryField: the JSON name of every field of the document, a replica row,
+// the fleet row, a down target and a query's statistics, as kvcheck has written them.
+func TestHitrateJSONEveryField(t *testing.T) {
+	golden(t, "hitrate/full.json", render(t, FormatJSON, Hitrate(hitrateFullFixture())))
+}

@@ -170,3 +170,14 @@ func TestWatchHitrate(t *testing.T) {
 		}
 	}
 }
+
+// TestHitrateWatchJSONGolden pins the JSON names of a refresh line and its changes.
+func TestHitrateWatchJSONGolden(t *testing.T) {
+	first, second := watchRefreshes()
+	var b bytes.Buffer
+	at := time.Date(2026, 12, 1, 11, 20, 5, 0, time.UTC)
+	if err := HitrateWatchJSON(&b, Refresh{N: 2, At: at, Interval: 10 * time.Second, Report: second, Changes: promql.Changes(&first, second)}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "hitrate/watch.jsonl", b.Bytes())
+}

@@ -214,6 +214,19 @@ func TestMetricsOutputs(t *testing.T) {
 	}
 }
 
+// TestMetricsJSONGolden pins the JSON names of the catalog's entries and families: the
+// prefix-cache names carry unit changes and an expression rewrite, Dynamo's router names
+// before 1.0.0 are unreleased, and each family has its prefixes and target.
+func TestMetricsJSONGolden(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := catalog.ParseVersion("0.11")
+	golden(t, "metrics/prefix_cache.json", render(t, FormatJSON, Metrics(cat, MetricsView{Targets: catalog.Targets{catalog.VLLM: v}, Name: "prefix_cache"})))
+	golden(t, "metrics/dynamo_router.json", render(t, FormatJSON, Metrics(cat, MetricsView{Families: []string{"dynamo"}, Name: "dynamo_router"})))
+}
+
 // TestMetricsFilters: a family, a status and a name part each narrow the listing, and the
 // other families keep their newest release as target.
 func TestMetricsFilters(t *testing.T) {
