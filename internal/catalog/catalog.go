@@ -47,53 +47,53 @@ const (
 
 // UnitChange records that a metric counted something else before a version.
 type UnitChange struct {
-	Until Version `yaml:"until" json:"until"`
-	Unit  string  `yaml:"unit" json:"unit"`
-	Note  string  `yaml:"note" json:"note"`
+	Until Version `yaml:"until"`
+	Unit  string  `yaml:"unit"`
+	Note  string  `yaml:"note"`
 }
 
 // Family is one publisher of metrics with its own release numbering: vLLM, the llm-d
 // router's endpoint picker, the Gateway API Inference Extension's reference picker, ...
 type Family struct {
 	// Name is the key used in --target (vllm, llm-d, gaie, ...).
-	Name string `yaml:"name" json:"name"`
+	Name string `yaml:"name"`
 	// Display names the family in messages ("vLLM", "llm-d-router").
-	Display string `yaml:"display" json:"display"`
+	Display string `yaml:"display"`
 	// Newest is the newest release the catalog describes; the default target.
-	Newest Version `yaml:"newest" json:"newest"`
+	Newest Version `yaml:"newest"`
 	// Versions says what the version numbers are the releases of.
-	Versions string `yaml:"versions" json:"versions"`
+	Versions string `yaml:"versions"`
 	// Prefixes are name prefixes only this family uses: a name with one of them that the
 	// catalog does not know is reported as unknown rather than ignored.
-	Prefixes []string `yaml:"prefixes" json:"prefixes,omitempty"`
+	Prefixes []string `yaml:"prefixes"`
 	// Ref is where the family's metric list was read.
-	Ref string `yaml:"ref" json:"ref"`
+	Ref string `yaml:"ref"`
 }
 
 // Metric is one metric family and its history.
 type Metric struct {
-	Name        string       `yaml:"name" json:"name"`
-	Family      string       `yaml:"family" json:"family"`
-	Type        Type         `yaml:"type" json:"type"`
-	Source      Source       `yaml:"source" json:"source"`
-	Engines     []string     `yaml:"engines" json:"engines"`
-	Added       Version      `yaml:"added" json:"added,omitzero"`
-	Deprecated  Version      `yaml:"deprecated" json:"deprecated,omitzero"`
-	Hidden      Version      `yaml:"hidden" json:"hidden,omitzero"`
-	Removed     Version      `yaml:"removed" json:"removed,omitzero"`
-	Replacement string       `yaml:"replacement" json:"replacement,omitempty"`
-	Rewrite     Rewrite      `yaml:"rewrite" json:"rewrite,omitempty"`
-	Expr        string       `yaml:"expr" json:"expr,omitempty"`
-	Labels      []string     `yaml:"labels" json:"labels"`
-	Units       []UnitChange `yaml:"units" json:"units,omitempty"`
-	Help        string       `yaml:"help" json:"help"`
-	Note        string       `yaml:"note" json:"note,omitempty"`
+	Name        string       `yaml:"name"`
+	Family      string       `yaml:"family"`
+	Type        Type         `yaml:"type"`
+	Source      Source       `yaml:"source"`
+	Engines     []string     `yaml:"engines"`
+	Added       Version      `yaml:"added"`
+	Deprecated  Version      `yaml:"deprecated"`
+	Hidden      Version      `yaml:"hidden"`
+	Removed     Version      `yaml:"removed"`
+	Replacement string       `yaml:"replacement"`
+	Rewrite     Rewrite      `yaml:"rewrite"`
+	Expr        string       `yaml:"expr"`
+	Labels      []string     `yaml:"labels"`
+	Units       []UnitChange `yaml:"units"`
+	Help        string       `yaml:"help"`
+	Note        string       `yaml:"note"`
 	// Refs are the sources the entry was read from: "owner/repo path@tag-or-commit", or a
 	// URL (a pull request, a versioned documentation page).
-	Refs []string `yaml:"refs" json:"refs"`
+	Refs []string `yaml:"refs"`
 	// Unreleased marks a name that existed only on a development branch, in no release:
 	// Removed is then the first release that has its replacement instead.
-	Unreleased bool `yaml:"unreleased" json:"unreleased,omitempty"`
+	Unreleased bool `yaml:"unreleased"`
 }
 
 // Series returns the series names the metric is exposed as: counters with _total and

@@ -59,82 +59,82 @@ type ServerWarning struct {
 
 // Down is a target or input that could not be read.
 type Down struct {
-	Target string `json:"target"`
-	Error  string `json:"error"`
+	Target string
+	Error  string
 }
 
 // QueryStat records one PromQL query: how long it took and how many series it returned.
 type QueryStat struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
-	Series  int     `json:"series"`
+	Name    string
+	Seconds float64
+	Series  int
 }
 
 // Replica is the analysed figures of one replica.
 type Replica struct {
-	Replica string `json:"replica"`
-	Model   string `json:"model"`
+	Replica string
+	Model   string
 	// Version is the vLLM version the source reported; VersionFrom says how ("server" for
 	// GET /version, "label" for a version label on the series).
-	Version     string `json:"version,omitempty"`
-	VersionFrom string `json:"version_from,omitempty"`
+	Version     string
+	VersionFrom string
 	// VersionRange dates the replica by the metric names it exports (the catalog's releases),
 	// such as ">=0.9.2 <0.11.0"; empty when the names do not tell.
-	VersionRange string `json:"version_range,omitempty"`
+	VersionRange string
 	// HitRate is hits/queries over the window in tokens, or a self-reported rate (see
 	// HitRateFrom), 0..1.
-	HitRate *float64 `json:"hit_rate"`
+	HitRate *float64
 	// HitRateFrom is "counters", "v0_gauge" or "log".
-	HitRateFrom        string     `json:"hit_rate_from"`
-	Queries            *float64   `json:"queries"`
-	QueriesPerSec      *float64   `json:"queries_per_sec"`
-	ExternalHitRate    *float64   `json:"external_hit_rate"`
-	CPUHitRate         *float64   `json:"cpu_hit_rate,omitempty"`
-	Preemptions        *float64   `json:"preemptions"`
-	PreemptionsPerSec  *float64   `json:"preemptions_per_sec"`
-	PreemptionsPer1k   *float64   `json:"preemptions_per_1k_requests"`
-	PromptTokensPerSec *float64   `json:"prompt_tokens_per_sec,omitempty"`
-	KVUsage            *float64   `json:"kv_usage"`
-	Running            *float64   `json:"running"`
-	Waiting            *float64   `json:"waiting"`
-	BlockSize          *int       `json:"block_size"`
-	PrefixCaching      *bool      `json:"prefix_caching"`
-	Generation         Generation `json:"metric_generation"`
+	HitRateFrom        string
+	Queries            *float64
+	QueriesPerSec      *float64
+	ExternalHitRate    *float64
+	CPUHitRate         *float64
+	Preemptions        *float64
+	PreemptionsPerSec  *float64
+	PreemptionsPer1k   *float64
+	PromptTokensPerSec *float64
+	KVUsage            *float64
+	Running            *float64
+	Waiting            *float64
+	BlockSize          *int
+	PrefixCaching      *bool
+	Generation         Generation
 	// NumGPUBlocks is the KV cache's size in blocks from vllm:cache_config_info (nil when
 	// unknown). kvcheck assess sizes its simulated fleet with it; hitrate does not show it.
-	NumGPUBlocks *int `json:"-"`
+	NumGPUBlocks *int
 }
 
 // Fleet sums the replicas up.
 type Fleet struct {
-	Replicas int `json:"replicas"`
+	Replicas int
 	// HitRate is token-weighted (total hits / total queries) when counters exist, else the plain
 	// mean of the self-reported rates; HitRateWeighting says which.
-	HitRate          *float64 `json:"hit_rate"`
-	HitRateWeighting string   `json:"hit_rate_weighting"`
-	MinHitRate       *float64 `json:"hit_rate_min"`
-	MaxHitRate       *float64 `json:"hit_rate_max"`
+	HitRate          *float64
+	HitRateWeighting string
+	MinHitRate       *float64
+	MaxHitRate       *float64
 	// HitRateCV is the coefficient of variation of the per-replica hit rates.
-	HitRateCV         *float64 `json:"hit_rate_cv"`
-	Queries           *float64 `json:"queries"`
-	QueriesPerSec     *float64 `json:"queries_per_sec"`
-	PreemptionsPerSec *float64 `json:"preemptions_per_sec"`
-	Running           *float64 `json:"running"`
-	Waiting           *float64 `json:"waiting"`
+	HitRateCV         *float64
+	Queries           *float64
+	QueriesPerSec     *float64
+	PreemptionsPerSec *float64
+	Running           *float64
+	Waiting           *float64
 }
 
 // Report is the result of hitrate.
 type Report struct {
-	Source        Source            `json:"source"`
-	Inputs        []string          `json:"inputs"`
-	Mode          Mode              `json:"mode"`
-	WindowSeconds *float64          `json:"window_seconds"`
-	Replicas      []Replica         `json:"replicas"`
-	Fleet         Fleet             `json:"fleet"`
-	Down          []Down            `json:"down"`
-	RouterSeries  []string          `json:"router_series"`
-	Findings      []finding.Finding `json:"findings"`
-	Queries       []QueryStat       `json:"promql_queries,omitempty"`
+	Source        Source
+	Inputs        []string
+	Mode          Mode
+	WindowSeconds *float64
+	Replicas      []Replica
+	Fleet         Fleet
+	Down          []Down
+	RouterSeries  []string
+	Findings      []finding.Finding
+	Queries       []QueryStat
 }
 
 // Thresholds of the findings. They are deliberately coarse: they flag what deserves a look.

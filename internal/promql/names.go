@@ -21,14 +21,6 @@ const (
 	V0         Generation = "v0"         // vllm:*_prefix_cache_hit_rate gauges (V0 engine)
 )
 
-// MarshalJSON writes the generation, or null when none was found.
-func (g Generation) MarshalJSON() ([]byte, error) {
-	if g == "" {
-		return []byte("null"), nil
-	}
-	return fmt.Appendf(nil, "%q", string(g)), nil
-}
-
 // quantity is what a metric measures, whatever its name.
 type quantity int
 

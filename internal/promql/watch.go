@@ -20,13 +20,13 @@ const (
 // differences of its figures (nil when either side is unknown). Hit rates differ in fractions
 // (0.05 is 5 percentage points).
 type Change struct {
-	Replica                string   `json:"replica"`
-	State                  string   `json:"state,omitempty"`
-	HitRateDelta           *float64 `json:"hit_rate_delta"`
-	QueriesPerSecDelta     *float64 `json:"queries_per_sec_delta"`
-	PreemptionsPerSecDelta *float64 `json:"preemptions_per_sec_delta"`
-	KVUsageDelta           *float64 `json:"kv_usage_delta"`
-	WaitingDelta           *float64 `json:"waiting_delta"`
+	Replica                string
+	State                  string
+	HitRateDelta           *float64
+	QueriesPerSecDelta     *float64
+	PreemptionsPerSecDelta *float64
+	KVUsageDelta           *float64
+	WaitingDelta           *float64
 }
 
 // Changes compares a refresh with the one before (nil for the first): one change per replica

@@ -5,50 +5,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 )
-
-// hitrateDoc is the JSON document of kvcheck hitrate.
-type hitrateDoc struct {
-	SchemaVersion int                `json:"schema_version"`
-	Source        promql.Source      `json:"source"`
-	Inputs        []string           `json:"inputs"`
-	Mode          promql.Mode        `json:"mode"`
-	WindowSeconds *float64           `json:"window_seconds"`
-	Replicas      []promql.Replica   `json:"replicas"`
-	Fleet         promql.Fleet       `json:"fleet"`
-	Down          []promql.Down      `json:"down"`
-	RouterSeries  []string           `json:"router_series"`
-	Findings      []hitrateFinding   `json:"findings"`
-	Queries       []promql.QueryStat `json:"promql_queries,omitempty"`
-}
-
-// hitrateFinding is a finding in hitrate's JSON: its subject is always a replica.
-type hitrateFinding struct {
-	Severity finding.Severity `json:"severity"`
-	Code     string           `json:"code"`
-	Message  string           `json:"message"`
-	Replica  string           `json:"replica,omitempty"`
-}
 
 // Hitrate is the result of kvcheck hitrate: a finding's subject is its replica.
 func Hitrate(r promql.Report) Result {
 	return Result{Findings: nonNilFindings(r.Findings), Document: newHitrateDoc(r), Text: func(t *Text) error { return t.hitrate(r) }}
-}
-
-// newHitrateDoc is hitrate's JSON document; its findings name their replica under "replica".
-func newHitrateDoc(r promql.Report) hitrateDoc {
-	doc := hitrateDoc{SchemaVersion: SchemaVersion, Source: r.Source, Inputs: r.Inputs, Mode: r.Mode,
-		WindowSeconds: r.WindowSeconds, Replicas: r.Replicas, Fleet: r.Fleet, Down: r.Down,
-		RouterSeries: r.RouterSeries, Findings: []hitrateFinding{}, Queries: r.Queries}
-	if r.Findings == nil {
-		doc.Findings = nil
-	}
-	for _, f := range r.Findings {
-		doc.Findings = append(doc.Findings, hitrateFinding{Severity: f.Severity, Code: f.Code, Message: f.Message, Replica: f.Subject})
-	}
-	return doc
 }
 
 // hitrate writes the hitrate report for people: a table per replica, a fleet line and the

@@ -57,7 +57,7 @@ func TestHitrateJSONEmptyLists(t *testing.T) {
 // targets and the PromQL query statistics empty).
 func hitrateFullFixture() promql.Report {
 	f := func(v float64) *float64 { return &v }
-	bs, on := 16, true
+	bs, on, blocks := 16, true, 4096
 	return promql.Report{
 		Source: promql.SourcePrometheus, Inputs: []string{"http://prometheus:9090"}, Mode: promql.ModeRate,
 		WindowSeconds: f(300),
@@ -66,7 +66,7 @@ func hitrateFullFixture() promql.Report {
 			HitRate: f(0.5), HitRateFrom: "counters", Queries: f(3000), QueriesPerSec: f(10), ExternalHitRate: f(0.25),
 			CPUHitRate: f(0.1), Preemptions: f(3), PreemptionsPerSec: f(0.01), PreemptionsPer1k: f(12),
 			PromptTokensPerSec: f(900), KVUsage: f(0.93), Running: f(4), Waiting: f(2), BlockSize: &bs,
-			PrefixCaching: &on, Generation: promql.Deprecated,
+			PrefixCaching: &on, Generation: promql.Deprecated, NumGPUBlocks: &blocks, // not shown
 		}, {Replica: "pod-b", Model: "org/model"}},
 		Fleet: promql.Fleet{Replicas: 2, HitRate: f(0.5), HitRateWeighting: "tokens", MinHitRate: f(0.5), MaxHitRate: f(0.5),
 			HitRateCV: f(0), Queries: f(3000), QueriesPerSec: f(10), PreemptionsPerSec: f(0.01), Running: f(4), Waiting: f(2)},

@@ -103,17 +103,14 @@ type hitrateWatchDoc struct {
 	Time            string  `json:"time"`
 	IntervalSeconds float64 `json:"interval_seconds"`
 	hitrateDoc
-	Changes []promql.Change `json:"changes"`
+	Changes []hitrateChangeDoc `json:"changes"`
 }
 
 // HitrateWatchJSON writes a refresh as one line of JSON (JSON Lines, for a log): the hitrate
 // document with the refresh's number, time, interval and changes.
 func HitrateWatchJSON(w io.Writer, f Refresh) error {
 	doc := hitrateWatchDoc{Refresh: f.N, Time: f.At.UTC().Format(time.RFC3339Nano), IntervalSeconds: f.Interval.Seconds(),
-		hitrateDoc: newHitrateDoc(f.Report), Changes: f.Changes}
-	if doc.Changes == nil {
-		doc.Changes = []promql.Change{}
-	}
+		hitrateDoc: newHitrateDoc(f.Report), Changes: newHitrateChangeDocs(f.Changes)}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("write json: %w", err)

@@ -90,7 +90,10 @@ func TestHitrateWatchJSON(t *testing.T) {
 		Time            string  `json:"time"`
 		IntervalSeconds float64 `json:"interval_seconds"`
 		Replicas        []any   `json:"replicas"`
-		Changes         []promql.Change
+		Changes         []struct {
+			Replica string `json:"replica"`
+			State   string `json:"state"`
+		} `json:"changes"`
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &doc); err != nil {
 		t.Fatal(err)

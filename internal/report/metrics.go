@@ -93,6 +93,9 @@ func (t *Text) metrics(cat *catalog.Catalog, view MetricsView) error {
 	return nil
 }
 
+// metricsDoc is the JSON document of kvcheck metrics. It and the types below are report's
+// own: catalog's Family, Metric and UnitChange carry no JSON names, and
+// TestDocumentsCoverDomainFields fails when one of their fields has no place here.
 type metricsDoc struct {
 	SchemaVersion int             `json:"schema_version"`
 	Newest        string          `json:"newest_version"`
@@ -101,15 +104,47 @@ type metricsDoc struct {
 	Metrics       []metricDocItem `json:"metrics"`
 }
 
+// metricsFamily is one family of the catalog with the release its statuses are computed at.
 type metricsFamily struct {
-	*catalog.Family
-	Target string `json:"target_version"`
+	Name     string   `json:"name"`
+	Display  string   `json:"display"`
+	Newest   string   `json:"newest"`
+	Versions string   `json:"versions"`
+	Prefixes []string `json:"prefixes,omitempty"`
+	Ref      string   `json:"ref"`
+	Target   string   `json:"target_version"`
 }
 
+// metricDocItem is one catalog entry with its status at its family's target and the series
+// it is exposed as. A release the entry does not have (never deprecated, say) is left out.
 type metricDocItem struct {
-	*catalog.Metric
-	Status string   `json:"status"`
-	Series []string `json:"series"`
+	Name        string          `json:"name"`
+	Family      string          `json:"family"`
+	Type        string          `json:"type"`
+	Source      string          `json:"source"`
+	Engines     []string        `json:"engines"`
+	Added       string          `json:"added,omitempty"`
+	Deprecated  string          `json:"deprecated,omitempty"`
+	Hidden      string          `json:"hidden,omitempty"`
+	Removed     string          `json:"removed,omitempty"`
+	Replacement string          `json:"replacement,omitempty"`
+	Rewrite     string          `json:"rewrite,omitempty"`
+	Expr        string          `json:"expr,omitempty"`
+	Labels      []string        `json:"labels"`
+	Units       []unitChangeDoc `json:"units,omitempty"`
+	Help        string          `json:"help"`
+	Note        string          `json:"note,omitempty"`
+	Refs        []string        `json:"refs"`
+	Unreleased  bool            `json:"unreleased,omitempty"`
+	Status      string          `json:"status"`
+	Series      []string        `json:"series"`
+}
+
+// unitChangeDoc says what a metric counted before a release.
+type unitChangeDoc struct {
+	Until string `json:"until"`
+	Unit  string `json:"unit"`
+	Note  string `json:"note"`
 }
 
 // metricsDocument is the catalog as JSON: the families with their targets, and each kept
@@ -123,14 +158,27 @@ func metricsDocument(cat *catalog.Catalog, view MetricsView) metricsDoc {
 		if len(view.Families) > 0 && !contains(view.Families, f.Name) {
 			continue
 		}
-		doc.Families = append(doc.Families, metricsFamily{Family: f, Target: cat.TargetOf(view.Targets, f.Name).String()})
+		doc.Families = append(doc.Families, metricsFamily{Name: f.Name, Display: f.Display, Newest: f.Newest.String(),
+			Versions: f.Versions, Prefixes: f.Prefixes, Ref: f.Ref, Target: cat.TargetOf(view.Targets, f.Name).String()})
 	}
 	for _, m := range cat.Metrics {
 		st, ok := view.keep(cat, m)
 		if !ok {
 			continue
 		}
-		doc.Metrics = append(doc.Metrics, metricDocItem{Metric: m, Status: string(st), Series: m.Series()})
+		doc.Metrics = append(doc.Metrics, newMetricDocItem(m, st))
 	}
 	return doc
+}
+
+func newMetricDocItem(m *catalog.Metric, st catalog.Status) metricDocItem {
+	d := metricDocItem{Name: m.Name, Family: m.Family, Type: string(m.Type), Source: string(m.Source),
+		Engines: m.Engines, Added: m.Added.String(), Deprecated: m.Deprecated.String(), Hidden: m.Hidden.String(),
+		Removed: m.Removed.String(), Replacement: m.Replacement, Rewrite: string(m.Rewrite), Expr: m.Expr,
+		Labels: m.Labels, Help: m.Help, Note: m.Note, Refs: m.Refs, Unreleased: m.Unreleased,
+		Status: string(st), Series: m.Series()}
+	for _, u := range m.Units {
+		d.Units = append(d.Units, unitChangeDoc{Until: u.Until.String(), Unit: u.Unit, Note: u.Note})
+	}
+	return d
 }
