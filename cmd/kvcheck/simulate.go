@@ -44,7 +44,9 @@ Comma-separated --replicas and --kv-blocks run a sweep, one simulation per core,
 and an ETA on stderr when it is a terminal.
 
 Memory: the trace is held in memory, about 12 bytes per block reference and 88 per request
-(every source refuses more than --max-block-refs references, and more than 4 Mi requests). Each simulation adds what the modelled
+(every source refuses more than --max-block-refs references, default 64 Mi, about 770 MB, and
+more than --max-trace-requests requests, default 4 Mi, 352 MB; the error names the limit and
+its flag). Each simulation adds what the modelled
 fleet holds, not what the trace names: 80 bytes per KV block per replica, for the prefix-aware
 policies (kv-*) an index of at most 32 + 64 x ceil(replicas/64) bytes per KV block of the
 fleet, approx-prefix 80 bytes per entry of its router-side index (--approx-tokens), 8 bytes per
@@ -81,8 +83,9 @@ Policies (--policies):
 	f.IntVar(&rl.MaxLine, "max-line", rl.MaxLine, "--requests: longest accepted request line in bytes")
 	f.Float64Var(&rl.Rate, "rate", rl.Rate, "--requests: synthetic arrivals per second when the log has no time field")
 	f.IntVar(&src.OutputTokens, "output-tokens", src.OutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")
-	f.IntVar(&rl.MaxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all)")
+	f.IntVar(&rl.MaxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all; more than --max-trace-requests needs that raised too)")
 	f.IntVar(&src.MaxRefs, "max-block-refs", src.MaxRefs, "the most block references the trace, request log or recordings may expand to in memory (about 12 bytes each, plus 88 per request); a larger one is refused")
+	f.IntVar(&src.MaxTraceRequests, "max-trace-requests", src.MaxTraceRequests, "the most requests the trace, request log or recordings may hold in memory (88 bytes each), and a simulation may send with siblings (--n); a larger one is refused")
 	f.StringVar(&so.Replicas, "replicas", so.Replicas, "replica counts to simulate, comma-separated (1 to 1024)")
 	f.StringVar(&so.KVBlocks, "kv-blocks", "", "prefix-cache blocks per replica in the trace's block size (512 tokens for Mooncake hash_ids, --block-size for --requests), comma-separated (default: --kv-tokens / block size); kvcheck assess --kv-blocks means the same")
 	f.StringVar(&so.KVTokens, "kv-tokens", so.KVTokens, "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")

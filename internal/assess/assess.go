@@ -74,8 +74,9 @@ type RequestLog struct {
 	Open      func() (io.ReadCloser, error)
 	Tokenizer audit.Tokenizer
 	BlockSize int
-	// MaxBlockRefs bounds the block references the log may expand to (0: sim.MaxBlockRefs).
-	MaxBlockRefs int
+	// MaxBlockRefs bounds the block references the log may expand to (0: sim.MaxBlockRefs),
+	// MaxTraceRequests its requests (0: sim.MaxRequests).
+	MaxBlockRefs, MaxTraceRequests int
 	// Findings are passed on with the audit's (the tokenize server's caching setting, ...).
 	Findings []finding.Finding
 }
@@ -374,7 +375,7 @@ func readLog(ctx context.Context, rl *RequestLog, rewrite func(*audit.Request) b
 		return nil, fmt.Errorf("requests: %w", err)
 	}
 	defer func() { _ = r.Close() }() // read only
-	opts := sim.RequestLogOptions{BlockSize: rl.BlockSize, Tokenizer: rl.Tokenizer, Concurrency: 8, MaxBlockRefs: rl.MaxBlockRefs}
+	opts := sim.RequestLogOptions{BlockSize: rl.BlockSize, Tokenizer: rl.Tokenizer, Concurrency: 8, MaxBlockRefs: rl.MaxBlockRefs, MaxTraceRequests: rl.MaxTraceRequests}
 	if rewrite != nil {
 		opts.Rewrite = func(req *audit.Request) { rewrite(req) }
 	}

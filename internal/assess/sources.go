@@ -52,7 +52,9 @@ type Sources struct {
 	// MaxBlockRefs bounds the block references the traffic replayed (the request log, the
 	// recordings or the trace) may expand to in memory, as kvcheck simulate's --max-block-refs
 	// (0: sim.MaxBlockRefs); a larger one is refused with an error naming the limit and the flag.
-	MaxBlockRefs int
+	// MaxTraceRequests bounds its requests the same way, as kvcheck simulate's
+	// --max-trace-requests (0: sim.MaxRequests).
+	MaxBlockRefs, MaxTraceRequests int
 
 	// Configs are router and engine configuration files checked as kvcheck lint does, with
 	// the rules of IgnoreFile (empty: .kvcheckignore in the working directory, when present).
@@ -79,8 +81,10 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--hash-seed applies to --tap-from")
 	case o.Replicas < 0 || o.Replicas > sim.MaxReplicas || (replicasGiven && o.Replicas == 0):
 		return usage.Errorf("--replicas %d: want 1 to %d", o.Replicas, sim.MaxReplicas)
-	case src.MaxBlockRefs < 0:
-		return usage.Errorf("--max-block-refs %d: want a positive number of block references", src.MaxBlockRefs)
+	case src.MaxBlockRefs < 0 || src.MaxBlockRefs > sim.MaxBlockRefsLimit:
+		return usage.Errorf("--max-block-refs %d: want a positive number of block references, at most %d (the simulator numbers blocks with 32-bit ids)", src.MaxBlockRefs, sim.MaxBlockRefsLimit)
+	case src.MaxTraceRequests < 0:
+		return usage.Errorf("--max-trace-requests %d: want a positive number of requests", src.MaxTraceRequests)
 	case o.KVBlocks < 0 || o.KVTokens < 0 || src.BlockSize < 0 || src.TraceBlockSize < 0:
 		return usage.Errorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
 	case o.KVBlocks > 0 && o.KVTokens > 0:
@@ -140,7 +144,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 			return report.Result{}, err
 		}
 		defer cleanup()
-		rl.MaxBlockRefs = src.MaxBlockRefs
+		rl.MaxBlockRefs, rl.MaxTraceRequests = src.MaxBlockRefs, src.MaxTraceRequests
 		in.Requests = rl
 	}
 	if len(src.TapFrom) > 0 {
@@ -152,7 +156,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		in.Tap, in.TapInputs, in.SeedKnown = r, src.TapFrom, src.HashSeed != nil
 		if src.Requests == "" && src.Trace == "" && src.Embedded == nil {
 			// The recordings are the traffic when nothing else is (a lower bound).
-			if in.Recordings, err = sim.ReadRecordingFiles(ctx, src.TapFrom, sim.RecordingOptions{MaxBlockRefs: src.MaxBlockRefs}); err != nil {
+			if in.Recordings, err = sim.ReadRecordingFiles(ctx, src.TapFrom, sim.RecordingOptions{MaxBlockRefs: src.MaxBlockRefs, MaxTraceRequests: src.MaxTraceRequests}); err != nil {
 				return report.Result{}, err
 			}
 		}
@@ -161,7 +165,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 	case src.Embedded != nil:
 		in.Trace = src.Embedded
 	case src.Trace != "":
-		in.Trace, err = sim.ReadTraceFileLimit(src.Trace, src.TraceFormat, src.TraceBlockSize, src.MaxBlockRefs)
+		in.Trace, err = sim.ReadTraceFileLimit(src.Trace, src.TraceFormat, src.TraceBlockSize, sim.Limits{BlockRefs: src.MaxBlockRefs, Requests: src.MaxTraceRequests})
 		if err != nil {
 			return report.Result{}, sim.FormatUsage(err, "--trace-format")
 		}

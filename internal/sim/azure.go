@@ -15,23 +15,22 @@ import (
 // azureTime is the TIMESTAMP layout of the Azure LLM inference traces (100 ns resolution).
 const azureTime = "2006-01-02 15:04:05.9999999"
 
-// maxUniqueBlocks bounds the blocks a lengths-only trace may expand to: each costs 12 bytes in
-// memory, and a short CSV line can claim a huge prompt.
-const maxUniqueBlocks = 1 << 24
-
-// uniqueKeyBase starts the keys made up for lengths-only traces, far from any real hash id, so
-// that they never collide with each other or with a prefix-aware trace's keys.
-const uniqueKeyBase = uint64(1) << 62
+// uniqueKeyBase starts the keys made up for lengths-only traces: 0, 1, 2, ..., each once, so
+// that they never collide with each other and intern numbers them through its dense slice (4
+// bytes a key while it runs), not a map.
+const uniqueKeyBase = uint64(0)
 
 // ReadAzure reads a CSV trace with lengths only, like the Azure LLM inference traces
 // (TIMESTAMP, ContextTokens, GeneratedTokens). There is no prefix information: every block gets a
 // key of its own, so the trace is the unique-prefix case. blockSize is the fleet's block size.
-// At most MaxRequests rows are read.
+// A trace of more than MaxRequests rows or MaxBlockRefs blocks is an error (a short CSV line can
+// claim a huge prompt, and each block costs 12 bytes in memory).
 func ReadAzure(r io.Reader, name string, blockSize int) (*Trace, error) {
-	return readAzure(r, name, blockSize, defaultLimits())
+	return readAzure(r, name, blockSize, Limits{})
 }
 
-func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace, error) {
+func readAzure(r io.Reader, name string, blockSize int, lim Limits) (*Trace, error) {
+	lim = lim.orDefault()
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("azure trace %s: block size %d must be positive", name, blockSize)
 	}
@@ -58,7 +57,7 @@ func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace
 		}
 		idx[i] = c
 	}
-	t := &Trace{Name: name, Format: "azure", BlockSize: blockSize}
+	t := &Trace{Name: name, Format: "azure", BlockSize: blockSize, maxRequests: lim.Requests}
 	var unused []string
 	for i, h := range header {
 		if !slices.Contains(idx, i) {
@@ -100,14 +99,15 @@ func readAzure(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace
 		if err1 != nil || err2 != nil || in < 0 || out < 0 || in > maxTokens || out > maxTokens {
 			return nil, fmt.Errorf("azure trace %s line %d: token counts %s, %s: want non-negative integers of at most %d", name, line, clip(rec[idx[1]]), clip(rec[idx[2]]), maxTokens)
 		}
-		if len(t.Requests) >= lim.requests {
-			return nil, fmt.Errorf("azure trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
+		where := fmt.Sprintf("azure trace %s line %d", name, line)
+		if len(t.Requests) >= lim.Requests {
+			return nil, requestsLimitError(where, lim.Requests, "simulate a part of the trace (head -n N)")
 		}
 		if len(spans) == 0 {
 			start = ts
 		}
-		if len(keys)+(in+blockSize-1)/blockSize > maxUniqueBlocks {
-			return nil, fmt.Errorf("azure trace %s line %d: the trace expands to more than %d blocks of %d tokens; use a larger --block-size or a shorter trace", name, line, maxUniqueBlocks, blockSize)
+		if len(keys)+(in+blockSize-1)/blockSize > lim.BlockRefs {
+			return nil, refsLimitError(fmt.Sprintf("%s (blocks of %d tokens)", where, blockSize), lim.BlockRefs, "use a larger --block-size or simulate a part of the trace (head -n N)")
 		}
 		from := len(keys)
 		for range (in + blockSize - 1) / blockSize {

@@ -12,8 +12,8 @@
 // concentrates load. Every policy is one file; Policies lists them in display order.
 //
 // Memory: the trace is held in memory (about 12 bytes per block reference plus 100 per
-// request; every reader streams its input and stops at MaxBlockRefs references, the trace files
-// also at MaxRequests requests). A simulation adds what the model holds, not what the trace
+// request; every reader streams its input and stops at MaxBlockRefs references and MaxRequests
+// requests, or the Limits given: --max-block-refs, --max-trace-requests). A simulation adds what the model holds, not what the trace
 // holds: per replica, at most cacheBytesPerBlock (80) bytes per block of KV capacity (its
 // tables grow as it fills); for the
 // prefix-aware policies one block index over the blocks cached anywhere, at most

@@ -41,14 +41,15 @@ type mooncakeRow struct {
 // a session_id or chat_id. name is used in errors and notes. The trace is held in memory: a
 // file of more than MaxRequests requests or MaxBlockRefs block references is an error.
 func ReadMooncake(r io.Reader, name string, blockSize int) (*Trace, error) {
-	return readMooncake(r, name, blockSize, defaultLimits())
+	return readMooncake(r, name, blockSize, Limits{})
 }
 
-func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Trace, error) {
+func readMooncake(r io.Reader, name string, blockSize int, lim Limits) (*Trace, error) {
+	lim = lim.orDefault()
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("mooncake trace %s: block size %d must be positive", name, blockSize)
 	}
-	t := &Trace{Name: name, Format: "mooncake", BlockSize: blockSize, PrefixInfo: true}
+	t := &Trace{Name: name, Format: "mooncake", BlockSize: blockSize, PrefixInfo: true, maxRequests: lim.Requests}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	var (
@@ -121,11 +122,11 @@ func readMooncake(r io.Reader, name string, blockSize int, lim traceLimits) (*Tr
 				firstBad = line
 			}
 		}
-		if len(t.Requests) >= lim.requests {
-			return nil, fmt.Errorf("mooncake trace %s line %d: more than %d requests, the most the simulator holds in memory; simulate a part of the trace (head -n N)", name, line, lim.requests)
+		if len(t.Requests) >= lim.Requests {
+			return nil, requestsLimitError(fmt.Sprintf("mooncake trace %s line %d", name, line), lim.Requests, "simulate a part of the trace (head -n N)")
 		}
-		if keys.n+len(row.HashIDs) > lim.refs {
-			return nil, refsLimitError(fmt.Sprintf("mooncake trace %s line %d", name, line), lim.refs, "simulate a part of the trace (head -n N)")
+		if keys.n+len(row.HashIDs) > lim.BlockRefs {
+			return nil, refsLimitError(fmt.Sprintf("mooncake trace %s line %d", name, line), lim.BlockRefs, "simulate a part of the trace (head -n N)")
 		}
 		t.Requests = append(t.Requests, Request{
 			Arrival:      *row.Timestamp / 1000,

@@ -53,7 +53,7 @@ type Options struct {
 func DefaultOptions() Options {
 	m := DefaultModel()
 	return Options{
-		Source: Source{Format: FormatAuto, MaxRefs: MaxBlockRefs, OutputTokens: DefaultOutputTokens,
+		Source: Source{Format: FormatAuto, MaxRefs: MaxBlockRefs, MaxTraceRequests: MaxRequests, OutputTokens: DefaultOutputTokens,
 			RequestLog: RequestLogOptions{MaxLine: audit.DefaultMaxLine, Rate: DefaultRate}},
 		Tokenize: audit.DefaultTokenize,
 		Replicas: "2,4,8,16", KVTokens: strconv.Itoa(DefaultKVTokens), Policies: "all", SGLangDefaults: "cli",
@@ -159,8 +159,10 @@ func (o Options) checkSource() error {
 		return usage.Errorf("--output-tokens %d: want 1 to %d", src.OutputTokens, 1<<20)
 	case rl.MaxLine < 1:
 		return usage.Errorf("--max-line %d: must be positive", rl.MaxLine)
-	case src.MaxRefs < 1:
-		return usage.Errorf("--max-block-refs %d: want a positive number of block references", src.MaxRefs)
+	case src.MaxRefs < 1 || src.MaxRefs > MaxBlockRefsLimit:
+		return usage.Errorf("--max-block-refs %d: want a positive number of block references, at most %d (the simulator numbers blocks with 32-bit ids)", src.MaxRefs, MaxBlockRefsLimit)
+	case src.MaxTraceRequests < 1:
+		return usage.Errorf("--max-trace-requests %d: want a positive number of requests", src.MaxTraceRequests)
 	case rl.MaxRequests < 0:
 		return usage.Errorf("--max-requests %d: want 0 (all) or more", rl.MaxRequests)
 	case o.Tokenize.URL != "" && o.changed("block-size"):

@@ -28,9 +28,10 @@ type RecordingOptions struct {
 	// recordings that expand to more are refused with an error naming the limit and
 	// --max-block-refs.
 	MaxBlockRefs int
-	// maxKept is the most requests the trace may hold (MaxRequests, the trace files' bound,
-	// when 0); tests lower it.
-	maxKept int
+	// MaxTraceRequests is the most requests the trace may hold (MaxRequests when 0):
+	// recordings that make more are refused with an error naming the limit and
+	// --max-trace-requests.
+	MaxTraceRequests int
 }
 
 // ReadRecordings turns kvcheck tap recordings into a trace. Every BlockStored event is a
@@ -51,7 +52,7 @@ type RecordingOptions struct {
 //
 // Memory: one record at a time, 2*MaxBlocks remembered engine hashes (about 80 bytes each),
 // and the trace: 8 bytes per block reference plus about 100 per request, up to
-// opts.MaxBlockRefs references and MaxRequests requests.
+// opts.MaxBlockRefs references and opts.MaxTraceRequests requests.
 func ReadRecordings(ctx context.Context, recs []events.Recording, opts RecordingOptions) (*Trace, error) {
 	if opts.OutputTokens <= 0 {
 		opts.OutputTokens = DefaultOutputTokens
@@ -62,8 +63,8 @@ func ReadRecordings(ctx context.Context, recs []events.Recording, opts Recording
 	if opts.MaxBlockRefs <= 0 {
 		opts.MaxBlockRefs = MaxBlockRefs
 	}
-	if opts.maxKept <= 0 {
-		opts.maxKept = MaxRequests
+	if opts.MaxTraceRequests <= 0 {
+		opts.MaxTraceRequests = MaxRequests
 	}
 	names := make([]string, len(recs))
 	for i, r := range recs {
@@ -75,6 +76,7 @@ func ReadRecordings(ctx context.Context, recs []events.Recording, opts Recording
 		index: newTwoGen(opts.MaxBlocks),
 		t: &Trace{
 			Name: strings.Join(names, ", "), Format: "recording", PrefixInfo: true, LowerBound: true,
+			maxRequests: opts.MaxTraceRequests,
 		},
 		first: math.Inf(1),
 		seed:  maphash.MakeSeed(),
@@ -403,8 +405,8 @@ func (rp *replay) add(p *publisher, ev *events.Event, at float64, name string) e
 		return refsLimitError("recording "+name, rp.opts.MaxBlockRefs, "replay fewer or shorter recordings")
 	}
 	if idx < 0 {
-		if len(*reqs) >= rp.opts.maxKept {
-			return fmt.Errorf("recording %s: more than %d requests, the most the simulator holds in memory (%d bytes each); replay fewer or shorter recordings", name, rp.opts.maxKept, traceBytesPerRequest)
+		if len(*reqs) >= rp.opts.MaxTraceRequests {
+			return requestsLimitError("recording "+name, rp.opts.MaxTraceRequests, "replay fewer or shorter recordings")
 		}
 		blocks := make([]uint64, len(prefix), len(prefix)+len(ev.BlockHashes))
 		copy(blocks, prefix)

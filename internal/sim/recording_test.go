@@ -367,9 +367,17 @@ func TestRecordingRefsBound(t *testing.T) {
 	if want := "recording x.rec: more than 4 block references"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-block-refs") {
 		t.Errorf("error %v, want %q naming --max-block-refs", err, want)
 	}
-	// The continuation is not a request: one request is kept until the third store.
-	_, err = ReadRecordings(context.Background(), []events.Recording{{Name: "x.rec", R: bytes.NewReader(data)}}, RecordingOptions{maxKept: 1})
-	if want := "recording x.rec: more than 1 requests"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("error %v, want %q", err, want)
+	// The continuation is not a request: one request is kept until the third store, and the
+	// limit raised to the two requests reads the same trace as the default limit.
+	_, err = ReadRecordings(context.Background(), []events.Recording{{Name: "x.rec", R: bytes.NewReader(data)}}, RecordingOptions{MaxTraceRequests: 1})
+	if want := "recording x.rec: more than 1 requests"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-trace-requests") {
+		t.Errorf("error %v, want %q naming --max-trace-requests", err, want)
+	}
+	raised, err := ReadRecordings(context.Background(), []events.Recording{{Name: "x.rec", R: bytes.NewReader(data)}}, RecordingOptions{MaxTraceRequests: 2})
+	if err != nil {
+		t.Fatalf("limit raised to 2 requests: %v", err)
+	}
+	if got := shape(raised); !cmp.Equal(got, shape(tr)) {
+		t.Errorf("limit raised to 2 requests: %q, want %q", got, shape(tr))
 	}
 }

@@ -54,6 +54,9 @@ type Trace struct {
 
 	// noView says why a source that holds request bodies kept no Request.View (too much text).
 	noView string
+	// maxRequests is the request limit the trace was read under (MaxRequests when 0): a
+	// simulation of it sends at most as many requests, siblings included.
+	maxRequests int
 
 	internOnce sync.Once
 	ids        []int32 // every request's blocks as dense ids 0..distinct-1, one after another
@@ -127,8 +130,10 @@ func sortByArrival(rs []Request) bool {
 	return true
 }
 
-// MaxRequests bounds the requests a trace file may hold, as MaxBlockRefs bounds its block
-// references: the simulator holds the trace in memory at about 100 bytes per request, so 400 MB.
+// MaxRequests is the default bound on the requests a trace source may hold, as MaxBlockRefs
+// bounds its block references (--max-trace-requests raises it): the simulator holds the trace
+// in memory at traceBytesPerRequest (88) bytes per request, so 352 MB, and a simulation sends at
+// most as many requests, siblings (--n) included.
 const MaxRequests = 1 << 22
 
 // traceBytesPerRef and traceBytesPerRequest are what a trace costs in memory once read and
@@ -149,10 +154,33 @@ func refsLimitError(where string, limit int, part string) error {
 		where, limit, traceBytesPerRef, int64(limit)*traceBytesPerRef>>20, traceBytesPerRequest, part)
 }
 
-// traceLimits are the memory bounds of the trace readers; tests lower them.
-type traceLimits struct{ refs, requests int }
+// requestsLimitError is refsLimitError's twin for the request limit (--max-trace-requests):
+// every trace source stops at it with this error.
+func requestsLimitError(where string, limit int, part string) error {
+	return fmt.Errorf("%s: more than %d requests, the most this run holds in memory (%d bytes each, %d MB): raise the limit with --max-trace-requests if the machine has the memory, or %s",
+		where, limit, traceBytesPerRequest, int64(limit)*traceBytesPerRequest>>20, part)
+}
 
-func defaultLimits() traceLimits { return traceLimits{refs: MaxBlockRefs, requests: MaxRequests} }
+// Limits bound what a trace source may hold in memory; a source past either is refused with an
+// error naming the limit and the flag that raises it. A zero field takes its default.
+type Limits struct {
+	// BlockRefs bounds the block references (--max-block-refs; MaxBlockRefs when 0).
+	BlockRefs int
+	// Requests bounds the requests (--max-trace-requests; MaxRequests when 0). A simulation of
+	// the trace sends at most as many, siblings (--n) included.
+	Requests int
+}
+
+// orDefault fills the zero fields with the defaults.
+func (l Limits) orDefault() Limits {
+	if l.BlockRefs <= 0 {
+		l.BlockRefs = MaxBlockRefs
+	}
+	if l.Requests <= 0 {
+		l.Requests = MaxRequests
+	}
+	return l
+}
 
 // fullBlocks is the number of complete blocks in a prompt: only those are ever cached.
 func fullBlocks(r *Request, blockSize int) int {

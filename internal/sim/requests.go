@@ -26,6 +26,9 @@ const (
 	// recording may expand to (--max-block-refs raises it): the simulator holds the trace in
 	// memory at traceBytesPerRef (12) bytes per reference, so 768 MB.
 	MaxBlockRefs = 1 << 26
+	// MaxBlockRefsLimit is the most --max-block-refs may raise it to: the simulator numbers a
+	// trace's distinct blocks with 32-bit ids.
+	MaxBlockRefsLimit = math.MaxInt32
 	// maxSiblings bounds a request's n, as --n does.
 	maxSiblings = 1024
 	// maxLogTime and maxLogSpan bound the arrival times of a request log (seconds): 2100,
@@ -63,9 +66,10 @@ type RequestLogOptions struct {
 	// MaxBlockRefs is the most block references the trace may hold (MaxBlockRefs when 0): a log
 	// that expands to more is refused with an error naming the limit and --max-block-refs.
 	MaxBlockRefs int
-	// maxKept is the most requests the trace may hold (MaxRequests, the trace files' bound,
-	// when 0); tests lower it.
-	maxKept int
+	// MaxTraceRequests is the most requests the trace may hold (MaxRequests when 0): a log of
+	// more is refused with an error naming the limit and --max-trace-requests (MaxRequests
+	// above it reads a part instead).
+	MaxTraceRequests int
 	// Progress, when set, is called after every 1,000 requests with the count so far.
 	Progress func(requests int)
 	// Rewrite, when set, changes each request before it is tokenized (assess replays the
@@ -133,8 +137,8 @@ type requestLog struct {
 // The input is streamed: memory is one line (at most MaxLine) plus, with an exact tokenizer,
 // 3*Concurrency requests in flight and the token ids of up to 4096 recent conversations (kept
 // so that repeats are tokenized once); the trace kept for the simulation holds 8 bytes per block
-// reference and about 100 bytes per request, up to opts.MaxBlockRefs references and MaxRequests
-// requests, plus each request's View for the routers that read the request itself: its text
+// reference and about 100 bytes per request, up to opts.MaxBlockRefs references and
+// opts.MaxTraceRequests requests, plus each request's View for the routers that read the request itself: its text
 // (about 4 bytes a token), 4 bytes a message, its headers and about 110 bytes, up to
 // MaxViewBytes for the log.
 func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLogOptions) (*Trace, error) {
@@ -153,8 +157,8 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 	if opts.MaxBlockRefs <= 0 {
 		opts.MaxBlockRefs = MaxBlockRefs
 	}
-	if opts.maxKept <= 0 {
-		opts.maxKept = MaxRequests
+	if opts.MaxTraceRequests <= 0 {
+		opts.MaxTraceRequests = MaxRequests
 	}
 	tokens := "estimated"
 	if opts.Tokenizer.Exact() {
@@ -162,6 +166,7 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 	}
 	l := &requestLog{name: name, opts: opts, t: &Trace{
 		Name: name, Format: "requests", BlockSize: opts.BlockSize, PrefixInfo: true, Tokens: tokens,
+		maxRequests: opts.MaxTraceRequests,
 	}, conv: audit.NewConversations(maxConversations)}
 	rr := audit.NewRequestReader(r, opts.MaxLine)
 	// An exact tokenizer sends the messages and chat_template_kwargs as the client sent them
@@ -307,10 +312,10 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 	if len(l.keys)+nb > l.opts.MaxBlockRefs {
 		return refsLimitError(fmt.Sprintf("request log %s line %d (blocks of %d tokens)", l.name, req.Line, bs), l.opts.MaxBlockRefs, "simulate a part of it with --max-requests N")
 	}
-	if len(l.t.Requests) >= l.opts.maxKept {
+	if len(l.t.Requests) >= l.opts.MaxTraceRequests {
 		// Requests shorter than a block add no reference, so the references alone do not
 		// bound the requests kept.
-		return fmt.Errorf("request log %s line %d: more than %d requests, the most the simulator holds in memory (%d bytes each); simulate a part of it with --max-requests N", l.name, req.Line, l.opts.maxKept, traceBytesPerRequest)
+		return requestsLimitError(fmt.Sprintf("request log %s line %d", l.name, req.Line), l.opts.MaxTraceRequests, "simulate a part of it with --max-requests N")
 	}
 	from := len(l.keys)
 	l.keys = appendChain(l.keys, ids, bs)

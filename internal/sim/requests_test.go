@@ -570,15 +570,15 @@ func TestRequestLogBounds(t *testing.T) {
 	for _, r := range tr.Requests {
 		refs += len(r.Blocks)
 	}
-	if _, err := read(RequestLogOptions{MaxBlockRefs: refs, maxKept: len(tr.Requests)}); err != nil {
+	if _, err := read(RequestLogOptions{MaxBlockRefs: refs, MaxTraceRequests: len(tr.Requests)}); err != nil {
 		t.Errorf("at exactly its %d references and %d requests: %v", refs, len(tr.Requests), err)
 	}
 	_, err = read(RequestLogOptions{MaxBlockRefs: refs - 1})
 	if want := "request log r.jsonl line 3 (blocks of 16 tokens): more than " + fmt.Sprint(refs-1) + " block references"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-block-refs") {
 		t.Errorf("one reference short: error %v, want %q naming --max-block-refs", err, want)
 	}
-	_, err = read(RequestLogOptions{maxKept: 2})
-	if want := "request log r.jsonl line 3: more than 2 requests"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-requests") {
-		t.Errorf("one request too many: error %v, want %q naming --max-requests", err, want)
+	_, err = read(RequestLogOptions{MaxTraceRequests: 2})
+	if want := "request log r.jsonl line 3: more than 2 requests"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "raise the limit with --max-trace-requests") || !strings.Contains(err.Error(), "--max-requests N") {
+		t.Errorf("one request too many: error %v, want %q naming --max-trace-requests and --max-requests", err, want)
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,9 +120,9 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 	for i := range t.Requests {
 		n += siblings(&t.Requests[i], c)
 	}
-	if n > MaxRequests {
+	if limit := cmp.Or(t.maxRequests, MaxRequests); n > limit {
 		// Every request sent keeps its TTFT (8 bytes) to the end of the run.
-		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings, more than the %d one simulation holds; lower --n or simulate a part of the trace", t.Name, n, MaxRequests)
+		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings (--n, and the requests' own n), more than the %d a simulation sends: raise the limit with --max-trace-requests if the machine has the memory (8 bytes a request sent, about 100 a request waiting), lower --n, or simulate a part of the trace", t.Name, n, limit)
 	}
 	f := newFleet(c, t.BlockSize, t.distinct, info.readsIndex)
 	p := info.newPolicy(c, t.BlockSize)

@@ -17,8 +17,10 @@ type Source struct {
 	Trace     string
 	Format    string
 	BlockSize int
-	// MaxRefs is the most block references any source may expand to (0: MaxBlockRefs).
-	MaxRefs int
+	// MaxRefs is the most block references any source may expand to (0: MaxBlockRefs), and
+	// MaxTraceRequests the most requests (0: MaxRequests): --max-block-refs and
+	// --max-trace-requests.
+	MaxRefs, MaxTraceRequests int
 	// Requests is tokenized as kvcheck audit does: through Remote when it is set (its block
 	// size replaces BlockSize), else estimated. RequestLog gives the rest of the options;
 	// its BlockSize, OutputTokens and Progress are set from Source.
@@ -44,16 +46,16 @@ func (s Source) Load(ctx context.Context, st Status) (*Trace, []finding.Finding,
 	switch {
 	case s.Requests != "":
 		ro := s.RequestLog
-		ro.BlockSize, ro.OutputTokens, ro.MaxBlockRefs = s.BlockSize, s.OutputTokens, s.MaxRefs
+		ro.BlockSize, ro.OutputTokens, ro.MaxBlockRefs, ro.MaxTraceRequests = s.BlockSize, s.OutputTokens, s.MaxRefs, s.MaxTraceRequests
 		ro.Progress = func(n int) { st.Progress("reading %d requests", n) }
 		tr, fs, err := ReadRequestFile(ctx, s.Requests, s.Stdin, ro, s.Remote)
 		st.Done()
 		return tr, fs, err
 	case len(s.Recordings) > 0:
-		tr, err := ReadRecordingFiles(ctx, s.Recordings, RecordingOptions{OutputTokens: s.OutputTokens, MaxBlockRefs: s.MaxRefs})
+		tr, err := ReadRecordingFiles(ctx, s.Recordings, RecordingOptions{OutputTokens: s.OutputTokens, MaxBlockRefs: s.MaxRefs, MaxTraceRequests: s.MaxTraceRequests})
 		return tr, nil, err
 	}
-	tr, err := ReadTraceFileLimit(s.Trace, s.Format, s.BlockSize, s.MaxRefs)
+	tr, err := ReadTraceFileLimit(s.Trace, s.Format, s.BlockSize, Limits{BlockRefs: s.MaxRefs, Requests: s.MaxTraceRequests})
 	return tr, nil, err
 }
 

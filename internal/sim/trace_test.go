@@ -122,7 +122,6 @@ func TestReadAzure(t *testing.T) {
 		{name: "missing column", in: "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.68,1\n", wantErr: "no generatedtokens column"},
 		{name: "bad time", in: "TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,1,1\n", wantErr: "line 2"},
 		{name: "bad count", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,-4,1\n", wantErr: "non-negative"},
-		{name: "prompt too large to expand", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,1073741824,1\n", wantErr: "larger --block-size"},
 		{name: "header only", in: "TIMESTAMP,ContextTokens,GeneratedTokens\n", wantErr: "no requests"},
 		{name: "empty", in: "", wantErr: "empty"},
 	}
@@ -287,7 +286,7 @@ func FuzzReadAzure(f *testing.F) {
 // TestTraceBounds checks that an endless trace stops with an error at the memory bound rather
 // than taking all memory: the bounds are lowered so that the test is quick.
 func TestTraceBounds(t *testing.T) {
-	lim := traceLimits{refs: 10, requests: 4}
+	lim := Limits{BlockRefs: 10, Requests: 4}
 	cases := []struct {
 		name, in, wantErr string
 		read              func(string) error
@@ -319,12 +318,30 @@ func TestTraceBounds(t *testing.T) {
 			},
 			wantErr: "t.csv line 6: more than 4 requests",
 		},
+		{
+			name: "azure block references",
+			in:   "TIMESTAMP,ContextTokens,GeneratedTokens\n" + strings.Repeat("2023-11-16 18:15:46.68,48,1\n", 4),
+			read: func(s string) error {
+				_, err := readAzure(strings.NewReader(s), "t.csv", 16, lim)
+				return err
+			},
+			// A short line can claim a huge prompt: the limit is checked before its blocks
+			// are made, and the error says a larger block size makes fewer.
+			wantErr: "t.csv line 5 (blocks of 16 tokens): more than 10 block references, the most this run holds in memory (12 bytes each, 0 MB, plus 88 bytes a request): raise the limit with --max-block-refs if the machine has the memory, or use a larger --block-size",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.read(tc.in)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+			flag := "--max-trace-requests"
+			if strings.Contains(tc.wantErr, "block references") {
+				flag = "--max-block-refs"
+			}
+			if !strings.Contains(err.Error(), "raise the limit with "+flag) {
+				t.Errorf("error = %v, want it to name %s", err, flag)
 			}
 			if err := tc.read(strings.Join(strings.SplitAfter(tc.in, "\n")[:3], "")); err != nil {
 				t.Errorf("within the bounds: %v", err)
@@ -425,5 +442,82 @@ func TestReadMooncakeUnknownFieldsBounded(t *testing.T) {
 	}
 	if fields != maxUnknownFields+1 {
 		t.Errorf("%d notes about unused fields, want %d and one for the rest", fields, maxUnknownFields+1)
+	}
+}
+
+// TestRequestLimitRaised: a trace one request over --max-trace-requests is refused with an
+// error naming the limit and the flag, in both trace formats; the flag raised to the trace's
+// size reads the same trace, which simulates to the same results as under the default limit.
+// A simulation whose siblings (--n 2) send more requests than the limit is refused naming the
+// same flag, and runs once the limit covers them.
+func TestRequestLimitRaised(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"t.jsonl": `{"timestamp": 0, "input_length": 1100, "output_length": 3, "hash_ids": [0, 1, 2]}
+{"timestamp": 500, "input_length": 1100, "output_length": 3, "hash_ids": [0, 1, 3]}
+{"timestamp": 900, "input_length": 600, "output_length": 3, "hash_ids": [4, 5]}
+{"timestamp": 1200, "input_length": 1100, "output_length": 3, "hash_ids": [0, 1, 2]}
+{"timestamp": 1300, "input_length": 600, "output_length": 3, "hash_ids": [4, 6]}
+`,
+		"t.csv": "TIMESTAMP,ContextTokens,GeneratedTokens\n" +
+			"2023-11-16 18:15:46.00,40,3\n2023-11-16 18:15:46.50,40,3\n2023-11-16 18:15:47.00,20,3\n" +
+			"2023-11-16 18:15:47.20,40,3\n2023-11-16 18:15:47.30,20,3\n",
+	}
+	for name, content := range files {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadTraceFileLimit(path, FormatAuto, 0, Limits{Requests: 4})
+			if err == nil || !strings.Contains(err.Error(), name+" line ") || !strings.Contains(err.Error(), "more than 4 requests") || !strings.Contains(err.Error(), "raise the limit with --max-trace-requests") {
+				t.Fatalf("one request over the limit: error %v, want one naming the line, the limit of 4 and --max-trace-requests", err)
+			}
+			def, err := ReadTraceFile(path, FormatAuto, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raised, err := ReadTraceFileLimit(path, FormatAuto, 0, Limits{Requests: 5})
+			if err != nil {
+				t.Fatalf("limit raised to the trace's 5 requests: %v", err)
+			}
+			if len(raised.Requests) != 5 {
+				t.Fatalf("read %d requests, want 5", len(raised.Requests))
+			}
+			c := Config{Replicas: 2, KVBlocks: 2, AddReplicaAt: -1, Model: DefaultModel(), Params: DefaultParams()}
+			for _, policy := range []string{"round-robin", "kv-longest", "kv-llmd"} {
+				want, err := Simulate(def, c, policy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Simulate(raised, c, policy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("%s under the raised limit (-default +raised):\n%s", policy, d)
+				}
+			}
+			c.Siblings = 2
+			_, err = Simulate(raised, c, "round-robin")
+			if err == nil || !strings.Contains(err.Error(), "10 requests with their siblings") || !strings.Contains(err.Error(), "more than the 5 a simulation sends") || !strings.Contains(err.Error(), "--max-trace-requests") {
+				t.Fatalf("siblings past the limit: error %v, want one naming 10 requests, the limit of 5 and --max-trace-requests", err)
+			}
+			ten, err := ReadTraceFileLimit(path, FormatAuto, 0, Limits{Requests: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Simulate(def, c, "round-robin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Simulate(ten, c, "round-robin")
+			if err != nil {
+				t.Fatalf("siblings within a limit of 10: %v", err)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("siblings under the raised limit (-default +raised):\n%s", d)
+			}
+		})
 	}
 }

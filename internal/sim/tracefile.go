@@ -60,16 +60,13 @@ func TraceFormat(path, format string) (string, error) {
 // blockSize tokens: when 0, MooncakeBlockSize for Mooncake (its hash_ids) and AzureBlockSize
 // for Azure.
 func ReadTraceFile(path, format string, blockSize int) (*Trace, error) {
-	return ReadTraceFileLimit(path, format, blockSize, 0)
+	return ReadTraceFileLimit(path, format, blockSize, Limits{})
 }
 
-// ReadTraceFileLimit is ReadTraceFile refusing a Mooncake trace of more than maxRefs block
-// references (MaxBlockRefs when 0): the trace is held in memory at about 12 bytes a reference.
-func ReadTraceFileLimit(path, format string, blockSize, maxRefs int) (*Trace, error) {
-	lim := defaultLimits()
-	if maxRefs > 0 {
-		lim.refs = maxRefs
-	}
+// ReadTraceFileLimit is ReadTraceFile refusing a trace of more block references or requests
+// than lim allows (--max-block-refs, --max-trace-requests): the trace is held in memory at
+// about 12 bytes a reference and 88 a request.
+func ReadTraceFileLimit(path, format string, blockSize int, lim Limits) (*Trace, error) {
 	kind, err := TraceFormat(path, format)
 	if err != nil {
 		return nil, err
@@ -88,7 +85,7 @@ func ReadTraceFileLimit(path, format string, blockSize, maxRefs int) (*Trace, er
 	if blockSize == 0 {
 		blockSize = AzureBlockSize
 	}
-	return ReadAzure(f, path, blockSize)
+	return readAzure(f, path, blockSize, lim)
 }
 
 // ReadRecordingFiles reads the kvcheck tap recordings at paths as ReadRecordings does, opening
