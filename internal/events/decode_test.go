@@ -3,6 +3,8 @@ package events
 import (
 	"encoding/hex"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -316,4 +318,96 @@ func TestDecodeTokenForms(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tokensRef is the reference for decoder.tokens: every id read by decoder.int, one at a time.
+func tokensRef(d *decoder, p []byte) ([]int64, []byte, error) {
+	n, p, err := d.arrayHeader(p, "token_ids")
+	if err != nil {
+		return nil, p, err
+	}
+	toks := make([]int64, n)
+	for k := range toks {
+		if toks[k], _, p, err = d.int(p, "token id"); err != nil {
+			return nil, p, err
+		}
+	}
+	return toks, p, nil
+}
+
+// checkTokens decodes p with decoder.tokens and with tokensRef and fails on any difference:
+// values, the bytes left, and for a malformed array the offset and reason.
+func checkTokens(t *testing.T, p []byte) {
+	t.Helper()
+	d, dr := decoder{all: p}, decoder{all: p}
+	ev := Event{TokenIDs: []int64{9, 9, 9}} // a reused slice, as a steady stream has
+	rest, err := d.tokens(p, &ev)
+	want, wantRest, wantErr := tokensRef(&dr, p)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("% x: error %v, reference %v", p, err, wantErr)
+	}
+	if err != nil {
+		if d.off != dr.off || d.reason != dr.reason {
+			t.Fatalf("% x: failed at %d (%s), reference at %d (%s)", p, d.off, d.reason, dr.off, dr.reason)
+		}
+		return
+	}
+	if len(rest) != len(wantRest) {
+		t.Fatalf("% x: %d bytes left, reference %d", p, len(rest), len(wantRest))
+	}
+	if !slices.Equal(ev.TokenIDs, want) {
+		t.Fatalf("% x: tokens %v, reference %v", p, ev.TokenIDs, want)
+	}
+}
+
+// TestDecodeTokensVsReference: the token loop's fast paths (runs of four uint16 ids, the
+// eight-byte read) give what reading each id on its own gives, on random mixes of every form
+// with long and short runs of each, cut at every length, and followed by other bytes.
+func TestDecodeTokensVsReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	forms := []func() int64{
+		func() int64 { return rng.Int64N(128) },             // fixint
+		func() int64 { return 128 + rng.Int64N(128) },       // uint8
+		func() int64 { return 256 + rng.Int64N(65536-256) }, // uint16
+		func() int64 { return 65536 + rng.Int64N(1<<20) },   // uint32
+		func() int64 { return 1<<32 + rng.Int64N(1<<40) },   // uint64
+		func() int64 { return -1 - rng.Int64N(70000) },      // negative forms
+	}
+	for round := range 3000 {
+		n := rng.IntN(40)
+		p := msgp.AppendArrayHeader(nil, uint32(n))
+		// Mostly uint16 in runs, as a vocabulary sends them, with any other form mixed in.
+		for range n {
+			f := 2
+			if rng.IntN(4) == 0 {
+				f = rng.IntN(len(forms))
+			}
+			v := forms[f]()
+			if round%2 == 0 && v >= 0 {
+				p = msgp.AppendUint64(p, uint64(v))
+			} else {
+				p = msgp.AppendInt64(p, v)
+			}
+		}
+		checkTokens(t, p)
+		for cut := range len(p) {
+			checkTokens(t, p[:cut])
+		}
+		checkTokens(t, append(p, 0xcd, 0x01, 0x02, 0xc0))
+		// A lead byte 0xcd where an id should start but a string follows.
+		if n > 0 {
+			q := slices.Clone(p)
+			q[len(q)-1] = 0xa1
+			checkTokens(t, q)
+		}
+	}
+}
+
+// FuzzDecodeTokens: on any bytes, decoder.tokens agrees with reading each id on its own.
+func FuzzDecodeTokens(f *testing.F) {
+	f.Add([]byte{0x94, 0xcd, 1, 2, 0xcd, 3, 4, 0xcd, 5, 6, 0xcd, 7, 8})
+	f.Add([]byte{0x95, 0xcd, 1, 2, 0xcd, 3, 4, 0xcd, 5, 6, 0xcd, 7, 8, 0x05})
+	f.Add([]byte{0x95, 0xcd, 1, 2, 0xcd, 3, 4, 0xcd, 5, 6, 0xcd, 7, 0xce, 1, 2, 3, 4, 5})
+	f.Add([]byte{0x93, 0x01, 0xcc, 0xff, 0xce, 1, 2, 3, 4, 0xd2, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, p []byte) { checkTokens(t, p) })
 }
