@@ -193,11 +193,17 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		dynamoCost(rd, &s.Dynamo)
 		rd.float("--router-kv-overlap-score-credit-decay", &s.Dynamo.CreditDecay)
 		rd.bool("--router-kv-events", &s.Dynamo.KVEvents)
-		if on, err := strconv.ParseBool(strings.Trim(r.Values["--load-aware"], `"'`)); err == nil && on {
-			// Deprecated (removed in v1.7): the KV router with overlap credit 0 and KV events
-			// off (ROUTERS.md §4), whatever the flags beside it say.
-			rd.note("--load-aware", r.Values["--load-aware"])
-			s.Dynamo.OverlapCredit, s.Dynamo.KVEvents = 0, false
+		if v, set := r.Values["--load-aware"]; set {
+			on, err := strconv.ParseBool(strings.ToLower(strings.Trim(strings.TrimSpace(v), `"'`)))
+			switch {
+			case err != nil:
+				rd.refuse("--load-aware", v, "true or false", false)
+			case on:
+				// Deprecated (removed in v1.7): the KV router with overlap credit 0 and KV
+				// events off (ROUTERS.md §4), whatever the flags beside it say.
+				rd.note("--load-aware", v)
+				s.Dynamo.OverlapCredit, s.Dynamo.KVEvents = 0, false
+			}
 		}
 		rd.float("--router-ttl-secs", &s.Dynamo.TTLSecs)
 		rd.float("--router-temperature", &s.Dynamo.Temperature)
@@ -259,13 +265,24 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 // NewChunkedTokenDatabase resolves it (kvblock/token_processor.go): blockSizeTokens when above
 // 0, else the deprecated blockSize when set, else the default 16. A value the producer refuses
 // (below 0) is kept, for llmd-precise to say it cannot run.
+//
+// A value that is not a whole number is said on the row and treated as absent: the producer
+// refuses such a config, and the row runs the value it would otherwise use.
 func preciseBlockSize(rd *settingsReader, dst *int) {
-	if n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(rd.vals["tokenProcessorConfig.blockSizeTokens"]), `"'`)); err == nil && n != 0 {
-		rd.int("tokenProcessorConfig.blockSizeTokens", dst)
-		return
-	}
-	if n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(rd.vals["tokenProcessorConfig.blockSize"]), `"'`)); err == nil && n != 0 {
-		rd.int("tokenProcessorConfig.blockSize", dst)
+	for _, k := range []string{"tokenProcessorConfig.blockSizeTokens", "tokenProcessorConfig.blockSize"} {
+		v, set := rd.vals[k]
+		if !set {
+			continue
+		}
+		n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(v), `"'`))
+		if err != nil {
+			rd.refuse(k, v, "a whole number", *dst)
+			continue
+		}
+		if n != 0 {
+			rd.int(k, dst)
+			return
+		}
 	}
 }
 
@@ -277,12 +294,19 @@ func preciseBlockSize(rd *settingsReader, dst *int) {
 // obsolete spellings and env twins), when present, wins over the prefill load scale; a legacy 0
 // also sets the credit to 0, whatever --router-kv-overlap-score-credit says (the old
 // no-overlap behaviour).
+//
+// A legacy weight that is not a number is said on the row, which runs as if it were not given
+// (the weight ships unset: the prefill load scale applies), as every unreadable value is.
 func dynamoCost(rd *settingsReader, d *sim.DynamoSettings) {
 	legacy, ok := rd.vals["--router-kv-overlap-score-weight"]
 	w, err := parseFloat(legacy)
 	if !ok || err != nil {
 		rd.float("--router-prefill-load-scale", &d.OverlapWeight)
 		rd.float("--router-kv-overlap-score-credit", &d.OverlapCredit)
+		if ok {
+			rd.notes = append(rd.notes, fmt.Sprintf("--router-kv-overlap-score-weight %q in %s is not a number: simulated with the shipped value, unset, so the prefill load scale %v applies; fix the value to get these figures for it",
+				legacy, rd.where, d.OverlapWeight))
+		}
 		return
 	}
 	rd.float("--router-kv-overlap-score-weight", &d.OverlapWeight)

@@ -22,6 +22,13 @@ func TestConfiguredUnreadableValues(t *testing.T) {
 		{lint.RouterLLMD, "prefix-cache-scorer", ".nan", func(s sim.RouterSettings) any { return s.LLMD.PrefixWeight }, shipped.LLMD.PrefixWeight},
 		{lint.RouterLLMD, "blockSizeTokens", "16k", func(s sim.RouterSettings) any { return s.LLMD.BlockSizeTokens }, shipped.LLMD.BlockSizeTokens},
 		{lint.RouterLLMD, "autoTune", "maybe", func(s sim.RouterSettings) any { return s.LLMD.AutoTune }, shipped.LLMD.AutoTune},
+		// The precise producer's block size: an unreadable blockSizeTokens was passed over for
+		// the deprecated blockSize (or the default) without a word.
+		{lint.RouterLLMD, "tokenProcessorConfig.blockSizeTokens", "16k", func(s sim.RouterSettings) any { return s.LLMD.PreciseBlockSizeTokens }, shipped.LLMD.PreciseBlockSizeTokens},
+		// Dynamo's deprecated overlap weight: an unreadable one fell back to the prefill load
+		// scale without a note; the deprecated --load-aware (DYN_ROUTER_LOAD_AWARE) likewise.
+		{lint.RouterDynamo, "--router-kv-overlap-score-weight", "high", func(s sim.RouterSettings) any { return s.Dynamo.OverlapWeight }, shipped.Dynamo.OverlapWeight},
+		{lint.RouterDynamo, "--load-aware", "yes please", func(s sim.RouterSettings) any { return s.Dynamo.KVEvents }, shipped.Dynamo.KVEvents},
 	} {
 		r := lint.RouterFacts{Kind: tc.kind, File: "epc.yaml", Line: 7, Values: map[string]string{tc.key: tc.val}}
 		rows := configured(r, "epc.yaml:7")
