@@ -41,7 +41,8 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 		return nil, nil
 	}
 	hot := o.Thresholds.HotSpot
-	rk, err := rank.Run(ctx, t, rank.Setup{Base: base, Today: o.Today, TodayRouters: o.TodayRouters, TodayFrom: o.TodayFrom, HotSpot: hot, Progress: o.Progress}, cands)
+	rk, err := rank.Run(ctx, t, rank.Setup{Base: base, Today: o.Today, TodayRouters: o.TodayRouters, TodayFrom: o.TodayFrom,
+		NotSimulated: files.NotSimulatedRouters(), HotSpot: hot, Progress: o.Progress}, cands)
 	if err != nil {
 		return nil, err
 	}

@@ -101,6 +101,12 @@ func frontendArgs(lines [][]token) (map[string]token, bool) {
 	return nil, false
 }
 
+// DynamoRouterModes are the --router-mode choices of Dynamo's frontend
+// (router_args.py@028cab4, ROUTERS.md section 4).
+func DynamoRouterModes() []string {
+	return []string{"round-robin", "random", "power-of-two", "kv", "direct", "least-loaded", "device-aware-weighted"}
+}
+
 // checkDynamo checks a DynamoGraphDeployment: the frontend's router flags and its vLLM workers.
 func (d *ydoc) checkDynamo(root *yaml.Node) {
 	fl := d.fl

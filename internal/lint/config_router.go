@@ -390,11 +390,30 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 				"loadaware is not in the chart's values.schema.json enum at a6c01db: helm refuses these values",
 				"use a chart release whose schema lists loadaware, or pass --routing-logic loadaware in routerSpec.extraArgs")
 		}
+	case "", "roundrobin", "disaggregated_prefill", "disaggregated_prefill_orchestrated":
+	default:
+		d.unknownRoutingLogic(get(rsNode, "routingLogic"), "routerSpec.routingLogic", logic)
 	case "prefixaware":
 		if n, ok := intAt(rsNode, "replicaCount"); ok && n > 1 {
 			fl.addConfig("production-stack/prefixaware-replicas", d.pos(get(rsNode, "replicaCount")), "routerSpec.replicaCount",
 				fmt.Sprintf("prefixaware on %d router replicas: each keeps its own in-memory trie (never evicted), so a conversation's turns spread over tries", n),
 				"set routerSpec.replicaCount: 1, or put session affinity in front of the routers")
+		}
+	}
+	// routerSpec.extraArgs are rendered after the chart's --routing-logic, and argparse keeps
+	// the last: a logic given there is the one the router runs.
+	args := seq(get(rsNode, "extraArgs"))
+	for i, a := range args {
+		name, val, has := strings.Cut(strings.TrimSpace(a.Value), "=")
+		if name != "--routing-logic" {
+			continue
+		}
+		at := a
+		if !has && i+1 < len(args) {
+			val, at = args[i+1].Value, args[i+1]
+		}
+		if !slices.Contains(ProdStackRoutingLogics(), val) {
+			d.unknownRoutingLogic(at, "routerSpec.extraArgs", val)
 		}
 	}
 	if n, ok := intAt(rsNode, "prefixMinMatchLength"); ok && n > 0 && n%128 != 0 {
@@ -405,6 +424,29 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 	if logic == "kvaware" || logic == "prefixaware" || logic == "loadaware" {
 		fl.facts().routers = append(fl.facts().routers, kvRouter{file: fl.path, kind: "production-stack", at: at})
 	}
+}
+
+// ProdStackRoutingLogics are the routing logics production-stack's router knows: the
+// --routing-logic choices of src/vllm_router/parsers/parser.py @a6c01db (the chart's schema enum
+// lists the same) and loadaware, added by PR #1035 (ROUTERS.md section 3).
+func ProdStackRoutingLogics() []string {
+	return []string{"roundrobin", "session", "prefixaware", "kvaware", "loadaware", "disaggregated_prefill", "disaggregated_prefill_orchestrated"}
+}
+
+// unknownRoutingLogic reports a production-stack routing logic the router does not know: at
+// a6c01db argparse refuses it ("invalid choice") and the chart's schema refuses the values, so
+// the router does not start; a newer release may have added it, so it is a warning naming the
+// logics kvcheck knows (and the nearest, when one or two edits away), not an error.
+func (d *ydoc) unknownRoutingLogic(n *yaml.Node, loc, logic string) {
+	known := ProdStackRoutingLogics()
+	msg := fmt.Sprintf("routing logic %q is not one production-stack's router knows (%s): at a6c01db the router refuses it at start (invalid choice) and the chart's schema refuses the values; if a newer release added it, kvcheck does not know how it routes",
+		logic, strings.Join(known, ", "))
+	hint := "set it to one of " + strings.Join(known, ", ")
+	if best := nearestName(logic, known); best != "" {
+		msg += "; did you mean " + best + "?"
+		hint = "set it to " + best
+	}
+	d.fl.addConfig("production-stack/unknown-routing-logic", d.pos(n), loc, msg, hint)
 }
 
 // checkPool checks a GAIE InferencePool.

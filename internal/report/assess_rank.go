@@ -23,6 +23,7 @@ type rankingDocument struct {
 	HotSpotLoadMaxOverMean  float64         `json:"hot_spot_load_max_over_mean"`
 	Rows                    []rankRowDoc    `json:"rows"`
 	CannotRun               []cannotRunDoc  `json:"cannot_run"`
+	NotSimulated            []notSimDoc     `json:"not_simulated"`
 	Why                     []string        `json:"why"`
 	Snippet                 *rankSnippetDoc `json:"snippet"`
 	RequirementStatusValues []string        `json:"requirement_statuses"`
@@ -68,6 +69,13 @@ type cannotRunDoc struct {
 	Reason  string `json:"reason"`
 }
 
+// notSimDoc is a router the --config files set up that gets no row, and why.
+type notSimDoc struct {
+	Product      string `json:"product"`
+	ConfiguredIn string `json:"configured_in"`
+	Reason       string `json:"reason"`
+}
+
 type rankSnippetDoc struct {
 	Product string `json:"product"`
 	Format  string `json:"format"`
@@ -80,7 +88,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 		return nil
 	}
 	d := &rankingDocument{Rule: rk.Rule, Today: rk.Today, TodayConfiguredIn: rk.TodayFrom, TodayHitRate: rk.TodayHitRate, Replicas: rk.Replicas, KVBlocks: rk.KVBlocks,
-		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, Why: []string{},
+		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, NotSimulated: []notSimDoc{}, Why: []string{},
 		RequirementStatusValues: []string{rank.Met, rank.Missing, rank.Unknown}}
 	if rk.AddReplicaAt >= 0 {
 		at := rk.AddReplicaAt
@@ -105,6 +113,9 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	}
 	for _, c := range rk.CannotRun {
 		d.CannotRun = append(d.CannotRun, cannotRunDoc{c.Policy, c.Product, c.Variant, c.Label, c.Reason})
+	}
+	for _, n := range rk.NotSimulated {
+		d.NotSimulated = append(d.NotSimulated, notSimDoc{n.Product, n.Where, n.Reason})
 	}
 	d.Why = append(d.Why, rk.Why...)
 	if s := rk.Snippet; s != nil {
@@ -215,6 +226,12 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 		}
 		for _, r := range reasons {
 			t.Line("    %s: %s", strings.Join(names[r], ", "), r)
+		}
+	}
+	if len(rk.NotSimulated) > 0 {
+		t.Line("  configured, not simulated:")
+		for _, n := range rk.NotSimulated {
+			t.Line("    %s (%s): %s", n.Product, n.Where, n.Reason)
 		}
 	}
 	if s := rk.Snippet; s != nil {

@@ -3,6 +3,7 @@ package rank
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,13 @@ func FilesFrom(paths []string, dep lint.Deployment) *Files {
 		if f.Systems[r.Kind] == "" {
 			f.Systems[r.Kind] = where
 		}
-		f.Routers = append(f.Routers, configured(r, where)...)
+		for _, rc := range configured(r, where) {
+			if rc.Policy == "" {
+				f.NotSimulated = append(f.NotSimulated, NotSimulated{Product: r.Kind, Where: where, Reason: rc.NotSimulated})
+				continue
+			}
+			f.Routers = append(f.Routers, rc)
+		}
 	}
 	return f
 }
@@ -152,6 +159,9 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 	s := sim.DefaultRouterSettings()
 	rd := &settingsReader{vals: r.Values, where: where}
 	var policies []string
+	// skip says why the router gets no row when it runs nothing kvcheck emulates (a mode it
+	// does not emulate, a value the product does not know): the ranking lists it with why.
+	var skip string
 	switch r.Kind {
 	case lint.RouterLLMD:
 		policies = []string{"llmd-approx"}
@@ -173,9 +183,17 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		rd.int("maxPrefixTokensToMatch", &s.LLMD.MaxPrefixTokensToMatch)
 		preciseBlockSize(rd, &s.LLMD.PreciseBlockSizeTokens)
 	case lint.RouterProdStack:
-		switch logic := r.Values["routingLogic"]; logic {
-		case "roundrobin", "session", "prefixaware", "kvaware", "loadaware":
+		switch logic, set := r.Values["routingLogic"]; {
+		case slices.Contains([]string{"roundrobin", "session", "prefixaware", "kvaware", "loadaware"}, logic):
 			policies = []string{"prodstack-" + logic}
+		case !set || logic == "":
+			// Only a command line can leave it out: the chart's values default to roundrobin.
+			skip = "no --routing-logic: the router requires one (it has no default) and refuses to start"
+		case slices.Contains(lint.ProdStackRoutingLogics(), logic):
+			skip = "routingLogic " + logic + ": disaggregated prefill is not emulated (kvcheck replays aggregated engines)"
+		default:
+			skip = fmt.Sprintf("routingLogic %q is not one production-stack's router knows (%s): at a6c01db the router refuses it at start, and how a newer release would route with it is not known",
+				logic, strings.Join(lint.ProdStackRoutingLogics(), ", "))
 		}
 		rd.str("sessionKey", &s.ProdStack.SessionKey)
 		rd.int("prefixMinMatchLength", &s.ProdStack.PrefixMinMatch)
@@ -188,6 +206,13 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 			policies = []string{"dynamo-round-robin"}
 		case "kv":
 			policies = []string{"dynamo-kv"}
+		default:
+			if slices.Contains(lint.DynamoRouterModes(), mode) {
+				skip = "--router-mode " + mode + " is not emulated (kvcheck emulates round-robin and kv)"
+			} else {
+				skip = fmt.Sprintf("--router-mode %q is not one Dynamo's frontend knows (%s): the frontend refuses it at start, and how a newer release would route with it is not known",
+					mode, strings.Join(lint.DynamoRouterModes(), ", "))
+			}
 		}
 		rd.str("--router-mode", &s.Dynamo.Mode)
 		dynamoCost(rd, &s.Dynamo)
@@ -210,6 +235,8 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 	case lint.RouterSGLang:
 		if p := r.Values["--policy"]; p == "" || p == "cache_aware" {
 			policies = []string{"sglang-cache-aware"}
+		} else {
+			skip = fmt.Sprintf("--policy %s is not emulated (kvcheck emulates cache_aware)", p)
 		}
 		if _, set := r.Values["--eviction-interval-secs"]; r.Values["launcher"] == "python" && !set {
 			// The Python launcher's own default (router_args.py), not the Rust CLI's 120 s.
@@ -243,6 +270,8 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		if len(policies) == 0 {
 			if st := r.Values["routing_strategy"]; st == "" || st == "simple-shuffle" {
 				policies = []string{"litellm-simple-shuffle"}
+			} else {
+				skip = fmt.Sprintf("routing_strategy %s without session_affinity or prompt_caching is not emulated (kvcheck emulates simple-shuffle)", st)
 			}
 		}
 		if r.Values["optional_pre_call_checks"] != "" {
@@ -253,6 +282,9 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		rd.float("deployment_affinity_ttl_seconds", &s.LiteLLM.AffinityTTLSecs)
 		rd.bool("redis", &s.LiteLLM.Redis)
 		rd.int("replicas", &s.LiteLLM.ProxyPods)
+	}
+	if len(policies) == 0 && skip != "" {
+		return []RouterConfig{{Where: where, NotSimulated: skip}}
 	}
 	out := make([]RouterConfig, 0, len(policies))
 	for _, p := range policies {

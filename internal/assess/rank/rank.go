@@ -142,6 +142,9 @@ type Ranking struct {
 	// Rows are ranked rows first (Rank 1, 2, ...), then the rows not ranked.
 	Rows      []Row
 	CannotRun []CannotRun
+	// NotSimulated are the routers the --config files set up that get no row (a mode kvcheck
+	// does not emulate, a value the product does not know), with why.
+	NotSimulated []NotSimulated
 	// Why says why the first row wins, one sentence each.
 	Why []string
 	// Snippet is the configuration to apply for the first row, when kvcheck can write one.
@@ -167,6 +170,8 @@ type Setup struct {
 	Today        string
 	TodayRouters *sim.RouterSettings
 	TodayFrom    string
+	// NotSimulated are the configured routers that get no row (Files.NotSimulatedRouters).
+	NotSimulated []NotSimulated
 	// HotSpot is the load max/mean from which a row is a hot spot (sim.HotSpotRatio when 0).
 	HotSpot float64
 	// Progress, when set, is called as the replays finish.
@@ -179,7 +184,7 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 		s.HotSpot = sim.HotSpotRatio
 	}
 	rk := &Ranking{Today: s.Today, TodayFrom: s.TodayFrom, Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
-		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, s.HotSpot)}
+		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, s.HotSpot), NotSimulated: s.NotSimulated}
 	results := make([]sim.Result, len(cands)+1)
 	errs := make([]error, len(cands)+1)
 	work := make(chan int)

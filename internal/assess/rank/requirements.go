@@ -25,6 +25,25 @@ type Files struct {
 	Systems map[string]string
 	// Routers are the routers found with the user's values, as settings to simulate.
 	Routers []RouterConfig
+	// NotSimulated are the routers found that run nothing kvcheck emulates, with why.
+	NotSimulated []NotSimulated
+}
+
+// NotSimulated is a router the files set up that gets no row: it runs a mode kvcheck does not
+// emulate, or a value its product does not know.
+type NotSimulated struct {
+	// Product is the router's kind (lint.RouterProdStack, ...); Where its file and line.
+	Product, Where string
+	Reason         string
+}
+
+// NotSimulatedRouters returns the routers of the files that get no row, with why; nil for no
+// files.
+func (f *Files) NotSimulatedRouters() []NotSimulated {
+	if f == nil {
+		return nil
+	}
+	return slices.Clone(f.NotSimulated)
 }
 
 // Engine is one vLLM server the files start.
@@ -52,6 +71,8 @@ type RouterConfig struct {
 	Changes []Change
 	// Notes name the values that could not be read (the row keeps the shipped value for them).
 	Notes []string
+	// NotSimulated, with Policy "", says why the router gets no row.
+	NotSimulated string
 }
 
 func (f *Files) routersFor(policy string) []RouterConfig {

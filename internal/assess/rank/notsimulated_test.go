@@ -1,0 +1,60 @@
+package rank
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/lint"
+)
+
+// A router the files set up that runs nothing kvcheck emulates gets no row, but is never left
+// out without a word: FilesFrom lists it with where and why (an unknown production-stack
+// routing logic names the logics the router knows; a mode kvcheck does not emulate says so).
+// Before, routingLogic: fancy gave no row, no note and no lint finding.
+func TestConfiguredNotSimulated(t *testing.T) {
+	values := "servingEngineSpec:\n  modelSpec:\n  - name: qwen\n    repository: vllm/vllm-openai\n    tag: v0.26.0\n    modelURL: Qwen/Qwen3-32B\nrouterSpec:\n  routingLogic: LOGIC\n"
+	for _, tc := range []struct {
+		logic string
+		want  []string
+	}{
+		{"fancy", []string{`routingLogic "fancy" is not one production-stack's router knows (roundrobin, session, prefixaware, kvaware, loadaware, disaggregated_prefill, disaggregated_prefill_orchestrated)`, "refuses it at start"}},
+		{"disaggregated_prefill", []string{"routingLogic disaggregated_prefill: disaggregated prefill is not emulated"}},
+	} {
+		f := filesOf(t, map[string]string{"values.yaml": strings.Replace(values, "LOGIC", tc.logic, 1)})
+		if len(f.Routers) != 0 {
+			t.Errorf("%s: rows %+v, want none", tc.logic, f.Routers)
+		}
+		ns := f.NotSimulatedRouters()
+		if len(ns) != 1 || ns[0].Product != lint.RouterProdStack || ns[0].Where != "values.yaml:1" {
+			t.Fatalf("%s: not simulated %+v, want one production-stack router at values.yaml:1", tc.logic, ns)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(ns[0].Reason, w) {
+				t.Errorf("%s: reason %q lacks %q", tc.logic, ns[0].Reason, w)
+			}
+		}
+	}
+	// Every other kind of router, from its values as lint reads them.
+	for _, tc := range []struct {
+		kind string
+		vals map[string]string
+		want string
+	}{
+		{lint.RouterDynamo, map[string]string{"--router-mode": "random"}, "--router-mode random is not emulated"},
+		{lint.RouterDynamo, map[string]string{"--router-mode": "fastest"}, `--router-mode "fastest" is not one Dynamo's frontend knows (round-robin, random, power-of-two, kv, direct, least-loaded, device-aware-weighted)`},
+		{lint.RouterProdStack, map[string]string{"sessionKey": "x-user"}, "no --routing-logic: the router requires one"},
+		{lint.RouterSGLang, map[string]string{"--policy": "power_of_two"}, "--policy power_of_two is not emulated"},
+		{lint.RouterLiteLLM, map[string]string{"routing_strategy": "least-busy"}, "routing_strategy least-busy without session_affinity or prompt_caching is not emulated"},
+	} {
+		f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: tc.kind, File: "f.yaml", Line: 3, Values: tc.vals}}})
+		ns := f.NotSimulatedRouters()
+		if len(f.Routers) != 0 || len(ns) != 1 || ns[0].Where != "f.yaml:3" || !strings.Contains(ns[0].Reason, tc.want) {
+			t.Errorf("%s %v: rows %+v, not simulated %+v; want none and one saying %q", tc.kind, tc.vals, f.Routers, ns, tc.want)
+		}
+	}
+	// A mode it emulates is a row, not a line.
+	f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: lint.RouterDynamo, File: "f.yaml", Line: 3, Values: map[string]string{"--router-mode": "kv"}}}})
+	if len(f.Routers) != 1 || len(f.NotSimulatedRouters()) != 0 {
+		t.Errorf("kv mode: rows %+v, not simulated %+v", f.Routers, f.NotSimulatedRouters())
+	}
+}
