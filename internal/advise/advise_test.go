@@ -38,7 +38,7 @@ func requests(n int64, cross, within float64, exact bool) *Requests {
 func replay(today float64, ws int64, sessions bool, ps ...Policy) *Replay {
 	r := &Replay{Input: "t.jsonl", Source: "trace", Requests: 2000, Duration: 2000, BlockSize: 16, PrefixInfo: true,
 		SessionsKnown: sessions, Ceiling: 0.8, WorkingSetTokens: ws << 20, PromptTokens: 2_000_000, SteadyTokens: 1_000_000,
-		WarmupSeconds: 1000, Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: ShapeMetrics, KVFrom: ShapeFlag, Today: "round-robin"}
+		WarmupSeconds: 1000, WarmupRequests: 1000, Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: ShapeMetrics, KVFrom: ShapeFlag, Today: "round-robin"}
 	r.Policies = append([]Policy{{Name: "round-robin", Family: FamilyBalance, HitRate: today, SteadyHitRate: today, LoadMaxOverMean: 1, TTFTP99: 1}}, ps...)
 	return r
 }
@@ -192,7 +192,7 @@ func TestDecide(t *testing.T) {
 			name: "estimated tokens, few requests, an assumed fleet, a thin margin: low",
 			in: Input{Replay: func() *Replay {
 				r := replay(0.2, 2, true, pol("session", 0.27, 1.1))
-				r.Estimated, r.Requests, r.ReplicasFrom = true, 300, ShapeAssumed
+				r.Estimated, r.Requests, r.WarmupRequests, r.ReplicasFrom = true, 300, 150, ShapeAssumed
 				return r
 			}()},
 			want: outcome{Verdict: SessionAffinity, Confidence: Low, Rules: []string{"session-affinity-saves"}},

@@ -135,7 +135,7 @@ func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
 	if rp.KVTokens > 0 {
 		d.evidence(prefix+".working_set", source, in, "working set against one replica's KV", "%d tokens = %.1fx", rp.WorkingSetTokens, float64(rp.WorkingSetTokens)/float64(rp.KVTokens))
 	}
-	d.evidence(prefix+".warmup", source, in, "warm-up left out of the gains", "the first %.0f s (half the requests)", rp.WarmupSeconds)
+	d.evidence(prefix+".warmup", source, in, "warm-up left out of the gains", "the first %d of %d requests (up to %.0f s)", rp.WarmupRequests, rp.Requests, rp.WarmupSeconds)
 	am := rp.Amortise(d.th.MinGain)
 	hold := "rate unknown"
 	if am.Rate > 0 {

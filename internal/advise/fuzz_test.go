@@ -24,7 +24,7 @@ func FuzzDecide(f *testing.F) {
 			Requests: &Requests{Requests: reqs, Sessions: reqs / 3, WithBlock: reqs, PromptTokens: prompt, CrossSessionTokens: cross, WithinSessionTokens: within, CacheableTokens: cross + within},
 			Stream:   &Stream{Consistent: &consistent, DuplicateFraction: &saved, RestoreFraction: &sessSaved, FirstBlockStores: firstStores, FirstBlocksDistinct: firstDistinct},
 			Replay: &Replay{Input: "t", PrefixInfo: true, Ceiling: ceiling, Replicas: replicas, KVTokens: int64(replicas), WorkingSetTokens: ws, Today: "round-robin",
-				SessionsKnown: caching, Duration: ceiling, PromptTokens: prompt, Requests: int(reqs % 1e6), ReplicasFrom: ShapeFlag, KVFrom: ShapeAssumed, Policies: []Policy{
+				SessionsKnown: caching, Duration: ceiling, PromptTokens: prompt, Requests: int(reqs % 1e6), WarmupRequests: int(reqs%1e6) / 2, ReplicasFrom: ShapeFlag, KVFrom: ShapeAssumed, Policies: []Policy{
 					{Name: "round-robin", Family: FamilyBalance, LoadMaxOverMean: 1, HitRate: hit, SteadyHitRate: hit},
 					{Name: "chash-bounded", Family: FamilySession, HitRate: sessSaved, SteadyHitRate: sessSaved, LoadMaxOverMean: load},
 					{Name: "kv-load", Family: FamilyKV, HitRate: saved, SteadyHitRate: usage, LoadMaxOverMean: load, HotSpot: load >= 2},

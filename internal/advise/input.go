@@ -111,9 +111,11 @@ type Replay struct {
 	// Input names the traffic; Source is "requests", "trace" or "recording".
 	Input, Source string
 	Requests      int
-	// Duration is the traffic's span in seconds; WarmupSeconds the arrival time from which the
-	// steady figures count (the first half of the requests warms the caches up).
+	// Duration is the traffic's span in seconds; WarmupRequests the requests left out of the
+	// steady figures (the first half, which warms the caches up) and WarmupSeconds the arrival
+	// of the first request counted.
 	Duration, WarmupSeconds float64
+	WarmupRequests          int
 	BlockSize               int
 	// PrefixInfo is false for lengths-only traces, which cannot show reuse either way.
 	PrefixInfo bool

@@ -178,8 +178,8 @@ func (d *decision) warmup(rp *Replay, today *Policy) (Reason, bool) {
 		return Reason{}, false
 	}
 	full, steady := best.HitRate-today.HitRate, best.SteadyHitRate-today.SteadyHitRate
-	text := fmt.Sprintf("over the whole replay %s saves %s, but after the warm-up (the first %.0f s) only %s: the difference is cold misses, each replica computing the shared prefixes once, which a longer run amortises",
-		best.Name, points(full), rp.WarmupSeconds, points(steady))
+	text := fmt.Sprintf("over the whole replay %s saves %s, but after the warm-up (the first %d requests, %.0f s) only %s: the difference is cold misses, each replica computing the shared prefixes once, which a longer run amortises",
+		best.Name, points(full), rp.WarmupRequests, rp.WarmupSeconds, points(steady))
 	if rp.Duration > 0 && steady < d.th.MinGain {
 		rate := float64(rp.PromptTokens) / rp.Duration
 		extra := (full - steady) * float64(rp.PromptTokens)

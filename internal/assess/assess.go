@@ -257,11 +257,11 @@ func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Option
 		}
 		policies = append(policies, p)
 	}
-	warm := 0.0
-	if n := len(t.Requests); n > 0 {
-		warm = t.Requests[n/2].Arrival
+	warm, half := 0.0, len(t.Requests)/2
+	if len(t.Requests) > 0 {
+		warm = t.Requests[half].Arrival
 	}
-	base := Base(warm)
+	base := Base(half)
 	// Only today's routing can be an emulation: the options are idealised policies, which do
 	// not read the router settings.
 	base.Routers = o.TodayRouters
@@ -281,7 +281,7 @@ func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Option
 	}
 	rp := advise.FromReplay(sim.NewReport(t, sim.Stats(t), sweep, results), advise.ReplayShape{
 		Source: source, ReplicasFrom: sh.ReplicasFrom, KVFrom: sh.KVFrom, Today: o.Today,
-		SessionsKnown: known, WarmupSeconds: warm, HotSpot: th.HotSpot,
+		SessionsKnown: known, WarmupSeconds: warm, WarmupRequests: half, HotSpot: th.HotSpot,
 	})
 	rp.SharedTokens, rp.LateSharedTokens = sharedTokens(t)
 	return rp, nil
@@ -335,8 +335,11 @@ func sharedTokens(t *sim.Trace) (shared, late int64) {
 
 // Base is the simulation every replay runs: kvcheck simulate's defaults (service model, seed
 // 1, policy parameters), so the two commands give the same figures on the same trace and fleet.
-func Base(measureFrom float64) sim.Config {
-	return sim.Config{Model: sim.DefaultModel(), Seed: 1, AddReplicaAt: -1, Siblings: 1, Params: sim.DefaultParams(), MeasureFrom: measureFrom}
+// The steady figures count the requests from index warmup on (the second half): by index, not
+// by arrival time, so that a burst whose requests share one instant still leaves its first half
+// out.
+func Base(warmup int) sim.Config {
+	return sim.Config{Model: sim.DefaultModel(), Seed: 1, AddReplicaAt: -1, Siblings: 1, Params: sim.DefaultParams(), MeasureFromRequest: warmup}
 }
 
 // SessionsKnown reports whether the trace carries sessions: some session (an id, or a

@@ -25,7 +25,7 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 	if routers == nil {
 		routers = sim.Emulations()
 	}
-	base := Base(t.Requests[len(t.Requests)/2].Arrival)
+	base := Base(len(t.Requests) / 2)
 	base.Replicas = sh.Replicas
 	base.KVBlocks = int(min(sh.KVTokens/int64(t.BlockSize), int64(^uint32(0)>>1)))
 	if o.AddReplica {

@@ -20,7 +20,7 @@ func assessInputs() map[string]advise.Input {
 			{Name: "10.0.0.2:8000", PrefixCaching: &off, PreemptionsPer1k: fp(0), KVUsage: fp(0.2), BlockSize: 16},
 		}}
 	rp := &advise.Replay{Input: "conv.jsonl", Source: "trace", Requests: 12031, Duration: 3537, BlockSize: 512, PrefixInfo: true, Ceiling: 0.366, WorkingSetTokens: 93588480,
-		PromptTokens: 100_000_000, SteadyTokens: 50_000_000, WarmupSeconds: 1768,
+		PromptTokens: 100_000_000, SteadyTokens: 50_000_000, WarmupSeconds: 1768, WarmupRequests: 6015,
 		// Conversations keep arriving: shared prefixes are still first seen after the warm-up.
 		SharedTokens: 34_000_000, LateSharedTokens: 15_000_000,
 		Replicas: 8, KVTokens: 1 << 20, ReplicasFrom: advise.ShapeFlag, KVFrom: advise.ShapeAssumed, Today: "round-robin", Policies: []advise.Policy{
@@ -29,7 +29,7 @@ func assessInputs() map[string]advise.Input {
 			{Name: "kv-load", Family: advise.FamilyKV, HitRate: 0.269, SteadyHitRate: 0.271, LoadMaxOverMean: 1.07, TTFTP99: 11.2},
 		}}
 	chat := &advise.Replay{Input: "chat.jsonl", Source: "requests", Requests: 120, Duration: 119, BlockSize: 16, PrefixInfo: true, Estimated: true, SessionsKnown: true,
-		Ceiling: 0.57, WorkingSetTokens: 12718, PromptTokens: 29371, SteadyTokens: 17000, WarmupSeconds: 60,
+		Ceiling: 0.57, WorkingSetTokens: 12718, PromptTokens: 29371, SteadyTokens: 17000, WarmupSeconds: 60, WarmupRequests: 60,
 		// Each conversation's history is shared by its later turns; new conversations keep
 		// starting after the warm-up, so the session gain is not warm-up alone.
 		SharedTokens: 11000, LateSharedTokens: 6000,

@@ -16,6 +16,7 @@ type job struct {
 	pinned  int // blocks 0..pinned-1 are pinned for it
 	ttft    float64
 	done    float64 // when it finished (set before loadObserver.finished)
+	steady  bool    // counted in the steady figures (Config.MeasureFrom, MeasureFromRequest)
 }
 
 // replica is one vLLM instance: its cache and its queues.
@@ -89,7 +90,6 @@ type tally struct {
 	inputTokens, hitBlocks int64
 	blockRefs, queueSum    int64
 	queueMax               int
-	measureFrom            float64 // Config.MeasureFrom: the steady sums count from this arrival
 	steadyInputTokens      int64
 	steadyHitBlocks        int64
 	ttft                   []float64
@@ -427,7 +427,7 @@ func (f *fleet) record(j *job) {
 	s.jobs++
 	s.inputTokens += int64(j.req.InputTokens)
 	s.hitBlocks += int64(j.hit)
-	if j.arrival >= s.measureFrom {
+	if j.steady {
 		s.steadyInputTokens += int64(j.req.InputTokens)
 		s.steadyHitBlocks += int64(j.hit)
 	}

@@ -71,6 +71,11 @@ type Config struct {
 	// steady figures (Result.SteadyInputTokens, SteadyHitTokens) count requests: what comes
 	// before warms the caches up. 0 counts every request.
 	MeasureFrom float64
+	// MeasureFromRequest, when above 0, also leaves the trace's requests before this index out of
+	// the steady figures (siblings go with their request): a warm-up of "the first half of the
+	// requests" that holds when many arrive at the same instant (a burst, a log with coarse
+	// timestamps), where no arrival time separates them.
+	MeasureFromRequest int
 	// Routers holds the emulated routers' settings (router.go); nil means as each ships
 	// (DefaultRouterSettings).
 	Routers *RouterSettings

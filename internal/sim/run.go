@@ -25,8 +25,9 @@ type Result struct {
 	InputTokens int64
 	HitTokens   int64
 	// SteadyInputTokens and SteadyHitTokens count only requests arriving at or after
-	// Config.MeasureFrom, once the caches have warmed up: cold misses that a longer run would
-	// amortise (every replica computing a shared prompt once) fall before it.
+	// Config.MeasureFrom and from Config.MeasureFromRequest on, once the caches have warmed up:
+	// cold misses that a longer run would amortise (every replica computing a shared prompt
+	// once) fall before it.
 	SteadyInputTokens, SteadyHitTokens int64
 	// HitRate is HitTokens/InputTokens, what vllm:prefix_cache_hits/queries would show.
 	HitRate float64
@@ -130,7 +131,6 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 		f.obs = o
 	}
 	f.tally.ttft = make([]float64, 0, n)
-	f.tally.measureFrom = c.MeasureFrom
 	if record {
 		f.tally.records = make([]job, n)
 	}
@@ -147,7 +147,7 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 			}
 			f.advance(r.Arrival)
 			j := f.pool.get()
-			*j = job{seq: sent, req: r, ids: t.blockIDs(i), arrival: r.Arrival}
+			*j = job{seq: sent, req: r, ids: t.blockIDs(i), arrival: r.Arrival, steady: r.Arrival >= c.MeasureFrom && i >= c.MeasureFromRequest}
 			sent++
 			j.rep = p.route(f, j)
 			if j.rep < 0 || j.rep >= f.size() {

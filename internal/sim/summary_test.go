@@ -153,6 +153,27 @@ func TestSteadyFigures(t *testing.T) {
 	}
 }
 
+// TestSteadyFromRequest: a burst (every request at the same instant) has no arrival time that
+// separates its warm-up; MeasureFromRequest does. The shared 4-block prompt of TestSteadyFigures,
+// eight requests all at 0 s, round-robin on 2 replicas, steady from request 4: the prefills on
+// a replica run one after the other, so only requests 0 and 1 are cold; requests 4..7 each hit
+// 4 blocks (16 tokens) of 17.
+func TestSteadyFromRequest(t *testing.T) {
+	var reqs []Request
+	for range 8 {
+		reqs = append(reqs, Request{Arrival: 0, Blocks: []uint64{1, 2, 3, 4}, InputTokens: 4*4 + 1, OutputTokens: 1, N: 1})
+	}
+	tr := &Trace{Name: "burst", BlockSize: 4, PrefixInfo: true, Requests: reqs}
+	c := Config{Replicas: 2, KVBlocks: 64, Model: DefaultModel(), AddReplicaAt: -1, Params: DefaultParams(), MeasureFromRequest: 4}
+	res, err := Simulate(tr, c, "round-robin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.HitTokens != 6*16 || res.SteadyInputTokens != 4*17 || res.SteadyHitTokens != 4*16 {
+		t.Errorf("hit %d, steady %d of %d: want 96, 64 of 68", res.HitTokens, res.SteadyHitTokens, res.SteadyInputTokens)
+	}
+}
+
 // TestRunWatch: the sweep's last progress report counts every simulation and every request
 // routed in them: 3 policies (two asked, round-robin added) x 2 fleets x 5 requests sent twice.
 func TestRunWatch(t *testing.T) {
