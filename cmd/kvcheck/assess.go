@@ -59,7 +59,7 @@ without a hot spot, else nothing. Fix this first: prefix caching off, a thrashin
 block-zero breaker that costs min gain (the traffic replayed with the divergence replaced by a
 constant; that replay is also what "then" is judged on), and for a KV-aware router hashes that
 differ across replicas. Cannot tell yet: nothing given can show reuse (metrics alone below 100%%
-- min gain, a lengths-only trace, templates alone).
+- min gain, a lengths-only trace, templates alone), or too little traffic after the warm-up.
 
 Then every router emulation (production-stack, llm-d, Dynamo, SGLang, Ray, LiteLLM) is replayed
 on the same traffic as it ships, as the --config files configure it and as kvcheck would tune

@@ -101,12 +101,14 @@ func (th Thresholds) Describe() string {
                   over the next cheaper option (--min-gain)
   hot spot        load max/mean >= %.1f: never recommended, whatever the modelled TTFT
   metrics alone   decide nothing unless the fleet hit rate is >= %.0f%% (100%% - min gain)
+  traffic         a replay decides from %d requests after the warm-up (more than 1/min gain:
+                  with fewer, one request weighs at least min gain); fewer: cannot tell yet
   confidence      high needs >= %d requests, exact tokens, a measured fleet and a margin of
                   half the min gain
   thrashing       >= %.0f preemptions per 1k requests or KV cache >= %.0f%% full (warning from
                   %.0f and %.0f%%)
   duplicated      >= %.0f%% of stored tokens prefilled again elsewhere (tap)
-`, th.MinGain*100, th.HotSpot, (1-th.MinGain)*100, th.MinRequests, th.ThrashPreemptionsPer1k, th.ThrashKVUsage*100,
+`, th.MinGain*100, th.HotSpot, (1-th.MinGain)*100, th.MinSteadyRequests(), th.MinRequests, th.ThrashPreemptionsPer1k, th.ThrashKVUsage*100,
 		th.WarnPreemptionsPer1k, th.WarnKVUsage*100, th.DuplicatePrefill*100)
 }
 

@@ -198,6 +198,29 @@ func TestDecide(t *testing.T) {
 			want: outcome{Verdict: SessionAffinity, Confidence: Low, Rules: []string{"session-affinity-saves"}},
 		},
 		{
+			// 40 requests, 20 after the warm-up: each is on average 1/20 = 5% of the tokens the
+			// gains count, the whole threshold, so the +30 points session affinity shows could be
+			// six placements: cannot tell yet.
+			name: "20 requests after the warm-up: too little traffic to decide",
+			in: Input{Replay: func() *Replay {
+				r := replay(0.2, 2, true, pol("session", 0.5, 1.1))
+				r.Requests, r.WarmupRequests = 40, 20
+				return r
+			}()},
+			want: outcome{Verdict: Undetermined, Confidence: Low, Rules: []string{"too-little-traffic"}},
+		},
+		{
+			// 42 requests, 21 after the warm-up: each is on average 4.8%, under the threshold:
+			// the replay decides, at medium confidence (fewer than 1,000 requests lowers it a level).
+			name: "21 requests after the warm-up: the replay decides",
+			in: Input{Replay: func() *Replay {
+				r := replay(0.2, 2, true, pol("session", 0.5, 1.1))
+				r.Requests, r.WarmupRequests = 42, 21
+				return r
+			}()},
+			want: outcome{Verdict: SessionAffinity, Confidence: Medium, Rules: []string{"session-affinity-saves"}},
+		},
+		{
 			name: "an overloaded model is a reason against",
 			in:   Input{Replay: func() *Replay { r := replay(0.2, 2, false, pol("kv-llmd", 0.6, 1.1)); r.Overloaded = true; return r }()},
 			want: outcome{Verdict: KVAwareRouter, Confidence: Medium, Rules: []string{"kv-router-saves", "working-set-exceeds-replica"}, Against: []string{"overloaded"}},

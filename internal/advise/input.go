@@ -1,6 +1,10 @@
 package advise
 
-import "github.com/kvcheck/kvcheck/internal/finding"
+import (
+	"math"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
 
 // Input is the evidence one assess run gathered. Every part is optional; a nil part means the
 // measurement was not made, and the recommendation says what it would settle.
@@ -148,6 +152,19 @@ type Replay struct {
 	// replayed, the request log first, then a trace, then the recordings.
 	Unused   []string
 	Policies []Policy
+}
+
+// SteadyRequests is the number of requests the steady figures count: those after the warm-up.
+func (s *Replay) SteadyRequests() int { return max(s.Requests-s.WarmupRequests, 0) }
+
+// MinSteadyRequests is the fewest requests after the warm-up on which a replay decides: more
+// than 1/MinGain, so that one request weighs on average less than the threshold (at 5 points,
+// 21). With fewer, one request's placement could move the gain by the whole threshold.
+func (th Thresholds) MinSteadyRequests() int {
+	if th.MinGain <= 0 {
+		return 1
+	}
+	return int(math.Floor(1/th.MinGain+1e-9)) + 1
 }
 
 // Where the fleet's shape came from.

@@ -1,6 +1,9 @@
 package advise
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // nextSteps says, for each measurement missing or weak, what would settle it.
 func (d *decision) nextSteps(route Verdict) {
@@ -13,7 +16,10 @@ func (d *decision) nextSteps(route Verdict) {
 	case d.rec.Verdict == Undetermined || d.rec.Then == Undetermined:
 		askedTraffic = true
 		// The one measurement that would settle it comes first.
-		if in.Replay != nil && !in.Replay.PrefixInfo {
+		if rp := in.Replay; rp != nil && rp.PrefixInfo && rp.SteadyRequests() < d.th.MinSteadyRequests() {
+			add(fmt.Sprintf("give a longer request log or trace: at least %d requests in all, so that %d or more come after the warm-up (the first half)", 2*d.th.MinSteadyRequests(), d.th.MinSteadyRequests()),
+				"the measurement that decides: a replay in which no single request's placement can move the gain by the threshold")
+		} else if in.Replay != nil && !in.Replay.PrefixInfo {
 			add("add --requests with a JSONL log of real request bodies (a gateway export), or give a trace with block hashes (Mooncake hash_ids)",
 				"the measurement that decides: a lengths-only trace cannot show reuse either way")
 		} else {

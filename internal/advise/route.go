@@ -38,6 +38,15 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 			Text: "the trace has prompt lengths only, no prefix content: it cannot show reuse either way, so no routing option can be judged on it (a lengths-only replay makes every prompt unique, which is not a finding about the traffic)"}}, Low}
 	}
 	th := d.th
+	if n := rp.SteadyRequests(); n < th.MinSteadyRequests() {
+		avg := "all"
+		if n > 0 {
+			avg = "on average " + pct(1/float64(n))
+		}
+		return routing{Undetermined, []Reason{{Rule: "too-little-traffic", Verdict: Undetermined, Strength: Low, Evidence: ev("traffic", "warmup"),
+			Text: fmt.Sprintf("only %d requests come after the warm-up (the first %d of %d warm the caches up): each is %s of the prompt tokens the gains count, at least the %.0f-point threshold, so one request's placement could decide the answer; the replay decides from %d requests after the warm-up (1/min gain, and one more)",
+				n, rp.WarmupRequests, rp.Requests, avg, th.MinGain*100, th.MinSteadyRequests())}}, Low}
+	}
 	today := rp.policy(rp.Today)
 	if today == nil {
 		return routing{Undetermined, []Reason{{Rule: "no-baseline", Verdict: Undetermined, Strength: Low, Evidence: ev("traffic"),

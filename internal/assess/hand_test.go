@@ -98,6 +98,17 @@ func TestHandWorked(t *testing.T) {
 			want:  advise.Nothing, rule: "no-option-pays",
 			mention: "the best, session, saves +4.3 points",
 		},
+		{
+			name: "three conversations of two turns: too little traffic",
+			why: "6 requests; the gains count the 3 second turns, each a third of the tokens counted: whether one of them " +
+				"lands on its conversation's replica moves the gain by 33 points, so no answer rests on it (the replay " +
+				"decides from 21 requests after the warm-up): cannot tell yet. Before, this said nothing at medium " +
+				"confidence: no shared prefix arrives after the warm-up in a trace that ends at the second turn",
+			trace: func(t *testing.T) *sim.Trace { return lockstepChat(t, 3, 2) },
+			opts:  Options{Replicas: 4, KVBlocks: 1024},
+			want:  advise.Undetermined, conf: advise.Low, rule: "too-little-traffic",
+			mention: "only 3 requests come after the warm-up (the first 3 of 6 warm the caches up)",
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.opts
