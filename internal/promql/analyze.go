@@ -48,6 +48,9 @@ type Input struct {
 	// Warnings are what the server said alongside a successful answer, such as a Thanos or
 	// Mimir partial response.
 	Warnings []ServerWarning
+	// Gone are replicas that stopped inside the window: with two readings, in the first and
+	// not the second; with Prometheus, series in the window but none at its end.
+	Gone []string
 }
 
 // ServerWarning is one warning text a Prometheus-compatible server returned with its answer,
@@ -183,11 +186,17 @@ func Analyze(in Input) Report {
 		r := replicaFigures(o)
 		rep.Replicas = append(rep.Replicas, r)
 		replicaFindings(o, r, in.Mode, add)
+		if o.New {
+			add(finding.Info, "replica-new", o.Replica, "%s, so it has no rate yet and adds nothing to the fleet's hit rate or volume; read again for its figures", newWhere(in))
+		}
 	}
 	rep.Fleet = fleetFigures(rep.Replicas, obs)
 	fleetFindings(rep, add)
 	for _, d := range in.Down {
 		add(finding.Error, "target-down", d.Target, "could not read %s: %s; the fleet row leaves it out", d.Target, d.Error)
+	}
+	for _, g := range in.Gone {
+		add(finding.Warning, "replica-gone", g, "%s: it stopped, was scaled down or came back under another name; %s", goneWhere(in), goneLeftOut(in))
 	}
 	for _, w := range in.Warnings {
 		add(finding.Warning, "server-warning", "", "%s answered with a warning (queries: %s): %s; the figures may miss series (a partial response leaves out what an unavailable store holds)", strings.Join(in.Inputs, ", "), strings.Join(w.Queries, ", "), w.Warning)
@@ -205,6 +214,41 @@ func Analyze(in Input) Report {
 		return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(a.Subject, b.Subject), cmp.Compare(a.Code, b.Code))
 	})
 	return rep
+}
+
+// readings names the two readings a rate was taken between: two dumps by their paths, two
+// scrape rounds as such.
+func readings(in Input) (first, second string) {
+	if in.Source == SourceFile && len(in.Inputs) == 2 {
+		return in.Inputs[0], in.Inputs[1]
+	}
+	return "the first scrape", "the second scrape"
+}
+
+// newWhere says where a new replica's counters were seen.
+func newWhere(in Input) string {
+	if in.Source == SourcePrometheus {
+		return "its prefix-cache counters have a sample at the end of the window but no rate over it: it started too late in the window for two samples"
+	}
+	first, second := readings(in)
+	return "its prefix-cache counters are in " + second + " only, not in " + first + ": it started or joined between them"
+}
+
+// goneWhere says where a gone replica's series were last seen.
+func goneWhere(in Input) string {
+	if in.Source == SourcePrometheus {
+		return "its prefix-cache counters stop inside the window (no sample at its end: older than Prometheus's lookback, or marked stale when its target went away)"
+	}
+	first, second := readings(in)
+	return "in " + first + " but not in " + second
+}
+
+// goneLeftOut says what became of a gone replica's figures.
+func goneLeftOut(in Input) string {
+	if in.Source == SourcePrometheus {
+		return "its row covers only the part of the window it was up"
+	}
+	return "it has no row, and the fleet row leaves it out"
 }
 
 func nonNil[T any](s []T) []T {

@@ -115,6 +115,9 @@ func readExposition(r io.Reader, source string, maxSeries int, project []string)
 	if err := x.flush(); err != nil {
 		return x.d, err
 	}
+	if len(x.d.Samples) == 0 && x.histogram != "" {
+		return x.d, fmt.Errorf("%s: only vllm: histograms or summaries, such as %s: hitrate reads the prefix-cache counters and gauges (vllm:prefix_cache_queries_total, vllm:prefix_cache_hits_total, vllm:kv_cache_usage_perc, ...); save the whole /metrics, or widen the federation match[] or relabelling that kept histograms only", source, x.histogram)
+	}
 	if len(x.d.Samples) == 0 {
 		return x.d, fmt.Errorf("%s: no vllm: metrics found%s: is this a vLLM /metrics endpoint or dump?", source, x.others.hint())
 	}
@@ -164,6 +167,8 @@ type expoReader struct {
 	family    string // the family of the last # HELP or # TYPE line
 	keep      bool   // the family of the last line is a vllm: one
 	others    otherFamilies
+	// histogram is the first vllm: histogram or summary family read, whose samples are not kept.
+	histogram string
 	// project lists the labels kept of the families hitrate does not read (nil: keep every
 	// series whole); present maps a family and those labels to its sample, labelSets a label
 	// set's key to its shared map.
@@ -340,11 +345,16 @@ func (x *expoReader) flush() error {
 			case m.Untyped != nil:
 				v = m.GetUntyped().GetValue()
 			default:
-				continue // histograms and summaries carry nothing hitrate reads
+				// Histograms and summaries carry nothing hitrate reads; a dump of nothing
+				// else is named so in the error.
+				if x.histogram == "" {
+					x.histogram = name
+				}
+				continue
 			}
 			labels := m.GetLabel()
 			if x.project != nil && name != configInfo {
-				if _, read := lookupName(name); !read {
+				if !readFamily(name) {
 					x.proj = projectLabels(x.proj[:0], labels, x.project)
 					labels = x.proj
 					x.key = append(append(x.key[:0], name...), 0xff)
@@ -434,14 +444,43 @@ func totals(d Dump) []point {
 	return out
 }
 
+// readFamily reports whether hitrate reads the values of a vllm: family: one of its names, or
+// the _created gauge of one of its counters (when the counter started, which tells a restart).
+func readFamily(name string) bool {
+	if _, ok := lookupName(name); ok {
+		return true
+	}
+	base, ok := strings.CutSuffix(name, "_created")
+	return ok && isCounter(base+"_total")
+}
+
+// createdKey is the series key of a counter's _created gauge: the same labels, the name with
+// _created for _total. ok is false for a name that is not a counter's.
+func createdKey(s Sample) (string, bool) {
+	base, ok := strings.CutSuffix(s.Name, "_total")
+	if !ok {
+		return "", false
+	}
+	return seriesKey(Sample{Name: base + "_created", Labels: s.Labels}), true
+}
+
 // increase turns two dumps of the same replicas into points: counters give their increase from
-// a to b (a counter that went down restarted from zero, so its increase is its new value),
-// gauges their value in b. Counter series missing from a are left out, as Prometheus's rate()
-// needs two samples.
+// a to b, gauges their value in b. A counter that restarted counts from zero again, so its
+// increase is its new value: vLLM's counters say they restarted by their _created gauge (the
+// time the counter started) moving on, even when the new process has already counted past the
+// old value; without _created, only a counter that went down shows it. Counter series missing
+// from a have no rate, as Prometheus's rate() needs two samples: they are points with fresh
+// set and no value, so their replica still has a row and is known to be new.
 func increase(a, b Dump) []point {
 	before := make(map[string]float64, len(a.Samples))
 	for _, s := range a.Samples {
 		before[seriesKey(s)] = s.Value
+	}
+	created := map[string]float64{}
+	for _, s := range b.Samples {
+		if strings.HasSuffix(s.Name, "_created") {
+			created[seriesKey(s)] = s.Value
+		}
 	}
 	out := make([]point, 0, len(b.Samples))
 	for _, s := range b.Samples {
@@ -451,12 +490,19 @@ func increase(a, b Dump) []point {
 		}
 		prev, ok := before[seriesKey(s)]
 		if !ok {
+			out = append(out, point{name: s.Name, labels: s.Labels, fresh: true})
 			continue
 		}
 		p := point{name: s.Name, labels: s.Labels, value: s.Value - prev}
+		restarted := s.Value < prev
+		if ck, ok := createdKey(s); ok {
+			ca, okA := before[ck]
+			cb, okB := created[ck]
+			restarted = restarted || (okA && okB && finite(ca) && finite(cb) && cb > ca)
+		}
 		if math.IsNaN(prev) || math.IsInf(prev, 0) {
 			p.value = prev
-		} else if s.Value < prev {
+		} else if restarted {
 			p.value, p.resets = s.Value, 1
 		}
 		out = append(out, p)

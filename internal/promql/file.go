@@ -101,8 +101,10 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 			return in, fmt.Errorf("%s and %s share no vllm: counter series (%d and %d counter series): are they dumps of the same replicas? Give the same replica's /metrics saved twice", paths[0], paths[1], ca, cb)
 		}
 		in.Mode, in.Window = ModeRate, dt
-		asm := assemble(increase(a, b), grouping{by: by, fallback: dumpName(paths[1])}, dt)
+		g := grouping{by: by, fallback: dumpName(paths[1])}
+		asm := assemble(increase(a, b), g, dt)
 		in.Observations, in.Routers = asm.obs, asm.routers
+		in.Gone = gone(a, asm.obs, g) // named as the second dump names its replicas
 		if len(in.Observations) == 0 {
 			return in, fmt.Errorf("%s and %s share no vllm: counter series: are they dumps of the same replicas?", paths[0], paths[1])
 		}
@@ -128,4 +130,24 @@ func counterOverlap(a, b Dump) (ca, cb, shared int) {
 		}
 	}
 	return len(inA), cb, shared
+}
+
+// gone returns the replicas of the first reading a whose counter series have no row in obs
+// (from the second reading): they stopped between the two. g groups a's series.
+func gone(a Dump, obs []Observation, g grouping) []string {
+	rows := make(map[string]bool, len(obs))
+	for _, o := range obs {
+		rows[o.Replica] = true
+	}
+	var out []string
+	for _, s := range a.Samples {
+		if s.Labels["server"] != "" || !isCounter(s.Name) {
+			continue
+		}
+		if k := g.key(s.Labels); !rows[k] && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -318,4 +318,28 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 	if len(pin.Queries) != 5 {
 		t.Errorf("%d Prometheus queries, want 5", len(pin.Queries))
 	}
+	// At the time state B was confirmed every replica was up: none is gone.
+	for _, x := range queried.Findings {
+		if x.Code == "replica-gone" || x.Code == "replica-new" {
+			t.Errorf("every replica up: %s %s: %s", x.Code, x.Subject, x.Message)
+		}
+	}
+	// Now replica 0's scrape fails: Prometheus marked its series stale, so the window still
+	// holds its counters but their end does not. It keeps its row, and is said to be gone.
+	now, err := Prometheus{API: ps.api, URL: ps.url, Window: 10 * time.Minute, Timeout: 10 * time.Second}.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone []string
+	for _, x := range Analyze(now).Findings {
+		if x.Code == "replica-gone" {
+			gone = append(gone, x.Subject)
+		}
+	}
+	if diff := cmp.Diff([]string{addrs[0]}, gone); diff != "" {
+		t.Errorf("replica-gone after replica 0's scrape failed (-want +got):\n%s", diff)
+	}
+	if len(now.Observations) != 4 {
+		t.Errorf("%d rows after replica 0's scrape failed, want 4 (its row covers the time it was up)", len(now.Observations))
+	}
 }

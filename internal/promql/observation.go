@@ -58,6 +58,9 @@ type Observation struct {
 	Resets []string
 	// BadValues are series whose value was NaN or infinite and were left out.
 	BadValues []string
+	// New is a replica whose counters appear only in the second of two readings (dumps or
+	// scrapes): it started between them, so it has no rate yet.
+	New bool
 }
 
 // point is one series' contribution to an observation: for a counter its increase over the
@@ -67,6 +70,9 @@ type point struct {
 	labels map[string]string
 	value  float64
 	resets float64
+	// fresh marks a counter series with no earlier sample: the replica exports it, but it has
+	// no increase yet.
+	fresh bool
 }
 
 // grouping maps a series to its replica.
@@ -128,6 +134,8 @@ func assemble(points []point, g grouping, window float64) assembled {
 		models  []string
 		seen    map[string]bool // every vllm: name, for dating the replica
 		version string          // from a version label
+		// fresh: a counter series with no earlier sample; counted: one with an increase.
+		fresh, counted bool
 	}
 	reps := map[string]*rep{}
 	var order []string
@@ -179,6 +187,17 @@ func assemble(points []point, g grouping, window float64) assembled {
 		if math.IsNaN(p.value) || math.IsInf(p.value, 0) {
 			r.obs.BadValues = append(r.obs.BadValues, p.name)
 			continue
+		}
+		if p.fresh {
+			// Exported, but without an increase: the name counts as seen, with no value.
+			r.fresh = true
+			if r.vals[p.name] == nil {
+				r.vals[p.name] = &acc{}
+			}
+			continue
+		}
+		if mn.counter {
+			r.counted = true
 		}
 		if mn.gen == V0 && p.value < 0 {
 			// -1 is V0's "no data yet"; keep the name as seen but no value.
@@ -235,6 +254,7 @@ func assemble(points []point, g grouping, window float64) assembled {
 		delete(reps, k) // its maps are garbage once its observation is built
 		o := &r.obs
 		o.Model = strings.Join(r.models, ",")
+		o.New = r.fresh && !r.counted
 		chosen := map[quantity]metricName{}
 		if r.version != "" {
 			o.Version, o.VersionFrom = r.version, "label"
@@ -293,6 +313,11 @@ func assemble(points []point, g grouping, window float64) assembled {
 		}
 		q, qok := chosen[qQueries]
 		h, hok := chosen[qHits]
+		if o.New {
+			// No value was chosen, but the names it exports still say which generation.
+			q, qok = exported(r.vals, qQueries)
+			h, hok = exported(r.vals, qHits)
+		}
 		_, v0 := r.vals["vllm:gpu_prefix_cache_hit_rate"]
 		switch {
 		case qok || hok:
@@ -311,4 +336,14 @@ func assemble(points []point, g grouping, window float64) assembled {
 	}
 	slices.Sort(out.routers)
 	return out
+}
+
+// exported returns the newest name of quantity q among the names a replica exports.
+func exported[V any](vals map[string]V, q quantity) (metricName, bool) {
+	for _, mn := range names() {
+		if _, ok := vals[mn.name]; ok && mn.q == q {
+			return mn, true
+		}
+	}
+	return metricName{}, false
 }

@@ -16,6 +16,8 @@ func TestParseExpositionErrors(t *testing.T) {
 		{"html", "<html><body>login</body></html>", "src: line 1:"},
 		{"renamed by an adapter", "ray_vllm_kv_cache_usage_perc 0.5\n", "found ray_vllm_kv_cache_usage_perc"},
 		{"other exporter", "up 1\n", "1 other metric families, such as up"},
+		{"histograms only", "# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 5\nvllm:time_to_first_token_seconds_count 5\nvllm:time_to_first_token_seconds_sum 1.2\n",
+			"only vllm: histograms or summaries, such as vllm:time_to_first_token_seconds: "},
 		{"bad value", "vllm:prefix_cache_queries_total{engine=\"0\"} x\n", "src: line 1:"},
 	}
 	for _, tt := range tests {
@@ -62,21 +64,23 @@ func TestIncrease(t *testing.T) {
 	b := Dump{Samples: []Sample{
 		{Name: "vllm:prefix_cache_queries_total", Labels: map[string]string{"engine": "0"}, Value: 150},
 		{Name: "vllm:prefix_cache_hits_total", Labels: map[string]string{"engine": "0"}, Value: 20},   // restarted
-		{Name: "vllm:prefix_cache_queries_total", Labels: map[string]string{"engine": "1"}, Value: 9}, // new series: no rate
+		{Name: "vllm:prefix_cache_queries_total", Labels: map[string]string{"engine": "1"}, Value: 9}, // new series: no rate, kept as fresh
 		{Name: "vllm:kv_cache_usage_perc", Labels: map[string]string{"engine": "0"}, Value: 0.7},
 	}}
 	type pt struct {
 		Name          string
 		Value, Resets float64
+		Fresh         bool
 	}
 	var got []pt
 	for _, p := range increase(a, b) {
-		got = append(got, pt{p.name, p.value, p.resets})
+		got = append(got, pt{p.name, p.value, p.resets, p.fresh})
 	}
 	want := []pt{
-		{"vllm:prefix_cache_queries_total", 50, 0},
-		{"vllm:prefix_cache_hits_total", 20, 1},
-		{"vllm:kv_cache_usage_perc", 0.7, 0},
+		{"vllm:prefix_cache_queries_total", 50, 0, false},
+		{"vllm:prefix_cache_hits_total", 20, 1, false},
+		{"vllm:prefix_cache_queries_total", 0, 0, true},
+		{"vllm:kv_cache_usage_perc", 0.7, 0, false},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("increase (-want +got):\n%s", diff)

@@ -1,6 +1,7 @@
 package promql
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,10 @@ type Prometheus struct {
 
 // tagLabel carries the metric name through aggregations, so one query returns several metrics.
 const tagLabel = "kvcheck_metric"
+
+// presentTag tags the series of the gauges query that say which prefix-cache counters have a
+// sample at the evaluation time.
+const presentTag = "present"
 
 // NormalizeSelector checks a --selector value and returns it in canonical form.
 func NormalizeSelector(sel string) (string, error) {
@@ -112,11 +117,21 @@ func (p Prometheus) Queries() []query {
 	if p.Selector != "" {
 		routerSel = p.Selector + "," + routerSel
 	}
+	// The prefix-cache counters at the end of the window, by name: a replica whose counters
+	// have a rate over the window but no sample at its end stopped inside it, and one with a
+	// sample but no rate started too late in it for one.
+	var prefix []string
+	for _, mn := range names() {
+		if mn.q == qQueries || mn.q == qHits {
+			prefix = append(prefix, mn.name)
+		}
+	}
+	present := fmt.Sprintf(`label_replace(count by (%s, __name__) ({__name__=~"%s",%s}), "%s", "%s", "", "")`, by, strings.Join(prefix, "|"), sel, tagLabel, presentTag)
 	return []query{
 		{"counters", tagged("sum", rate, counters)},
 		{"resets", tagged("sum", resets, counters)},
 		{"gauges", tagged("avg", instant, func(mn metricName) bool { return !mn.counter && mn.weighted }) + " or " +
-			tagged("sum", instant, func(mn metricName) bool { return !mn.counter && !mn.weighted })},
+			tagged("sum", instant, func(mn metricName) bool { return !mn.counter && !mn.weighted }) + " or " + present},
 		// The cache configuration's labels are kept whole (num_gpu_blocks too, the KV cache's
 		// size assess simulates), so this is the one read of vllm:cache_config_info.
 		{"config", fmt.Sprintf("max by (%s, block_size, enable_prefix_caching, num_gpu_blocks, mamba_block_size, mamba_cache_mode, %s) (%s{%s})", by, strings.Join(versionLabels, ", "), configInfo, sel)},
@@ -190,21 +205,40 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		resetsOf[string(s.Metric[tagLabel])+"\xff"+labelsKey(s.Metric)] = float64(s.Value)
 	}
 	var points []point
+	rated := map[string]bool{}
 	for _, s := range byName["counters"] {
 		name := string(s.Metric[tagLabel])
 		// rate() is per second; the observation holds the increase over the window, which is
 		// how Prometheus's increase() relates to rate().
 		points = append(points, point{name: name, labels: plain(s.Metric), value: float64(s.Value) * p.Window.Seconds(),
 			resets: resetsOf[name+"\xff"+labelsKey(s.Metric)]})
+		rated[name+"\xff"+labelsKey(s.Metric)] = true
 	}
+	g := grouping{by: p.By}
+	live := map[string]bool{} // replicas with a prefix-cache counter at the window's end
 	for _, s := range byName["gauges"] {
+		if s.Metric[tagLabel] == presentTag {
+			name := string(s.Metric[model.MetricNameLabel])
+			m := s.Metric.Clone()
+			delete(m, model.MetricNameLabel)
+			live[g.key(plain(m))] = true
+			if !rated[name+"\xff"+labelsKey(m)] {
+				points = append(points, point{name: name, labels: plain(m), fresh: true})
+			}
+			continue
+		}
 		points = append(points, point{name: string(s.Metric[tagLabel]), labels: plain(s.Metric), value: float64(s.Value)})
 	}
 	for _, s := range byName["config"] {
 		points = append(points, point{name: configInfo, labels: plain(s.Metric), value: float64(s.Value)})
 	}
-	asm := assemble(points, grouping{by: p.By}, p.Window.Seconds())
+	asm := assemble(points, g, p.Window.Seconds())
 	in.Observations = asm.obs
+	for _, o := range asm.obs {
+		if (o.Queries != nil || o.Hits != nil) && !live[o.Replica] {
+			in.Gone = append(in.Gone, cmp.Or(o.Replica, "(no replica label)"))
+		}
+	}
 	for _, s := range byName["routers"] {
 		in.Routers = append(in.Routers, string(s.Metric["server"]))
 	}

@@ -301,3 +301,54 @@ func TestPrometheusUnreachable(t *testing.T) {
 		t.Errorf("error = %v, want it to name %s and ask whether the server runs", err, addr)
 	}
 }
+
+// TestPrometheusGoneAndNew: the gauges query also says which prefix-cache counters have a
+// sample at the end of the window. Pod a has a rate and a sample: up. Pod b has a rate but no
+// sample at the end: it stopped inside the window (its row stays, covering the time it was
+// up). Pod c has a sample but no rate: it started too late in the window for two samples, so it
+// is new, not a replica without prefix-cache metrics.
+func TestPrometheusGoneAndNew(t *testing.T) {
+	present := func(name, pod string) map[string]any {
+		s := series(presentTag, "1", "pod", pod, "model_name", "m")
+		s["metric"].(map[string]string)["__name__"] = name
+		return s
+	}
+	fp := &fakeProm{answers: map[string][]map[string]any{
+		"counters": {
+			series("vllm:prefix_cache_queries_total", "10", "pod", "a", "model_name", "m"),
+			series("vllm:prefix_cache_hits_total", "5", "pod", "a", "model_name", "m"),
+			series("vllm:prefix_cache_queries_total", "10", "pod", "b", "model_name", "m"),
+			series("vllm:prefix_cache_hits_total", "2", "pod", "b", "model_name", "m"),
+		},
+		"gauges": {
+			present("vllm:prefix_cache_queries_total", "a"),
+			present("vllm:prefix_cache_hits_total", "a"),
+			present("vllm:prefix_cache_queries_total", "c"),
+			present("vllm:prefix_cache_hits_total", "c"),
+			series("vllm:num_requests_running", "2", "pod", "c", "model_name", "m"),
+		},
+	}}
+	in, err := newProm(t, fp).Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Analyze(in)
+	var rows []string
+	for _, r := range rep.Replicas {
+		rows = append(rows, r.Replica)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, rows); diff != "" {
+		t.Fatalf("rows (-want +got):\n%s", diff)
+	}
+	if c := rep.Replicas[2]; c.HitRate != nil || c.Generation != Current || c.Model != "m" {
+		t.Errorf("c: hit rate %v, generation %q, model %q; want none, current, m", c.HitRate, c.Generation, c.Model)
+	}
+	got := map[string][]string{}
+	for _, x := range rep.Findings {
+		got[x.Subject] = append(got[x.Subject], x.Code)
+	}
+	want := map[string][]string{"b": {"replica-gone"}, "c": {"replica-new"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings by replica (-want +got):\n%s", diff)
+	}
+}

@@ -221,6 +221,7 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 			continue
 		}
 		asm := assemble(increase(da, db), grouping{by: by, fallback: t.Name}, dt)
+		in.Gone = append(in.Gone, gone(da, asm.obs, grouping{by: by, fallback: t.Name})...)
 		if da.Version != "" {
 			for i := range asm.obs {
 				asm.obs[i].Version, asm.obs[i].VersionFrom = da.Version, "server"
