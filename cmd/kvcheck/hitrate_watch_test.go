@@ -242,3 +242,37 @@ func TestHitrateWatchPrometheus(t *testing.T) {
 		t.Errorf("stderr %q, want the failed refresh reported", errOut.String())
 	}
 }
+
+// TestHitrateWatchNeverReached: a watch whose every refresh failed measured nothing. Ctrl-C
+// then ends it with exit 1 and the last failure, not exit 0, which a script reads as "the
+// fleet was watched and nothing reached --fail-on".
+func TestHitrateWatchNeverReached(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	base, cancelBase := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancelBase()
+	ctx, cancel := context.WithCancelCause(base)
+	defer cancel(nil)
+	var out, errOut bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"hitrate", "--prometheus", srv.URL, "--watch=20ms", "-o", "json", "--fail-on", "warning"}, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, nil)
+	}()
+	for calls.Load() < 15 { // three refreshes of five queries
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel(interrupted{syscall.SIGINT})
+	if got := <-code; got != exitRuntime {
+		t.Errorf("exit %d, want %d; stderr %q", got, exitRuntime, errOut.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout %q, want nothing: no refresh was shown", out.String())
+	}
+	if !strings.Contains(errOut.String(), "no refresh succeeded") || !strings.Contains(errOut.String(), "503") {
+		t.Errorf("stderr %q, want no refresh succeeded and the last failure", errOut.String())
+	}
+}

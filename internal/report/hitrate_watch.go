@@ -36,11 +36,12 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 	tick := time.NewTicker(w.Interval)
 	defer tick.Stop()
 	failed := 0 // refreshes failed in a row
+	var lastErr error
 	for n := 1; ; {
 		in, err := w.Next(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return watchEnd(prev), nil
+			return watchEnd(prev, failed, lastErr)
 		case errors.Is(err, promql.ErrBaseline):
 			if !w.Lines && w.Progress != nil {
 				w.Progress(fmt.Sprintf("first refresh in %s, when the second scrape is in", w.Interval))
@@ -50,6 +51,7 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 			// gets no refresh number of its own (numbers count refreshes shown), so it is named
 			// by its time and by the last refresh shown.
 			failed++
+			lastErr = err
 			last := "none shown yet"
 			if n > 1 {
 				last = fmt.Sprintf("last shown: refresh %d", n-1)
@@ -72,19 +74,25 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return watchEnd(prev), nil
+			return watchEnd(prev, failed, lastErr)
 		case <-tick.C:
 		}
 	}
 }
 
-// watchEnd ends a watch: the refreshes are written, and the last one decides --fail-on.
-func watchEnd(last *promql.Report) Result {
+// watchEnd ends a watch: the refreshes are written, and the last one decides --fail-on. A
+// watch that showed no refresh because every one failed measured nothing: that is the error
+// of the last failure, not a clean end (a watch stopped before its first refresh was due,
+// with no failure, is one).
+func watchEnd(last *promql.Report, failed int, lastErr error) (Result, error) {
 	res := Result{Streamed: true, Findings: []finding.Finding{}}
+	if last == nil && lastErr != nil {
+		return Result{}, fmt.Errorf("no refresh succeeded (%d failed): the last failure: %w", failed, lastErr)
+	}
 	if last != nil {
 		res.Findings = last.Findings
 	}
-	return res
+	return res, nil
 }
 
 // Refresh is one refresh of kvcheck hitrate --watch: its number (from 1), when it was taken,
