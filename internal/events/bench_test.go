@@ -126,7 +126,9 @@ func TestBytesPerBlock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates about 100 MB")
 	}
-	const n = 200000
+	// A quarter of the default bound: the tables of a generation are then as full as at the
+	// default (half), so the figure per block is the default's.
+	const n = DefaultMaxBlocks / 4
 	c := NewCollector(Options{MaxBlocks: n})
 	runtime.GC()
 	var before, after runtime.MemStats

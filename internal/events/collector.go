@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultMaxBlocks bounds the tracked block state: about an hour of a busy replica storing
-// 250 blocks a second, at about 140 bytes per tracked block (see BENCHMARKS.md).
+// 250 blocks a second, at about 160 bytes per tracked block (see BENCHMARKS.md).
 const DefaultMaxBlocks = 1 << 20
 
 // Options configure a Collector.
@@ -56,8 +56,12 @@ type pubState struct {
 	// blocks are this publisher's tracked blocks by engine hash.
 	blocks                       generations[blockInfo]
 	media, loras, kinds, unknown names
-	// blockSizes is kept by number and turned into strings for the report.
-	blockSizes map[int64]uint64
+	// blockSizes is kept by number and turned into strings for the report; lastSize points at
+	// the count of lastSizeOf, the size of the last event, which every event of a steady
+	// stream shares (nil: not counted, or not looked up yet).
+	blockSizes map[int64]*uint64
+	lastSize   *uint64
+	lastSizeOf int64
 }
 
 // names counts a handful of distinct values (media, LoRA names, spec kinds) seen on every
@@ -116,7 +120,7 @@ type Collector struct {
 	// curBlocks counts the blocks in the current generation of every publisher's map.
 	curBlocks int
 	contents  generations[contentInfo]
-	firstBlk  map[uint64]struct{}
+	firstBlk  table[struct{}] // distinct first blocks, up to MaxBlocks
 
 	a      Analysis
 	seed   maphash.Seed
@@ -135,7 +139,6 @@ func NewCollector(o Options) *Collector {
 		opts:     o,
 		pubs:     map[pubKey]*pubState{},
 		contents: newFilteredGenerations[contentInfo](max(1, o.MaxBlocks/2)),
-		firstBlk: map[uint64]struct{}{},
 		seed:     maphash.MakeSeed(),
 	}
 	for i := range c.secret {
@@ -172,7 +175,7 @@ func (c *Collector) pub(source string, topic []byte) *pubState {
 		}
 		topic = []byte(otherTopics)
 	}
-	p := &pubState{idx: len(c.order), blockSizes: map[int64]uint64{}, blocks: newGenerations[blockInfo]()}
+	p := &pubState{idx: len(c.order), blockSizes: map[int64]*uint64{}, blocks: newGenerations[blockInfo]()}
 	p.Publisher = newPublisher(source, string(topic))
 	p.seq.ordered = c.opts.Ordered
 	c.pubs[pubKey{source, string(topic)}] = p
@@ -284,6 +287,21 @@ func (c *Collector) payloadID(p []byte) uint64 {
 	return maphash.Bytes(c.seed, head) ^ uint64(len(p))*0x9e3779b97f4a7c15
 }
 
+// countSize counts an event's block size, up to maxNames distinct sizes.
+func (p *pubState) countSize(bs int64) {
+	if p.lastSize == nil || bs != p.lastSizeOf {
+		n, ok := p.blockSizes[bs]
+		if !ok && len(p.blockSizes) < maxNames {
+			n = new(uint64)
+			p.blockSizes[bs] = n
+		}
+		p.lastSize, p.lastSizeOf = n, bs
+	}
+	if p.lastSize != nil {
+		*p.lastSize++
+	}
+}
+
 func (p *pubState) noteMalformed(reason string, seq uint64) {
 	if len(p.MalformedSamples) < 5 {
 		p.MalformedSamples = append(p.MalformedSamples, MalformedSample{Seq: seq, Reason: reason})
@@ -335,9 +353,7 @@ func (c *Collector) account(p *pubState, m *Message) {
 			if ev.BlockSize <= 0 {
 				p.BadBlockSizes++
 			}
-			if _, ok := p.blockSizes[ev.BlockSize]; ok || len(p.blockSizes) < maxNames {
-				p.blockSizes[ev.BlockSize]++
-			}
+			p.countSize(ev.BlockSize)
 			if ev.Medium != nil {
 				p.media.add(ev.Medium)
 			}
@@ -454,8 +470,8 @@ func (c *Collector) stored(p *pubState, ev *Event) {
 		a.StoredTokens += uint64(bs)
 		if depth == 0 {
 			a.FirstBlockStores++
-			if len(c.firstBlk) < c.opts.MaxBlocks {
-				c.firstBlk[key] = struct{}{}
+			if c.firstBlk.n < c.opts.MaxBlocks {
+				c.firstBlk.put(key)
 			}
 		}
 		var dptr *blockhash.Digest
@@ -487,9 +503,9 @@ func (c *Collector) stored(p *pubState, ev *Event) {
 func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32) {
 	a := &c.a
 	bit := uint64(1) << (p.idx % 64)
-	ci, ok := c.contents.get(key)
+	ci, ok := c.contents.ref(key, true)
 	if !ok {
-		ci = contentInfo{hash: hash, hashPub: int32(p.idx)}
+		*ci = contentInfo{hash: hash, hashPub: int32(p.idx)}
 	} else {
 		if ci.hashPub != int32(p.idx) {
 			a.HashPairsCompared++
@@ -513,8 +529,7 @@ func (c *Collector) content(p *pubState, key, hash uint64, bs int, depth int32) 
 	}
 	ci.present |= bit
 	ci.ever |= bit
-	c.contents.put(key, ci)
-	if len(c.contents.cur) >= max(1, c.opts.MaxBlocks/2) {
+	if c.contents.curLen() >= max(1, c.opts.MaxBlocks/2) {
 		c.a.ForgottenBlocks += uint64(c.contents.rotate())
 	}
 }
@@ -531,9 +546,9 @@ func (c *Collector) trackedBlocks() int {
 // track remembers a block under its engine hash. The bound counts all publishers together:
 // when their current generations hold half of it, every publisher forgets its older one.
 func (c *Collector) track(p *pubState, hash uint64, info blockInfo) {
-	n := len(p.blocks.cur)
+	n := p.blocks.curLen()
 	p.blocks.put(hash, info)
-	c.curBlocks += len(p.blocks.cur) - n
+	c.curBlocks += p.blocks.curLen() - n
 	if c.curBlocks >= max(1, c.opts.MaxBlocks/2) {
 		for _, pp := range c.order {
 			pp.blocks.rotate()
@@ -550,31 +565,25 @@ func (c *Collector) removed(p *pubState, ev *Event) {
 			c.a.UnknownRemovals++
 			continue
 		}
-		if _, inCur := p.blocks.cur[h.Value]; inCur {
+		if p.blocks.inCur(h.Value) {
 			c.curBlocks--
 		}
 		p.blocks.del(h.Value)
-		if ci, ok := c.contents.get(info.content); ok {
+		if ci, ok := c.contents.ref(info.content, false); ok {
 			ci.present &^= bit
-			c.contents.put(info.content, ci)
 		}
 	}
 }
 
 func (c *Collector) cleared(p *pubState) {
 	bit := uint64(1) << (p.idx % 64)
-	c.curBlocks -= len(p.blocks.cur)
+	c.curBlocks -= p.blocks.curLen()
 	p.blocks.clear()
 	// A reset is not eviction: what this replica stores again afterwards is not churn.
-	for _, m := range []map[uint64]contentInfo{c.contents.cur, c.contents.old} {
-		for k, ci := range m {
-			if ci.ever&bit != 0 {
-				ci.present &^= bit
-				ci.ever &^= bit
-				m[k] = ci
-			}
-		}
-	}
+	c.contents.each(func(_ uint64, ci *contentInfo) {
+		ci.present &^= bit
+		ci.ever &^= bit
+	})
 }
 
 // Report summarises everything seen so far over the given wall-clock duration.
@@ -609,7 +618,7 @@ func (c *Collector) Report(d time.Duration) *Report {
 		p.kinds.fill(pp.SpecKinds)
 		p.unknown.fill(pp.UnknownTypes)
 		for bs, n := range p.blockSizes {
-			pp.BlockSizes[fmt.Sprint(bs)] = n
+			pp.BlockSizes[fmt.Sprint(bs)] = *n
 		}
 		pp.StoredTokens = p.tokens
 		if p.tokens > 0 {
@@ -647,7 +656,7 @@ func (c *Collector) Report(d time.Duration) *Report {
 	if a.DuplicateDepths == nil {
 		a.DuplicateDepths = []DepthCount{}
 	}
-	a.FirstBlocksDistinct = uint64(len(c.firstBlk))
+	a.FirstBlocksDistinct = uint64(c.firstBlk.n)
 	if a.StoredTokens > 0 {
 		a.DuplicateTokenFraction = ratio(a.DuplicateTokens, a.StoredTokens)
 	}

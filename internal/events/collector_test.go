@@ -359,3 +359,33 @@ func TestContentKey(t *testing.T) {
 		t.Errorf("%d keys for 200,000 random blocks", len(seen))
 	}
 }
+
+// TestCollectorBlockSizes: block sizes are counted per event whether they repeat, alternate or
+// are new, and past maxNames distinct sizes the new ones are not counted, the others still are.
+func TestCollectorBlockSizes(t *testing.T) {
+	c := NewCollector(Options{})
+	want := map[string]uint64{}
+	seq := uint64(0)
+	send := func(bs int64) {
+		c.Add(msg("a", seq, Wire{Era: EraMap}, Event{Type: TypeBlockStored, BlockSize: bs}))
+		seq++
+	}
+	for _, bs := range []int64{16, 16, 16, 32, 16, 32, 32, 0, -4, 16} {
+		send(bs)
+		want[fmt.Sprint(bs)]++
+	}
+	for bs := range int64(maxNames + 10) {
+		send(1000 + bs)
+		if bs < maxNames-4 { // four sizes are already counted
+			want[fmt.Sprint(1000+bs)]++
+		}
+	}
+	send(16)
+	send(2000 + maxNames) // not counted: the bound is reached
+	send(32)
+	want["16"]++
+	want["32"]++
+	if diff := cmp.Diff(want, c.Report(time.Second).Publishers[0].BlockSizes); diff != "" {
+		t.Errorf("block sizes (-want +got):\n%s", diff)
+	}
+}

@@ -1,25 +1,25 @@
 package events
 
-// generations is a map bounded by forgetting in bulk: entries go into the current generation;
+// generations is a table bounded by forgetting in bulk: entries go into the current generation;
 // when it holds half the bound, the previous generation is dropped whole and the current one
 // takes its place. An entry written is put in the current generation, so what is in use
-// survives. Dropping whole maps instead of deleting entry by entry keeps lookups fast (no
-// tombstones to probe past) and needs no separate eviction order.
+// survives. Dropping whole tables instead of deleting entry by entry needs no separate
+// eviction order.
 //
 // With a filter (newFilteredGenerations), each generation also has a small bit set of the keys
 // put into it, so that a get of a key in neither generation (every new block of a busy stream)
-// costs a look at the two filters, which stay in the CPU's cache, instead of a probe of each
-// map: on a large map a probe is a cache miss, and the map probes were the largest share of
-// the tap's CPU.
+// costs a probe of the current table (where it is then inserted) and a look at the previous
+// generation's filter, which stays in the CPU's cache, instead of a probe of that table too:
+// on a large table a probe is a cache miss.
 type generations[V any] struct {
-	cur, old map[uint64]V
+	cur, old table[V]
 	// curKeys and oldKeys filter the keys put into cur and old since they became the current
 	// generation (nil: no filter).
 	curKeys, oldKeys keyFilter
 }
 
 func newGenerations[V any]() generations[V] {
-	return generations[V]{cur: map[uint64]V{}, old: map[uint64]V{}}
+	return generations[V]{}
 }
 
 // newFilteredGenerations returns generations with filters sized for perGeneration keys in
@@ -31,55 +31,83 @@ func newFilteredGenerations[V any](perGeneration int) generations[V] {
 }
 
 func (g *generations[V]) get(k uint64) (V, bool) {
+	if v := g.cur.find(k); v != nil {
+		return *v, true
+	}
+	if v := g.findOld(k); v != nil {
+		return *v, true
+	}
 	var zero V
-	if g.curKeys.bits == nil {
-		if v, ok := g.cur[k]; ok {
-			return v, true
-		}
-		v, ok := g.old[k]
-		return v, ok
-	}
-	// A key put into a generation is in its filter, so a filter that has not seen k saves
-	// the probe of that generation's map.
-	if g.curKeys.has(k) {
-		if v, ok := g.cur[k]; ok {
-			return v, true
-		}
-	}
-	if !g.oldKeys.has(k) {
-		return zero, false
-	}
-	v, ok := g.old[k]
-	return v, ok
+	return zero, false
 }
+
+// findOld looks k up in the previous generation; its filter, when it has one, saves the probe
+// of a key it never saw.
+func (g *generations[V]) findOld(k uint64) *V {
+	if g.oldKeys.bits != nil && !g.oldKeys.has(k) {
+		return nil
+	}
+	return g.old.find(k)
+}
+
+// inCur reports whether k is in the current generation.
+func (g *generations[V]) inCur(k uint64) bool { return g.cur.find(k) != nil }
+
+// curLen is the number of entries in the current generation.
+func (g *generations[V]) curLen() int { return g.cur.n }
 
 // put stores v under k in the current generation. A copy left in the previous generation is
 // not looked for: get finds the current one first, and the stale copy goes at the next
-// rotation, so the cost of a put is one map assignment.
+// rotation, so the cost of a put is one probe.
 func (g *generations[V]) put(k uint64, v V) {
-	g.cur[k] = v
+	p, held := g.cur.put(k)
+	*p = v
+	if !held && g.curKeys.bits != nil {
+		g.curKeys.add(k)
+	}
+}
+
+// ref returns a pointer to k's value in the current generation, to read and change in place,
+// and whether k was held: a value held only in the previous generation is copied into the
+// current one (as get then put would). An absent k is inserted with the zero value when add
+// is set; otherwise ref returns nil, false. The pointer is valid until the next change of g.
+func (g *generations[V]) ref(k uint64, add bool) (*V, bool) {
+	if v := g.cur.find(k); v != nil {
+		return v, true
+	}
+	o := g.findOld(k)
+	if o == nil && !add {
+		return nil, false
+	}
+	v, _ := g.cur.put(k)
 	if g.curKeys.bits != nil {
 		g.curKeys.add(k)
 	}
+	if o == nil {
+		return v, false
+	}
+	*v = *o
+	return v, true
 }
 
 // del removes k. The filters keep it: a filter may say a key is there when it is not, which
 // costs a probe and nothing else.
 func (g *generations[V]) del(k uint64) bool {
-	_, inCur := g.cur[k]
-	_, inOld := g.old[k]
-	delete(g.cur, k)
-	delete(g.old, k)
+	inCur := g.cur.del(k)
+	inOld := g.old.del(k)
 	return inCur || inOld
 }
 
 // len is an upper bound of the entries held (a key may sit in both generations).
-func (g *generations[V]) len() int { return len(g.cur) + len(g.old) }
+func (g *generations[V]) len() int { return g.cur.n + g.old.n }
 
-// rotate drops the previous generation and returns how many entries it forgot.
+// rotate drops the previous generation and returns how many entries it forgot. The new
+// current generation takes the dropped one's array when that is the size the entries of the
+// generation before would need, so a steady stream rotates without allocating.
 func (g *generations[V]) rotate() int {
-	n := len(g.old)
-	g.old, g.cur = g.cur, make(map[uint64]V, len(g.cur))
+	n := g.old.n
+	g.old.reset(g.cur.n)
+	g.old, g.cur = g.cur, g.old
 	if g.curKeys.bits != nil {
 		g.oldKeys, g.curKeys = g.curKeys, g.oldKeys
 		clear(g.curKeys.bits)
@@ -87,9 +115,15 @@ func (g *generations[V]) rotate() int {
 	return n
 }
 
+// each calls f with every entry of both generations, which f may change.
+func (g *generations[V]) each(f func(k uint64, v *V)) {
+	g.cur.each(f)
+	g.old.each(f)
+}
+
 func (g *generations[V]) clear() {
-	clear(g.cur)
-	clear(g.old)
+	g.cur.reset(g.cur.n)
+	g.old.reset(g.old.n)
 	clear(g.curKeys.bits)
 	clear(g.oldKeys.bits)
 }
