@@ -24,6 +24,7 @@ type rankingDocument struct {
 	Rows                    []rankRowDoc    `json:"rows"`
 	CannotRun               []cannotRunDoc  `json:"cannot_run"`
 	NotSimulated            []notSimDoc     `json:"not_simulated"`
+	NoWinner                string          `json:"no_winner"`
 	Why                     []string        `json:"why"`
 	Snippet                 *rankSnippetDoc `json:"snippet"`
 	RequirementStatusValues []string        `json:"requirement_statuses"`
@@ -117,6 +118,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	for _, n := range rk.NotSimulated {
 		d.NotSimulated = append(d.NotSimulated, notSimDoc{n.Product, n.Where, n.Reason})
 	}
+	d.NoWinner = rk.NoWinner
 	d.Why = append(d.Why, rk.Why...)
 	if s := rk.Snippet; s != nil {
 		d.Snippet = &rankSnippetDoc{s.Product, s.Format, s.File, s.Text}
@@ -184,19 +186,24 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 				t.Muted("  %s: %s", r.Name(), n)
 			}
 		}
-		first := rk.Rows[0]
-		t.Verdict("First: " + first.Name())
-		for _, w := range rk.Why {
-			t.Line("  - %s", w)
-		}
-		if len(first.Requirements) > 0 {
-			t.Line("  requirements:")
-			for _, q := range first.Requirements {
-				t.Line("    %s: %s (%s)", q.Name, q.Status, q.Detail)
+		if rk.NoWinner != "" {
+			t.Verdict("No router first")
+			t.Line("  - %s", rk.NoWinner)
+		} else {
+			first := rk.Rows[0]
+			t.Verdict("First: " + first.Name())
+			for _, w := range rk.Why {
+				t.Line("  - %s", w)
 			}
-		}
-		for _, c := range first.Changes {
-			t.Line("  %s %s: %s", c.Setting, c.Value, c.Why)
+			if len(first.Requirements) > 0 {
+				t.Line("  requirements:")
+				for _, q := range first.Requirements {
+					t.Line("    %s: %s (%s)", q.Name, q.Status, q.Detail)
+				}
+			}
+			for _, c := range first.Changes {
+				t.Line("  %s %s: %s", c.Setting, c.Value, c.Why)
+			}
 		}
 	}
 	var more []string

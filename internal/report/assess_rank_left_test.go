@@ -33,3 +33,29 @@ func TestAssessRankingNotSimulated(t *testing.T) {
 		t.Errorf("not_simulated %v, want [%v]", n, want)
 	}
 }
+
+// TestAssessRankingNoWinner: a ranking whose rows nothing on the traffic sets apart names no
+// first: the text says why in its place, with neither the first's requirements nor a
+// configuration to apply, and the JSON carries the reason as no_winner.
+func TestAssessRankingNoWinner(t *testing.T) {
+	rk := rankingFixture()
+	why := "no router saves a whole point of today's prefill (round-robin) after the warm-up (the most is llmd-precise (tuned) at +0.3%)"
+	rk.NoWinner, rk.Why, rk.Snippet = why, nil, nil
+	res := AssessRanked(advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds()), rk)
+	text := string(render(t, FormatText, res))
+	if !strings.Contains(text, "No router first\n  - "+why+"\n") || strings.Contains(text, "First:") || strings.Contains(text, "Configuration to apply") {
+		t.Errorf("the text does not say why no router is first, or names one:\n%s", text)
+	}
+	var doc struct {
+		Ranking struct {
+			NoWinner string   `json:"no_winner"`
+			Why      []string `json:"why"`
+		} `json:"ranking"`
+	}
+	if err := json.Unmarshal(render(t, FormatJSON, res), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Ranking.NoWinner != why || len(doc.Ranking.Why) != 0 {
+		t.Errorf("no_winner %q, why %q", doc.Ranking.NoWinner, doc.Ranking.Why)
+	}
+}

@@ -15,6 +15,9 @@
 //     against today's routing after the warm-up, in whole points (23.4% and 22.6% tie at 23);
 //     then the simpler one: fewer requirements in all, then as shipped before as configured
 //     before as tuned (fewer settings to change); then by name.
+//  3. A first needs a figure from the traffic that sets it apart: none is named when no ranked
+//     row saves a whole point, when every ranked row saves exactly the same, or when the first
+//     two tie on every count above but the name (Ranking.NoWinner says which).
 package rank
 
 import (
@@ -145,6 +148,10 @@ type Ranking struct {
 	// NotSimulated are the routers the --config files set up that get no row (a mode kvcheck
 	// does not emulate, a value the product does not know), with why.
 	NotSimulated []NotSimulated
+	// NoWinner, when set, says why no row is named first although rows are ranked: none saves
+	// a whole point of today's prefill after the warm-up, or every ranked row saves exactly the
+	// same (the traffic does not separate them). Why and Snippet are then empty.
+	NoWinner string
 	// Why says why the first row wins, one sentence each.
 	Why []string
 	// Snippet is the configuration to apply for the first row, when kvcheck can write one.
@@ -278,11 +285,79 @@ func (rk *Ranking) settle() {
 		}
 	}
 	order(rk.Rows)
+	rk.Why, rk.Snippet = nil, nil
+	if rk.NoWinner = noWinner(rk); rk.NoWinner != "" {
+		return
+	}
 	rk.Why = why(rk)
-	rk.Snippet = nil
 	if len(rk.Rows) > 0 && rk.Rows[0].Rank == 1 {
 		rk.Snippet = SnippetFor(rk.Rows[0])
 	}
+}
+
+// noWinner says why no ranked row is named first, or "" when the first one is: a winner needs
+// a figure from the traffic that sets it apart. None exists when no ranked row saves a whole
+// point of today's prefill after the warm-up (today's routing already serves every prompt token
+// from cache, one request whose prefix nothing held, traffic without reuse: the rule would then
+// name a router by its requirements alone, at 0%), or when two or more are ranked and every one
+// has exactly the same figures (the same prefill saved and hit rate: the traffic does not
+// separate them).
+func noWinner(rk *Ranking) string {
+	var ranked []Row
+	for _, r := range rk.Rows {
+		if r.Rank > 0 {
+			ranked = append(ranked, r)
+		}
+	}
+	if len(ranked) == 0 {
+		return ""
+	}
+	best := ranked[0]
+	for _, r := range ranked[1:] {
+		if r.PrefillSaved > best.PrefillSaved {
+			best = r
+		}
+	}
+	switch {
+	case rk.TodayHitRate >= 1:
+		return fmt.Sprintf("today's %s serves every prompt token after the warm-up from cache: there is nothing for a router to save on this traffic, so none is named first", rk.Today)
+	case points(best.PrefillSaved) <= 0:
+		return fmt.Sprintf("no router saves a whole point of today's prefill (%s) after the warm-up (the most is %s at %+.1f%%): on this traffic today's routing does as well as any, so none is named first",
+			rk.Today, best.Name(), 100*best.PrefillSaved)
+	}
+	if len(ranked) < 2 {
+		return ""
+	}
+	same := true
+	for _, r := range ranked[1:] {
+		if r.PrefillSaved != ranked[0].PrefillSaved || r.HitRate != ranked[0].HitRate {
+			same = false
+		}
+	}
+	if same {
+		return fmt.Sprintf("the traffic does not separate the %d ranked routers: each saves %.1f%% of today's prefill (%s) after the warm-up with a hit rate of %.1f%%, so none is named first; their order comes from requirements and simplicity alone",
+			len(ranked), 100*ranked[0].PrefillSaved, rk.Today, 100*ranked[0].HitRate)
+	}
+	// The first and the next tie on everything the rule weighs: only the name would pick one.
+	var tied []string
+	for _, r := range ranked {
+		if !tiesOnRule(r, ranked[0]) {
+			break
+		}
+		tied = append(tied, r.Name())
+	}
+	if len(tied) < 2 {
+		return ""
+	}
+	f := ranked[0]
+	return fmt.Sprintf("%s tie on everything the rule weighs (%d requirement(s) missing, %d points of today's prefill saved, %d requirement(s), all %s): only their names differ, so none is named first",
+		strings.Join(tied, ", "), f.Missing(), points(f.PrefillSaved), len(f.Requirements), f.Variant)
+}
+
+// tiesOnRule reports whether two ranked rows are equal on every count of the rule but the name.
+func tiesOnRule(a, b Row) bool {
+	return a.Missing() == b.Missing() && points(a.PrefillSaved) == points(b.PrefillSaved) &&
+		len(a.Requirements) == len(b.Requirements) && variantOrder[a.Variant] == variantOrder[b.Variant]
 }
 
 // evenLoad is the load max/mean of the evenest spread of the requests over the replicas: the
@@ -376,9 +451,8 @@ func why(rk *Ranking) []string {
 		case variantOrder[first.Variant] < variantOrder[second.Variant]:
 			out = append(out, fmt.Sprintf("ties with %s at %d points and changes fewer settings (%s before %s)",
 				second.Name(), points(first.PrefillSaved), first.Variant, second.Variant))
-		default:
-			out = append(out, fmt.Sprintf("ties with %s at %d points; the name decides", second.Name(), points(first.PrefillSaved)))
 		}
+		// A tie the name alone would break names no first (noWinner).
 	}
 	for _, r := range rk.Rows[1:] {
 		if r.Rank > 0 && r.Missing() > first.Missing() && points(r.PrefillSaved) > points(first.PrefillSaved) {
