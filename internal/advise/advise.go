@@ -197,7 +197,7 @@ func Decide(in Input, th Thresholds) Recommendation {
 		}
 	}
 	d.nextSteps(route)
-	d.rec.Advice = configAdvice(advice(route, in), in.Config)
+	d.rec.Advice = configAdvice(advice(route, in, th.HotSpot), in.Config)
 	return d.rec
 }
 

@@ -440,3 +440,117 @@ func TestAmortise(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingSaysWhy: a "nothing" verdict says why today's routing is enough, and only what is
+// true of it. Each case is a replay built by hand (2000 requests, 8 replicas of 1 Mi tokens).
+func TestNothingSaysWhy(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rp   *Replay
+		conf Level
+		// has must appear in the no-option-pays reason, hasNot must not; advice is the first
+		// advice line's start; against the rules against the verdict.
+		has, hasNot []string
+		advice      string
+		against     []string
+	}{
+		{
+			// High confidence: 2000 requests, a measured fleet, a margin of 4.8 points.
+			// Today is llm-d's exact scorer at 50%; approx-prefix reaches 50.2%: +0.2 points.
+			// Keeping today's routing is right because it is KV-aware already, not because
+			// "every replica warms up on its own" (the working set, 2x one replica, does not fit).
+			name: "today is already a KV-aware router",
+			rp: func() *Replay {
+				r := replay(0.5, 2, false, pol("approx-prefix", 0.502, 1.5))
+				r.Today, r.Policies[0].Name, r.Policies[0].Family = "kv-llmd", "kv-llmd", FamilyKV
+				return r
+			}(),
+			conf:   High,
+			has:    []string{"the best, approx-prefix, saves +0.2 points", "today's kv-llmd is itself a KV-aware policy, so it already captures the reuse"},
+			hasNot: []string{"warms up on its own"},
+			advice: "keep today's routing (kv-llmd): it already captures",
+		},
+		{
+			// Today is session affinity at 93.5%; the KV policies reach the same: +0.0. The
+			// working set fits, but today finds the prefixes by pinning sessions.
+			name: "today is already session affinity, the working set fits",
+			rp: func() *Replay {
+				r := replay(0.935, 0, true, pol("chash-bounded", 0.935, 1.4), pol("kv-llmd", 0.935, 1.4))
+				r.WorkingSetTokens = 100_000
+				r.Today, r.Policies[0].Name, r.Policies[0].Family = "session", "session", FamilySession
+				return r
+			}(),
+			conf:   High,
+			has:    []string{"today's session is itself session affinity"},
+			hasNot: []string{"warms up on its own"},
+			advice: "keep today's routing (session)",
+		},
+		{
+			// Today's approx-prefix concentrates an agent's tasks: 79.9% from cache with load
+			// max/mean 2.25; kv-llmd spreads them and serves 20.3%: -59.6 points. The verdict keeps
+			// today's routing, says every option serves less (not "+0.0"), and names today's hot
+			// spot as a reason against, which lowers the confidence a level.
+			name: "today's own router makes a hot spot and every option serves less",
+			rp: func() *Replay {
+				r := replay(0.799, 0, false, pol("kv-llmd", 0.203, 1.0))
+				r.WorkingSetTokens = 160_000
+				r.Today, r.Policies[0].Name, r.Policies[0].Family, r.Policies[0].LoadMaxOverMean = "approx-prefix", "approx-prefix", FamilyKV, 2.25
+				return r
+			}(),
+			conf:    Medium,
+			has:     []string{"every option serves less from cache; the closest, kv-llmd, -59.6 points"},
+			hasNot:  []string{"+0.0 points"},
+			advice:  "today's routing (approx-prefix) keeps the reuse but makes a hot spot (load max/mean 2.25)",
+			against: []string{"today-hot-spot"},
+		},
+		{
+			// Round-robin at 80%, session affinity +4 points: chat traffic whose conversations
+			// keep bringing new shared prefixes (1/4 of the steady tokens first seen after the
+			// warm-up, x7 replicas, far above 5%): the working set fits, but the gain does not
+			// come from warming up, so the reason must not say round-robin "finds them".
+			name: "blind routing close, but not from warming up",
+			rp: func() *Replay {
+				r := replay(0.8, 0, true, pol("session", 0.84, 1.2))
+				r.WorkingSetTokens, r.SharedTokens, r.LateSharedTokens = 500_000, 400_000, 250_000
+				return r
+			}(),
+			conf:   Medium, // a margin of 1 point, under half the threshold
+			has:    []string{"the best, session, saves +4.0 points"},
+			hasNot: []string{"warms up on its own", "itself"},
+			advice: "keep today's routing; revisit",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := Decide(Input{Replay: c.rp}, DefaultThresholds())
+			if rec.Verdict != Nothing || rec.Confidence != c.conf {
+				t.Fatalf("verdict %s (%s), want nothing (%s): %+v", rec.Verdict, rec.Confidence, c.conf, rec.Reasons)
+			}
+			var text string
+			var against []string
+			for _, r := range rec.Reasons {
+				if r.Rule == "no-option-pays" {
+					text = r.Text
+				}
+				if r.Against {
+					against = append(against, r.Rule)
+				}
+			}
+			for _, h := range c.has {
+				if !strings.Contains(text, h) {
+					t.Errorf("reason %q lacks %q", text, h)
+				}
+			}
+			for _, h := range c.hasNot {
+				if strings.Contains(text, h) {
+					t.Errorf("reason %q says %q", text, h)
+				}
+			}
+			if len(rec.Advice) == 0 || !strings.HasPrefix(rec.Advice[0], c.advice) {
+				t.Errorf("advice %q, want it to start %q", rec.Advice, c.advice)
+			}
+			if !slices.Equal(against, c.against) {
+				t.Errorf("against %v, want %v", against, c.against)
+			}
+		})
+	}
+}

@@ -160,12 +160,13 @@ func FromReplay(rep sim.Report, sh ReplayShape) *Replay {
 	return s
 }
 
-// PolicyFamily classifies a simulator policy by what a team would deploy for it.
+// PolicyFamily classifies a simulator policy, or a router emulation (which --today may name),
+// by what a team would deploy for it.
 func PolicyFamily(name string) Family {
 	switch name {
-	case "session", "chash-bounded":
+	case "session", "chash-bounded", "prodstack-session", "litellm-session-affinity":
 		return FamilySession
-	case "random", "round-robin", "least-loaded":
+	case "random", "round-robin", "least-loaded", "dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle":
 		return FamilyBalance
 	}
 	return FamilyKV

@@ -75,7 +75,7 @@ func (d *decision) nextSteps(route Verdict) {
 }
 
 // advice names the traps of the routers that would implement the verdict (SPEC §6).
-func advice(route Verdict, in Input) []string {
+func advice(route Verdict, in Input, hotSpot float64) []string {
 	out := []string{}
 	switch route {
 	case KVAwareRouter:
@@ -97,6 +97,14 @@ func advice(route Verdict, in Input) []string {
 			"plain hashing of the session id makes hot spots under skewed traffic: prefer consistent hashing with bounded load, and let a new replica take new sessions",
 		)
 	case Nothing:
+		if rp := in.Replay; rp != nil && PolicyFamily(rp.Today) != FamilyBalance {
+			if t := rp.policy(rp.Today); t != nil && t.LoadMaxOverMean >= hotSpot {
+				out = append(out, fmt.Sprintf("today's routing (%s) keeps the reuse but makes a hot spot (load max/mean %.2f): keep it while the busiest replica keeps up (watch its queue and TTFT), and give its scorer a load term (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load) before traffic grows", rp.Today, t.LoadMaxOverMean))
+				break
+			}
+			out = append(out, "keep today's routing ("+rp.Today+"): it already captures the reuse a new router would")
+			break
+		}
 		out = append(out, "keep today's routing; revisit when traffic with shared prefixes that do not fit in every replica (many long system prompts, RAG documents, agents, multi-turn chat) grows")
 	}
 	return out

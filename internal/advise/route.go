@@ -112,22 +112,36 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 		rs = append(rs, Reason{Rule: "session-affinity-saves", Verdict: SessionAffinity, Strength: Medium, Evidence: ev("today", "session", "kv", "amortise"), Text: text})
 	default:
 		v = Nothing
-		best, name := max(sg, kg, 0), "no option"
+		var best *Policy
 		switch {
-		case kg >= sg && kv != nil:
-			name = kv.Name
+		case kv != nil && (sess == nil || kg >= sg):
+			best = kv
 		case sess != nil:
-			name = sess.Name
+			best = sess
 		}
-		margin = th.MinGain - best
-		text := fmt.Sprintf("%s, no option saves %.0f points of all prefill over today's %s (%s of prompt tokens from cache after the warm-up): the best, %s, saves %s",
-			shape, th.MinGain*100, today.Name, pct(today.SteadyHitRate), name, points(best))
+		bg := gain(best)
+		margin = th.MinGain - max(bg, 0)
+		head := fmt.Sprintf("%s, no option saves %.0f points of all prefill over today's %s (%s of prompt tokens from cache after the warm-up)", shape, th.MinGain*100, today.Name, pct(today.SteadyHitRate))
+		var text string
+		switch {
+		case best == nil:
+			text = head + ": every option replayed makes a hot spot, so none can be recommended"
+		case bg < 0:
+			text = fmt.Sprintf("%s: every option serves less from cache; the closest, %s, %s", head, best.Name, points(bg))
+		default:
+			text = fmt.Sprintf("%s: the best, %s, saves %s", head, best.Name, points(bg))
+		}
 		if kv != nil && sess != nil && kg >= th.MinGain {
 			text = fmt.Sprintf("%s, the best KV-aware policy (%s) saves %s over today's %s but only %s more than session affinity (%s), and session affinity itself saves %s: neither clears the %.0f-point threshold over the cheaper option",
 				shape, kv.Name, points(kg), today.Name, points(kg-sg), sess.Name, points(sg), th.MinGain*100)
 		}
-		if rp.KVTokens > 0 && rp.WorkingSetTokens <= rp.KVTokens && today.SteadyHitRate > 0 {
-			text += fmt.Sprintf("; the whole working set (%d tokens) fits in one replica's KV cache, so every replica warms up on its own and today's routing already finds the shared prefixes", rp.WorkingSetTokens)
+		switch f := PolicyFamily(today.Name); {
+		case f != FamilyBalance:
+			// Today's routing already is what the options are: the reason to keep it is that,
+			// not a warm-up.
+			text += fmt.Sprintf("; today's %s is itself %s, so it already captures the reuse the options would", today.Name, familyArticle(f))
+		case am.WarmupOnly && today.SteadyHitRate > 0:
+			text += fmt.Sprintf("; the whole working set (%d tokens) fits in one replica's KV cache and few shared prefixes arrive after the warm-up, so every replica warms up on its own and today's routing finds them", rp.WorkingSetTokens)
 		}
 		rs = append(rs, Reason{Rule: "no-option-pays", Verdict: Nothing, Strength: Medium, Evidence: ev("today", "kv", "session"), Text: text})
 		if w, ok := d.warmup(rp, today); ok {
@@ -137,6 +151,12 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	if !rp.SessionsKnown && v != KVAwareRouter {
 		rs = append(rs, Reason{Rule: "sessions-unknown", Verdict: v, Strength: Low, Evidence: ev("traffic"),
 			Text: "session affinity was not measured: the traffic carries no session ids and no request continues an earlier one's conversation (a session policy without ids would only hash block 0)"})
+	}
+	if todayHotSpot(rp, th) {
+		// Today's routing is never flagged a hot spot among the options (it is what runs), but
+		// a verdict that keeps it must say so.
+		rs = append(rs, Reason{Rule: "today-hot-spot", Verdict: v, Strength: Medium, Against: true, Evidence: ev("policy." + today.Name),
+			Text: fmt.Sprintf("today's %s itself puts load max/mean %.2f on one replica, at or above the %.1f hot-spot line: its hit rate is bought with one replica's queue (TTFT p99 %.2fs), and the options are compared against a routing that would never be recommended", today.Name, today.LoadMaxOverMean, th.HotSpot, today.TTFTP99)})
 	}
 	if hs := rp.hotSpots(); len(hs) > 0 {
 		rs = append(rs, Reason{Rule: "hot-spots", Verdict: v, Strength: Low, Evidence: ev("hot_spots"),
@@ -149,9 +169,25 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	return routing{v, d.citeKnown(rs), d.replayConfidence(rp, margin)}
 }
 
+// todayHotSpot reports whether today's routing itself puts load max/mean at or above the
+// hot-spot line.
+func todayHotSpot(rp *Replay, th Thresholds) bool {
+	t := rp.policy(rp.Today)
+	return t != nil && t.LoadMaxOverMean >= th.HotSpot
+}
+
+// familyArticle names a family with its article, for "today's X is itself ...".
+func familyArticle(f Family) string {
+	if f == FamilySession {
+		return "session affinity"
+	}
+	return "a " + familyName(f) + " policy"
+}
+
 // replayConfidence grades a replay's verdict from the evidence: exact tokens, enough requests,
-// a measured fleet, complete traffic, a model not overloaded and a margin of at least half the
-// threshold each keep it high; each one missing lowers it a level.
+// a measured fleet, complete traffic, a model not overloaded, today's routing without a hot spot
+// and a margin of at least half the threshold each keep it high; each one missing lowers it a
+// level.
 func (d *decision) replayConfidence(rp *Replay, margin float64) Level {
 	rank := High.rank()
 	for _, weak := range []bool{
@@ -161,6 +197,7 @@ func (d *decision) replayConfidence(rp *Replay, margin float64) Level {
 		margin < d.th.MinGain/2,
 		rp.LowerBound,
 		rp.Overloaded,
+		todayHotSpot(rp, d.th),
 	} {
 		if weak {
 			rank--

@@ -171,3 +171,73 @@ func showRec(rec advise.Recommendation) string {
 	}
 	return b.String()
 }
+
+// tenantsTrace is 400 requests, one a second, each opening with one of 40 tenants' 2-block
+// prompts (1,024 tokens, drawn with a fixed stride) and a block of its own: 1,536 tokens.
+func tenantsTrace(t *testing.T) *sim.Trace {
+	var rows []mooncakeRow
+	for i := range 400 {
+		tenant := uint64(i*7919%40) * 10
+		rows = append(rows, mooncakeRow{Timestamp: i * 1000, Input: 1536, Output: 100, HashIDs: []uint64{tenant + 1, tenant + 2, uint64(100_000 + i)}})
+	}
+	return mooncake(t, "tenants.jsonl", rows)
+}
+
+// TestTodayAlreadyRoutes: with --today naming a router that already does what the options do,
+// "nothing" means keep it, and the report says so rather than "prefix-aware routing would not
+// pay because every replica warms up on its own".
+func TestTodayAlreadyRoutes(t *testing.T) {
+	th := advise.DefaultThresholds()
+	for _, c := range []struct {
+		name    string
+		why     string
+		in      func(t *testing.T) Inputs
+		opts    Options
+		mention string
+		against string
+	}{
+		{
+			name: "today is llm-d's exact scorer on tenants' prompts that do not fit",
+			why: "80 prompt blocks against 32 per replica: round-robin would lose most of them (the KV router's case), " +
+				"but today's kv-llmd already gives each replica its share of tenants, and the other KV policies place " +
+				"them the same way: no option adds 5 points over it",
+			in:      func(t *testing.T) Inputs { return Inputs{Trace: tenantsTrace(t)} },
+			opts:    Options{Replicas: 4, KVBlocks: 32, Today: "kv-llmd"},
+			mention: "today's kv-llmd is itself a KV-aware policy, so it already captures the reuse the options would",
+		},
+		{
+			name: "today is session affinity on chat",
+			why:  "the lockstep chat of 20 turns: session affinity already finds turn k-1's prompt; the KV policies find the same",
+			in:   func(t *testing.T) Inputs { return Inputs{Trace: lockstepChat(t, 7, 20)} },
+			opts: Options{Replicas: 2, KVBlocks: 1024, Today: "session"}, mention: "today's session is itself session affinity",
+		},
+		{
+			name: "today is llm-d's approximate scorer on an agent over a shared system prompt",
+			why: "the scenario suite's agent: llm-d approximate keeps each task's four siblings together and serves about 80% " +
+				"from cache, but its prefix score on the shared system prompt sends new tasks to the replica holding it (load " +
+				"max/mean over 2); the other options spread siblings and serve about 20%: every option serves less, so nothing, " +
+				"with today's hot spot named against it",
+			in:      func(t *testing.T) Inputs { return Inputs{Requests: agentFanOutShared(10, 80).source(t)} },
+			opts:    Options{Replicas: 4, KVTokens: 1 << 20, Today: "approx-prefix"},
+			mention: "every option serves less from cache", against: "today-hot-spot",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.opts
+			o.Thresholds = th
+			rec, err := Assess(context.Background(), c.in(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Verdict != advise.Nothing {
+				t.Fatalf("verdict %s, want nothing: %s\n%s", rec.Verdict, c.why, showRec(rec))
+			}
+			if !slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return r.Rule == "no-option-pays" && strings.Contains(r.Text, c.mention) }) {
+				t.Errorf("no-option-pays does not say %q\n%s", c.mention, showRec(rec))
+			}
+			if c.against != "" && !slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return r.Rule == c.against && r.Against }) {
+				t.Errorf("no reason %s against the verdict\n%s", c.against, showRec(rec))
+			}
+		})
+	}
+}
