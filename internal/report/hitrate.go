@@ -10,7 +10,11 @@ import (
 
 // Hitrate is the result of kvcheck hitrate: a finding's subject is its replica.
 func Hitrate(r promql.Report) Result {
-	return Result{Findings: nonNilFindings(r.Findings), Document: newHitrateDoc(r), Text: func(t *Text) error { return t.hitrate(r) }}
+	res := Result{Findings: nonNilFindings(r.Findings), Document: newHitrateDoc(r), Text: func(t *Text) error { return t.hitrate(r) }}
+	if len(r.Inputs) > 0 {
+		res.Artifact = r.Inputs[len(r.Inputs)-1] // the later dump, the server, a target
+	}
+	return res
 }
 
 // hitrate writes the hitrate report for people: a table per replica, a fleet line and the

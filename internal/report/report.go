@@ -91,6 +91,11 @@ type Result struct {
 	// Rules describe the finding codes for SARIF's rule list; a code without one is described
 	// by its name.
 	Rules []Rule
+	// Artifact is the input a finding with no file of its own (a replica, a publisher, the
+	// fleet) is located at in SARIF: a dump, a trace, a server's URL. GitHub code scanning
+	// refuses a whole SARIF file in which one result has no physical location. Empty: such
+	// findings are located at "kvcheck".
+	Artifact string
 }
 
 // Rule describes one finding code.

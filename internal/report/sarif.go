@@ -1,7 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"io"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,6 +84,25 @@ func init() {
 	register(writer{format: FormatSARIF, order: 2, findingsOnly: true, write: writeSARIF})
 }
 
+// sarifURI writes a path or URL as the URI an artifact location holds (RFC 3986): a URL as it
+// is; an absolute path as a file:// URI, which GitHub maps onto the checkout; a relative path
+// percent-encoded (a space, "#" or "%" in a file name would otherwise be an invalid URI or cut
+// it at a fragment), with "./" before a first segment holding a colon, which would read as a
+// scheme.
+func sarifURI(p string) string {
+	if u, err := url.Parse(p); err == nil && len(u.Scheme) > 1 && strings.HasPrefix(p, u.Scheme+"://") {
+		return p
+	}
+	slashed := filepath.ToSlash(p)
+	if filepath.IsAbs(p) {
+		if !strings.HasPrefix(slashed, "/") {
+			slashed = "/" + slashed // a Windows drive: file:///C:/...
+		}
+		return (&url.URL{Scheme: "file", Path: slashed}).String()
+	}
+	return (&url.URL{Path: slashed}).String()
+}
+
 func sarifLevel(s finding.Severity) string {
 	switch s {
 	case finding.Error:
@@ -127,19 +148,22 @@ func writeSARIF(w io.Writer, r Result, o Options) error {
 		var loc sarifLocation
 		if f.File != "" {
 			loc.Physical = &sarifPhysical{
-				Artifact: sarifArtifact{URI: filepath.ToSlash(f.File)},
+				Artifact: sarifArtifact{URI: sarifURI(f.File)},
 				Region:   sarifRegion{StartLine: max(f.Line, 1), StartColumn: max(f.Column, 1)},
 			}
 			if f.Pointer != "" {
 				loc.Logical = []sarifLogical{{FullyQualifiedName: f.Pointer, Kind: "element"}}
 			}
-		} else if f.Subject != "" {
-			loc.Logical = []sarifLogical{{FullyQualifiedName: f.Subject, Kind: "resource"}}
+		} else {
+			// GitHub refuses the whole file for one result without a physical location: a
+			// finding about a replica or a publisher is shown at the run's input.
+			loc.Physical = &sarifPhysical{Artifact: sarifArtifact{URI: sarifURI(cmp.Or(r.Artifact, "kvcheck"))},
+				Region: sarifRegion{StartLine: 1, StartColumn: 1}}
+			if f.Subject != "" {
+				loc.Logical = []sarifLogical{{FullyQualifiedName: f.Subject, Kind: "resource"}}
+			}
 		}
-		locs := []sarifLocation{}
-		if loc.Physical != nil || loc.Logical != nil {
-			locs = append(locs, loc)
-		}
+		locs := []sarifLocation{loc}
 		var props map[string]any
 		if len(f.Properties) > 0 || f.Rule != "" || f.Fix != "" || f.Source != "" {
 			props = map[string]any{}

@@ -277,8 +277,12 @@ type fleetJSON struct {
 
 // Simulation is the result of kvcheck simulate.
 func Simulation(r sim.Report) Result {
-	return Result{Findings: nonNilFindings(r.Findings), Document: simulationDocument(r),
+	res := Result{Findings: nonNilFindings(r.Findings), Document: simulationDocument(r),
 		Text: func(t *Text) error { return t.simulation(r) }}
+	if r.Trace != nil {
+		res.Artifact = r.Trace.Name
+	}
+	return res
 }
 
 // simulationDocument is simulate's JSON document.

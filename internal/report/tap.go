@@ -11,8 +11,12 @@ import (
 
 // Tap is the result of kvcheck tap: the findings are about publishers and the fleet.
 func Tap(r *events.Report) Result {
-	return Result{Findings: nonNilFindings(r.Findings), Document: tapDocument{SchemaVersion: SchemaVersion, tapReportDoc: newTapReportDoc(*r)},
+	res := Result{Findings: nonNilFindings(r.Findings), Document: tapDocument{SchemaVersion: SchemaVersion, tapReportDoc: newTapReportDoc(*r)},
 		Text: func(t *Text) error { return t.tap(r) }}
+	if len(r.Publishers) > 0 {
+		res.Artifact = r.Publishers[0].Endpoint
+	}
+	return res
 }
 
 // tap writes a tap report for people.
