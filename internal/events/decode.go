@@ -306,8 +306,7 @@ func (d *decoder) int(p []byte, what string) (int64, bool, []byte, error) {
 }
 
 func (d *decoder) hash(p []byte, h *Hash, what string) ([]byte, error) {
-	switch msgp.NextType(p) {
-	case msgp.BinType:
+	if len(p) > 0 && p[0]-0xc4 < 3 { // bin 8, 16 or 32
 		v, o, err := msgp.ReadBytesZC(p)
 		if err != nil {
 			return p, d.wrap(p, what, err)
@@ -426,6 +425,10 @@ var tokenForm = func() (t [256]struct {
 
 // optInt reads an int-or-nil field; other types are skipped and counted as odd.
 func (d *decoder) optInt(p []byte, ev *Event, v *int64, has *bool, what string) ([]byte, error) {
+	if len(p) > 0 && p[0] < 0x80 { // positive fixint, as block sizes and group indexes are
+		*v, *has = int64(p[0]), true
+		return p[1:], nil
+	}
 	switch msgp.NextType(p) {
 	case msgp.NilType:
 		return p[1:], nil
@@ -442,6 +445,13 @@ func (d *decoder) optInt(p []byte, ev *Event, v *int64, has *bool, what string) 
 
 // optStr reads a string-or-nil field; other types are skipped and counted as odd.
 func (d *decoder) optStr(p []byte, ev *Event, v *[]byte, has *bool, what string) ([]byte, error) {
+	if s, o, ok := fixstr(p); ok {
+		*v = s
+		if has != nil {
+			*has = true
+		}
+		return o, nil
+	}
 	switch msgp.NextType(p) {
 	case msgp.NilType:
 		return p[1:], nil
@@ -499,6 +509,40 @@ func (d *decoder) event(p []byte, ev *Event) ([]byte, error) {
 	return p, d.fail(p, "event is a %s, want an array or a map", msgp.NextType(p))
 }
 
+// fieldID numbers the event fields the decoder knows, so that dispatching a field is a jump on
+// a number rather than string comparisons (twelve fields an event, a hundred a batch).
+type fieldID uint8
+
+// The known fields; fieldUnknown is any other.
+const (
+	fieldUnknown fieldID = iota
+	fieldBlockHashes
+	fieldParent
+	fieldTokenIDs
+	fieldBlockSize
+	fieldLoRAID
+	fieldMedium
+	fieldLoRAName
+	fieldExtraKeys
+	fieldGroupIdx
+	fieldSpecKind
+	fieldSlidingWindow
+	fieldLocality
+)
+
+// fieldNames spells the known fields as vLLM does, for the map era's keys and for messages.
+var fieldNames = [...]string{fieldUnknown: "", fieldBlockHashes: "block_hashes",
+	fieldParent: "parent_block_hash", fieldTokenIDs: "token_ids", fieldBlockSize: "block_size",
+	fieldLoRAID: "lora_id", fieldMedium: "medium", fieldLoRAName: "lora_name",
+	fieldExtraKeys: "extra_keys", fieldGroupIdx: "group_idx", fieldSpecKind: "kv_cache_spec_kind",
+	fieldSlidingWindow: "kv_cache_spec_sliding_window", fieldLocality: "locality"}
+
+// storedIDs and removedIDs are storedFields and removedFields by number.
+var (
+	storedIDs  = [...]fieldID{fieldBlockHashes, fieldParent, fieldTokenIDs, fieldBlockSize, fieldLoRAID, fieldMedium, fieldLoRAName, fieldExtraKeys, fieldGroupIdx, fieldSpecKind, fieldSlidingWindow, fieldLocality}
+	removedIDs = [...]fieldID{fieldBlockHashes, fieldMedium, fieldGroupIdx, fieldLocality}
+)
+
 // storedFields and removedFields name the positional fields after the tag (SPEC §1.5).
 var (
 	storedFields = [...]string{"block_hashes", "parent_block_hash", "token_ids", "block_size",
@@ -523,16 +567,16 @@ func (d *decoder) arrayEvent(p []byte, ev *Event) ([]byte, error) {
 		return p, d.wrap(p, "event tag", err)
 	}
 	ev.Type = typeOf(ev.Tag)
-	var names []string
+	var ids []fieldID
 	switch ev.Type {
 	case TypeBlockStored:
-		names = storedFields[:]
+		ids = storedIDs[:]
 	case TypeBlockRemoved:
-		names = removedFields[:]
+		ids = removedIDs[:]
 	}
 	for i := 1; i < n; i++ {
-		if i-1 < len(names) {
-			p, err = d.field(p, ev, names[i-1])
+		if i-1 < len(ids) {
+			p, err = d.field(p, ev, ids[i-1])
 		} else {
 			p, err = d.skip(p, ev)
 		}
@@ -561,18 +605,22 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 		}
 	}
 	for range n {
-		if msgp.NextType(p) != msgp.StrType {
-			if p, err = d.skip(p, ev); err != nil { // a non-string key and its value
-				return p, err
+		key, o, ok := fixstr(p)
+		if ok {
+			p = o
+		} else {
+			if msgp.NextType(p) != msgp.StrType {
+				if p, err = d.skip(p, ev); err != nil { // a non-string key and its value
+					return p, err
+				}
+				if p, err = msgp.Skip(p); err != nil {
+					return p, d.wrap(p, "event map value", err)
+				}
+				continue
 			}
-			if p, err = msgp.Skip(p); err != nil {
-				return p, d.wrap(p, "event map value", err)
+			if key, p, err = msgp.ReadStringZC(p); err != nil {
+				return p, d.wrap(p, "event map key", err)
 			}
-			continue
-		}
-		var key []byte
-		if key, p, err = msgp.ReadStringZC(p); err != nil {
-			return p, d.wrap(p, "event map key", err)
 		}
 		if string(key) == "type" {
 			if msgp.NextType(p) != msgp.StrType {
@@ -584,7 +632,7 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 			ev.Type = typeOf(ev.Tag)
 			continue
 		}
-		if p, err = d.field(p, ev, knownName(key)); err != nil {
+		if p, err = d.field(p, ev, fieldOf(key)); err != nil {
 			return p, err
 		}
 	}
@@ -626,70 +674,108 @@ func (d *decoder) findType(p []byte, n uint32, ev *Event) error {
 	return nil
 }
 
-// knownName returns the constant spelling of a known field name, "" for others, so looking a
-// map key up does not allocate a string.
-func knownName(key []byte) string {
+// fieldOf returns the number of a known field name, fieldUnknown for others.
+func fieldOf(key []byte) fieldID {
 	switch string(key) {
 	case "block_hashes":
-		return "block_hashes"
+		return fieldBlockHashes
 	case "parent_block_hash":
-		return "parent_block_hash"
+		return fieldParent
 	case "token_ids":
-		return "token_ids"
+		return fieldTokenIDs
 	case "block_size":
-		return "block_size"
+		return fieldBlockSize
 	case "lora_id":
-		return "lora_id"
+		return fieldLoRAID
 	case "medium":
-		return "medium"
+		return fieldMedium
 	case "lora_name":
-		return "lora_name"
+		return fieldLoRAName
 	case "extra_keys":
-		return "extra_keys"
+		return fieldExtraKeys
 	case "group_idx":
-		return "group_idx"
+		return fieldGroupIdx
 	case "kv_cache_spec_kind":
-		return "kv_cache_spec_kind"
+		return fieldSpecKind
 	case "kv_cache_spec_sliding_window":
-		return "kv_cache_spec_sliding_window"
+		return fieldSlidingWindow
 	case "locality":
-		return "locality"
+		return fieldLocality
 	}
-	return ""
+	return fieldUnknown
 }
 
-// field decodes one named field; the same names serve both eras. Fields that do not belong to
-// the event's type are skipped as unknown.
-func (d *decoder) field(p []byte, ev *Event, name string) ([]byte, error) {
+// fixstr reads a fixstr (a string of up to 31 bytes, the form of every field name and of
+// vLLM's short values) when p starts with a whole one; ok is false for anything else, which
+// the general readers then take.
+func fixstr(p []byte) (s, rest []byte, ok bool) {
+	if len(p) == 0 || p[0]&0xe0 != 0xa0 {
+		return nil, p, false
+	}
+	n := int(p[0] & 0x1f)
+	if n >= len(p) {
+		return nil, p, false
+	}
+	return p[1 : 1+n], p[1+n:], true
+}
+
+// field decodes one field; the same numbers serve both eras. Fields that do not belong to the
+// event's type are skipped as unknown.
+func (d *decoder) field(p []byte, ev *Event, f fieldID) ([]byte, error) {
 	stored := ev.Type == TypeBlockStored
 	removed := ev.Type == TypeBlockRemoved
-	switch {
-	case name == "block_hashes" && (stored || removed):
+	name := fieldNames[f]
+	switch f {
+	case fieldBlockHashes:
+		if !stored && !removed {
+			break
+		}
 		if msgp.IsNil(p) {
 			return p[1:], nil
 		}
 		return d.hashes(p, ev)
-	case name == "parent_block_hash" && stored:
+	case fieldParent:
+		if !stored {
+			break
+		}
 		if msgp.IsNil(p) {
 			return p[1:], nil
 		}
 		ev.HasParent = true
-		return d.hash(p, &ev.Parent, "parent_block_hash")
-	case name == "token_ids" && stored:
+		return d.hash(p, &ev.Parent, name)
+	case fieldTokenIDs:
+		if !stored {
+			break
+		}
 		if msgp.IsNil(p) {
 			return p[1:], nil
 		}
 		return d.tokens(p, ev)
-	case name == "block_size" && stored:
+	case fieldBlockSize:
+		if !stored {
+			break
+		}
 		var has bool
 		return d.optInt(p, ev, &ev.BlockSize, &has, name)
-	case name == "lora_id" && stored:
+	case fieldLoRAID:
+		if !stored {
+			break
+		}
 		return d.optInt(p, ev, &ev.LoRAID, &ev.HasLoRAID, name)
-	case name == "medium" && (stored || removed):
+	case fieldMedium:
+		if !stored && !removed {
+			break
+		}
 		return d.optStr(p, ev, &ev.Medium, nil, name)
-	case name == "lora_name" && stored:
+	case fieldLoRAName:
+		if !stored {
+			break
+		}
 		return d.optStr(p, ev, &ev.LoRAName, &ev.HasLoRAName, name)
-	case name == "extra_keys" && stored:
+	case fieldExtraKeys:
+		if !stored {
+			break
+		}
 		if msgp.IsNil(p) {
 			return p[1:], nil
 		}
@@ -702,13 +788,25 @@ func (d *decoder) field(p []byte, ev *Event, name string) ([]byte, error) {
 		}
 		ev.ExtraKeys = p[:len(p)-len(o)]
 		return o, nil
-	case name == "group_idx" && (stored || removed):
+	case fieldGroupIdx:
+		if !stored && !removed {
+			break
+		}
 		return d.optInt(p, ev, &ev.GroupIdx, &ev.HasGroupIdx, name)
-	case name == "kv_cache_spec_kind" && stored:
+	case fieldSpecKind:
+		if !stored {
+			break
+		}
 		return d.optStr(p, ev, &ev.SpecKind, nil, name)
-	case name == "kv_cache_spec_sliding_window" && stored:
+	case fieldSlidingWindow:
+		if !stored {
+			break
+		}
 		return d.optInt(p, ev, &ev.SlidingWindow, &ev.HasSlidingWindow, name)
-	case name == "locality" && (stored || removed):
+	case fieldLocality:
+		if !stored && !removed {
+			break
+		}
 		return d.optStr(p, ev, &ev.Locality, nil, name)
 	}
 	return d.skip(p, ev)

@@ -4,7 +4,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -410,4 +412,129 @@ func FuzzDecodeTokens(f *testing.F) {
 	f.Add([]byte{0x95, 0xcd, 1, 2, 0xcd, 3, 4, 0xcd, 5, 6, 0xcd, 7, 0xce, 1, 2, 3, 4, 5})
 	f.Add([]byte{0x93, 0x01, 0xcc, 0xff, 0xce, 1, 2, 3, 4, 0xd2, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, p []byte) { checkTokens(t, p) })
+}
+
+// checkVsReference decodes p with Decode and with the decoder before its fast paths
+// (refDecode) and fails on any difference: the error (offset and reason) or the batch.
+func checkVsReference(t *testing.T, p []byte) {
+	t.Helper()
+	var got, want Batch
+	err := Decode(p, &got)
+	wantErr := refDecode(p, &want)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("% x: error %v, reference %v", p, err, wantErr)
+	}
+	if err != nil {
+		if err.Error() != wantErr.Error() {
+			t.Fatalf("% x: %v, reference %v", p, err, wantErr)
+		}
+		return
+	}
+	if reflect.DeepEqual(want, got) {
+		return
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("% x: (-reference +got):\n%s", p, diff)
+	}
+}
+
+// randomEvent makes an event of any type with any field set or not, short and long strings,
+// small and large integers, int and bin hashes.
+func randomEvent(rng *rand.Rand) Event {
+	str := func() []byte {
+		if rng.IntN(4) == 0 {
+			return []byte(strings.Repeat("x", 25+rng.IntN(20))) // across the fixstr limit
+		}
+		return []byte("GPU"[:rng.IntN(4)])
+	}
+	num := func() int64 {
+		switch rng.IntN(4) {
+		case 0:
+			return rng.Int64N(128)
+		case 1:
+			return -rng.Int64N(1000)
+		}
+		return rng.Int64()
+	}
+	ev := Event{Type: []Type{TypeBlockStored, TypeBlockStored, TypeBlockRemoved, TypeAllBlocksCleared, TypeUnknown}[rng.IntN(5)]}
+	if ev.Type == TypeUnknown {
+		ev.Tag = []byte("BlockMoved")
+	}
+	for range rng.IntN(5) {
+		h := Hash{Form: HashInt, Value: rng.Uint64() >> (rng.IntN(4) * 20)}
+		if rng.IntN(4) == 0 {
+			h = Hash{Form: HashBin, Bin: []byte("0123456789abcdef0123456789abcdef")[:rng.IntN(33)]}
+		}
+		ev.BlockHashes = append(ev.BlockHashes, h)
+	}
+	if rng.IntN(2) == 0 {
+		ev.HasParent, ev.Parent = true, Hash{Form: HashInt, Value: rng.Uint64()}
+	}
+	for range rng.IntN(40) {
+		ev.TokenIDs = append(ev.TokenIDs, rng.Int64N(151000))
+	}
+	ev.BlockSize = num()
+	ev.LoRAID, ev.HasLoRAID = num(), rng.IntN(2) == 0
+	if rng.IntN(2) == 0 {
+		ev.Medium = str()
+	}
+	if rng.IntN(3) == 0 {
+		ev.LoRAName, ev.HasLoRAName = str(), true
+	}
+	ev.GroupIdx, ev.HasGroupIdx = num(), rng.IntN(2) == 0
+	if rng.IntN(2) == 0 {
+		ev.SpecKind = str()
+	}
+	ev.SlidingWindow, ev.HasSlidingWindow = num(), rng.IntN(2) == 0
+	if rng.IntN(3) == 0 {
+		ev.Locality = str()
+	}
+	return ev
+}
+
+// TestDecodeVsReference: Decode, with its fields dispatched by number and common lead bytes
+// read inline, gives what the decoder before those changes gave, on random batches of every
+// wire form, and on the same batches with a byte changed or cut short (malformed batches,
+// fields of unexpected type, unknown keys).
+func TestDecodeVsReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 3000 {
+		b := Batch{TS: 1.7e9, DPRank: int64(rng.IntN(3)), HasDPRank: true}
+		for range rng.IntN(4) {
+			b.Events = append(b.Events, randomEvent(rng))
+		}
+		w := Wire{Era: []Era{EraArray, EraMap}[rng.IntN(2)], StoredFields: 6 + rng.IntN(7), BinHashes: rng.IntN(4) == 0, TwoElements: rng.IntN(4) == 0}
+		p := AppendBatch(nil, &b, w)
+		checkVsReference(t, p)
+		for range 20 {
+			q := slices.Clone(p)
+			q[rng.IntN(len(q))] = byte(rng.IntN(256))
+			checkVsReference(t, q)
+			checkVsReference(t, p[:rng.IntN(len(p))])
+		}
+	}
+}
+
+// FuzzDecodeVsReference: on any bytes, Decode and the decoder before its fast paths agree.
+func FuzzDecodeVsReference(f *testing.F) {
+	for _, era := range []Era{EraArray, EraMap} {
+		in := Batch{TS: 1, Events: []Event{sampleStored(), {Type: TypeBlockRemoved, BlockHashes: []Hash{{Form: HashInt, Value: 3}}}, {Type: TypeAllBlocksCleared}}}
+		f.Add(AppendBatch(nil, &in, Wire{Era: era}))
+		f.Add(AppendBatch(nil, &in, Wire{Era: era, StoredFields: 6, BinHashes: true, TwoElements: true}))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) { checkVsReference(t, p) })
+}
+
+// TestFieldIDs: the decoder's field numbers name the encoder's fields, in the same positions.
+func TestFieldIDs(t *testing.T) {
+	for i, f := range storedIDs {
+		if fieldNames[f] != storedFields[i] || fieldOf([]byte(storedFields[i])) != f {
+			t.Errorf("stored position %d: %q by number, %q by name", i, fieldNames[f], storedFields[i])
+		}
+	}
+	for i, f := range removedIDs {
+		if fieldNames[f] != removedFields[i] {
+			t.Errorf("removed position %d: %q by number, %q by name", i, fieldNames[f], removedFields[i])
+		}
+	}
 }
