@@ -99,6 +99,10 @@ type Options struct {
 	// that emulation the --config files show.
 	TodayRouters *sim.RouterSettings
 	TodayFrom    string
+	// TodayNotes say where today's routing is replayed otherwise than its settings alone say
+	// (engines the files show publish no KV events, a configured value it could not read);
+	// assess sets them with TodayRouters (rank.Today).
+	TodayNotes []string
 	// Progress, when set, is called as the replays run.
 	Progress func(done, total int)
 	// AddReplica adds one empty replica at AddReplicaAt seconds into the traffic in the
@@ -125,11 +129,13 @@ func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advis
 	if o.TodayRouters == nil && in.Files != nil {
 		for _, rc := range in.Files.Routers {
 			if rc.Policy == o.Today {
-				o.TodayRouters, o.TodayFrom = &rc.Settings, rc.Where
+				o.TodayRouters, o.TodayFrom, o.TodayNotes = &rc.Settings, rc.Where, rc.Notes
 				break
 			}
 		}
 	}
+	// Today's routing runs as the files show the deployment behaves, as the ranked rows do.
+	o.TodayRouters, o.TodayNotes = rank.Today(o.Today, o.TodayRouters, o.TodayNotes, in.Files)
 	if in.Metrics != nil {
 		ev.Metrics = advise.FromHitrate(*in.Metrics)
 		if ev.Metrics.KVBlocks == 0 && in.KVBlocks > 0 {

@@ -41,7 +41,7 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 		return nil, nil
 	}
 	hot := o.Thresholds.HotSpot
-	rk, err := rank.Run(ctx, t, rank.Setup{Base: base, Today: o.Today, TodayRouters: o.TodayRouters, TodayFrom: o.TodayFrom,
+	rk, err := rank.Run(ctx, t, rank.Setup{Base: base, Today: o.Today, TodayRouters: o.TodayRouters, TodayFrom: o.TodayFrom, TodayNotes: o.TodayNotes,
 		NotSimulated: files.NotSimulatedRouters(), HotSpot: hot, Progress: o.Progress}, cands)
 	if err != nil {
 		return nil, err

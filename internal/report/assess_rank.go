@@ -15,6 +15,7 @@ type rankingDocument struct {
 	Rule                    string          `json:"rule"`
 	Today                   string          `json:"today"`
 	TodayConfiguredIn       string          `json:"today_configured_in,omitempty"`
+	TodayNotes              []string        `json:"today_notes"`
 	TodayHitRate            float64         `json:"today_hit_rate"`
 	Replicas                int             `json:"replicas"`
 	KVBlocks                int             `json:"kv_blocks"`
@@ -90,7 +91,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	}
 	d := &rankingDocument{Rule: rk.Rule, Today: rk.Today, TodayConfiguredIn: rk.TodayFrom, TodayHitRate: rk.TodayHitRate, Replicas: rk.Replicas, KVBlocks: rk.KVBlocks,
 		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, NotSimulated: []notSimDoc{}, Why: []string{},
-		RequirementStatusValues: []string{rank.Met, rank.Missing, rank.Unknown}}
+		RequirementStatusValues: []string{rank.Met, rank.Missing, rank.Unknown}, TodayNotes: append([]string{}, rk.TodayNotes...)}
 	if rk.AddReplicaAt >= 0 {
 		at := rk.AddReplicaAt
 		d.AddReplicaAtSeconds = &at
@@ -142,6 +143,9 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 		today += " as configured in " + rk.TodayFrom
 	}
 	t.Muted("  against today's %s (hit %s after the warm-up); rule: %s", today, pct(rk.TodayHitRate), rk.Rule)
+	for _, n := range rk.TodayNotes {
+		t.Muted("  today's %s: %s", rk.Today, n)
+	}
 	ranked, excluded := 0, 0
 	for _, r := range rk.Rows {
 		if r.Rank > 0 {

@@ -59,3 +59,27 @@ func TestAssessRankingNoWinner(t *testing.T) {
 		t.Errorf("no_winner %q, why %q", doc.Ranking.NoWinner, doc.Ranking.Why)
 	}
 }
+
+// TestAssessRankingTodayNotes: today's routing replayed otherwise than its settings say (its
+// engines publish no KV events) says so under the ranking's heading and in the JSON.
+func TestAssessRankingTodayNotes(t *testing.T) {
+	rk := rankingFixture()
+	rk.Today = "dynamo-kv"
+	note := "simulated without engine KV events: the files show an engine without KV events (dgd.yaml:15 VllmWorker)"
+	rk.TodayNotes = []string{note}
+	res := AssessRanked(advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds()), rk)
+	if text := string(render(t, FormatText, res)); !strings.Contains(text, "\n  today's dynamo-kv: "+note+"\n") {
+		t.Errorf("the text does not show today's note:\n%s", text)
+	}
+	var doc struct {
+		Ranking struct {
+			TodayNotes []string `json:"today_notes"`
+		} `json:"ranking"`
+	}
+	if err := json.Unmarshal(render(t, FormatJSON, res), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if n := doc.Ranking.TodayNotes; len(n) != 1 || n[0] != note {
+		t.Errorf("today_notes %q", n)
+	}
+}

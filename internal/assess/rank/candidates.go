@@ -201,6 +201,32 @@ func withoutEvents(c *Candidate) {
 	c.Notes = append(c.Notes, "simulated without engine KV events: "+shown+", and without them "+product)
 }
 
+// Today returns the settings today's routing (policy, with settings as the files configure it,
+// or nil as shipped) runs with as the files show the deployment behaves, and the notes that say
+// where that differs from its settings alone: the same correction the ranked rows get, so that
+// --today dynamo-kv or llmd-precise on engines the files show publish no KV events is replayed
+// load-only or without a prefix match, as its shipped and configured rows are. notes are the
+// configured router's own notes (values it could not read), kept first. An idealised policy, or
+// no files, comes back as given.
+func Today(policy string, settings *sim.RouterSettings, notes []string, f *Files) (*sim.RouterSettings, []string) {
+	if f == nil {
+		return settings, notes
+	}
+	c := Candidate{Policy: policy, Product: ProductOf(policy), Variant: Shipped, Settings: sim.DefaultRouterSettings(), Notes: slices.Clone(notes)}
+	if settings != nil {
+		c.Variant, c.Settings = Configured, *settings
+	}
+	if policy == "dynamo-kv" && c.Variant == Shipped {
+		c.Settings.Dynamo.Mode = "kv"
+	}
+	c.Requirements = requirements(c, Traffic{}, f)
+	withoutEvents(&c)
+	if len(c.Notes) == len(notes) {
+		return settings, notes
+	}
+	return &c.Settings, c.Notes
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a

@@ -132,8 +132,11 @@ type CannotRun struct {
 type Ranking struct {
 	// Today is the policy standing for today's routing, TodayHitRate its hit rate after the
 	// warm-up; TodayFrom is the file and line its settings were read from, when configured.
-	Today        string
-	TodayFrom    string
+	Today     string
+	TodayFrom string
+	// TodayNotes say where today's routing is replayed otherwise than its settings alone say
+	// (Setup.TodayNotes).
+	TodayNotes   []string
 	TodayHitRate float64
 	Replicas     int
 	KVBlocks     int
@@ -177,6 +180,8 @@ type Setup struct {
 	Today        string
 	TodayRouters *sim.RouterSettings
 	TodayFrom    string
+	// TodayNotes say where today's routing runs otherwise than its settings alone say (Today).
+	TodayNotes []string
 	// NotSimulated are the configured routers that get no row (Files.NotSimulatedRouters).
 	NotSimulated []NotSimulated
 	// HotSpot is the load max/mean from which a row is a hot spot (sim.HotSpotRatio when 0).
@@ -190,7 +195,7 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 	if s.HotSpot == 0 {
 		s.HotSpot = sim.HotSpotRatio
 	}
-	rk := &Ranking{Today: s.Today, TodayFrom: s.TodayFrom, Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
+	rk := &Ranking{Today: s.Today, TodayFrom: s.TodayFrom, TodayNotes: slices.Clone(s.TodayNotes), Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
 		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, s.HotSpot), NotSimulated: s.NotSimulated}
 	results := make([]sim.Result, len(cands)+1)
 	errs := make([]error, len(cands)+1)
