@@ -321,7 +321,12 @@ func (d *decoder) hash(p []byte, h *Hash, what string) ([]byte, error) {
 	if err != nil {
 		return p, d.fail(p, "%s is a %s, want an integer or bin", what, msgp.NextType(p))
 	}
-	*h = Hash{Form: HashInt, Value: uint64(v), Negative: v < 0 && !big}
+	// Field by field: assigning a whole Hash writes its Bin pointer, which costs a write
+	// barrier while the collector marks, and hashes are most of a batch's values.
+	h.Form, h.Value, h.Negative = HashInt, uint64(v), v < 0 && !big
+	if h.Bin != nil {
+		h.Bin = nil
+	}
 	return o, nil
 }
 
