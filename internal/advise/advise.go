@@ -101,8 +101,9 @@ func (th Thresholds) Describe() string {
                   over the next cheaper option (--min-gain)
   hot spot        load max/mean >= %.1f: never recommended, whatever the modelled TTFT
   metrics alone   decide nothing unless the fleet hit rate is >= %.0f%% (100%% - min gain)
-  traffic         a replay decides from %d requests after the warm-up (more than 1/min gain:
-                  with fewer, one request weighs at least min gain); fewer: cannot tell yet
+  traffic         a replay decides from %d requests after the warm-up, metrics alone from as
+                  many in their window (more than 1/min gain: with fewer, one request weighs
+                  at least min gain); fewer: cannot tell yet
   confidence      high needs >= %d requests, exact tokens, a measured fleet and a margin of
                   half the min gain
   thrashing       >= %.0f preemptions per 1k requests or KV cache >= %.0f%% full (warning from

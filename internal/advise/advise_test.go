@@ -130,6 +130,28 @@ func TestDecide(t *testing.T) {
 			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"already-hits"}},
 		},
 		{
+			// 97% over 21 requests: each is on average 4.8% of the tokens, under the 5-point
+			// threshold, so the 3 points left are measured: nothing.
+			name: "metrics alone: 97% over 21 requests",
+			in: Input{Metrics: func() *Metrics {
+				m := healthy(4)
+				m.HitRate, m.Queries, m.Requests = ptr(0.97), ptr(21_000.0), ptr(21.0)
+				return m
+			}()},
+			want: outcome{Verdict: Nothing, Confidence: Medium, Rules: []string{"already-hits"}},
+		},
+		{
+			// 97% over 4 requests (two dumps 10 s apart): each is on average a quarter of the
+			// tokens looked up; one more miss among them would be 25 points: cannot tell yet.
+			name: "metrics alone: 97% over 4 requests",
+			in: Input{Metrics: func() *Metrics {
+				m := healthy(4)
+				m.HitRate, m.Queries, m.Requests = ptr(0.97), ptr(1000.0), ptr(4.0)
+				return m
+			}()},
+			want: outcome{Verdict: Undetermined, Confidence: Low, Rules: []string{"too-little-traffic"}},
+		},
+		{
 			name: "metrics alone: a cold replica and one without prefix metrics",
 			in: Input{Metrics: func() *Metrics {
 				m := healthy(4)

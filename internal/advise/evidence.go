@@ -21,6 +21,13 @@ func (d *decision) collectEvidence() {
 		if m.HitRate != nil {
 			d.evidence("hitrate.hit_rate", "hitrate", in, "fleet prefix-cache hit rate", "%s (%s)", pct(*m.HitRate), m.Mode)
 		}
+		if m.Queries != nil {
+			fig := fmt.Sprintf("%.0f prompt tokens looked up", *m.Queries)
+			if m.Requests != nil {
+				fig += fmt.Sprintf(", %.0f requests", *m.Requests)
+			}
+			d.evidence("hitrate.volume", "hitrate", in, "traffic behind the hit rate ("+m.Mode+")", "%s", fig)
+		}
 		on, off, unknown := 0, []string{}, 0
 		for _, r := range m.Replicas {
 			switch {

@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"math"
 	"slices"
 	"strconv"
 
@@ -15,7 +16,18 @@ import (
 // num_gpu_blocks and block_size when the report has them (scrapes and dumps); with
 // --prometheus, whose queries aggregate num_gpu_blocks away, callers set them.
 func FromHitrate(rep promql.Report) *Metrics {
-	m := &Metrics{Source: string(rep.Source), Inputs: slices.Clone(rep.Inputs), Mode: string(rep.Mode), HitRate: rep.Fleet.HitRate, Down: len(rep.Down)}
+	m := &Metrics{Source: string(rep.Source), Inputs: slices.Clone(rep.Inputs), Mode: string(rep.Mode), HitRate: rep.Fleet.HitRate, Queries: rep.Fleet.Queries, Down: len(rep.Down)}
+	var requests float64
+	for _, r := range rep.Replicas {
+		if r.Requests == nil {
+			requests = math.NaN()
+		} else {
+			requests += *r.Requests
+		}
+	}
+	if len(rep.Replicas) > 0 && !math.IsNaN(requests) {
+		m.Requests = &requests
+	}
 	for _, r := range rep.Replicas {
 		x := Replica{Name: r.Replica, Version: r.Version, PrefixCaching: r.PrefixCaching, HitRate: r.HitRate,
 			PreemptionsPer1k: r.PreemptionsPer1k, KVUsage: r.KVUsage}

@@ -23,12 +23,17 @@ func TestFromHitrate(t *testing.T) {
 			{Replica: "b", Window: 30, Queries: ptr(0.0), Hits: ptr(0.0), BlockSize: 16, PrefixCaching: &off},
 		}})
 	got := FromHitrate(rep)
-	want := &Metrics{Source: "scrape", Inputs: []string{"a", "b"}, Mode: "rate", HitRate: ptr(0.5), Replicas: []Replica{
+	// b exports no request counter: the fleet's requests are unknown, not a's 100.
+	want := &Metrics{Source: "scrape", Inputs: []string{"a", "b"}, Mode: "rate", HitRate: ptr(0.5), Queries: ptr(1000.0), Replicas: []Replica{
 		{Name: "a", PrefixCaching: &on, HitRate: ptr(0.5), PreemptionsPer1k: ptr(50.0), KVUsage: ptr(0.5), BlockSize: 16},
 		{Name: "b", PrefixCaching: &off, BlockSize: 16},
 	}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("FromHitrate (-want +got):\n%s", d)
+	}
+	rep.Replicas[1].Requests = ptr(3.0)
+	if got := FromHitrate(rep).Requests; got == nil || *got != 103 {
+		t.Errorf("requests %v, want 100 + 3", got)
 	}
 }
 

@@ -33,8 +33,11 @@ type Metrics struct {
 	// Mode is "rate", "lifetime" or "log" (see promql.Mode).
 	Mode     string
 	Replicas []Replica
-	// HitRate is the fleet's token-weighted hit rate, when known.
-	HitRate *float64
+	// HitRate is the fleet's token-weighted hit rate, when known; Queries the prompt tokens it
+	// is over and Requests the requests (vllm:request_success_total), nil when not every
+	// replica says.
+	HitRate           *float64
+	Queries, Requests *float64
 	// Down counts the inputs that could not be read.
 	Down int
 	// KVBlocks and KVBlockSize are the smallest replica's num_gpu_blocks and block_size from
@@ -157,9 +160,10 @@ type Replay struct {
 // SteadyRequests is the number of requests the steady figures count: those after the warm-up.
 func (s *Replay) SteadyRequests() int { return max(s.Requests-s.WarmupRequests, 0) }
 
-// MinSteadyRequests is the fewest requests after the warm-up on which a replay decides: more
-// than 1/MinGain, so that one request weighs on average less than the threshold (at 5 points,
-// 21). With fewer, one request's placement could move the gain by the whole threshold.
+// MinSteadyRequests is the fewest requests after the warm-up on which a replay decides, and
+// the fewest in the window on which metrics alone do: more than 1/MinGain, so that one request
+// weighs on average less than the threshold (at 5 points, 21). With fewer, one request's
+// placement (or hit) could move the figure by the whole threshold.
 func (th Thresholds) MinSteadyRequests() int {
 	if th.MinGain <= 0 {
 		return 1

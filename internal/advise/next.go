@@ -30,6 +30,10 @@ func (d *decision) nextSteps(route Verdict) {
 		add("run kvcheck assess again with the same inputs after the fixes",
 			"whether "+route.Describe()+" is still the answer once nothing blocks the cache")
 	}
+	if m := in.Metrics; m != nil && in.Replay == nil && m.Requests != nil && *m.Requests < float64(d.th.MinSteadyRequests()) {
+		add(fmt.Sprintf("measure the metrics over a longer window (--window, or --file dumps taken further apart) holding %d requests or more", d.th.MinSteadyRequests()),
+			"a hit rate over enough requests that no single one decides it")
+	}
 	if in.Metrics == nil {
 		add("add --scrape HOST:PORT,... (or --prometheus URL) to this run",
 			"whether prefix caching is on on every replica and the fleet is not thrashing, and the replica count and KV size the replay should use")

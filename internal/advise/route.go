@@ -248,6 +248,12 @@ func (d *decision) withoutTraffic() routing {
 			Text: "nothing given shows the traffic, so no routing option can be judged: " + measure}}, Low}
 	}
 	complete := m.Down == 0 && len(m.Warnings) == 0
+	if m.HitRate != nil && *m.HitRate >= 1-d.th.MinGain && complete && m.Requests != nil && *m.Requests < float64(d.th.MinSteadyRequests()) {
+		// A hit rate over a handful of requests says nothing about the traffic.
+		return routing{Undetermined, d.citeKnown([]Reason{{Rule: "too-little-traffic", Verdict: Undetermined, Strength: Low, Evidence: []string{"hitrate.hit_rate", "hitrate.volume"},
+			Text: fmt.Sprintf("the fleet serves %s of prompt tokens from cache, but over %.0f requests %s: each weighs on average at least the %.0f-point threshold, so one request could make the difference; metrics decide from %d requests (1/min gain, and one more): %s",
+				pct(*m.HitRate), *m.Requests, windowWord(m.Mode), d.th.MinGain*100, d.th.MinSteadyRequests(), measure)}}), Low}
+	}
 	if m.HitRate != nil && *m.HitRate >= 1-d.th.MinGain && complete {
 		st := Medium
 		if m.Mode != "rate" {
@@ -280,6 +286,17 @@ func (d *decision) withoutTraffic() routing {
 	}
 	return routing{Undetermined, d.citeKnown([]Reason{{Rule: "metrics-cannot-tell", Verdict: Undetermined, Strength: Low, Evidence: []string{"hitrate.hit_rate", "hitrate.replicas"},
 		Text: text + ": " + measure}}), Low}
+}
+
+// windowWord says what a metrics mode's figures cover.
+func windowWord(mode string) string {
+	switch mode {
+	case "rate":
+		return "in the window"
+	case "lifetime":
+		return "since the replicas started"
+	}
+	return "in what " + mode + " covers"
 }
 
 // singleReplica: a fleet of one replica has nothing to route between. One replica in a dump or

@@ -241,3 +241,38 @@ func TestTodayAlreadyRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsWindowVolume: metrics alone decide "nothing" at a fleet hit rate of 95% or more,
+// but only over enough traffic. Two dumps a minute apart of four replicas: each looked up 250
+// more tokens and hit 242.5 (97%) while finishing one more request: 4 requests in all, each on
+// average 25% of the tokens, so one more miss would be 25 points: cannot tell yet (before:
+// nothing, medium). The same 97% over 100 requests a replica (400) decides: nothing.
+func TestMetricsWindowVolume(t *testing.T) {
+	for _, c := range []struct {
+		perReplica float64
+		want       advise.Verdict
+		rule       string
+	}{
+		{1, advise.Undetermined, "too-little-traffic"},
+		{100, advise.Nothing, "already-hits"},
+	} {
+		before := healthyReps(4)
+		after := healthyReps(4)
+		for i := range after {
+			after[i].queries += 250 * c.perReplica
+			after[i].hits += 242.5 * c.perReplica
+			after[i].success += c.perReplica
+		}
+		rec, err := Assess(context.Background(), Inputs{Metrics: metrics(t, dump(t, before...), dump(t, after...))}, Options{Thresholds: advise.DefaultThresholds()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Verdict != c.want || rec.Reasons[0].Rule != c.rule {
+			t.Errorf("%.0f requests a replica: verdict %s (%s), want %s (%s)\n%s", c.perReplica, rec.Verdict, rec.Reasons[0].Rule, c.want, c.rule, showRec(rec))
+		}
+		want := fmt.Sprintf("%.0f prompt tokens looked up, %.0f requests", 4*250*c.perReplica, 4*c.perReplica)
+		if !slices.ContainsFunc(rec.Evidence, func(e advise.Evidence) bool { return e.ID == "hitrate.volume" && e.Figure == want }) {
+			t.Errorf("no hitrate.volume %q\n%s", want, showRec(rec))
+		}
+	}
+}

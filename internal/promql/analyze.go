@@ -106,6 +106,10 @@ type Replica struct {
 	// NumGPUBlocks is the KV cache's size in blocks from vllm:cache_config_info (nil when
 	// unknown). kvcheck assess sizes its simulated fleet with it; hitrate does not show it.
 	NumGPUBlocks *int
+	// Requests is vllm:request_success_total over the window (lifetime totals in lifetime
+	// mode; nil when not exported). kvcheck assess weighs a hit rate by the traffic behind it;
+	// hitrate does not show it.
+	Requests *float64
 }
 
 // Fleet sums the replicas up.
@@ -263,7 +267,7 @@ func ptr[T any](v T) *T { return &v }
 func replicaFigures(o Observation) Replica {
 	r := Replica{
 		Replica: o.Replica, Model: o.Model, Version: o.Version, VersionFrom: o.VersionFrom,
-		Queries: o.Queries, Preemptions: o.Preemptions, VersionRange: rangeText(o.VersionMin, o.VersionBefore),
+		Queries: o.Queries, Preemptions: o.Preemptions, Requests: o.Requests, VersionRange: rangeText(o.VersionMin, o.VersionBefore),
 		KVUsage: o.KVUsage, Running: o.Running, Waiting: o.Waiting,
 		CPUHitRate: o.CPUHitRate, PromptTokensPerSec: o.PromptTokensPerSec,
 		PrefixCaching: o.PrefixCaching, Generation: o.Generation,

@@ -19,6 +19,8 @@ func TestDocumentsCoverDomainFields(t *testing.T) {
 		"Analysis.HashPairsCompared": true,
 		// The KV cache's size, which assess simulates with; hitrate does not show it.
 		"Replica.NumGPUBlocks": true,
+		// The requests behind the hit rate, which assess weighs it by; hitrate does not show it.
+		"Replica.Requests": true,
 	}
 	var check func(domain, doc reflect.Type)
 	check = func(domain, doc reflect.Type) {
