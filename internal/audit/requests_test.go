@@ -762,3 +762,39 @@ func TestOrdersCause(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestLogBOM: a request log saved by a Windows tool (PowerShell's Out-File, Notepad)
+// starts with a UTF-8 byte order mark and ends its lines with CRLF. Both requests are read:
+// the first line is not "not a JSON object", from a file as from standard input.
+func TestRequestLogBOM(t *testing.T) {
+	a := chatLine(t, "s1", Message{"system", system128}, Message{"user", user100(1)})
+	b := chatLine(t, "s2", Message{"system", system128}, Message{"user", user100(2)})
+	body := "\ufeff" + a + "\r\n" + b + "\r\n"
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{path, "-"} {
+		in, _, closeFn, err := OpenRequests(name, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := AuditRequests(context.Background(), in, RequestOptions{})
+		closeFn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Requests != 2 || rep.Skipped != 0 {
+			t.Errorf("%s: %d requests, %d skipped; want 2 and 0", name, rep.Requests, rep.Skipped)
+		}
+	}
+}
+
+// TestRequestLogUTF16: a log saved as UTF-16 is refused by name, not read as lines that are
+// all "not a JSON object".
+func TestRequestLogUTF16(t *testing.T) {
+	_, _, _, err := OpenRequests("-", strings.NewReader("\xff\xfe{\x00\"\x00"))
+	if err == nil || !strings.Contains(err.Error(), "saved as UTF-16") {
+		t.Errorf("error = %v, want saved as UTF-16", err)
+	}
+}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,7 +113,10 @@ func readTemplate(path string) (string, error) {
 	if len(b) > maxTemplateBytes {
 		return "", fmt.Errorf("template %s: more than %d bytes is too large for a template (limit %d)", path, maxTemplateBytes, maxTemplateBytes)
 	}
-	return string(b), nil
+	// A UTF-8 byte order mark (Notepad, PowerShell) is no part of the text: a
+	// tokenizer_config.json that starts with one is otherwise not JSON, and a prompt's
+	// positions would count it.
+	return string(bytes.TrimPrefix(b, utf8BOM)), nil
 }
 
 // auditUnit audits files that belong together.

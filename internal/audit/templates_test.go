@@ -2,6 +2,8 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -421,5 +423,47 @@ func TestReadTemplateBounded(t *testing.T) {
 	_, err := readTemplate(fifo)
 	if err == nil || !strings.Contains(err.Error(), "too large for a template") {
 		t.Fatalf("read %d+ bytes from a pipe: error %v, want one naming the limit", maxTemplateBytes, err)
+	}
+}
+
+// TestTemplateBOM: a tokenizer_config.json saved with a UTF-8 byte order mark is the same
+// template, not "invalid JSON", and a Jinja file's findings land at the same lines.
+func TestTemplateBOM(t *testing.T) {
+	dir := t.TempDir()
+	tpl := "{{ bos_token }}Today Date: {{ strftime_now('%d %b %Y') }}\n{% for m in messages %}{{ m['content'] }}{% endfor %}"
+	cfg, err := json.Marshal(map[string]string{"chat_template": tpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := func(name string, body []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := AuditTemplates([]string{p}, 16)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out []string
+		for _, f := range rep.Findings {
+			out = append(out, fmt.Sprintf("%d %s %s", f.Line, f.Code, f.Position))
+		}
+		return strings.Join(out, "; ")
+	}
+	for _, tt := range []struct{ name, plain, bom string }{
+		{"tokenizer_config.json", "a_tokenizer_config.json", "b_tokenizer_config.json"},
+		{"template.jinja", "a.jinja", "b.jinja"},
+	} {
+		body := cfg
+		if strings.HasSuffix(tt.name, ".jinja") {
+			body = []byte(tpl)
+		}
+		want := summary(tt.plain, body)
+		if want == "" {
+			t.Fatalf("%s: no finding without a byte order mark", tt.name)
+		}
+		if got := summary(tt.bom, append([]byte("\ufeff"), body...)); got != want {
+			t.Errorf("%s with a byte order mark: %q, want %q", tt.name, got, want)
+		}
 	}
 }

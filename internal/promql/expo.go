@@ -87,6 +87,9 @@ func readExposition(r io.Reader, source string, maxSeries int, project []string)
 	}
 	lr := &io.LimitedReader{R: r, N: maxExpositionBytes + 1}
 	br := bufio.NewReaderSize(lr, 64<<10)
+	if err := skipBOM(br, source); err != nil {
+		return x.d, err
+	}
 	var err error
 	for err == nil {
 		var line []byte
@@ -124,6 +127,20 @@ func readExposition(r io.Reader, source string, maxSeries int, project []string)
 	// Families in name order, series in the order given, as the whole-text parser gave them.
 	slices.SortStableFunc(x.d.Samples, func(a, b Sample) int { return strings.Compare(a.Name, b.Name) })
 	return x.d, nil
+}
+
+// skipBOM reads past a UTF-8 byte order mark at the start (a dump saved by PowerShell's
+// Out-File or Notepad has one), and refuses UTF-16 text (PowerShell 5's default encoding for
+// Out-File and ">") by name, rather than as a line that is "not a sample".
+func skipBOM(br *bufio.Reader, source string) error {
+	b, _ := br.Peek(3)
+	switch {
+	case bytes.HasPrefix(b, []byte{0xef, 0xbb, 0xbf}):
+		_, _ = br.Discard(3) // peeked: the bytes are buffered
+	case bytes.HasPrefix(b, []byte{0xff, 0xfe}), bytes.HasPrefix(b, []byte{0xfe, 0xff}):
+		return fmt.Errorf("%s: saved as UTF-16 text (PowerShell 5's Out-File or > writes it): save the dump as UTF-8 (Out-File -Encoding utf8, or curl -o FILE)", source)
+	}
+	return nil
 }
 
 type lineTooLong struct{ line int }

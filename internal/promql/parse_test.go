@@ -18,6 +18,7 @@ func TestParseExpositionErrors(t *testing.T) {
 		{"other exporter", "up 1\n", "1 other metric families, such as up"},
 		{"histograms only", "# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 5\nvllm:time_to_first_token_seconds_count 5\nvllm:time_to_first_token_seconds_sum 1.2\n",
 			"only vllm: histograms or summaries, such as vllm:time_to_first_token_seconds: "},
+		{"utf-16", "\xff\xfe#\x00 \x00T\x00", "saved as UTF-16 text"},
 		{"bad value", "vllm:prefix_cache_queries_total{engine=\"0\"} x\n", "src: line 1:"},
 	}
 	for _, tt := range tests {
@@ -30,7 +31,8 @@ func TestParseExpositionErrors(t *testing.T) {
 	}
 }
 
-// TestParseExpositionCRLF checks that a dump with Windows line ends reads as the same dump.
+// TestParseExpositionCRLF checks that a dump with Windows line ends, and one that also starts
+// with a UTF-8 byte order mark (PowerShell's Out-File -Encoding utf8), reads as the same dump.
 func TestParseExpositionCRLF(t *testing.T) {
 	const lf = "# HELP vllm:prefix_cache_hits_total Hits.\n# TYPE vllm:prefix_cache_hits_total counter\n" +
 		"vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 30\n" +
@@ -42,6 +44,7 @@ func TestParseExpositionCRLF(t *testing.T) {
 	for _, tt := range []struct{ name, body string }{
 		{"crlf", strings.ReplaceAll(lf, "\n", "\r\n")},
 		{"crlf but the last line", strings.TrimSuffix(strings.ReplaceAll(lf, "\n", "\r\n"), "\r\n") + "\n"},
+		{"byte order mark and crlf", "\ufeff" + strings.ReplaceAll(lf, "\n", "\r\n")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseExposition(iotest.OneByteReader(strings.NewReader(tt.body)), "src")
