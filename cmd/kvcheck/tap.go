@@ -67,7 +67,7 @@ publishers that dial a collector, use --listen. Ctrl-C stops early and still pri
 	f.StringVar(&r.Record, "record", "", "write everything received to this file (readable with --from)")
 	f.StringSliceVar(&r.From, "from", nil, "analyse recordings instead of tapping (repeatable; merged by receive time)")
 	f.StringVar(&o.hashSeed, "hash-seed", "", "the replicas' PYTHONHASHSEED, to check that hashes are reproducible with sha256_cbor")
-	f.IntVar(&r.Options.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 160 bytes each); the least recently stored are forgotten first")
+	f.IntVar(&r.Options.MaxBlocks, "max-blocks", events.DefaultMaxBlocks, "bound on the tracked blocks (about 145 bytes each); the least recently stored are forgotten first")
 	f.Float64Var(&r.Options.TokensPerSec, "tokens-per-sec", 0, "extrapolate the event bandwidth to this many stored tokens per second")
 	f.Uint64Var(&r.MaxMessage, "max-message", events.DefaultMaxMessage, "largest message accepted (all its ZMTP frames), in bytes: a peer announcing a larger one is disconnected before it is allocated, and reported")
 	f.IntVar(&r.QueueSize, "queue-size", 65536, "messages buffered between the sockets and the decoder before the tap drops (and counts) its own")

@@ -389,3 +389,28 @@ func TestCollectorBlockSizes(t *testing.T) {
 		t.Errorf("block sizes (-want +got):\n%s", diff)
 	}
 }
+
+// TestCollectorParityAcrossRotation: a block stored after its parent's generation rotated out
+// of the current one is still checked against the parent's digest (the digests rotate with the
+// blocks), and one whose parent was removed is not checked.
+func TestCollectorParityAcrossRotation(t *testing.T) {
+	seed := "0"
+	none := blockhash.NoneHash(seed)
+	c := NewCollector(Options{HashSeed: &seed, MaxBlocks: 4}) // rotates every 2 blocks
+	all := toks(1, 64)
+	parent := storeEvent(t, none, all[:32], 16)
+	c.Add(msg("a", 0, Wire{Era: EraMap}, parent)) // 2 blocks: the generation rotates
+	child := storeEvent(t, none, all, 16)
+	child.BlockHashes, child.TokenIDs = child.BlockHashes[2:3], child.TokenIDs[32:48]
+	child.Parent, child.HasParent = parent.BlockHashes[1], true
+	c.Add(msg("a", 1, Wire{Era: EraMap}, child))
+	c.Add(msg("a", 2, Wire{Era: EraMap}, Event{Type: TypeBlockRemoved, BlockHashes: child.BlockHashes}))
+	orphan := storeEvent(t, none, all, 16)
+	orphan.BlockHashes, orphan.TokenIDs = orphan.BlockHashes[3:], orphan.TokenIDs[48:]
+	orphan.Parent, orphan.HasParent = child.BlockHashes[0], true
+	c.Add(msg("a", 3, Wire{Era: EraMap}, orphan))
+	hp := c.Report(time.Second).Analysis.HashParity
+	if hp.CheckedBlocks != 3 || hp.MatchedBlocks != 3 {
+		t.Errorf("parity checked %d, matched %d; want 3 and 3 (the parent's two blocks and the child; the orphan's parent was removed)", hp.CheckedBlocks, hp.MatchedBlocks)
+	}
+}
