@@ -88,11 +88,13 @@ func (d *ydoc) pos(n *yaml.Node) pos {
 }
 
 // key returns a mapping's key node for k, for positions.
+// A key written twice gives its last pair, the one Helm, PyYAML and the API server keep
+// (config_dupes.go).
 func keyNode(m *yaml.Node, k string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
+	for i := len(m.Content)&^1 - 2; i >= 0; i -= 2 {
 		if m.Content[i].Value == k {
 			return m.Content[i]
 		}
@@ -202,6 +204,9 @@ func (fl *fileLint) configDocs(docs []*yaml.Node) []Format {
 		out[i] = doc.check(root)
 		if out[i] != FormatPool {
 			doc.failOpenValues(root)
+		}
+		if out[i] != "" {
+			doc.duplicateKeys(root, duplicateLoader(out[i], root))
 		}
 	}
 	return out
@@ -331,6 +336,7 @@ func (d *ydoc) embeddedEPCs(root *yaml.Node) bool {
 					held.line, held.col = n.Line, d.fl.blockIndent(n)
 				}
 				held.checkEPC(r, flags)
+				held.duplicateKeys(r, loaderEPP)
 				found = true
 			}
 		case yaml.MappingNode:

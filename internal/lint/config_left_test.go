@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -72,5 +73,74 @@ func TestProdStackUnknownRoutingLogic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDuplicateKeys: a key written twice in one mapping was read without a finding (yaml.v3's
+// Node keeps both pairs) and kvcheck used the first, while Helm and PyYAML keep the last. Now
+// every config file kvcheck reads reports each duplicate at the last pair, naming the lines of
+// all of them and what the product reading that file does with it, and kvcheck reads the last
+// pair: a session routingLogic overridden by roundrobin two lines later no longer asks for a
+// session key, and the ranking reads roundrobin.
+func TestDuplicateKeys(t *testing.T) {
+	prodDup := strings.Replace(prodStackKV, `  routingLogic: "prefixaware"`, "  routingLogic: session\n  routingLogic: roundrobin", 1)
+	litellm := "model_list:\n- model_name: m\n  litellm_params: {model: hosted_vllm/m, api_base: http://a:8000/v1}\nrouter_settings:\n  routing_strategy: least-busy\n  num_retries: 0\n  routing_strategy: simple-shuffle\n  routing_strategy: latency-based-routing\n"
+	epc := "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: approx-prefix-cache-producer\n  parameters:\n    blockSizeTokens: 64\n    blockSizeTokens: 16\n- type: prefix-cache-scorer\n"
+	configMap := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: epp\ndata:\n  config.yaml: |\n    apiVersion: llm-d.ai/v1alpha1\n    kind: EndpointPickerConfig\n    plugins:\n    - type: queue-scorer\n      type: prefix-cache-scorer\n"
+	dgd := strings.Replace(dynamoDGD("kv", "", `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556"}`), "      replicas: 1\n", "      replicas: 1\n      replicas: 2\n", 1)
+	compose := "services:\n  vllm:\n    image: vllm/vllm-openai:v0.26.0\n    command: [\"--model\", \"m\"]\n    image: vllm/vllm-openai:v0.25.0\n"
+	ray := "applications:\n- name: llm\n  deployment_config:\n    request_router_config:\n      request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter\n      request_router_kwargs:\n        imbalanced_threshold: 10\n        do_eviction: true\n        imbalanced_threshold: 20\n"
+	// The branches of an if each write the key once; rendered, there is one.
+	template := "routerSpec:\n  {{- if .Values.session }}\n  routingLogic: session\n  sessionKey: x-user\n  {{- else }}\n  routingLogic: roundrobin\n  {{- end }}\nservingEngineSpec:\n  modelSpec:\n  - name: {{ .Values.name }}\n    repository: vllm/vllm-openai\n    tag: v0.26.0\n"
+	templateDup := strings.Replace(template, "  sessionKey: x-user\n", "  sessionKey: x-user\n  sessionKey: x-session\n", 1)
+	tests := []struct {
+		name, file, src string
+		want            []string // one message per duplicate, in order (substrings)
+	}{
+		{"production-stack values", "values.yaml", prodDup, []string{fmt.Sprintf("routerSpec.routingLogic is written twice in one mapping (lines %d and %d): Helm keeps the last pair (line %d), silently, and kvcheck reads that one",
+			lineOf(t, prodDup, "routingLogic: session"), lineOf(t, prodDup, "routingLogic: roundrobin"), lineOf(t, prodDup, "routingLogic: roundrobin"))}},
+		{"LiteLLM config, three times", "config.yaml", litellm, []string{"router_settings.routing_strategy is written 3 times in one mapping (lines 5, 7 and 8): LiteLLM loads it with PyYAML, which keeps the last pair (line 8)"}},
+		{"EndpointPickerConfig", "epc.yaml", epc, []string{"plugins[0].parameters.blockSizeTokens is written twice in one mapping (lines 6 and 7): the llm-d EPP decodes its config strictly and refuses it at start"}},
+		{"EndpointPickerConfig held in a ConfigMap", "cm.yaml", configMap, []string{"plugins[0].type is written twice in one mapping (lines 10 and 11): the llm-d EPP"}},
+		{"DynamoGraphDeployment", "dgd.yaml", dgd, []string{fmt.Sprintf("spec.services.Frontend.replicas is written twice in one mapping (lines %d and %d): kubectl apply refuses the object", lineOf(t, dgd, "replicas: 1"), lineOf(t, dgd, "replicas: 2"))}},
+		{"docker compose", "docker-compose.yaml", compose, []string{"services.vllm.image is written twice in one mapping (lines 3 and 5): docker compose refuses the file"}},
+		{"Ray Serve config", "serve.yaml", ray, []string{"request_router_kwargs.imbalanced_threshold is written twice in one mapping (lines 7 and 9): Ray Serve loads it with PyYAML, which keeps the last pair (line 9)"}},
+		{"Helm template branches", "router.yaml", template, nil},
+		{"Helm template duplicate inside one branch", "router.yaml", templateDup, []string{"routerSpec.sessionKey is written twice in one mapping (lines 4 and 5)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newLinter(t, "").File(tt.file, []byte(tt.src))
+			var got []Finding
+			for _, f := range r.Findings {
+				if f.Code == "yaml/duplicate-key" {
+					got = append(got, f)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d duplicate-key findings %v, want %d (all: %v)", len(got), got, len(tt.want), r.Findings)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i].Message, w) || got[i].Severity != finding.Warning {
+					t.Errorf("finding %q (%v), want a warning containing %q", got[i].Message, got[i].Severity, w)
+				}
+			}
+		})
+	}
+	// The last pair is the one read: by the checks (no session-key-missing for the session
+	// overridden by roundrobin) and by the ranking's reader.
+	rs := newLinter(t, "").File("values.yaml", []byte(prodDup))
+	for _, f := range rs.Findings {
+		if f.Code == "production-stack/session-key-missing" {
+			t.Errorf("the first routingLogic (session) was checked: %v", f)
+		}
+	}
+	dep := DeploymentOf([]FileResult{rs})
+	if len(dep.Routers) != 1 || dep.Routers[0].Values["routingLogic"] != "roundrobin" {
+		t.Errorf("routers %+v, want production-stack's with the last routingLogic, roundrobin", dep.Routers)
+	}
+	ll := DeploymentOf([]FileResult{newLinter(t, "").File("config.yaml", []byte(litellm))})
+	if len(ll.Routers) != 1 || ll.Routers[0].Values["routing_strategy"] != "latency-based-routing" {
+		t.Errorf("routers %+v, want LiteLLM's with the last routing_strategy", ll.Routers)
 	}
 }

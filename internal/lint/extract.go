@@ -544,11 +544,13 @@ func structured(docs []*yaml.Node) bool {
 	return false
 }
 
+// mapGet returns a mapping's value for key; for a key written twice, the last pair's, which
+// Helm, PyYAML and the Kubernetes API server keep (config_dupes.go).
 func mapGet(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := len(n.Content)&^1 - 2; i >= 0; i -= 2 {
 		if n.Content[i].Value == key {
 			return n.Content[i+1]
 		}

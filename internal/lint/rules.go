@@ -239,6 +239,11 @@ var rules = []Rule{
 		"prefix-cache routing with AIBRIX_PREFIX_CACHE_TOKENIZER_TYPE unset: the character tokenizer, not engine tokens",
 		"aibrix @e3e10f9", "pkg/plugins/gateway/algorithms/prefix_cache.go"},
 
+	// Every configuration file read as YAML.
+	{"yaml/duplicate-key", "", "YAML", finding.Warning,
+		"a key written more than once in one mapping of a router or engine configuration: Helm and PyYAML (LiteLLM, Ray Serve) keep the last pair silently, kubectl apply (strict by default since 1.27), docker compose and the llm-d EPP refuse the file",
+		"YAML 1.2 (keys are unique); Helm 3, kubectl >= 1.27, compose v2, llm-d @ebab687", "helm/helm#4107; kubectl apply --validate; compose-go (yaml.v3); apimachinery strict decoding (YAMLToJSONStrict)"},
+
 	// Gateway API Inference Extension.
 	{"gaie/fail-open", "GI-01", "GAIE", finding.Info,
 		"endpointPickerRef.failureMode FailOpen: while the EPP is down the gateway picks any endpoint and prefix routing is bypassed silently",

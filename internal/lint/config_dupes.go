@@ -1,0 +1,138 @@
+package lint
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// codeDuplicateKey is the code of a key written more than once in one mapping.
+const codeDuplicateKey = "yaml/duplicate-key"
+
+// A YAML mapping's keys must be unique (YAML 1.2 section 3.2.1.1), but yaml.v3's Node, as most
+// loaders, keeps both pairs of a duplicated key, and the products disagree on what happens next:
+//   - Helm (production-stack's and llm-d's chart values, litellm-helm's) and PyYAML (LiteLLM's
+//     config.yaml, a Ray Serve config) keep the last pair, silently (helm/helm#4107);
+//   - kubectl apply validates strictly since 1.27 (--validate=strict: "fail the request" on a
+//     duplicate field); with --validate=warn or ignore the API server keeps the last;
+//   - docker compose (yaml.v3) refuses the file: "mapping key ... already defined";
+//   - the llm-d EPP decodes its EndpointPickerConfig strictly (serializer.EnableStrict, which
+//     runs YAMLToJSONStrict to catch the duplicates plain conversion drops) and refuses it.
+//
+// kvcheck reads the last pair (mapGet, keyNode), what the products that accept the file use, and
+// reports every duplicate with the lines of all its pairs.
+
+// Loaders, by what they do with a duplicate key.
+const (
+	loaderHelm    = "Helm keeps the last pair (%s), silently"
+	loaderPyYAML  = "%s loads it with PyYAML, which keeps the last pair (%s), silently"
+	loaderKubectl = "kubectl apply refuses the object (--validate=strict, its default since 1.27, fails on a duplicate field); with --validate=warn or ignore the API server keeps the last pair (%s)"
+	loaderCompose = "docker compose refuses the file (mapping key already defined); a loader that accepts it keeps the last pair (%s)"
+	loaderEPP     = "the llm-d EPP decodes its config strictly and refuses it at start; a loader that accepts it keeps the last pair (%s)"
+	loaderOther   = "most YAML loaders keep the last pair (%s); strict ones refuse the file"
+)
+
+// duplicateLoader says what the product that reads a config document of format f does with a
+// duplicate key, as a format with one %s for the line kept.
+func duplicateLoader(f Format, root *yaml.Node) string {
+	kind, _ := str(root, "kind")
+	api, _ := str(root, "apiVersion")
+	switch {
+	case f == FormatEPC:
+		return loaderEPP
+	case f == FormatCompose:
+		return loaderCompose
+	case kind != "" && api != "":
+		return loaderKubectl
+	case f == FormatLiteLLM && get(root, "proxy_config") == nil:
+		return fmt.Sprintf(loaderPyYAML, "LiteLLM", "%s")
+	case f == FormatRayServe:
+		return fmt.Sprintf(loaderPyYAML, "Ray Serve", "%s")
+	case f == FormatLiteLLM, f == FormatProdStack, f == FormatLLMDValues, f == FormatWorkload:
+		return loaderHelm
+	}
+	return loaderOther
+}
+
+// duplicateKeys reports every key written more than once in one mapping of the document root,
+// at the last pair (the one kvcheck reads), naming the lines of all of them. A Helm template's
+// duplicates with an action between them are the branches of an if, not duplicates: left out.
+func (d *ydoc) duplicateKeys(root *yaml.Node, loader string) {
+	var walk func(n *yaml.Node, path string, depth int)
+	walk = func(n *yaml.Node, path string, depth int) {
+		if n == nil || depth > 256 {
+			return
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			pairs := map[string][]*yaml.Node{}
+			var order []string
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if k.Kind != yaml.ScalarNode || k.Value == "<<" {
+					continue // a merge key may repeat; a complex key is no setting
+				}
+				if pairs[k.Value] == nil {
+					order = append(order, k.Value)
+				}
+				pairs[k.Value] = append(pairs[k.Value], k)
+			}
+			for _, k := range order {
+				if ks := pairs[k]; len(ks) > 1 && !d.templated(ks) {
+					d.reportDuplicate(join(path, k), ks, loader)
+				}
+			}
+			for i := 1; i < len(n.Content); i += 2 {
+				walk(n.Content[i], join(path, n.Content[i-1].Value), depth+1)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, path+"["+strconv.Itoa(i)+"]", depth+1)
+			}
+		}
+	}
+	walk(root, "", 0)
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func (d *ydoc) reportDuplicate(path string, ks []*yaml.Node, loader string) {
+	lines := make([]string, len(ks))
+	for i, k := range ks {
+		lines[i] = strconv.Itoa(d.pos(k).line)
+	}
+	last := "line " + lines[len(lines)-1]
+	times := "twice"
+	if len(ks) > 2 {
+		times = fmt.Sprintf("%d times", len(ks))
+	}
+	list := strings.Join(lines[:len(lines)-1], ", ") + " and " + lines[len(lines)-1]
+	d.fl.addConfig(codeDuplicateKey, d.pos(ks[len(ks)-1]), path,
+		fmt.Sprintf("%s is written %s in one mapping (lines %s): %s, and kvcheck reads that one",
+			path, times, list, fmt.Sprintf(loader, last)),
+		fmt.Sprintf("keep one %s: delete the others, or move their values into the one you mean", ks[0].Value))
+}
+
+// templated reports whether a masked Helm action lies between the first and the last of the
+// keys: {{ if }} ... {{ else }} branches each writing the key are not duplicates once rendered.
+func (d *ydoc) templated(ks []*yaml.Node) bool {
+	fl := d.fl
+	if fl.masks == nil {
+		return false
+	}
+	first, last := d.pos(ks[0]), d.pos(ks[len(ks)-1])
+	from, to := fl.lines.offset(first.line, first.col), fl.lines.offset(last.line, last.col)
+	for _, m := range fl.masks {
+		if m[0] < to && from < m[1] {
+			return true
+		}
+	}
+	return false
+}
