@@ -1,5 +1,7 @@
 package sim
 
+import "math/bits"
+
 // cache is one replica's prefix cache: a fixed number of block slots, blocks in use by a running
 // request pinned, unpinned blocks evictable in LRU order. This is vLLM's free-block queue: a
 // freed block goes to the back and the front is evicted first. Blocks are the trace's dense ids
@@ -14,8 +16,9 @@ type cache struct {
 	nodes    []cacheNode // nodes[0] is the sentinel of the evictable list
 	free     []int32
 	table    []cacheSlot // open addressing, linear probing; node 0 means empty
-	mask     uint32
-	used     int // blocks held, pinned or not
+	mask     uint32      // len(table)-1
+	shift    uint8       // 64 - log2(len(table)), for slotOf
+	used     int         // blocks held, pinned or not
 	evicted  int64
 }
 
@@ -43,7 +46,7 @@ func newCache(capacity, universe int) cache {
 	c := cache{capacity: capacity, limit: min(max(capacity, 0), universe)}
 	n := tableSize(min(c.limit, cacheStart))
 	c.table = make([]cacheSlot, n)
-	c.mask = uint32(n - 1)
+	c.mask, c.shift = uint32(n-1), slotShift(n)
 	c.nodes = make([]cacheNode, 1, min(c.limit, cacheStart)+1)
 	return c
 }
@@ -53,7 +56,7 @@ func newCache(capacity, universe int) cache {
 func (c *cache) grow() {
 	old := c.table
 	c.table = make([]cacheSlot, 2*len(old))
-	c.mask = uint32(len(c.table) - 1)
+	c.mask, c.shift = uint32(len(c.table)-1), slotShift(len(c.table))
 	for _, s := range old {
 		if s.node != 0 {
 			c.tableInsert(s.key, s.node)
@@ -71,15 +74,21 @@ func tableSize(n int) int {
 	return s
 }
 
-// slotOf is the home slot of a dense id: a multiplicative (Fibonacci) hash, so ids that are
-// consecutive, as interning makes them, spread over the table.
-func slotOf(key int32, mask uint32) uint32 {
-	return uint32((uint64(uint32(key))*0x9e3779b97f4a7c15)>>32) & mask
+// slotOf is the home slot of a dense id in a table of 2^(64-shift) slots: a multiplicative
+// (Fibonacci) hash taking the product's top bits, so that ids that are consecutive, as interning
+// makes them, land almost evenly spaced. The product's middle bits, used before, clustered them:
+// at a load factor of 1/4 a lookup in the block index probed 1.9 slots on average on the
+// Mooncake trace instead of 1.02.
+func slotOf(key int32, shift uint8) uint32 {
+	return uint32((uint64(uint32(key)) * 0x9e3779b97f4a7c15) >> shift)
 }
+
+// slotShift is slotOf's shift for a table of n slots, a power of two.
+func slotShift(n int) uint8 { return uint8(65 - bits.Len(uint(n))) }
 
 // find returns the node holding key, 0 when the block is not cached.
 func (c *cache) find(key int32) int32 {
-	for i := slotOf(key, c.mask); ; i = (i + 1) & c.mask {
+	for i := slotOf(key, c.shift); ; i = (i + 1) & c.mask {
 		s := c.table[i]
 		if s.node == 0 {
 			return 0
@@ -91,7 +100,7 @@ func (c *cache) find(key int32) int32 {
 }
 
 func (c *cache) tableInsert(key, node int32) {
-	i := slotOf(key, c.mask)
+	i := slotOf(key, c.shift)
 	for c.table[i].node != 0 {
 		i = (i + 1) & c.mask
 	}
@@ -101,12 +110,12 @@ func (c *cache) tableInsert(key, node int32) {
 // tableDelete removes key, shifting later entries of its probe run back (no tombstones, so
 // lookups stay short however long the replay).
 func (c *cache) tableDelete(key int32) {
-	i := slotOf(key, c.mask)
+	i := slotOf(key, c.shift)
 	for c.table[i].key != key || c.table[i].node == 0 {
 		i = (i + 1) & c.mask
 	}
 	for j := (i + 1) & c.mask; c.table[j].node != 0; j = (j + 1) & c.mask {
-		h := slotOf(c.table[j].key, c.mask)
+		h := slotOf(c.table[j].key, c.shift)
 		// Move j's entry into the hole at i unless its home lies cyclically in (i, j].
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
 			c.table[i] = c.table[j]
@@ -133,32 +142,42 @@ func (c *cache) pushBack(n int32) {
 
 // pin marks a cached block as in use, taking it off the evictable list. It reports whether the
 // block was cached.
-func (c *cache) pin(key int32) bool {
+func (c *cache) pin(key int32) bool { return c.pinNode(key) != 0 }
+
+// pinNode is pin returning the block's node (0 when it is not cached), which stays the block's
+// while it is pinned: unpinNode releases it without looking the key up again.
+func (c *cache) pinNode(key int32) int32 {
 	n := c.find(key)
 	if n == 0 {
-		return false
+		return 0
 	}
 	if c.nodes[n].refs == 0 {
 		c.unlink(n)
 	}
 	c.nodes[n].refs++
-	return true
+	return n
 }
 
 // insert adds a block pinned, evicting the least recently freed block when full. ok is false
 // when every slot is pinned: the block is then not cached. When a block was evicted to make
 // room, its key is returned with evicted true.
 func (c *cache) insert(key int32) (ok bool, victim int32, evicted bool) {
-	if c.pin(key) {
-		return true, 0, false
+	n, victim, evicted := c.insertNode(key)
+	return n != 0, victim, evicted
+}
+
+// insertNode is insert returning the block's node, 0 when it could not be cached.
+func (c *cache) insertNode(key int32) (node int32, victim int32, evicted bool) {
+	if n := c.pinNode(key); n != 0 {
+		return n, 0, false
 	}
 	if c.capacity <= 0 {
-		return false, 0, false
+		return 0, 0, false
 	}
 	if c.used >= c.capacity {
 		v := c.nodes[0].next
 		if v == 0 {
-			return false, 0, false
+			return 0, 0, false
 		}
 		c.unlink(v)
 		victim, evicted = c.nodes[v].key, true
@@ -187,12 +206,15 @@ func (c *cache) insert(key int32) (ok bool, victim int32, evicted bool) {
 	}
 	c.tableInsert(key, n)
 	c.used++
-	return true, victim, evicted
+	return n, victim, evicted
 }
 
 // unpin releases one use of a cached block; the last release makes it evictable.
-func (c *cache) unpin(key int32) {
-	n := c.find(key)
+func (c *cache) unpin(key int32) { c.unpinNode(c.find(key)) }
+
+// unpinNode releases one use of the block at node n (pinNode's or insertNode's; 0 does
+// nothing).
+func (c *cache) unpinNode(n int32) {
 	if n == 0 || c.nodes[n].refs == 0 {
 		return
 	}

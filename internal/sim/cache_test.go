@@ -306,3 +306,43 @@ func TestQueueNeverEmpty(t *testing.T) {
 		t.Errorf("%d jobs out, want %d", next, len(jobs))
 	}
 }
+
+// TestSlotOfSpreadsAWindow: the blocks resident in a cache or the block index are mostly a
+// window of consecutive dense ids (interning numbers blocks in order of first appearance, and
+// LRU keeps the recent ones). Fibonacci hashing spreads such a window over the table without a
+// collision when it takes the product's top bits; the middle bits, used before, cost a lookup
+// of a window of 16,384 ids in 65,536 slots 0.70 extra probes on average (and the block index's
+// lookups in a kv-llmd replay of the Mooncake trace 1.9 probes, against 1.02 now). Here every
+// table, filled to a quarter with a window, holds every id in its home slot but a few.
+func TestSlotOfSpreadsAWindow(t *testing.T) {
+	for _, size := range []int{1 << 10, 1 << 14, 1 << 16, 1 << 18} {
+		for _, from := range []int32{0, 1000, 182_790, 3_000_001} {
+			n := size / 4
+			x := newBlockIndex(1, n)
+			c := newCache(n, 1<<30)
+			for k := range int32(n) {
+				x.add(from+k, 0)
+				if ok, _, _ := c.insert(from + k); !ok {
+					t.Fatalf("insert %d: cache full", from+k)
+				}
+			}
+			if len(x.keys) != size || len(c.table) != size {
+				t.Fatalf("tables of %d and %d slots, want %d", len(x.keys), len(c.table), size)
+			}
+			displaced := 0
+			for i, k := range x.keys {
+				if k != 0 && uint32(i) != slotOf(k-1, x.shift) {
+					displaced++
+				}
+			}
+			for i, s := range c.table {
+				if s.node != 0 && uint32(i) != slotOf(s.key, c.shift) {
+					displaced++
+				}
+			}
+			if displaced > 2*n/100 {
+				t.Errorf("%d slots, ids %d to %d: %d of %d entries out of their home slot, want at most 1%%", size, from, from+int32(n)-1, displaced, 2*n)
+			}
+		}
+	}
+}

@@ -15,7 +15,7 @@
 // request; every reader streams its input and stops at MaxBlockRefs references and MaxRequests
 // requests, or the Limits given: --max-block-refs, --max-trace-requests). A simulation adds what the model holds, not what the trace
 // holds: per replica, at most cacheBytesPerBlock (80) bytes per block of KV capacity (its
-// tables grow as it fills); for the
+// tables grow as it fills) and 4 bytes per block of the prompts it runs at once; for the
 // prefix-aware policies one block index over the blocks cached anywhere, at most
 // indexBytesPerBlock bytes (96 up to 64 replicas, 160 up to 128) per block of the fleet's total
 // capacity; 8 bytes per request sent (its TTFT, for the quantiles) and

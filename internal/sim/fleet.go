@@ -14,9 +14,12 @@ type job struct {
 	queue   int // requests ahead of it at its replica when it arrived
 	hit     int // blocks found in the cache when its prefill started
 	pinned  int // blocks 0..pinned-1 are pinned for it
-	ttft    float64
-	done    float64 // when it finished (set before loadObserver.finished)
-	steady  bool    // counted in the steady figures (Config.MeasureFrom, MeasureFromRequest)
+	// nodes are the cache nodes of the pinned blocks, so that finishing unpins them without a
+	// lookup; the buffer belongs to the replica's pool while the job does not run.
+	nodes  []int32
+	ttft   float64
+	done   float64 // when it finished (set before loadObserver.finished)
+	steady bool    // counted in the steady figures (Config.MeasureFrom, MeasureFromRequest)
 }
 
 // replica is one vLLM instance: its cache and its queues.
@@ -28,6 +31,9 @@ type replica struct {
 	running    int // admitted and not finished
 	active     int // blocks of admitted requests (Dynamo's decode blocks)
 	routed     int
+	// bufs are node buffers for jobs that start their prefill: at most MaxRunning are out at
+	// once, so a replica keeps at most that many, each as long as the longest prompt it ran.
+	bufs [][]int32
 }
 
 // queue is a FIFO of jobs that reuses its backing array.
@@ -365,10 +371,20 @@ func (f *fleet) startPrefill(i int, t float64) {
 	}
 	j := r.prefillQ.pop()
 	lim := hitLimit(j.req, f.blockSize)
-	hit := 0
-	for hit < lim && r.cache.pin(j.ids[hit]) {
-		hit++
+	if k := len(r.bufs); k > 0 {
+		j.nodes = r.bufs[k-1]
+		r.bufs = r.bufs[:k-1]
 	}
+	nodes := j.nodes[:0]
+	for len(nodes) < lim {
+		n := r.cache.pinNode(j.ids[len(nodes)])
+		if n == 0 {
+			break
+		}
+		nodes = append(nodes, n)
+	}
+	j.nodes = nodes
+	hit := len(nodes)
 	j.hit, j.pinned = hit, hit
 	uncached := j.req.InputTokens - hit*f.blockSize
 	r.prefilling = true
@@ -379,11 +395,11 @@ func (f *fleet) prefillDone(j *job, t float64) {
 	r := &f.reps[j.rep]
 	for k := j.pinned; k < fullBlocks(j.req, f.blockSize); k++ {
 		key := j.ids[k]
-		ok, victim, evicted := r.cache.insert(key)
+		n, victim, evicted := r.cache.insertNode(key)
 		if evicted && f.indexed {
 			f.where.remove(victim, j.rep)
 		}
-		if !ok {
+		if n == 0 {
 			// Every slot is pinned by requests in flight; later blocks would be unreachable
 			// without this one, so stop caching this prompt.
 			f.uncacheable += int64(fullBlocks(j.req, f.blockSize) - k)
@@ -392,6 +408,7 @@ func (f *fleet) prefillDone(j *job, t float64) {
 		if f.indexed {
 			f.where.add(key, j.rep)
 		}
+		j.nodes = append(j.nodes, n)
 		j.pinned = k + 1
 	}
 	j.ttft = t - j.arrival
@@ -408,8 +425,10 @@ func (f *fleet) finish(j *job, t float64) {
 	// vLLM frees a request's blocks tail first, so a chain's last blocks are evicted before
 	// its shared head.
 	for k := j.pinned - 1; k >= 0; k-- {
-		r.cache.unpin(j.ids[k])
+		r.cache.unpinNode(j.nodes[k])
 	}
+	r.bufs = append(r.bufs, j.nodes[:0])
+	j.nodes = nil
 	r.running--
 	r.active -= len(j.req.Blocks)
 	j.done = t

@@ -14,8 +14,9 @@ type blockIndex struct {
 	words int      // uint64s per replica set: ceil(replicas/64)
 	keys  []int32  // per slot: key+1, 0 when empty
 	sets  []uint64 // per slot: words of replica bits
-	mask  uint32
-	n     int // entries
+	mask  uint32   // len(keys)-1
+	shift uint8    // slotOf's shift for len(keys)
+	n     int      // entries
 }
 
 // indexBytesPerBlock is what the index costs per resident block at most, for a set of words
@@ -30,7 +31,7 @@ const indexStart = 1024
 func newBlockIndex(replicas, resident int) blockIndex {
 	w := (replicas + 63) / 64
 	n := tableSize(min(resident, indexStart))
-	return blockIndex{words: w, keys: make([]int32, n), sets: make([]uint64, n*w), mask: uint32(n - 1)}
+	return blockIndex{words: w, keys: make([]int32, n), sets: make([]uint64, n*w), mask: uint32(n - 1), shift: slotShift(n)}
 }
 
 // grow doubles the table, moving every entry to its slot in the new one.
@@ -38,7 +39,7 @@ func (x *blockIndex) grow() {
 	keys, sets, w := x.keys, x.sets, x.words
 	x.keys = make([]int32, 2*len(keys))
 	x.sets = make([]uint64, 2*len(sets))
-	x.mask = uint32(len(x.keys) - 1)
+	x.mask, x.shift = uint32(len(x.keys)-1), slotShift(len(x.keys))
 	for j, k := range keys {
 		if k == 0 {
 			continue
@@ -52,7 +53,7 @@ func (x *blockIndex) grow() {
 // slot returns the slot of key, or of the empty slot where it would go.
 func (x *blockIndex) slot(key int32) uint32 {
 	k := key + 1
-	i := slotOf(key, x.mask)
+	i := slotOf(key, x.shift)
 	for x.keys[i] != k && x.keys[i] != 0 {
 		i = (i + 1) & x.mask
 	}
@@ -101,10 +102,14 @@ func (x *blockIndex) remove(key int32, rep int) {
 	x.n--
 	// Backward-shift deletion: move later entries of the probe run into the hole.
 	for j := (i + 1) & x.mask; x.keys[j] != 0; j = (j + 1) & x.mask {
-		h := slotOf(x.keys[j]-1, x.mask)
+		h := slotOf(x.keys[j]-1, x.shift)
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
 			x.keys[i] = x.keys[j]
-			copy(x.sets[int(i)*w:int(i)*w+w], x.sets[int(j)*w:int(j)*w+w])
+			if w == 1 {
+				x.sets[i] = x.sets[j] // copy's call to memmove cost more than the move
+			} else {
+				copy(x.sets[int(i)*w:int(i)*w+w], x.sets[int(j)*w:int(j)*w+w])
+			}
 			i = j
 		}
 	}
