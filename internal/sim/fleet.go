@@ -393,7 +393,8 @@ func (f *fleet) startPrefill(i int, t float64) {
 
 func (f *fleet) prefillDone(j *job, t float64) {
 	r := &f.reps[j.rep]
-	for k := j.pinned; k < fullBlocks(j.req, f.blockSize); k++ {
+	full := fullBlocks(j.req, f.blockSize)
+	for k := j.pinned; k < full; k++ {
 		key := j.ids[k]
 		n, victim, evicted := r.cache.insertNode(key)
 		if evicted && f.indexed {
@@ -402,7 +403,7 @@ func (f *fleet) prefillDone(j *job, t float64) {
 		if n == 0 {
 			// Every slot is pinned by requests in flight; later blocks would be unreachable
 			// without this one, so stop caching this prompt.
-			f.uncacheable += int64(fullBlocks(j.req, f.blockSize) - k)
+			f.uncacheable += int64(full - k)
 			break
 		}
 		if f.indexed {
