@@ -281,7 +281,7 @@ func replicaFigures(o Observation) Replica {
 	switch {
 	case o.Queries != nil && o.Hits != nil:
 		r.HitRateFrom = "counters"
-		if *o.Queries > 0 {
+		if *o.Queries > 0 && !hitsAboveQueries(o) {
 			r.HitRate = ptr(clamp01(*o.Hits / *o.Queries))
 		}
 	case o.GaugeHitRate != nil:
@@ -316,6 +316,13 @@ func replicaFigures(o Observation) Replica {
 // queries.
 func clamp01(v float64) float64 { return math.Max(0, math.Min(1, v)) }
 
+// hitsAboveQueries reports hits clearly above queries (more than 1% over, beyond a hair of
+// Prometheus's extrapolation): vLLM counts hits among the tokens it looked up, so the two
+// counters then do not describe the same lookups, and their ratio is no hit rate.
+func hitsAboveQueries(o Observation) bool {
+	return o.Queries != nil && o.Hits != nil && *o.Hits > *o.Queries*1.01
+}
+
 func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Severity, string, string, string, ...any)) {
 	name := o.Replica
 	if o.PrefixCaching != nil && !*o.PrefixCaching {
@@ -323,7 +330,15 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 		f := vllm.CachingOff(name)
 		add(f.Severity, f.Code, name, "%s; %s", f.Message, f.Fix)
 	} else if o.Queries != nil && *o.Queries == 0 {
-		add(finding.Warning, "no-queries", name, "no prefix-cache lookups in the window: the replica is idle or prefix caching is off, so its hit rate is unknown")
+		when := "in the window"
+		if mode == ModeLifetime {
+			when = "since it started"
+		}
+		add(finding.Warning, "no-queries", name, "no prefix-cache lookups %s: the replica is idle or prefix caching is off, so its hit rate is unknown", when)
+	}
+	if hitsAboveQueries(o) {
+		add(finding.Warning, "bad-value", name, "%s (%s) is above %s (%s): vLLM counts hits among the tokens it looked up, so these counters do not describe the same lookups (series of several replicas or processes folded into one row by --by or a relabelling, or a dump edited by hand); the hit rate is left out, also of the fleet's",
+			cmp.Or(o.HitsName, "the hits counter"), strconv.FormatFloat(*o.Hits, 'f', -1, 64), cmp.Or(o.QueriesName, "the queries counter"), strconv.FormatFloat(*o.Queries, 'f', -1, 64))
 	}
 	if o.Generation == "" && o.Queries == nil && o.Hits == nil && o.GaugeHitRate == nil && mode != ModeLog {
 		add(finding.Warning, "no-prefix-metrics", name, "no prefix-cache metric found (neither vllm:prefix_cache_* nor the older names)")
@@ -468,7 +483,7 @@ func pressureVersionNote(o Observation) string {
 
 func fleetFigures(rs []Replica, obs []Observation) Fleet {
 	f := Fleet{Replicas: len(rs)}
-	var hits, queries, preempt, running, waiting float64
+	var hits, queries, rateQueries, preempt, running, waiting float64
 	var haveCounters, havePreempt, haveRunning, haveWaiting bool
 	var window float64
 	var rates []float64
@@ -476,8 +491,11 @@ func fleetFigures(rs []Replica, obs []Observation) Fleet {
 		o := obs[i]
 		if o.Queries != nil && o.Hits != nil {
 			haveCounters = true
-			hits += *o.Hits
 			queries += *o.Queries
+			if !hitsAboveQueries(o) { // its queries are volume, but its hits no rate
+				hits += *o.Hits
+				rateQueries += *o.Queries
+			}
 		}
 		if o.Preemptions != nil {
 			havePreempt = true
@@ -499,8 +517,8 @@ func fleetFigures(rs []Replica, obs []Observation) Fleet {
 	if haveCounters {
 		f.HitRateWeighting = "tokens"
 		f.Queries = ptr(queries)
-		if queries > 0 {
-			f.HitRate = ptr(clamp01(hits / queries))
+		if rateQueries > 0 {
+			f.HitRate = ptr(clamp01(hits / rateQueries))
 		}
 		if window > 0 {
 			// Replicas share the window, so the fleet rate is the sum of the replicas' rates.
