@@ -576,3 +576,17 @@ func TestNothingSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionEnoughWording: session affinity +20 points over round-robin, the best KV policy
+// +18: the KV router adds nothing over session affinity, which the reason says as such rather
+// than "adds only -2.0 points more".
+func TestSessionEnoughWording(t *testing.T) {
+	rec := Decide(Input{Replay: replay(0.5, 2, true, pol("session", 0.7, 1.2), pol("kv-llmd", 0.68, 1.1))}, DefaultThresholds())
+	if rec.Verdict != SessionAffinity {
+		t.Fatalf("verdict %s, want session affinity", rec.Verdict)
+	}
+	text := rec.Reasons[0].Text
+	if !strings.Contains(text, "the best KV-aware policy (kv-llmd, +18.0 points) adds nothing over it") || strings.Contains(text, "adds only -") {
+		t.Errorf("reason %q", text)
+	}
+}

@@ -105,7 +105,11 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 		text := fmt.Sprintf("%s, %s (session affinity) serves %s of prompt tokens from cache after the warm-up against %s with today's %s: %s of all prefill%s, above the %.0f-point threshold",
 			shape, sess.Name, pct(sess.SteadyHitRate), pct(today.SteadyHitRate), today.Name, points(sg), d.rate(rp, sg), th.MinGain*100)
 		if kv != nil {
-			text += fmt.Sprintf("; the best KV-aware policy (%s, %s) adds only %s more, under the threshold: the cheaper option is enough", kv.Name, points(kg), points(kg-sg))
+			if kg > sg {
+				text += fmt.Sprintf("; the best KV-aware policy (%s, %s) adds only %s more, under the threshold: the cheaper option is enough", kv.Name, points(kg), points(kg-sg))
+			} else {
+				text += fmt.Sprintf("; the best KV-aware policy (%s, %s) adds nothing over it: the cheaper option is enough", kv.Name, points(kg))
+			}
 			margin = min(margin, th.MinGain-(kg-sg))
 		}
 		text += "; " + d.holds(rp, am)
