@@ -136,10 +136,11 @@ func TestAssessInputs(t *testing.T) {
 			verdict: "fix-first", then: "undetermined", rules: "template-breaker,no-traffic", fixes: []string{"error audit/breaker", "error audit/breaker", "warning audit/breaker", "warning audit/breaker", "warning audit/early"},
 			evidence: map[string]string{"templates.verdicts": `^7: 4 breaker, 1 early, 2 clean$`}},
 		// 2048 blocks of 16 tokens hold about four Mooncake prompts: nothing keeps a prefix
-		// until it comes back, so no policy gains.
+		// until it comes back, so no policy gains; the trace's 22,601,728 shared tokens are 172x
+		// the fleet's 4 x 32,768, which the report names as capacity.
 		{name: "corpus Mooncake trace on the healthy fleet's shape", corpus: true,
 			args: []string{"--trace", "traces/mooncake_conversation_trace.jsonl", "--file", "HEALTHY"}, code: exitOK,
-			verdict: "nothing", rules: "no-option-pays,sessions-unknown",
+			verdict: "nothing", rules: "no-option-pays,capacity-bound,sessions-unknown",
 			evidence: map[string]string{"replay.fleet": `^4 replicas \(metrics\) x 32768 tokens of KV \(metrics\)$`,
 				"replay.ceiling": `^36\.6%$`}},
 		{name: "corpus Mooncake trace, 8 replicas", corpus: true,

@@ -577,6 +577,32 @@ func TestNothingSaysWhy(t *testing.T) {
 	}
 }
 
+// TestCapacityBound: 40 tenants' 1,024-token prompts (40,960 shared tokens) on 4 replicas of
+// 2,048 tokens (8,192 in all): even a router that gave each replica its own tenants could keep
+// a fifth of them. Round-robin serves 2.8%, the best KV policy 7.5% (+4.7, under 5): nothing,
+// and the report says the gap to the 60% ceiling is capacity (40,960 / 8,192 = 5.0x), with
+// advice to add KV. With 4 x 16,384 tokens (65,536 > 40,960) the sentence is not there.
+func TestCapacityBound(t *testing.T) {
+	for _, c := range []struct {
+		kv   int64
+		want bool
+	}{{2048, true}, {16384, false}} {
+		r := replay(0.028, 0, false, pol("approx-prefix", 0.075, 1.4))
+		r.Replicas, r.KVTokens, r.SharedTokens, r.WorkingSetTokens, r.Ceiling = 4, c.kv, 40960, 245760, 0.6
+		rec := Decide(Input{Replay: r}, DefaultThresholds())
+		if rec.Verdict != Nothing {
+			t.Fatalf("kv %d: verdict %s, want nothing", c.kv, rec.Verdict)
+		}
+		got := slices.ContainsFunc(rec.Reasons, func(x Reason) bool {
+			return x.Rule == "capacity-bound" && strings.Contains(x.Text, "the shared prefixes (40960 tokens) are 5.0x the whole fleet's KV cache (4 x 2048 = 8192 tokens)")
+		})
+		advised := len(rec.Advice) > 0 && strings.Contains(rec.Advice[0], "give the fleet more KV cache")
+		if got != c.want || advised != c.want {
+			t.Errorf("kv %d: capacity-bound %v, advice to add KV %v, want %v: %+v %q", c.kv, got, advised, c.want, rec.Reasons, rec.Advice)
+		}
+	}
+}
+
 // TestSessionEnoughWording: session affinity +20 points over round-robin, the best KV policy
 // +18: the KV router adds nothing over session affinity, which the reason says as such rather
 // than "adds only -2.0 points more".

@@ -109,6 +109,10 @@ func advice(route Verdict, in Input, hotSpot float64) []string {
 			out = append(out, "keep today's routing ("+rp.Today+"): it already captures the reuse a new router would")
 			break
 		}
+		if rp := in.Replay; rp != nil && rp.KVTokens > 0 && rp.SharedTokens > int64(rp.Replicas)*rp.KVTokens {
+			out = append(out, "keep today's routing, and give the fleet more KV cache (--gpu-memory-utilization, --kv-cache-dtype fp8, larger GPUs, more replicas): the shared prefixes do not fit even across every replica, so no router can keep them")
+			break
+		}
 		out = append(out, "keep today's routing; revisit when traffic with shared prefixes that do not fit in every replica (many long system prompts, RAG documents, agents, multi-turn chat) grows")
 	}
 	return out

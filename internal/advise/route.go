@@ -148,6 +148,12 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 			text += fmt.Sprintf("; the whole working set (%d tokens) fits in one replica's KV cache and few shared prefixes arrive after the warm-up, so every replica warms up on its own and today's routing finds them", rp.WorkingSetTokens)
 		}
 		rs = append(rs, Reason{Rule: "no-option-pays", Verdict: Nothing, Strength: Medium, Evidence: ev("today", "kv", "session"), Text: text})
+		if fleet := int64(rp.Replicas) * rp.KVTokens; fleet > 0 && rp.SharedTokens > fleet {
+			// Not routing's to fix: no placement keeps what the whole fleet cannot hold.
+			rs = append(rs, Reason{Rule: "capacity-bound", Verdict: Nothing, Strength: Medium, Evidence: ev("fleet", "amortise", "ceiling"),
+				Text: fmt.Sprintf("the shared prefixes (%d tokens) are %.1fx the whole fleet's KV cache (%d x %d = %d tokens): no routing keeps them until they come back, so the gap to the ceiling (%s of block references repeat) is capacity, not placement; more KV per replica, or more replicas, is what would save prefill, and routing is worth judging again then",
+					rp.SharedTokens, float64(rp.SharedTokens)/float64(fleet), rp.Replicas, rp.KVTokens, fleet, pct(rp.Ceiling))})
+		}
 		if w, ok := d.warmup(rp, today); ok {
 			rs = append(rs, w)
 		}
