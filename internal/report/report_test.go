@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"fmt"
@@ -68,5 +69,35 @@ func TestFormats(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(Formats(true)), "[text json sarif github]"; got != want {
 		t.Errorf("Formats(true) = %s, want %s", got, want)
+	}
+}
+
+// TestTextControlCharacters: a replica's label can hold a newline or an escape sequence (the
+// exposition format escapes \n, and a label value is any text). A finding stays one line, so a
+// label cannot forge another finding ("evil\nWARNING fake-finding x: all good" read as a
+// warning of its own), and no ESC byte reaches the terminal, from a finding or a table cell.
+func TestTextControlCharacters(t *testing.T) {
+	evil := "evil\nWARNING fake-finding x: all good\x1b[2J"
+	res := Result{Findings: []finding.Finding{{Severity: finding.Info, Code: "single-replica", Subject: evil, Message: "only one " + evil}},
+		Text: func(tx *Text) error {
+			if err := tx.Table([]string{"REPLICA", "HIT"}, [][]string{{evil, "1.0%"}}); err != nil {
+				return err
+			}
+			for _, f := range []finding.Finding{{Severity: finding.Info, Code: "single-replica", Subject: evil, Message: "only one " + evil}} {
+				tx.Finding(f)
+			}
+			return nil
+		}}
+	out := string(render(t, FormatText, res))
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("an ESC byte reached the output:\n%q", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "WARNING fake-finding") {
+			t.Errorf("a label forged a finding line:\n%s", out)
+		}
+	}
+	if !strings.Contains(out, `INFO single-replica evil\nWARNING fake-finding x: all good\x1b[2J: only one evil\n`) {
+		t.Errorf("finding not written on one line with its escapes shown:\n%s", out)
 	}
 }

@@ -131,7 +131,7 @@ func layout(cols []Column, rows [][]string, width int, wide, boxed bool) tableLa
 		cells[i] = make([]string, len(cols))
 		for j := range cols {
 			if j < len(r) {
-				cells[i][j] = strings.NewReplacer("\t", " ", "\n", " ").Replace(r[j])
+				cells[i][j] = visible(strings.NewReplacer("\t", " ", "\n", " ").Replace(r[j]))
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -127,9 +128,29 @@ func (t *Text) Badge(s finding.Severity) string {
 func (t *Text) Finding(f finding.Finding) {
 	subject := ""
 	if f.Subject != "" {
-		subject = " " + f.Subject
+		subject = " " + visible(f.Subject)
 	}
-	fmt.Fprintf(t.w, "%s %s%s: %s\n", t.Badge(f.Severity), f.Code, subject, f.Message)
+	fmt.Fprintf(t.w, "%s %s%s: %s\n", t.Badge(f.Severity), f.Code, subject, visible(f.Message))
+}
+
+// visible writes the control characters of s as escapes (\n, \t, \x1b): a finding is one
+// line, and its subject and message carry outside text (a replica's label, a topic from the
+// wire) that must neither start a line of its own, which reads as another finding, nor send
+// the terminal an escape sequence.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unicode.IsControl(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r) // '\n', '\x1b', '\u0085'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // Table writes rows under a header, with column specs inferred from the cells (Columns):
@@ -139,11 +160,13 @@ func (t *Text) Table(header []string, rows [][]string) error {
 	return t.Grid(Columns(header, rows), rows)
 }
 
-// cleanCells keeps tab-separated output parseable: a tab or newline inside a cell becomes a space.
+// cleanCells keeps tab-separated output parseable: a tab or newline inside a cell becomes a
+// space; other control characters (an escape sequence in a label value) are written as
+// escapes, so they reach no terminal.
 func cleanCells(r []string) []string {
 	out := make([]string, len(r))
 	for i, c := range r {
-		out[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+		out[i] = visible(strings.NewReplacer("\t", " ", "\n", " ").Replace(c))
 	}
 	return out
 }
