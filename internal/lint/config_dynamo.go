@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -164,6 +165,20 @@ func (d *ydoc) checkDynamo(root *yaml.Node) {
 					fmt.Sprintf("%s is an obsolete spelling: newer frontends may refuse to parse it", old.flag),
 					"use "+old.now)
 			}
+		}
+		if mode != "" && !slices.Contains(DynamoRouterModes(), mode) && !fl.templateValue(mode) {
+			at := modeAt
+			if at == (pos{}) {
+				at = d.pos(f.c.node)
+			}
+			msg := fmt.Sprintf("router mode %q is not one Dynamo's frontend knows (%s): argparse refuses it at start; if a newer release added it, kvcheck does not know how it routes",
+				mode, strings.Join(DynamoRouterModes(), ", "))
+			hint := "set --router-mode (or DYN_ROUTER_MODE) to one of " + strings.Join(DynamoRouterModes(), ", ")
+			if best := nearestName(mode, DynamoRouterModes()); best != "" {
+				msg += "; did you mean " + best + "?"
+				hint = "set --router-mode (or DYN_ROUTER_MODE) to " + best
+			}
+			fl.addConfig("dynamo/unknown-router-mode", at, loc, msg, hint)
 		}
 		if mode != "kv" {
 			continue

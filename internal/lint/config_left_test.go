@@ -144,3 +144,40 @@ func TestDuplicateKeys(t *testing.T) {
 		t.Errorf("routers %+v, want LiteLLM's with the last routing_strategy", ll.Routers)
 	}
 }
+
+// A Dynamo frontend's router mode the frontend does not know is a warning at the flag, naming
+// the modes it knows (and the nearest, for a typo), as production-stack's unknown routing logic
+// is; the assess ranking lists such a frontend as not simulated. A value a Helm template fills
+// in is not judged (neither is production-stack's).
+func TestDynamoUnknownRouterMode(t *testing.T) {
+	// Quoted, as a chart writes a value into a list: YAML once its action is masked.
+	helmDGD := strings.Replace(dynamoDGD("kv", "", ""), "- kv\n", "- \"{{ .Values.routerMode }}\"\n", 1)
+	for _, tc := range []struct {
+		name, file, src string
+		want            []string
+	}{
+		{"fancy", "dgd.yaml", dynamoDGD("fancy", "", ""), []string{`router mode "fancy" is not one Dynamo's frontend knows (round-robin, random, power-of-two, kv, direct, least-loaded, device-aware-weighted)`}},
+		{"typo", "dgd.yaml", dynamoDGD("roundrobin", "", ""), []string{"did you mean round-robin?"}},
+		{"negative: random", "dgd.yaml", dynamoDGD("random", "", ""), nil},
+		{"negative: a Helm value", "dgd.yaml", helmDGD, nil},
+		{"negative: production-stack's routingLogic from a Helm value", "values.yaml", strings.Replace(prodStackKV, `routingLogic: "prefixaware"`, "routingLogic: {{ .Values.logic }}", 1), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newLinter(t, "").File(tc.file, []byte(tc.src))
+			var got []Finding
+			for _, f := range r.Findings {
+				if f.Code == "dynamo/unknown-router-mode" || f.Code == "production-stack/unknown-routing-logic" {
+					got = append(got, f)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("findings %v, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i].Message, w) || got[i].Severity != finding.Warning || got[i].Line != lineOf(t, tc.src, "--router-mode") {
+					t.Errorf("finding %s:%d %q (%v), want a warning at the flag's line %d containing %q", got[i].File, got[i].Line, got[i].Message, got[i].Severity, lineOf(t, tc.src, "--router-mode"), w)
+				}
+			}
+		})
+	}
+}

@@ -54,8 +54,8 @@ const (
 // RouterFacts is one router a file sets up and the values the file gives it, in the product's
 // own spelling:
 //   - llm-d: producer (precise or approx: precise only when a prefix-cache-scorer names the
-//     precise producer, else the scorer reads the approximate one), tokenizer (vllm or
-//     estimate), the scorers' weights by plugin type (queue-scorer, kv-cache-utilization-scorer,
+//     precise producer, else the scorer reads the approximate one), tokenizer (vllm, uds for
+//     the deprecated udsTokenizerConfig, or estimate), the scorers' weights by plugin type (queue-scorer, kv-cache-utilization-scorer,
 //     prefix-cache-scorer; a scorer listed without weight is 1, one not listed 0), the
 //     approximate producer's autoTune, blockSizeTokens, lruCapacityPerServer,
 //     maxPrefixBlocksToMatch, maxPrefixTokensToMatch, and the precise producer's
@@ -327,8 +327,13 @@ func (fl *fileLint) epcValues(root *yaml.Node, line int) *RouterFacts {
 			rf.Values["producer"] = "precise"
 			tokenProcessorValues(rf, params)
 		case "token-producer", "tokenizer":
-			if get(params, "vllm") != nil || get(params, "modelName") != nil {
+			switch {
+			case get(params, "vllm") != nil || get(params, "modelName") != nil:
 				rf.Values["tokenizer"] = "vllm"
+			case get(params, "udsTokenizerConfig") != nil:
+				// The deprecated UDS backend: the model's own tokenizer in a sidecar, which
+				// LD-01 counts as a real tokenizer too.
+				rf.Values["tokenizer"] = "uds"
 			}
 		case "approx-prefix-cache-producer":
 			for _, k := range []string{"autoTune", "blockSizeTokens", "lruCapacityPerServer", "maxPrefixBlocksToMatch", "maxPrefixTokensToMatch"} {

@@ -175,7 +175,17 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		rd.float("queue-scorer", &s.LLMD.QueueWeight)
 		rd.float("kv-cache-utilization-scorer", &s.LLMD.KVUtilWeight)
 		rd.float("prefix-cache-scorer", &s.LLMD.PrefixWeight)
-		rd.str("tokenizer", &s.LLMD.Tokenizer)
+		if r.Values["tokenizer"] == "uds" {
+			// The deprecated udsTokenizerConfig backend tokenizes with the model's own
+			// tokenizer (llm-d-kv-cache's UDS tokenizer service: HuggingFace tokenizer and chat
+			// template in a sidecar): engine tokens, as the vllm backend's; it was simulated as
+			// the estimate, whose keys never match, while the lint (LD-01) counted it as real.
+			s.LLMD.Tokenizer = "vllm"
+			rd.changes = append(rd.changes, Change{Setting: "token-producer", Value: "udsTokenizerConfig",
+				Why: "set in " + where + ": the model's own tokenizer in a sidecar (deprecated backend), simulated with the engine's tokens as the vllm backend"})
+		} else {
+			rd.str("tokenizer", &s.LLMD.Tokenizer)
+		}
 		rd.bool("autoTune", &s.LLMD.AutoTune)
 		rd.int("blockSizeTokens", &s.LLMD.BlockSizeTokens)
 		rd.int("lruCapacityPerServer", &s.LLMD.LRUCapacityPerServer)
@@ -189,6 +199,8 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		case !set || logic == "":
 			// Only a command line can leave it out: the chart's values default to roundrobin.
 			skip = "no --routing-logic: the router requires one (it has no default) and refuses to start"
+		case strings.Contains(logic, "{{"):
+			skip = fmt.Sprintf("routingLogic %q is filled in when the chart renders: which logic runs is not known", logic)
 		case slices.Contains(lint.ProdStackRoutingLogics(), logic):
 			skip = "routingLogic " + logic + ": disaggregated prefill is not emulated (kvcheck replays aggregated engines)"
 		default:
@@ -207,7 +219,9 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		case "kv":
 			policies = []string{"dynamo-kv"}
 		default:
-			if slices.Contains(lint.DynamoRouterModes(), mode) {
+			if strings.Contains(mode, "{{") {
+				skip = fmt.Sprintf("--router-mode %q is filled in when the chart renders: which mode runs is not known", mode)
+			} else if slices.Contains(lint.DynamoRouterModes(), mode) {
 				skip = "--router-mode " + mode + " is not emulated (kvcheck emulates round-robin and kv)"
 			} else {
 				skip = fmt.Sprintf("--router-mode %q is not one Dynamo's frontend knows (%s): the frontend refuses it at start, and how a newer release would route with it is not known",

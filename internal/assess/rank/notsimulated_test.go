@@ -43,6 +43,8 @@ func TestConfiguredNotSimulated(t *testing.T) {
 		{lint.RouterDynamo, map[string]string{"--router-mode": "random"}, "--router-mode random is not emulated"},
 		{lint.RouterDynamo, map[string]string{"--router-mode": "fastest"}, `--router-mode "fastest" is not one Dynamo's frontend knows (round-robin, random, power-of-two, kv, direct, least-loaded, device-aware-weighted)`},
 		{lint.RouterProdStack, map[string]string{"sessionKey": "x-user"}, "no --routing-logic: the router requires one"},
+		{lint.RouterProdStack, map[string]string{"routingLogic": "{{ .Values.logic }}"}, `routingLogic "{{ .Values.logic }}" is filled in when the chart renders`},
+		{lint.RouterDynamo, map[string]string{"--router-mode": "{{ .Values.mode }}"}, `--router-mode "{{ .Values.mode }}" is filled in when the chart renders`},
 		{lint.RouterSGLang, map[string]string{"--policy": "power_of_two"}, "--policy power_of_two is not emulated"},
 		{lint.RouterLiteLLM, map[string]string{"routing_strategy": "least-busy"}, "routing_strategy least-busy without session_affinity or prompt_caching is not emulated"},
 	} {
@@ -56,5 +58,34 @@ func TestConfiguredNotSimulated(t *testing.T) {
 	f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: lint.RouterDynamo, File: "f.yaml", Line: 3, Values: map[string]string{"--router-mode": "kv"}}}})
 	if len(f.Routers) != 1 || len(f.NotSimulatedRouters()) != 0 {
 		t.Errorf("kv mode: rows %+v, not simulated %+v", f.Routers, f.NotSimulatedRouters())
+	}
+}
+
+// The precise producer with the deprecated udsTokenizerConfig backend (the model's own
+// tokenizer in a sidecar): the lint's LD-01 counts it as a real tokenizer, but the ranking read
+// it as the estimate, whose keys never match the engine's blocks, and simulated a precise
+// producer that could never hit. It now runs on the engine's tokens, as the vllm backend, and
+// says where that came from; the estimate backend stays the estimate.
+func TestConfiguredUDSTokenizer(t *testing.T) {
+	epc := func(tokenizer string) string {
+		return "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: precise-prefix-cache-producer\n" +
+			"- type: token-producer\n  parameters:\n    " + tokenizer + "\n" +
+			"- type: prefix-cache-scorer\n  parameters: {prefixMatchInfoProducerName: precise-prefix-cache-producer}\n"
+	}
+	for _, tc := range []struct {
+		params, want string
+		changes      []string
+	}{
+		{"udsTokenizerConfig: {socketFile: /tmp/tokenizer/tokenizer-uds.socket}", "vllm", []string{"token-producer=udsTokenizerConfig"}},
+		{"estimate: {}", "estimate", nil},
+		{"modelName: Qwen/Qwen3-32B", "vllm", []string{"tokenizer=vllm"}},
+	} {
+		s, ch := configuredOf(t, map[string]string{"epc.yaml": epc(tc.params)}, "llmd-precise")
+		if s.LLMD.Tokenizer != tc.want {
+			t.Errorf("%s: tokenizer %q, want %q", tc.params, s.LLMD.Tokenizer, tc.want)
+		}
+		if strings.Join(ch, ";") != strings.Join(tc.changes, ";") {
+			t.Errorf("%s: changes %q, want %q", tc.params, ch, tc.changes)
+		}
 	}
 }
