@@ -589,6 +589,27 @@ func ParseVersion(s string) (Version, error) {
 	return Version{n[0], n[1], n[2]}, nil
 }
 
+// releaseRE reads a release as its writers print it: X.Y or X.Y.Z, then what a post release
+// (.1, .post2), a release candidate or pre-release (rc1, a1, b1, .dev0) or a local build
+// (+cu128) adds, none of which changes the metric names.
+var releaseRE = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+|\.?post\d+)?(?:\.?(?:rc|a|b|dev)\d+)?(?:\+[0-9A-Za-z.]+)?$`)
+
+// ParseRelease reads a release from a flag as `vllm --version`, an image tag or a pip pin
+// writes it (0.10.1.1, 0.11.0+cu128, 0.11.0rc1, 0.5.6.post2): its X.Y.Z.
+func ParseRelease(s string) (Version, error) {
+	m := releaseRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Version{}, fmt.Errorf("version %q: write it as X.Y or X.Y.Z (what vllm --version prints, such as 0.10.1.1 or 0.11.0+cu128, is read as its X.Y.Z)", strings.TrimSpace(s))
+	}
+	var n [3]int
+	for i, p := range m[1:] {
+		if p != "" {
+			n[i], _ = strconv.Atoi(p) // digits, matched
+		}
+	}
+	return Version{n[0], n[1], n[2]}, nil
+}
+
 // IsZero reports whether the version is unset.
 func (v Version) IsZero() bool { return v == Version{} }
 
@@ -652,7 +673,7 @@ func (c *Catalog) ParseTargets(spec string) (Targets, error) {
 		if _, dup := t[name]; dup {
 			return nil, fmt.Errorf("%q: family %s given twice", part, name)
 		}
-		v, err := ParseVersion(ver)
+		v, err := ParseRelease(ver)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

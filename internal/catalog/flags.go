@@ -28,7 +28,7 @@ func (c *Catalog) ResolveTargets(version, spec string, warn func(format string, 
 		if _, both := t[VLLM]; both {
 			return nil, usage.Errorf("--target-version and --target vllm=...: give vLLM's release once")
 		}
-		v, err := ParseVersion(version)
+		v, err := ParseRelease(version)
 		if err != nil {
 			return nil, usage.Errorf("--target-version: %v", err)
 		}

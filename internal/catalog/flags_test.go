@@ -49,3 +49,32 @@ func TestCheckView(t *testing.T) {
 		t.Errorf("unknown status: %v", err)
 	}
 }
+
+// TestResolveTargetsAsReleasesWriteThem: what `vllm --version`, an image tag or a pip pin
+// prints is a release: a post release (0.10.1.1, SGLang's 0.5.6.post2), a local build
+// (0.11.0+cu128), a release candidate (0.11.0rc1) carry the metric names of their X.Y.Z.
+// Text that is no release is still refused.
+func TestResolveTargetsAsReleasesWriteThem(t *testing.T) {
+	c := mustLoad(t)
+	for in, want := range map[string]Version{
+		"0.10.1.1":      {0, 10, 1},
+		"v0.11.0+cu128": {0, 11, 0},
+		"0.11.0rc1":     {0, 11, 0},
+		"0.9.2.post1":   {0, 9, 2},
+		"0.12":          {0, 12, 0},
+	} {
+		got, err := c.ResolveTargets(in, "sglang=0.5.6.post2", nil)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if got[VLLM] != want || got["sglang"] != (Version{0, 5, 6}) {
+			t.Errorf("%q: vllm %v, sglang %v; want %v and 0.5.6", in, got[VLLM], got["sglang"], want)
+		}
+	}
+	for _, in := range []string{"0.10.x", "latest", "0.10.1.1.1", "0..1", "0.10+"} {
+		if _, err := c.ResolveTargets(in, "", nil); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
