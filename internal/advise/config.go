@@ -35,6 +35,10 @@ var formatSystem = map[lint.Format]string{
 	lint.FormatPool: "GAIE", lint.FormatObjective: "GAIE", lint.FormatSGLang: "SGLang",
 }
 
+// cachingDisabled is lint's code for --no-enable-prefix-caching on an engine with no router in
+// the files.
+const cachingDisabled = "vllm/prefix-caching-disabled"
+
 // FromConfig turns the lint results of the user's config files into assess's input: only the
 // router and engine configuration findings count (metric names in the same files are lint's
 // business, not the routing decision's).
@@ -61,6 +65,12 @@ func FromConfig(results []lint.FileResult, inputs []string) *Config {
 				if rule.ID != "" {
 					f.Properties["rule"] = rule.ID
 				}
+			}
+			if f.Code == cachingDisabled {
+				// lint, a CI gate, grades an engine without a router in the files a warning (it
+				// may be deliberate); assess asks whether routing pays, and an engine that caches
+				// nothing answers it, as prefix caching off in the metrics does (an error there).
+				f.Severity, f.Properties["defeats"] = finding.Error, lint.DefeatsAny
 			}
 			c.Findings = append(c.Findings, f)
 		}

@@ -35,6 +35,11 @@ const (
 	epcNoTokenizer = "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n  - type: precise-prefix-cache-producer\n    parameters:\n      kvEventsConfig:\n        podDiscoveryConfig: {socketPort: 5557, replaySocketPort: 5559}\n  - type: prefix-cache-scorer\n    parameters:\n      prefixMatchInfoProducerName: precise-prefix-cache-producer\n"
 	cachingOff     = "servingEngineSpec:\n  modelSpec:\n  - name: qwen\n    vllmConfig:\n      enablePrefixCaching: false\nrouterSpec:\n  routingLogic: roundrobin\n"
 	sessionNoKey   = "routerSpec:\n  routingLogic: session\n"
+	// A vLLM Deployment alone (no router in the files) with prefix caching switched off: lint
+	// grades it a warning (vllm/prefix-caching-disabled; behind a KV-aware router it is the
+	// error vllm/prefix-caching-off), but for assess it answers the question the same way: no
+	// option gains anything on an engine that caches nothing.
+	engineOff = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n  replicas: 4\n  template:\n    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.25.1\n        args: [\"--model\", \"Qwen/Qwen3-8B\", \"--no-enable-prefix-caching\"]\n"
 )
 
 func TestConfigDecides(t *testing.T) {
@@ -58,6 +63,7 @@ func TestConfigDecides(t *testing.T) {
 		// Prefix caching off defeats every option, whatever the evidence.
 		{"prefix caching off blocks a KV-aware router", map[string]string{"values.yaml": cachingOff}, Input{Replay: kvWins}, KVAwareRouter, "config-defeats-caching", "error production-stack/prefix-caching-off"},
 		{"prefix caching off blocks session affinity", map[string]string{"values.yaml": cachingOff}, Input{Replay: sessionWins}, SessionAffinity, "config-defeats-caching", "error production-stack/prefix-caching-off"},
+		{"prefix caching off on an engine without a router blocks session affinity", map[string]string{"deploy.yaml": engineOff}, Input{Replay: sessionWins}, SessionAffinity, "config-defeats-caching", "error vllm/prefix-caching-disabled"},
 		{"a session router without its key blocks session affinity", map[string]string{"values.yaml": sessionNoKey}, Input{Replay: sessionWins}, SessionAffinity, "config-defeats-session", "error production-stack/session-key-missing"},
 		{"a session router without its key does not block a KV-aware router", map[string]string{"values.yaml": sessionNoKey}, Input{Replay: kvWins}, KVAwareRouter, "", "error production-stack/session-key-missing"},
 	}
