@@ -317,7 +317,8 @@ func (p *pubState) noteMalformed(reason string, seq uint64) {
 func (c *Collector) account(p *pubState, m *Message) {
 	b := &c.batch
 	p.Batches++
-	if b.HasDPRank {
+	if b.HasDPRank && (p.DPRank == nil || *p.DPRank != b.DPRank) {
+		// A new pointer only when the rank changes: one allocation a batch otherwise.
 		r := b.DPRank
 		p.DPRank = &r
 	}

@@ -414,3 +414,24 @@ func TestCollectorParityAcrossRotation(t *testing.T) {
 		t.Errorf("parity checked %d, matched %d; want 3 and 3 (the parent's two blocks and the child; the orphan's parent was removed)", hp.CheckedBlocks, hp.MatchedBlocks)
 	}
 }
+
+// TestCollectorDPRank: a publisher's data-parallel rank is the last one it sent, and a report
+// taken earlier keeps the rank it saw.
+func TestCollectorDPRank(t *testing.T) {
+	c := NewCollector(Options{})
+	send := func(seq uint64, rank int64) {
+		b := Batch{TS: 1000, HasDPRank: true, DPRank: rank, Events: []Event{{Type: TypeAllBlocksCleared}}}
+		c.Add(&Message{Source: "a", Seq: seq, Payload: AppendBatch(nil, &b, Wire{Era: EraMap}), Frames: 3, SeqLen: 8, RecvNanos: 1000_500_000_000})
+	}
+	send(0, 0)
+	send(1, 0)
+	early := c.Report(time.Second)
+	send(2, 2)
+	late := c.Report(time.Second)
+	if r := early.Publishers[0].DPRank; r == nil || *r != 0 {
+		t.Errorf("rank before the change = %v, want 0", r)
+	}
+	if r := late.Publishers[0].DPRank; r == nil || *r != 2 {
+		t.Errorf("rank after the change = %v, want 2", r)
+	}
+}
