@@ -212,7 +212,13 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 			continue
 		}
 		dt := db.Time.Sub(da.Time).Seconds()
-		if ta, tb := sampleTime(da), sampleTime(db); !ta.IsZero() && !tb.IsZero() && tb.After(ta) {
+		if ta, tb := sampleTime(da), sampleTime(db); !ta.IsZero() && !tb.IsZero() {
+			if !tb.After(ta) {
+				// Nothing was taken between the scrapes: unchanged counters say nothing of
+				// the replicas, which would read as idle.
+				in.Down = append(in.Down, Down{Target: t.Name, Error: fmt.Sprintf("served the same samples at both scrapes, %s apart (its newest sample timestamp stayed at %s): its data did not refresh in between (a federation endpoint or an exporter's cache); scrape the replicas themselves, or wait longer than its refresh", db.Time.Sub(da.Time).Round(time.Millisecond), ta.UTC().Format(time.RFC3339))})
+				continue
+			}
 			// The exposition's own timestamps say when the values were taken.
 			dt = tb.Sub(ta).Seconds()
 		}

@@ -319,3 +319,30 @@ func TestParseExpositionLimits(t *testing.T) {
 		t.Errorf("too many series: %v", err)
 	}
 }
+
+// TestScrapeSameSamplesTwice: a target that serves the same samples at both scrapes, sample
+// timestamps unchanged (a federation endpoint or an exporter's cache that did not refresh in
+// the window), measured nothing: its counters did not move because its data is old, not
+// because the replicas were idle. It is reported down with why, not shown as idle replicas
+// ("no prefix-cache lookups in the window").
+func TestScrapeSameSamplesTwice(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "vllm:prefix_cache_queries_total{instance=\"r1:8000\",model_name=\"m\"} 1000 1764496800000\n"+
+			"vllm:prefix_cache_hits_total{instance=\"r1:8000\",model_name=\"m\"} 500 1764496800000\n")
+	}))
+	defer srv.Close()
+	tg, _ := ParseTarget(srv.URL)
+	in, err := Scraper{Timeout: 5 * time.Second}.Collect(context.Background(), []Target{tg}, time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Analyze(in)
+	if len(rep.Replicas) != 0 || len(rep.Down) != 1 || !strings.Contains(rep.Down[0].Error, "same samples") {
+		t.Errorf("replicas %+v, down %+v; want none, and the target down for serving the same samples", rep.Replicas, rep.Down)
+	}
+	for _, x := range rep.Findings {
+		if x.Code == "no-queries" {
+			t.Errorf("stale samples read as an idle replica: %s", x.Message)
+		}
+	}
+}
