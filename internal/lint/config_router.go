@@ -37,6 +37,13 @@ var litellmTopKeys = []string{"model_list", "litellm_settings", "router_settings
 var litellmAffinity = []string{"session_affinity", "deployment_affinity", "prompt_caching",
 	"responses_api_deployment_check", "encrypted_content_affinity"}
 
+// LiteLLMPreCallChecks are the optional_pre_call_checks LiteLLM knows (OptionalPreCallChecks,
+// types/router.py@0044fbec; ROUTERS.md section 1).
+func LiteLLMPreCallChecks() []string {
+	return []string{"prompt_caching", "router_budget_limiting", "responses_api_deployment_check", "deployment_affinity",
+		"session_affinity", "forward_client_headers_by_model_group", "enforce_model_rate_limits", "encrypted_content_affinity"}
+}
+
 // litellmGroupFlags is VALID_FLAGS of deployment_affinity_check.py @00e1fe8.
 var litellmGroupFlags = []string{"deployment_affinity", "responses_api_deployment_check", "session_affinity", "encrypted_content_affinity"}
 
@@ -77,6 +84,19 @@ func (d *ydoc) checkLiteLLM(root *yaml.Node, replicas int) {
 				break
 			}
 		}
+	}
+	for _, c := range seq(get(rs, "optional_pre_call_checks")) {
+		if c.Value == "prompt_prefix_affinity" || slices.Contains(LiteLLMPreCallChecks(), c.Value) || d.fl.templateValue(c.Value) {
+			continue // prompt_prefix_affinity is LL-06's
+		}
+		known := LiteLLMPreCallChecks()
+		msg := fmt.Sprintf("%q is not a pre-call check LiteLLM knows (%s): the Router adds no check for it, so it does nothing", c.Value, strings.Join(known, ", "))
+		hint := "remove it, or use one of " + strings.Join(known, ", ")
+		if best := nearestName(c.Value, known); best != "" {
+			msg += "; did you mean " + best + "?"
+			hint = "set it to " + best
+		}
+		d.fl.addConfig("litellm/unknown-pre-call-check", d.pos(c), "router_settings.optional_pre_call_checks", msg, hint)
 	}
 	if c, ok := checks["prompt_prefix_affinity"]; ok {
 		d.fl.addConfig("litellm/invalid-affinity-flag", d.pos(c), "router_settings.optional_pre_call_checks",

@@ -274,11 +274,17 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 	case lint.RouterLiteLLM:
 		checks := strings.Split(r.Values["optional_pre_call_checks"], ",")
 		for _, c := range checks {
-			switch c {
-			case "session_affinity":
+			switch {
+			case c == "session_affinity":
 				policies = append(policies, "litellm-session-affinity")
-			case "prompt_caching":
+			case c == "prompt_caching":
 				policies = append(policies, "litellm-prompt-caching")
+			case c == "deployment_affinity" || c == "responses_api_deployment_check" || c == "encrypted_content_affinity":
+				// They pin by API key, previous_response_id or encrypted content, which no
+				// replayed traffic carries.
+				rd.notes = append(rd.notes, fmt.Sprintf("optional_pre_call_checks %s in %s pins requests kvcheck cannot tell apart (by API key, previous response or encrypted content): not emulated, the row runs without it", c, where))
+			case c != "" && !slices.Contains(lint.LiteLLMPreCallChecks(), c):
+				rd.notes = append(rd.notes, fmt.Sprintf("optional_pre_call_checks %q in %s is not a check LiteLLM knows: it does nothing, and the row runs without it, as LiteLLM does", c, where))
 			}
 		}
 		if len(policies) == 0 {

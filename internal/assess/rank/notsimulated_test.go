@@ -89,3 +89,21 @@ func TestConfiguredUDSTokenizer(t *testing.T) {
 		}
 	}
 }
+
+// LiteLLM pre-call checks the ranking does not emulate are said on the row, not dropped: one
+// LiteLLM does not know does nothing (the row runs without it, as LiteLLM does), and the pins by
+// API key, previous response or encrypted content are not emulated.
+func TestConfiguredLiteLLMChecksNotEmulated(t *testing.T) {
+	for _, tc := range []struct {
+		checks, policy, note string
+	}{
+		{"session_afinity", "litellm-simple-shuffle", `optional_pre_call_checks "session_afinity" in f.yaml:3 is not a check LiteLLM knows`},
+		{"session_affinity,deployment_affinity", "litellm-session-affinity", "optional_pre_call_checks deployment_affinity in f.yaml:3 pins requests kvcheck cannot tell apart"},
+	} {
+		f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: lint.RouterLiteLLM, File: "f.yaml", Line: 3,
+			Values: map[string]string{"optional_pre_call_checks": tc.checks, "redis": "false"}}}})
+		if len(f.Routers) != 1 || f.Routers[0].Policy != tc.policy || len(f.Routers[0].Notes) != 1 || !strings.HasPrefix(f.Routers[0].Notes[0], tc.note) {
+			t.Errorf("%s: rows %+v, want one %s row noting %q", tc.checks, f.Routers, tc.policy, tc.note)
+		}
+	}
+}
