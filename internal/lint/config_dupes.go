@@ -85,6 +85,9 @@ func (d *ydoc) duplicateKeys(root *yaml.Node, loader string) {
 				}
 			}
 			for i := 1; i < len(n.Content); i += 2 {
+				if k := n.Content[i-1].Value; k == "env" || k == "envs" {
+					d.duplicateEnv(n.Content[i], join(path, k))
+				}
 				walk(n.Content[i], join(path, n.Content[i-1].Value), depth+1)
 			}
 		case yaml.SequenceNode:
@@ -109,14 +112,9 @@ func (d *ydoc) reportDuplicate(path string, ks []*yaml.Node, loader string) {
 		lines[i] = strconv.Itoa(d.pos(k).line)
 	}
 	last := "line " + lines[len(lines)-1]
-	times := "twice"
-	if len(ks) > 2 {
-		times = fmt.Sprintf("%d times", len(ks))
-	}
-	list := strings.Join(lines[:len(lines)-1], ", ") + " and " + lines[len(lines)-1]
 	d.fl.addConfig(codeDuplicateKey, d.pos(ks[len(ks)-1]), path,
 		fmt.Sprintf("%s is written %s in one mapping (lines %s): %s, and kvcheck reads that one",
-			path, times, list, fmt.Sprintf(loader, last)),
+			path, times(len(ks)), lineList(lines), fmt.Sprintf(loader, last)),
 		fmt.Sprintf("keep one %s: delete the others, or move their values into the one you mean", ks[0].Value))
 }
 
@@ -135,4 +133,64 @@ func (d *ydoc) templated(ks []*yaml.Node) bool {
 		}
 	}
 	return false
+}
+
+// codeDuplicateEnv is the code of an environment variable set twice in one env list.
+const codeDuplicateEnv = "kubernetes/duplicate-env"
+
+// duplicateEnv reports a variable a Kubernetes env list (a container's env, a Dynamo
+// component's envs) sets more than once: the kubelet gives the container the last definition,
+// the API server warns that it "hides previous definition of ..., which may be dropped when using
+// apply" (kubectl apply merges the list by name), and kvcheck reads the last. A later definition
+// that reads the earlier one ($(NAME), as PATH=$(PATH):/x) is how a value is extended, and the
+// API server does not warn about it: neither does kvcheck.
+func (d *ydoc) duplicateEnv(list *yaml.Node, path string) {
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return
+	}
+	names := map[string][]*yaml.Node{}
+	var order []string
+	for _, it := range list.Content {
+		if it.Kind != yaml.MappingNode {
+			continue
+		}
+		kn, vn := keyNode(it, "name"), mapGet(it, "name")
+		if kn == nil || vn == nil || vn.Kind != yaml.ScalarNode || vn.Value == "" || d.fl.templateValue(vn.Value) {
+			continue
+		}
+		if v, _ := str(it, "value"); len(names[vn.Value]) > 0 && get(it, "valueFrom") == nil && strings.Contains(v, "$("+vn.Value+")") {
+			continue
+		}
+		if names[vn.Value] == nil {
+			order = append(order, vn.Value)
+		}
+		names[vn.Value] = append(names[vn.Value], kn)
+	}
+	for _, name := range order {
+		ks := names[name]
+		if len(ks) < 2 || d.templated(ks) {
+			continue
+		}
+		lines := make([]string, len(ks))
+		for i, k := range ks {
+			lines[i] = strconv.Itoa(d.pos(k).line)
+		}
+		d.fl.addConfig(codeDuplicateEnv, d.pos(ks[len(ks)-1]), path+" "+name,
+			fmt.Sprintf("%s is set %s in %s (lines %s): the container gets the last (line %s), the API server warns that it hides the earlier definition, which kubectl apply's merge by name may drop; kvcheck reads the last",
+				name, times(len(ks)), path, lineList(lines), lines[len(lines)-1]),
+			fmt.Sprintf("set %s once, to the value you mean", name))
+	}
+}
+
+// times says how often: twice, 3 times.
+func times(n int) string {
+	if n == 2 {
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
+}
+
+// lineList joins line numbers as a sentence does: 5 and 7; 5, 7 and 8.
+func lineList(lines []string) string {
+	return strings.Join(lines[:len(lines)-1], ", ") + " and " + lines[len(lines)-1]
 }

@@ -219,3 +219,25 @@ func TestLiteLLMUnknownPreCallCheck(t *testing.T) {
 		t.Errorf("a typo names the check meant: %v", r.Findings)
 	}
 }
+
+// An environment variable set twice in one env list was read as the last without a word; the
+// container gets the last too, but the API server warns that it hides the earlier one and kubectl
+// apply may drop one. A warning at the last definition names the lines; a definition extending
+// the earlier one ($(PATH)) is no duplicate, as the API server says.
+func TestDuplicateEnv(t *testing.T) {
+	dep := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.26.0\n        args: [\"--model\", \"m\"]\n        env:\n        - name: PYTHONHASHSEED\n          value: \"0\"\n        - name: PATH\n          value: /opt/bin\n        - name: PYTHONHASHSEED\n          value: \"42\"\n        - name: PATH\n          value: $(PATH):/usr/local/bin\n"
+	r := newLinter(t, "").File("deploy.yaml", []byte(dep))
+	var got []Finding
+	for _, f := range r.Findings {
+		if f.Code == "kubernetes/duplicate-env" {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("duplicate-env findings %v, want one (PYTHONHASHSEED; PATH extends itself)", got)
+	}
+	want := "PYTHONHASHSEED is set twice in spec.template.spec.containers[0].env (lines 14 and 18): the container gets the last (line 18)"
+	if f := got[0]; !strings.Contains(f.Message, want) || f.Line != 18 || f.Severity != finding.Warning {
+		t.Errorf("%s:%d %q (%v), want a warning at line 18 containing %q", f.File, f.Line, f.Message, f.Severity, want)
+	}
+}

@@ -250,6 +250,10 @@ var rules = []Rule{
 		"a key written more than once in one mapping of a router or engine configuration: Helm and PyYAML (LiteLLM, Ray Serve) keep the last pair silently, kubectl apply (strict by default since 1.27), docker compose and the llm-d EPP refuse the file",
 		"YAML 1.2 (keys are unique); Helm 3, kubectl >= 1.27, compose v2, llm-d @ebab687", "helm/helm#4107; kubectl apply --validate; compose-go (yaml.v3); apimachinery strict decoding (YAMLToJSONStrict)"},
 
+	{"kubernetes/duplicate-env", "", "Kubernetes", finding.Warning,
+		"an environment variable set twice in one env list (a container's env, a Dynamo component's envs; PYTHONHASHSEED, DYN_ROUTER_MODE, LMCACHE_*): the container gets the last, the API server warns it hides the earlier one, and kubectl apply's merge by name may drop one",
+		"Kubernetes pod warnings (hides previous definition); the kubelet keeps the last", "pkg/api/pod/warnings.go; kubelet makeEnvironmentVariables"},
+
 	// Gateway API Inference Extension.
 	{"gaie/fail-open", "GI-01", "GAIE", finding.Info,
 		"endpointPickerRef.failureMode FailOpen: while the EPP is down the gateway picks any endpoint and prefix routing is bypassed silently",
