@@ -616,3 +616,28 @@ func TestSessionEnoughWording(t *testing.T) {
 		t.Errorf("reason %q", text)
 	}
 }
+
+// TestReplayAgainstMetrics: the replay of today's routing should reproduce the hit rate the
+// fleet's metrics measured; when the two are the threshold (5 points) or more apart, the replay
+// does not describe the fleet measured, which is a reason against its verdict and lowers the
+// confidence a level. Round-robin replays at 30% (whole replay); a KV policy at 60% wins.
+func TestReplayAgainstMetrics(t *testing.T) {
+	for _, c := range []struct {
+		measured float64
+		against  bool
+		conf     Level
+	}{
+		{0.32, false, High},  // 2 points apart: the replay reproduces the fleet
+		{0.349, false, High}, // 4.9 points
+		{0.35, true, Medium}, // 5 points: against, one level down
+		{0.70, true, Medium}, // 40 points
+	} {
+		m := healthy(8)
+		m.HitRate = ptr(c.measured)
+		rec := Decide(Input{Metrics: m, Replay: replay(0.30, 10, false, pol("kv-load", 0.60, 1.07))}, DefaultThresholds())
+		got := slices.ContainsFunc(rec.Reasons, func(r Reason) bool { return r.Rule == "replay-disagrees-with-metrics" && r.Against })
+		if rec.Verdict != KVAwareRouter || got != c.against || rec.Confidence != c.conf {
+			t.Errorf("measured %.3f: verdict %s (%s), against %v; want kv-aware-router (%s), against %v", c.measured, rec.Verdict, rec.Confidence, got, c.conf, c.against)
+		}
+	}
+}

@@ -176,7 +176,32 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 		rs = append(rs, Reason{Rule: "overloaded", Verdict: v, Strength: Medium, Against: true, Evidence: ev("today"),
 			Text: fmt.Sprintf("the modelled fleet is overloaded (today's TTFT p99 %.0f s): requests queue whatever the routing, so the figures describe a queue as much as a cache; check the fleet's size", today.TTFTP99)})
 	}
-	return routing{v, d.citeKnown(rs), d.replayConfidence(rp, margin)}
+	offBy, off := d.metricsDisagree(rp, prefix)
+	if off {
+		rs = append(rs, Reason{Rule: "replay-disagrees-with-metrics", Verdict: v, Strength: Medium, Against: true, Evidence: []string{"hitrate.hit_rate", prefix + ".today"},
+			Text: fmt.Sprintf("the metrics measured a fleet hit rate of %s (%s), the replay of today's %s on this fleet's shape serves %s over the whole replay: %.1f points apart, more than the %.0f-point threshold the gains are judged on, so the replayed traffic or fleet is not the one the metrics measured (a trace from elsewhere or another period, another KV size, another routing); the gains are the replay's",
+				pct(*d.in.Metrics.HitRate), d.in.Metrics.Mode, today.Name, pct(today.HitRate), offBy*100, th.MinGain*100)})
+	}
+	conf := d.replayConfidence(rp, margin)
+	if off {
+		conf = levelOf(conf.rank() - 1)
+	}
+	return routing{v, d.citeKnown(rs), conf}
+}
+
+// metricsDisagree compares the fleet's measured hit rate with the replay of today's routing
+// (whole replay, as a metrics window sees cold and warm requests alike): when they are MinGain
+// or more apart, the replay does not reproduce the fleet to the precision the verdict needs.
+// Only the traffic as it is can be compared (not the replay once fixed), and only with complete
+// metrics.
+func (d *decision) metricsDisagree(rp *Replay, prefix string) (float64, bool) {
+	m := d.in.Metrics
+	today := rp.policy(rp.Today)
+	if prefix != "replay" || m == nil || m.HitRate == nil || today == nil || m.Down > 0 || len(m.Warnings) > 0 {
+		return 0, false
+	}
+	diff := math.Abs(*m.HitRate - today.HitRate)
+	return diff, diff >= d.th.MinGain-1e-9 // 0.35 - 0.30 is 0.0499999...: points are compared at the precision shown
 }
 
 // todayHotSpot reports whether today's routing itself puts load max/mean at or above the
