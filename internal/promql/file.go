@@ -72,6 +72,9 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 		if err != nil {
 			return in, err
 		}
+		if err := dumpCarriesBy(d, by); err != nil {
+			return in, err
+		}
 		in.Mode = ModeLifetime
 		asm := assemble(totals(d), grouping{by: by, fallback: dumpName(paths[0])}, 0)
 		in.Observations, in.Routers = asm.obs, asm.routers
@@ -83,6 +86,9 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 		}
 		b, err := ReadDump(ctx, paths[1], by)
 		if err != nil {
+			return in, err
+		}
+		if err := dumpCarriesBy(b, by); err != nil {
 			return in, err
 		}
 		dt := window.Seconds()
@@ -150,4 +156,13 @@ func gone(a Dump, obs []Observation, g grouping) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// dumpCarriesBy refuses a --by that no vllm: series of the dump carries, as the Prometheus
+// source does.
+func dumpCarriesBy(d Dump, by []string) error {
+	if carriesBy(d.Samples, func(s Sample) map[string]string { return s.Labels }, by) {
+		return nil
+	}
+	return fmt.Errorf("%s: --by %s: no vLLM series carries these labels; see the labels on its vllm: lines, or leave --by out (pod, else instance)", d.Source, strings.Join(by, ","))
 }

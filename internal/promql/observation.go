@@ -1,6 +1,7 @@
 package promql
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -97,7 +98,9 @@ func (g grouping) key(l map[string]string) string {
 			}
 		}
 		if len(parts) == 0 {
-			return g.fallback
+			// None of the --by labels: the series's own replica label names it, so replicas
+			// without them stay apart rather than summed into one row.
+			return cmp.Or(l["pod"], l["instance"], g.fallback)
 		}
 		// A scrape target or a dump file names the replica when the series do not.
 		if g.fallback != "" && l["pod"] == "" && l["instance"] == "" {
@@ -346,4 +349,17 @@ func exported[V any](vals map[string]V, q quantity) (metricName, bool) {
 		}
 	}
 	return metricName{}, false
+}
+
+// carriesBy reports whether some series carries one of the --by labels (true without --by):
+// rows named by a label that no series has would only repeat the replicas' own names, which
+// hides that --by named the wrong label.
+func carriesBy[T any](series []T, labels func(T) map[string]string, by []string) bool {
+	if len(by) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(series, func(s T) bool {
+		l := labels(s)
+		return slices.ContainsFunc(by, func(b string) bool { return l[b] != "" })
+	})
 }

@@ -83,7 +83,9 @@ func (p Prometheus) groupLabels() []string {
 	if len(g) == 0 || slices.Equal(g, []string{"engine"}) {
 		g = []string{"pod", "instance"}
 	}
-	for _, l := range []string{"engine", "model_name"} {
+	// pod and instance always: a series without the --by labels is still told apart by the
+	// replica it comes from, not summed with every other such series into one row.
+	for _, l := range []string{"pod", "instance", "engine", "model_name"} {
 		if !slices.Contains(g, l) {
 			g = append(g, l)
 		}
@@ -254,7 +256,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		}
 		return in, fmt.Errorf("%s: no vLLM engine series over the last %s (selector: %s): %s", p.URL, model.Duration(p.Window), sel, hint)
 	}
-	if len(p.By) > 0 && !slices.ContainsFunc(in.Observations, func(o Observation) bool { return o.Replica != "" }) {
+	if !carriesBy(points, func(pt point) map[string]string { return pt.labels }, p.By) {
 		// Every series would fold into one row that reads like a single replica.
 		return in, fmt.Errorf("%s: --by %s: no vLLM series carries these labels; see the labels of vllm:prefix_cache_queries_total in Prometheus, or leave --by out (pod, else instance)", p.URL, strings.Join(p.By, ","))
 	}

@@ -151,3 +151,48 @@ type findingT = finding.Finding
 func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestByLabelMissingOnSomeSeries: --by pod on a dump where two replicas' series carry no pod
+// label, only their instance: they are two replicas (90% and 3.3%), not one row named after
+// the dump with their sums (25%, hiding the cold one).
+func TestByLabelMissingOnSomeSeries(t *testing.T) {
+	dump := "# TYPE vllm:prefix_cache_queries_total counter\n" +
+		"vllm:prefix_cache_queries_total{pod=\"p1\",instance=\"10.0.0.1:8000\",model_name=\"m\"} 1000\n" +
+		"vllm:prefix_cache_queries_total{instance=\"10.0.0.2:8000\",model_name=\"m\"} 1000\n" +
+		"vllm:prefix_cache_queries_total{instance=\"10.0.0.3:8000\",model_name=\"m\"} 3000\n" +
+		"# TYPE vllm:prefix_cache_hits_total counter\n" +
+		"vllm:prefix_cache_hits_total{pod=\"p1\",instance=\"10.0.0.1:8000\",model_name=\"m\"} 500\n" +
+		"vllm:prefix_cache_hits_total{instance=\"10.0.0.2:8000\",model_name=\"m\"} 900\n" +
+		"vllm:prefix_cache_hits_total{instance=\"10.0.0.3:8000\",model_name=\"m\"} 100\n"
+	path := writeDumps(t, dump, dump)[0]
+	in, err := FromDumps(context.Background(), []string{path}, 0, []string{"pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, r := range Analyze(in).Replicas {
+		got[r.Replica] = *r.HitRate
+	}
+	want := map[string]float64{"p1": 0.5, "10.0.0.2:8000": 0.9, "10.0.0.3:8000": 100.0 / 3000}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows by --by pod (-want +got):\n%s", diff)
+	}
+	// A --by label no series carries is an error, as with --prometheus, not one row per
+	// replica that reads as if --by had worked (or, before, one row of the whole dump).
+	if _, err := FromDumps(context.Background(), []string{path}, 0, []string{"namespace"}); err == nil || !strings.Contains(err.Error(), "--by namespace: no vLLM series carries these labels") {
+		t.Errorf("--by namespace on a dump without it: %v", err)
+	}
+}
+
+// TestPrometheusGroupsByReplicaLabels: the queries keep pod and instance whatever --by says,
+// so series without the --by label are still told apart by replica (the client folds by --by).
+func TestPrometheusGroupsByReplicaLabels(t *testing.T) {
+	for _, q := range (Prometheus{By: []string{"namespace", "pod"}, Window: time.Minute}).Queries() {
+		if q.name == "routers" {
+			continue
+		}
+		if !strings.Contains(q.expr, "by (namespace, pod, instance, engine, model_name") {
+			t.Errorf("query %s groups by other labels: %s", q.name, q.expr)
+		}
+	}
+}
