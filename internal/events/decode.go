@@ -157,6 +157,9 @@ func Decode(payload []byte, b *Batch) error {
 }
 
 type decoder struct {
+	// set says which of the current event's byte-slice fields were written (set* bits); the
+	// others still hold the previous batch's and are cleared when the event is complete.
+	set    uint8
 	all    []byte
 	off    int
 	reason string
@@ -220,9 +223,11 @@ func (d *decoder) batch(p []byte, b *Batch) error {
 	for range ne {
 		b.Events = grow(b.Events)
 		ev := &b.Events[len(b.Events)-1]
+		d.set = 0
 		if p, err = d.event(p, ev); err != nil {
 			return err
 		}
+		ev.clearUnset(d.set)
 	}
 	if n >= 3 {
 		if msgp.IsNil(p) {
@@ -246,14 +251,64 @@ func (d *decoder) batch(p []byte, b *Batch) error {
 }
 
 // grow extends s by one element, reusing the element's slices when the backing array has one.
+// A reused element's byte-slice fields are left for the decoder to overwrite or clear
+// (clearUnset).
 func grow(s []Event) []Event {
 	if len(s) < cap(s) {
 		s = s[:len(s)+1]
-		e := &s[len(s)-1]
-		*e = Event{BlockHashes: e.BlockHashes[:0], TokenIDs: e.TokenIDs[:0]}
+		s[len(s)-1].reset()
 		return s
 	}
 	return append(s, Event{})
+}
+
+// The byte-slice fields of an Event, as bits of decoder.set.
+const (
+	setTag uint8 = 1 << iota
+	setMedium
+	setLoRAName
+	setExtraKeys
+	setSpecKind
+	setLocality
+)
+
+// reset zeroes e's value fields and empties its slices, keeping their arrays. Its byte-slice
+// fields are left as they are: storing a pointer costs a write barrier while the collector
+// marks, and the decoder overwrites most of them, so it clears only those an event does not
+// set (clearUnset). Assigning a whole Event here would write every pointer twice.
+func (e *Event) reset() {
+	e.Type, e.Era = 0, 0
+	e.BlockHashes = e.BlockHashes[:0]
+	e.HasParent, e.Parent.Form, e.Parent.Negative, e.Parent.Value = false, 0, false, 0
+	if e.Parent.Bin != nil {
+		e.Parent.Bin = nil
+	}
+	e.TokenIDs = e.TokenIDs[:0]
+	e.BlockSize, e.LoRAID, e.HasLoRAID, e.HasLoRAName = 0, 0, false, false
+	e.GroupIdx, e.HasGroupIdx, e.SlidingWindow, e.HasSlidingWindow = 0, false, 0, false
+	e.Fields, e.Unknown, e.Odd = 0, 0, 0
+}
+
+// clearUnset clears the byte-slice fields the event just decoded did not set.
+func (e *Event) clearUnset(set uint8) {
+	if set&setTag == 0 && e.Tag != nil {
+		e.Tag = nil
+	}
+	if set&setMedium == 0 && e.Medium != nil {
+		e.Medium = nil
+	}
+	if set&setLoRAName == 0 && e.LoRAName != nil {
+		e.LoRAName = nil
+	}
+	if set&setExtraKeys == 0 && e.ExtraKeys != nil {
+		e.ExtraKeys = nil
+	}
+	if set&setSpecKind == 0 && e.SpecKind != nil {
+		e.SpecKind = nil
+	}
+	if set&setLocality == 0 && e.Locality != nil {
+		e.Locality = nil
+	}
 }
 
 // int reads any msgpack integer. It returns the value as int64 and whether it was above
@@ -449,9 +504,10 @@ func (d *decoder) optInt(p []byte, ev *Event, v *int64, has *bool, what string) 
 }
 
 // optStr reads a string-or-nil field; other types are skipped and counted as odd.
-func (d *decoder) optStr(p []byte, ev *Event, v *[]byte, has *bool, what string) ([]byte, error) {
+func (d *decoder) optStr(p []byte, ev *Event, v *[]byte, bit uint8, has *bool, what string) ([]byte, error) {
 	if s, o, ok := fixstr(p); ok {
 		*v = s
+		d.set |= bit
 		if has != nil {
 			*has = true
 		}
@@ -466,6 +522,7 @@ func (d *decoder) optStr(p []byte, ev *Event, v *[]byte, has *bool, what string)
 			return p, d.wrap(p, what, err)
 		}
 		*v = s
+		d.set |= bit
 		if has != nil {
 			*has = true
 		}
@@ -571,6 +628,7 @@ func (d *decoder) arrayEvent(p []byte, ev *Event) ([]byte, error) {
 	if ev.Tag, p, err = msgp.ReadStringZC(p); err != nil {
 		return p, d.wrap(p, "event tag", err)
 	}
+	d.set |= setTag
 	ev.Type = typeOf(ev.Tag)
 	var ids []fieldID
 	switch ev.Type {
@@ -634,6 +692,7 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 			if ev.Tag, p, err = msgp.ReadStringZC(p); err != nil {
 				return p, d.wrap(p, "event type", err)
 			}
+			d.set |= setTag
 			ev.Type = typeOf(ev.Tag)
 			continue
 		}
@@ -641,7 +700,7 @@ func (d *decoder) mapEvent(p []byte, ev *Event) ([]byte, error) {
 			return p, err
 		}
 	}
-	if ev.Tag == nil {
+	if d.set&setTag == 0 {
 		return p, d.fail(p, "event map has no \"type\" key")
 	}
 	return p, nil
@@ -666,6 +725,7 @@ func (d *decoder) findType(p []byte, n uint32, ev *Event) error {
 				if ev.Tag, _, err = msgp.ReadStringZC(p); err != nil {
 					return d.wrap(p, "event type", err)
 				}
+				d.set |= setTag
 				ev.Type = typeOf(ev.Tag)
 				return nil
 			}
@@ -771,12 +831,12 @@ func (d *decoder) field(p []byte, ev *Event, f fieldID) ([]byte, error) {
 		if !stored && !removed {
 			break
 		}
-		return d.optStr(p, ev, &ev.Medium, nil, name)
+		return d.optStr(p, ev, &ev.Medium, setMedium, nil, name)
 	case fieldLoRAName:
 		if !stored {
 			break
 		}
-		return d.optStr(p, ev, &ev.LoRAName, &ev.HasLoRAName, name)
+		return d.optStr(p, ev, &ev.LoRAName, setLoRAName, &ev.HasLoRAName, name)
 	case fieldExtraKeys:
 		if !stored {
 			break
@@ -792,6 +852,7 @@ func (d *decoder) field(p []byte, ev *Event, f fieldID) ([]byte, error) {
 			return p, d.wrap(p, name, err)
 		}
 		ev.ExtraKeys = p[:len(p)-len(o)]
+		d.set |= setExtraKeys
 		return o, nil
 	case fieldGroupIdx:
 		if !stored && !removed {
@@ -802,7 +863,7 @@ func (d *decoder) field(p []byte, ev *Event, f fieldID) ([]byte, error) {
 		if !stored {
 			break
 		}
-		return d.optStr(p, ev, &ev.SpecKind, nil, name)
+		return d.optStr(p, ev, &ev.SpecKind, setSpecKind, nil, name)
 	case fieldSlidingWindow:
 		if !stored {
 			break
@@ -812,7 +873,7 @@ func (d *decoder) field(p []byte, ev *Event, f fieldID) ([]byte, error) {
 		if !stored && !removed {
 			break
 		}
-		return d.optStr(p, ev, &ev.Locality, nil, name)
+		return d.optStr(p, ev, &ev.Locality, setLocality, nil, name)
 	}
 	return d.skip(p, ev)
 }
