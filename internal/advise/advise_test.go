@@ -641,3 +641,24 @@ func TestReplayAgainstMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestKVMustClearCheaper documents the rule "over the next cheaper option": round-robin at 50%,
+// session affinity +3 points (not worth deploying on its own), a KV policy +7 over today but
+// only +4 over session affinity: nothing, since each step up (nothing < session affinity < a
+// KV-aware router) must bring 5 points. At +9 (6 over session affinity) the KV router clears
+// both. Worked before running kvcheck; it agreed.
+func TestKVMustClearCheaper(t *testing.T) {
+	for _, c := range []struct {
+		kv   float64
+		want Verdict
+		text string
+	}{
+		{0.57, Nothing, "saves +7.0 points over today's round-robin but only +4.0 points more than session affinity (chash-bounded), and session affinity itself saves +3.0 points: neither clears the 5-point threshold over the cheaper option"},
+		{0.59, KVAwareRouter, "and +6.0 points more than the best session affinity (chash-bounded, +3.0 points)"},
+	} {
+		rec := Decide(Input{Replay: replay(0.5, 10, true, pol("chash-bounded", 0.53, 1.2), pol("kv-load", c.kv, 1.1))}, DefaultThresholds())
+		if rec.Verdict != c.want || !strings.Contains(rec.Reasons[0].Text, c.text) {
+			t.Errorf("kv %.2f: verdict %s, want %s; reason %q lacks %q", c.kv, rec.Verdict, c.want, rec.Reasons[0].Text, c.text)
+		}
+	}
+}
