@@ -662,3 +662,20 @@ func TestKVMustClearCheaper(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmUpWithoutRate: a burst (every request at one instant, Duration 0) whose KV gain (+10
+// points) is warm-up alone (the working set fits, no shared prefix after the warm-up): nothing,
+// and with no rate the reason cannot say how long a run amortises it; it said "the traffic's rate
+// is unknown: the difference holds only for runs shorter than that", with no time to refer to.
+func TestWarmUpWithoutRate(t *testing.T) {
+	r := replay(0.5, 0, false, pol("kv-load", 0.6, 1.1))
+	r.Duration, r.WorkingSetTokens, r.SharedTokens, r.LateSharedTokens = 0, 100_000, 40_000, 0
+	rec := Decide(Input{Replay: r}, DefaultThresholds())
+	if rec.Verdict != Nothing || rec.Reasons[0].Rule != "warm-up-amortises" {
+		t.Fatalf("verdict %s (%s), want nothing (warm-up-amortises)", rec.Verdict, rec.Reasons[0].Rule)
+	}
+	text := rec.Reasons[0].Text
+	if strings.Contains(text, "shorter than that") || !strings.Contains(text, "how long a run amortises it cannot be said") {
+		t.Errorf("reason %q", text)
+	}
+}

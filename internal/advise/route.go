@@ -359,8 +359,12 @@ func (d *decision) holds(rp *Replay, a Amortise) string {
 		rp.SharedTokens, max(rp.Replicas-1, 0), rp.SharedTokens, a.OneOff, hold)
 	switch {
 	case a.WarmupOnly:
-		return fmt.Sprintf("the working set (%d tokens) fits in one replica's KV cache and only %d shared-prefix tokens first arrived after the warm-up, so %s: the difference holds only for runs shorter than that",
-			rp.WorkingSetTokens, rp.LateSharedTokens, oneOff)
+		until := ": the difference holds only for runs shorter than that"
+		if a.Rate <= 0 {
+			until = " (every request arrives at one instant), so how long a run amortises it cannot be said: it is paid once, however long the traffic runs"
+		}
+		return fmt.Sprintf("the working set (%d tokens) fits in one replica's KV cache and only %d shared-prefix tokens first arrived after the warm-up, so %s%s",
+			rp.WorkingSetTokens, rp.LateSharedTokens, oneOff, until)
 	case !a.Fits && rp.KVTokens > 0:
 		return fmt.Sprintf("the difference holds as long as the traffic keeps its shape, however long it runs: the working set is %.1fx one replica's KV cache, so blind routing's misses are evictions that recur, not warm-up",
 			float64(rp.WorkingSetTokens)/float64(rp.KVTokens))
