@@ -76,3 +76,21 @@ func TestNoWinnerFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleSaysNoWinner: the rule assess prints beside the ranking (text and JSON "rule") states
+// the whole rule, the three cases in which no router is named first included, as README does;
+// before, it ended at "name" and a reader saw "No router first" against a rule that always
+// names one.
+func TestRuleSaysNoWinner(t *testing.T) {
+	tr := &sim.Trace{Name: "one", Format: "mooncake", BlockSize: 16, PrefixInfo: true,
+		Requests: []sim.Request{{Arrival: 0, Blocks: blocks(1, 1, 0), InputTokens: 32, OutputTokens: 1}}}
+	rk, err := Run(context.Background(), tr, setup(2, -1), []Candidate{{Policy: "round-robin", Variant: Shipped}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"none is first when", "no ranked row saves a whole point", "all save the same", "the first two tie but for the name"} {
+		if !strings.Contains(rk.Rule, want) {
+			t.Errorf("rule %q does not say %q", rk.Rule, want)
+		}
+	}
+}

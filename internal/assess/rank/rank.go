@@ -37,7 +37,8 @@ import (
 // Rule states the ranking rule in one paragraph, for the text and the JSON.
 const Rule = "not ranked: cannot run on this traffic, a hot spot (load max/mean >= %.1f), an added replica given under half its fair share; " +
 	"the rest by fewest requirements missing, most prefill saved against today after the warm-up (whole points), " +
-	"fewest requirements, shipped before configured before tuned, name"
+	"fewest requirements, shipped before configured before tuned, name; " +
+	"none is first when no ranked row saves a whole point, all save the same, or the first two tie but for the name"
 
 // The variants of one emulation.
 const (
