@@ -28,6 +28,9 @@ type Request struct {
 	// PromptIDs holds a completion prompt given as token ids ("prompt": [1, 2, ...]); vLLM
 	// hashes them as they are, so they need no tokenizer. Nil for a text prompt.
 	PromptIDs []uint32
+	// BatchLeft counts the prompts of a batch ("prompt": [...] of several) after the first,
+	// which is the one read: each is a request of its own to the engine.
+	BatchLeft int
 	// Tools is the compact JSON of the request's tools, empty when none; chat templates print
 	// tools before the conversation, so they are part of the prefix.
 	Tools string
@@ -648,15 +651,15 @@ func (b wireBody) request() (*Request, error) {
 		}
 		var list []string
 		if err := json.Unmarshal(b.Prompt, &list); err == nil && len(list) > 0 {
-			// A batch of prompts: the audit reads the first, as a router would route each.
-			req.Prompt = list[0]
+			// A batch of prompts: the audit reads the first, and counts the rest.
+			req.Prompt, req.BatchLeft = list[0], len(list)-1
 			break
 		}
-		ids, err := promptIDs(b.Prompt)
+		ids, left, err := promptIDs(b.Prompt)
 		if err != nil {
 			return nil, err
 		}
-		req.PromptIDs = ids
+		req.PromptIDs, req.BatchLeft = ids, left
 	default:
 		return nil, errors.New("no messages and no prompt")
 	}
@@ -667,24 +670,24 @@ func (b wireBody) request() (*Request, error) {
 }
 
 // promptIDs reads a prompt of token ids: a list of ids, or a batch of such lists (the first
-// is read, as for a batch of strings).
-func promptIDs(raw json.RawMessage) ([]uint32, error) {
+// is read, as for a batch of strings, and left counts the others).
+func promptIDs(raw json.RawMessage) (ids32 []uint32, left int, err error) {
 	var ids []int64
 	if err := json.Unmarshal(raw, &ids); err != nil {
 		var batch [][]int64
 		if err := json.Unmarshal(raw, &batch); err != nil || len(batch) == 0 {
-			return nil, errors.New("prompt: want a string, a list of strings, or token ids (a list of integers or a list of such lists)")
+			return nil, 0, errors.New("prompt: want a string, a list of strings, or token ids (a list of integers or a list of such lists)")
 		}
-		ids = batch[0]
+		ids, left = batch[0], len(batch)-1
 	}
 	out := make([]uint32, len(ids))
 	for i, id := range ids {
 		if id < 0 || id > 1<<32-1 {
-			return nil, fmt.Errorf("prompt: token id %d at index %d is out of range", id, i)
+			return nil, 0, fmt.Errorf("prompt: token id %d at index %d is out of range", id, i)
 		}
 		out[i] = uint32(id)
 	}
-	return out, nil
+	return out, left, nil
 }
 
 // ephemeral reports whether a cache_control value is an object of type "ephemeral", the only

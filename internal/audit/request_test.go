@@ -46,7 +46,7 @@ func TestRequestReader(t *testing.T) {
 		{
 			name: "completion, list prompt, blank lines",
 			in:   "\n{\"prompt\":\"hello\"}\n\n{\"prompt\":[\"first\",\"second\"]}\n",
-			want: []Request{{Line: 2, Prompt: "hello"}, {Line: 4, Prompt: "first"}},
+			want: []Request{{Line: 2, Prompt: "hello"}, {Line: 4, Prompt: "first", BatchLeft: 1}},
 		},
 		{
 			name:    "export with body object and session",

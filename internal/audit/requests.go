@@ -60,6 +60,9 @@ type Summary struct {
 	Requests, Chat, Completion int64
 	// Short counts requests shorter than one block: nothing of them can be cached.
 	Short int64
+	// Batches counts requests whose prompt was a batch of several, BatchLeft the prompts of
+	// those batches after the first, which were not audited.
+	Batches, BatchLeft int64
 	// Skipped counts unusable lines; LineErrors quotes the first few.
 	Skipped    int64
 	LineErrors []string
@@ -249,6 +252,10 @@ func (s *Summary) Findings(subject string) []Finding {
 			fmt.Sprintf("%d requests carry a cache_control marker on the last message: LiteLLM's prompt_caching pins by the prefix up to the last marker, so these never hit", s.CacheControlLast),
 			"put cache_control on the last message of the shared prefix (the system prompt or the last stable turn), not on the newest message")
 	}
+	if s.Batches > 0 {
+		add(finding.Info, "audit/batch-prompts", fmt.Sprintf("%d requests were batches of prompts (\"prompt\": [...]); the first prompt of each was audited and %d more prompts were not, though the engine runs each as a request of its own and a batch's prompts often share their start: the reuse figures leave them out", s.Batches, s.BatchLeft),
+			"log one request per prompt (as the engine sees them) to audit them all")
+	}
 	if s.Skipped > 0 {
 		add(finding.Warning, "audit/skipped-lines", fmt.Sprintf("%d lines were not usable requests and were skipped (first: %s)", s.Skipped, strings.Join(s.LineErrors, "; ")), "check the log format: one JSON request body or export record per line")
 	}
@@ -437,6 +444,10 @@ func NewAnalysis(blockSize, maxBlocks int, exact bool) *Analysis {
 func (a *Analysis) Add(req *Request, toks Tokens) {
 	s := &a.s
 	s.Requests++
+	if req.BatchLeft > 0 {
+		s.Batches++
+		s.BatchLeft += int64(req.BatchLeft)
+	}
 	if req.Chat {
 		s.Chat++
 	} else {

@@ -798,3 +798,24 @@ func TestRequestLogUTF16(t *testing.T) {
 		t.Errorf("error = %v, want saved as UTF-16", err)
 	}
 }
+
+// TestBatchPrompts: a completion whose prompt is a list is a batch: the engine runs each
+// prompt as a request of its own. The audit reads the first of each batch; the rest are not
+// left out in silence: a finding counts them (3 prompts in two lines, strings and token ids).
+func TestBatchPrompts(t *testing.T) {
+	log := `{"model":"m","prompt":["You are a bot. What is 1+1?","You are a bot. What is 2+2?","You are a bot. What is 3+3?"]}` + "\n" +
+		`{"model":"m","prompt":[[1,2,3],[1,2,4]]}` + "\n" + `{"model":"m","prompt":"one"}` + "\n"
+	sum, err := AuditRequests(context.Background(), strings.NewReader(log), RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	for _, f := range sum.Findings("log") {
+		if f.Code == "audit/batch-prompts" {
+			msg = f.Message
+		}
+	}
+	if !strings.Contains(msg, "2 requests") || !strings.Contains(msg, "3 more prompts") {
+		t.Errorf("batch finding %q, want 2 requests and 3 more prompts", msg)
+	}
+}
