@@ -2,6 +2,7 @@ package assess
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
@@ -12,14 +13,15 @@ import (
 // TestRankNotSimulated: the routers the files set up that get no row reach the ranking, which
 // lists them with where and why.
 func TestRankNotSimulated(t *testing.T) {
-	ns := rank.NotSimulated{Product: rank.ProdStack, Where: "values.yaml:1", Reason: `routingLogic "fancy" is not one production-stack's router knows`}
+	ns := rank.NotSimulated{Product: rank.ProdStack, Where: "values.yaml:1", Reason: `routingLogic "fancy" is not one production-stack's router knows`,
+		Notes: []string{`--kv-aware-threshold "lots" in values.yaml:1 is not a whole number: kvcheck could not read it; fix the value`}}
 	files := &rank.Files{NotSimulated: []rank.NotSimulated{ns}}
 	sh := Shape{Replicas: 2, KVTokens: 16000, ReplicasFrom: advise.ShapeFlag}
 	rk, err := Rank(context.Background(), oneSharedBlock(), sh, Options{Routers: []sim.PolicyInfo{{Name: "round-robin"}}, Thresholds: advise.DefaultThresholds()}, files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rk == nil || len(rk.NotSimulated) != 1 || rk.NotSimulated[0] != ns {
+	if rk == nil || len(rk.NotSimulated) != 1 || !reflect.DeepEqual(rk.NotSimulated[0], ns) {
 		t.Errorf("ranking's routers not simulated: %+v, want [%+v]", rk, ns)
 	}
 }

@@ -76,6 +76,8 @@ type notSimDoc struct {
 	Product      string `json:"product"`
 	ConfiguredIn string `json:"configured_in"`
 	Reason       string `json:"reason"`
+	// Notes name the router's values kvcheck could not read.
+	Notes []string `json:"notes"`
 }
 
 type rankSnippetDoc struct {
@@ -117,7 +119,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 		d.CannotRun = append(d.CannotRun, cannotRunDoc{c.Policy, c.Product, c.Variant, c.Label, c.Reason})
 	}
 	for _, n := range rk.NotSimulated {
-		d.NotSimulated = append(d.NotSimulated, notSimDoc{n.Product, n.Where, n.Reason})
+		d.NotSimulated = append(d.NotSimulated, notSimDoc{n.Product, n.Where, n.Reason, append([]string{}, n.Notes...)})
 	}
 	d.NoWinner = rk.NoWinner
 	d.Why = append(d.Why, rk.Why...)
@@ -243,6 +245,9 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 		t.Line("  configured, not simulated:")
 		for _, n := range rk.NotSimulated {
 			t.Line("    %s (%s): %s", n.Product, n.Where, n.Reason)
+			for _, note := range n.Notes {
+				t.Muted("      %s", note)
+			}
 		}
 	}
 	if s := rk.Snippet; s != nil {

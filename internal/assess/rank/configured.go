@@ -38,7 +38,7 @@ func FilesFrom(paths []string, dep lint.Deployment) *Files {
 		}
 		for _, rc := range configured(r, where) {
 			if rc.Policy == "" {
-				f.NotSimulated = append(f.NotSimulated, NotSimulated{Product: r.Kind, Where: where, Reason: rc.NotSimulated})
+				f.NotSimulated = append(f.NotSimulated, NotSimulated{Product: r.Kind, Where: where, Reason: rc.NotSimulated, Notes: rc.Notes})
 				continue
 			}
 			f.Routers = append(f.Routers, rc)
@@ -56,6 +56,9 @@ type settingsReader struct {
 	// notes say which values could not be read, and that the row keeps the shipped value for
 	// them.
 	notes []string
+	// unread says the same of the values that could not be read, for a router that gets no
+	// row (nothing is simulated with the shipped value there).
+	unread []string
 }
 
 // refuse records a value that is not the kind the setting takes: the row runs with the
@@ -63,6 +66,7 @@ type settingsReader struct {
 func (s *settingsReader) refuse(key, val, want string, shipped any) {
 	s.notes = append(s.notes, fmt.Sprintf("%s %q in %s is not %s: simulated with the shipped %v; fix the value to get these figures for it",
 		key, val, s.where, want, shipped))
+	s.unread = append(s.unread, fmt.Sprintf("%s %q in %s is not %s: kvcheck could not read it; fix the value", key, val, s.where, want))
 }
 
 func (s *settingsReader) note(key, val string) {
@@ -304,7 +308,8 @@ func configured(r lint.RouterFacts, where string) []RouterConfig {
 		rd.int("replicas", &s.LiteLLM.ProxyPods)
 	}
 	if len(policies) == 0 && skip != "" {
-		return []RouterConfig{{Where: where, NotSimulated: skip}}
+		// The values kvcheck could not read stay said on the router's line.
+		return []RouterConfig{{Where: where, NotSimulated: skip, Notes: rd.unread}}
 	}
 	out := make([]RouterConfig, 0, len(policies))
 	for _, p := range policies {
@@ -356,6 +361,7 @@ func dynamoCost(rd *settingsReader, d *sim.DynamoSettings) {
 		rd.float("--router-prefill-load-scale", &d.OverlapWeight)
 		rd.float("--router-kv-overlap-score-credit", &d.OverlapCredit)
 		if ok {
+			rd.unread = append(rd.unread, fmt.Sprintf("--router-kv-overlap-score-weight %q in %s is not a number: kvcheck could not read it; fix the value", legacy, rd.where))
 			rd.notes = append(rd.notes, fmt.Sprintf("--router-kv-overlap-score-weight %q in %s is not a number: simulated with the shipped value, unset, so the prefill load scale %v applies; fix the value to get these figures for it",
 				legacy, rd.where, d.OverlapWeight))
 		}

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,6 +105,34 @@ func TestConfiguredLiteLLMChecksNotEmulated(t *testing.T) {
 			Values: map[string]string{"optional_pre_call_checks": tc.checks, "redis": "false"}}}})
 		if len(f.Routers) != 1 || f.Routers[0].Policy != tc.policy || len(f.Routers[0].Notes) != 1 || !strings.HasPrefix(f.Routers[0].Notes[0], tc.note) {
 			t.Errorf("%s: rows %+v, want one %s row noting %q", tc.checks, f.Routers, tc.policy, tc.note)
+		}
+	}
+}
+
+// A router listed as configured, not simulated keeps the notes on the values kvcheck could not
+// read (a threshold that is not a number, Dynamo's legacy weight that is not one): before, the
+// notes were made and dropped with the row, so an unreadable value went unsaid. A router with
+// no unreadable value has no notes, and nothing says it was simulated with a shipped value.
+func TestNotSimulatedKeepsUnreadNotes(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		vals map[string]string
+		want []string
+	}{
+		{lint.RouterProdStack, map[string]string{"routingLogic": "disaggregated_prefill", "--kv-aware-threshold": "lots"},
+			[]string{`--kv-aware-threshold "lots" in f.yaml:3 is not a whole number: kvcheck could not read it; fix the value`}},
+		{lint.RouterDynamo, map[string]string{"--router-mode": "random", "--router-kv-overlap-score-weight": "heavy", "--router-temperature": "warm"},
+			[]string{`--router-kv-overlap-score-weight "heavy" in f.yaml:3 is not a number: kvcheck could not read it; fix the value`,
+				`--router-temperature "warm" in f.yaml:3 is not a number: kvcheck could not read it; fix the value`}},
+		{lint.RouterDynamo, map[string]string{"--router-mode": "random", "--router-temperature": "0.5"}, nil},
+	} {
+		f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: tc.kind, File: "f.yaml", Line: 3, Values: tc.vals}}})
+		ns := f.NotSimulatedRouters()
+		if len(f.Routers) != 0 || len(ns) != 1 {
+			t.Fatalf("%v: rows %+v, not simulated %+v; want one line", tc.vals, f.Routers, ns)
+		}
+		if !slices.Equal(ns[0].Notes, tc.want) {
+			t.Errorf("%v: notes %q, want %q", tc.vals, ns[0].Notes, tc.want)
 		}
 	}
 }

@@ -35,6 +35,8 @@ type NotSimulated struct {
 	// Product is the router's kind (lint.RouterProdStack, ...); Where its file and line.
 	Product, Where string
 	Reason         string
+	// Notes name the values of the router that kvcheck could not read.
+	Notes []string
 }
 
 // NotSimulatedRouters returns the routers of the files that get no row, with why; nil for no
@@ -69,7 +71,8 @@ type RouterConfig struct {
 	// Changes are the values that differ from the product as shipped, each with where it was
 	// set.
 	Changes []Change
-	// Notes name the values that could not be read (the row keeps the shipped value for them).
+	// Notes name the values that could not be read (the row keeps the shipped value for them;
+	// with NotSimulated, only the values that could not be read).
 	Notes []string
 	// NotSimulated, with Policy "", says why the router gets no row.
 	NotSimulated string
