@@ -614,6 +614,9 @@ func (b wireBody) request() (*Request, error) {
 		req.Headers = headerMap(b.Headers)
 	}
 	switch {
+	case b.Messages != nil && len(*b.Messages) == 0 && (len(b.Prompt) == 0 || string(b.Prompt) == "null"):
+		// The server refuses a chat of no message (400): it never reached the engine.
+		return nil, errors.New("messages: an empty list, which the server refuses")
 	case b.Messages != nil:
 		req.Chat = true
 		msgs := *b.Messages

@@ -145,6 +145,7 @@ func TestRequestReaderBadLines(t *testing.T) {
 		`{"prompt":"` + strings.Repeat("x", 200) + `"}`,
 		`{"prompt":"ok"}`,
 		`[1,2]`,
+		`{"model":"m","messages":[]}`,
 	}, "\n")
 	reqs, errs, _ := readAll(t, in, 100)
 	if len(reqs) != 1 || reqs[0].Prompt != "ok" || reqs[0].Line != 7 {
@@ -158,6 +159,7 @@ func TestRequestReaderBadLines(t *testing.T) {
 		"line 5: prompt: want a string",
 		"line 6: line longer than the limit",
 		"line 8: not a JSON object",
+		"line 9: messages: an empty list, which the server refuses",
 	}
 	if len(errs) != len(wants) {
 		t.Fatalf("errors = %v, want %d", errs, len(wants))
