@@ -413,6 +413,14 @@ func (fl *fileLint) configText() Format {
 			}
 		}
 	}
+	for _, cmd := range cmds {
+		if p := prodStackFrom(cmd.argv); p != nil {
+			fl.checkProdStackCLI(p)
+			if f == "" {
+				f = FormatShellScript
+			}
+		}
+	}
 	if bytes.Contains(src, []byte("PrefixCacheAffinityRouter")) {
 		fl.checkRayText(src)
 		if f == "" {

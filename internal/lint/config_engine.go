@@ -643,6 +643,9 @@ func (d *ydoc) workloads(root *yaml.Node, kind string) bool {
 			if fl.containerGateways(c) {
 				found = true
 			}
+			if fl.containerProdStack(c, replicas) {
+				found = true
+			}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i].Value
@@ -699,6 +702,7 @@ func (d *ydoc) checkCompose(root *yaml.Node) {
 			d.fl.checkEngine(e)
 		}
 		d.fl.containerGateways(c)
+		d.fl.containerProdStack(c, replicas)
 		d.checkAIBrixEnv(readEnv(get(svc, "environment")), s.Content[i])
 	}
 }

@@ -458,7 +458,12 @@ func ProdStackRoutingLogics() []string {
 // the router does not start; a newer release may have added it, so it is a warning naming the
 // logics kvcheck knows (and the nearest, when one or two edits away), not an error.
 func (d *ydoc) unknownRoutingLogic(n *yaml.Node, loc, logic string) {
-	if d.fl.templateValue(logic) {
+	d.fl.unknownRoutingLogic(d.pos(n), loc, logic)
+}
+
+// unknownRoutingLogic reports an unknown routing logic written at at (ydoc.unknownRoutingLogic).
+func (fl *fileLint) unknownRoutingLogic(at pos, loc, logic string) {
+	if fl.templateValue(logic) {
 		return
 	}
 	known := ProdStackRoutingLogics()
@@ -469,7 +474,7 @@ func (d *ydoc) unknownRoutingLogic(n *yaml.Node, loc, logic string) {
 		msg += "; did you mean " + best + "?"
 		hint = "set it to " + best
 	}
-	d.fl.addConfig("production-stack/unknown-routing-logic", d.pos(n), loc, msg, hint)
+	fl.addConfig("production-stack/unknown-routing-logic", at, loc, msg, hint)
 }
 
 // checkPool checks a GAIE InferencePool.
