@@ -1,6 +1,9 @@
 package fleet
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"slices"
+)
 
 // Workload describes the requests one replica receives: a share of them start with one of a few
 // shared prefixes (system prompts, few-shot examples), the rest are unique.
@@ -27,6 +30,14 @@ var DefaultWorkload = Workload{
 	SharedTokens:    512,
 	PrivateTokens:   128,
 	OutputTokens:    32,
+}
+
+// Request is one request of a given traffic (Config.Traffic): the keys of its prompt's full
+// blocks (equal keys are equal content), its prompt length and the tokens it generates.
+type Request struct {
+	Blocks []uint64
+	Prompt int
+	Output int
 }
 
 // maxWaiting bounds the waiting queue of an engine.
@@ -64,6 +75,14 @@ type engine struct {
 	// before PR #25787, about 0.11).
 	preemptedHits bool
 
+	// traffic, when set, replaces wl: the engine serves these requests in order, one at a
+	// time, and goes round again (see Config.Traffic); next is the one to serve, pass counts
+	// the rounds.
+	traffic    []Request
+	next       int
+	pass       uint64
+	noPrefixes bool
+
 	cache   *Cache
 	nextID  uint64
 	waiting []*request
@@ -87,6 +106,15 @@ func newEngine(seed uint64, wl Workload, blockSize, capacity, maxRunning int, pr
 // step runs one scheduler step: arrivals, decode (with preemption under pressure), completion
 // and admission.
 func (e *engine) step() {
+	if e.traffic != nil {
+		// The next request arrives when the last one has finished.
+		if len(e.traffic) > 0 && len(e.waiting) == 0 && len(e.running) == 0 {
+			e.waiting = append(e.waiting, e.trafficRequest())
+		}
+		e.decode()
+		e.admit()
+		return
+	}
 	n := int(e.wl.ArrivalsPerStep)
 	if e.rng.Float64() < e.wl.ArrivalsPerStep-float64(n) {
 		n++
@@ -115,6 +143,31 @@ func (e *engine) newRequest() *request {
 		}
 	}
 	r.prompt = shared + private
+	for range r.prompt/bs - len(r.hashes) {
+		r.hashes = append(r.hashes, e.uniqueHash())
+	}
+	return r
+}
+
+// trafficRequest makes the next request of the given traffic. Each round renames the blocks
+// (the round mixed into every key), so a round finds nothing of its own traffic cached, as the
+// first did: the blocks of the rounds before are never hit again, and being released earlier
+// than any of this round's they are the first evicted, as if the cache had started empty.
+func (e *engine) trafficRequest() *request {
+	t, pass := e.traffic[e.next], e.pass
+	e.next++
+	if e.next == len(e.traffic) {
+		e.next, e.pass = 0, e.pass+1
+	}
+	bs := e.blockSize
+	r := &request{prompt: t.Prompt, output: max(t.Output, 1)}
+	for _, k := range t.Blocks[:min(len(t.Blocks), r.prompt/bs)] {
+		if e.noPrefixes {
+			r.hashes = append(r.hashes, e.uniqueHash())
+			continue
+		}
+		r.hashes = append(r.hashes, mix(pass+1, k))
+	}
 	for range r.prompt/bs - len(r.hashes) {
 		r.hashes = append(r.hashes, e.uniqueHash())
 	}
@@ -230,9 +283,11 @@ func (e *engine) allocate(r *request, h uint64) bool {
 	return true
 }
 
-// release unpins r's blocks; they stay cached for later hits until evicted.
+// release unpins r's blocks, tail first as vLLM frees them, so a prompt's last blocks are
+// evicted before its head, which other requests share; they stay cached for later hits until
+// evicted.
 func (e *engine) release(r *request) {
-	for _, h := range r.blocks {
+	for _, h := range slices.Backward(r.blocks) {
 		e.cache.Unpin(h)
 	}
 	r.blocks = r.blocks[:0]

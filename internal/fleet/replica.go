@@ -33,6 +33,11 @@ type Config struct {
 	PrefixCaching *bool
 	// Workload drives the counters; the zero value means DefaultWorkload.
 	Workload Workload
+	// Traffic, when set, replaces Workload: the replica serves these requests in order, one
+	// at a time (the next arrives when the last has finished), and starts over at the end with
+	// every block renamed, so each round starts as the first did, with none of its blocks
+	// cached. With several engines, engine i serves requests i, i+Engines, ...
+	Traffic []Request
 	// WarmupSteps are run before the replica serves, so counters start non-zero.
 	WarmupSteps int
 	// Seed makes the workload deterministic; replicas with equal seeds behave identically.
@@ -105,8 +110,26 @@ func newReplica(c Config) (*Replica, error) {
 	if !r.cachingOn {
 		wl.SharedFraction = 0
 	}
+	for i, t := range c.Traffic {
+		if t.Prompt < 1 || t.Output < 0 {
+			return nil, fmt.Errorf("replica %s: traffic request %d: prompt %d tokens, output %d: want a prompt of 1 token or more and no negative output", c.Name, i, t.Prompt, t.Output)
+		}
+		// Its prompt blocks, the partial one and its output's must fit, or it would wait for
+		// room forever.
+		if need := (t.Prompt+max(t.Output, 1))/c.BlockSize + 2; need > c.KVBlocks {
+			return nil, fmt.Errorf("replica %s: traffic request %d needs %d blocks of %d tokens (%d prompt tokens, %d output), more than the %d blocks of KV cache", c.Name, i, need, c.BlockSize, t.Prompt, t.Output, c.KVBlocks)
+		}
+	}
 	for i := range c.Engines {
-		r.engines = append(r.engines, newEngine(c.Seed*1000+uint64(i), wl, c.BlockSize, c.KVBlocks, c.MaxRunning, v.less(version{0, 11, 0})))
+		e := newEngine(c.Seed*1000+uint64(i), wl, c.BlockSize, c.KVBlocks, c.MaxRunning, v.less(version{0, 11, 0}))
+		if c.Traffic != nil {
+			e.traffic = []Request{} // an engine with no share of the traffic stays idle
+		}
+		for k := i; k < len(c.Traffic); k += c.Engines {
+			e.traffic = append(e.traffic, c.Traffic[k])
+		}
+		e.noPrefixes = !r.cachingOn
+		r.engines = append(r.engines, e)
 	}
 	r.Step(c.WarmupSteps)
 	r.mux.HandleFunc("GET /metrics", r.serveMetrics)
