@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvcheck/kvcheck/internal/fleet"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
@@ -140,21 +139,21 @@ func TestCheckWindow(t *testing.T) {
 	}
 }
 
-// TestAssessTargets runs what kvcheck demo's assess section runs against four emulated
-// replicas: the intro, then a KV-aware router (the 32 tenants' prompts do not fit in one).
+// TestAssessTargets runs what kvcheck demo's assess section runs against its four emulated
+// replicas (StartAssessFleet, serving the trace): the intro, then a KV-aware router (the 32
+// tenants' prompts do not fit in one), with no reason against it from metrics that disagree
+// with the replay of today's routing.
 func TestAssessTargets(t *testing.T) {
-	f, err := fleet.New(fleet.Options{Replicas: fleet.Uniform(4, fleet.Config{WarmupSteps: 500}), Tick: 5 * time.Millisecond, StepsPerTick: 5})
+	tr := AssessTrace()
+	f, err := StartAssessFleet(tr)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	res, err := AssessTargets(ctx, report.NewStatus(&errOut), report.NewText(&out, false), f.Targets())
+	res, err := AssessTargets(ctx, report.NewStatus(&errOut), report.NewText(&out, false), f.Targets(), tr)
 	if err == nil {
 		err = report.Write(&out, report.FormatText, res, report.Options{})
 	}
@@ -168,6 +167,9 @@ func TestAssessTargets(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
+	if strings.Contains(out.String(), "not the one the metrics measured") {
+		t.Errorf("the demo's metrics disagree with the replay of its own trace:\n%s", out.String())
+	}
 	// A router that reads the text is among the rows shown, and none is said to need it.
 	text := false
 	for _, p := range []string{"prodstack-prefixaware", "sglang-cache-aware", "ray-prefix-affinity", "litellm-"} {
@@ -176,7 +178,7 @@ func TestAssessTargets(t *testing.T) {
 	if !text || strings.Contains(out.String(), "holds only block hashes") {
 		t.Errorf("demo ranking shows no router that reads the text, or says one cannot run:\n%s", out.String())
 	}
-	if _, err := AssessTargets(ctx, report.NewStatus(&errOut), nil, nil); err == nil {
+	if _, err := AssessTargets(ctx, report.NewStatus(&errOut), nil, nil, tr); err == nil {
 		t.Error("no targets: no error")
 	}
 }

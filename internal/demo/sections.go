@@ -149,10 +149,14 @@ func Simulate(e Env) (*Section, error) {
 	}, nil
 }
 
-// StartAssessFleet starts the assess section's fleet on loopback: four alike replicas at the
-// hitrate section's pace.
-func StartAssessFleet() (*fleet.Fleet, error) {
-	return startFleet(hitrateFleetOptions(fleet.Uniform(4, fleet.Config{Seed: 1, WarmupSteps: 2000})))
+// StartAssessFleet starts the assess section's fleet on loopback: AssessReplicas replicas
+// serving tr as round-robin sends it (AssessFleet).
+func StartAssessFleet(tr *sim.Trace) (*fleet.Fleet, error) {
+	o, err := AssessFleet(tr, AssessReplicas)
+	if err != nil {
+		return nil, err
+	}
+	return startFleet(o)
 }
 
 // AssessSection ends the walkthrough with the recommendation: kvcheck assess --demo starts
