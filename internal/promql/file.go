@@ -101,6 +101,10 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 		if dt <= 0 {
 			return in, ErrNeedWindow
 		}
+		if sameFile(paths[0], paths[1]) {
+			// Every counter would be unchanged, which reads as a fleet of idle replicas.
+			return in, fmt.Errorf("%s and %s are the same file: give two dumps of the replicas saved a window apart (or one dump, for lifetime totals)", paths[0], paths[1])
+		}
 		if ca, cb, shared := counterOverlap(a, b); shared == 0 && ca+cb > 0 {
 			// Without this check the first dump's replicas vanish and the second's show gauges
 			// only, which reads like a fleet of idle replicas.
@@ -165,4 +169,11 @@ func dumpCarriesBy(d Dump, by []string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: --by %s: no vLLM series carries these labels; see the labels on its vllm: lines, or leave --by out (pod, else instance)", d.Source, strings.Join(by, ","))
+}
+
+// sameFile reports whether two paths name one file (a path given twice, or a link to it).
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

@@ -3,6 +3,7 @@ package promql
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,6 +95,7 @@ func TestDumpErrors(t *testing.T) {
 		{"no timestamps no window", []string{fixture("caching-off.prom"), fixture("caching-off.prom")}, 0, "", ErrNeedWindow},
 		{"reversed", []string{fixture("after.prom"), fixture("before.prom")}, 0, "is not later than", nil},
 		{"three", []string{"a", "b", "c"}, 0, "not 3", nil},
+		{"the same file twice", []string{fixture("caching-off.prom"), filepath.Join("..", "..", "testdata", "hitrate", ".", "caching-off.prom")}, time.Minute, "are the same file", nil},
 		{"different replicas", []string{fixture("before.prom"), fixture("caching-off.prom")}, time.Minute, "share no vllm: counter series", nil},
 	}
 	for _, tt := range tests {
@@ -113,7 +115,15 @@ func TestDumpErrors(t *testing.T) {
 }
 
 func TestTwoDumpsWithWindow(t *testing.T) {
-	in, err := FromDumps(context.Background(), []string{fixture("caching-off.prom"), fixture("caching-off.prom")}, time.Minute, nil)
+	b, err := os.ReadFile(fixture("caching-off.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := filepath.Join(t.TempDir(), "caching-off.prom") // a second dump with the same values
+	if err := os.WriteFile(later, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := FromDumps(context.Background(), []string{fixture("caching-off.prom"), later}, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
