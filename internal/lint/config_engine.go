@@ -41,6 +41,9 @@ type engine struct {
 	flaggedOff bool
 	decode     bool // a disaggregated decode worker
 	kv         *kvEvents
+	// uses are the flags of its command line in order, as vLLM's parser reads them, for the
+	// repetitions it keeps silently; none for a production-stack modelSpec.
+	uses []flagUse
 }
 
 // kvEvents is a parsed --kv-events-config.
@@ -155,10 +158,16 @@ func engineFrom(file string, argv []token, at pos, imageArgs bool) *engine {
 			e.dottedKV(field, v, t.at)
 			continue
 		}
-		if !hasVal && valueFlags[name] && i+1 < len(argv) {
-			val = argv[i+1].text
-			i++
+		u := flagUse{dest: vllmDest(name), name: token{text: name, at: t.at}, val: token{text: val, at: t.at}, hasVal: hasVal}
+		if !hasVal && i+1 < len(argv) && (valueFlags[name] || !strings.HasPrefix(argv[i+1].text, "-")) {
+			// The value word; a switch followed by a word keeps it to show, not to read.
+			u.val, u.hasVal = argv[i+1], true
+			if valueFlags[name] {
+				val = argv[i+1].text
+				i++
+			}
 		}
+		e.uses = append(e.uses, u)
 		e.flags[name] = token{text: val, at: t.at}
 	}
 	if t, ok := e.flags["--model"]; ok && e.model == "" {
@@ -713,6 +722,10 @@ func (fl *fileLint) checkEngine(e *engine) {
 	where := e.name
 	if where == "" {
 		where = "vllm"
+	}
+	fl.duplicateFlags(e.uses, "vLLM", where, vllmAppendFlags)
+	for _, u := range e.uses {
+		fl.duplicateJSONKeys(u, "vLLM", where)
 	}
 	if f := fl.l.cat.Family(catalog.VLLM); f != nil && f.Newest.Less(e.version) {
 		at := e.imageAt

@@ -77,6 +77,12 @@ func (p *prodStackCLI) last(name string) (cliFlag, bool) {
 // rules that read the chart (its schema's enum, lmcacheConfig beside the router) do not apply.
 func (fl *fileLint) checkProdStackCLI(p *prodStackCLI) {
 	loc := "vllm_router command line"
+	// vllm_router's parser is plain argparse: no flag of it appends, none has a --no- twin.
+	var uses []flagUse
+	for _, f := range p.flags {
+		uses = append(uses, flagUse{dest: f.name.text, name: f.name, val: f.val, hasVal: f.hasVal})
+	}
+	fl.duplicateFlags(uses, "vllm_router", loc, nil)
 	lf, set := p.last("--routing-logic")
 	logic, at := lf.val.text, lf.val.at
 	if set && !lf.hasVal {

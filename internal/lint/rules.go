@@ -254,6 +254,13 @@ var rules = []Rule{
 		"an environment variable set twice in one env list (a container's env, a Dynamo component's envs; PYTHONHASHSEED, DYN_ROUTER_MODE, LMCACHE_*): the container gets the last, the API server warns it hides the earlier one, and kubectl apply's merge by name may drop one",
 		"Kubernetes pod warnings (hides previous definition); the kubelet keeps the last", "pkg/api/pod/warnings.go; kubelet makeEnvironmentVariables"},
 
+	{"cli/duplicate-flag", "", "command line", finding.Warning,
+		"a flag given more than once on a vLLM server's or production-stack vllm_router's command line, or both spellings of one vLLM switch (--enable-prefix-caching and --no-enable-prefix-caching): argparse keeps the last silently (--middleware and vLLM's other append flags are left out)",
+		"vLLM's FlexibleArgumentParser (logs \"Found duplicate keys\"); vllm_router @a6c01db", "Python argparse (store, BooleanOptionalAction); vllm/utils/argparse_utils.py; src/vllm_router/parsers/parser.py"},
+	{"json/duplicate-key", "", "command line", finding.Warning,
+		"a key written more than once in one object of a flag's JSON value (--kv-events-config, --kv-transfer-config): Python's json and vLLM's pydantic reader keep the last silently",
+		"Python json, pydantic v2", "json.loads (dict keeps the last); vllm/engine/arg_utils.py parse_dataclass (TypeAdapter.validate_json)"},
+
 	// Gateway API Inference Extension.
 	{"gaie/fail-open", "GI-01", "GAIE", finding.Info,
 		"endpointPickerRef.failureMode FailOpen: while the EPP is down the gateway picks any endpoint and prefix routing is bypassed silently",
