@@ -1,18 +1,24 @@
 package events
 
-import "math/bits"
+import (
+	"math/bits"
+	"math/rand/v2"
+)
 
 // table is a hash table of uint64 keys for the collector's block indexes: open addressing with
 // linear probing in a power-of-two array of slots that hold their key and value inline. A
 // lookup is a multiply, one slot read (usually one cache line) and a short forward scan; Go's
 // map, for the same lookup, hashes the key, walks its directory, matches a control word and
-// then reads the slot. The key 0 marks an empty slot, so a key 0 is held apart. The table grows
+// then reads the slot. Keys are mixed with a random seed per table before they pick a slot:
+// engine hashes come from the publisher, and with a fixed mix a hostile one could send
+// hashes that all want one slot, making every probe a walk over all of them. The key 0 marks an empty slot, so a key 0 is held apart. The table grows
 // (doubling) when it would be more than three quarters full and never shrinks; deleting shifts
 // later keys of the probe run back, so no tombstones slow later lookups.
 type table[V any] struct {
 	slots   []tableSlot[V]
-	shift   uint8 // 64 - log2(len(slots)): a key's home slot is the top bits of key*phi
-	n       int   // keys held, the key 0 included
+	seed    uint64 // random, set with the first array
+	shift   uint8  // 64 - log2(len(slots)): a key's home slot is the top bits of its mix
+	n       int    // keys held, the key 0 included
 	hasZero bool
 	zero    V
 }
@@ -45,13 +51,19 @@ func newTable[V any](n int) table[V] {
 }
 
 func (t *table[V]) alloc(slots int) {
+	if t.seed == 0 {
+		t.seed = rand.Uint64() | 1
+	}
 	t.slots = make([]tableSlot[V], slots)
 	t.shift = uint8(64 - bits.TrailingZeros(uint(slots)))
 }
 
-// home is k's first slot: Fibonacci hashing, so sequential keys (engine hashes can be small
-// integers) spread over the array.
-func (t *table[V]) home(k uint64) uint64 { return (k * 0x9e3779b97f4a7c15) >> t.shift }
+// home is k's first slot: k and the table's seed folded through a 64x64->128-bit multiply (as
+// contentKey mixes), so that sequential keys (engine hashes can be small integers) spread over
+// the array and which keys share a slot cannot be chosen without the seed.
+func (t *table[V]) home(k uint64) uint64 {
+	return fold(k^t.seed, (t.seed^0x9e3779b97f4a7c15)|1) >> t.shift
+}
 
 // find returns a pointer to k's value, or nil when k is not held. The pointer is valid until
 // the next put or del.

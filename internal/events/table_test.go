@@ -87,21 +87,12 @@ func (c *tableCheck) all() {
 // deletes shift keys across the end of the array.
 func TestTableVsMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	// Keys whose home slot is the last of a 64-slot array: one run that wraps around.
-	var same []uint64
-	probe := table[uint64]{}
-	probe.alloc(tableMinSlots)
-	for len(same) < 40 {
-		if k := rng.Uint64(); probe.home(k) == tableMinSlots-1 {
-			same = append(same, k)
-		}
-	}
-	keys := map[string]func() uint64{
-		"random":     rng.Uint64,
-		"sequential": func() uint64 { return rng.Uint64N(3000) },
-		"zero":       func() uint64 { return rng.Uint64N(3) },
-		"same-home":  func() uint64 { return same[rng.IntN(len(same))] },
-		"same-home-and-others": func() uint64 {
+	keys := map[string]func(same []uint64) uint64{
+		"random":     func([]uint64) uint64 { return rng.Uint64() },
+		"sequential": func([]uint64) uint64 { return rng.Uint64N(3000) },
+		"zero":       func([]uint64) uint64 { return rng.Uint64N(3) },
+		"same-home":  func(same []uint64) uint64 { return same[rng.IntN(len(same))] },
+		"same-home-and-others": func(same []uint64) uint64 {
 			if rng.IntN(2) == 0 {
 				return same[rng.IntN(len(same))]
 			}
@@ -111,8 +102,17 @@ func TestTableVsMap(t *testing.T) {
 	for name, key := range keys {
 		t.Run(name, func(t *testing.T) {
 			c := newTableCheck(t)
+			// Keys whose home slot is the last of the table's first array (its seed is
+			// random): one run that wraps around.
+			c.tab.alloc(tableMinSlots)
+			var same []uint64
+			for len(same) < 40 {
+				if k := rng.Uint64(); c.tab.home(k) == tableMinSlots-1 {
+					same = append(same, k)
+				}
+			}
 			for i := range 200000 {
-				c.op(byte(rng.IntN(7)), key(), rng.Uint64())
+				c.op(byte(rng.IntN(7)), key(same), rng.Uint64())
 				if i%997 == 0 {
 					c.all()
 				}
@@ -121,6 +121,48 @@ func TestTableVsMap(t *testing.T) {
 			c.op(7, 0, 0) // reset
 			c.all()
 		})
+	}
+}
+
+// TestTableHostileKeys: keys chosen so that a fixed multiplicative mix (Fibonacci hashing, the
+// obvious choice) sends them all to one slot, as a hostile publisher could choose its block
+// hashes, spread over a table whose mix is seeded: no probe walks far.
+func TestTableHostileKeys(t *testing.T) {
+	// The inverse of phi modulo 2^64, by Newton's iteration (each step doubles the bits).
+	phi := uint64(0x9e3779b97f4a7c15)
+	phiInv := phi
+	for range 6 {
+		phiInv *= 2 - phi*phiInv
+	}
+	if phi*phiInv != 1 {
+		t.Fatal("phiInv is not the inverse")
+	}
+	var tab table[uint64]
+	const n = 20000
+	for i := range uint64(n) {
+		// k*phi = 0x5a5a<<48 | i: the same top 48 bits for every key.
+		k := (0x5a5a<<48 | i) * phiInv
+		p, _ := tab.put(k)
+		*p = i
+	}
+	longest := 0
+	mask := uint64(len(tab.slots) - 1)
+	for i, s := range tab.slots {
+		if s.key == 0 {
+			continue
+		}
+		if d := int((uint64(i) - tab.home(s.key)) & mask); d > longest {
+			longest = d
+		}
+	}
+	// Unseeded, every key would share a home and the last would sit n-1 slots from it.
+	if longest > 500 {
+		t.Errorf("a key sits %d slots past its home among %d chosen keys, want a short probe", longest, n)
+	}
+	for i := range uint64(n) {
+		if p := tab.find((0x5a5a<<48 | i) * phiInv); p == nil || *p != i {
+			t.Fatalf("key %d lost", i)
+		}
 	}
 }
 
