@@ -31,6 +31,8 @@ type site struct {
 	embedded string
 	srcStart int  // byte offset in the file where the value's source begins
 	raw      bool // the value's bytes appear verbatim at srcStart
+	// record marks the expr of a recording rule: a counter copied as it is stays a counter.
+	record bool
 }
 
 // fileLint is the state of linting one file.
@@ -694,7 +696,9 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 			case key == "expr" || key == "seriesQuery" ||
 				(key == "query" && (c.promKind || c.kind == "ScaledObject" || c.kind == "ScaledJob")):
 				if strings.TrimSpace(v.Value) != "" {
-					fl.checkPromQL(fl.yamlSite(v, p, c), v.Value, 0, kindPromQL)
+					st := fl.yamlSite(v, p, c)
+					st.record = key == "expr" && mapText(n, "record") != ""
+					fl.checkPromQL(st, v.Value, 0, kindPromQL)
 				}
 				continue
 			case key == "metricsQuery":

@@ -329,12 +329,17 @@ func (l *Linter) Finish(results []FileResult) []FileResult {
 }
 
 // ForgetRecorded drops "unknown" findings about vllm: names that a recording rule among
-// the results defines: those series are the user's own, not vLLM's.
+// the results defines: those series are the user's own, not vLLM's. A retired name that a
+// recording rule records (a compatibility rule that keeps old dashboards working after the
+// upgrade) still returns series: its findings become info notes naming the rule, and stay
+// fixable, since the rewrite makes the rule unneeded.
 func ForgetRecorded(results []FileResult) []FileResult {
-	recorded := map[string]bool{}
+	recorded := map[string]string{} // name -> the file whose rule records it
 	for _, r := range results {
 		for _, n := range r.Records {
-			recorded[n] = true
+			if _, ok := recorded[n]; !ok {
+				recorded[n] = r.Path
+			}
 		}
 	}
 	if len(recorded) == 0 {
@@ -343,8 +348,13 @@ func ForgetRecorded(results []FileResult) []FileResult {
 	for i := range results {
 		kept := results[i].Findings[:0]
 		for _, f := range results[i].Findings {
-			if f.Status == StatusUnknown && recorded[f.Metric] {
+			file, ok := recorded[f.Metric]
+			switch {
+			case ok && f.Status == StatusUnknown:
 				continue
+			case ok && (f.Status == StatusRemoved || f.Status == StatusHidden || f.Status == StatusDeprecated):
+				f.Severity = finding.Info
+				f.Message += fmt.Sprintf("; the recording rule record %q in %s produces it, so this query keeps returning series while that rule runs", f.Metric, file)
 			}
 			kept = append(kept, f)
 		}

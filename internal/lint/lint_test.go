@@ -781,3 +781,44 @@ func TestEmptyNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatibilityRecordingRule: a migration keeps old dashboards alive with recording rules
+// that record the old names from the new ones. Linted in the same run, a dashboard query on
+// vllm:gpu_cache_usage_perc still returns series, so it is no error "removed in vLLM 0.12.0"
+// but an info note naming the rule (still fixable: the rewrite makes the rule unneeded). The
+// rule copying a counter as it is keeps a counter, which rate() then reads: no
+// counter-without-rate on it, while a sum of counters recorded as it is still gets one.
+func TestCompatibilityRecordingRule(t *testing.T) {
+	dir := t.TempDir()
+	rules := "groups:\n  - name: compat\n    rules:\n" +
+		"      - record: vllm:gpu_cache_usage_perc\n        expr: vllm:kv_cache_usage_perc\n" +
+		"      - record: vllm:gpu_prefix_cache_hits_total\n        expr: (vllm:prefix_cache_hits_total)\n" +
+		"      - record: job:hits:sum\n        expr: sum(vllm:prefix_cache_queries_total)\n"
+	dash := `{"panels":[{"title":"T","targets":[{"expr":"avg(vllm:gpu_cache_usage_perc)","refId":"A"},{"expr":"vllm:num_requests_swapped","refId":"B"}]}]}`
+	for name, body := range map[string]string{"rules.yaml": rules, "d.json": dash} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results, err := newLinter(t, "").Paths(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		for _, f := range r.Findings {
+			got = append(got, fmt.Sprintf("%s %s %s %s fixable=%v", filepath.Base(r.Path), f.Severity, f.Code, f.Metric, f.Fixable()))
+			if f.Metric == "vllm:gpu_cache_usage_perc" && !strings.Contains(f.Message, `record "vllm:gpu_cache_usage_perc" in `) {
+				t.Errorf("note %q does not name the recording rule", f.Message)
+			}
+		}
+	}
+	want := []string{
+		"d.json info metric-removed vllm:gpu_cache_usage_perc fixable=true",
+		"d.json error metric-removed vllm:num_requests_swapped fixable=false",
+		"rules.yaml warning counter-without-rate vllm:prefix_cache_queries_total fixable=false",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}

@@ -103,6 +103,11 @@ func (fl *fileLint) checkRawCounter(s *site, vs *parser.VectorSelector, path []p
 		// panel; histogram_quantile's misuse of them is checked on its own.
 		return
 	}
+	if s.record && !slices.ContainsFunc(path, func(n parser.Node) bool { _, paren := n.(*parser.ParenExpr); return !paren }) {
+		// A recording rule that copies a counter as it is records a counter: rate() reads
+		// the recorded series as it would the original (a compatibility rule for an old name).
+		return
+	}
 	inRatio := false
 	for i := len(path) - 1; i >= 0; i-- {
 		switch p := path[i].(type) {
