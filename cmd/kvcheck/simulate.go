@@ -43,6 +43,12 @@ Traces (give one source):
 Comma-separated --replicas and --kv-blocks run a sweep, one simulation per core, with progress
 and an ETA on stderr when it is a terminal.
 
+Hot spot (a warning; never Best): ` + fmt.Sprintf(`load max/mean >= %.1f, above the evenest spread the
+requests allow, with at least %.0f%% of the busiest replica's requests waiting in the model
+(prefill engine busy, requests queued ahead, or every running slot taken).`, sim.HotSpotRatio, 100/sim.HotSpotRatio) + ` An imbalance that
+makes no request wait (one long conversation on one replica at light load) is no hot spot,
+only an idle-imbalance note; with made-up arrival times (--rate) the imbalance alone decides.
+
 Memory: the trace is held in memory, about 12 bytes per block reference and 88 per request
 (every source refuses more than --max-block-refs references, default 64 Mi, about 770 MB, and
 more than --max-trace-requests requests, default 4 Mi, 352 MB; the error names the limit and

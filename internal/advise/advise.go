@@ -64,8 +64,8 @@ type Thresholds struct {
 	// router). A breaker that costs at least this much is fixed first; metrics alone decide
 	// nothing unless the fleet's hit rate is within MinGain of 100%.
 	MinGain float64
-	// HotSpot is the load max/mean at which a policy makes a hot spot (sim.HotSpotRatio): it
-	// is never recommended, whatever the modelled TTFT.
+	// HotSpot is the load max/mean from which a policy can make a hot spot (sim.HotSpotRatio;
+	// the rule is sim.Load.HotSpot): a hot spot is never recommended, whatever its hits.
 	HotSpot float64
 	// MinRequests is the traffic, in requests, below which a replay cannot give high
 	// confidence.
@@ -99,7 +99,10 @@ func DefaultThresholds() Thresholds {
 func (th Thresholds) Describe() string {
 	return fmt.Sprintf(`  min gain        %.0f points of all prompt tokens (after warm-up) over today's routing, and
                   over the next cheaper option (--min-gain)
-  hot spot        load max/mean >= %.1f: never recommended, whatever the modelled TTFT
+  hot spot        load max/mean >= %.1f, above the evenest spread the requests allow, with (when
+                  the arrival times are the traffic's own) at least %.0f%% of the busiest
+                  replica's requests waiting in the service model: never recommended. One long
+                  conversation on one replica at light load never waits: no hot spot
   metrics alone   decide nothing unless the fleet hit rate is >= %.0f%% (100%% - min gain)
   traffic         a replay decides from %d requests after the warm-up, metrics alone from as
                   many in their window (more than 1/min gain: with fewer, one request weighs
@@ -109,7 +112,7 @@ func (th Thresholds) Describe() string {
   thrashing       >= %.0f preemptions per 1k requests or KV cache >= %.0f%% full (warning from
                   %.0f and %.0f%%)
   duplicated      >= %.0f%% of stored tokens prefilled again elsewhere (tap)
-`, th.MinGain*100, th.HotSpot, (1-th.MinGain)*100, th.MinSteadyRequests(), th.MinRequests, th.ThrashPreemptionsPer1k, th.ThrashKVUsage*100,
+`, th.MinGain*100, th.HotSpot, 100/th.HotSpot, (1-th.MinGain)*100, th.MinSteadyRequests(), th.MinRequests, th.ThrashPreemptionsPer1k, th.ThrashKVUsage*100,
 		th.WarnPreemptionsPer1k, th.WarnKVUsage*100, th.DuplicatePrefill*100)
 }
 
@@ -198,7 +201,7 @@ func Decide(in Input, th Thresholds) Recommendation {
 		}
 	}
 	d.nextSteps(route)
-	d.rec.Advice = configAdvice(advice(route, in, th.HotSpot), in.Config)
+	d.rec.Advice = configAdvice(advice(route, in), in.Config)
 	return d.rec
 }
 

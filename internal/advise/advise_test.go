@@ -516,7 +516,7 @@ func TestNothingSaysWhy(t *testing.T) {
 			rp: func() *Replay {
 				r := replay(0.799, 0, false, pol("kv-llmd", 0.203, 1.0))
 				r.WorkingSetTokens = 160_000
-				r.Today, r.Policies[0].Name, r.Policies[0].Family, r.Policies[0].LoadMaxOverMean = "approx-prefix", "approx-prefix", FamilyKV, 2.25
+				r.Today, r.Policies[0].Name, r.Policies[0].Family, r.Policies[0].LoadMaxOverMean, r.Policies[0].HotSpot = "approx-prefix", "approx-prefix", FamilyKV, 2.25, true
 				return r
 			}(),
 			conf:    Medium,

@@ -211,7 +211,7 @@ func (s *Replay) best(f Family, today string) *Policy {
 func (s *Replay) hotSpots() []string {
 	var out []string
 	for _, p := range s.Policies {
-		if p.HotSpot {
+		if p.HotSpot && p.Name != s.Today {
 			out = append(out, p.Name)
 		}
 	}

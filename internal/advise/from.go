@@ -160,7 +160,7 @@ func FromReplay(rep sim.Report, sh ReplayShape) *Replay {
 			s.PromptTokens, s.SteadyTokens = r.InputTokens, r.SteadyInputTokens
 		}
 		p := Policy{Name: r.Policy, Family: PolicyFamily(r.Policy), LoadMaxOverMean: r.LoadMaxOverMean, TTFTP99: r.TTFTP99,
-			HotSpot: r.Policy != sh.Today && r.LoadMaxOverMean >= sh.HotSpot}
+			HotSpot: sim.LoadOf(r, t).HotSpot(sh.HotSpot)}
 		if r.InputTokens > 0 {
 			p.HitRate = float64(r.HitTokens) / float64(r.InputTokens)
 		}

@@ -72,14 +72,18 @@ func TestFromTap(t *testing.T) {
 }
 
 // TestFromReplay runs the real simulator on a small trace where every conversation repeats
-// a shared first block, and checks the families and the hot spot come through.
+// a shared first block, and checks the families and the hot spot come through. The replicas
+// run 4 requests at once: a request a replica every 2 s under round-robin, each holding its
+// slot 4 s, keeps 2 running and none waits; the policies that pile all 60 on one replica (a
+// request every 0.5 s) fill its 4 slots by the fifth, and nearly every later one waits: hot
+// spots.
 func TestFromReplay(t *testing.T) {
 	tr := &sim.Trace{Name: "tiny", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
 	for i := range 60 {
 		tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i) * 0.5, Blocks: []uint64{1, 2, uint64(100 + i)}, InputTokens: 48, OutputTokens: 200, N: 1})
 	}
 	sw := sim.Sweep{Replicas: []int{4}, KVBlocks: []int{64}, Policies: []string{"round-robin", "session", "kv-longest", "kv-load"},
-		Base: sim.Config{Model: sim.DefaultModel(), Seed: 1, AddReplicaAt: -1, Siblings: 1, Params: sim.DefaultParams()}}
+		Base: sim.Config{Model: sim.Model{PrefillPerToken: 100e-6, DecodePerToken: 20e-3, MaxRunning: 4}, Seed: 1, AddReplicaAt: -1, Siblings: 1, Params: sim.DefaultParams()}}
 	res, err := sim.Run(context.Background(), tr, sw, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -199,7 +199,8 @@ type Policy struct {
 	HitRate, SteadyHitRate float64
 	LoadMaxOverMean        float64
 	TTFTP99                float64
-	// HotSpot: load max/mean at or above the hot-spot threshold (sim.HotSpotRatio).
+	// HotSpot: the replay makes a hot spot (sim.Load.HotSpot at Thresholds.HotSpot); set for
+	// today's routing too, which is never an option but may be a reason against keeping it.
 	HotSpot bool
 }
 

@@ -79,7 +79,7 @@ func (d *decision) nextSteps(route Verdict) {
 }
 
 // advice names the traps of the routers that would implement the verdict (SPEC §6).
-func advice(route Verdict, in Input, hotSpot float64) []string {
+func advice(route Verdict, in Input) []string {
 	out := []string{}
 	switch route {
 	case KVAwareRouter:
@@ -102,7 +102,7 @@ func advice(route Verdict, in Input, hotSpot float64) []string {
 		)
 	case Nothing:
 		if rp := in.Replay; rp != nil && PolicyFamily(rp.Today) != FamilyBalance {
-			if t := rp.policy(rp.Today); t != nil && t.LoadMaxOverMean >= hotSpot {
+			if t := rp.policy(rp.Today); t != nil && t.HotSpot {
 				out = append(out, fmt.Sprintf("today's routing (%s) keeps the reuse but makes a hot spot (load max/mean %.2f): keep it while the busiest replica keeps up (watch its queue and TTFT), and give its scorer a load term (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load) before traffic grows", rp.Today, t.LoadMaxOverMean))
 				break
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // routing is what one replay (or the metrics alone) says about routing: the verdict, the
@@ -118,7 +120,7 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 		v = Nothing
 		var best *Policy
 		switch {
-		case kv != nil && (sess == nil || kg >= sg):
+		case kv != nil && (sess == nil || kg > sg): // a tie names the cheaper option
 			best = kv
 		case sess != nil:
 			best = sess
@@ -166,11 +168,11 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 		// Today's routing is never flagged a hot spot among the options (it is what runs), but
 		// a verdict that keeps it must say so.
 		rs = append(rs, Reason{Rule: "today-hot-spot", Verdict: v, Strength: Medium, Against: true, Evidence: ev("policy." + today.Name),
-			Text: fmt.Sprintf("today's %s itself puts load max/mean %.2f on one replica, at or above the %.1f hot-spot line: its hit rate is bought with one replica's queue (TTFT p99 %.2fs), and the options are compared against a routing that would never be recommended", today.Name, today.LoadMaxOverMean, th.HotSpot, today.TTFTP99)})
+			Text: fmt.Sprintf("today's %s itself puts load max/mean %.2f on one replica, at or above the %.1f hot-spot line: its busiest replica is busy enough for requests to wait there (a hot spot: %s), its hit rate is bought with that replica's queue (TTFT p99 %.2fs), and the options are compared against a routing that would never be recommended", today.Name, today.LoadMaxOverMean, th.HotSpot, sim.HotSpotRule(th.HotSpot), today.TTFTP99)})
 	}
 	if hs := rp.hotSpots(); len(hs) > 0 {
 		rs = append(rs, Reason{Rule: "hot-spots", Verdict: v, Strength: Low, Evidence: ev("hot_spots"),
-			Text: fmt.Sprintf("%s put load max/mean at or above %.1f on one replica: a hot spot is never an option, whatever its hits or the modelled TTFT", strings.Join(hs, ", "), th.HotSpot)})
+			Text: fmt.Sprintf("hot spots, never an option whatever their hits: %s (%s)", strings.Join(hs, ", "), sim.HotSpotRule(th.HotSpot))})
 	}
 	if rp.Overloaded {
 		rs = append(rs, Reason{Rule: "overloaded", Verdict: v, Strength: Medium, Against: true, Evidence: ev("today"),
@@ -204,11 +206,10 @@ func (d *decision) metricsDisagree(rp *Replay, prefix string) (float64, bool) {
 	return diff, diff >= d.th.MinGain-1e-9 // 0.35 - 0.30 is 0.0499999...: points are compared at the precision shown
 }
 
-// todayHotSpot reports whether today's routing itself puts load max/mean at or above the
-// hot-spot line.
+// todayHotSpot reports whether today's routing itself makes a hot spot (sim.Load.HotSpot).
 func todayHotSpot(rp *Replay, th Thresholds) bool {
 	t := rp.policy(rp.Today)
-	return t != nil && t.LoadMaxOverMean >= th.HotSpot
+	return t != nil && t.HotSpot
 }
 
 // familyArticle names a family with its article, for "today's X is itself ...".

@@ -569,7 +569,7 @@ func TestScenarios(t *testing.T) {
 			why:  "every replica caches the 500-token system prompt, so round-robin hits 500/2,500 = 20%; keeping siblings together would add 3/4 of the 2,000-token task (60 points), but the router that does it (llm-d approximate) also scores the system prompt: with equal queues (llm-d's queue scorer gives every pod 1) and KV use about 5%, the first replica to hold it outscores the others by 3 x 0.2 and takes new tasks until its own queue pushes them away (load max/mean over 2, not a tie: llm-d's picker breaks ties at random, and none arises here); exact routers have no event for the first copy yet and spread siblings like round-robin: no option saves 5 points without a hot spot: nothing, naming the hot spot",
 			in:   reqs(agentFanOutShared(10, 80)),
 			opts: four, want: advise.Nothing, rules: []string{"no-option-pays", "hot-spots"},
-			mention: []string{"approx-prefix put load max/mean at or above 2.0"},
+			mention: []string{"hot spots, never an option whatever their hits: approx-prefix ("},
 		},
 		{
 			name: "prompts that open with the user's own text (issue 9, failure 4)",

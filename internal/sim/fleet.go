@@ -31,6 +31,9 @@ type replica struct {
 	running    int // admitted and not finished
 	active     int // blocks of admitted requests (Dynamo's decode blocks)
 	routed     int
+	// waited counts the requests routed here that could not start their prefill on arrival
+	// (the prefill engine busy, requests queued ahead, or every running slot taken).
+	waited int
 	// bufs are node buffers for jobs that start their prefill: at most MaxRunning are out at
 	// once, so a replica keeps at most that many, each as long as the longest prompt it ran.
 	bufs [][]int32
@@ -345,6 +348,9 @@ func (f *fleet) advance(t float64) {
 func (f *fleet) arrive(j *job, t float64) {
 	r := &f.reps[j.rep]
 	r.routed++
+	if r.prefilling || r.prefillQ.len() > 0 || r.waiting.len() > 0 || r.running >= f.cfg.Model.MaxRunning {
+		r.waited++
+	}
 	j.queue = f.queued(j.rep)
 	if r.prefilling {
 		j.queue++

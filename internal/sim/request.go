@@ -48,6 +48,10 @@ type Trace struct {
 	PrefixInfo bool
 	// Requests, in arrival order (ties keep the source's order).
 	Requests []Request
+	// SyntheticArrivals is set when the arrival times are made up (a request log without time
+	// fields, replayed at --rate): the modelled load is then an assumption, and a hot spot is
+	// judged on the imbalance alone (HotSpot).
+	SyntheticArrivals bool
 	// Notes are things the adapter saw and adjusted (reordering, inconsistent lengths) that a
 	// reader of the results should know.
 	Notes []string

@@ -412,6 +412,7 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 	}
 	n := int64(len(t.Requests))
 	if l.timeKey == "" {
+		t.SyntheticArrivals = true
 		why := "the first request has none of the time fields " + strings.Join(timeKeys, ", ")
 		if l.unreadTime != "" {
 			why = fmt.Sprintf("the first request's %q is not a number of (milli, micro, nano)seconds since the epoch or an RFC 3339 time", l.unreadTime)

@@ -43,6 +43,11 @@ type Result struct {
 	// LoadMaxOverMean and LoadCV describe how unevenly requests were spread.
 	LoadMaxOverMean float64
 	LoadCV          float64
+	// HotWaited is the share of the busiest replica's requests (most routed; of those tied,
+	// the highest share) that could not start their prefill on arrival in the service model:
+	// for random arrivals, the share of time that replica is busy (arrivals see time
+	// averages). It is what HotSpot asks of an imbalance before calling it a hot spot.
+	HotWaited float64
 	// QueueMean and QueueMax: requests ahead of an arriving request at its replica.
 	QueueMean float64
 	QueueMax  int
@@ -199,6 +204,19 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 		cached += int64(f.reps[i].cache.used)
 	}
 	res.LoadMaxOverMean, res.LoadCV = spread(res.PerReplica)
+	most := 0
+	for i := range f.reps {
+		r := &f.reps[i]
+		if r.routed == 0 || r.routed < most {
+			continue
+		}
+		share := float64(r.waited) / float64(r.routed)
+		if r.routed > most {
+			most, res.HotWaited = r.routed, share
+		} else {
+			res.HotWaited = max(res.HotWaited, share)
+		}
+	}
 	res.DuplicateBlocks = f.duplicates()
 	if cached > 0 {
 		res.DuplicateFraction = float64(res.DuplicateBlocks) / float64(cached)

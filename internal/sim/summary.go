@@ -10,11 +10,77 @@ import (
 // caching; the lower TTFT p99 then decides.
 const BestMargin = 0.005
 
-// A policy makes a hot spot when its load max/mean reaches HotSpotRatio, whatever the modelled
-// TTFT: the service model's load is an assumption (its constants only need to be plausible), so
-// a policy that sends twice its share to one replica melts that replica at the real fleet's
-// load even where the model shows no queue.
+// HotSpotRatio is the load max/mean from which an imbalance can be a hot spot (HotSpot says
+// when it is one), and the factor by which the service model's load may be off: a replica
+// whose requests find it busy 1/HotSpotRatio of the time at the modelled load is saturated at
+// HotSpotRatio times that load.
 const HotSpotRatio = 2.0
+
+// Load is what the hot-spot rule reads of one replay: the imbalance, the evenest imbalance the
+// requests allow, and how busy the busiest replica was.
+type Load struct {
+	// MaxOverMean is the load max/mean of the requests routed (Result.LoadMaxOverMean).
+	MaxOverMean float64
+	// Even is the max/mean of the evenest spread of the same requests (EvenLoad); 0 when not
+	// known.
+	Even float64
+	// HotWaited is the share of the busiest replica's requests that waited (Result.HotWaited).
+	HotWaited float64
+	// ArrivalsKnown is set when the arrival times are the traffic's own (not --rate's): only
+	// then does the modelled busy time say anything about the real load.
+	ArrivalsKnown bool
+}
+
+// LoadOf is the Load of a result on a trace.
+func LoadOf(r Result, t *Trace) Load {
+	return Load{MaxOverMean: r.LoadMaxOverMean, Even: EvenLoad(r.PerReplica), HotWaited: r.HotWaited, ArrivalsKnown: t != nil && !t.SyntheticArrivals}
+}
+
+// HotSpot is the hot-spot rule, the one simulate, assess and assess's ranking apply. An
+// imbalance costs something only when it makes requests wait, so a replay makes a hot spot
+// when all three hold:
+//
+//  1. load max/mean is at least ratio (HotSpotRatio);
+//  2. it is above the evenest spread the requests allow (ceil(n/r) of n requests on the
+//     busiest of r replicas: 3 requests on 4 replicas cannot do better than max/mean 1.33,
+//     1 request than 4);
+//  3. the busiest replica is busy enough for the imbalance to matter: at least 1/ratio of its
+//     requests could not start their prefill on arrival in the service model (the prefill
+//     engine busy, requests queued ahead, every slot taken). For random arrivals that share is
+//     the replica's utilisation, so below it the replica stays under capacity even at ratio
+//     times the modelled load. One conversation of sequential turns, each arriving after the
+//     last one's answer, never waits, however many turns one replica takes. Where the arrival
+//     times are made up (Load.ArrivalsKnown false: a request log replayed at --rate) the
+//     modelled load is an assumption and 3 is not asked: the imbalance alone decides.
+func (l Load) HotSpot(ratio float64) bool {
+	return l.MaxOverMean >= ratio && l.MaxOverMean > l.Even*(1+1e-9) && (!l.ArrivalsKnown || l.HotWaited >= 1/ratio)
+}
+
+// Idle reports whether an imbalance of ratio or more is no hot spot only because its busiest
+// replica was not busy enough (rule 3 of HotSpot): worth saying, since the same routing is a
+// hot spot at a higher load.
+func (l Load) Idle(ratio float64) bool {
+	return l.MaxOverMean >= ratio && l.MaxOverMean > l.Even*(1+1e-9) && !l.HotSpot(ratio)
+}
+
+// HotSpotRule states HotSpot in one line, for --help, the ranking rule and the reasons.
+func HotSpotRule(ratio float64) string {
+	return fmt.Sprintf("load max/mean >= %.1f and above the evenest spread the requests allow, and, where the arrival times are the traffic's own, at least %.0f%% of the busiest replica's requests waiting in the model", ratio, 100/ratio)
+}
+
+// EvenLoad is the load max/mean of the evenest spread of the requests over the replicas: the
+// busiest replica holds at least ceil(n/r) of n requests, against a mean of n/r. 0 when no
+// request was routed.
+func EvenLoad(perReplica []int) float64 {
+	n, r := 0, len(perReplica)
+	for _, x := range perReplica {
+		n += x
+	}
+	if n == 0 || r == 0 {
+		return 0
+	}
+	return float64((n+r-1)/r) / (float64(n) / float64(r))
+}
 
 // OverloadedTTFT is the round-robin TTFT p99, in seconds, above which the modelled fleet is
 // overloaded: requests queue for minutes whatever the routing, the policies' figures describe a
@@ -33,7 +99,7 @@ type Fleet struct {
 	Best string
 	// Baseline is the baseline policy's result (round-robin).
 	Baseline *Result
-	// HotSpots lists the policies that made a hot spot (see HotSpotRatio).
+	// HotSpots lists the policies that made a hot spot (HotSpot).
 	HotSpots []string
 	// Overloaded is set when round-robin's TTFT p99 exceeds OverloadedTTFT.
 	Overloaded bool
@@ -80,15 +146,25 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 			r := &f.Results[ri]
 			// Starvation is reported for hot-spot policies too: they are the ones most likely
 			// to leave a fresh replica idle, and a reader filtering on the code must see them.
-			hot := r.LoadMaxOverMean >= HotSpotRatio && r.Policy != baseline
-			if hot {
+			load := LoadOf(*r, t)
+			hot := load.HotSpot(HotSpotRatio) && r.Policy != baseline
+			switch {
+			case hot:
 				f.HotSpots = append(f.HotSpots, r.Policy)
 				rep.Findings = append(rep.Findings, finding.Finding{
 					Severity: finding.Warning,
 					Code:     "hot-spot",
 					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
-					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), TTFT p99 %.1f s against %.2f s with round-robin: affinity without a load bound melts one replica",
-						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, r.TTFTP99, baseTTFT(f.Baseline)),
+					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f)%s, TTFT p99 %.1f s against %.2f s with round-robin: affinity without a load bound melts one replica",
+						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, busyClause(load), r.TTFTP99, baseTTFT(f.Baseline)),
+				})
+			case load.Idle(HotSpotRatio) && r.Policy != baseline:
+				rep.Findings = append(rep.Findings, finding.Finding{
+					Severity: finding.Info,
+					Code:     "idle-imbalance",
+					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
+					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), but only %.0f%% of that replica's requests waited in the model: at this load the imbalance costs nothing, and it is no hot spot until %.0f%% of them wait",
+						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, 100*load.HotWaited, 100/HotSpotRatio),
 				})
 			}
 			if r.FreshShare != nil && *r.FreshShare < 0.25/float64(r.Replicas+1) {
@@ -125,6 +201,14 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 		})
 	}
 	return rep
+}
+
+// busyClause says how busy the hot replica was, where the model's load is the traffic's.
+func busyClause(l Load) string {
+	if !l.ArrivalsKnown {
+		return " with arrival times made up (the imbalance alone decides)"
+	}
+	return fmt.Sprintf(" and %.0f%% of its requests waited", 100*l.HotWaited)
 }
 
 func baseTTFT(b *Result) float64 {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -15,9 +16,9 @@ func TestNewReport(t *testing.T) {
 	fleet := func(r Result) Result { r.Replicas, r.KVBlocks = 2, 64; return r }
 	results := []Result{
 		fleet(Result{Policy: "round-robin", LoadMaxOverMean: 1, TTFTP99: 1, FreshShare: share(1.0 / 3)}),
-		// Everything on one replica, 100 times slower than round-robin, nothing to the added
-		// replica: a hot spot and a starved replica, both reported.
-		fleet(Result{Policy: "kv-longest", PerReplica: []int{10, 0, 0}, Requests: 10, LoadMaxOverMean: 3, TTFTP99: 100, PrefillSaved: 0.3, FreshShare: share(0)}),
+		// Everything on one replica, 100 times slower than round-robin (9 of its 10 requests
+		// waited), nothing to the added replica: a hot spot and a starved replica, both reported.
+		fleet(Result{Policy: "kv-longest", PerReplica: []int{10, 0, 0}, Requests: 10, LoadMaxOverMean: 3, HotWaited: 0.9, TTFTP99: 100, PrefillSaved: 0.3, FreshShare: share(0)}),
 		// Saves the most but is slower than approx-prefix, which is within BestMargin of it.
 		fleet(Result{Policy: "kv-llmd", LoadMaxOverMean: 1.1, TTFTP99: 0.9, PrefillSaved: 0.2, FreshShare: share(0.3)}),
 		fleet(Result{Policy: "approx-prefix", LoadMaxOverMean: 1.1, TTFTP99: 0.8, PrefillSaved: 0.198, FreshShare: share(0.01)}),
@@ -107,8 +108,11 @@ func TestSiblingBound(t *testing.T) {
 
 // TestHotSpotWhateverTheModelledLoad is issue 9's tenth failure: a policy that sends
 // everything to one replica of four (load max/mean 4.00) while the light-load model shows no
-// TTFT cost was simulate's "Best". A hot spot is a hot spot at any modelled load; and a fleet
-// whose round-robin TTFT p99 runs to thousands of seconds is overloaded, a finding.
+// TTFT cost was simulate's "Best". That trace was a request log without times replayed at
+// --rate 1: its load is made up, so the imbalance alone makes the hot spot, whatever the
+// modelled load; and a fleet whose round-robin TTFT p99 runs to thousands of seconds is
+// overloaded, a finding. (With the traffic's own arrival times and no request waiting,
+// TestHotSpotNeedsWaiting.)
 func TestHotSpotWhateverTheModelledLoad(t *testing.T) {
 	fleet := func(r Result) Result { r.Replicas, r.KVBlocks = 4, 64; return r }
 	results := []Result{
@@ -116,7 +120,7 @@ func TestHotSpotWhateverTheModelledLoad(t *testing.T) {
 		fleet(Result{Policy: "kv-llmd", PerReplica: []int{36, 0, 0, 0}, Requests: 36, LoadMaxOverMean: 4, TTFTP99: 0.01, PrefillSaved: 0.45}),
 		fleet(Result{Policy: "kv-load", LoadMaxOverMean: 1.22, TTFTP99: 0.02, PrefillSaved: 0.08}),
 	}
-	tr := &Trace{Name: "t", BlockSize: 16, PrefixInfo: true}
+	tr := &Trace{Name: "t", BlockSize: 16, PrefixInfo: true, SyntheticArrivals: true}
 	rep := NewReport(tr, Stats(tr), Sweep{Base: Config{AddReplicaAt: -1}}, results)
 	f := rep.Fleets[0]
 	if f.Best != "kv-load" || !slices.Equal(f.HotSpots, []string{"kv-llmd"}) {
@@ -194,5 +198,78 @@ func TestRunWatch(t *testing.T) {
 	want := Progress{Simulations: 6, SimulationsDone: 6, Requests: 60, RequestsRouted: 60, Elapsed: last.Elapsed}
 	if calls == 0 || last != want {
 		t.Errorf("last progress %+v after %d calls, want %+v", last, calls, want)
+	}
+}
+
+// conversation is one conversation of n turns, each arriving gap seconds after the one before:
+// turn k sends the whole conversation so far, 2(k+1) blocks of 16 tokens, and asks for 100
+// output tokens (2 s of decode in the default model).
+func conversation(n int, gap float64) *Trace {
+	tr := &Trace{Name: "conversation", Format: "test", BlockSize: 16, PrefixInfo: true}
+	var blocks []uint64
+	for k := range n {
+		blocks = append(blocks, uint64(2*k+1), uint64(2*k+2))
+		tr.Requests = append(tr.Requests, Request{Arrival: gap * float64(k), Session: "c", Blocks: slices.Clone(blocks), InputTokens: 16*len(blocks) + 1, OutputTokens: 100, N: 1})
+	}
+	return tr
+}
+
+// TestHotSpotNeedsWaiting: one conversation of 20 sequential turns on 4 replicas, worked by
+// hand in the default model (100 µs a prompt token, 20 ms an output token, 32 running).
+//   - Light load, a turn every 60 s: session affinity keeps all 20 turns on one replica (20
+//     against a mean of 5: load max/mean 4.00, where round-robin's 5 each is the evenest 20
+//     requests allow), but each turn arrives long after the last one's answer (at most 41
+//     blocks, 66 ms of prefill, 2 s of decode): no request ever waits, the busiest replica's
+//     share of waiting requests is 0, under the 50% line: no hot spot. Session affinity
+//     computes 2 new blocks a turn; round-robin finds on a replica only what it computed 4
+//     turns before and computes 8 more a turn after the first four: session saves prefill and
+//     is Best, with an idle-imbalance note.
+//   - The same turns 1 ms apart: the first prefill alone (33 tokens) takes 3.3 ms, so every
+//     later turn finds the replica's prefill engine busy: 19 of 20 wait (95%), a hot spot, and
+//     round-robin is Best.
+func TestHotSpotNeedsWaiting(t *testing.T) {
+	c := Config{Replicas: 4, KVBlocks: 1024, Model: DefaultModel(), AddReplicaAt: -1, Seed: 1, Params: DefaultParams()}
+	for _, tc := range []struct {
+		name   string
+		gap    float64
+		waited float64
+		hot    bool
+		best   string
+		code   string
+	}{
+		{"light load", 60, 0, false, "session", "idle-imbalance"},
+		{"saturated", 0.001, 19.0 / 20, true, "round-robin", "hot-spot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := conversation(20, tc.gap)
+			sw := Sweep{Replicas: []int{4}, KVBlocks: []int{1024}, Policies: []string{"round-robin", "session"}, Base: c}
+			res, err := Run(t.Context(), tr, sw, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := NewReport(tr, Stats(tr), sw, res)
+			f := rep.Fleets[0]
+			var sess *Result
+			for i := range f.Results {
+				if f.Results[i].Policy == "session" {
+					sess = &f.Results[i]
+				}
+			}
+			if sess == nil || sess.LoadMaxOverMean != 4 || math.Abs(sess.HotWaited-tc.waited) > 1e-9 {
+				t.Fatalf("session: %+v, want load max/mean 4 and %v of the busiest replica's requests waiting", sess, tc.waited)
+			}
+			if got := LoadOf(*sess, tr).HotSpot(HotSpotRatio); got != tc.hot {
+				t.Errorf("hot spot %v, want %v", got, tc.hot)
+			}
+			if f.Best != tc.best || (len(f.HotSpots) > 0) != tc.hot {
+				t.Errorf("best %q, hot spots %v: want %s", f.Best, f.HotSpots, tc.best)
+			}
+			if tc.best == "session" && sess.PrefillSaved < 0.5 {
+				t.Errorf("session saves %.2f of round-robin's prefill, want over half", sess.PrefillSaved)
+			}
+			if len(rep.Findings) != 1 || rep.Findings[0].Code != tc.code || rep.Findings[0].Subject != "session@4x1024" {
+				t.Errorf("findings %+v, want one %s on session@4x1024", rep.Findings, tc.code)
+			}
+		})
 	}
 }

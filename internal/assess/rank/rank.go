@@ -7,8 +7,9 @@
 // The rule (Rule):
 //
 //  1. Not ranked: an emulation that cannot run on the traffic (a text-reading router on a
-//     trace of block hashes), a row with a hot spot (load max/mean >= 2.0, the same line
-//     kvcheck assess and simulate draw), and, with --add-replica-at, a row that starves the
+//     trace of block hashes), a row with a hot spot (sim.Load.HotSpot, the rule kvcheck
+//     assess and simulate apply: load max/mean >= 2.0, above the evenest spread the requests
+//     allow, with half the busiest replica's requests waiting in the model), and, with --add-replica-at, a row that starves the
 //     added replica (it gets less than half its fair share 1/(replicas+1) of the requests
 //     after it joins): whatever such a router saves, it is not an answer.
 //  2. The rest: fewer requirements the files show missing first; then more prefill saved
@@ -35,7 +36,7 @@ import (
 )
 
 // Rule states the ranking rule in one paragraph, for the text and the JSON.
-const Rule = "not ranked: cannot run on this traffic, a hot spot (load max/mean >= %.1f), an added replica given under half its fair share; " +
+const Rule = "not ranked: cannot run on this traffic, a hot spot (%s), an added replica given under half its fair share; " +
 	"the rest by fewest requirements missing, most prefill saved against today after the warm-up (whole points), " +
 	"fewest requirements, shipped before configured before tuned, name; " +
 	"none is first when no ranked row saves a whole point, all save the same, or the first two tie but for the name"
@@ -102,10 +103,10 @@ type Row struct {
 	HitRate, PrefillSaved float64
 	LoadMaxOverMean       float64
 	TTFTP50, TTFTP99      float64
-	// evenLoad is the load max/mean of the evenest spread the replayed requests allow
-	// (ceil(n/r)/(n/r)): with fewer requests than replicas no router can do better, so a
-	// figure at it is no hot spot. 0 when not known (every figure is then judged).
-	evenLoad float64
+	// load is what the hot-spot rule reads besides LoadMaxOverMean (sim.Load): the evenest
+	// spread the requests allow and how busy the busiest replica was. Zero when not known
+	// (a row built by hand): the row is then judged on LoadMaxOverMean alone.
+	load sim.Load
 	// FreshShare is the added replica's share of the requests after it joined (with
 	// --add-replica-at), FairShare 1/(replicas+1); Starves when FreshShare < FairShare/2.
 	FreshShare *float64
@@ -197,7 +198,7 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 		s.HotSpot = sim.HotSpotRatio
 	}
 	rk := &Ranking{Today: s.Today, TodayFrom: s.TodayFrom, TodayNotes: slices.Clone(s.TodayNotes), Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
-		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, s.HotSpot), NotSimulated: s.NotSimulated}
+		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, sim.HotSpotRule(s.HotSpot)), NotSimulated: s.NotSimulated}
 	results := make([]sim.Result, len(cands)+1)
 	errs := make([]error, len(cands)+1)
 	work := make(chan int)
@@ -263,7 +264,7 @@ feed:
 			return nil, fmt.Errorf("%s (%s): %w", cd.Policy, cd.Variant, err)
 		}
 		row := Row{Candidate: cd, HitRate: steadyHit(res), LoadMaxOverMean: res.LoadMaxOverMean,
-			TTFTP50: res.TTFTP50, TTFTP99: res.TTFTP99, FreshShare: res.FreshShare, evenLoad: evenLoad(res.PerReplica)}
+			TTFTP50: res.TTFTP50, TTFTP99: res.TTFTP99, FreshShare: res.FreshShare, load: sim.LoadOf(res, t)}
 		if todayMiss > 0 {
 			row.PrefillSaved = float64(todayMiss-(res.SteadyInputTokens-res.SteadyHitTokens)) / float64(todayMiss)
 		}
@@ -283,9 +284,14 @@ func (rk *Ranking) settle() {
 		row := &rk.Rows[i]
 		row.Rank, row.Excluded = 0, ""
 		row.Starves = rk.AddReplicaAt >= 0 && row.FreshShare != nil && *row.FreshShare < row.FairShare/2
+		load := row.load
+		load.MaxOverMean = row.LoadMaxOverMean
 		switch {
-		case row.LoadMaxOverMean >= rk.HotSpot && row.LoadMaxOverMean > row.evenLoad*(1+1e-9):
+		case load.HotSpot(rk.HotSpot):
 			row.Excluded = fmt.Sprintf("hot spot: load max/mean %.2f >= %.1f", row.LoadMaxOverMean, rk.HotSpot)
+			if load.ArrivalsKnown {
+				row.Excluded += fmt.Sprintf(", %.0f%% of the busiest replica's requests waiting", 100*load.HotWaited)
+			}
 		case row.Starves:
 			row.Excluded = fmt.Sprintf("starves the added replica: %.1f%% of the requests after it joined, under half its fair share %.1f%%", 100**row.FreshShare, 100*row.FairShare)
 		}
@@ -364,19 +370,6 @@ func noWinner(rk *Ranking) string {
 func tiesOnRule(a, b Row) bool {
 	return a.Missing() == b.Missing() && points(a.PrefillSaved) == points(b.PrefillSaved) &&
 		len(a.Requirements) == len(b.Requirements) && variantOrder[a.Variant] == variantOrder[b.Variant]
-}
-
-// evenLoad is the load max/mean of the evenest spread of the requests over the replicas: the
-// busiest replica holds at least ceil(n/r) of n requests, against a mean of n/r.
-func evenLoad(perReplica []int) float64 {
-	n, r := 0, len(perReplica)
-	for _, x := range perReplica {
-		n += x
-	}
-	if n == 0 || r == 0 {
-		return 0
-	}
-	return float64((n+r-1)/r) / (float64(n) / float64(r))
 }
 
 func steadyHit(r sim.Result) float64 {

@@ -104,23 +104,34 @@ func setup(replicas int, addAt float64) Setup {
 		AddReplicaAt: addAt, Siblings: 1, Params: sim.DefaultParams()}}
 }
 
-// TestRunExcludesHotSpot: eight requests 1 s apart on 2 replicas, each one shared block S then
-// one of its own (32 tokens: at most one block can hit, the last token is always computed).
-// Worked by hand:
+// busy is setup with replicas that run one request at a time: a request of 250 output tokens
+// (5 s of decode) holds its replica past the next arrival 1 s later, so a replica that takes
+// every request makes each one after the first wait (a hot spot needs waiting, sim.Load).
+func busy(replicas int) Setup {
+	s := setup(replicas, -1)
+	s.Base.Model.MaxRunning = 1
+	return s
+}
+
+// TestRunExcludesHotSpot: eight requests 1 s apart on 2 replicas running one request at a time
+// (busy), each one shared block S then one of its own (32 tokens: at most one block can hit,
+// the last token is always computed) and 250 output tokens (5 s). Worked by hand:
 //   - round-robin (today) sends them 0,1,0,1,...: each replica computes S once, the other six
 //     hit it: 6 of 16 blocks hit (37.5%), 10 blocks computed.
 //   - kv-longest sends the first to replica 0 (a tie goes to the first) and every later one to
 //     replica 0, which holds S: 7 hit (43.75%), 9 computed: it saves 1 of round-robin's 10
-//     (10%) but replica 0 gets all 8 against a mean of 4: load max/mean 2.00, a hot spot.
+//     (10%) but replica 0 gets all 8 against a mean of 4: load max/mean 2.00, and each one
+//     after the first arrives while the one before still decodes: 7 of 8 wait, a hot spot.
+//     (Waiting changes no hit: S stays cached on the replica that computed it.)
 //
 // So kv-longest is not ranked, whatever it saves, and round-robin (0% saved) is first.
 func TestRunExcludesHotSpot(t *testing.T) {
 	tr := &sim.Trace{Name: "hot", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
 	for i := range 8 {
-		tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i), Blocks: blocks(1, 1, uint64(i)), InputTokens: 32, OutputTokens: 1})
+		tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i), Blocks: blocks(1, 1, uint64(i)), InputTokens: 32, OutputTokens: 250})
 	}
 	cands := []Candidate{{Policy: "kv-longest", Variant: Shipped}, {Policy: "round-robin", Variant: Shipped}}
-	rk, err := Run(context.Background(), tr, setup(2, -1), cands)
+	rk, err := Run(context.Background(), tr, busy(2), cands)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +145,7 @@ func TestRunExcludesHotSpot(t *testing.T) {
 	if hot.Policy != "kv-longest" || hot.Rank != 0 || hot.HitRate != 0.4375 || math.Abs(hot.PrefillSaved-0.1) > 1e-9 || hot.LoadMaxOverMean != 2 {
 		t.Errorf("kv-longest: rank %d hit %v saved %v load %v", hot.Rank, hot.HitRate, hot.PrefillSaved, hot.LoadMaxOverMean)
 	}
-	if hot.Excluded != "hot spot: load max/mean 2.00 >= 2.0" {
+	if hot.Excluded != "hot spot: load max/mean 2.00 >= 2.0, 88% of the busiest replica's requests waiting" {
 		t.Errorf("excluded %q", hot.Excluded)
 	}
 }
@@ -213,15 +224,16 @@ func TestRunCannotRun(t *testing.T) {
 // replica gets 1 against a mean of 0.5: load max/mean 2.00, which is the evenest spread one
 // request allows (ceil(1/2)/(1/2) = 2), so no router is a hot spot and both are ranked. Three
 // requests on 2 replicas allow 2/1.5 = 1.33; kv-longest sending all three to replica 0
-// (3/1.5 = 2.00, every later one holds the shared block there) stays a hot spot.
+// (3/1.5 = 2.00, every later one holds the shared block there; 2 of the 3 wait for the one
+// before, busy) stays a hot spot.
 func TestRunFewerRequestsThanReplicas(t *testing.T) {
 	for n, wantHot := range map[int]bool{1: false, 3: true} {
 		tr := &sim.Trace{Name: "few", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
 		for i := range n {
-			tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i), Blocks: blocks(1, 1, uint64(i)), InputTokens: 32, OutputTokens: 1})
+			tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i), Blocks: blocks(1, 1, uint64(i)), InputTokens: 32, OutputTokens: 250})
 		}
 		cands := []Candidate{{Policy: "kv-longest", Variant: Shipped}, {Policy: "round-robin", Variant: Shipped}}
-		rk, err := Run(context.Background(), tr, setup(2, -1), cands)
+		rk, err := Run(context.Background(), tr, busy(2), cands)
 		if err != nil {
 			t.Fatal(err)
 		}
