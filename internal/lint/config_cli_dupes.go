@@ -75,6 +75,13 @@ func (fl *fileLint) duplicateFlags(uses []flagUse, program, loc string, appendFl
 	}
 	for _, d := range order {
 		us := byDest[d]
+		// The uses with no template action between them and the last: a flag in each branch
+		// of an {{ if }} is given once when the chart renders.
+		first := len(us) - 1
+		for first > 0 && !fl.templatedBetween(us[first-1].name.at, us[len(us)-1].name.at) {
+			first--
+		}
+		us = us[first:]
 		if len(us) < 2 {
 			continue
 		}
@@ -106,6 +113,15 @@ func (fl *fileLint) duplicateFlags(uses []flagUse, program, loc string, appendFl
 				what, program, lineList(at), kept, at[len(at)-1]),
 			fmt.Sprintf("give %s once, with the value you mean", d))
 	}
+}
+
+// templatedBetween reports whether a masked Helm action lies between two places of the file: a
+// flag written in each branch of an {{ if }} ... {{ else }} is given once when rendered.
+func (fl *fileLint) templatedBetween(first, last pos) bool {
+	if fl.masks == nil {
+		return false
+	}
+	return fl.masked(fl.lines.offset(first.line, first.col), fl.lines.offset(last.line, last.col))
 }
 
 // uniq keeps the first of each string, in order.

@@ -29,6 +29,9 @@ func TestDuplicateFlags(t *testing.T) {
 	engine := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n  template:\n    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.26.0\n        command: [\"vllm\", \"serve\", \"Qwen/Qwen3-8B\"]\n        args:\n        - --enable-prefix-caching\n        - --block-size=16\n        - --no-enable-prefix-caching\n        - --block_size\n        - \"64\"\n        - -tp\n        - \"2\"\n        - --tensor-parallel-size=4\n        - --middleware\n        - a.b\n        - --middleware\n        - c.d\n"
 	kv := "#!/bin/sh\nvllm serve m --kv-events-config '{\"enable_kv_cache_events\":true,\"publisher\":\"zmq\",\"topic\":\"kv@a\",\"endpoint\":\"tcp://*:5557\",\"topic\":\"kv@b\"}'\n"
 	nested := "#!/bin/sh\nvllm serve m --kv-transfer-config '{\"kv_connector\":\"x\",\"kv_connector_extra_config\":{\"a\":1,\"b\":[{\"c\":1,\"c\":2}],\"a\":3}}'\n"
+	// A flag in each branch of an if is given once when the chart renders.
+	branches := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.26.0\n        command: [\"vllm\", \"serve\", \"m\"]\n        args:\n        {{- if .Values.long }}\n        - --max-model-len=32768\n        {{- else }}\n        - --max-model-len=8192\n        {{- end }}\n"
+	branchDup := strings.Replace(branches, "        - --max-model-len=8192\n", "        - --max-model-len=8192\n        - --max-model-len=16384\n", 1)
 	tests := []struct {
 		name, file, src string
 		want            []want
@@ -44,6 +47,8 @@ func TestDuplicateFlags(t *testing.T) {
 		{"nested JSON", "serve.sh", nested, []want{
 			{codeDuplicateJSONKey, 2, `key "kv_connector_extra_config.b[].c" is written twice`},
 			{codeDuplicateJSONKey, 2, `key "kv_connector_extra_config.a" is written twice`}}},
+		{"negative: Helm template branches", "vllm.yaml", branches, nil},
+		{"Helm template, twice in one branch", "vllm.yaml", branchDup, []want{{codeDuplicateFlag, lineOf(t, branchDup, "- --max-model-len=16384"), "--max-model-len is given twice"}}},
 		{"negative: once each, --middleware twice", "vllm.yaml", strings.Replace(strings.Replace(strings.Replace(engine, "        - --no-enable-prefix-caching\n", "", 1), "        - --block_size\n        - \"64\"\n", "", 1), "        - --tensor-parallel-size=4\n", "", 1), nil},
 		{"negative: vllm_router once each", "router.yaml", routerDeployment(1, `["vllm_router"]`, `["--routing-logic", "session", "--session-key", "x"]`), nil},
 		{"negative: JSON keys once", "serve.sh", "vllm serve m --kv-events-config '{\"enable_kv_cache_events\":true,\"topic\":\"kv@\"}'\n", nil},
