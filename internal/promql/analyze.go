@@ -189,7 +189,7 @@ func Analyze(in Input) Report {
 	for _, o := range obs {
 		r := replicaFigures(o)
 		rep.Replicas = append(rep.Replicas, r)
-		replicaFindings(o, r, in.Mode, add)
+		replicaFindings(o, r, in, add)
 		if o.New {
 			add(finding.Info, "replica-new", o.Replica, "%s, so it has no rate yet and adds nothing to the fleet's hit rate or volume; read again for its figures", newWhere(in))
 		}
@@ -323,8 +323,8 @@ func hitsAboveQueries(o Observation) bool {
 	return o.Queries != nil && o.Hits != nil && *o.Hits > *o.Queries*1.01
 }
 
-func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Severity, string, string, string, ...any)) {
-	name := o.Replica
+func replicaFindings(o Observation, r Replica, in Input, add func(finding.Severity, string, string, string, ...any)) {
+	name, mode := o.Replica, in.Mode
 	if o.PrefixCaching != nil && !*o.PrefixCaching {
 		// hitrate's findings carry their fix in the message.
 		f := vllm.CachingOff(name)
@@ -357,7 +357,12 @@ func replicaFindings(o Observation, r Replica, mode Mode, add func(finding.Sever
 	}
 	oldNameFindings(o, add)
 	if len(o.Resets) > 0 {
-		add(finding.Warning, "counter-reset", name, "counter reset inside the window (%s): the replica restarted; its figures cover only the time since", strings.Join(o.Resets, ", "))
+		since := "its figures cover only the time since"
+		if in.Source == SourcePrometheus {
+			// rate() adds the counts from before the reset to those after it.
+			since = "rate() counts across the restart, so its figures cover the whole window, but its cache started empty then"
+		}
+		add(finding.Warning, "counter-reset", name, "counter reset inside the window (%s): the replica restarted; %s", strings.Join(o.Resets, ", "), since)
 	}
 	if len(o.BadValues) > 0 {
 		add(finding.Warning, "bad-value", name, "NaN or infinite values left out: %s", strings.Join(o.BadValues, ", "))

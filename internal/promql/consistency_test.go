@@ -56,3 +56,28 @@ func TestNoQueriesWording(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterResetWording: two readings give a restarted replica's figures since its restart
+// (its new totals); Prometheus's rate() adds the counts before the reset to those after, so
+// its figures cover the whole window, which the finding must not deny.
+func TestCounterResetWording(t *testing.T) {
+	for _, tt := range []struct {
+		src        Source
+		want, lack string
+	}{
+		{SourceFile, "cover only the time since", "whole window"},
+		{SourcePrometheus, "cover the whole window", "only the time since"},
+	} {
+		o := Observation{Replica: "a", Queries: f(100), Hits: f(50), Window: 60, Generation: Current, Resets: []string{"vllm:prefix_cache_queries_total"}}
+		rep := Analyze(Input{Source: tt.src, Mode: ModeRate, Window: 60, Observations: []Observation{o}})
+		var msg string
+		for _, x := range rep.Findings {
+			if x.Code == "counter-reset" {
+				msg = x.Message
+			}
+		}
+		if !strings.Contains(msg, tt.want) || strings.Contains(msg, tt.lack) {
+			t.Errorf("%s: counter-reset %q, want %q and not %q", tt.src, msg, tt.want, tt.lack)
+		}
+	}
+}
