@@ -239,20 +239,22 @@ type modelJSON struct {
 }
 
 type resultJSON struct {
-	Policy            string   `json:"policy"`
-	Replicas          int      `json:"replicas"`
-	KVBlocks          int      `json:"kv_blocks"`
-	Requests          int      `json:"requests"`
-	InputTokens       int64    `json:"input_tokens"`
-	HitTokens         int64    `json:"hit_tokens"`
-	HitRate           float64  `json:"hit_rate"`
-	BlockRefs         int64    `json:"block_refs"`
-	HitBlocks         int64    `json:"hit_blocks"`
-	BlockHitRate      float64  `json:"block_hit_rate"`
-	PrefillSaved      float64  `json:"prefill_saved_vs_round_robin"`
-	PerReplica        []int    `json:"per_replica"`
-	LoadMaxOverMean   float64  `json:"load_max_over_mean"`
-	LoadCV            float64  `json:"load_cv"`
+	Policy          string  `json:"policy"`
+	Replicas        int     `json:"replicas"`
+	KVBlocks        int     `json:"kv_blocks"`
+	Requests        int     `json:"requests"`
+	InputTokens     int64   `json:"input_tokens"`
+	HitTokens       int64   `json:"hit_tokens"`
+	HitRate         float64 `json:"hit_rate"`
+	BlockRefs       int64   `json:"block_refs"`
+	HitBlocks       int64   `json:"hit_blocks"`
+	BlockHitRate    float64 `json:"block_hit_rate"`
+	PrefillSaved    float64 `json:"prefill_saved_vs_round_robin"`
+	PerReplica      []int   `json:"per_replica"`
+	LoadMaxOverMean float64 `json:"load_max_over_mean"`
+	LoadCV          float64 `json:"load_cv"`
+	// HotWaited is the share of the busiest replica's requests that waited (sim.Load.HotSpot).
+	HotWaited         float64  `json:"busiest_replica_waited"`
 	QueueMean         float64  `json:"queue_mean"`
 	QueueMax          int      `json:"queue_max"`
 	TTFTP50           float64  `json:"ttft_p50"`
@@ -318,7 +320,7 @@ func simulationDocument(r sim.Report) simulationJSON {
 				InputTokens: x.InputTokens, HitTokens: x.HitTokens, HitRate: x.HitRate,
 				BlockRefs: x.BlockRefs, HitBlocks: x.HitBlocks, BlockHitRate: x.BlockHitRate,
 				PrefillSaved: x.PrefillSaved, PerReplica: append([]int{}, x.PerReplica...),
-				LoadMaxOverMean: x.LoadMaxOverMean, LoadCV: x.LoadCV, QueueMean: x.QueueMean, QueueMax: x.QueueMax,
+				LoadMaxOverMean: x.LoadMaxOverMean, LoadCV: x.LoadCV, HotWaited: x.HotWaited, QueueMean: x.QueueMean, QueueMax: x.QueueMax,
 				TTFTP50: x.TTFTP50, TTFTP99: x.TTFTP99, DuplicateBlocks: x.DuplicateBlocks,
 				DuplicateFraction: x.DuplicateFraction, Evictions: x.Evictions, Uncacheable: x.Uncacheable, FreshShare: x.FreshShare,
 				Estimated: r.Trace.Tokens == "estimated", LowerBound: r.Trace.LowerBound,
