@@ -160,10 +160,14 @@ func bestResult(f sim.Fleet) *sim.Result {
 func fleetVerdict(f sim.Fleet) string {
 	best, base := bestResult(f), f.Baseline
 	switch {
+	case best == nil && anyStarved(f):
+		return "No policy avoided both a hot spot and starving the added replica on this fleet."
 	case best == nil:
 		return "No policy avoided a hot spot on this fleet."
 	case base == nil:
 		return fmt.Sprintf("Best: %s, token hit rate %s, load max/mean %.2f, TTFT p99 %s.", best.Policy, pct(best.HitRate), best.LoadMaxOverMean, seconds(best.TTFTP99))
+	case best == base && anyStarved(f):
+		return "Round-robin is as good as any policy that neither makes a hot spot nor starves the added replica here: prefix-aware routing does not pay on this fleet."
 	case best == base:
 		return "Round-robin is as good as any policy without a hot spot here: prefix-aware routing does not pay on this fleet."
 	case best.PrefillSaved <= 0.01:
@@ -171,6 +175,17 @@ func fleetVerdict(f sim.Fleet) string {
 	}
 	return fmt.Sprintf("Best: %s: %s of prompt tokens from cache vs %s with round-robin (%s fewer prefill tokens), load max/mean %.2f vs %.2f, TTFT p99 %s vs %s.",
 		best.Policy, pct(best.HitRate), pct(base.HitRate), pct(best.PrefillSaved), best.LoadMaxOverMean, base.LoadMaxOverMean, seconds(best.TTFTP99), seconds(base.TTFTP99))
+}
+
+// anyStarved reports whether a policy on the fleet starves an added replica (sim.Starves), and
+// so was not a candidate for best.
+func anyStarved(f sim.Fleet) bool {
+	for _, r := range f.Results {
+		if sim.Starves(r.FreshShare, r.Replicas) {
+			return true
+		}
+	}
+	return false
 }
 
 func plural(n int, s string) string {

@@ -82,6 +82,18 @@ func EvenLoad(perReplica []int) float64 {
 	return float64((n+r-1)/r) / (float64(n) / float64(r))
 }
 
+// StarveFraction is the share of its fair share 1/(replicas+1) under which an added replica is
+// starved: with under half its share of the requests after it joined, it relieves the fleet at
+// less than half the rate a scale-out is bought for, and a policy that does that is not the
+// best, in simulate as in assess's ranking.
+const StarveFraction = 0.5
+
+// Starves reports whether an added replica's share of the requests after it joined (nil when no
+// replica was added) is under StarveFraction of its fair share among replicas+1.
+func Starves(fresh *float64, replicas int) bool {
+	return fresh != nil && *fresh < StarveFraction/float64(replicas+1)
+}
+
 // OverloadedTTFT is the round-robin TTFT p99, in seconds, above which the modelled fleet is
 // overloaded: requests queue for minutes whatever the routing, the policies' figures describe a
 // queue rather than a cache, and the fleet's size (or the trace's rate) is wrong for the model.
@@ -93,7 +105,8 @@ type Fleet struct {
 	KVBlocks int
 	// Results for this fleet, in policy order.
 	Results []Result
-	// Best is, among the policies without a hot spot, the one with the lowest TTFT p99 of those
+	// Best is, among the policies without a hot spot that do not starve an added replica
+	// (Starves), the one with the lowest TTFT p99 of those
 	// within BestMargin of the most prefill saved (ties: policy order); empty when every
 	// policy makes a hot spot.
 	Best string
@@ -167,16 +180,17 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, 100*load.HotWaited, 100/HotSpotRatio),
 				})
 			}
-			if r.FreshShare != nil && *r.FreshShare < 0.25/float64(r.Replicas+1) {
+			starved := Starves(r.FreshShare, r.Replicas)
+			if starved {
 				rep.Findings = append(rep.Findings, finding.Finding{
 					Severity: finding.Warning,
 					Code:     "starved-replica",
 					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
-					Message: fmt.Sprintf("the replica added at %.0f s got %.1f%% of later requests under %s, fair share %.1f%%",
+					Message: fmt.Sprintf("the replica added at %.0f s got %.1f%% of later requests under %s, under half its fair share %.1f%%: not a candidate for best",
 						s.Base.AddReplicaAt, 100**r.FreshShare, r.Policy, 100/float64(r.Replicas+1)),
 				})
 			}
-			if !hot {
+			if !hot && !starved {
 				balanced = append(balanced, r)
 			}
 		}

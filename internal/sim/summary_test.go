@@ -19,9 +19,16 @@ func TestNewReport(t *testing.T) {
 		// Everything on one replica, 100 times slower than round-robin (9 of its 10 requests
 		// waited), nothing to the added replica: a hot spot and a starved replica, both reported.
 		fleet(Result{Policy: "kv-longest", PerReplica: []int{10, 0, 0}, Requests: 10, LoadMaxOverMean: 3, HotWaited: 0.9, TTFTP99: 100, PrefillSaved: 0.3, FreshShare: share(0)}),
-		// Saves the most but is slower than approx-prefix, which is within BestMargin of it.
+		// Saves the most but is slower than approx-prefix, which is within BestMargin of it;
+		// approx-prefix gives the added replica 1% of the later requests, under half its fair
+		// share (1/3 of 3 replicas: 16.7%), so it is starved and cannot be best: kv-llmd is.
 		fleet(Result{Policy: "kv-llmd", LoadMaxOverMean: 1.1, TTFTP99: 0.9, PrefillSaved: 0.2, FreshShare: share(0.3)}),
 		fleet(Result{Policy: "approx-prefix", LoadMaxOverMean: 1.1, TTFTP99: 0.8, PrefillSaved: 0.198, FreshShare: share(0.01)}),
+		// 10%: over a quarter of the fair share (8.3%), under half (16.7%): starved; it saves
+		// less than the others anyway.
+		fleet(Result{Policy: "session", LoadMaxOverMean: 1.2, TTFTP99: 0.7, PrefillSaved: 0.1, FreshShare: share(0.1)}),
+		// 17%: just over half the fair share: not starved.
+		fleet(Result{Policy: "chash-bounded", LoadMaxOverMean: 1.05, TTFTP99: 0.95, PrefillSaved: 0.05, FreshShare: share(0.17)}),
 	}
 	tr := &Trace{Name: "t", BlockSize: 4, PrefixInfo: true}
 	sw := Sweep{Base: Config{AddReplicaAt: 10}}
@@ -30,8 +37,8 @@ func TestNewReport(t *testing.T) {
 		t.Fatalf("fleets = %d, want 1", len(rep.Fleets))
 	}
 	f := rep.Fleets[0]
-	if f.Best != "approx-prefix" {
-		t.Errorf("best = %q, want approx-prefix (within %.3f of the most saved, lower TTFT p99)", f.Best, BestMargin)
+	if f.Best != "kv-llmd" {
+		t.Errorf("best = %q, want kv-llmd (approx-prefix, within %.3f of the most saved and faster, starves the added replica)", f.Best, BestMargin)
 	}
 	if d := cmp.Diff([]string{"kv-longest"}, f.HotSpots); d != "" {
 		t.Errorf("hot spots (-want +got):\n%s", d)
@@ -45,6 +52,7 @@ func TestNewReport(t *testing.T) {
 		{"hot-spot", "kv-longest@2x64"},
 		{"starved-replica", "kv-longest@2x64"},
 		{"starved-replica", "approx-prefix@2x64"},
+		{"starved-replica", "session@2x64"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("findings (-want +got):\n%s", d)
