@@ -171,6 +171,9 @@ func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
 	if hs := rp.hotSpots(); len(hs) > 0 {
 		d.evidence(prefix+".hot_spots", source, in, "policies that make a hot spot", "%s", strings.Join(hs, ", "))
 	}
+	if idle := rp.idleImbalances(d.th.HotSpot); len(idle) > 0 {
+		d.evidence(prefix+".idle_imbalance", source, in, "imbalances that are no hot spot (too few requests waited)", "%s", strings.Join(idle, "; "))
+	}
 }
 
 func familyName(f Family) string {
@@ -213,6 +216,19 @@ func (s *Replay) hotSpots() []string {
 	for _, p := range s.Policies {
 		if p.HotSpot && p.Name != s.Today {
 			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// idleImbalances describes the policies whose load max/mean reaches the hot-spot ratio but whose
+// busiest replica's requests seldom waited in the model (sim.Load.Idle): the rule lets them
+// through, and a reader must see why.
+func (s *Replay) idleImbalances(ratio float64) []string {
+	var out []string
+	for _, p := range s.Policies {
+		if p.Idle && p.Name != s.Today {
+			out = append(out, fmt.Sprintf("%s (load max/mean %.2f, %.0f%% of the busiest replica's requests waited; a hot spot needs %.0f%%)", p.Name, p.LoadMaxOverMean, 100*p.HotWaited, 100/ratio))
 		}
 	}
 	return out

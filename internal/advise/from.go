@@ -160,7 +160,7 @@ func FromReplay(rep sim.Report, sh ReplayShape) *Replay {
 			s.PromptTokens, s.SteadyTokens = r.InputTokens, r.SteadyInputTokens
 		}
 		p := Policy{Name: r.Policy, Family: PolicyFamily(r.Policy), LoadMaxOverMean: r.LoadMaxOverMean, TTFTP99: r.TTFTP99,
-			HotSpot: sim.LoadOf(r, t).HotSpot(sh.HotSpot)}
+			HotSpot: sim.LoadOf(r, t).HotSpot(sh.HotSpot), Idle: sim.LoadOf(r, t).Idle(sh.HotSpot), HotWaited: r.HotWaited}
 		if r.InputTokens > 0 {
 			p.HitRate = float64(r.HitTokens) / float64(r.InputTokens)
 		}

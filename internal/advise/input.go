@@ -202,6 +202,11 @@ type Policy struct {
 	// HotSpot: the replay makes a hot spot (sim.Load.HotSpot at Thresholds.HotSpot); set for
 	// today's routing too, which is never an option but may be a reason against keeping it.
 	HotSpot bool
+	// Idle: load max/mean at or above the hot-spot ratio, yet no hot spot only because its
+	// busiest replica's requests seldom waited in the model (sim.Load.Idle); HotWaited is that
+	// share, so the evidence can say why the imbalance was let through.
+	Idle      bool
+	HotWaited float64
 }
 
 // Amortise is the warm-up model, checkable by hand. When the working set fits in one replica's

@@ -54,6 +54,13 @@ func TestOneLongConversation(t *testing.T) {
 			t.Errorf("a turn every 10 s: session named a hot spot: %s", r.Text)
 		}
 	}
+	// The evidence says why the 4.00 imbalance was let through: no request waited (0%), where a
+	// hot spot needs half the busiest replica's requests waiting.
+	if !slices.ContainsFunc(rec.Evidence, func(e advise.Evidence) bool {
+		return e.ID == "replay.idle_imbalance" && strings.Contains(e.Figure, "session (load max/mean 4.00, 0% of the busiest replica's requests waited; a hot spot needs 50%)")
+	}) {
+		t.Errorf("a turn every 10 s: no replay.idle_imbalance evidence naming session at 4.00 and 0%%\n%s", showRec(rec))
+	}
 
 	rec, err = Assess(context.Background(), Inputs{Trace: mooncake(t, "compressed.jsonl", trace(t, 10))}, o)
 	if err != nil {
