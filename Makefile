@@ -16,9 +16,12 @@ build:
 deps:
 	@bash scripts/install-deps.sh
 
+# -timeout: cmd/kvcheck's testscripts take about 4 minutes under -race on a quiet 2-core machine
+# and went past go test's default 10 minutes once at load average 12-14; a slow machine is not
+# a failure, a hang still is.
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 
 # golangci-lint is pinned in tools/go.mod, apart from the product's dependencies.
 lint:
