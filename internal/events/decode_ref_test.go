@@ -13,8 +13,8 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// refErrMalformed is returned by the walkers; refDecode converts it to a DecodeError with the offset.
-var refErrMalformed = errors.New("malformed")
+// errRefMalformed is returned by the walkers; refDecode converts it to a DecodeError with the offset.
+var errRefMalformed = errors.New("malformed")
 
 // refDecode decodes payload into b, reusing b's slices so a steady stream decodes without
 // allocating. On error b holds a partial batch and must not be used.
@@ -35,7 +35,7 @@ type refDecoder struct {
 func (d *refDecoder) fail(rest []byte, format string, args ...any) error {
 	d.off = len(d.all) - len(rest)
 	d.reason = fmt.Sprintf(format, args...)
-	return refErrMalformed
+	return errRefMalformed
 }
 
 func (d *refDecoder) wrap(rest []byte, what string, err error) error {

@@ -43,13 +43,6 @@ func slotsFor(n int) int {
 	return s
 }
 
-// newTable returns a table with room for n keys before it grows.
-func newTable[V any](n int) table[V] {
-	var t table[V]
-	t.alloc(slotsFor(n))
-	return t
-}
-
 func (t *table[V]) alloc(slots int) {
 	if t.seed == 0 {
 		t.seed = rand.Uint64() | 1

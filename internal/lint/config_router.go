@@ -411,14 +411,14 @@ func (d *ydoc) checkProdStack(root *yaml.Node) {
 				"use a chart release whose schema lists loadaware, or pass --routing-logic loadaware in routerSpec.extraArgs")
 		}
 	case "", "roundrobin", "disaggregated_prefill", "disaggregated_prefill_orchestrated":
-	default:
-		d.unknownRoutingLogic(get(rsNode, "routingLogic"), "routerSpec.routingLogic", logic)
 	case "prefixaware":
 		if n, ok := intAt(rsNode, "replicaCount"); ok && n > 1 {
 			fl.addConfig("production-stack/prefixaware-replicas", d.pos(get(rsNode, "replicaCount")), "routerSpec.replicaCount",
 				fmt.Sprintf("prefixaware on %d router replicas: each keeps its own in-memory trie (never evicted), so a conversation's turns spread over tries", n),
 				"set routerSpec.replicaCount: 1, or put session affinity in front of the routers")
 		}
+	default:
+		d.unknownRoutingLogic(get(rsNode, "routingLogic"), "routerSpec.routingLogic", logic)
 	}
 	// routerSpec.extraArgs are rendered after the chart's --routing-logic, and argparse keeps
 	// the last: a logic given there is the one the router runs.
