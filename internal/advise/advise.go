@@ -106,7 +106,8 @@ func (th Thresholds) Describe() string {
   metrics alone   decide nothing unless the fleet hit rate is >= %.0f%% (100%% - min gain)
   traffic         a replay decides from %d requests after the warm-up, metrics alone from as
                   many in their window (more than 1/min gain: with fewer, one request weighs
-                  at least min gain); fewer: cannot tell yet
+                  at least min gain); fewer: cannot tell yet, and metrics that few are not
+                  set against a replay
   confidence      high needs >= %d requests, exact tokens, a measured fleet and a margin of
                   half the min gain
   thrashing       >= %.0f preemptions per 1k requests or KV cache >= %.0f%% full (warning from

@@ -24,7 +24,7 @@ func (d *decision) collectEvidence() {
 		if m.Queries != nil {
 			fig := fmt.Sprintf("%.0f prompt tokens looked up", *m.Queries)
 			if m.Requests != nil {
-				fig += fmt.Sprintf(", %.0f requests", *m.Requests)
+				fig += fmt.Sprintf(", %s requests", requestCount(*m.Requests))
 			}
 			d.evidence("hitrate.volume", "hitrate", in, "traffic behind the hit rate ("+m.Mode+")", "%s", fig)
 		}

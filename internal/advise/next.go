@@ -30,7 +30,7 @@ func (d *decision) nextSteps(route Verdict) {
 		add("run kvcheck assess again with the same inputs after the fixes",
 			"whether "+route.Describe()+" is still the answer once nothing blocks the cache")
 	}
-	if m := in.Metrics; m != nil && in.Replay == nil && m.Requests != nil && *m.Requests < float64(d.th.MinSteadyRequests()) {
+	if in.Replay == nil && d.metricsTooFew() {
 		add(fmt.Sprintf("measure the metrics over a longer window (--window, or --file dumps taken further apart) holding %d requests or more", d.th.MinSteadyRequests()),
 			"a hit rate over enough requests that no single one decides it")
 	}

@@ -3,6 +3,7 @@ package advise
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -195,11 +196,12 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 // (whole replay, as a metrics window sees cold and warm requests alike): when they are MinGain
 // or more apart, the replay does not reproduce the fleet to the precision the verdict needs.
 // Only the traffic as it is can be compared (not the replay once fixed), and only with complete
-// metrics.
+// metrics over as many requests as metrics alone decide on (metricsTooFew): over fewer, one
+// request moves the measured hit rate by the threshold, so a gap says nothing of the replay.
 func (d *decision) metricsDisagree(rp *Replay, prefix string) (float64, bool) {
 	m := d.in.Metrics
 	today := rp.policy(rp.Today)
-	if prefix != "replay" || m == nil || m.HitRate == nil || today == nil || m.Down > 0 || len(m.Warnings) > 0 {
+	if prefix != "replay" || m == nil || m.HitRate == nil || today == nil || m.Down > 0 || len(m.Warnings) > 0 || d.metricsTooFew() {
 		return 0, false
 	}
 	diff := math.Abs(*m.HitRate - today.HitRate)
@@ -284,11 +286,11 @@ func (d *decision) withoutTraffic() routing {
 			Text: "nothing given shows the traffic, so no routing option can be judged: " + measure}}, Low}
 	}
 	complete := m.Down == 0 && len(m.Warnings) == 0
-	if m.HitRate != nil && *m.HitRate >= 1-d.th.MinGain && complete && m.Requests != nil && *m.Requests < float64(d.th.MinSteadyRequests()) {
+	if m.HitRate != nil && *m.HitRate >= 1-d.th.MinGain && complete && d.metricsTooFew() {
 		// A hit rate over a handful of requests says nothing about the traffic.
 		return routing{Undetermined, d.citeKnown([]Reason{{Rule: "too-little-traffic", Verdict: Undetermined, Strength: Low, Evidence: []string{"hitrate.hit_rate", "hitrate.volume"},
-			Text: fmt.Sprintf("the fleet serves %s of prompt tokens from cache, but over %.0f requests %s: each weighs on average at least the %.0f-point threshold, so one request could make the difference; metrics decide from %d requests (1/min gain, and one more): %s",
-				pct(*m.HitRate), *m.Requests, windowWord(m.Mode), d.th.MinGain*100, d.th.MinSteadyRequests(), measure)}}), Low}
+			Text: fmt.Sprintf("the fleet serves %s of prompt tokens from cache, but over %s requests %s: each weighs on average at least the %.0f-point threshold, so one request could make the difference; metrics decide from %d requests (1/min gain, and one more): %s",
+				pct(*m.HitRate), requestCount(*m.Requests), windowWord(m.Mode), d.th.MinGain*100, d.th.MinSteadyRequests(), measure)}}), Low}
 	}
 	if m.HitRate != nil && *m.HitRate >= 1-d.th.MinGain && complete {
 		st := Medium
@@ -322,6 +324,23 @@ func (d *decision) withoutTraffic() routing {
 	}
 	return routing{Undetermined, d.citeKnown([]Reason{{Rule: "metrics-cannot-tell", Verdict: Undetermined, Strength: Low, Evidence: []string{"hitrate.hit_rate", "hitrate.replicas"},
 		Text: text + ": " + measure}}), Low}
+}
+
+// metricsTooFew reports whether the metrics' window holds fewer requests than MinSteadyRequests
+// (known volume only): too few for metrics alone to decide, and too few to set against a replay.
+func (d *decision) metricsTooFew() bool {
+	m := d.in.Metrics
+	return m != nil && m.Requests != nil && *m.Requests < float64(d.th.MinSteadyRequests())
+}
+
+// requestCount writes a request count as a reader can set it against MinSteadyRequests: whole counts
+// as they are, a rate window's fractional one cut (never rounded up) to a tenth, so 20.96 reads
+// 20.9 and not the 21 it falls short of.
+func requestCount(x float64) string {
+	if x == math.Trunc(x) {
+		return fmt.Sprintf("%.0f", x)
+	}
+	return strconv.FormatFloat(math.Floor(x*10)/10, 'f', -1, 64)
 }
 
 // windowWord says what a metrics mode's figures cover.

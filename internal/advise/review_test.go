@@ -1,0 +1,68 @@
+package advise
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestDisagreementNeedsVolume: the metrics' hit rate is set against the replay only when it
+// stands on the volume the metrics rule asks for (MinSteadyRequests, 21 at 5 points). Over 4
+// requests one request weighs 25 points on average: metrics alone cannot say "nothing" on
+// them, and by the same rule 70% over 4 requests against the replay's 30% says nothing about
+// the replay either, so it is no reason against and the confidence stays high. Over 21
+// requests the same 40 points are a reason against. Worked by hand from the rule; kvcheck had
+// the 4-request window lower the confidence.
+func TestDisagreementNeedsVolume(t *testing.T) {
+	for _, c := range []struct {
+		requests float64
+		against  bool
+		conf     Level
+	}{
+		{4, false, High},
+		{20.6, false, High},
+		{21, true, Medium},
+	} {
+		m := healthy(8)
+		m.HitRate, m.Queries, m.Requests = ptr(0.70), ptr(c.requests*1000), ptr(c.requests)
+		rec := Decide(Input{Metrics: m, Replay: replay(0.30, 10, false, pol("kv-load", 0.60, 1.07))}, DefaultThresholds())
+		got := slices.ContainsFunc(rec.Reasons, func(r Reason) bool { return r.Rule == "replay-disagrees-with-metrics" })
+		if rec.Verdict != KVAwareRouter || got != c.against || rec.Confidence != c.conf {
+			t.Errorf("%.1f requests: verdict %s (%s), against %v; want kv-aware-router (%s), against %v", c.requests, rec.Verdict, rec.Confidence, got, c.conf, c.against)
+		}
+	}
+}
+
+// TestFractionalRequestsPrinted: a rate window's request count is an increase(), often not whole.
+// 20.6 requests is under the 21 the metrics rule asks for; printed "%.0f" it read "over 21
+// requests ... metrics decide from 21 requests", a reason that contradicts itself. The figure
+// printed must be one a reader can set against the rule: 20.6, never rounded up to 21.
+func TestFractionalRequestsPrinted(t *testing.T) {
+	for _, c := range []struct {
+		requests float64
+		want     string
+	}{
+		{20.6, "20.6 requests"},
+		{20.96, "20.9 requests"},
+		{4, "4 requests"},
+	} {
+		m := healthy(4)
+		m.HitRate, m.Queries, m.Requests = ptr(0.97), ptr(21_000.0), ptr(c.requests)
+		rec := Decide(Input{Metrics: m}, DefaultThresholds())
+		if rec.Verdict != Undetermined || len(rec.Reasons) == 0 || rec.Reasons[0].Rule != "too-little-traffic" {
+			t.Fatalf("%v requests: verdict %s, reasons %+v; want cannot tell (too-little-traffic)", c.requests, rec.Verdict, rec.Reasons)
+		}
+		if !strings.Contains(rec.Reasons[0].Text, "over "+c.want) {
+			t.Errorf("%v requests: reason %q does not say %q", c.requests, rec.Reasons[0].Text, "over "+c.want)
+		}
+		var vol string
+		for _, e := range rec.Evidence {
+			if e.ID == "hitrate.volume" {
+				vol = e.Figure
+			}
+		}
+		if !strings.Contains(vol, ", "+c.want) {
+			t.Errorf("%v requests: hitrate.volume %q does not say %q", c.requests, vol, c.want)
+		}
+	}
+}
