@@ -94,7 +94,7 @@ func (t *table[V]) put(k uint64) (*V, bool) {
 		t.n++
 		return &t.zero, false
 	}
-	if (t.n+1)*4 > len(t.slots)*3 {
+	if len(t.slots) == 0 {
 		t.grow()
 	}
 	mask := uint64(len(t.slots) - 1)
@@ -104,6 +104,15 @@ func (t *table[V]) put(k uint64) (*V, bool) {
 			return &s.val, true
 		}
 		if s.key == 0 {
+			// Grow only for a key not held, so that putting a held key again (every
+			// re-stored block) never doubles a table that is exactly three quarters full.
+			if (t.n+1)*4 > len(t.slots)*3 {
+				t.grow()
+				mask = uint64(len(t.slots) - 1)
+				for i = t.home(k); t.slots[i].key != 0; i = (i + 1) & mask {
+				}
+				s = &t.slots[i]
+			}
 			// An empty slot's value is zero: del and reset clear what they empty.
 			s.key = k
 			t.n++

@@ -216,3 +216,34 @@ func TestGenerationsRef(t *testing.T) {
 		}
 	}
 }
+
+// TestTablePutHeldAtThreshold: a table exactly three quarters full (48 keys in 64 slots) does
+// not grow when a key it holds is put again, as every re-stored block is: growth is for a key
+// that would make it more than three quarters full. It grew (doubling its memory) before
+// looking whether the key was held, and the next rotation then made a new array again.
+func TestTablePutHeldAtThreshold(t *testing.T) {
+	var tab table[uint64]
+	for k := uint64(1); k <= 48; k++ {
+		p, _ := tab.put(k)
+		*p = k * 10
+	}
+	if len(tab.slots) != tableMinSlots || tab.n != 48 {
+		t.Fatalf("48 keys: %d slots, %d held; want %d slots", len(tab.slots), tab.n, tableMinSlots)
+	}
+	for k := uint64(1); k <= 48; k++ {
+		if p, held := tab.put(k); !held || *p != k*10 {
+			t.Fatalf("put(%d) again: held %v", k, held)
+		}
+	}
+	if len(tab.slots) != tableMinSlots {
+		t.Fatalf("putting held keys at the threshold grew the table to %d slots", len(tab.slots))
+	}
+	if p, held := tab.put(49); held || *p != 0 || len(tab.slots) != 2*tableMinSlots {
+		t.Fatalf("the 49th key: held %v, %d slots; want a new key and %d slots", held, len(tab.slots), 2*tableMinSlots)
+	}
+	for k := uint64(1); k <= 48; k++ {
+		if p := tab.find(k); p == nil || *p != k*10 {
+			t.Fatalf("find(%d) after growing: %v", k, p)
+		}
+	}
+}
