@@ -374,7 +374,10 @@ func (d *decoder) hash(p []byte, h *Hash, what string) ([]byte, error) {
 	}
 	v, big, o, err := d.int(p, what)
 	if err != nil {
-		return p, d.fail(p, "%s is a %s, want an integer or bin", what, msgp.NextType(p))
+		if t := msgp.NextType(p); len(p) > 0 && t != msgp.IntType && t != msgp.UintType {
+			return p, d.fail(p, "%s is a %s, want an integer or bin", what, t)
+		}
+		return p, err // an integer cut short: d.int's reason says so
 	}
 	// Field by field: assigning a whole Hash writes its Bin pointer, which costs a write
 	// barrier while the collector marks, and hashes are most of a batch's values.

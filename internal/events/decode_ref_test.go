@@ -190,7 +190,10 @@ func (d *refDecoder) hash(p []byte, h *Hash, what string) ([]byte, error) {
 	}
 	v, big, o, err := d.int(p, what)
 	if err != nil {
-		return p, d.fail(p, "%s is a %s, want an integer or bin", what, msgp.NextType(p))
+		if t := msgp.NextType(p); len(p) > 0 && t != msgp.IntType && t != msgp.UintType {
+			return p, d.fail(p, "%s is a %s, want an integer or bin", what, t)
+		}
+		return p, err
 	}
 	*h = Hash{Form: HashInt, Value: uint64(v), Negative: v < 0 && !big}
 	return o, nil

@@ -598,3 +598,31 @@ func TestEventReset(t *testing.T) {
 		t.Errorf("fields left after reset: %+v", e)
 	}
 }
+
+// TestDecodeTruncatedHash: a block hash cut short inside its integer (a uint64's lead byte and
+// three of its eight bytes) is reported as truncated, not as a hash of the wrong type: the
+// integer reader's reason was overwritten with "block hash is a uint, want an integer or bin",
+// which names an integer as what is wanted when an integer is what is there.
+func TestDecodeTruncatedHash(t *testing.T) {
+	for _, tt := range []struct{ name, hex, want string }{
+		{"uint64 cut short", "93cb3ff000000000000091" + "92ac426c6f636b52656d6f766564" + "91cf010203",
+			"block hash: 8 bytes claimed, 3 left"},
+		{"not an integer", "93cb3ff000000000000091" + "92ac426c6f636b52656d6f766564" + "91a178c0",
+			"block hash is a str, want an integer or bin"},
+		{"parent cut short", "93cb3ff000000000000091" + "93ab426c6f636b53746f726564" + "9101" + "d201",
+			"parent_block_hash: 4 bytes claimed, 1 left"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := hex.DecodeString(tt.hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b Batch
+			err = Decode(p, &b)
+			var de *DecodeError
+			if !errors.As(err, &de) || de.Reason != tt.want {
+				t.Fatalf("Decode = %v, want the reason %q", err, tt.want)
+			}
+		})
+	}
+}
