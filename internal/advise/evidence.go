@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // collectEvidence writes one evidence line per figure the rules read, so that every reason can
@@ -228,7 +230,7 @@ func (s *Replay) idleImbalances(ratio float64) []string {
 	var out []string
 	for _, p := range s.Policies {
 		if p.Idle && p.Name != s.Today {
-			out = append(out, fmt.Sprintf("%s (load max/mean %.2f, %.0f%% of the busiest replica's requests waited; a hot spot needs %.0f%%)", p.Name, p.LoadMaxOverMean, 100*p.HotWaited, 100/ratio))
+			out = append(out, fmt.Sprintf("%s (load max/mean %.2f, %s of the busiest replica's requests waited; a hot spot needs %.0f%%)", p.Name, p.LoadMaxOverMean, sim.WaitedPct(p.HotWaited), 100/ratio))
 		}
 	}
 	return out

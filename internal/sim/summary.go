@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
@@ -66,6 +67,14 @@ func (l Load) Idle(ratio float64) bool {
 // HotSpotRule states HotSpot in one line, for --help, the ranking rule and the reasons.
 func HotSpotRule(ratio float64) string {
 	return fmt.Sprintf("load max/mean >= %.1f and above the evenest spread the requests allow, and, where the arrival times are the traffic's own, at least %.0f%% of the busiest replica's requests waiting in the model", ratio, 100/ratio)
+}
+
+// WaitedPct writes a busiest replica's waited share (Load.HotWaited) as a whole percent cut
+// down, never rounded up: an idle imbalance at 49.6% reads 49%, under the 50% line rule 3 of
+// HotSpot draws, where rounding printed the line itself. Used where the share is under the line
+// (idle-imbalance); a hot spot's share, at or above it, cannot round below it.
+func WaitedPct(w float64) string {
+	return fmt.Sprintf("%.0f%%", math.Floor(100*w+1e-6))
 }
 
 // EvenLoad is the load max/mean of the evenest spread of the requests over the replicas: the
@@ -176,8 +185,8 @@ func NewReport(t *Trace, stats TraceStats, s Sweep, results []Result) Report {
 					Severity: finding.Info,
 					Code:     "idle-imbalance",
 					Subject:  fmt.Sprintf("%s@%dx%d", r.Policy, r.Replicas, r.KVBlocks),
-					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), but only %.0f%% of that replica's requests waited in the model: at this load the imbalance costs nothing, and it is no hot spot until %.0f%% of them wait",
-						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, 100*load.HotWaited, 100/HotSpotRatio),
+					Message: fmt.Sprintf("%s sends %.0f%% of requests to one replica of %d (load max/mean %.2f), but only %s of that replica's requests waited in the model: at this load the imbalance costs nothing, and it is no hot spot until %.0f%% of them wait",
+						r.Policy, 100*float64(maxInt(r.PerReplica))/float64(max(1, r.Requests)), len(r.PerReplica), r.LoadMaxOverMean, WaitedPct(load.HotWaited), 100/HotSpotRatio),
 				})
 			}
 			starved := Starves(r.FreshShare, r.Replicas)
