@@ -384,7 +384,8 @@ func readLog(ctx context.Context, rl *RequestLog, rewrite func(*audit.Request) b
 		return nil, fmt.Errorf("requests: %w", err)
 	}
 	defer func() { _ = r.Close() }() // read only
-	opts := sim.RequestLogOptions{BlockSize: rl.BlockSize, Tokenizer: rl.Tokenizer, Concurrency: 8, MaxBlockRefs: rl.MaxBlockRefs, MaxTraceRequests: rl.MaxTraceRequests}
+	opts := sim.RequestLogOptions{BlockSize: rl.BlockSize, Tokenizer: rl.Tokenizer, Concurrency: 8, MaxBlockRefs: rl.MaxBlockRefs, MaxTraceRequests: rl.MaxTraceRequests,
+		Part: "assess a part of it (its first N lines: head -n N)"}
 	if rewrite != nil {
 		opts.Rewrite = func(req *audit.Request) { rewrite(req) }
 	}

@@ -70,3 +70,20 @@ func TestOpenRequestLogFile(t *testing.T) {
 		t.Errorf("Open read %v, want %s itself", r, path)
 	}
 }
+
+// TestReadLogLimitNamesAssessFlags: a request log past --max-trace-requests is refused with
+// advice that assess can follow: the flag that raises the limit, and a way to read a part of
+// the log. The advice was simulate's "--max-requests N", a flag assess does not have.
+func TestReadLogLimitNamesAssessFlags(t *testing.T) {
+	line := `{"model": "m", "messages": [{"role": "user", "content": "hello there"}]}` + "\n"
+	log := strings.Repeat(line, 3)
+	rl := &RequestLog{Name: "r.jsonl", BlockSize: 16, MaxTraceRequests: 2,
+		Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(log)), nil }}
+	_, err := readLog(t.Context(), rl, nil)
+	if err == nil || !strings.Contains(err.Error(), "more than 2 requests") || !strings.Contains(err.Error(), "--max-trace-requests") {
+		t.Fatalf("readLog = %v, want the request limit's error naming --max-trace-requests", err)
+	}
+	if strings.Contains(err.Error(), "--max-requests") {
+		t.Errorf("readLog = %v: it names --max-requests, which assess does not have", err)
+	}
+}

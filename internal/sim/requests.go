@@ -70,6 +70,9 @@ type RequestLogOptions struct {
 	// more is refused with an error naming the limit and --max-trace-requests (MaxRequests
 	// above it reads a part instead).
 	MaxTraceRequests int
+	// Part is the advice a limit's error ends with, how to read less of the log ("simulate a
+	// part of it with --max-requests N", kvcheck simulate's flag, when empty).
+	Part string
 	// Progress, when set, is called after every 1,000 requests with the count so far.
 	Progress func(requests int)
 	// Rewrite, when set, changes each request before it is tokenized (assess replays the
@@ -159,6 +162,9 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 	}
 	if opts.MaxTraceRequests <= 0 {
 		opts.MaxTraceRequests = MaxRequests
+	}
+	if opts.Part == "" {
+		opts.Part = "simulate a part of it with --max-requests N"
 	}
 	tokens := "estimated"
 	if opts.Tokenizer.Exact() {
@@ -310,12 +316,12 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 	bs := l.opts.BlockSize
 	nb := (len(ids) + bs - 1) / bs
 	if len(l.keys)+nb > l.opts.MaxBlockRefs {
-		return refsLimitError(fmt.Sprintf("request log %s line %d (blocks of %d tokens)", l.name, req.Line, bs), l.opts.MaxBlockRefs, "simulate a part of it with --max-requests N")
+		return refsLimitError(fmt.Sprintf("request log %s line %d (blocks of %d tokens)", l.name, req.Line, bs), l.opts.MaxBlockRefs, l.opts.Part)
 	}
 	if len(l.t.Requests) >= l.opts.MaxTraceRequests {
 		// Requests shorter than a block add no reference, so the references alone do not
 		// bound the requests kept.
-		return requestsLimitError(fmt.Sprintf("request log %s line %d", l.name, req.Line), l.opts.MaxTraceRequests, "simulate a part of it with --max-requests N")
+		return requestsLimitError(fmt.Sprintf("request log %s line %d", l.name, req.Line), l.opts.MaxTraceRequests, l.opts.Part)
 	}
 	from := len(l.keys)
 	l.keys = appendChain(l.keys, ids, bs)
