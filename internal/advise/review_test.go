@@ -84,3 +84,16 @@ func TestIdleImbalanceEvidenceUnderTheLine(t *testing.T) {
 		t.Errorf("replay.idle_imbalance %q", fig)
 	}
 }
+
+// TestDisagreementAtTheLine: metrics at 35% against a replay of today's routing at 30% are 5.0
+// points apart, exactly the threshold, which the rule counts (min gain or more). The reason
+// said "5.0 points apart, more than the 5-point threshold"; it says "at or above".
+func TestDisagreementAtTheLine(t *testing.T) {
+	m := healthy(8)
+	m.HitRate = ptr(0.35)
+	rec := Decide(Input{Metrics: m, Replay: replay(0.30, 10, false, pol("kv-load", 0.60, 1.07))}, DefaultThresholds())
+	i := slices.IndexFunc(rec.Reasons, func(r Reason) bool { return r.Rule == "replay-disagrees-with-metrics" })
+	if i < 0 || !strings.Contains(rec.Reasons[i].Text, "5.0 points apart, at or above the 5-point threshold") {
+		t.Errorf("reasons %+v", rec.Reasons)
+	}
+}

@@ -182,7 +182,7 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	offBy, off := d.metricsDisagree(rp, prefix)
 	if off {
 		rs = append(rs, Reason{Rule: "replay-disagrees-with-metrics", Verdict: v, Strength: Medium, Against: true, Evidence: []string{"hitrate.hit_rate", prefix + ".today"},
-			Text: fmt.Sprintf("the metrics measured a fleet hit rate of %s (%s), the replay of today's %s on this fleet's shape serves %s over the whole replay: %.1f points apart, more than the %.0f-point threshold the gains are judged on, so the replayed traffic or fleet is not the one the metrics measured (a trace from elsewhere or another period, another KV size, another routing); the gains are the replay's",
+			Text: fmt.Sprintf("the metrics measured a fleet hit rate of %s (%s), the replay of today's %s on this fleet's shape serves %s over the whole replay: %.1f points apart, at or above the %.0f-point threshold the gains are judged on, so the replayed traffic or fleet is not the one the metrics measured (a trace from elsewhere or another period, another KV size, another routing); the gains are the replay's",
 				pct(*d.in.Metrics.HitRate), d.in.Metrics.Mode, today.Name, pct(today.HitRate), offBy*100, th.MinGain*100)})
 	}
 	conf := d.replayConfidence(rp, margin)
