@@ -127,8 +127,13 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 		n += siblings(&t.Requests[i], c)
 	}
 	if limit := cmp.Or(t.maxRequests, MaxRequests); n > limit {
-		// Every request sent keeps its TTFT (8 bytes) to the end of the run.
-		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings (--n, and the requests' own n), more than the %d a simulation sends: raise the limit with --max-trace-requests if the machine has the memory (8 bytes a request sent, about 100 a request waiting), lower --n, or simulate a part of the trace", t.Name, n, limit)
+		// Every request sent keeps its TTFT (8 bytes) to the end of the run. --n is named only
+		// when it was given: assess, which has no such flag, sends the requests' own n.
+		whose, lower := "the requests' own n", ""
+		if c.Siblings > 1 {
+			whose, lower = "--n, and the requests' own n", "lower --n, "
+		}
+		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings (%s), more than the %d a simulation sends: raise the limit with --max-trace-requests if the machine has the memory (8 bytes a request sent, about 100 a request waiting), %sor simulate a part of the trace", t.Name, n, whose, limit, lower)
 	}
 	f := newFleet(c, t.BlockSize, t.distinct, info.readsIndex)
 	p := info.newPolicy(c, t.BlockSize)

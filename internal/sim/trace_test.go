@@ -521,3 +521,26 @@ func TestRequestLimitRaised(t *testing.T) {
 		})
 	}
 }
+
+// TestSiblingLimitWithoutFlag: requests whose own n carries a run past the request limit, with
+// no --n given (as in assess, which has no such flag), are refused with advice that does not
+// tell the user to lower --n; with --n given, it does.
+func TestSiblingLimitWithoutFlag(t *testing.T) {
+	tr := &Trace{Name: "t", Format: "requests", BlockSize: 16, maxRequests: 5}
+	for i := range 5 {
+		tr.Requests = append(tr.Requests, Request{Arrival: float64(i), Blocks: []uint64{uint64(i)}, InputTokens: 16, OutputTokens: 1})
+	}
+	tr.Requests[0].N = 6 // 6 + 4 = 10 requests sent
+	c := Config{Replicas: 2, KVBlocks: 2, AddReplicaAt: -1, Model: DefaultModel(), Params: DefaultParams()}
+	_, err := Simulate(tr, c, "round-robin")
+	if err == nil || !strings.Contains(err.Error(), "10 requests with their siblings") || !strings.Contains(err.Error(), "--max-trace-requests") {
+		t.Fatalf("error %v, want one naming 10 requests and --max-trace-requests", err)
+	}
+	if strings.Contains(err.Error(), "--n") {
+		t.Errorf("error %v names --n, which was not given", err)
+	}
+	c.Siblings = 2
+	if _, err = Simulate(tr, c, "round-robin"); err == nil || !strings.Contains(err.Error(), "lower --n") {
+		t.Errorf("with --n 2: error %v, want one saying to lower --n", err)
+	}
+}
