@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -210,6 +211,28 @@ func TestKeyFilter(t *testing.T) {
 	}
 	if fp > 10000 {
 		t.Errorf("%d of 100,000 keys never added were reported, want under 10%%", fp)
+	}
+}
+
+// TestHugeMaxBlocks: --max-blocks far above what a stream fills (1e12) costs only what the
+// stream stores. The content filters were sized from the bound up front: 1e12 asked for about
+// a terabyte and the tap died out of memory at start. Now each filter is at most 16 MiB
+// (maxFilterBits), and the same duplicate is still found across publishers.
+func TestHugeMaxBlocks(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := NewCollector(Options{MaxBlocks: 1e12})
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("NewCollector(MaxBlocks: 1e12) allocated %d MB, want at most 64 MB (two 16 MiB filters and small tables)", grew>>20)
+	}
+	none := blockhash.NoneHash("0")
+	ev := storeEvent(t, none, toks(1, 8), 1)
+	c.Add(msg("a", 0, Wire{Era: EraMap}, ev))
+	c.Add(msg("b", 0, Wire{Era: EraMap}, ev))
+	if a := c.Report(1e9).Analysis; a.DuplicateBlocks == 0 {
+		t.Errorf("the same 8 blocks stored by two publishers: no duplicate found (%+v)", a)
 	}
 }
 

@@ -135,9 +135,16 @@ type keyFilter struct {
 	mask uint64 // bit index mask (the filter has a power-of-two number of bits)
 }
 
+// maxFilterBits caps a filter's size (16 MiB): the filters are allocated up front, sized from
+// --max-blocks, and the bound may be far above what the stream ever fills (--max-blocks 1e12
+// asked for about a terabyte and the tap died out of memory). Past 8 bits a key for 2^24 keys
+// a generation the filter only answers "maybe" more often, which costs a probe, never a wrong
+// answer; the tables themselves grow only as blocks arrive.
+const maxFilterBits = 1 << 27
+
 func newKeyFilter(keys int) keyFilter {
 	n := uint64(1 << 12)
-	for n < 8*uint64(max(keys, 1)) {
+	for n < 8*uint64(max(keys, 1)) && n < maxFilterBits {
 		n <<= 1
 	}
 	return keyFilter{bits: make([]uint64, n/64), mask: n - 1}
