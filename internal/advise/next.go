@@ -17,7 +17,8 @@ func (d *decision) nextSteps(route Verdict) {
 		askedTraffic = true
 		// The one measurement that would settle it comes first.
 		if rp := in.Replay; rp != nil && rp.PrefixInfo && rp.SteadyRequests() < d.th.MinSteadyRequests() {
-			add(fmt.Sprintf("give a longer request log or trace: at least %d requests in all, so that %d or more come after the warm-up (the first half)", 2*d.th.MinSteadyRequests(), d.th.MinSteadyRequests()),
+			// The warm-up is the first half cut down (len/2), so 2m-1 requests leave m after it.
+			add(fmt.Sprintf("give a longer request log or trace: at least %d requests in all, so that %d or more come after the warm-up (the first half)", 2*d.th.MinSteadyRequests()-1, d.th.MinSteadyRequests()),
 				"the measurement that decides: a replay in which no single request's placement can move the gain by the threshold")
 		} else if in.Replay != nil && !in.Replay.PrefixInfo {
 			add("add --requests with a JSONL log of real request bodies (a gateway export), or give a trace with block hashes (Mooncake hash_ids)",

@@ -97,3 +97,27 @@ func TestDisagreementAtTheLine(t *testing.T) {
 		t.Errorf("reasons %+v", rec.Reasons)
 	}
 }
+
+// TestLongerLogAsksForEnough: the warm-up is the first half of the requests by order, cut down
+// (assess: len/2), so 41 requests leave 21 after it, the fewest a replay decides on; 40 leave
+// 20. The next step asked for "at least 42 requests in all", one more than needed: a reader who
+// gave 41 was told too little though kvcheck decided.
+func TestLongerLogAsksForEnough(t *testing.T) {
+	for _, c := range []struct {
+		requests int
+		decides  bool
+	}{{40, false}, {41, true}} {
+		r := replay(0.30, 10, false, pol("kv-load", 0.60, 1.07))
+		r.Requests, r.WarmupRequests = c.requests, c.requests/2
+		rec := Decide(Input{Replay: r}, DefaultThresholds())
+		if got := rec.Verdict != Undetermined; got != c.decides {
+			t.Errorf("%d requests: verdict %s, decides %v, want %v", c.requests, rec.Verdict, got, c.decides)
+		}
+		if c.decides {
+			continue
+		}
+		if len(rec.NextSteps) == 0 || !strings.Contains(rec.NextSteps[0].Measure, "at least 41 requests in all, so that 21 or more come after the warm-up") {
+			t.Errorf("%d requests: next steps %+v", c.requests, rec.NextSteps)
+		}
+	}
+}
