@@ -216,7 +216,13 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 			if !tb.After(ta) {
 				// Nothing was taken between the scrapes: unchanged counters say nothing of
 				// the replicas, which would read as idle.
-				in.Down = append(in.Down, Down{Target: t.Name, Error: fmt.Sprintf("served the same samples at both scrapes, %s apart (its newest sample timestamp stayed at %s): its data did not refresh in between (a federation endpoint or an exporter's cache); scrape the replicas themselves, or wait longer than its refresh", db.Time.Sub(da.Time).Round(time.Millisecond), ta.UTC().Format(time.RFC3339))})
+				msg := fmt.Sprintf("served the same samples at both scrapes, %s apart (its newest sample timestamp stayed at %s): its data did not refresh in between (a federation endpoint or an exporter's cache); scrape the replicas themselves, or wait longer than its refresh", db.Time.Sub(da.Time).Round(time.Millisecond), ta.UTC().Format(time.RFC3339))
+				if tb.Before(ta) {
+					// Older samples at the second scrape: not a cache that stood still, but
+					// another process answering (a load balancer over replicas) or a clock set back.
+					msg = fmt.Sprintf("served older samples at the second scrape, %s apart (its newest sample timestamp went back from %s to %s): more than one process answers at this address (a load balancer or Service over several replicas) or its clock went back; scrape each replica itself", db.Time.Sub(da.Time).Round(time.Millisecond), ta.UTC().Format(time.RFC3339), tb.UTC().Format(time.RFC3339))
+				}
+				in.Down = append(in.Down, Down{Target: t.Name, Error: msg})
 				continue
 			}
 			// The exposition's own timestamps say when the values were taken.
