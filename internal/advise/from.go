@@ -143,7 +143,7 @@ func FromReplay(rep sim.Report, sh ReplayShape) *Replay {
 		Estimated: t.Tokens == "estimated", LowerBound: t.LowerBound, SessionsKnown: sh.SessionsKnown,
 		Ceiling: rep.Stats.Ceiling, WorkingSetTokens: rep.Stats.DistinctBlocks * int64(t.BlockSize),
 		ReplicasFrom: sh.ReplicasFrom, KVFrom: sh.KVFrom, Today: sh.Today, WarmupSeconds: sh.WarmupSeconds,
-		WarmupRequests: sh.WarmupRequests,
+		WarmupRequests: sh.WarmupRequests, SyntheticArrivals: t.SyntheticArrivals,
 	}
 	if n := len(t.Requests); n > 0 {
 		s.Duration = t.Requests[n-1].Arrival - t.Requests[0].Arrival

@@ -155,6 +155,9 @@ type Replay struct {
 	// replayed, the request log first, then a trace, then the recordings.
 	Unused   []string
 	Policies []Policy
+	// SyntheticArrivals: the arrival times are made up (a request log replayed at --rate), so
+	// the hot-spot rule read the imbalance alone, not whether requests waited (sim.Load).
+	SyntheticArrivals bool
 }
 
 // SteadyRequests is the number of requests the steady figures count: those after the warm-up.

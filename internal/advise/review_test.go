@@ -121,3 +121,26 @@ func TestLongerLogAsksForEnough(t *testing.T) {
 		}
 	}
 }
+
+// TestTodayHotSpotMadeUpArrivals: where the arrival times are made up (a request log replayed
+// at --rate), the hot-spot rule skips its third condition and the imbalance alone decides
+// (sim.Load.HotSpot). The today-hot-spot reason still said "its busiest replica is busy enough
+// for requests to wait there", a fact nothing measured; it says the imbalance decided.
+func TestTodayHotSpotMadeUpArrivals(t *testing.T) {
+	for _, synthetic := range []bool{false, true} {
+		r := replay(0.30, 10, false, pol("kv-load", 0.60, 1.07))
+		r.Policies[0].LoadMaxOverMean, r.Policies[0].HotSpot = 2.5, true
+		r.SyntheticArrivals = synthetic
+		rec := Decide(Input{Replay: r}, DefaultThresholds())
+		i := slices.IndexFunc(rec.Reasons, func(x Reason) bool { return x.Rule == "today-hot-spot" })
+		if i < 0 {
+			t.Fatalf("synthetic %v: no today-hot-spot in %+v", synthetic, rec.Reasons)
+		}
+		text := rec.Reasons[i].Text
+		busy := strings.Contains(text, "busy enough for requests to wait there")
+		madeUp := strings.Contains(text, "the arrival times are made up")
+		if busy == synthetic || madeUp != synthetic {
+			t.Errorf("synthetic %v: %q", synthetic, text)
+		}
+	}
+}

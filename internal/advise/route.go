@@ -168,8 +168,12 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	if todayHotSpot(rp, th) {
 		// Today's routing is never flagged a hot spot among the options (it is what runs), but
 		// a verdict that keeps it must say so.
+		why := "its busiest replica is busy enough for requests to wait there"
+		if rp.SyntheticArrivals {
+			why = "the arrival times are made up (a request log replayed at --rate), so the imbalance alone decides"
+		}
 		rs = append(rs, Reason{Rule: "today-hot-spot", Verdict: v, Strength: Medium, Against: true, Evidence: ev("policy." + today.Name),
-			Text: fmt.Sprintf("today's %s itself puts load max/mean %.2f on one replica, at or above the %.1f hot-spot line: its busiest replica is busy enough for requests to wait there (a hot spot: %s), its hit rate is bought with that replica's queue (TTFT p99 %.2fs), and the options are compared against a routing that would never be recommended", today.Name, today.LoadMaxOverMean, th.HotSpot, sim.HotSpotRule(th.HotSpot), today.TTFTP99)})
+			Text: fmt.Sprintf("today's %s itself puts load max/mean %.2f on one replica, at or above the %.1f hot-spot line: %s (a hot spot: %s), its hit rate is bought with that replica's queue (TTFT p99 %.2fs), and the options are compared against a routing that would never be recommended", today.Name, today.LoadMaxOverMean, th.HotSpot, why, sim.HotSpotRule(th.HotSpot), today.TTFTP99)})
 	}
 	if hs := rp.hotSpots(); len(hs) > 0 {
 		rs = append(rs, Reason{Rule: "hot-spots", Verdict: v, Strength: Low, Evidence: ev("hot_spots"),
