@@ -135,7 +135,11 @@ func (t *Text) assess(r advise.Recommendation, rk *rank.Ranking) error {
 		}
 	}
 	if rk != nil {
-		if err := t.ranking(rk); err != nil {
+		route := r.Verdict
+		if route == advise.FixFirst {
+			route = r.Then
+		}
+		if err := t.ranking(rk, route); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/kvcheck/kvcheck/internal/advise"
 	"strconv"
 	"strings"
 
@@ -134,7 +135,12 @@ const rankShown = 3
 
 // ranking writes the router ranking for people: the top three in a table, why the first wins,
 // its requirements, what could not run, and the configuration to apply.
-func (t *Text) ranking(rk *rank.Ranking) error {
+// ranking writes the router ranking. route is the recommendation's routing answer (its Then
+// after a fix-first): when that is nothing or cannot tell yet, the router named first is said
+// not to be advice to deploy one, since the two answer different questions (the ranking orders
+// routers by whole points of today's prefill saved; the recommendation asks an option to
+// clear the gain threshold in points of all prefill).
+func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 	fleet := fmt.Sprintf("%d %s x %d blocks of %d tokens", rk.Replicas, plural(rk.Replicas, "replica"), rk.KVBlocks, rk.BlockSize)
 	if rk.AddReplicaAt >= 0 {
 		fleet += fmt.Sprintf(", one more added at %s", seconds(rk.AddReplicaAt))
@@ -198,6 +204,9 @@ func (t *Text) ranking(rk *rank.Ranking) error {
 		} else {
 			first := rk.Rows[0]
 			t.Verdict("First: " + first.Name())
+			if route == advise.Nothing || route == advise.Undetermined {
+				t.Muted("  not advice to deploy it: the recommendation above is %s; this is the router to choose if you deploy one anyway", route.Describe())
+			}
 			for _, w := range rk.Why {
 				t.Line("  - %s", w)
 			}

@@ -95,3 +95,20 @@ func TestAssessRankingNotes(t *testing.T) {
 		t.Errorf("notes in the JSON rows: %+v", rows)
 	}
 }
+
+// TestAssessRankingNotAdvice: a recommendation of nothing next to a ranking that names a router
+// first says the first is not advice to deploy one; a KV-aware recommendation does not.
+func TestAssessRankingNotAdvice(t *testing.T) {
+	const line = "not advice to deploy it: the recommendation above is nothing"
+	rec := advise.Decide(assessInputs()["nothing"], advise.DefaultThresholds())
+	if rec.Verdict != advise.Nothing {
+		t.Fatalf("fixture verdict %s, want nothing", rec.Verdict)
+	}
+	if text := string(render(t, FormatText, AssessRanked(rec, rankingFixture()))); !strings.Contains(text, line) {
+		t.Errorf("nothing beside a ranking with a first: no %q in\n%s", line, text)
+	}
+	rec = advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds())
+	if text := string(render(t, FormatText, AssessRanked(rec, rankingFixture()))); strings.Contains(text, "not advice to deploy it") {
+		t.Errorf("a KV-aware recommendation: the ranking's first is said not to be advice:\n%s", text)
+	}
+}
