@@ -222,80 +222,19 @@ func (d *refDecoder) tokens(p []byte, ev *Event) ([]byte, error) {
 	if err != nil {
 		return p, err
 	}
-	if cap(ev.TokenIDs) < n {
-		ev.TokenIDs = make([]int64, n)
-	}
-	toks := ev.TokenIDs[:n]
-	i, k, single := 0, 0, 0
-	for k < len(toks) {
-		// Runs of uint16 ids (0xcd and two bytes), the common form of a vocabulary's ids,
-		// four at a time: one well-predicted branch on the four lead bytes together lets the
-		// CPU run ahead, where the loop below waits on each lead byte for the next index.
-		// On a random mix of forms the branch is rarely taken, so rarely mispredicted, and
-		// after a miss the next four ids are read one at a time without looking for a run.
-		if single == 0 && i >= 0 && i+12 <= len(p) && k+4 <= len(toks) {
-			q := p[i : i+12]
-			if (q[0]^0xcd)|(q[3]^0xcd)|(q[6]^0xcd)|(q[9]^0xcd) == 0 {
-				t := toks[k : k+4]
-				t[0] = int64(binary.BigEndian.Uint16(q[1:3]))
-				t[1] = int64(binary.BigEndian.Uint16(q[4:6]))
-				t[2] = int64(binary.BigEndian.Uint16(q[7:9]))
-				t[3] = int64(binary.BigEndian.Uint16(q[10:12]))
-				i += 12
-				k += 4
-				continue
-			}
-			single = 4
-		}
-		single--
-		// Token ids are positive fixints or uint8/16/32 as Python writes them. Their mix is
-		// random, so a branch per form mispredicts half the time: read eight bytes and shift
-		// and mask by the form's width instead (a fixint's value is its lead byte). Near the
-		// end, or for other forms, d.int decides.
-		//
-		// The next index depends only on the lead byte, so it is computed from it (1 for a
-		// fixint; 2, 3, 5 for uint8/16/32 at 0xcc-0xce: 1+1<<(c-0xcc)) rather than loaded
-		// from the table: the loop is a chain of dependent index updates, and a table load
-		// in that chain was most of the time of this loop in the tap's profile.
-		if i >= 0 && i+9 <= len(p) {
-			c := p[i]
-			if c < 0x80 || c-0xcc < 3 {
-				f := &refTokenForm[c]
-				word := binary.BigEndian.Uint64(p[i : i+9][1:])
-				toks[k] = int64(word>>(f.shift&63)&f.mask | f.fix)
-				i += 1 + int(c>>7)<<((c-0xcc)&7)
-				k++
-				continue
-			}
-		}
-		v, _, rest, err := d.int(p[i:], "token id")
+	// One id at a time through the general integer reader: the oracle for Decode's token
+	// fast paths (runs of four uint16s, the shift-and-mask read) must not share them.
+	toks := make([]int64, n)
+	for k := range toks {
+		v, _, rest, err := d.int(p, "token id")
 		if err != nil {
-			return p[i:], err
+			return p, err
 		}
-		toks[k] = v
-		i = len(p) - len(rest)
-		k++
+		toks[k], p = v, rest
 	}
-	p = p[i:]
 	ev.TokenIDs = toks
 	return p, nil
 }
-
-// refTokenForm says, for each lead byte of a positive fixint or uint8/16/32, how to take the
-// value from the eight bytes after it: shift right, then mask; or the lead byte's own value,
-// fix, for a positive fixint. (The size is computed from the lead byte, see tokens.)
-var refTokenForm = func() (t [256]struct {
-	shift     uint8
-	mask, fix uint64
-}) {
-	for c := range 0x80 {
-		t[c].fix = uint64(c)
-	}
-	t[0xcc].shift, t[0xcc].mask = 56, 0xff
-	t[0xcd].shift, t[0xcd].mask = 48, 0xffff
-	t[0xce].shift, t[0xce].mask = 32, 0xffffffff
-	return t
-}()
 
 // optInt reads an int-or-nil field; other types are skipped and counted as odd.
 func (d *refDecoder) optInt(p []byte, ev *Event, v *int64, has *bool, what string) ([]byte, error) {

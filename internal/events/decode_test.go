@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/hex"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -437,6 +438,15 @@ func checkVsReference(t *testing.T, p []byte, reused *Batch) {
 		}
 	}
 	wantErr := refDecode(p, &want)
+	for i := range want.Events {
+		if e := &want.Events[i]; len(e.TokenIDs) == 0 {
+			e.TokenIDs = nil
+		}
+	}
+	// A NaN timestamp decodes alike in both, but is unequal to itself.
+	if math.IsNaN(got.TS) && math.IsNaN(want.TS) {
+		got.TS, want.TS = 0, 0
+	}
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("% x: error %v, reference %v", p, err, wantErr)
 	}
