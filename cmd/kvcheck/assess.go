@@ -100,6 +100,10 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 				}
 				return demo.Assess(cmd.Context(), report.NewStatus(s.ErrOut), intro)
 			}
+			// The limit flags default to sim's limits, so a 0 was typed: refused, as simulate does.
+			if err := sim.CheckLimits(src.MaxBlockRefs, src.MaxTraceRequests); err != nil {
+				return report.Result{}, err
+			}
 			if err := assess.Check(*src, *opts, cmd.Flags().Changed("replicas")); err != nil {
 				return report.Result{}, err
 			}

@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -81,10 +82,9 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--hash-seed applies to --tap-from")
 	case o.Replicas < 0 || o.Replicas > sim.MaxReplicas || (replicasGiven && o.Replicas == 0):
 		return usage.Errorf("--replicas %d: want 1 to %d", o.Replicas, sim.MaxReplicas)
-	case src.MaxBlockRefs < 0 || src.MaxBlockRefs > sim.MaxBlockRefsLimit:
-		return usage.Errorf("--max-block-refs %d: want a positive number of block references, at most %d (the simulator numbers blocks with 32-bit ids)", src.MaxBlockRefs, sim.MaxBlockRefsLimit)
-	case src.MaxTraceRequests < 0:
-		return usage.Errorf("--max-trace-requests %d: want a positive number of requests", src.MaxTraceRequests)
+	case sim.CheckLimits(cmp.Or(src.MaxBlockRefs, sim.MaxBlockRefs), cmp.Or(src.MaxTraceRequests, sim.MaxRequests)) != nil:
+		// 0 is the default here (Sources' zero value); the command refuses a typed 0 itself.
+		return sim.CheckLimits(cmp.Or(src.MaxBlockRefs, sim.MaxBlockRefs), cmp.Or(src.MaxTraceRequests, sim.MaxRequests))
 	case o.KVBlocks < 0 || o.KVTokens < 0 || src.BlockSize < 0 || src.TraceBlockSize < 0:
 		return usage.Errorf("--kv-blocks, --kv-tokens, --block-size and --trace-block-size must be positive")
 	case o.KVBlocks > 0 && o.KVTokens > 0:

@@ -159,10 +159,8 @@ func (o Options) checkSource() error {
 		return usage.Errorf("--output-tokens %d: want 1 to %d", src.OutputTokens, 1<<20)
 	case rl.MaxLine < 1:
 		return usage.Errorf("--max-line %d: must be positive", rl.MaxLine)
-	case src.MaxRefs < 1 || src.MaxRefs > MaxBlockRefsLimit:
-		return usage.Errorf("--max-block-refs %d: want a positive number of block references, at most %d (the simulator numbers blocks with 32-bit ids)", src.MaxRefs, MaxBlockRefsLimit)
-	case src.MaxTraceRequests < 1:
-		return usage.Errorf("--max-trace-requests %d: want a positive number of requests", src.MaxTraceRequests)
+	case CheckLimits(src.MaxRefs, src.MaxTraceRequests) != nil:
+		return CheckLimits(src.MaxRefs, src.MaxTraceRequests)
 	case rl.MaxRequests < 0:
 		return usage.Errorf("--max-requests %d: want 0 (all) or more", rl.MaxRequests)
 	case o.Tokenize.URL != "" && o.changed("block-size"):
@@ -266,4 +264,16 @@ func FormatUsage(err error, formatFlag string) error {
 		return usage.Errorf("%s %q: use auto, mooncake or azure", formatFlag, fe.Format)
 	}
 	return usage.Errorf("--trace %v: give %s mooncake or %s azure", err, formatFlag, formatFlag)
+}
+
+// CheckLimits checks --max-block-refs and --max-trace-requests as simulate and assess take
+// them: both positive, the references within the simulator's 32-bit block ids.
+func CheckLimits(blockRefs, traceRequests int) error {
+	switch {
+	case blockRefs < 1 || blockRefs > MaxBlockRefsLimit:
+		return usage.Errorf("--max-block-refs %d: want a positive number of block references, at most %d (the simulator numbers blocks with 32-bit ids)", blockRefs, MaxBlockRefsLimit)
+	case traceRequests < 1:
+		return usage.Errorf("--max-trace-requests %d: want a positive number of requests", traceRequests)
+	}
+	return nil
 }
