@@ -100,7 +100,12 @@ const StarveFraction = 0.5
 // Starves reports whether an added replica's share of the requests after it joined (nil when no
 // replica was added) is under StarveFraction of its fair share among replicas+1.
 func Starves(fresh *float64, replicas int) bool {
-	return fresh != nil && *fresh < StarveFraction/float64(replicas+1)
+	return StarvesAt(fresh, 1/float64(replicas+1))
+}
+
+// StarvesAt is Starves for a fair share already known (assess's ranking keeps it on its rows).
+func StarvesAt(fresh *float64, fair float64) bool {
+	return fresh != nil && fair > 0 && *fresh < StarveFraction*fair
 }
 
 // OverloadedTTFT is the round-robin TTFT p99, in seconds, above which the modelled fleet is

@@ -108,8 +108,7 @@ type Row struct {
 	// (a row built by hand): the row is then judged on LoadMaxOverMean alone.
 	load sim.Load
 	// FreshShare is the added replica's share of the requests after it joined (with
-	// --add-replica-at), FairShare 1/(replicas+1); Starves when FreshShare < FairShare*sim.StarveFraction
-	// (sim.Starves).
+	// --add-replica-at), FairShare 1/(replicas+1); Starves by sim.StarvesAt (under half of it).
 	FreshShare *float64
 	FairShare  float64
 	Starves    bool
@@ -284,7 +283,7 @@ func (rk *Ranking) settle() {
 	for i := range rk.Rows {
 		row := &rk.Rows[i]
 		row.Rank, row.Excluded = 0, ""
-		row.Starves = rk.AddReplicaAt >= 0 && row.FreshShare != nil && row.FairShare > 0 && *row.FreshShare < sim.StarveFraction*row.FairShare
+		row.Starves = rk.AddReplicaAt >= 0 && sim.StarvesAt(row.FreshShare, row.FairShare)
 		load := row.load
 		load.MaxOverMean = row.LoadMaxOverMean
 		switch {
