@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // benchConfigFiles is the size of the generated configuration repository.
