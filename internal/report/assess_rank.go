@@ -262,7 +262,7 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 	if s := rk.Snippet; s != nil {
 		t.Heading(fmt.Sprintf("Configuration to apply (%s, %s)", s.Format, s.File))
 		for _, l := range strings.Split(strings.TrimRight(s.Text, "\n"), "\n") {
-			t.Line("  %s", l)
+			t.Pre("  %s", l)
 		}
 	}
 	return nil

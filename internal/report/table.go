@@ -62,9 +62,11 @@ var reNumberCell = regexp.MustCompile(`^[-+~]?\d[\d.,]*\s?(%|[µm]?s|min|h|x|[KM
 
 // minWrap is the narrowest a wrapping column becomes: narrower text is no longer readable;
 // maxUnbroken is the longest word (an address, a path) kept whole rather than broken.
+// hardFloor is the narrowest any wrapping column becomes when a table cannot fit otherwise.
 const (
 	minWrap     = 10
 	maxUnbroken = 16
+	hardFloor   = 6
 )
 
 // wrapFloor is the narrowest column j may wrap to: its header's longest word, its cells'
@@ -234,7 +236,31 @@ func layout(cols []Column, rows [][]string, width int, wide, boxed bool) tableLa
 				}
 			}
 			if best < 0 {
-				break // nothing left to wrap: the terminal wraps the rest
+				// Past the floors: break long words, down to hardFloor cells a column.
+				for i, j := range keep {
+					if cols[j].Wrap && widths[i] > hardFloor && (best < 0 || widths[i] > widths[best]) {
+						best = i
+					}
+				}
+			}
+			if best < 0 {
+				// Nothing left to wrap: leave out the last column that may go (the highest
+				// Drop, else the last but the first), and say so, rather than let the
+				// terminal wrap the table's lines and break its box.
+				cand := -1
+				for i, j := range keep {
+					if i > 0 && (cand < 0 || cols[j].Drop >= cols[keep[cand]].Drop) {
+						cand = i
+					}
+				}
+				if cand < 0 {
+					break // one column, narrower than it can be: nothing more to do
+				}
+				sum -= widths[cand] + overhead(len(keep), boxed) - overhead(len(keep)-1, boxed)
+				dropped = append(dropped, cols[keep[cand]].Name)
+				keep = slices.Delete(keep, cand, cand+1)
+				widths = slices.Delete(widths, cand, cand+1)
+				continue
 			}
 			widths[best]--
 			sum--

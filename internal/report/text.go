@@ -88,23 +88,111 @@ func IsTerminal(w io.Writer) bool {
 func (t *Text) Terminal() bool { return t.terminal }
 
 // Heading writes a section heading.
-func (t *Text) Heading(s string) {
-	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleHeading).Render(s))
-}
+func (t *Text) Heading(s string) { t.para(styleHeading, s) }
 
-// Line writes one line of plain text.
+// Line writes one line of plain text, wrapped to the terminal's width.
 func (t *Text) Line(format string, args ...any) {
-	fmt.Fprintf(t.w, format+"\n", args...)
+	t.para(lipgloss.Style{}, fmt.Sprintf(format, args...))
 }
 
-// Muted writes one line of secondary text (hints, provenance).
-func (t *Text) Muted(format string, args ...any) {
-	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleMuted).Render(fmt.Sprintf(format, args...)))
+// Pre writes one line as it is, never wrapped: a line of a configuration file to copy.
+func (t *Text) Pre(format string, args ...any) { fmt.Fprintf(t.w, format+"\n", args...) }
+
+// Muted writes one line of secondary text (hints, provenance), wrapped.
+func (t *Text) Muted(format string, args ...any) { t.para(styleMuted, fmt.Sprintf(format, args...)) }
+
+// Verdict writes a highlighted conclusion line, wrapped.
+func (t *Text) Verdict(s string) { t.para(styleVerdict, s) }
+
+// para writes s in the style, wrapped to the terminal's width (prose); when piped it is one
+// line, so grep sees it whole.
+func (t *Text) para(st lipgloss.Style, s string) {
+	for _, l := range wrapProse(s, t.width) {
+		if l != "" {
+			l = t.r.NewStyle().Inherit(st).Render(l)
+		}
+		fmt.Fprintln(t.w, l)
+	}
 }
 
-// Verdict writes a highlighted conclusion line.
-func (t *Text) Verdict(s string) {
-	fmt.Fprintln(t.w, t.r.NewStyle().Inherit(styleVerdict).Render(s))
+// wrapProse breaks a line of prose into lines of at most width cells (0: no limit), at spaces
+// where it can and inside a word (after a separator when there is one) where it must. The
+// first line keeps its own spacing; the others hang under the value of a "label:   value"
+// line, else two columns in from the first line's indent, so a wrapped item still reads as one.
+func wrapProse(s string, width int) []string {
+	if width <= 0 || lipgloss.Width(s) <= width {
+		return []string{s}
+	}
+	indent := len(s) - len(strings.TrimLeft(s, " "))
+	hang := indent + 2
+	if i := strings.Index(s[indent:], "  "); i > 0 {
+		// A label padded to align its value ("stored blocks:    12"): continue under the value.
+		j := indent + i
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		if v := lipgloss.Width(s[:j]); v <= width/2 {
+			hang = v
+		}
+	}
+	hang = min(hang, width/2)
+	pad := strings.Repeat(" ", hang)
+	var lines []string
+	line, lineW := s[:indent], indent // the line so far and its width in cells
+	gap := ""                         // the spaces before the next word on this line
+	fresh := true                     // nothing but the indent on the line yet
+	flush := func() {
+		lines = append(lines, strings.TrimRight(line, " "))
+		line, lineW, gap, fresh = pad, hang, "", true
+	}
+	rest := s[indent:]
+	for rest != "" {
+		// The next word and the run of spaces after it.
+		end := strings.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		word := rest[:end]
+		rest = rest[end:]
+		sp := len(rest) - len(strings.TrimLeft(rest, " "))
+		spaces := rest[:sp]
+		rest = rest[sp:]
+		ww := lipgloss.Width(word)
+		if !fresh && lineW+len(gap)+ww > width {
+			flush()
+		}
+		for lineW+ww > width {
+			// A word longer than a whole line: break it, after a separator if there is one in
+			// the second half of what fits.
+			r := []rune(word)
+			k := 0
+			for k < len(r) && lineW+lipgloss.Width(string(r[:k+1])) <= width {
+				k++
+			}
+			for b := k; b > k/2; b-- {
+				if strings.ContainsRune("/-_.:,=", r[b-1]) {
+					k = b
+					break
+				}
+			}
+			k = max(k, 1)
+			line += string(r[:k])
+			word = string(r[k:])
+			ww = lipgloss.Width(word)
+			flush()
+		}
+		if !fresh {
+			line += gap
+			lineW += len(gap)
+		}
+		line += word
+		lineW += ww
+		gap, fresh = spaces, false
+	}
+	if !fresh || len(lines) == 0 {
+		lines = append(lines, strings.TrimRight(line, " "))
+	}
+	return lines
 }
 
 // Good renders s in the style of a healthy value.
@@ -130,7 +218,14 @@ func (t *Text) Finding(f finding.Finding) {
 	if f.Subject != "" {
 		subject = " " + visible(f.Subject)
 	}
-	fmt.Fprintf(t.w, "%s %s%s: %s\n", t.Badge(f.Severity), f.Code, subject, visible(f.Message))
+	badge := strings.ToUpper(f.Severity.String())
+	lines := wrapProse(fmt.Sprintf("%s %s%s: %s", badge, f.Code, subject, visible(f.Message)), t.width)
+	if rest, ok := strings.CutPrefix(lines[0], badge); ok {
+		lines[0] = t.Badge(f.Severity) + rest
+	}
+	for _, l := range lines {
+		fmt.Fprintln(t.w, l)
+	}
 }
 
 // visible writes the control characters of s as escapes (\n, \t, \x1b): a finding is one
