@@ -3,6 +3,7 @@ module github.com/kvcheck/kvcheck
 go 1.26.7
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/charmbracelet/lipgloss v1.1.0
 	github.com/go-zeromq/zmq4 v0.17.0
 	github.com/google/go-cmp v0.7.0

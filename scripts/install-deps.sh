@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kvcheck's tests need on a fresh Debian machine: a real Prometheus server
-# (integration tests of hitrate and lint) and libzmq through pyzmq plus python3-msgpack
-# (interop tests of tap). Idempotent: does nothing when everything is present.
+# (integration tests of hitrate and lint), libzmq through pyzmq plus python3-msgpack
+# (interop tests of tap), and python3-jinja2 (the reference renders of audit's template engine). Idempotent: does nothing when everything is present.
 set -euo pipefail
 
 need=()
@@ -9,6 +9,7 @@ command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 /usr/bin/python3 -c 'import zmq' >/dev/null 2>&1 || need+=(python3-zmq)
 /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1 || need+=(python3-msgpack)
+/usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || need+=(python3-jinja2)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -35,7 +35,9 @@ const (
 	Yearly     Frequency = "yearly"
 	PerUser    Frequency = "per-user"
 	PerSession Frequency = "per-session"
-	Unknown    Frequency = "unknown"
+	// Fixed is a value set once per deployment: it never breaks sharing.
+	Fixed   Frequency = "fixed"
+	Unknown Frequency = "unknown"
 )
 
 // fast reports whether the value changes at least as often as per user or per hour: such a
@@ -70,10 +72,7 @@ const (
 	VerdictEarly   Verdict = "early"
 	VerdictLate    Verdict = "late"
 	VerdictUnknown Verdict = "unknown"
-	// VerdictCheck is a template whose only findings are variables nothing in view says
-	// change: a question to answer, not a verdict of harm.
-	VerdictCheck Verdict = "check"
-	VerdictClean Verdict = "clean"
+	VerdictClean   Verdict = "clean"
 )
 
 // Evidence is what establishes that an element changes between requests. A name alone is no
@@ -92,6 +91,11 @@ const (
 	EvidenceRender Evidence = "render"
 	// EvidenceLog: requests of a log differ where it lands.
 	EvidenceLog Evidence = "log"
+	// EvidenceText: the template's own words say what the value is ("Your session started
+	// on", "Today is", "User:").
+	EvidenceText Evidence = "text"
+	// EvidenceAssumed: --assume NAME=CLASS settled it.
+	EvidenceAssumed Evidence = "assumed"
 	// EvidenceName: only the variable's name suggests a kind; the finding is a question.
 	EvidenceName Evidence = "name"
 	// EvidenceNone: nothing suggests the variable changes; the finding is a question.
@@ -101,7 +105,7 @@ const (
 // known reports whether the evidence shows the element changes.
 func (e Evidence) known() bool {
 	switch e {
-	case EvidenceCode, EvidenceRequest, EvidenceRender, EvidenceLog:
+	case EvidenceCode, EvidenceRequest, EvidenceRender, EvidenceLog, EvidenceText, EvidenceAssumed:
 		return true
 	}
 	return false
@@ -140,8 +144,21 @@ type Finding struct {
 	// Origin says where the value comes from when that is elsewhere (another line or file).
 	Origin string
 	// Evidence says what shows the element changes; without it (name, none) the finding is
-	// the question to answer (code audit/check), not a breaker.
+	// the question to answer (code audit/check): its Position and Severity are then the
+	// worst case, the class named in Assumption, and BestPosition the best (clean: fixed per
+	// deployment).
 	Evidence Evidence
+	// Variable is the name a caller fills (what --assume names), "" for a clock call.
+	Variable string
+	// Assumption says, for an unsettled finding, the verdicts under the worst and the best
+	// class it could have ("early if current_date changes per session; clean if it is fixed
+	// per deployment").
+	Assumption string
+	// BestPosition is the position under the best class: Position when the evidence settles
+	// it, "" (nothing lost) for an unsettled one.
+	BestPosition Position
+	// Render says what offline rendering showed there, when the template was rendered.
+	Render string
 	// lead is the static text before a placeholder, to find it in a request log.
 	lead string
 }
@@ -225,46 +242,23 @@ func classifyExpr(expr string) (Kind, Frequency, bool) {
 	return k, f, true
 }
 
-// strftimeFrequency reads a strftime format: the finest field it prints sets how often the
-// text changes.
+// strftimeFrequency renders a strftime format under the clock pairs of the offline render:
+// the first step whose two texts differ is how often the text changes (a format without a
+// time of day changes daily, one with seconds every second).
 func strftimeFrequency(format string) Frequency {
-	has := func(codes string) bool {
-		for _, c := range codes {
-			if strings.Contains(format, "%"+string(c)) || strings.Contains(format, "%-"+string(c)) {
-				return true
-			}
+	base := strftime(renderClock, format)
+	for _, st := range clockSteps {
+		if strftime(renderClock.Add(st.d), format) != base {
+			return st.freq
 		}
-		return false
-	}
-	switch {
-	case has("fsSTcXrsz"):
-		// %c, %X, %T, %r print seconds.
-		if has("f") {
-			return PerCall
-		}
-		return PerSecond
-	case has("MR"):
-		return PerMinute
-	case has("HIlkp"):
-		return Hourly
-	case has("daejAuwUWVxDFGg"):
-		return Daily
-	case has("mbBh"):
-		return Monthly
-	case has("yYC"):
-		return Yearly
 	}
 	return Unknown
 }
 
-// severity ranks a finding: a block-zero breaker that changes per call or per user is an
-// error, anything daily or of unknown frequency that early is a warning, late is information,
-// and so is a variable that nothing but its name (or nothing at all) says changes.
-func severity(p Position, k Kind, f Frequency, ev Evidence) finding.Severity {
-	if !ev.known() {
-		// A question to answer (where is it filled from?), not an alarm.
-		return finding.Info
-	}
+// severity ranks a finding by the class it changes with: a block-zero breaker that changes
+// per call or per user is an error, anything daily or of unknown frequency that early is a
+// warning, late is information.
+func severity(p Position, f Frequency) finding.Severity {
 	switch p {
 	case Breaker:
 		if f.fast() {
@@ -279,6 +273,81 @@ func severity(p Position, k Kind, f Frequency, ev Evidence) finding.Severity {
 		}
 	}
 	return finding.Info
+}
+
+// worstClass is the most often a value nothing settles could plausibly change: what its
+// name suggests (a user's name per user, a session id per session, a date daily, a time per
+// request), and per request for a name that suggests nothing.
+func worstClass(f *Finding) Frequency {
+	switch {
+	case f.Frequency != Unknown && f.Frequency != "" && f.Frequency != Fixed:
+		return f.Frequency
+	case f.Kind == KindDate && reTimeName.MatchString(f.Expression):
+		return PerCall
+	case f.Kind == KindDate:
+		return Daily
+	case f.Kind == KindUser:
+		return PerUser
+	}
+	return PerCall
+}
+
+var reTimeName = regexp.MustCompile(`(?i)time|timestamp|now|clock|\bts\b`)
+
+// classWord says a change class in prose: "per request", "daily".
+func classWord(f Frequency) string {
+	switch f {
+	case PerCall:
+		return "per request"
+	case PerSecond:
+		return "every second"
+	case PerMinute:
+		return "every minute"
+	case PerUser:
+		return "per user"
+	case PerSession:
+		return "per session"
+	case Fixed:
+		return "never (fixed per deployment)"
+	}
+	return string(f)
+}
+
+// AssumeClasses are the classes --assume takes, and the frequency each stands for.
+var AssumeClasses = map[string]Frequency{
+	"fixed": Fixed, "daily": Daily, "per-request": PerCall, "per-user": PerUser, "per-session": PerSession,
+	"hourly": Hourly, "per-minute": PerMinute, "per-second": PerSecond, "monthly": Monthly,
+}
+
+// textEvidence reads what the template's own words just before a value say it is: the
+// start of a session, today's date, the current time, the user. ok is false when they say
+// nothing.
+func textEvidence(lead string) (k Kind, f Frequency, phrase string, ok bool) {
+	tail := strings.ToLower(lead)
+	if len(tail) > 80 {
+		tail = tail[len(tail)-80:]
+	}
+	for _, r := range textRules {
+		if m := r.re.FindString(tail); m != "" {
+			return r.kind, r.freq, strings.TrimSpace(m), true
+		}
+	}
+	return "", "", "", false
+}
+
+// textRules: each matches the end of the text before a value (markup such as ** or quotes
+// allowed between), most specific first.
+var textRules = []struct {
+	re   *regexp.Regexp
+	kind Kind
+	freq Frequency
+}{
+	{regexp.MustCompile(`session (?:started|began|opened|start(?:ed)?|start time|start date)[^a-z0-9]*(?:on|at)?[\s*_"'(\[]*$`), KindDate, PerSession},
+	{regexp.MustCompile(`(?:session id|conversation id|thread id|session\s*[:=])[\s:=*_"'(\[]*$`), KindID, PerSession},
+	{regexp.MustCompile(`(?:request id|trace id|run id|call id|nonce)[\s:=*_"'(\[]*$`), KindID, PerCall},
+	{regexp.MustCompile(`(?:current time|time now|local time|system time|timestamp|time\s*(?:is|:|=))[\s:=*_"'(\[]*$`), KindDate, PerCall},
+	{regexp.MustCompile(`(?:today is|today's date|today date|current date|date today|date\s*(?:is|:|=))[\s:=*_"'(\[]*$`), KindDate, Daily},
+	{regexp.MustCompile(`(?:(?:user name|username|user's name|name of the user|user|customer)\s*(?:is|:|=)|you are (?:talking|speaking) (?:to|with)|hello,?|dear)[\s*_"'(\[]*$`), KindUser, PerUser},
 }
 
 // fixFor suggests the remedy for a finding.
@@ -322,18 +391,34 @@ func place(tokensBefore, blockSize int, estimated, late bool) (Position, int) {
 }
 
 // finish fills a finding's severity, code, message and fix from what it records. A finding
-// whose change nothing shows becomes a question (audit/check), whatever its name suggests.
+// whose change nothing shows becomes a question (audit/check), whatever its name suggests:
+// its severity is that of the worst class it could plausibly have, so that a gate fails on
+// it until the evidence or --assume settles it, and its message gives the verdict under the
+// worst and the best class.
 func (f *Finding) finish(subject string) {
-	f.Severity = severity(f.Position, f.Kind, f.Frequency, f.Evidence)
 	f.Subject = subject
 	if !f.Evidence.known() {
+		worst := worstClass(f)
+		f.Severity = severity(f.Position, worst)
+		f.BestPosition = ""
 		f.Code = "audit/check"
-		f.Message = question(f)
-		f.Fix = "settle where it is filled from: audit the code that fills it with the template (their directory) or a request log (--requests); if it changes between requests, move it after the shared text; if it is fixed per deployment, nothing to do"
+		name := f.Variable
+		if name == "" {
+			name = f.Expression
+		}
+		f.Assumption = fmt.Sprintf("%s if %s changes %s; clean if it is fixed per deployment", positionWord(f.Position), name, classWord(worst))
+		f.Message = question(f, worst)
+		f.Fix = fmt.Sprintf("settle it: audit the code that fills it with the template (their directory, or --code DIR), a request log (--requests), or --assume %s=fixed|daily|per-request|per-user; if it changes between requests, move it after the shared text", assumeName(f))
 		return
 	}
+	f.Severity = severity(f.Position, f.Frequency)
+	f.BestPosition = f.Position
+	f.Assumption = ""
 	f.Code = "audit/" + string(f.Position)
 	f.Message = describe(f.Expression, f.Kind, f.Frequency, f.Position, f.Block, f.TokensBefore, f.Estimated, f.Condition, f.Origin)
+	if f.Render != "" {
+		f.Message += "; " + f.Render
+	}
 	if f.Fix == "" {
 		f.Fix = fixFor(f.Kind, f.Frequency, f.Position)
 	}
@@ -354,9 +439,30 @@ func suggests(k Kind) string {
 	return "nothing in view says whether it changes"
 }
 
+// positionWord names a position as a verdict word.
+func positionWord(p Position) string {
+	if p == PositionUnknown {
+		return "unknown (the prompt it fills is not among the inputs)"
+	}
+	return string(p)
+}
+
+// assumeName is the name --assume takes for a finding.
+func assumeName(f *Finding) string {
+	if f.Variable != "" {
+		return f.Variable
+	}
+	if n := reDotted.FindString(f.Expression); n != "" {
+		return n
+	}
+	return "NAME"
+}
+
+var reDotted = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`)
+
 // question builds the message of a finding whose change is not shown: where it lands, what its
-// name suggests, and what follows either way.
-func question(f *Finding) string {
+// name suggests, and the verdict under the worst and the best class.
+func question(f *Finding, worst Frequency) string {
 	approx := ""
 	if f.Estimated {
 		approx = "~"
@@ -368,22 +474,27 @@ func question(f *Finding) string {
 	} else {
 		b.WriteString(" lands where the prompt it fills is not among the inputs")
 	}
-	fmt.Fprintf(&b, ": check whether it changes between requests; %s. ", suggests(f.Kind))
+	fmt.Fprintf(&b, ": nothing settles whether it changes between requests; %s. ", suggests(f.Kind))
+	fmt.Fprintf(&b, "Worst case, if it changes %s: %s", classWord(worst), positionWord(f.Position))
 	switch f.Position {
 	case Breaker:
-		b.WriteString("If it changes (per user, request or day), no block is shared across the values; if it is fixed per deployment, nothing is lost")
+		b.WriteString(", no block is shared across the values")
 	case Early:
-		fmt.Fprintf(&b, "If it changes, only the %d blocks before it are shared across the values", f.Block)
+		fmt.Fprintf(&b, ", only the %d blocks before it are shared across the values", f.Block)
 	case Late:
-		b.WriteString("It follows the shared text, so little is lost even if it changes")
+		b.WriteString(", it follows the shared text, so little is lost")
 	default:
-		b.WriteString("If it changes, nothing after it is shared across the values")
+		b.WriteString(", nothing after it is shared across the values")
 	}
+	b.WriteString("; best case, fixed per deployment: clean, nothing is lost")
 	if f.Origin != "" {
 		fmt.Fprintf(&b, "; value from %s", f.Origin)
 	}
 	if f.Condition != "" {
 		fmt.Fprintf(&b, "; only when %s", f.Condition)
+	}
+	if f.Render != "" {
+		fmt.Fprintf(&b, "; %s", f.Render)
 	}
 	return b.String()
 }

@@ -100,6 +100,25 @@ func FuzzTokenizerConfig(f *testing.F) {
 	addFixtureSeeds(f, "../../testdata/audit/templates/*tokenizer_config.json")
 	f.Add(`{"chat_template":[{"name":1}]}`)
 	f.Fuzz(func(t *testing.T, src string) {
-		_, _ = scanTokenizerConfig("fuzz_tokenizer_config.json", src, 16)
+		_, _ = tokenizerTemplates("fuzz_tokenizer_config.json", src)
+	})
+}
+
+// FuzzRenderChat: rewriting and rendering any chat template never panics, and a template
+// that renders renders the same twice (the clock and the inputs are kvcheck's).
+func FuzzRenderChat(f *testing.F) {
+	addFixtureSeeds(f, "../../testdata/audit/templates/jinja/*.jinja")
+	addFixtureSeeds(f, "../../testdata/audit/templates/public/*.jinja")
+	f.Add(`{{ "a" "b" }}{% raw %}{{ x }}{% endraw %}{#- c -#} {{- x | tojson(indent=2) -}}`)
+	f.Add(`{% if x %}{{ '\u00e9\x41' }}{% endif %}{{ {'a': {'b': 1}} }}`)
+	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 1<<14 {
+			return
+		}
+		a := renderChatTemplate(t.Context(), src, freeVariables(src), 16, nil)
+		b := renderChatTemplate(t.Context(), src, freeVariables(src), 16, nil)
+		if (a.Err == nil) != (b.Err == nil) || len(a.Divergences) != len(b.Divergences) {
+			t.Fatalf("two runs differ: %v/%d against %v/%d", a.Err, len(a.Divergences), b.Err, len(b.Divergences))
+		}
 	})
 }

@@ -180,11 +180,13 @@ type pyFiller struct {
 	ev               Evidence
 	// call is the function the value is passed to (format, PromptTemplate, ...).
 	call string
-	// module is set for a module constant (NAME = datetime.now().strftime(...)).
-	module bool
+	// module is set for a module constant (NAME = datetime.now().strftime(...)); local for
+	// an assignment inside a function or a field's default (agent_name: str = "Aria").
+	module, local bool
 	// alias is the module constant a keyword argument passes on (date=CURRENT_DATE), resolved
-	// against the unit's constants.
-	alias string
+	// against the unit's constants; viaLocal says it resolved to a local or a field.
+	alias    string
+	viaLocal bool
 }
 
 var (
@@ -226,10 +228,19 @@ func pyScan(file, src string) ([]pyPrompt, []pyFiller) {
 					stack = stack[:len(stack)-1]
 				}
 			case "=":
-				// module constant: NAME = value, a statement at column 0
-				if len(stack) == 0 && i == stmtStart+1 && toks[i-1].kind == pyName && (toks[i-1].start == 0 || src[toks[i-1].start-1] == '\n') {
+				// module constant: NAME = value, a statement at column 0; the same inside a
+				// function is a local (today = date.today() ... .format(date=today)); a
+				// field with a default, NAME: type = value, is a config constant.
+				if len(stack) == 0 && i == stmtStart+1 && toks[i-1].kind == pyName {
 					if f, ok := pyFill(file, toks, i+1, toks[i-1].text, ""); ok && f.alias == "" {
-						f.module = true
+						f.module = toks[i-1].start == 0 || src[toks[i-1].start-1] == '\n'
+						f.local = !f.module
+						fillers = append(fillers, f)
+					}
+				}
+				if len(stack) == 0 && i > stmtStart+2 && toks[stmtStart].kind == pyName && toks[stmtStart+1].kind == pyOp && toks[stmtStart+1].text == ":" {
+					if f, ok := pyFill(file, toks, i+1, toks[stmtStart].text, ""); ok && f.alias == "" {
+						f.local = true
 						fillers = append(fillers, f)
 					}
 				}
@@ -434,6 +445,12 @@ done:
 		f.ev = EvidenceRequest
 	case reBareName.MatchString(expr) && call != "":
 		f.alias = expr
+	case reAttrName.MatchString(expr) && call != "":
+		// configuration.agent_name: the field of that name, wherever it is set.
+		f.alias = expr[strings.LastIndexByte(expr, '.')+1:]
+	case k-j == 1 && (toks[j].kind == pyString && !toks[j].fstr || toks[j].kind == pyNumber):
+		// A literal: set once in the code, fixed per deployment.
+		f.kind, f.freq, f.ev = KindVariable, Fixed, EvidenceCode
 	default:
 		return pyFiller{}, false
 	}
@@ -445,6 +462,7 @@ var (
 	// framework's request, the user object, LangGraph's per-invocation config.
 	reRequestValue = regexp.MustCompile(`^(?:self\.)?(?:request|req|http_request|user|current_user|session|headers)\b\s*[.\[]|\bconfig\s*\[\s*["']configurable["']\s*\]`)
 	reBareName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	reAttrName     = regexp.MustCompile(`^(?:self\.)?[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$`)
 )
 
 // resolveAliases gives keyword arguments that pass on a module constant (date=CURRENT_DATE)
@@ -452,8 +470,10 @@ var (
 func resolveAliases(fillers []pyFiller) []pyFiller {
 	consts := map[string]pyFiller{}
 	for _, f := range fillers {
-		if f.module {
-			consts[f.name] = f
+		if f.module || f.local {
+			if _, seen := consts[f.name]; !seen || f.module {
+				consts[f.name] = f
+			}
 		}
 	}
 	out := fillers[:0]
@@ -464,7 +484,8 @@ func resolveAliases(fillers []pyFiller) []pyFiller {
 				continue
 			}
 			f.kind, f.freq, f.ev = c.kind, c.freq, c.ev
-			f.expr = fmt.Sprintf("%s (%s:%d %s)", f.alias, filepath.Base(c.file), c.line, c.expr)
+			f.viaLocal = c.local
+			f.expr = fmt.Sprintf("%s (%s:%d %s)", f.expr, filepath.Base(c.file), c.line, c.expr)
 		}
 		out = append(out, f)
 	}

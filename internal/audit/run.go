@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
@@ -44,6 +46,32 @@ type RunOptions struct {
 	MaxLine        int
 	// Tokenize is the server to read exact tokens from; an empty URL estimates tokens.
 	Tokenize Tokenize
+	// Code are directories of the code that fills the templates (--code).
+	Code []string
+	// Assume are the --assume NAME=CLASS values, as given.
+	Assume []string
+}
+
+// ParseAssume reads --assume values (NAME=CLASS, CLASS one of fixed, daily, per-request,
+// per-user, per-session, hourly, per-minute, per-second, monthly).
+func ParseAssume(values []string) (map[string]Frequency, error) {
+	out := map[string]Frequency{}
+	for _, v := range values {
+		name, class, ok := strings.Cut(v, "=")
+		name, class = strings.TrimSpace(name), strings.TrimSpace(class)
+		f, known := AssumeClasses[class]
+		switch {
+		case !ok || name == "":
+			return nil, usage.Errorf("--assume %q: want NAME=CLASS, e.g. --assume agent_name=fixed", v)
+		case !known:
+			return nil, usage.Errorf("--assume %s: unknown class %q; use fixed, daily, per-request, per-user, per-session, hourly, per-minute, per-second or monthly", v, class)
+		}
+		if old, dup := out[name]; dup && old != f {
+			return nil, usage.Errorf("--assume %s: %s is already assumed %s", v, name, old)
+		}
+		out[name] = f
+	}
+	return out, nil
 }
 
 // Check returns a usage error for options that cannot make an audit, before any work is done.
@@ -57,6 +85,16 @@ func (o RunOptions) Check() error {
 		return usage.Errorf("--max-blocks %d: must be positive", o.MaxBlocks)
 	case o.MaxLine <= 0:
 		return usage.Errorf("--max-line %d: must be positive", o.MaxLine)
+	case len(o.Templates) == 0 && (len(o.Code) > 0 || len(o.Assume) > 0):
+		return usage.Errorf("--code and --assume settle template variables: give the templates too")
+	}
+	for _, d := range o.Code {
+		if info, err := os.Stat(d); err != nil || !info.IsDir() {
+			return usage.Errorf("--code %s: not a directory (give the directory of the code that fills the templates)", d)
+		}
+	}
+	if _, err := ParseAssume(o.Assume); err != nil {
+		return err
 	}
 	return o.Tokenize.Check()
 }
@@ -85,9 +123,20 @@ func RunAudit(ctx context.Context, st Status, o RunOptions) (Run, error) {
 	}
 
 	if len(o.Templates) > 0 {
-		tr, err := AuditTemplates(o.Templates, res.BlockSize)
+		assume, err := ParseAssume(o.Assume)
 		if err != nil {
 			return Run{}, err
+		}
+		topts := TemplateOptions{BlockSize: res.BlockSize, Code: o.Code, Assume: assume}
+		if server != nil {
+			topts.Counter = server
+		}
+		tr, err := AuditTemplatesWith(ctx, o.Templates, topts)
+		if err != nil {
+			return Run{}, err
+		}
+		for _, name := range tr.UnusedAssume {
+			st.Note("--assume %s: no variable of that name is left unsettled in the templates; nothing was assumed", name)
 		}
 		res.Templates = append(res.Templates, tr.Templates...)
 		res.Findings = append(res.Findings, tr.Findings...)

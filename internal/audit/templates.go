@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,29 +19,73 @@ import (
 
 // Template is the verdict on one template or prompt file.
 type Template struct {
-	File    string
-	Format  string // jinja, python, text, tokenizer_config
-	Verdict Verdict
+	File   string
+	Format string // jinja, python, text, tokenizer_config
+	// Verdict is the worst case: every variable nothing settles taken to change as often as
+	// it plausibly could (what --fail-on acts on). Best takes each of them as fixed per
+	// deployment; Assumptions name what separates the two.
+	Verdict     Verdict
+	Best        Verdict
+	Assumptions []string
+	// Rendered says how the template was rendered offline ("" when it is not a chat
+	// template); RenderError is why the engine could not, in which case the positions are
+	// the static scanner's estimate.
+	Rendered    string
+	RenderError string
+	// Divergences are the renders' pairs that differ, tool order included.
+	Divergences []Divergence
 }
 
 // TemplateReport is the static audit of a set of templates.
 type TemplateReport struct {
 	Templates []Template
 	Findings  []Finding
+	// UnusedAssume are the --assume names that matched no unsettled variable.
+	UnusedAssume []string
+}
+
+// TemplateOptions are the inputs of a template audit beyond the paths.
+type TemplateOptions struct {
+	BlockSize int
+	// Code are directories whose Python code fills the templates' variables (--code).
+	Code []string
+	// Assume settles variables nothing else does (--assume NAME=CLASS).
+	Assume map[string]Frequency
+	// Counter counts the tokens of a rendered prefix: nil estimates, a vLLM server is exact.
+	Counter PrefixCounter
 }
 
 // maxTemplateBytes bounds one template file: templates and prompt modules are small; anything
 // larger is not one.
 const maxTemplateBytes = 16 << 20
 
-// AuditTemplates audits template files and directories. A directory is one unit: a
-// placeholder in one Python file and the code that fills it in another are matched. Files of
-// unknown type inside a directory are ignored; a file named explicitly must be of a known type.
+// AuditTemplates audits template files and directories with the estimate and no options
+// (AuditTemplatesWith takes them).
 func AuditTemplates(paths []string, blockSize int) (TemplateReport, error) {
+	return AuditTemplatesWith(context.Background(), paths, TemplateOptions{BlockSize: blockSize})
+}
+
+// AuditTemplatesWith audits template files and directories. A directory is one unit: a
+// placeholder in one Python file and the code that fills it in another are matched, and so
+// are the fillers in the --code directories. Files of unknown type inside a directory are
+// ignored; a file named explicitly must be of a known type. Chat templates are rendered
+// offline for exact character positions.
+func AuditTemplatesWith(ctx context.Context, paths []string, o TemplateOptions) (TemplateReport, error) {
+	blockSize := o.BlockSize
 	if blockSize <= 0 {
 		blockSize = DefaultBlockSize
 	}
+	o.BlockSize = blockSize
 	rep := TemplateReport{Templates: []Template{}, Findings: []Finding{}}
+	var code []pyFiller
+	for _, dir := range o.Code {
+		fs, err := codeFillers(dir)
+		if err != nil {
+			return rep, err
+		}
+		code = append(code, fs...)
+	}
+	assumed := map[string]bool{}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
@@ -72,14 +117,48 @@ func AuditTemplates(paths []string, blockSize int) (TemplateReport, error) {
 			}
 			files = []string{p}
 		}
-		u, err := auditUnit(files, blockSize)
+		u, err := auditUnit(ctx, files, code, o, assumed)
 		if err != nil {
 			return rep, err
 		}
 		rep.Templates = append(rep.Templates, u.Templates...)
 		rep.Findings = append(rep.Findings, u.Findings...)
 	}
+	for name := range o.Assume {
+		if !assumed[name] {
+			rep.UnusedAssume = append(rep.UnusedAssume, name)
+		}
+	}
+	slices.Sort(rep.UnusedAssume)
 	return rep, nil
+}
+
+// codeFillers reads the fillers of every Python file under dir (--code): the calls,
+// constants and fields that fill template variables.
+func codeFillers(dir string) ([]pyFiller, error) {
+	var out []pyFiller
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".py") {
+			return nil
+		}
+		src, err := readTemplate(path)
+		if err != nil {
+			return err
+		}
+		_, f := pyScan(path, src)
+		out = append(out, f...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--code %s: %w", dir, err)
+	}
+	return out, nil
 }
 
 // formatOf names the scanner for a path, or "" when none applies.
@@ -119,13 +198,15 @@ func readTemplate(path string) (string, error) {
 	return string(bytes.TrimPrefix(b, utf8BOM)), nil
 }
 
-// auditUnit audits files that belong together.
-func auditUnit(files []string, bs int) (TemplateReport, error) {
+// auditUnit audits files that belong together. code are fillers from --code directories.
+func auditUnit(ctx context.Context, files []string, code []pyFiller, o TemplateOptions, assumed map[string]bool) (TemplateReport, error) {
 	var rep TemplateReport
+	bs := o.BlockSize
 	byFile := map[string][]Finding{}
 	formats := map[string]string{}
+	renders := map[string]*Template{}
 	var prompts []pyPrompt
-	var fillers []pyFiller
+	fillers := append([]pyFiller(nil), code...)
 	for _, path := range files {
 		src, err := readTemplate(path)
 		if err != nil {
@@ -134,14 +215,40 @@ func auditUnit(files []string, bs int) (TemplateReport, error) {
 		format := formatOf(path)
 		formats[path] = format
 		switch format {
-		case "jinja":
-			byFile[path] = append(byFile[path], scanJinja(path, src, bs)...)
-		case "tokenizer_config":
-			fs, err := scanTokenizerConfig(path, src, bs)
-			if err != nil {
-				return rep, err
+		case "jinja", "tokenizer_config":
+			named := []namedTemplate{{src: src}}
+			if format == "tokenizer_config" {
+				if named, err = tokenizerTemplates(path, src); err != nil {
+					return rep, err
+				}
 			}
-			byFile[path] = append(byFile[path], fs...)
+			t := &Template{}
+			renders[path] = t
+			for _, n := range named {
+				prefix := ""
+				if n.name != "" {
+					prefix = n.name + ": "
+				}
+				fs := scanJinja(path, n.src, bs)
+				for i := range fs {
+					fs[i].Expression = prefix + fs[i].Expression
+				}
+				rr := renderChatTemplate(ctx, n.src, freeVariables(n.src), bs, o.Counter)
+				exact := o.Counter != nil && o.Counter.Exact()
+				fs = reconcile(path, n.src, prefix, fs, rr, bs, exact)
+				if rr.Err != nil {
+					t.RenderError = strings.TrimSpace(prefix + rr.Err.Error())
+				} else {
+					t.Rendered = fmt.Sprintf("offline, %d of %d conversations", len(rr.Variants), len(renderVariants))
+					for _, d := range rr.Divergences {
+						if prefix != "" {
+							d.Pair = prefix + d.Pair
+						}
+						t.Divergences = append(t.Divergences, d)
+					}
+				}
+				byFile[path] = append(byFile[path], fs...)
+			}
 		case "python":
 			p, f := pyScan(path, src)
 			prompts = append(prompts, p...)
@@ -154,36 +261,97 @@ func auditUnit(files []string, bs int) (TemplateReport, error) {
 		byFile[path] = append(byFile[path], fs...)
 	}
 	for _, path := range files {
-		fs := byFile[path]
-		for i := range fs {
-			fs[i].finish(fmt.Sprintf("%s:%d", fs[i].File, fs[i].Line))
+		var fs []Finding
+		var assumptions []string
+		for _, f := range byFile[path] {
+			settleByText(&f)
+			if keep, note := settleByAssumption(&f, o.Assume, assumed); note != "" {
+				assumptions = append(assumptions, note)
+				if !keep {
+					continue
+				}
+			}
+			f.finish(fmt.Sprintf("%s:%d", f.File, f.Line))
+			if f.Assumption != "" {
+				assumptions = append(assumptions, f.Assumption)
+			}
+			fs = append(fs, f)
 		}
-		v := verdictOf(fs)
+		worst, best := verdictOf(fs)
 		slices.SortStableFunc(fs, func(a, b Finding) int { return a.Line - b.Line })
-		rep.Templates = append(rep.Templates, Template{File: path, Format: formats[path], Verdict: v})
+		t := Template{File: path, Format: formats[path], Verdict: worst, Best: best, Assumptions: dedupe(assumptions)}
+		if r := renders[path]; r != nil {
+			t.Rendered, t.RenderError, t.Divergences = r.Rendered, r.RenderError, r.Divergences
+		}
+		rep.Templates = append(rep.Templates, t)
 		rep.Findings = append(rep.Findings, fs...)
 	}
 	return rep, nil
 }
 
-// verdictOf decides a template's verdict from its findings: the worst position among the
-// elements shown to change (a late date is "late", whatever unsettled variables sit above it);
-// "check" when only unsettled variables remain; clean without findings.
-func verdictOf(fs []Finding) Verdict {
-	v, best, check := VerdictClean, 0, false
+// settleByText settles a variable that nothing else does by what the words before it say
+// ("Your session started on", "Today is", "User:"): a class of its own, the evidence the
+// text.
+func settleByText(f *Finding) {
+	if f.Evidence.known() || f.lead == "" {
+		return
+	}
+	k, fr, phrase, ok := textEvidence(f.lead)
+	if !ok {
+		return
+	}
+	f.Kind, f.Frequency, f.Evidence = k, fr, EvidenceText
+	said := fmt.Sprintf("the text before it says %q: it changes %s", phrase, classWord(fr))
+	if f.Origin != "" {
+		said = f.Origin + "; " + said
+	}
+	f.Origin = said
+}
+
+// settleByAssumption applies --assume to a variable nothing else settles. It returns whether
+// the finding stays (a variable assumed fixed loses nothing and goes) and the note that says
+// what was assumed ("" when nothing was).
+func settleByAssumption(f *Finding, assume map[string]Frequency, used map[string]bool) (bool, string) {
+	if f.Evidence.known() || len(assume) == 0 {
+		return true, ""
+	}
+	name := assumeName(f)
+	cls, ok := assume[name]
+	if !ok {
+		return true, ""
+	}
+	used[name] = true
+	note := fmt.Sprintf("%s changes %s (--assume %s)", name, classWord(cls), name)
+	if cls == Fixed {
+		return false, note
+	}
+	f.Frequency, f.Evidence = cls, EvidenceAssumed
+	if k, _ := classifyName(name); f.Kind == KindVariable && k != KindVariable {
+		f.Kind = k
+	}
+	f.Origin = strings.TrimPrefix(f.Origin+"; assumed with --assume "+name, "; ")
+	return true, note
+}
+
+// namedTemplate is one chat template of a file: a tokenizer_config.json may hold several.
+type namedTemplate struct {
+	name, src string
+}
+
+// verdictOf decides a template's verdicts from its findings: the worst position among them,
+// each unsettled variable taken to change (worst), and among the settled ones only (best);
+// clean without findings.
+func verdictOf(fs []Finding) (worst, best Verdict) {
+	worst, best = VerdictClean, VerdictClean
 	for _, f := range fs {
-		if !f.Evidence.known() {
-			check = true
-			continue
+		if r := f.Position.rank(); r > Position(worst).rank() {
+			worst = Verdict(f.Position)
 		}
-		if r := f.Position.rank(); r > best {
-			best, v = r, Verdict(f.Position)
+		if r := f.BestPosition.rank(); f.BestPosition != "" && r > Position(best).rank() {
+			best = Verdict(f.BestPosition)
 		}
 	}
-	if best == 0 && check {
-		return VerdictCheck
-	}
-	return v
+	return worst, best
 }
 
 // promptFindings turns prompt placeholders into findings, resolving each name against the
@@ -210,6 +378,11 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 					}
 				}
 			}
+			if fi >= 0 && fillers[fi].freq == Fixed {
+				// Filled with a literal or a config constant: fixed per deployment.
+				used[fi] = true
+				continue
+			}
 			switch {
 			case fi >= 0:
 				f := fillers[fi]
@@ -232,9 +405,13 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 				kind, freq = classifyName(h.name)
 				ev = nameEvidence(kind)
 			}
+			variable := ""
+			if fi < 0 && h.name != "" {
+				variable = h.name
+			}
 			pos, block := place(h.before, bs, true, h.before >= h.after && h.before > 0)
 			out[p.file] = append(out[p.file], Finding{Finding: finding.Finding{File: p.file, Line: h.line}, Expression: h.expr, Kind: kind, Position: pos, Block: block,
-				TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin, Evidence: ev, lead: h.lead})
+				TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin, Evidence: ev, Variable: variable, lead: h.lead})
 			if fi >= 0 && fillers[fi].file != p.file {
 				f := fillers[fi]
 				out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line}, Expression: f.expr, Kind: f.kind, Position: pos, Block: block,
@@ -243,7 +420,9 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 		}
 	}
 	for i, f := range fillers {
-		if used[i] || !reFillCall.MatchString(f.call) {
+		// A local passed on (content=system_message) is reported where it is computed, if
+		// anywhere: the call that built it is a filler of its own.
+		if used[i] || f.freq == Fixed || f.viaLocal || !reFillCall.MatchString(f.call) {
 			continue
 		}
 		out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line, Fix: "audit this file together with the prompt it fills (pass their directory); " + fixFor(f.kind, f.freq, Early)},
@@ -295,7 +474,14 @@ func Corroborate(rep *TemplateReport, s Summary, source string) {
 				fs = append(fs, f)
 			}
 		}
-		rep.Templates[i].Verdict = verdictOf(fs)
+		rep.Templates[i].Verdict, rep.Templates[i].Best = verdictOf(fs)
+		var notes []string
+		for _, f := range fs {
+			if f.Assumption != "" {
+				notes = append(notes, f.Assumption)
+			}
+		}
+		rep.Templates[i].Assumptions = dedupe(notes)
 	}
 }
 
@@ -341,9 +527,9 @@ func siteOf(lead string, sites []Site) *Site {
 	return nil
 }
 
-// scanTokenizerConfig audits the chat_template of a tokenizer_config.json: a string, or a list
+// tokenizerTemplates reads the chat_template of a tokenizer_config.json: a string, or a list
 // of {name, template}.
-func scanTokenizerConfig(path, src string, bs int) ([]Finding, error) {
+func tokenizerTemplates(path, src string) ([]namedTemplate, error) {
 	var cfg struct {
 		ChatTemplate json.RawMessage `json:"chat_template"`
 	}
@@ -355,7 +541,7 @@ func scanTokenizerConfig(path, src string, bs int) ([]Finding, error) {
 	}
 	var one string
 	if err := json.Unmarshal(cfg.ChatTemplate, &one); err == nil {
-		return scanJinja(path, one, bs), nil
+		return []namedTemplate{{src: one}}, nil
 	}
 	var named []struct {
 		Name     string `json:"name"`
@@ -367,12 +553,9 @@ func scanTokenizerConfig(path, src string, bs int) ([]Finding, error) {
 	if len(named) == 0 {
 		return nil, errors.New("template " + path + ": chat_template list is empty")
 	}
-	var out []Finding
+	out := make([]namedTemplate, 0, len(named))
 	for _, n := range named {
-		for _, f := range scanJinja(path, n.Template, bs) {
-			f.Expression = n.Name + ": " + f.Expression
-			out = append(out, f)
-		}
+		out = append(out, namedTemplate{name: n.Name, src: n.Template})
 	}
 	return out, nil
 }

@@ -101,10 +101,10 @@ func TestTemplateFixtures(t *testing.T) {
 		{"jinja/early_date.jinja", "early_date.jinja", want{VerdictEarly, 3, KindClock, Daily, 1, finding.Warning, "", "line 1"}},
 		{"jinja/late_date.jinja", "late_date.jinja", want{VerdictLate, 4, KindClock, Daily, 4, finding.Info, "add_generation_prompt", ""}},
 		{"jinja/conditional_tools.jinja", "conditional_tools.jinja", want{VerdictBreaker, 2, KindClock, PerMinute, 0, finding.Error, "tools", ""}},
-		// Variables the caller passes are judged by nothing but their names: questions
-		// (info, verdict check), not breakers.
-		{"jinja/kwarg_date.jinja", "kwarg_date.jinja", want{VerdictCheck, 1, KindDate, Unknown, 0, finding.Info, "", "caller"}},
-		{"jinja/user_name.jinja", "user_name.jinja", want{VerdictCheck, 1, KindUser, PerUser, 0, finding.Info, "", ""}},
+		// Variables the caller passes, settled by the words before them: "Current date:" is
+		// today's date (daily), "You are talking to" the user (per user). Both in block 0.
+		{"jinja/kwarg_date.jinja", "kwarg_date.jinja", want{VerdictBreaker, 1, KindDate, Daily, 0, finding.Warning, "", "caller"}},
+		{"jinja/user_name.jinja", "user_name.jinja", want{VerdictBreaker, 1, KindUser, PerUser, 0, finding.Error, "", "talking to"}},
 		// session_id and user.name are questions; uuid4() is a generator call in block 0.
 		{"jinja/ids.jinja", "ids.jinja", want{VerdictBreaker, 1, KindID, PerCall, 0, finding.Error, "", ""}},
 		{"jinja/clean.jinja", "clean.jinja", want{verdict: VerdictClean}},
@@ -123,12 +123,14 @@ func TestTemplateFixtures(t *testing.T) {
 		{"unit", "prompts.py", want{VerdictBreaker, 3, KindClock, Daily, 0, finding.Warning, "", "agent.py:7"}},
 		{"unit", "agent.py", want{VerdictBreaker, 7, KindClock, Daily, 0, finding.Warning, "", "fills {current_date} at prompts.py:3"}},
 		{"lone", "agent.py", want{VerdictUnknown, 5, KindClock, PerCall, -1, finding.Warning, "", "system_time"}},
-		// Text prompts name their variables and nothing fills them: each is a question.
-		{"text/session.txt", "session.txt", want{VerdictCheck, 1, KindID, PerSession, 0, finding.Info, "", ""}},
-		{"text/system.md", "system.md", want{VerdictCheck, 8, KindUser, PerUser, 5, finding.Info, "", ""}},
-		// A variable nothing says changes (a topic, a feature flag): a question, verdict
-		// check, not a breaker.
-		{"text/topic.txt", "topic.txt", want{VerdictCheck, 1, KindVariable, Unknown, 0, finding.Info, "", ""}},
+		// Text prompts name their variables and nothing fills them: each is a question whose
+		// verdict is the worst case (a session id in block 0 that changes per session is a
+		// breaker, an error), clean at best.
+		{"text/session.txt", "session.txt", want{VerdictBreaker, 1, KindID, PerSession, 0, finding.Error, "", ""}},
+		{"text/system.md", "system.md", want{VerdictLate, 8, KindUser, PerUser, 5, finding.Info, "", "customer:"}},
+		// A variable nothing says changes (a topic, a feature flag): worst case it changes per
+		// request, and in block 0 that is a breaker.
+		{"text/topic.txt", "topic.txt", want{VerdictBreaker, 1, KindVariable, Unknown, 0, finding.Error, "", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path+"/"+tt.file, func(t *testing.T) {
@@ -201,12 +203,14 @@ func TestTemplateEvidence(t *testing.T) {
 		message string
 	}{
 		// Reduced from the agent template of Iormungand21/sindri ("You are {agent_name}, a
-		// specialized agent for Sindri."): the agent's name at token 2 is fixed per
-		// deployment as far as anything in view says, so a question, not a per-user breaker.
-		{"agent name", "agent_name.txt", "agent_name.txt", VerdictCheck, 1, "audit/check", KindUser, PerUser, EvidenceName, finding.Info, "check whether it changes between requests"},
+		// specialized agent for Sindri."): nothing in view settles the agent's name at token
+		// 2, so a question whose worst case (its name suggests per user) is a breaker, and
+		// whose best (fixed per deployment) is clean.
+		{"agent name", "agent_name.txt", "agent_name.txt", VerdictBreaker, 1, "audit/check", KindUser, PerUser, EvidenceName, finding.Error, "best case, fixed per deployment: clean"},
 		// Config-like variables at the top, and the only value shown to change (a date from
-		// datetime.now() in the module that formats the prompt) after the static bulk: late.
-		{"late date under names", "late_unit", "prompts.py", VerdictLate, 11, "audit/late", KindClock, Daily, EvidenceCode, finding.Info, "agent.py:13"},
+		// datetime.now() in the module that formats the prompt) after the static bulk: late
+		// at best, the variables on top making it a breaker at worst.
+		{"late date under names", "late_unit", "prompts.py", VerdictBreaker, 11, "audit/late", KindClock, Daily, EvidenceCode, finding.Info, "agent.py:13"},
 		{"late date, its filler", "late_unit", "agent.py", VerdictLate, 13, "audit/late", KindClock, Daily, EvidenceCode, finding.Info, "fills {today}"},
 		// Reduced from xiahouzuoxin/chatgpt_cli prompts.py with the date hoisted into a
 		// module constant: CURRENT_DATE = datetime.now().strftime('%Y-%m-%d') is daily from
@@ -352,9 +356,11 @@ func TestPlace(t *testing.T) {
 	}
 }
 
-// TestCorroborate: LangGraph's react-agent prompt ("System time: {system_time}") alone names a
-// variable nothing fills: a question. The agent's request log, where 35 of 36 requests differ
-// on a timestamp right after "System time: ", shows it changing: a breaker, from the log.
+// TestCorroborate: LangGraph's react-agent prompt ("System time: {system_time}") is settled by
+// its own words: a system time changes per request, and at token ~12 that is a breaker. A
+// prompt whose words say nothing ("Stamp {stamp}") stays a question until a request log
+// shows requests differing on a timestamp right after "Stamp ": then it is a breaker, from
+// the log, per call since the logged values carry microseconds.
 func TestCorroborate(t *testing.T) {
 	corpus := os.Getenv("KVCHECK_CORPUS")
 	if corpus == "" {
@@ -364,32 +370,33 @@ func TestCorroborate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Findings) != 1 || rep.Findings[0].Code != "audit/check" || rep.Templates[0].Verdict != VerdictCheck {
-		t.Fatalf("alone: %+v %+v, want one audit/check finding, verdict check", rep.Templates, rep.Findings)
+	if len(rep.Findings) != 1 || rep.Findings[0].Evidence != EvidenceText || rep.Findings[0].Frequency != PerCall || rep.Templates[0].Verdict != VerdictBreaker {
+		t.Fatalf("langgraph prompt alone: %+v %+v, want one finding settled by its text, per call, verdict breaker", rep.Templates, rep.Findings)
 	}
-	f, err := os.Open("../../testdata/audit/requests/agent_timestamp.jsonl")
+	stamp := filepath.Join(t.TempDir(), "stamp.txt")
+	if err := os.WriteFile(stamp, []byte("You are a helpful AI assistant.\n\nStamp {stamp}\n\nUse the tools before you answer."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = AuditTemplates([]string{stamp}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
-	sum, err := AuditRequests(t.Context(), f, RequestOptions{BlockSize: 16})
-	if err != nil {
-		t.Fatal(err)
+	if len(rep.Findings) != 1 || rep.Findings[0].Code != "audit/check" {
+		t.Fatalf("stamp alone: %+v, want one audit/check finding", rep.Findings)
 	}
 	// A log that differs only in plain text says nothing about the variable.
-	text := Summary{Sites: []Site{{Message: 0, Role: "system", Cause: "text", Count: 35, Example: "System time: later"}}}
+	text := Summary{Sites: []Site{{Message: 0, Role: "system", Cause: "text", Count: 35, Example: "Stamp later"}}}
 	plain := TemplateReport{Templates: slices.Clone(rep.Templates), Findings: slices.Clone(rep.Findings)}
 	Corroborate(&plain, text, "text.jsonl")
-	if plain.Findings[0].Evidence.known() || plain.Templates[0].Verdict != VerdictCheck {
+	if plain.Findings[0].Evidence.known() {
 		t.Errorf("a text divergence settled it: %+v", plain.Findings[0])
 	}
+	sum := Summary{Sites: []Site{{Message: 0, Role: "system", Cause: "date/time", Count: 35, Example: "Stamp 2026-11-30T10:00:16.414002+00:00\n\nUse the "}}}
 	Corroborate(&rep, sum, "agent_timestamp.jsonl")
 	got := rep.Findings[0]
-	// The logged values carry microseconds (10:00:16.414002): they change per call, so a
-	// breaker in block 0 is an error.
-	if got.Evidence != EvidenceLog || got.Code != "audit/breaker" || got.Severity != finding.Error || got.Kind != KindDate || got.Frequency != PerCall || rep.Templates[0].Verdict != VerdictBreaker {
-		t.Errorf("with the log: evidence %s code %s severity %s kind %s frequency %s verdict %s; want log, audit/breaker, error, date, per-call, breaker",
-			got.Evidence, got.Code, got.Severity, got.Kind, got.Frequency, rep.Templates[0].Verdict)
+	if got.Evidence != EvidenceLog || got.Code != "audit/breaker" || got.Severity != finding.Error || got.Kind != KindDate || got.Frequency != PerCall || rep.Templates[0].Verdict != VerdictBreaker || rep.Templates[0].Best != VerdictBreaker {
+		t.Errorf("with the log: evidence %s code %s severity %s kind %s frequency %s verdict %s/%s; want log, audit/breaker, error, date, per-call, breaker/breaker",
+			got.Evidence, got.Code, got.Severity, got.Kind, got.Frequency, rep.Templates[0].Verdict, rep.Templates[0].Best)
 	}
 	if !strings.Contains(got.Origin, "35 requests differ there") {
 		t.Errorf("origin %q, want the log's count", got.Origin)

@@ -21,9 +21,27 @@ type auditDoc struct {
 }
 
 type auditTemplateDoc struct {
-	File    string `json:"file"`
-	Format  string `json:"format"`
-	Verdict string `json:"verdict"`
+	File   string `json:"file"`
+	Format string `json:"format"`
+	// Verdict is the worst case (what --fail-on acts on), BestVerdict the best; Assumptions
+	// say what separates them.
+	Verdict     string               `json:"verdict"`
+	BestVerdict string               `json:"best_verdict"`
+	Assumptions []string             `json:"assumptions"`
+	Rendered    string               `json:"rendered"`
+	RenderError string               `json:"render_error"`
+	Divergences []auditDivergenceDoc `json:"divergences"`
+}
+
+type auditDivergenceDoc struct {
+	Pair         string `json:"pair"`
+	Conversation string `json:"conversation"`
+	Offset       int    `json:"offset"`
+	TokensBefore int    `json:"tokens_before"`
+	Block        int    `json:"block"`
+	SharedEnd    int    `json:"shared_text_ends_at"`
+	Frequency    string `json:"frequency"`
+	Detail       string `json:"detail"`
 }
 
 type auditFindingDoc struct {
@@ -42,6 +60,10 @@ type auditFindingDoc struct {
 	Condition    string `json:"condition"`
 	Origin       string `json:"origin"`
 	Evidence     string `json:"evidence"`
+	Variable     string `json:"variable"`
+	BestPosition string `json:"best_position"`
+	Assumption   string `json:"assumption"`
+	Render       string `json:"render"`
 	Fix          string `json:"fix"`
 }
 
@@ -135,13 +157,23 @@ func auditDocument(a AuditRun) auditDoc {
 		Findings:      make([]auditFindingDoc, 0, len(a.Findings)),
 	}
 	for _, t := range a.Templates {
-		doc.Templates = append(doc.Templates, auditTemplateDoc{File: t.File, Format: t.Format, Verdict: string(t.Verdict)})
+		td := auditTemplateDoc{File: t.File, Format: t.Format, Verdict: string(t.Verdict), BestVerdict: string(t.Best),
+			Assumptions: append([]string{}, t.Assumptions...), Rendered: t.Rendered, RenderError: t.RenderError, Divergences: []auditDivergenceDoc{}}
+		if td.BestVerdict == "" {
+			td.BestVerdict = td.Verdict
+		}
+		for _, d := range t.Divergences {
+			td.Divergences = append(td.Divergences, auditDivergenceDoc{Pair: d.Pair, Conversation: d.Variant, Offset: d.Offset,
+				TokensBefore: d.TokensBefore, Block: d.Block, SharedEnd: d.SharedEnd, Frequency: string(d.Frequency), Detail: d.Detail})
+		}
+		doc.Templates = append(doc.Templates, td)
 	}
 	for _, f := range a.Findings {
 		doc.Findings = append(doc.Findings, auditFindingDoc{
 			File: f.File, Line: f.Line, Expression: f.Expression, Kind: string(f.Kind), Position: string(f.Position),
 			Block: f.Block, TokensBefore: f.TokensBefore, Frequency: string(f.Frequency), Severity: f.Severity.String(),
-			Code: f.Code, Message: f.Message, Estimated: f.Estimated, Condition: f.Condition, Origin: f.Origin, Evidence: string(f.Evidence), Fix: f.Fix,
+			Code: f.Code, Message: f.Message, Estimated: f.Estimated, Condition: f.Condition, Origin: f.Origin, Evidence: string(f.Evidence),
+			Variable: f.Variable, BestPosition: bestPosition(f), Assumption: f.Assumption, Render: f.Render, Fix: f.Fix,
 		})
 	}
 	if s := a.Requests; s != nil {
@@ -175,6 +207,18 @@ func auditDocument(a AuditRun) auditDoc {
 	return doc
 }
 
+// bestPosition is a finding's position under the best class: "clean" for a variable that
+// loses nothing when fixed per deployment.
+func bestPosition(f audit.Finding) string {
+	switch {
+	case f.BestPosition != "":
+		return string(f.BestPosition)
+	case f.Assumption != "":
+		return "clean"
+	}
+	return string(f.Position)
+}
+
 // Audit writes the audit for people: template verdicts, findings with their fixes, and the
 // request-set figures, each marked estimated unless the tokens were the server's.
 func (t *Text) audit(a AuditRun) error {
@@ -188,10 +232,22 @@ func (t *Text) audit(a AuditRun) error {
 					n++
 				}
 			}
-			rows = append(rows, []string{tp.File, tp.Format, string(tp.Verdict), strconv.Itoa(n)})
+			v := string(tp.Verdict)
+			if tp.Best != "" && tp.Best != tp.Verdict {
+				v += ", " + string(tp.Best) + " at best"
+			}
+			rows = append(rows, []string{tp.File, tp.Format, v, strconv.Itoa(n)})
 		}
 		if err := t.Table([]string{"FILE", "FORMAT", "VERDICT", "FINDINGS"}, rows); err != nil {
 			return err
+		}
+		for _, tp := range a.Templates {
+			for _, as := range tp.Assumptions {
+				t.Muted("%s: %s", tp.File, as)
+			}
+			if tp.RenderError != "" {
+				t.Muted("%s: not rendered offline (%s); positions are estimated from the template's text", tp.File, tp.RenderError)
+			}
 		}
 	}
 	if s := a.Requests; s != nil {
