@@ -59,6 +59,9 @@ type fileLint struct {
 	epp      eppFlags
 	cfgFixes []configFix
 	relint   bool // linting a config rewrite again: no further rewrites
+	// fromJSON maps the string scalars of a JSON file walked as YAML (yamlOf) to their JSON
+	// nodes; nil for other files.
+	fromJSON map[*yaml.Node]*jsonNode
 }
 
 // embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
@@ -156,6 +159,20 @@ func (fl *fileLint) run() {
 	template := bytes.HasPrefix(body, []byte("{{")) || bytes.HasPrefix(body, []byte("{%")) || bytes.HasPrefix(body, []byte("{#"))
 	if (body[0] == '{' || body[0] == '[') && !template {
 		root, err := parseJSON(fl.src)
+		if err == nil && jsonFormat(root) == FormatJSON {
+			// Not a dashboard: a Kubernetes manifest (kubectl get -o json), a LiteLLM or
+			// router config, a rule file. JSON is YAML, and the checks by content are the
+			// YAML ones, so the same content gets the same findings in either syntax.
+			fl.walkYAMLDocs([]*yaml.Node{fl.yamlOf(root)})
+			for i, f := range fl.formats {
+				if f == FormatYAML {
+					fl.formats[i] = FormatJSON
+				}
+			}
+			fl.fix()
+			fl.fixConfig()
+			return
+		}
 		if err == nil {
 			fl.formats = []Format{jsonFormat(root)}
 			grafana := fl.formats[0] == FormatGrafana
@@ -802,6 +819,12 @@ func (fl *fileLint) yamlSite(v *yaml.Node, ptr string, c yamlCtx) *site {
 	}
 	if c.multi {
 		loc = fmt.Sprintf("document %d: %s", c.doc+1, loc)
+	}
+	if j := fl.fromJSON[v]; j != nil {
+		// A JSON string: rewritten in JSON's escaping, by offset, as in a dashboard.
+		s := &site{value: v.Value, pointer: ptr, location: loc, json: j, srcStart: j.start + 1}
+		s.raw = j.end-j.start-2 == len(j.str) && string(fl.src[j.start+1:j.end-1]) == j.str
+		return s
 	}
 	s := &site{value: v.Value, pointer: ptr, location: loc, yaml: v, yamlDoc: c.doc,
 		srcStart: fl.lines.offset(v.Line, v.Column)}

@@ -16,6 +16,7 @@ type jsonNode struct {
 	start, end int  // byte offsets of the value in the source; for strings, the quotes included
 	str        string
 	keys       []string // object keys, parallel to kids
+	keyAt      []int    // byte offsets of the keys' opening quotes, parallel to keys
 	kids       []*jsonNode
 }
 
@@ -144,6 +145,7 @@ func (p *jsonParser) object(depth int) (*jsonNode, error) {
 			return nil, err
 		}
 		n.keys = append(n.keys, k.str)
+		n.keyAt = append(n.keyAt, k.start)
 		n.kids = append(n.kids, v)
 		p.ws()
 		if p.pos >= len(p.src) {
