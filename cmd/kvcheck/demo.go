@@ -52,6 +52,9 @@ minute. With --dir the input files are written there and kept, so the commands c
 // runDemo runs the walkthrough: each section's commands run as their own root (as cobra
 // allows), with the global flags given and the output in the demo's format.
 func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (report.Result, error) {
+	if err := g.stdoutOnly("demo"); err != nil {
+		return report.Result{}, err
+	}
 	if err := demo.CheckWindow(o.window); err != nil {
 		return report.Result{}, err
 	}
@@ -72,7 +75,7 @@ func runDemo(ctx context.Context, s streams, g *globalOptions, o *demoOptions) (
 			if newCmd == nil {
 				return exitRuntime, fmt.Errorf("not a command the demo runs")
 			}
-			sub := &globalOptions{Output: string(g.format), NoColor: g.NoColor, Wide: g.Wide, environ: g.environ}
+			sub := &globalOptions{Output: []string{string(g.format)}, NoColor: g.NoColor, Wide: g.Wide, environ: g.environ}
 			ss := streams{In: strings.NewReader(""), Out: out, ErrOut: s.ErrOut}
 			root := newCmd(ss, sub)
 			root.SilenceUsage, root.SilenceErrors = true, true

@@ -54,6 +54,9 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 			}
 			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
 			if watch > 0 {
+				if err := g.stdoutOnly("--watch"); err != nil {
+					return report.Result{}, err
+				}
 				next, err := o.metrics.Watcher(watch)
 				if err != nil {
 					return report.Result{}, err

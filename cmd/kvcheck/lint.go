@@ -70,7 +70,7 @@ it last had any within --lookback.
   kvcheck lint --target-version 0.11 --fail-on warning deploy/
   kvcheck lint --target vllm=0.30,llm-d=0.9 dashboards/
   kvcheck lint --diff grafana/vllm.json
-  kvcheck lint -o sarif dashboards/ > kvcheck.sarif
+  kvcheck lint -o text -o sarif=kvcheck.sarif -o github dashboards/
   kvcheck lint --prometheus http://prometheus:9090 --lookback 3d dashboards/`,
 		Args: minArgs(1),
 		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -45,15 +45,18 @@ func stdStreams() streams { return streams{In: os.Stdin, Out: os.Stdout, ErrOut:
 // globalOptions are the flags every subcommand shares, and what the root works out from them
 // before a subcommand runs.
 type globalOptions struct {
-	Output  string
+	// Output are the --output values, each FORMAT or FORMAT=FILE.
+	Output  []string
 	NoColor bool
 	// Wide turns off fitting tables to the terminal's width.
 	Wide    bool
 	environ []string
-	// format is --output checked against the command's formats; status writes its progress,
-	// notes and warnings on stderr.
-	format report.Format
-	status *report.Status
+	// outputs are --output checked against the command's formats; format is the one a
+	// command that writes only to standard output uses (report.Primary); status writes its
+	// progress, notes and warnings on stderr.
+	outputs []report.Output
+	format  report.Format
+	status  *report.Status
 }
 
 // getenv looks a variable up in the environment run was given, not the process's.
@@ -84,25 +87,58 @@ func (g *globalOptions) text(w io.Writer) *report.Text {
 func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 	g.status = report.NewStatus(s.ErrOut)
 	fo := failOnFlag(cmd)
-	f, err := report.ParseFormat(g.Output, report.Formats(fo != nil))
+	outs, err := report.ParseOutputs(g.Output, report.Formats(fo != nil))
 	if err != nil {
 		return usage.Wrap(err)
 	}
-	g.format = f
+	g.outputs, g.format = outs, report.Primary(outs)
 	if fo != nil {
 		return finding.FailOn(fo.Value.String()).Validate()
 	}
 	return nil
 }
 
-// write writes the result to w, if there is one, and passes err on.
+// write writes the result in every --output (w is standard output), if there is one, and
+// passes err on.
 func (g *globalOptions) write(w io.Writer, res report.Result, err error) error {
 	if !res.Empty() {
-		if werr := report.Write(w, g.format, res, report.Options{Color: g.color(), Wide: g.Wide, Version: version()}); werr != nil {
+		root, wd := sourceRoot()
+		o := report.Options{Color: g.color(), Wide: g.Wide, Version: version(), SrcRoot: root, WorkDir: wd}
+		if werr := report.WriteOutputs(w, g.outputs, res, o); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}
 	return err
+}
+
+// sourceRoot is the top level of the git work tree the working directory is in (the nearest
+// directory upward holding .git, a directory or a worktree's file), which SARIF paths are
+// relative to, and the working directory; the working directory itself outside a work tree.
+// It looks for .git instead of running git, which a container image may not have.
+func sourceRoot() (root, wd string) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", ""
+	}
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			return dir, wd
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return wd, wd
+		}
+		dir = parent
+	}
+}
+
+// stdoutOnly refuses outputs to files and more than one output, for a command whose output
+// goes to standard output as it runs (what names it).
+func (g *globalOptions) stdoutOnly(what string) error {
+	if len(g.outputs) > 1 || (len(g.outputs) == 1 && g.outputs[0].Path != "") {
+		return usage.Errorf("%s writes one output, to standard output: give a single -o FORMAT", what)
+	}
+	return nil
 }
 
 // failOnFlag is the command's --fail-on flag, nil when it has none.
@@ -123,10 +159,17 @@ func (g *globalOptions) emit(cmd *cobra.Command, res report.Result, err error) e
 	if g.status != nil {
 		g.status.Done()
 	}
+	fo := failOnFlag(cmd)
+	res.Command = cmd.CommandPath()
+	if p := g.getenv("GITHUB_STEP_SUMMARY"); p != "" && fo != nil && !res.Empty() {
+		if serr := report.WriteStepSummary(p, cmd.CommandPath(), res); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}
 	if err := g.write(cmd.OutOrStdout(), res, err); err != nil {
 		return err
 	}
-	if fo := failOnFlag(cmd); fo != nil {
+	if fo != nil {
 		return finding.FailOn(fo.Value.String()).Check(res.Findings)
 	}
 	return nil
@@ -148,22 +191,8 @@ var noArgs = usageArgs(cobra.NoArgs)
 
 func minArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.MinimumNArgs(n)) }
 
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
-		}
-	}
-	return v + " " + bi.GoVersion
-}
+// version is the build's one-line version, as SARIF's driver records it.
+func version() string { return buildInfo().Short() }
 
 func newRootCmd(s streams, g *globalOptions) *cobra.Command {
 	root := &cobra.Command{
@@ -173,7 +202,7 @@ func newRootCmd(s streams, g *globalOptions) *cobra.Command {
 and is the vLLM fleet ready for it?
 
 ` + exitCodesHelp,
-		Version:       version(),
+		Version:       "-", // cobra adds --version for a non-empty Version; the template prints it
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          noArgs,
@@ -184,6 +213,7 @@ and is the vLLM fleet ready for it?
 			return g.prepare(cmd, s)
 		},
 	}
+	root.SetVersionTemplate(strings.ReplaceAll(report.VersionText(buildInfo()), "{{", `{{"{{"}}`))
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	root.SetIn(s.In)
@@ -191,7 +221,7 @@ and is the vLLM fleet ready for it?
 		return usage.Wrap(err)
 	})
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text or json; commands with findings also sarif and github")
+	pf.StringArrayVarP(&g.Output, "output", "o", []string{"text"}, "output format, FORMAT or FORMAT=FILE, repeatable (-o text -o sarif=kvcheck.sarif): text or json; commands with findings also sarif, github and codeclimate")
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also when NO_COLOR is set)")
 	pf.BoolVar(&g.Wide, "wide", false, "at a terminal, show every table column unwrapped instead of fitting the width")
 
@@ -211,6 +241,7 @@ var subcommands = []func(streams, *globalOptions) *cobra.Command{
 	newSimulateCmd,
 	newDemoCmd,
 	newAssessCmd,
+	newVersionCmd,
 }
 
 // run executes the command line and returns the process exit code; only run picks exit codes.

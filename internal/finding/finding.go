@@ -92,6 +92,22 @@ type Finding struct {
 	Exempt bool `json:"-"`
 	// Properties are extra named facts machine formats carry (SARIF result properties).
 	Properties map[string]string `json:"-"`
+	// Edits are the exact rewrite of a Fixable finding in File as it was read (SARIF fixes);
+	// empty when the rewrite is not known edit by edit, or was already written.
+	Edits []Edit `json:"-"`
+	// Baseline is "new" or "unchanged" when the run was compared with a baseline (lint
+	// --baseline): an unchanged finding is Exempt. Empty without one.
+	Baseline string `json:"-"`
+}
+
+// Edit replaces the bytes [Start, End) of a file with Text; the same span in 1-based lines
+// and character columns is StartLine:StartColumn to EndLine:EndColumn, the end exclusive (an
+// insertion has Start == End).
+type Edit struct {
+	Start, End             int
+	StartLine, StartColumn int
+	EndLine, EndColumn     int
+	Text                   string
 }
 
 // Worst returns the highest severity among the findings that count (not Exempt) and whether

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
 // fileEdit replaces src[start:end] with text.
@@ -311,4 +313,75 @@ func parseIndex(tok string, n int) (int, error) {
 // labelsRegex builds a __name__ regex matcher, as Grafana's metrics(regex) applies it.
 func labelsRegex(re string) (*labels.Matcher, error) {
 	return labels.NewMatcher(labels.MatchRegexp, model.MetricNameLabel, re)
+}
+
+// findingEdits is a fixable finding's own rewrite as edits of the file as read, for SARIF's
+// fixes: its spans alone applied to its site (or its config edits), each edit cut to the bytes
+// it changes, so the rewrites of two names in one query do not overlap. Nil when the finding
+// has no exact rewrite.
+func (fl *fileLint) findingEdits(f *Finding, cfg []fileEdit) []finding.Edit {
+	var es []fileEdit
+	switch {
+	case f.fix != nil:
+		s, spans := f.fix.site, nonOverlapping(f.fix.spans)
+		switch {
+		case s.json != nil:
+			v := encodeJSONString(applySpans(s.value, spans))
+			es = append(es, fileEdit{s.json.start, s.json.end, v})
+			if s.mirror != nil {
+				es = append(es, fileEdit{s.mirror.start, s.mirror.end, v})
+			}
+		case s.raw:
+			for _, sp := range spans {
+				es = append(es, fileEdit{s.srcStart + sp.start, s.srcStart + sp.end, sp.text})
+			}
+		case s.yaml != nil:
+			var ok bool
+			if es, ok = fl.yamlEdits(s, spans); !ok {
+				return nil
+			}
+		}
+	case f.cfgFix:
+		es = cfg
+	}
+	out := make([]finding.Edit, 0, len(es))
+	for _, e := range es {
+		if e.start < 0 || e.start > e.end || e.end > len(fl.src) {
+			return nil
+		}
+		start, end, text := trimEdit(fl.src[e.start:e.end], e.text)
+		start += e.start
+		end += e.start
+		if start == end && text == "" {
+			continue
+		}
+		sl, sc := fl.lines.pos(start)
+		el, ec := fl.lines.pos(end)
+		out = append(out, finding.Edit{Start: start, End: end, StartLine: sl, StartColumn: sc, EndLine: el, EndColumn: ec, Text: text})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// trimEdit cuts the common prefix and suffix off a replacement of old by text, at UTF-8
+// character boundaries: what is left is the span of old that changes (offsets into old) and
+// what it becomes.
+func trimEdit(old []byte, text string) (int, int, string) {
+	p := 0
+	for p < len(old) && p < len(text) && old[p] == text[p] {
+		p++
+	}
+	for p > 0 && p < len(old) && !startsChar(old[p]) {
+		p--
+	}
+	q := 0
+	for q < len(old)-p && q < len(text)-p && old[len(old)-1-q] == text[len(text)-1-q] {
+		q++
+	}
+	for q > 0 && len(old)-q < len(old) && !startsChar(old[len(old)-q]) {
+		q--
+	}
+	return p, len(old) - q, text[p : len(text)-q]
 }

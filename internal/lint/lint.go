@@ -405,8 +405,15 @@ func (l *Linter) File(path string, src []byte) FileResult {
 	})
 	r := FileResult{Path: path, Formats: fl.formats, Queries: fl.queries, Findings: make([]Finding, len(fl.findings)),
 		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs)), Records: fl.records, config: fl.config}
+	cfg := map[*Finding][]fileEdit{}
+	for _, cf := range fl.cfgFixes {
+		if cf.f.cfgFix {
+			cfg[cf.f] = append(cfg[cf.f], cf.edits...)
+		}
+	}
 	for i, f := range fl.findings {
 		r.Findings[i] = *f
+		r.Findings[i].Edits = fl.findingEdits(f, cfg[f])
 	}
 	for _, ref := range fl.refs {
 		r.Refs = append(r.Refs, ref)

@@ -302,8 +302,24 @@ func RulesMarkdown() string {
 		if id == "" {
 			id = "-"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Code, id, r.System, r.Severity,
+		fmt.Fprintf(&b, "| <a id=\"%s\"></a>`%s` | %s | %s | %s | %s | %s |\n", RuleAnchor(r.Code), r.Code, id, r.System, r.Severity,
 			strings.ReplaceAll(r.Summary, "|", "\\|"), strings.ReplaceAll(r.Versions, "|", "\\|"))
+	}
+	return b.String()
+}
+
+// RuleAnchor is the README's anchor of a finding code's row (rule-litellm-no-affinity), which
+// SARIF rules link to as their help.
+func RuleAnchor(code string) string {
+	var b strings.Builder
+	b.WriteString("rule-")
+	for _, r := range strings.ToLower(code) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
 	}
 	return b.String()
 }

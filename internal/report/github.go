@@ -16,15 +16,23 @@ func init() {
 // writeGitHub writes GitHub Actions workflow commands, one annotation per finding: at the file,
 // line and column when the finding is in a file, else on the run, with its rule id and subject
 // before the message and its fix on a line after it.
+//
+// GitHub shows only the first ten annotations of each level a step writes; past that a first
+// notice says how many there are and where all of them are.
 func writeGitHub(w io.Writer, r Result, _ Options) error {
+	counts := map[string]int{}
 	for _, f := range r.Findings {
-		level := "notice"
-		switch f.Severity {
-		case finding.Error:
-			level = "error"
-		case finding.Warning:
-			level = "warning"
+		counts[ghLevel(f.Severity)]++
+	}
+	if counts["error"] > githubShown || counts["warning"] > githubShown || counts["notice"] > githubShown {
+		msg := fmt.Sprintf("%s, %s and %s in all: GitHub shows the first %d of each kind a step writes; the job's step summary (kvcheck writes every finding to $GITHUB_STEP_SUMMARY) and a SARIF log (-o sarif=FILE) have all of them",
+			quantity(counts["error"], "error"), quantity(counts["warning"], "warning"), quantity(counts["notice"], "notice"), githubShown)
+		if _, err := fmt.Fprintf(w, "::notice title=%s::%s\n", ghProperty("kvcheck"), ghData(msg)); err != nil {
+			return fmt.Errorf("write annotations: %w", err)
 		}
+	}
+	for _, f := range r.Findings {
+		level := ghLevel(f.Severity)
 		msg := f.Message
 		if f.Subject != "" && f.Subject != f.File {
 			msg = f.Subject + ": " + msg
@@ -45,6 +53,20 @@ func writeGitHub(w io.Writer, r Result, _ Options) error {
 	}
 	return nil
 }
+
+// ghLevel is the workflow command of a severity.
+func ghLevel(s finding.Severity) string {
+	switch s {
+	case finding.Error:
+		return "error"
+	case finding.Warning:
+		return "warning"
+	}
+	return "notice"
+}
+
+// githubShown is how many annotations of one level GitHub shows for a step.
+const githubShown = 10
 
 // ghData escapes a workflow command's message.
 func ghData(s string) string {

@@ -65,28 +65,66 @@ func LintDiff(run LintRun, diff string) Result {
 
 // lintRules describes each finding code for code-scanning's rule list.
 var lintRules = []Rule{
-	{lint.CodeRemoved, "A metric (vLLM, llm-d, GAIE) removed at its family's target release, or never in a release", finding.Error},
-	{lint.CodeHidden, "A vLLM metric hidden at the target version (only shown with --show-hidden-metrics-for-version)", finding.Error},
-	{lint.CodeDeprecated, "A deprecated metric (vLLM, llm-d, GAIE)", finding.Warning},
-	{lint.CodeUnknown, "A name no publisher exposes (a typo, a counter without _total, newer than the target or the catalog)", finding.Warning},
-	{lint.CodeCounterRaw, "A counter used without rate(), increase() or irate(): a lifetime total since the server started", finding.Warning},
-	{lint.CodeRatioMismatch, "A ratio of rates over different windows, or of differently aggregated or selected series", finding.Warning},
-	{lint.CodeQuantile, "histogram_quantile over a series that is not _bucket, or aggregated without le", finding.Warning},
-	{lint.CodeLabelDrift, "A label vLLM does not set on the metric (model instead of model_name)", finding.Warning},
-	{lint.CodeUnparsed, "A query that does not parse and was not checked", finding.Warning},
-	{lint.CodeSkipped, "A file that could only be partly checked", finding.Info},
-	{lint.CodeYAMLBomb, "A file whose YAML aliases expand past kvcheck's bound (a YAML bomb): refused", finding.Error},
-	{lint.CodeAbsent, "A referenced metric with no series on the Prometheus server within the lookback", finding.Warning},
-	{lint.CodeStale, "A referenced metric whose series stopped within the lookback", finding.Warning},
+	{Code: lint.CodeRemoved, Description: "A metric (vLLM, llm-d, GAIE) removed at its family's target release, or never in a release", Level: finding.Error},
+	{Code: lint.CodeHidden, Description: "A vLLM metric hidden at the target version (only shown with --show-hidden-metrics-for-version)", Level: finding.Error},
+	{Code: lint.CodeDeprecated, Description: "A deprecated metric (vLLM, llm-d, GAIE)", Level: finding.Warning},
+	{Code: lint.CodeUnknown, Description: "A name no publisher exposes (a typo, a counter without _total, newer than the target or the catalog)", Level: finding.Warning},
+	{Code: lint.CodeCounterRaw, Description: "A counter used without rate(), increase() or irate(): a lifetime total since the server started", Level: finding.Warning},
+	{Code: lint.CodeRatioMismatch, Description: "A ratio of rates over different windows, or of differently aggregated or selected series", Level: finding.Warning},
+	{Code: lint.CodeQuantile, Description: "histogram_quantile over a series that is not _bucket, or aggregated without le", Level: finding.Warning},
+	{Code: lint.CodeLabelDrift, Description: "A label vLLM does not set on the metric (model instead of model_name)", Level: finding.Warning},
+	{Code: lint.CodeUnparsed, Description: "A query that does not parse and was not checked", Level: finding.Warning},
+	{Code: lint.CodeSkipped, Description: "A file that could only be partly checked", Level: finding.Info},
+	{Code: lint.CodeYAMLBomb, Description: "A file whose YAML aliases expand past kvcheck's bound (a YAML bomb): refused", Level: finding.Error},
+	{Code: lint.CodeAbsent, Description: "A referenced metric with no series on the Prometheus server within the lookback", Level: finding.Warning},
+	{Code: lint.CodeStale, Description: "A referenced metric whose series stopped within the lookback", Level: finding.Warning},
+}
+
+// configRule is a config check's rule as SARIF describes it: the table's sentence, where it
+// holds and where the behaviour was read, and its README row.
+func configRule(r lint.Rule) Rule {
+	id := ""
+	if r.ID != "" {
+		id = " (router facts table " + r.ID + ")"
+	}
+	full := fmt.Sprintf("%s: %s%s. Holds for: %s. Source: %s.", r.System, r.Summary, id, r.Versions, r.Source)
+	help := fmt.Sprintf("**%s**%s: %s.\n\n- Holds for: %s\n- Read in: %s\n- The finding's `fix` names the key and value; `kvcheck lint --fix` rewrites it where the fix is one unambiguous value.\n- Suppress one with a `kvcheck:ignore %s reason` comment, or for a path in `.kvcheckignore`.",
+		r.System, id, r.Summary, r.Versions, r.Source, r.Code)
+	return Rule{Code: r.Code, Description: r.Summary, Level: r.Severity, Full: full, Help: help,
+		HelpURI: ReadmeURL + "#" + lint.RuleAnchor(r.Code)}
+}
+
+// metricRule completes one of lintRules for SARIF: its README row and what to do.
+func metricRule(r Rule) Rule {
+	r.Full = r.Description + "."
+	r.Help = fmt.Sprintf("%s.\n\n`kvcheck lint` reports it for dashboards, rule files and autoscalers; a finding marked fixable has an exact rewrite (`--diff` shows it, `--fix` writes it). Suppress one with a `kvcheck:ignore %s reason` comment, a line in `.kvcheckignore`, or a `kvcheck:ignore` marker in a Grafana panel's description.", r.Description, r.Code)
+	r.HelpURI = ReadmeURL + "#" + lint.RuleAnchor(r.Code)
+	return r
+}
+
+// LintCodesMarkdown renders the metric checks' codes as the README lists them, each row with
+// the anchor SARIF's help links to.
+func LintCodesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| code | severity | what it reports |\n|---|---|---|\n")
+	rs := slices.Clone(lintRules)
+	slices.SortFunc(rs, func(a, b Rule) int { return strings.Compare(a.Code, b.Code) })
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| <a id=\"%s\"></a>`%s` | %s | %s |\n", lint.RuleAnchor(r.Code), r.Code, r.Level, strings.ReplaceAll(r.Description, "|", "\\|"))
+	}
+	return b.String()
 }
 
 // lintRuleList is the metric checks' rules sorted by code, then the config rules in the
 // order of lint's table.
 func lintRuleList() []Rule {
-	out := slices.Clone(lintRules)
+	var out []Rule
+	for _, r := range lintRules {
+		out = append(out, metricRule(r))
+	}
 	slices.SortFunc(out, func(a, b Rule) int { return strings.Compare(a.Code, b.Code) })
 	for _, r := range lint.Rules() {
-		out = append(out, Rule{r.Code, r.Summary, r.Severity})
+		out = append(out, configRule(r))
 	}
 	return out
 }
@@ -100,6 +138,9 @@ func lintFindings(run LintRun) []finding.Finding {
 			y.Subject = x.Location
 			y.Fixable = x.Fixable()
 			y.Exempt = x.Fixed && run.Fix
+			if y.Exempt {
+				y.Edits = nil // written: the file no longer holds what the edits replace
+			}
 			y.Properties = map[string]string{"status": x.Status}
 			if x.Status != lint.StatusConfig {
 				y.Properties["metric"], y.Properties["target_version"] = x.Metric, run.Target

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/lint"
 )
@@ -256,4 +258,31 @@ func TestMetricsFilters(t *testing.T) {
 	if txt := string(render(t, FormatText, Metrics(cat, MetricsView{Name: "no-such-metric"}))); !strings.Contains(txt, "No metric matches") {
 		t.Errorf("empty listing says nothing:\n%s", txt)
 	}
+}
+
+// TestREADMELintCodes keeps the README's list of the metric checks' codes equal to lintRules.
+// Run with KVCHECK_UPDATE_README=1 to rewrite the list.
+func TestREADMELintCodes(t *testing.T) {
+	const begin, end = "<!-- lint-codes:begin -->\n", "<!-- lint-codes:end -->"
+	path := filepath.Join("..", "..", "README.md")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q ... %q section", begin, end)
+	}
+	got, want := s[i+len(begin):j], LintCodesMarkdown()
+	if got == want {
+		return
+	}
+	if os.Getenv("KVCHECK_UPDATE_README") != "" {
+		if err := os.WriteFile(path, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's lint codes differ from lintRules; run KVCHECK_UPDATE_README=1 go test ./internal/report -run TestREADMELintCodes\n(-readme +table):\n%s", cmp.Diff(got, want))
 }

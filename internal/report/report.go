@@ -82,8 +82,9 @@ type Result struct {
 	Document any
 	// Text renders the result for people; without it the findings are listed.
 	Text func(*Text) error
-	// Verbatim is written as it is, whatever the format, by a result with neither a document
-	// nor a text rendering (lint --diff's unified diff).
+	// Verbatim is written as it is, as text and as JSON, by a result with neither a document
+	// nor a text rendering (lint --diff's unified diff); the findings formats (SARIF,
+	// annotations) still write its findings.
 	Verbatim string
 	// Streamed says the command wrote its output as it ran (hitrate --watch's refreshes):
 	// Write writes nothing more, and the findings still decide --fail-on.
@@ -91,6 +92,9 @@ type Result struct {
 	// Rules describe the finding codes for SARIF's rule list; a code without one is described
 	// by its name.
 	Rules []Rule
+	// Command names the command for SARIF rules without a description of their own ("kvcheck
+	// hitrate"): their help points at its README section. Run sets it from the command line.
+	Command string
 	// Artifact is the input a finding with no file of its own (a replica, a publisher, the
 	// fleet) is located at in SARIF: a dump, a trace, a server's URL. GitHub code scanning
 	// refuses a whole SARIF file in which one result has no physical location. Empty: such
@@ -101,8 +105,11 @@ type Result struct {
 // Rule describes one finding code.
 type Rule struct {
 	Code        string
-	Description string
+	Description string // one sentence: SARIF's short description
 	Level       finding.Severity
+	// Full is the longer description, Help the same in Markdown with what to do, HelpURI the
+	// README's anchor for the rule; each defaults to the one before.
+	Full, Help, HelpURI string
 }
 
 // Empty reports whether the result has nothing to write (the command failed before any).
@@ -116,6 +123,10 @@ type Options struct {
 	Color   bool
 	Wide    bool
 	Version string
+	// SrcRoot is the git work tree's top level (absolute) that SARIF paths are relative to
+	// (%SRCROOT%), WorkDir the directory relative paths were given in; empty SrcRoot writes
+	// paths as given.
+	SrcRoot, WorkDir string
 }
 
 // Write writes the result in the format.
@@ -123,17 +134,18 @@ func Write(w io.Writer, format Format, r Result, o Options) error {
 	if r.Streamed {
 		return nil
 	}
-	if r.Document == nil && r.Text == nil && r.Verbatim != "" {
-		_, err := io.WriteString(w, r.Verbatim)
-		return err
-	}
 	if format == "" {
 		format = FormatText
 	}
 	for _, x := range writers {
-		if x.format == format {
-			return x.write(w, r, o)
+		if x.format != format {
+			continue
 		}
+		if r.Document == nil && r.Text == nil && r.Verbatim != "" && !x.findingsOnly {
+			_, err := io.WriteString(w, r.Verbatim)
+			return err
+		}
+		return x.write(w, r, o)
 	}
 	return fmt.Errorf("unknown output format %q", format)
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 	"net/url"
 	"path/filepath"
@@ -19,8 +20,13 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool sarifTool `json:"tool"`
+	// OriginalURIBaseIDs says where %SRCROOT%, the base of the relative artifact URIs, was
+	// on the machine that ran kvcheck: the git work tree's top level.
+	OriginalURIBaseIDs map[string]sarifArtifact `json:"originalUriBaseIds,omitempty"`
+	// ColumnKind says columns count Unicode code points, as kvcheck's columns do.
+	ColumnKind string        `json:"columnKind"`
+	Results    []sarifResult `json:"results"`
 }
 
 type sarifTool struct {
@@ -35,9 +41,17 @@ type sarifDriver struct {
 }
 
 type sarifRule struct {
-	ID               string       `json:"id"`
-	ShortDescription sarifMessage `json:"shortDescription"`
-	DefaultConfig    sarifConfig  `json:"defaultConfiguration"`
+	ID               string        `json:"id"`
+	ShortDescription sarifMessage  `json:"shortDescription"`
+	FullDescription  sarifMessage  `json:"fullDescription"`
+	Help             sarifMarkdown `json:"help"`
+	HelpURI          string        `json:"helpUri,omitempty"`
+	DefaultConfig    sarifConfig   `json:"defaultConfiguration"`
+}
+
+type sarifMarkdown struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
 }
 
 type sarifConfig struct {
@@ -49,11 +63,42 @@ type sarifMessage struct {
 }
 
 type sarifResult struct {
-	RuleID     string          `json:"ruleId"`
-	Level      string          `json:"level"`
-	Message    sarifMessage    `json:"message"`
-	Locations  []sarifLocation `json:"locations"`
-	Properties map[string]any  `json:"properties,omitempty"`
+	RuleID    string          `json:"ruleId"`
+	Level     string          `json:"level"`
+	Message   sarifMessage    `json:"message"`
+	Locations []sarifLocation `json:"locations"`
+	// BaselineState is new or unchanged against lint --baseline; absent without one.
+	BaselineState string         `json:"baselineState,omitempty"`
+	Fixes         []sarifFix     `json:"fixes,omitempty"`
+	Properties    map[string]any `json:"properties,omitempty"`
+}
+
+type sarifFix struct {
+	Description     sarifMessage          `json:"description"`
+	ArtifactChanges []sarifArtifactChange `json:"artifactChanges"`
+}
+
+type sarifArtifactChange struct {
+	Artifact     sarifArtifact      `json:"artifactLocation"`
+	Replacements []sarifReplacement `json:"replacements"`
+}
+
+type sarifReplacement struct {
+	Deleted  sarifEditRegion `json:"deletedRegion"`
+	Inserted *sarifContent   `json:"insertedContent,omitempty"`
+}
+
+type sarifEditRegion struct {
+	StartLine   int `json:"startLine"`
+	StartColumn int `json:"startColumn"`
+	EndLine     int `json:"endLine"`
+	EndColumn   int `json:"endColumn"`
+	ByteOffset  int `json:"byteOffset"`
+	ByteLength  int `json:"byteLength"`
+}
+
+type sarifContent struct {
+	Text string `json:"text"`
 }
 
 type sarifLocation struct {
@@ -67,7 +112,8 @@ type sarifPhysical struct {
 }
 
 type sarifArtifact struct {
-	URI string `json:"uri"`
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
 }
 
 type sarifRegion struct {
@@ -113,12 +159,51 @@ func sarifLevel(s finding.Severity) string {
 	return "note"
 }
 
+// sarifLocator writes a finding's file as an artifact location: relative to %SRCROOT% (the git
+// work tree's top level, Options.SrcRoot) when the file is inside it, so that code scanning
+// places it whichever directory kvcheck ran in; else an absolute file:// URI, or the path as
+// given when the run knows no source root.
+type sarifLocator struct{ root, wd string }
+
+func (l sarifLocator) artifact(p string) sarifArtifact {
+	if l.root == "" || isURL(p) {
+		return sarifArtifact{URI: sarifURI(p)}
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(l.wd, p)
+	}
+	rel, err := filepath.Rel(l.root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return sarifArtifact{URI: sarifURI(abs)}
+	}
+	return sarifArtifact{URI: sarifURI(rel), URIBaseID: srcRoot}
+}
+
+// srcRoot is the uriBaseId of paths in the checkout, as GitHub's and other SARIF tools name it.
+const srcRoot = "%SRCROOT%"
+
+func isURL(p string) bool {
+	u, err := url.Parse(p)
+	return err == nil && len(u.Scheme) > 1 && strings.HasPrefix(p, u.Scheme+"://")
+}
+
+// rootURI is the source root as originalUriBaseIds gives it: a file:// URI ending in a slash.
+func rootURI(root string) string {
+	u := sarifURI(root)
+	if !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u
+}
+
 // writeSARIF writes the findings as a SARIF 2.1.0 log for code-scanning upload. A finding in a
-// file points at its line and column (paths are written as given: relative paths stay relative
-// to the checkout, as GitHub expects) and at its JSON pointer as a logical location; a finding
-// about something else (a replica, a publisher, the fleet) names its subject as a logical
-// location. The rule list holds the result's rules in their order, then one named after each
-// other code found, sorted.
+// file points at its line and column, relative to %SRCROOT% (see sarifLocator), and at its JSON
+// pointer as a logical location; a finding about something else (a replica, a publisher, the
+// fleet) names its subject as a logical location. The rule list holds the result's rules in
+// their order, then one named after each other code found, sorted; each rule has its short and
+// full description, Markdown help and the README's anchor for it. A finding with an exact
+// rewrite carries it as a fix; with a baseline, each result says whether it is new.
 func writeSARIF(w io.Writer, r Result, o Options) error {
 	toolVersion := o.Version
 	rules := slices.Clone(r.Rules)
@@ -140,30 +225,30 @@ func writeSARIF(w io.Writer, r Result, o Options) error {
 	driver := sarifDriver{Name: "kvcheck", Version: toolVersion,
 		InformationURI: "https://github.com/kvcheck/kvcheck", Rules: []sarifRule{}}
 	for _, x := range rules {
-		driver.Rules = append(driver.Rules, sarifRule{ID: x.Code, ShortDescription: sarifMessage{x.Description},
-			DefaultConfig: sarifConfig{sarifLevel(x.Level)}})
+		driver.Rules = append(driver.Rules, x.sarif(r.Command))
 	}
+	loc := sarifLocator{root: o.SrcRoot, wd: o.WorkDir}
 	results := []sarifResult{}
 	for _, f := range r.Findings {
-		var loc sarifLocation
+		var l sarifLocation
 		if f.File != "" {
-			loc.Physical = &sarifPhysical{
-				Artifact: sarifArtifact{URI: sarifURI(f.File)},
+			l.Physical = &sarifPhysical{
+				Artifact: loc.artifact(f.File),
 				Region:   sarifRegion{StartLine: max(f.Line, 1), StartColumn: max(f.Column, 1)},
 			}
 			if f.Pointer != "" {
-				loc.Logical = []sarifLogical{{FullyQualifiedName: f.Pointer, Kind: "element"}}
+				l.Logical = []sarifLogical{{FullyQualifiedName: f.Pointer, Kind: "element"}}
 			}
 		} else {
 			// GitHub refuses the whole file for one result without a physical location: a
 			// finding about a replica or a publisher is shown at the run's input.
-			loc.Physical = &sarifPhysical{Artifact: sarifArtifact{URI: sarifURI(cmp.Or(r.Artifact, "kvcheck"))},
+			l.Physical = &sarifPhysical{Artifact: loc.artifact(cmp.Or(r.Artifact, "kvcheck")),
 				Region: sarifRegion{StartLine: 1, StartColumn: 1}}
 			if f.Subject != "" {
-				loc.Logical = []sarifLogical{{FullyQualifiedName: f.Subject, Kind: "resource"}}
+				l.Logical = []sarifLogical{{FullyQualifiedName: f.Subject, Kind: "resource"}}
 			}
 		}
-		locs := []sarifLocation{loc}
+		locs := []sarifLocation{l}
 		var props map[string]any
 		if len(f.Properties) > 0 || f.Rule != "" || f.Fix != "" || f.Source != "" {
 			props = map[string]any{}
@@ -180,12 +265,70 @@ func writeSARIF(w io.Writer, r Result, o Options) error {
 				props["source"] = f.Source
 			}
 		}
-		results = append(results, sarifResult{RuleID: f.Code, Level: sarifLevel(f.Severity),
-			Message: sarifMessage{f.Message}, Locations: locs, Properties: props})
+		res := sarifResult{RuleID: f.Code, Level: sarifLevel(f.Severity), Message: sarifMessage{f.Message},
+			Locations: locs, BaselineState: f.Baseline, Properties: props}
+		if len(f.Edits) > 0 && f.File != "" {
+			res.Fixes = []sarifFix{sarifFixOf(f, loc.artifact(f.File))}
+		}
+		results = append(results, res)
+	}
+	run := sarifRun{Tool: sarifTool{Driver: driver}, ColumnKind: "unicodeCodePoints", Results: results}
+	if o.SrcRoot != "" {
+		run.OriginalURIBaseIDs = map[string]sarifArtifact{srcRoot: {URI: rootURI(o.SrcRoot)}}
 	}
 	return JSON(w, sarifLog{
 		Schema:  "https://json.schemastore.org/sarif-2.1.0.json",
 		Version: "2.1.0",
-		Runs:    []sarifRun{{Tool: sarifTool{Driver: driver}, Results: results}},
+		Runs:    []sarifRun{run},
 	})
+}
+
+// sarifFixOf is a finding's exact rewrite as a SARIF fix: its edits of the file as read.
+func sarifFixOf(f finding.Finding, a sarifArtifact) sarifFix {
+	desc := "kvcheck lint --fix's rewrite"
+	if r := f.Properties["replacement"]; r != "" {
+		desc = "replace " + f.Properties["metric"] + " with " + r
+	} else if f.Fix != "" {
+		desc = f.Fix
+	}
+	ch := sarifArtifactChange{Artifact: a}
+	for _, e := range f.Edits {
+		rep := sarifReplacement{Deleted: sarifEditRegion{StartLine: e.StartLine, StartColumn: e.StartColumn,
+			EndLine: e.EndLine, EndColumn: e.EndColumn, ByteOffset: e.Start, ByteLength: e.End - e.Start}}
+		if e.Text != "" {
+			rep.Inserted = &sarifContent{Text: e.Text}
+		}
+		ch.Replacements = append(ch.Replacements, rep)
+	}
+	return sarifFix{Description: sarifMessage{desc}, ArtifactChanges: []sarifArtifactChange{ch}}
+}
+
+// sarif is the rule as SARIF's reportingDescriptor: a code without a description of its own
+// is described by its name and the README section of the command that reports it.
+func (x Rule) sarif(command string) sarifRule {
+	full := cmp.Or(x.Full, x.Description)
+	help := cmp.Or(x.Help, full)
+	uri := x.HelpURI
+	if uri == "" {
+		uri = ReadmeURL + "#" + readmeAnchor(command)
+	}
+	if x.Description == x.Code {
+		full = fmt.Sprintf("%s: a finding of %s; the README lists what it means and what to do", x.Code, cmp.Or(command, "kvcheck"))
+		help = full
+	}
+	return sarifRule{ID: x.Code, ShortDescription: sarifMessage{x.Description}, FullDescription: sarifMessage{full},
+		Help:    sarifMarkdown{Text: help, Markdown: help + "\n\n[Documentation](" + uri + ")"},
+		HelpURI: uri, DefaultConfig: sarifConfig{sarifLevel(x.Level)}}
+}
+
+// ReadmeURL is where the README is read on the web, for SARIF rules' help links.
+const ReadmeURL = "https://github.com/kvcheck/kvcheck/blob/main/README.md"
+
+// readmeAnchor is the README heading of a command ("kvcheck lint" -> kvcheck-lint), as
+// GitHub makes heading anchors.
+func readmeAnchor(command string) string {
+	if command == "" {
+		return "subcommands"
+	}
+	return strings.ReplaceAll(strings.ToLower(command), " ", "-")
 }
