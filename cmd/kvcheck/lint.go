@@ -86,11 +86,15 @@ it last had any within --lookback.
 	fs.Var((*modelDuration)(&opts.Lookback), "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
 	fs.IntVar(&opts.MaxFileMiB, "max-file-mib", 16, "largest file read, in MiB; a larger one is not checked and is an error")
 	fs.StringVar(&opts.IgnoreFile, "ignore-file", "", "ignore file of CODE [PATH-GLOB] [# reason] lines (default "+lint.IgnoreFileName+" in the working directory, when present)")
+	fs.StringVar(&opts.ChangedSince, "changed-since", "", "lint only the files changed since the merge base of this git revision and HEAD (committed, staged, unstaged or untracked), as pint ci does: --changed-since origin/main")
+	fs.StringVar(&opts.Baseline, "baseline", "", "findings in this baseline file (matched by code, file and metric) do not fail the run and are not shown; new ones do")
+	fs.StringVar(&opts.WriteBaseline, "write-baseline", "", "write this run's findings to FILE as the baseline to give --baseline, and accept them in this run")
 	bindConn(fs, &opts.Prom)
 	return cmd
 }
 
 func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, error) {
+	opts.SrcRoot, opts.WorkDir = sourceRoot()
 	run, err := lint.CheckFlags(ctx, st, opts.Flags, paths)
 	switch {
 	case err != nil:

@@ -476,7 +476,38 @@ func (fl *fileLint) touch(m catalog.Match, server bool) {
 // judge looks a written name up and decides what to report. ok is false when there is
 // nothing to say (not a known family's name, or a current one). promql says the name was
 // found in a PromQL selector, where a counter without _total matches nothing.
+//
+// A rename is followed to the name that exists at the targets, across families: GAIE's
+// inference_model_request_total became inference_objective_request_total, which llm-d-router
+// publishes deprecated in favour of llm_d_epp_request_total, so one --fix writes the last and a
+// second finds nothing to rewrite.
 func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match, bool) {
+	v, m, ok := l.judgeOne(name, server, promql)
+	if !ok || v.rename == "" {
+		return v, m, ok
+	}
+	seen := map[string]bool{name: true}
+	for range maxRenameChain {
+		if seen[v.rename] {
+			break // a cycle in the catalog: stop at the name before it
+		}
+		seen[v.rename] = true
+		next, _, ok := l.judgeOne(v.rename, server, promql)
+		if !ok || next.rename == "" || (next.status != StatusRemoved && next.status != StatusHidden && next.status != StatusDeprecated) {
+			break
+		}
+		said, _, _ := strings.Cut(next.message, ";")
+		v.message += fmt.Sprintf(", which in turn %s: so use %s", strings.TrimPrefix(said, v.rename+" "), next.rename)
+		v.rename, v.replacement = next.rename, next.rename
+	}
+	return v, m, ok
+}
+
+// maxRenameChain bounds how many renames one rewrite follows (the catalog's longest is two).
+const maxRenameChain = 8
+
+// judgeOne is judge without following renames.
+func (l *Linter) judgeOne(name string, server, promql bool) (verdict, catalog.Match, bool) {
 	m, ok := l.cat.Lookup(name)
 	if !ok {
 		return verdict{}, m, false
@@ -577,11 +608,16 @@ func (l *Linter) judge(name string, server, promql bool) (verdict, catalog.Match
 		}
 		ost, osince := o.StatusAt(l.targets[o.Family])
 		of := l.cat.FamilyOf(o)
-		desc := string(ost)
-		if !osince.IsZero() {
-			desc += " since " + osince.String()
+		switch ost {
+		case catalog.Removed:
+			v.message += fmt.Sprintf("; %s published this name too, until %s", of.Display, osince)
+		case catalog.NotYet:
+			v.message += fmt.Sprintf("; %s publishes this name from %s (not at %s)", of.Display, osince, l.targets[o.Family])
+		case catalog.Current:
+			v.message += fmt.Sprintf("; %s %s also publishes this name", of.Display, l.targets[o.Family])
+		default:
+			v.message += fmt.Sprintf("; %s %s also publishes this name, %s since %s", of.Display, l.targets[o.Family], ost, osince)
 		}
-		v.message += fmt.Sprintf("; %s %s also publishes this name (%s there)", of.Display, l.targets[o.Family], desc)
 	}
 	return v, m, true
 }

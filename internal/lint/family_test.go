@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -165,7 +166,7 @@ func TestLLMDRenames(t *testing.T) {
 func TestSharedFamilyNames(t *testing.T) {
 	src := rule(`inference_pool_average_kv_cache_utilization > 0.9`)
 	r := newLinterTargets(t, "").File("r.yaml", src)
-	if len(r.Findings) != 1 || r.Findings[0].Status != StatusDeprecated || !strings.Contains(r.Findings[0].Message, "Gateway API Inference Extension 1.6.0 also publishes this name (removed since 1.6.0 there)") {
+	if len(r.Findings) != 1 || r.Findings[0].Status != StatusDeprecated || !strings.Contains(r.Findings[0].Message, "Gateway API Inference Extension published this name too, until 1.6.0") {
 		t.Fatalf("default: %+v", r.Findings)
 	}
 	if r := newLinterTargets(t, "gaie=1.5").File("r.yaml", src); len(r.Findings) != 0 {
@@ -179,6 +180,69 @@ func TestSharedFamilyNames(t *testing.T) {
 	r = newLinterTargets(t, "gaie=1.2").File("r.yaml", rule(`sum(rate(inference_model_request_total[5m]))`))
 	if len(r.Findings) != 1 || r.Findings[0].Status != StatusRemoved || !strings.Contains(string(r.Fixed), "inference_objective_request_total") {
 		t.Errorf("gaie=1.2: %+v\n%s", r.Findings, r.Fixed)
+	}
+}
+
+// TestRenameChain: one rewrite follows renames across families to the name the targets
+// publish. GKE's inference-gateway dashboards query GAIE's inference_model_request_total,
+// renamed inference_objective_request_total in GAIE 1.1.0; at the default targets GAIE 1.6.0
+// no longer has the picker and llm-d-router 0.10.0 publishes that name deprecated since 0.9.0
+// in favour of llm_d_epp_request_total. So the first --fix writes llm_d_epp_request_total and
+// a second finds nothing.
+func TestRenameChain(t *testing.T) {
+	l := newLinterTargets(t, "")
+	r := l.File("d.json", []byte(`{"panels": [{"title": "req", "targets": [{"expr": "sum(rate(inference_model_request_total[5m]))", "refId": "A"}]}]}`))
+	want := "inference_model_request_total was removed in Gateway API Inference Extension 1.1.0; use inference_objective_request_total, which in turn is deprecated since llm-d-router 0.9.0: so use llm_d_epp_request_total"
+	if len(r.Findings) != 1 || r.Findings[0].Message != want || r.Findings[0].Replacement != "llm_d_epp_request_total" {
+		t.Fatalf("findings %+v, want one: %s", r.Findings, want)
+	}
+	if !strings.Contains(string(r.Fixed), "rate(llm_d_epp_request_total[5m])") {
+		t.Fatalf("fixed %s, want llm_d_epp_request_total", r.Fixed)
+	}
+	if again := l.File("d.json", r.Fixed); len(again.Findings) != 0 {
+		t.Errorf("a second run finds %+v, want nothing", again.Findings)
+	}
+}
+
+// TestFixFixpoint: one --fix over the corpus leaves nothing fixable.
+func TestFixFixpoint(t *testing.T) {
+	corpus := os.Getenv("KVCHECK_CORPUS")
+	if corpus == "" {
+		t.Skip("KVCHECK_CORPUS not set")
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(corpus)); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := Check(context.Background(), cat, RunOptions{Options: Options{Rewrite: true}, Fix: true}, []string{dir}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := 0
+	for _, f := range run.Files {
+		for _, x := range f.Findings {
+			if x.Fixed {
+				fixed++
+			}
+		}
+	}
+	again, err := Check(context.Background(), cat, RunOptions{}, []string{dir}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range again.Files {
+		for _, x := range f.Findings {
+			if x.Fixable() {
+				t.Errorf("after one --fix: %s %d:%d %s is still fixable: %s", f.Path, x.Line, x.Column, x.Code, x.Message)
+			}
+		}
+	}
+	if fixed == 0 {
+		t.Error("the first run rewrote nothing: the corpus has renamed metrics")
 	}
 }
 

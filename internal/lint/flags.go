@@ -23,6 +23,15 @@ type Flags struct {
 	IgnoreFile string
 	// MaxFileMiB bounds the size of one file read.
 	MaxFileMiB int
+	// ChangedSince lints only the files changed since the merge base of this revision and
+	// HEAD (--changed-since).
+	ChangedSince string
+	// Baseline is the accepted findings' file (--baseline); WriteBaseline writes the run's
+	// findings as one (--write-baseline), which then applies to the run.
+	Baseline, WriteBaseline string
+	// SrcRoot is the git work tree's top level and WorkDir the working directory: baseline
+	// paths are relative to the first, and --changed-since asks git there.
+	SrcRoot, WorkDir string
 }
 
 // Notes is where a lint run warns (a target newer than the catalog) and notes the files --fix
@@ -65,9 +74,44 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	if f.MaxFileMiB <= 0 {
 		return Run{}, usage.Errorf("--max-file-mib %d: give a positive number of MiB", f.MaxFileMiB)
 	}
-	return Check(ctx, cat, RunOptions{
-		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20},
+	if f.ChangedSince != "" && f.WriteBaseline != "" {
+		return Run{}, usage.Errorf("--write-baseline with --changed-since would accept only the changed files' findings: write the baseline from a run over every file")
+	}
+	var base *Baseline
+	if f.Baseline != "" {
+		if base, err = LoadBaseline(f.Baseline); err != nil {
+			return Run{}, err
+		}
+	}
+	var only map[string]bool
+	if f.ChangedSince != "" {
+		if only, err = ChangedSince(ctx, f.SrcRoot, f.ChangedSince); err != nil {
+			return Run{}, err
+		}
+	}
+	run, err := Check(ctx, cat, RunOptions{
+		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20, Only: only},
 		Fix:     f.Fix, Online: api, Server: f.Prom.Shown(), Lookback: f.Lookback,
 		QueryTimeout: f.Prom.QueryTimeout, Verbose: f.Prom.Verbose,
 	}, paths, func(path string) { n.Note("rewrote %s", path) })
+	if err != nil {
+		return run, err
+	}
+	if only != nil {
+		run.ChangedSince = f.ChangedSince
+		n.Note("--changed-since %s: %d of the files given changed; %d left out", f.ChangedSince, len(run.Files), run.Unchanged)
+	}
+	if f.WriteBaseline != "" {
+		base = NewBaseline(run.Files, f.SrcRoot, f.WorkDir)
+		if err := base.Write(f.WriteBaseline); err != nil {
+			return run, err
+		}
+		base.path = f.WriteBaseline
+		n.Note("wrote %s: %d findings accepted", f.WriteBaseline, len(base.Findings))
+	}
+	if base != nil {
+		base.Apply(run.Files, f.SrcRoot, f.WorkDir)
+		run.Baseline = base.path
+	}
+	return run, nil
 }

@@ -136,6 +136,9 @@ type Options struct {
 	Rewrite bool
 	// Ignore are the rules of a repository's ignore file.
 	Ignore []IgnoreRule
+	// Only, when set, keeps the files it holds (absolute, cleaned paths): lint
+	// --changed-since's changed files. Others, named or found by walking, are not read.
+	Only map[string]bool
 }
 
 // Linter checks files against the catalog.
@@ -148,6 +151,9 @@ type Linter struct {
 	rewrite bool
 	names   []string // every known series name, for __name__ regexes
 	ignore  []IgnoreRule
+	only    map[string]bool
+	// Left counts the files Only left out.
+	Left int
 }
 
 // New returns a Linter over the catalog.
@@ -176,7 +182,7 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 			targets[f.Name] = f.Newest
 		}
 	}
-	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore}
+	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore, only: opts.Only}
 }
 
 // TargetOf returns the release a family is judged against.
@@ -243,6 +249,9 @@ func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error
 			return nil, fmt.Errorf("lint %s: %w", p, err)
 		}
 		if !st.IsDir() {
+			if !l.keep(p) {
+				continue
+			}
 			r, err := l.readFile(p)
 			if err != nil {
 				return nil, err
@@ -286,6 +295,9 @@ func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error
 			if ctx.Err() != nil {
 				return errStopped{path}
 			}
+			if !l.keep(path) {
+				return nil
+			}
 			r, err := l.readFile(path)
 			if err != nil {
 				return err
@@ -305,6 +317,19 @@ func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error
 		}
 	}
 	return l.Finish(ForgetRecorded(out)), nil
+}
+
+// keep reports whether Only lets a file be read, counting those it leaves out.
+func (l *Linter) keep(path string) bool {
+	if l.only == nil {
+		return true
+	}
+	abs, err := filepath.Abs(path)
+	if err == nil && l.only[abs] {
+		return true
+	}
+	l.Left++
+	return false
 }
 
 // errStopped ends a directory walk at path when the context ends.

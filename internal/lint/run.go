@@ -24,6 +24,12 @@ type Run struct {
 	// Prometheus is the server the online check asked, if any.
 	Prometheus string
 	Lookback   string
+	// ChangedSince is --changed-since's revision; Unchanged counts the files it left out.
+	ChangedSince string
+	Unchanged    int
+	// Baseline is the baseline file the findings were compared with; each finding's
+	// Baseline then says new or unchanged.
+	Baseline string
 }
 
 // RunOptions are what a lint run was asked beyond Options: write the rewrites (Fix, which
@@ -53,7 +59,7 @@ func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []stri
 	if err != nil {
 		api, fix = nil, false
 	}
-	run := Run{Target: l.Target().String(), Targets: l.JudgedAgainst(results), Files: results, Fix: fix}
+	run := Run{Target: l.Target().String(), Targets: l.JudgedAgainst(results), Files: results, Fix: fix, Unchanged: l.Left}
 	if api != nil {
 		if err := CheckOnline(ctx, api, results, o.Server, time.Duration(o.Lookback), o.QueryTimeout, time.Now()); err != nil {
 			if !o.Verbose {

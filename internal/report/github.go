@@ -21,7 +21,12 @@ func init() {
 // notice says how many there are and where all of them are.
 func writeGitHub(w io.Writer, r Result, _ Options) error {
 	counts := map[string]int{}
+	var shown []finding.Finding
 	for _, f := range r.Findings {
+		if f.Baseline == "unchanged" {
+			continue // accepted in the baseline: the annotations are for what is new
+		}
+		shown = append(shown, f)
 		counts[ghLevel(f.Severity)]++
 	}
 	if counts["error"] > githubShown || counts["warning"] > githubShown || counts["notice"] > githubShown {
@@ -31,7 +36,7 @@ func writeGitHub(w io.Writer, r Result, _ Options) error {
 			return fmt.Errorf("write annotations: %w", err)
 		}
 	}
-	for _, f := range r.Findings {
+	for _, f := range shown {
 		level := ghLevel(f.Severity)
 		msg := f.Message
 		if f.Subject != "" && f.Subject != f.File {

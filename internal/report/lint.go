@@ -16,7 +16,7 @@ type LintRun = lint.Run
 type lintCounts struct {
 	files, filesWithFindings, queries            int
 	errors, warnings, infos, fixable, fixed, all int
-	suppressed                                   int
+	suppressed, baselined                        int
 }
 
 func countLint(run LintRun) lintCounts {
@@ -25,10 +25,14 @@ func countLint(run LintRun) lintCounts {
 		c.files++
 		c.queries += f.Queries
 		c.suppressed += len(f.Suppressed)
-		if len(f.Findings) > 0 {
+		if slices.ContainsFunc(f.Findings, func(x lint.Finding) bool { return x.Baseline != lint.BaselineUnchanged }) {
 			c.filesWithFindings++
 		}
 		for _, x := range f.Findings {
+			if x.Baseline == lint.BaselineUnchanged {
+				c.baselined++
+				continue
+			}
 			c.all++
 			switch x.Severity {
 			case finding.Error:
@@ -137,7 +141,7 @@ func lintFindings(run LintRun) []finding.Finding {
 			y := x.Finding
 			y.Subject = x.Location
 			y.Fixable = x.Fixable()
-			y.Exempt = x.Fixed && run.Fix
+			y.Exempt = (x.Fixed && run.Fix) || x.Baseline == lint.BaselineUnchanged
 			if y.Exempt {
 				y.Edits = nil // written: the file no longer holds what the edits replace
 			}
@@ -163,7 +167,7 @@ func lintFindings(run LintRun) []finding.Finding {
 // lint writes findings grouped by file, then a summary line.
 func (t *Text) lint(run LintRun) {
 	for _, f := range run.Files {
-		if len(f.Findings) == 0 {
+		if !slices.ContainsFunc(f.Findings, func(x lint.Finding) bool { return x.Baseline != lint.BaselineUnchanged }) {
 			continue
 		}
 		formats := make([]string, len(f.Formats))
@@ -172,6 +176,9 @@ func (t *Text) lint(run LintRun) {
 		}
 		t.Heading(fmt.Sprintf("%s (%s)", f.Path, strings.Join(dedupe(formats), ", ")))
 		for _, x := range f.Findings {
+			if x.Baseline == lint.BaselineUnchanged {
+				continue
+			}
 			where := ""
 			if x.Location != "" {
 				where = " " + x.Location
@@ -197,21 +204,32 @@ func (t *Text) lint(run LintRun) {
 		}
 	}
 	c := countLint(run)
-	if c.all == 0 {
-		t.Verdict(fmt.Sprintf("No findings in %s (%s checked) against %s.",
-			quantity(c.files, "file"), quantity(c.queries, "query and name", "queries and names"), judgedAgainst(run)))
+	notes := func() {
 		if c.suppressed > 0 {
 			t.Muted("%d suppressed by kvcheck:ignore comments or the ignore file.", c.suppressed)
 		}
+		if c.baselined > 0 {
+			t.Muted("%s in the baseline %s not shown: they do not fail the run.", quantity(c.baselined, "finding"), run.Baseline)
+		}
+		if run.ChangedSince != "" {
+			t.Muted("Only the files changed since %s were linted (%d others left out); checks across files saw only these.", run.ChangedSince, run.Unchanged)
+		}
+	}
+	if c.all == 0 {
+		adj := ""
+		if run.Baseline != "" {
+			adj = "new "
+		}
+		t.Verdict(fmt.Sprintf("No %sfindings in %s (%s checked) against %s.", adj,
+			quantity(c.files, "file"), quantity(c.queries, "query and name", "queries and names"), judgedAgainst(run)))
+		notes()
 		return
 	}
 	msg := fmt.Sprintf("%s (%s, %s, %d info) in %d of %s, judged against %s.",
 		quantity(c.all, "finding"), quantity(c.errors, "error"), quantity(c.warnings, "warning"), c.infos,
 		c.filesWithFindings, quantity(c.files, "file"), judgedAgainst(run))
 	t.Verdict(msg)
-	if c.suppressed > 0 {
-		t.Muted("%d suppressed by kvcheck:ignore comments or the ignore file.", c.suppressed)
-	}
+	notes()
 	switch {
 	case run.Fix:
 		t.Muted("%d rewritten in place; the rest need a person.", c.fixed)
@@ -264,10 +282,13 @@ type lintDoc struct {
 	Targets    map[string]string `json:"targets"`
 	Prometheus string            `json:"prometheus,omitempty"`
 	Lookback   string            `json:"lookback,omitempty"`
-	Files      []lintFileDoc     `json:"files"`
-	Findings   []lintFinding     `json:"findings"`
-	Suppressed []lintFinding     `json:"suppressed"`
-	Summary    lintSummaryDoc    `json:"summary"`
+	// Baseline and ChangedSince are the run's --baseline file and --changed-since revision.
+	Baseline     string         `json:"baseline,omitempty"`
+	ChangedSince string         `json:"changed_since,omitempty"`
+	Files        []lintFileDoc  `json:"files"`
+	Findings     []lintFinding  `json:"findings"`
+	Suppressed   []lintFinding  `json:"suppressed"`
+	Summary      lintSummaryDoc `json:"summary"`
 }
 
 type lintFileDoc struct {
@@ -299,6 +320,8 @@ type lintFinding struct {
 	// SuppressedBy and Reason say which comment or ignore-file line silenced a finding.
 	SuppressedBy string `json:"suppressed_by,omitempty"`
 	Reason       string `json:"reason,omitempty"`
+	// Baseline is new or unchanged with --baseline.
+	Baseline string `json:"baseline,omitempty"`
 }
 
 type lintSummaryDoc struct {
@@ -311,6 +334,8 @@ type lintSummaryDoc struct {
 	Fixable    int `json:"fixable"`
 	Fixed      int `json:"fixed"`
 	Suppressed int `json:"suppressed"`
+	// Baselined counts the findings in the baseline, not in Findings' counts.
+	Baselined int `json:"baselined"`
 }
 
 // lintDocument is the run as one JSON document.
@@ -324,9 +349,10 @@ func lintDocument(run LintRun) lintDoc {
 		targets["vllm"] = run.Target
 	}
 	doc := lintDoc{SchemaVersion: SchemaVersion, Target: run.Target, Targets: targets, Prometheus: run.Prometheus, Lookback: run.Lookback,
+		Baseline: run.Baseline, ChangedSince: run.ChangedSince,
 		Files: []lintFileDoc{}, Findings: []lintFinding{}, Suppressed: []lintFinding{},
 		Summary: lintSummaryDoc{Files: c.files, Queries: c.queries, Findings: c.all, Errors: c.errors,
-			Warnings: c.warnings, Info: c.infos, Fixable: c.fixable, Fixed: c.fixed, Suppressed: c.suppressed}}
+			Warnings: c.warnings, Info: c.infos, Fixable: c.fixable, Fixed: c.fixed, Suppressed: c.suppressed, Baselined: c.baselined}}
 	for _, f := range run.Files {
 		formats := make([]string, len(f.Formats))
 		for i, x := range f.Formats {
@@ -338,7 +364,7 @@ func lintDocument(run LintRun) lintDoc {
 			doc.Findings = append(doc.Findings, lintFinding{File: x.File, Line: x.Line, Column: x.Column,
 				Pointer: x.Pointer, Location: x.Location, Metric: x.Metric, Status: x.Status, Since: x.Since,
 				Replacement: x.Replacement, Severity: x.Severity, Code: x.Code, Message: x.Message,
-				Fixable: x.Fixable(), Fixed: x.Fixed && run.Fix, Rule: x.Rule, Fix: x.Fix})
+				Fixable: x.Fixable(), Fixed: x.Fixed && run.Fix, Rule: x.Rule, Fix: x.Fix, Baseline: x.Baseline})
 		}
 		for _, s := range f.Suppressed {
 			x := s.Finding

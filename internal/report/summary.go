@@ -26,7 +26,19 @@ func WriteStepSummary(path, command string, r Result) error {
 	if err != nil {
 		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
 	}
-	werr := stepSummary(f, command, r.Findings, StepSummaryLimit)
+	var shown []finding.Finding
+	baselined := 0
+	for _, x := range r.Findings {
+		if x.Baseline == "unchanged" {
+			baselined++
+			continue
+		}
+		shown = append(shown, x)
+	}
+	werr := stepSummary(f, command, shown, StepSummaryLimit)
+	if werr == nil && baselined > 0 {
+		_, werr = fmt.Fprintf(f, "%s in the baseline not shown: they do not fail the run.\n\n", quantity(baselined, "finding"))
+	}
 	if err := f.Close(); werr == nil && err != nil {
 		werr = err
 	}
