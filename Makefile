@@ -6,7 +6,7 @@ BIN     ?= bin/kvcheck
 KVCHECK_CORPUS ?= $(abspath $(wildcard ../shared/corpus))
 export KVCHECK_CORPUS
 
-.PHONY: all build test deps lint fmt fmt-check bench fuzz demo clean
+.PHONY: all build test deps lint fmt fmt-check bench fuzz demo dist clean
 
 all: build
 
@@ -60,5 +60,10 @@ fuzz:
 demo:
 	$(GO) run ./cmd/kvcheck demo
 
+# The four release archives (linux, darwin x amd64, arm64) and their checksums in dist/, as
+# .goreleaser.yaml builds them, without goreleaser: see scripts/dist.sh.
+dist:
+	@bash scripts/dist.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

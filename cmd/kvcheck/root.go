@@ -228,6 +228,7 @@ and is the vLLM fleet ready for it?
 	for _, add := range subcommands {
 		root.AddCommand(add(s, g))
 	}
+	completeFlagValues(root)
 	return root
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,6 +36,12 @@ func TestScripts(t *testing.T) {
 				e.Setenv("KVCHECK_CORPUS", c)
 			}
 			e.Setenv("NO_COLOR", "1")
+			// The repository, for scripts that run its shipped files (action.yml's steps).
+			repo, err := filepath.Abs("../..")
+			if err != nil {
+				return err
+			}
+			e.Setenv("KVCHECK_REPO", repo)
 			return nil
 		},
 		RequireExplicitExec: false,

@@ -107,7 +107,11 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 			return run, err
 		}
 		base.path = f.WriteBaseline
-		n.Note("wrote %s: %d findings accepted", f.WriteBaseline, len(base.Findings))
+		accepted := 0
+		for _, e := range base.Findings {
+			accepted += e.Count
+		}
+		n.Note("wrote %s: %d accepted (findings of %d codes, files and metrics)", f.WriteBaseline, accepted, len(base.Findings))
 	}
 	if base != nil {
 		base.Apply(run.Files, f.SrcRoot, f.WorkDir)

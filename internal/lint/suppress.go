@@ -144,7 +144,7 @@ func inlineIgnores(src []byte) map[int]string {
 }
 
 // inlineIgnore looks for kvcheck:ignore CODE[,CODE] reason on a finding's line or the line
-// above, in any comment syntax (# or //).
+// above, in any comment syntax (# or //); not in JSON, which has none (descriptionIgnore).
 func inlineIgnore(ignores map[int]string, f *Finding) (string, bool) {
 	for _, l := range []int{f.Line, f.Line - 1} {
 		rest, ok := ignores[l]
@@ -173,10 +173,21 @@ func Suppress(results []FileResult, rules []IgnoreRule) {
 			continue
 		}
 		ignores := inlineIgnores(r.Original)
+		var root *jsonNode
+		if len(ignores) > 0 && isJSONFile(r.Formats) {
+			// JSON has no comments: a directive there is inside a string, and only a
+			// description's silences anything (its object's findings, not the next line's).
+			root, _ = parseJSON(r.Original)
+			ignores = nil
+		}
 		kept := r.Findings[:0]
 		for _, f := range r.Findings {
 			if reason, ok := inlineIgnore(ignores, &f); ok {
 				r.Suppressed = append(r.Suppressed, Suppressed{Finding: f, By: "inline", Reason: reason})
+				continue
+			}
+			if by, reason, ok := descriptionIgnore(root, &f); ok {
+				r.Suppressed = append(r.Suppressed, Suppressed{Finding: f, By: by, Reason: reason})
 				continue
 			}
 			matched := false
@@ -193,4 +204,72 @@ func Suppress(results []FileResult, rules []IgnoreRule) {
 		}
 		r.Findings = kept
 	}
+}
+
+// isJSONFile reports a file read as JSON (a dashboard), whose comments cannot be written.
+func isJSONFile(fs []Format) bool {
+	return len(fs) == 1 && (fs[0] == FormatGrafana || fs[0] == FormatGCM || fs[0] == FormatPerses || fs[0] == FormatJSON)
+}
+
+// descriptionIgnore looks for kvcheck:ignore CODE[,CODE] reason in the "description" of the
+// objects enclosing a finding in a JSON file, the nearest first: a Grafana panel's (or a row's,
+// or a library panel's) description silences the panel's findings, the dashboard's the whole
+// file's. JSON has no comments, and a description is where Grafana lets people write.
+func descriptionIgnore(root *jsonNode, f *Finding) (by, reason string, ok bool) {
+	if root == nil {
+		return "", "", false
+	}
+	n := root
+	chain := []*jsonNode{root}
+	ptrs := []string{""}
+	cur := ""
+	for _, tok := range splitPointer(f.Pointer) {
+		switch n.kind {
+		case 'o':
+			n = n.get(tok)
+		case 'a':
+			i, err := parseIndex(tok, len(n.kids))
+			if err != nil {
+				n = nil
+			} else {
+				n = n.kids[i]
+			}
+		default:
+			n = nil
+		}
+		if n == nil {
+			break
+		}
+		cur += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
+		chain = append(chain, n)
+		ptrs = append(ptrs, cur)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		d := chain[i].get("description")
+		if d == nil || d.kind != 's' {
+			continue
+		}
+		_, rest, found := strings.Cut(d.str, "kvcheck:ignore")
+		if !found {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		for _, c := range strings.Split(fields[0], ",") {
+			if codeMatches(c, f) {
+				where := "the description of " + cmpOr(ptrs[i], "the dashboard")
+				return where, strings.Join(fields[1:], " "), true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -61,13 +61,13 @@ func TestParseFormat(t *testing.T) {
 	}
 }
 
-// Every command offers text and JSON; one with findings also SARIF and annotations, listed in
+// Every command offers text and JSON; one with findings also SARIF, annotations and Code Quality, listed in
 // this order in --output's usage error.
 func TestFormats(t *testing.T) {
 	if got, want := fmt.Sprint(Formats(false)), "[text json]"; got != want {
 		t.Errorf("Formats(false) = %s, want %s", got, want)
 	}
-	if got, want := fmt.Sprint(Formats(true)), "[text json sarif github]"; got != want {
+	if got, want := fmt.Sprint(Formats(true)), "[text json sarif github codeclimate]"; got != want {
 		t.Errorf("Formats(true) = %s, want %s", got, want)
 	}
 }
