@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what kvcheck's tests need on a fresh Debian machine: a real Prometheus server
 # (integration tests of hitrate and lint), libzmq through pyzmq plus python3-msgpack
-# (interop tests of tap), and python3-jinja2 (the reference renders of audit's template engine). Idempotent: does nothing when everything is present.
+# (interop tests of tap), python3-jinja2 (the reference renders of audit's template engine),
+# and a PostgreSQL server (the tests of reading LiteLLM's database start their own, as the user
+# nobody when run as root). Idempotent: does nothing when everything is present.
 set -euo pipefail
 
 need=()
@@ -10,6 +12,10 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 /usr/bin/python3 -c 'import zmq' >/dev/null 2>&1 || need+=(python3-zmq)
 /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1 || need+=(python3-msgpack)
 /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || need+=(python3-jinja2)
+# Debian keeps initdb and pg_ctl under /usr/lib/postgresql/<version>/bin, off PATH.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need+=(postgresql)
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -31,7 +31,10 @@ each template gets a verdict (breaker, early, late, clean, or unknown when the p
 fills is not among the inputs).
 
 Requests (--requests): JSONL of OpenAI chat or completion bodies, one per line, or gateway exports
-with the body under a key (detected); "-" reads standard input. The audit streams the file and
+with the body under a key (detected); "-" reads standard input. Told apart by content, the logs
+other tools keep are read too: LiteLLM's spend-log rows (exported, or read from its database with
+--requests postgres://... and --since/--until/--max-rows), Langfuse exports of observations,
+OpenTelemetry GenAI spans as OTLP JSON, and vLLM's own request log lines. The audit streams it and
 reports the shareable prefill for an unbounded shared cache, split into cross-session and
 within-session reuse, the share of requests whose first block is unique, the shared-prefix
 distribution, and where requests diverge and why.
@@ -45,6 +48,7 @@ conversation with two dates.
 		Example: `  kvcheck audit templates/
   kvcheck audit --requests gateway.jsonl
   kvcheck audit --requests gateway.jsonl --tokenize http://127.0.0.1:8000 -o json
+  kvcheck audit --requests postgres://litellm:PASSWORD@db:5432/litellm --since 24h
   kvcheck audit chat_template.jinja --fail-on error`,
 		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
 			r := &opts.run
@@ -60,8 +64,9 @@ conversation with two dates.
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.run.Requests, "requests", "", `JSONL request log to audit ("-" for standard input)`)
+	f.StringVar(&opts.run.Requests, "requests", "", `request log to audit: a file (JSONL, LiteLLM spend logs, a Langfuse export, OTLP JSON spans, vLLM's log), "-" for standard input, or LiteLLM's database (postgres://...)`)
 	bindTokenize(f, &opts.run.Tokenize, "")
+	bindRequestSource(f, &opts.run.Source)
 	f.IntVar(&opts.run.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
 	f.IntVar(&opts.run.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (about 50 bytes a block); past it reuse figures are lower bounds")
 	f.IntVar(&opts.run.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")

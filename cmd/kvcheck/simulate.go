@@ -69,6 +69,9 @@ Policies (--policies):
 		Args: noArgs,
 		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
 			so.Changed, src.Stdin = cmd.Flags().Changed, s.In
+			if err := rl.Source.Check(src.Requests); err != nil {
+				return report.Result{}, err
+			}
 			rep, err := so.Run(cmd.Context(), g.status)
 			if err == nil && o.plot != "" {
 				err = report.SimulationSVGFile(o.plot, rep)
@@ -83,9 +86,10 @@ Policies (--policies):
 	f.StringVar(&src.Trace, "trace", "", "trace file: Mooncake JSONL or Azure-style CSV")
 	f.StringVar(&src.Format, "format", "auto", "--trace format: auto (by extension), mooncake, azure")
 	f.IntVar(&src.BlockSize, "block-size", 0, "tokens per block: default 512 for Mooncake (its hash_ids), 16 for CSV traces and request logs (read from the server with --tokenize)")
-	f.StringVar(&src.Requests, "requests", "", `request log as kvcheck audit reads it, one request per line ("-" for standard input)`)
+	f.StringVar(&src.Requests, "requests", "", `request log as kvcheck audit reads it: a file, "-" for standard input, or LiteLLM's database (postgres://...)`)
 	f.StringSliceVar(&src.Recordings, "recording", nil, "kvcheck tap recording (repeatable; several are merged by receive time)")
 	bindTokenize(f, &so.Tokenize, "--requests: ")
+	bindRequestSource(f, &rl.Source)
 	f.IntVar(&rl.MaxLine, "max-line", rl.MaxLine, "--requests: longest accepted request line in bytes")
 	f.Float64Var(&rl.Rate, "rate", rl.Rate, "--requests: synthetic arrivals per second when the log has no time field")
 	f.IntVar(&src.OutputTokens, "output-tokens", src.OutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")

@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"context"
 	"io"
 	"os"
 	"strings"
@@ -16,7 +17,7 @@ func TestOpenRequestLogStdin(t *testing.T) {
 	const log = `{"prompt": "a"}` + "\n" + `{"prompt": "b"}` + "\n"
 	off := &finding.Finding{Code: "prefix-caching-off"}
 	remote := &audit.Remote{BlockSize: 32, CachingOff: off}
-	rl, cleanup, err := OpenRequestLog("-", strings.NewReader(log), 16, remote)
+	rl, cleanup, err := OpenRequestLog(context.Background(), "-", strings.NewReader(log), 16, remote, audit.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestOpenRequestLogFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rl, cleanup, err := OpenRequestLog(path, nil, 16, nil)
+	rl, cleanup, err := OpenRequestLog(context.Background(), path, nil, 16, nil, audit.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,8 @@ type Sources struct {
 	Requests  string
 	Stdin     io.Reader
 	BlockSize int
+	// RequestSource windows a database request log (--since, --until, --max-rows).
+	RequestSource audit.SourceOptions
 	// Tokenize, when its URL is set, is the server the request log is tokenized through,
 	// connected with the block size chosen so far as its fallback.
 	Tokenize audit.Tokenize
@@ -99,6 +101,9 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--today %q: want an idealised policy (%s) or a router emulation as it ships, or as --config configures it (%s)",
 			o.Today, strings.Join(sim.PolicyNames(), ", "), strings.Join(emulationNames(), ", "))
 	}
+	if err := src.RequestSource.Check(src.Requests); err != nil {
+		return err
+	}
 	return src.Tokenize.Check()
 }
 
@@ -139,7 +144,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 			}
 			remote = &r
 		}
-		rl, cleanup, err := OpenRequestLog(src.Requests, src.Stdin, blockSize, remote)
+		rl, cleanup, err := OpenRequestLog(ctx, src.Requests, src.Stdin, blockSize, remote, src.RequestSource)
 		if err != nil {
 			return report.Result{}, err
 		}

@@ -238,6 +238,10 @@ var sessionKeys = []string{
 }
 
 func (rr *RequestReader) parse(line []byte) (*Request, error) {
+	if reason, ok := skipReason(line); ok {
+		// A record of another format that holds no usable request (see Source).
+		return nil, errors.New(reason)
+	}
 	if line[0] != '{' {
 		return nil, errors.New("not a JSON object: want one request body (or export record) per line")
 	}

@@ -101,6 +101,9 @@ type Summary struct {
 	Sites []Site
 
 	CacheControlRequests, CacheControlLast int64
+	// Source is what a log in another project's format (LiteLLM's spend logs, a Langfuse export,
+	// OpenTelemetry spans, vLLM's log) lost and how its fields were read; nil for JSONL.
+	Source *SourceReport `json:"-"`
 	// Capped is true when the prefix index reached MaxBlocks; UnindexedBlocks were not indexed.
 	Capped          bool
 	UnindexedBlocks int64
@@ -140,6 +143,14 @@ func (s *Summary) Findings(subject string) []Finding {
 		out = append(out, Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: subject, File: subject, Fix: fix},
 			Estimated: est, Block: -1, Frequency: Unknown, Evidence: EvidenceLog})
 		return &out[len(out)-1]
+	}
+	if src := s.Source; src != nil {
+		for _, l := range src.Lossy {
+			add(finding.Warning, "audit/source-lossy", src.Format.Title()+": "+l, "see the README's \"Request logs from where gateways keep them\" for what to turn on")
+		}
+		if len(src.Notes) > 0 {
+			add(finding.Info, "audit/source", src.Format.Title()+": "+strings.Join(src.Notes, "; "), "")
+		}
 	}
 	if s.Interrupted {
 		add(finding.Error, "audit/interrupted", fmt.Sprintf("partial: the audit was interrupted after %d requests; every figure covers those only", s.Requests), "run it again to the end of the log")
@@ -839,6 +850,9 @@ func AuditRequests(ctx context.Context, r io.Reader, opts RequestOptions) (Summa
 	}
 	s := a.Summary()
 	s.BodyKey = rr.BodyKey()
+	if rep, ok := ReportOf(r); ok {
+		s.Source = &rep
+	}
 	if err != nil {
 		// Interrupted: what was read so far, marked, with the error.
 		s.Interrupted = true

@@ -50,6 +50,8 @@ type RunOptions struct {
 	Code []string
 	// Assume are the --assume NAME=CLASS values, as given.
 	Assume []string
+	// Source windows a database request log (--since, --until, --max-rows).
+	Source SourceOptions
 }
 
 // ParseAssume reads --assume values (NAME=CLASS, CLASS one of fixed, daily, per-request,
@@ -94,6 +96,9 @@ func (o RunOptions) Check() error {
 		}
 	}
 	if _, err := ParseAssume(o.Assume); err != nil {
+		return err
+	}
+	if err := o.Source.Check(o.Requests); err != nil {
 		return err
 	}
 	return o.Tokenize.Check()
@@ -159,12 +164,14 @@ func RunAudit(ctx context.Context, st Status, o RunOptions) (Run, error) {
 		res.Findings = append(res.Findings, fs...)
 	}
 	if o.Requests != "" {
-		in, name, closeFn, err := OpenRequests(o.Requests, o.Stdin)
+		so := o.Source
+		so.MaxLine = o.MaxLine
+		in, err := OpenSource(ctx, o.Requests, o.Stdin, so)
 		if err != nil {
 			return Run{}, err
 		}
-		defer closeFn()
-		res.RequestsSource = name
+		defer func() { _ = in.Close() }()
+		res.RequestsSource = in.Name
 		ropts := RequestOptions{BlockSize: res.BlockSize, MaxBlocks: o.MaxBlocks, MaxLine: o.MaxLine, Concurrency: o.Tokenize.Concurrency}
 		if server != nil {
 			ropts.Tokenizer = server

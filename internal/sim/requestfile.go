@@ -19,12 +19,14 @@ func ReadRequestFile(ctx context.Context, path string, stdin io.Reader, opts Req
 			fs = append(fs, *remote.CachingOff)
 		}
 	}
-	in, name, closeFn, err := audit.OpenRequests(path, stdin)
+	so := opts.Source
+	so.MaxLine = opts.MaxLine
+	in, err := audit.OpenSource(ctx, path, stdin, so)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer closeFn()
-	tr, err := ReadRequests(ctx, in, name, opts)
+	defer func() { _ = in.Close() }()
+	tr, err := ReadRequests(ctx, in, in.Name, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -78,6 +78,9 @@ type RequestLogOptions struct {
 	// Rewrite, when set, changes each request before it is tokenized (assess replays the
 	// traffic as it would be once a breaker is fixed: audit.Fixer).
 	Rewrite func(*audit.Request)
+	// Source windows a database request log (--since, --until, --max-rows); ReadRequestFile
+	// opens the log with it.
+	Source audit.SourceOptions
 	// maxViewBytes lowers MaxViewBytes in tests.
 	maxViewBytes int64
 }
@@ -90,7 +93,10 @@ type logFields struct {
 	timeUnitName string
 	output       int
 	hasOutput    bool
-	n            int
+	// actual says output is the completion's recorded length (an export's completion_tokens),
+	// not a cap.
+	actual bool
+	n      int
 }
 
 // requestLog holds the adapter's state while it reads a log.
@@ -108,6 +114,9 @@ type requestLog struct {
 	decided    bool
 
 	noTime, withOutput, withN int64
+	// withActual counts the requests (of withOutput) whose output length is the completion's
+	// recorded length.
+	withActual int64
 	// cappedN counts requests whose n was above maxSiblings; firstCappedN is the first one's
 	// line and n.
 	cappedN      int64
@@ -187,7 +196,20 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 	if err != nil {
 		return nil, err
 	}
-	return l.finish(rr.BodyKey())
+	t, err := l.finish(rr.BodyKey())
+	if err != nil {
+		return nil, err
+	}
+	if rep, ok := audit.ReportOf(r); ok {
+		// What the log's own format lost or how its fields were read (audit.Source).
+		for _, s := range rep.Lossy {
+			t.Notes = append(t.Notes, rep.Format.Title()+": "+s)
+		}
+		for _, s := range rep.Notes {
+			t.Notes = append(t.Notes, rep.Format.Title()+": "+s)
+		}
+	}
+	return t, nil
 }
 
 // next reads the next request with its extra fields; a bad line comes back as an
@@ -345,6 +367,9 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 	if f.hasOutput {
 		out = f.output
 		l.withOutput++
+		if f.actual {
+			l.withActual++
+		}
 	}
 	n := 1
 	if f.n > 1 {
@@ -433,6 +458,10 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 		t.Notes = append(t.Notes, msg)
 	}
 	switch {
+	case l.withActual == n:
+		t.Notes = append(t.Notes, "output lengths: the completion tokens the log recorded for every request")
+	case l.withActual > 0:
+		t.Notes = append(t.Notes, fmt.Sprintf("output lengths: the completion tokens the log recorded on %d requests, max_completion_tokens or max_tokens (a cap) on %d, --output-tokens %d on the other %d", l.withActual, l.withOutput-l.withActual, l.opts.OutputTokens, n-l.withOutput))
 	case l.withOutput == n:
 		t.Notes = append(t.Notes, "output lengths: max_completion_tokens or max_tokens of every request (a cap: real completions may be shorter)")
 	case l.withOutput > 0:
@@ -518,12 +547,15 @@ func readFields(line []byte, bodyKey, timeKey string) (logFields, error) {
 		keys = []string{timeKey}
 	}
 	var b bodyFields
-	var body span
+	var body, recorded span
 	path := []string{}
 	if bodyKey != "" {
 		path = strings.Split(bodyKey, ".")
 	}
 	ok := audit.JSONMembers(line, func(k, v []byte) {
+		if len(path) > 0 && string(k) == "completion_tokens" {
+			recorded = v // an export's record of the completion (audit.Source writes it)
+		}
 		for i, tk := range keys {
 			if string(k) == tk {
 				times[i] = v
@@ -562,7 +594,13 @@ func readFields(line []byte, bodyKey, timeKey string) (logFields, error) {
 			}
 		})
 	}
+	if v, ok := nonNegInt(recorded); ok && v > 0 {
+		f.output, f.hasOutput, f.actual = v, true, true
+	}
 	for _, raw := range []span{b.maxCompletionTokens, b.maxTokens} {
+		if f.actual {
+			break
+		}
 		if v, ok := nonNegInt(raw); ok {
 			f.output, f.hasOutput = v, true
 			break
