@@ -67,8 +67,8 @@ func TestOpenRequestLogFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	if f, ok := r.(*os.File); !ok || f.Name() != path {
-		t.Errorf("Open read %v, want %s itself", r, path)
+	if src, ok := r.(*audit.Source); !ok || src.Name != path || src.Format != audit.LogJSONL {
+		t.Errorf("Open read %v, want %s itself, as JSONL", r, path)
 	}
 }
 

@@ -238,7 +238,7 @@ func detect(r io.Reader, name string, opts SourceOptions) (*Source, error) {
 	case LogLiteLLM:
 		return &Source{Name: name, Format: f, conv: newLiteLLM(vs)}, nil
 	}
-	if vs.inArray {
+	if vs.inArray && len(peek) > 0 && peek[0] == '{' {
 		// An array of request bodies: one a line, as JSONL holds them.
 		return &Source{Name: name, Format: LogJSONL, conv: &plainValues{vs: vs}}, nil
 	}
