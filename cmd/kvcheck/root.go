@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 
@@ -49,8 +50,12 @@ type globalOptions struct {
 	Output  []string
 	NoColor bool
 	// Wide turns off fitting tables to the terminal's width.
-	Wide    bool
-	environ []string
+	Wide bool
+	// CPUProfile is the hidden --cpuprofile: the file a CPU profile of the command goes to,
+	// for `go tool pprof`; stopProfile ends it (nil when none runs).
+	CPUProfile  string
+	stopProfile func() error
+	environ     []string
 	// outputs are --output checked against the command's formats; format is the one a
 	// command that writes only to standard output uses (report.Primary); status writes its
 	// progress, notes and warnings on stderr.
@@ -86,6 +91,13 @@ func (g *globalOptions) text(w io.Writer) *report.Text {
 // --fail-on's value, before any work is done.
 func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 	g.status = report.NewStatus(s.ErrOut)
+	if g.CPUProfile != "" {
+		stop, err := startCPUProfile(g.CPUProfile)
+		if err != nil {
+			return err
+		}
+		g.stopProfile = stop
+	}
 	fo := failOnFlag(cmd)
 	outs, err := report.ParseOutputs(g.Output, report.Formats(fo != nil))
 	if err != nil {
@@ -191,6 +203,26 @@ var noArgs = usageArgs(cobra.NoArgs)
 
 func minArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.MinimumNArgs(n)) }
 
+// startCPUProfile starts profiling the process's CPU into path and returns what stops it and
+// closes the file.
+func startCPUProfile(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usage.Errorf("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close() // nothing written yet
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
 // version is the build's one-line version, as SARIF's driver records it.
 func version() string { return buildInfo().Short() }
 
@@ -224,6 +256,9 @@ and is the vLLM fleet ready for it?
 	pf.StringArrayVarP(&g.Output, "output", "o", []string{"text"}, "output format, FORMAT or FORMAT=FILE, repeatable (-o text -o sarif=kvcheck.sarif): text or json; commands with findings also sarif, github and codeclimate")
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also when NO_COLOR is set)")
 	pf.BoolVar(&g.Wide, "wide", false, "at a terminal, show every table column unwrapped instead of fitting the width")
+	// For whoever measures kvcheck (BENCHMARKS.md), not for its users: out of the help.
+	pf.StringVar(&g.CPUProfile, "cpuprofile", "", "write a CPU profile of the command to FILE (go tool pprof)")
+	_ = pf.MarkHidden("cpuprofile")
 
 	for _, add := range subcommands {
 		root.AddCommand(add(s, g))
@@ -251,6 +286,11 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	root := newRootCmd(s, g)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	if g.stopProfile != nil {
+		if perr := g.stopProfile(); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
 	if in, ok := interruption(ctx); ok && !endsByInterrupt(cmd) {
 		// What the command printed before stopping is partial, whatever it returned: the
 		// exit code says so, as shells expect of a process stopped by a signal.

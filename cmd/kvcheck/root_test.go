@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,31 @@ func TestExitCodesByType(t *testing.T) {
 				t.Errorf("run(%q): usage hint shown = %v, want %v; stderr:\n%s", tt.args, hint, tt.wantHint, errOut.String())
 			}
 		})
+	}
+}
+
+// TestCPUProfile: the hidden --cpuprofile writes a profile (gzip-compressed, as pprof writes
+// them) of the command it runs, is not in the help, and a file it cannot create is a usage
+// error before any work.
+func TestCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	var out, errOut bytes.Buffer
+	if got := run(context.Background(), []string{"lint", "--cpuprofile", prof, "--fail-on", "never", "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK {
+		t.Fatalf("lint --cpuprofile exited %d; stderr:\n%s", got, errOut.String())
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the profile is %d bytes starting %q, want a gzip stream", len(b), b[:min(len(b), 2)])
+	}
+	out.Reset()
+	if got := run(context.Background(), []string{"--help"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK || strings.Contains(out.String(), "cpuprofile") {
+		t.Errorf("--help exited %d and shows cpuprofile: %v", got, strings.Contains(out.String(), "cpuprofile"))
+	}
+	errOut.Reset()
+	if got := run(context.Background(), []string{"lint", "--cpuprofile", filepath.Join(prof, "no", "such"), "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitUsage || !strings.Contains(errOut.String(), "--cpuprofile") {
+		t.Errorf("an uncreatable profile exited %d, want %d naming --cpuprofile; stderr:\n%s", got, exitUsage, errOut.String())
 	}
 }
