@@ -12,6 +12,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 // assessOptions are the flags of kvcheck assess.
@@ -25,6 +26,8 @@ type assessOptions struct {
 	failOn finding.FailOn
 	// demo runs the assessment against an emulated fleet (what kvcheck demo shows).
 	demo bool
+	// evidence is --evidence: decisive (the figures the reasons cite) or all.
+	evidence string
 }
 
 const assessLong = `assess answers one question: on this fleet, with this traffic, what does each routing
@@ -86,6 +89,12 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
   kvcheck assess --file before.prom --file after.prom --window 60s --tap-from a.kvtap --hash-seed 0 -o json`,
 		Args: noArgs,
 		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
+			switch o.evidence {
+			case "decisive", "all":
+				g.allEvidence = o.evidence == "all"
+			default:
+				return report.Result{}, usage.Errorf("--evidence %q: use decisive (the figures the reasons cite) or all (every figure, each reason in full, every router row)", o.evidence)
+			}
 			src.Metrics.WindowSet = cmd.Flags().Changed("window")
 			src.Metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
 			src.Stdin = s.In
@@ -132,6 +141,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.Float64Var(&opts.Thresholds.MinGain, "min-gain", opts.Thresholds.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
 	fs.StringSliceVar(&src.Configs, "config", nil, "router and engine configuration files or directories to check, as kvcheck lint does (comma-separated or repeated)")
+	fs.StringVar(&o.evidence, "evidence", "decisive", "text output: decisive (the answer, each reason's gist and the figures they cite) or all (every figure, each reason and finding in full, every router row and the ranking's rule)")
 	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
 	_ = fs.MarkHidden("demo")
 	return cmd

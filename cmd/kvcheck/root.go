@@ -55,6 +55,8 @@ type globalOptions struct {
 	// for `go tool pprof`; stopProfile ends it (nil when none runs).
 	CPUProfile  string
 	stopProfile func() error
+	// allEvidence is assess --evidence all: every figure in the text, not the brief view.
+	allEvidence bool
 	environ     []string
 	// outputs are --output checked against the command's formats; format is the one a
 	// command that writes only to standard output uses (report.Primary); status writes its
@@ -115,7 +117,7 @@ func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 func (g *globalOptions) write(w io.Writer, res report.Result, err error) error {
 	if !res.Empty() {
 		root, wd := sourceRoot()
-		o := report.Options{Color: g.color(), Wide: g.Wide, Version: version(), SrcRoot: root, WorkDir: wd}
+		o := report.Options{Color: g.color(), Wide: g.Wide, All: g.allEvidence, Version: version(), SrcRoot: root, WorkDir: wd}
 		if werr := report.WriteOutputs(w, g.outputs, res, o); werr != nil {
 			return errors.Join(err, werr)
 		}

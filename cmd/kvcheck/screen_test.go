@@ -361,6 +361,9 @@ func TestScreens(t *testing.T) {
 		{"tap", []string{"tap", "--from", "tap/demo.kvtap", "--hash-seed", "0"}, nil},
 		{"simulate", []string{"simulate", "--trace", "sim/tiny10.jsonl", "--replicas", "2", "--kv-blocks", "16"}, nil},
 		{"assess", []string{"assess", "--file", "assess/healthy.prom", "--requests", "assess/chat_sessions.jsonl"}, nil},
+		// Issue 27's run: two dumps a window apart and a request log, on one screen.
+		{"assess_window", []string{"assess", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom", "--window", "60s", "--requests", "assess/chat_sessions.jsonl"}, nil},
+		{"assess_all", []string{"assess", "--file", "assess/healthy.prom", "--requests", "assess/chat_sessions.jsonl", "--evidence", "all"}, nil},
 		// NO_COLOR at a terminal: plain aligned columns, no box lines, still fitted.
 		{"hitrate_nocolor", []string{"hitrate", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom"}, []string{"NO_COLOR=1"}},
 	}
@@ -375,6 +378,13 @@ func TestScreens(t *testing.T) {
 				// Every line fits: the terminal wrapped none (a table's box, a paragraph).
 				for _, l := range wide {
 					t.Errorf("line wider than %d columns, wrapped by the terminal: %q", width, l)
+				}
+				// assess answers on one screen: 60 lines at 80 columns, the widest the issue
+				// asked of it, and so at any wider terminal.
+				if strings.HasPrefix(c.name, "assess") && c.name != "assess_all" {
+					if n := strings.Count(scr, "\n"); n > 60 {
+						t.Errorf("assess takes %d lines at %d columns, want at most 60", n, width)
+					}
 				}
 			})
 		}

@@ -131,7 +131,11 @@ type Reason struct {
 	Rule     string
 	Verdict  Verdict
 	Strength Level
-	Text     string
+	// Text is written claim first: its first clause, up to a "; " outside parentheses, with
+	// its parenthesised asides left out, is the reason in brief, which assess's text shows by
+	// default (report's gist; the rest with --evidence all). Figures the claim rests on belong
+	// in that clause, detail after the semicolon or in parentheses.
+	Text string
 	// Evidence are the IDs of the evidence lines used.
 	Evidence []string
 	// Against is true for a measurement that contradicts the verdict; it lowers confidence.

@@ -2,10 +2,13 @@ package advise
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/units"
 )
 
 // collectEvidence writes one evidence line per figure the rules read, so that every reason can
@@ -19,12 +22,12 @@ func (d *decision) collectEvidence() {
 		case n > 0:
 			in += " " + strings.Join(m.Inputs, ", ")
 		}
-		d.evidence("hitrate.replicas", "hitrate", in, "replicas", "%d%s", len(m.Replicas), downNote(m.Down))
+		d.evidence("hitrate.replicas", "hitrate", in, "replicas", "%s%s", units.Plural(int64(len(m.Replicas)), "replica"), downNote(m.Down))
 		if m.HitRate != nil {
 			d.evidence("hitrate.hit_rate", "hitrate", in, "fleet prefix-cache hit rate", "%s (%s)", pct(*m.HitRate), m.Mode)
 		}
 		if m.Queries != nil {
-			fig := fmt.Sprintf("%.0f prompt tokens looked up", *m.Queries)
+			fig := fmt.Sprintf("%s prompt tokens looked up", units.Count(int64(math.Round(*m.Queries))))
 			if m.Requests != nil {
 				fig += fmt.Sprintf(", %s requests", requestCount(*m.Requests))
 			}
@@ -41,14 +44,27 @@ func (d *decision) collectEvidence() {
 				off = append(off, r.Name)
 			}
 		}
-		fig := fmt.Sprintf("on in %d of %d", on, len(m.Replicas))
+		// The first part carries the fleet's size; a part with nothing in it is left out.
+		var parts []string
+		n := int64(len(m.Replicas))
+		if on > 0 {
+			parts = append(parts, "on in "+units.Of(int64(on), n, "replica"))
+		}
 		if len(off) > 0 {
-			fig += "; off in " + shortList(off)
+			what := shortList(off)
+			if on == 0 {
+				what = units.Of(int64(len(off)), n, "replica") + ": " + what
+			}
+			parts = append(parts, "off in "+what)
 		}
 		if unknown > 0 {
-			fig += fmt.Sprintf("; unknown in %d (no vllm:cache_config_info)", unknown)
+			what := strconv.Itoa(unknown)
+			if len(parts) == 0 {
+				what = units.Of(int64(unknown), n, "replica")
+			}
+			parts = append(parts, "unknown in "+what+" (no vllm:cache_config_info)")
 		}
-		d.evidence("hitrate.caching", "hitrate", in, "prefix caching", "%s", fig)
+		d.evidence("hitrate.caching", "hitrate", in, "prefix caching", "%s", orNone(strings.Join(parts, "; ")))
 		if name, v := worst(m.Replicas, func(r Replica) *float64 { return r.PreemptionsPer1k }); name != "" {
 			d.evidence("hitrate.preemptions", "hitrate", in, "preemptions per 1k requests (worst replica)", "%.1f on %s", v, name)
 		}
@@ -59,7 +75,7 @@ func (d *decision) collectEvidence() {
 			d.evidence("hitrate.server_warnings", "hitrate", in, "server warnings (figures may miss series)", "%d: %s", n, m.Warnings[0].Message)
 		}
 		if m.KVBlocks > 0 {
-			d.evidence("hitrate.kv_capacity", "hitrate", in, "KV cache per replica (smallest num_gpu_blocks x block_size)", "%d blocks x %d = %d tokens", m.KVBlocks, m.KVBlockSize, m.KVBlocks*m.KVBlockSize)
+			d.evidence("hitrate.kv_capacity", "hitrate", in, "KV cache per replica (smallest num_gpu_blocks x block_size)", "%d blocks x %d = %d tokens", m.KVBlocks, m.KVBlockSize, int64(m.KVBlocks)*int64(m.KVBlockSize))
 		}
 	}
 	if t := d.in.Templates; t != nil {
@@ -84,13 +100,34 @@ func (d *decision) collectEvidence() {
 	if r := d.in.Requests; r != nil {
 		est := ""
 		if r.Estimated {
-			est = " (estimated tokens)"
+			est = " (estimated)"
 		}
-		d.evidence("requests.count", "requests", r.Input, "requests", "%d, %d of them in %d sessions of two requests or more, %d prompt tokens%s", r.Requests, r.InSessions, r.RepeatedSessions, r.PromptTokens, est)
+		fig := units.Plural(r.Requests, "request")
+		switch {
+		case r.RepeatedSessions == 0:
+		case r.InSessions == r.Requests:
+			fig += fmt.Sprintf(", all in %s of two or more", units.Plural(r.RepeatedSessions, "session"))
+		default:
+			fig += fmt.Sprintf(", %d of them in %s of two or more", r.InSessions, units.Plural(r.RepeatedSessions, "session"))
+		}
+		d.evidence("requests.count", "requests", r.Input, "requests", "%s, %s prompt tokens%s", fig, units.Count(r.PromptTokens), est)
 		d.evidence("requests.shareable", "requests", r.Input, "shareable prefill (unbounded shared cache)", "%s of prompt tokens", pct(frac(r.CacheableTokens, r.PromptTokens)))
-		d.evidence("requests.cross", "requests", r.Input, "cross-session reuse", "%s of prompt tokens, %s of the shareable", pct(frac(r.CrossSessionTokens, r.PromptTokens)), pct(frac(r.CrossSessionTokens, r.CacheableTokens)))
-		d.evidence("requests.within", "requests", r.Input, "within-session reuse", "%s of prompt tokens, %s of the shareable", pct(frac(r.WithinSessionTokens, r.PromptTokens)), pct(frac(r.WithinSessionTokens, r.CacheableTokens)))
-		d.evidence("requests.unique_first", "requests", r.Input, "requests whose first block nobody shares", "%s (%d of %d)", pct(frac(r.UniqueFirstBlock, r.WithBlock)), r.UniqueFirstBlock, r.WithBlock)
+		// A share of the shareable exists only when something is shareable.
+		ofShareable := func(tokens int64) string {
+			if r.CacheableTokens <= 0 {
+				return ""
+			}
+			return ", " + pct(frac(tokens, r.CacheableTokens)) + " of the shareable"
+		}
+		d.evidence("requests.cross", "requests", r.Input, "cross-session reuse", "%s of prompt tokens%s", pct(frac(r.CrossSessionTokens, r.PromptTokens)), ofShareable(r.CrossSessionTokens))
+		d.evidence("requests.within", "requests", r.Input, "within-session reuse", "%s of prompt tokens%s", pct(frac(r.WithinSessionTokens, r.PromptTokens)), ofShareable(r.WithinSessionTokens))
+		if r.WithBlock > 0 {
+			fig := units.Of(r.UniqueFirstBlock, r.WithBlock, "request")
+			if r.UniqueFirstBlock > 0 {
+				fig = pct(frac(r.UniqueFirstBlock, r.WithBlock)) + " (" + fig + ")"
+			}
+			d.evidence("requests.unique_first", "requests", r.Input, "requests whose first block nobody shares", "%s", fig)
+		}
 	}
 	if s := d.in.Stream; s != nil {
 		in := shortList(s.Inputs)
@@ -107,7 +144,7 @@ func (d *decision) collectEvidence() {
 	d.replayEvidence("replay", d.in.Replay, "replay")
 	d.replayEvidence("fixed", d.in.Fixed, "replay once fixed")
 	if c, ok := breakerCost(d.in.Replay, d.in.Fixed); ok {
-		d.evidence("fixed.cost", "replay once fixed", d.in.Fixed.Input, "what the breaker costs (best option once fixed vs best option as it is, after warm-up)", "%s of all prompt tokens; replaced by a constant: %s", points(c), d.in.FixedHow)
+		d.evidence("fixed.cost", "replay once fixed", d.in.Fixed.Input, "what the breaker costs (best once fixed vs best as it is)", "%s of all prompt tokens; replaced by a constant: %s", points(c), d.in.FixedHow)
 	}
 }
 
@@ -132,43 +169,50 @@ func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
 	if !rp.PrefixInfo {
 		notes = append(notes, "lengths only")
 	}
-	d.evidence(prefix+".traffic", source, in, "traffic ("+rp.Source+")", "%d requests over %.0f s, %d prompt tokens; %s", rp.Requests, rp.Duration, rp.PromptTokens, strings.Join(notes, ", "))
+	d.evidence(prefix+".traffic", source, in, "traffic ("+rp.Source+")", "%s over %s, %s prompt tokens; %s", units.Plural(int64(rp.Requests), "request"), units.Duration(rp.Duration), units.Count(rp.PromptTokens), strings.Join(notes, ", "))
 	if len(rp.Unused) > 0 {
 		d.evidence(prefix+".unused", source, in, "traffic given but not replayed (one trace is: the request log, else a trace, else the recordings)", "%s", strings.Join(rp.Unused, ", "))
 	}
-	d.evidence(prefix+".fleet", source, in, "fleet replayed", "%d replicas (%s) x %d tokens of KV (%s)", rp.Replicas, rp.ReplicasFrom, rp.KVTokens, rp.KVFrom)
+	d.evidence(prefix+".fleet", source, in, "fleet replayed", "%s (%s) x %s tokens of KV (%s)", units.Plural(int64(rp.Replicas), "replica"), rp.ReplicasFrom, units.Count(rp.KVTokens), rp.KVFrom)
 	if !rp.PrefixInfo {
 		return
 	}
 	d.evidence(prefix+".ceiling", source, in, "ceiling (block references repeating an earlier one)", "%s", pct(rp.Ceiling))
 	if rp.KVTokens > 0 {
-		d.evidence(prefix+".working_set", source, in, "working set against one replica's KV", "%d tokens = %.1fx", rp.WorkingSetTokens, float64(rp.WorkingSetTokens)/float64(rp.KVTokens))
+		d.evidence(prefix+".working_set", source, in, "working set against one replica's KV", "%s tokens = %sx", units.Count(rp.WorkingSetTokens), ratio(float64(rp.WorkingSetTokens)/float64(rp.KVTokens)))
 	}
-	d.evidence(prefix+".warmup", source, in, "warm-up left out of the gains", "the first %d of %d requests (up to %.0f s)", rp.WarmupRequests, rp.Requests, rp.WarmupSeconds)
+	d.evidence(prefix+".warmup", source, in, "warm-up left out of the gains", "the first %d of %d requests (up to %s)", rp.WarmupRequests, rp.Requests, units.Duration(rp.WarmupSeconds))
 	am := rp.Amortise(d.th.MinGain)
-	hold := "rate unknown"
+	hold := "the rate is unknown"
 	if am.Rate > 0 {
-		hold = fmt.Sprintf("under %.0f points of all prefill after %.0f s at %.0f prompt tokens/s", d.th.MinGain*100, am.HoldSeconds, am.Rate)
+		hold = fmt.Sprintf("under %.0f points after %s at %.0f prompt tokens/s", d.th.MinGain*100, units.Duration(am.HoldSeconds), am.Rate)
 	}
-	d.evidence(prefix+".amortise", source, in, "warm-up model (README: how long a difference holds)",
-		"%d shared tokens, %d first seen after the warm-up; one-off %d tokens, %s; working set fits one replica: %t; gain is warm-up alone: %t",
-		rp.SharedTokens, rp.LateSharedTokens, am.OneOff, hold, am.Fits, am.WarmupOnly)
+	fits, only := "fits one replica", "not warm-up alone"
+	if !am.Fits {
+		fits = "does not fit one replica"
+	}
+	if am.WarmupOnly {
+		only = "warm-up alone"
+	}
+	d.evidence(prefix+".amortise", source, in, "warm-up model (README)",
+		"%s shared tokens, %s of them after the warm-up; one-off %s tokens, %s; the working set %s; the gain is %s",
+		units.Count(rp.SharedTokens), units.Count(rp.LateSharedTokens), units.Count(am.OneOff), hold, fits, only)
 	today := rp.policy(rp.Today)
 	if today == nil {
 		return
 	}
-	d.evidence(prefix+".today", source, in, "today's routing ("+today.Name+")", "hit %s after warm-up (%s over the whole replay), TTFT p99 %.2fs", pct(today.SteadyHitRate), pct(today.HitRate), today.TTFTP99)
+	d.evidence(prefix+".today", source, in, "today's routing ("+today.Name+")", "hit %s after warm-up (%s over the whole replay), TTFT p99 %s", pct(today.SteadyHitRate), pct(today.HitRate), units.Duration(today.TTFTP99))
 	for _, f := range []Family{FamilySession, FamilyKV} {
 		if f == FamilySession && !rp.SessionsKnown {
 			d.evidence(prefix+".session", source, in, "best session-affinity policy", "not measured: no sessions in the traffic")
 			continue
 		}
 		if p := rp.best(f, today.Name); p != nil {
-			d.evidence(prefix+"."+string(f), source, in, "best "+familyName(f)+" policy", "%s: hit %s after warm-up, %s over today's; load max/mean %.2f, TTFT p99 %.2fs", p.Name, pct(p.SteadyHitRate), points(p.SteadyHitRate-today.SteadyHitRate), p.LoadMaxOverMean, p.TTFTP99)
+			d.evidence(prefix+"."+string(f), source, in, "best "+familyName(f)+" policy", "%s: hit %s after warm-up, %s over today's; load max/mean %.2f, TTFT p99 %s", p.Name, pct(p.SteadyHitRate), points(p.SteadyHitRate-today.SteadyHitRate), p.LoadMaxOverMean, units.Duration(p.TTFTP99))
 		}
 	}
 	for _, p := range rp.Policies {
-		d.evidence(prefix+".policy."+p.Name, source, in, "replayed policy "+p.Name, "hit %.2f%% over the whole replay, %.2f%% after warm-up; load max/mean %.2f, TTFT p99 %.2fs", p.HitRate*100, p.SteadyHitRate*100, p.LoadMaxOverMean, p.TTFTP99)
+		d.evidence(prefix+".policy."+p.Name, source, in, "replayed policy "+p.Name, "hit %.2f%% over the whole replay, %.2f%% after warm-up; load max/mean %.2f, TTFT p99 %s", p.HitRate*100, p.SteadyHitRate*100, p.LoadMaxOverMean, units.Duration(p.TTFTP99))
 	}
 	if hs := rp.hotSpots(); len(hs) > 0 {
 		d.evidence(prefix+".hot_spots", source, in, "policies that make a hot spot", "%s", strings.Join(hs, ", "))
@@ -176,6 +220,19 @@ func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
 	if idle := rp.idleImbalances(d.th.HotSpot); len(idle) > 0 {
 		d.evidence(prefix+".idle_imbalance", source, in, "imbalances that are no hot spot (too few requests waited)", "%s", strings.Join(idle, "; "))
 	}
+}
+
+// ratio writes a multiple so that a small one is not 0.0: 0.001, 0.01, 0.4, 2.3.
+func ratio(x float64) string {
+	switch {
+	case x > 0 && x < 0.001:
+		return "<0.001"
+	case x < 0.01:
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	case x < 0.1:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64)
 }
 
 func familyName(f Family) string {

@@ -99,7 +99,7 @@ func advice(route Verdict, in Input) []string {
 		out = append(out,
 			"LiteLLM: optional_pre_call_checks session_affinity keys on a session header (x-litellm-session-id, x-litellm-trace-id): send one per conversation; prompt_caching pins only up to the last cache_control marker, never hits when it is on the last message, and holds for 300 s",
 			"vLLM production-stack: --routing-logic session; keep the affinity TTL close to how long a prefix stays cached",
-			"plain hashing of the session id makes hot spots under skewed traffic: prefer consistent hashing with bounded load, and let a new replica take new sessions",
+			"plain hashing of the session id makes hot spots under skewed traffic: prefer consistent hashing with bounded load; let a new replica take new sessions",
 		)
 	case Nothing:
 		if rp := in.Replay; rp != nil && PolicyFamily(rp.Today) != FamilyBalance {

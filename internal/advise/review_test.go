@@ -93,7 +93,7 @@ func TestDisagreementAtTheLine(t *testing.T) {
 	m.HitRate = ptr(0.35)
 	rec := Decide(Input{Metrics: m, Replay: replay(0.30, 10, false, pol("kv-load", 0.60, 1.07))}, DefaultThresholds())
 	i := slices.IndexFunc(rec.Reasons, func(r Reason) bool { return r.Rule == "replay-disagrees-with-metrics" })
-	if i < 0 || !strings.Contains(rec.Reasons[i].Text, "5.0 points apart, at or above the 5-point threshold") {
+	if i < 0 || !strings.Contains(rec.Reasons[i].Text, "5.0 points apart (at or above the 5-point threshold") {
 		t.Errorf("reasons %+v", rec.Reasons)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/units"
 )
 
 // routing is what one replay (or the metrics alone) says about routing: the verdict, the
@@ -71,7 +72,7 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	var rs []Reason
 	var v Verdict
 	var margin float64
-	shape := fmt.Sprintf("replayed on %d replicas x %d tokens of KV", rp.Replicas, rp.KVTokens)
+	shape := fmt.Sprintf("replayed on %s x %s tokens of KV", units.Plural(int64(rp.Replicas), "replica"), units.Count(rp.KVTokens))
 	am := rp.Amortise(th.MinGain)
 	switch {
 	case am.WarmupOnly && max(kg, sg) >= th.MinGain:
@@ -148,7 +149,7 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 			// not a warm-up.
 			text += fmt.Sprintf("; today's %s is itself %s, so it already captures the reuse the options would", today.Name, familyArticle(f))
 		case am.WarmupOnly && today.SteadyHitRate > 0:
-			text += fmt.Sprintf("; the whole working set (%d tokens) fits in one replica's KV cache and few shared prefixes arrive after the warm-up, so every replica warms up on its own and today's routing finds them", rp.WorkingSetTokens)
+			text += fmt.Sprintf("; the whole working set (%s tokens) fits in one replica's KV cache and few shared prefixes arrive after the warm-up, so every replica warms up on its own and today's routing finds them", units.Count(rp.WorkingSetTokens))
 		}
 		rs = append(rs, Reason{Rule: "no-option-pays", Verdict: Nothing, Strength: Medium, Evidence: ev("today", "kv", "session"), Text: text})
 		if fleet := int64(rp.Replicas) * rp.KVTokens; fleet > 0 && rp.SharedTokens > fleet {
@@ -173,7 +174,7 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 			why = "the arrival times are made up (a request log replayed at --rate), so the imbalance alone decides"
 		}
 		rs = append(rs, Reason{Rule: "today-hot-spot", Verdict: v, Strength: Medium, Against: true, Evidence: ev("policy." + today.Name),
-			Text: fmt.Sprintf("today's %s itself puts load max/mean %.2f on one replica, at or above the %.1f hot-spot line: %s (a hot spot: %s), its hit rate is bought with that replica's queue (TTFT p99 %.2fs), and the options are compared against a routing that would never be recommended", today.Name, today.LoadMaxOverMean, th.HotSpot, why, sim.HotSpotRule(th.HotSpot), today.TTFTP99)})
+			Text: fmt.Sprintf("today's %s itself puts load max/mean %.2f on one replica, at or above the %.1f hot-spot line: %s (a hot spot: %s), its hit rate is bought with that replica's queue (TTFT p99 %s), and the options are compared against a routing that would never be recommended", today.Name, today.LoadMaxOverMean, th.HotSpot, why, sim.HotSpotRule(th.HotSpot), units.Duration(today.TTFTP99))})
 	}
 	if hs := rp.hotSpots(); len(hs) > 0 {
 		rs = append(rs, Reason{Rule: "hot-spots", Verdict: v, Strength: Low, Evidence: ev("hot_spots"),
@@ -181,12 +182,12 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	}
 	if rp.Overloaded {
 		rs = append(rs, Reason{Rule: "overloaded", Verdict: v, Strength: Medium, Against: true, Evidence: ev("today"),
-			Text: fmt.Sprintf("the modelled fleet is overloaded (today's TTFT p99 %.0f s): requests queue whatever the routing, so the figures describe a queue as much as a cache; check the fleet's size", today.TTFTP99)})
+			Text: fmt.Sprintf("the modelled fleet is overloaded (today's TTFT p99 %s): requests queue whatever the routing, so the figures describe a queue as much as a cache; check the fleet's size", units.Duration(today.TTFTP99))})
 	}
 	offBy, off := d.metricsDisagree(rp, prefix)
 	if off {
 		rs = append(rs, Reason{Rule: "replay-disagrees-with-metrics", Verdict: v, Strength: Medium, Against: true, Evidence: []string{"hitrate.hit_rate", prefix + ".today"},
-			Text: fmt.Sprintf("the metrics measured a fleet hit rate of %s (%s), the replay of today's %s on this fleet's shape serves %s over the whole replay: %.1f points apart, at or above the %.0f-point threshold the gains are judged on, so the replayed traffic or fleet is not the one the metrics measured (a trace from elsewhere or another period, another KV size, another routing); the gains are the replay's",
+			Text: fmt.Sprintf("the replay is not the fleet the metrics measured: they saw a hit rate of %s (%s), the replay of today's %s %s (over the whole replay, on this fleet's shape), %.1f points apart (at or above the %.0f-point threshold the gains are judged on: a trace from elsewhere or another period, another KV size, another routing); the gains are the replay's",
 				pct(*d.in.Metrics.HitRate), d.in.Metrics.Mode, today.Name, pct(today.HitRate), offBy*100, th.MinGain*100)})
 	}
 	conf := d.replayConfidence(rp, margin)
@@ -272,7 +273,7 @@ func (d *decision) warmup(rp *Replay, today *Policy) (Reason, bool) {
 		rate := float64(rp.PromptTokens) / rp.Duration
 		extra := (full - steady) * float64(rp.PromptTokens)
 		if t := extra / (rate * (d.th.MinGain - steady)); t > 0 && !math.IsInf(t, 0) {
-			text += fmt.Sprintf("; at the traffic's rate, any run longer than about %s brings it under the %.0f-point threshold", duration(t), d.th.MinGain*100)
+			text += fmt.Sprintf("; at the traffic's rate, any run longer than about %s brings it under the %.0f-point threshold", units.Duration(t), d.th.MinGain*100)
 		}
 	}
 	return Reason{Rule: "warm-up-only", Verdict: Nothing, Strength: Medium, Evidence: []string{}, Text: text}, true
@@ -377,7 +378,7 @@ func (d *decision) singleReplica(rp *Replay, prefix string) (Reason, bool) {
 func (d *decision) holds(rp *Replay, a Amortise) string {
 	hold := "the traffic's rate is unknown"
 	if a.Rate > 0 {
-		hold = fmt.Sprintf("at the traffic's %.0f prompt tokens/s that is under %.0f points of all prefill in any run longer than %s", a.Rate, d.th.MinGain*100, duration(a.HoldSeconds))
+		hold = fmt.Sprintf("at the traffic's %.0f prompt tokens/s that is under %.0f points of all prefill in any run longer than %s", a.Rate, d.th.MinGain*100, units.Duration(a.HoldSeconds))
 	}
 	oneOff := fmt.Sprintf("blind routing computes each of the %d shared-prefix tokens at most once per replica, at most %d x %d = %d extra prefill tokens once; %s",
 		rp.SharedTokens, max(rp.Replicas-1, 0), rp.SharedTokens, a.OneOff, hold)
@@ -387,8 +388,8 @@ func (d *decision) holds(rp *Replay, a Amortise) string {
 		if a.Rate <= 0 {
 			until = " (every request arrives at one instant), so how long a run amortises it cannot be said: it is paid once, however long the traffic runs"
 		}
-		return fmt.Sprintf("the working set (%d tokens) fits in one replica's KV cache and only %d shared-prefix tokens first arrived after the warm-up, so %s%s",
-			rp.WorkingSetTokens, rp.LateSharedTokens, oneOff, until)
+		return fmt.Sprintf("the working set (%s tokens) fits in one replica's KV cache and only %s shared-prefix tokens first arrived after the warm-up, so %s%s",
+			units.Count(rp.WorkingSetTokens), units.Count(rp.LateSharedTokens), oneOff, until)
 	case !a.Fits && rp.KVTokens > 0:
 		return fmt.Sprintf("the difference holds as long as the traffic keeps its shape, however long it runs: the working set is %.1fx one replica's KV cache, so blind routing's misses are evictions that recur, not warm-up",
 			float64(rp.WorkingSetTokens)/float64(rp.KVTokens))
@@ -397,8 +398,8 @@ func (d *decision) holds(rp *Replay, a Amortise) string {
 	if rp.Duration > 0 && rp.WarmupSeconds < rp.Duration {
 		late = fmt.Sprintf(" (%.0f tokens/s)", float64(rp.LateSharedTokens)/(rp.Duration-rp.WarmupSeconds))
 	}
-	return fmt.Sprintf("the difference holds as long as the traffic keeps its shape, however long it runs: new shared prefixes keep arriving (%d tokens first seen after the warm-up%s), and blind routing's cold misses on them recur at that rate",
-		rp.LateSharedTokens, late)
+	return fmt.Sprintf("the difference holds as long as the traffic keeps its shape, however long it runs: new shared prefixes keep arriving (%s tokens first seen after the warm-up%s), and blind routing's cold misses on them recur at that rate",
+		units.Count(rp.LateSharedTokens), late)
 }
 
 // rate writes a gain as tokens per second at the traffic's rate.
@@ -415,18 +416,6 @@ func points(x float64) string {
 		return "nothing"
 	}
 	return fmt.Sprintf("%+.1f points", x*100)
-}
-
-func duration(s float64) string {
-	switch {
-	case s < 120:
-		return fmt.Sprintf("%.0f s", s)
-	case s < 7200:
-		return fmt.Sprintf("%.0f min", s/60)
-	case s < 2*86400:
-		return fmt.Sprintf("%.1f h", s/3600)
-	}
-	return fmt.Sprintf("%.1f days", s/86400)
 }
 
 // breakerCost is what the breaker the request audit found costs: the best any option serves

@@ -166,7 +166,8 @@ func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advis
 			if fixed, err = readLog(ctx, rl, fx.Apply); err != nil {
 				return advise.Recommendation{}, nil, err
 			}
-			fixed.Name = rl.Name + " (once fixed)"
+			// The same input: its evidence says "replay once fixed" as its source.
+			fixed.Name = rl.Name
 			ev.FixedHow = fx.Describe()
 		}
 	}

@@ -252,9 +252,10 @@ func TestMetricsWindowVolume(t *testing.T) {
 		perReplica float64
 		want       advise.Verdict
 		rule       string
+		volume     string // 4 x 250 tokens a request; 100,000 and more read with k
 	}{
-		{1, advise.Undetermined, "too-little-traffic"},
-		{100, advise.Nothing, "already-hits"},
+		{1, advise.Undetermined, "too-little-traffic", "1000 prompt tokens looked up, 4 requests"},
+		{100, advise.Nothing, "already-hits", "100k prompt tokens looked up, 400 requests"},
 	} {
 		before := healthyReps(4)
 		after := healthyReps(4)
@@ -270,7 +271,7 @@ func TestMetricsWindowVolume(t *testing.T) {
 		if rec.Verdict != c.want || rec.Reasons[0].Rule != c.rule {
 			t.Errorf("%.0f requests a replica: verdict %s (%s), want %s (%s)\n%s", c.perReplica, rec.Verdict, rec.Reasons[0].Rule, c.want, c.rule, showRec(rec))
 		}
-		want := fmt.Sprintf("%.0f prompt tokens looked up, %.0f requests", 4*250*c.perReplica, 4*c.perReplica)
+		want := c.volume
 		if !slices.ContainsFunc(rec.Evidence, func(e advise.Evidence) bool { return e.ID == "hitrate.volume" && e.Figure == want }) {
 			t.Errorf("no hitrate.volume %q\n%s", want, showRec(rec))
 		}

@@ -666,9 +666,10 @@ func TestSessionCount(t *testing.T) {
 		l    *reqLog
 		want string
 	}{
-		{conversations(2, 40, 4, true, nil), "160, 160 of them in 40 sessions of two requests or more"},
-		{conversations(3, 40, 4, false, nil), "160, 160 of them in 40 sessions of two requests or more"},
-		{agentFanOut(10, 80), "80, 0 of them in 0 sessions of two requests or more"},
+		{conversations(2, 40, 4, true, nil), "160 requests, all in 40 sessions of two or more, "},
+		{conversations(3, 40, 4, false, nil), "160 requests, all in 40 sessions of two or more, "},
+		// No session: the clause is left out, not written as 0 of them in 0 sessions.
+		{agentFanOut(10, 80), "80 requests, 161k prompt tokens"},
 	} {
 		rec, err := Assess(context.Background(), Inputs{Requests: c.l.source(t)}, Options{Thresholds: advise.DefaultThresholds(), Replicas: 2, KVTokens: 1 << 20})
 		if err != nil {

@@ -160,9 +160,9 @@ func TestAssessTargets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("AssessTargets: %v\n%s", err, errOut.String())
 	}
-	for _, want := range []string{"Demo: kvcheck assess against 4 emulated vLLM replicas", "$ kvcheck assess --scrape ", "Recommendation: a KV-aware router", "Evidence", "Next steps",
+	for _, want := range []string{"Demo: kvcheck assess against 4 emulated vLLM replicas", "$ kvcheck assess --scrape ", "Recommendation: a KV-aware router", "Figures the reasons cite", "Next steps",
 		// The router ranking: the text-reading routers run on the trace's text.
-		"Routers on this traffic (4 replicas", "First: ", "Configuration to apply ("} {
+		"Routers on this traffic, against today's", "First: ", "Configuration to apply ("} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -2,9 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/kvcheck/kvcheck/internal/advise"
 	"strconv"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/units"
 
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
 )
@@ -130,14 +132,15 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	return d
 }
 
-// rankShown is how many ranked rows the text shows; JSON has them all.
+// rankShown is how many ranked rows the text shows by default; --evidence all and JSON show
+// them all.
 const rankShown = 3
 
-// ranking writes the router ranking for people: the top three in a table, why the first wins,
-// its requirements, what could not run, and the configuration to apply.
-// ranking writes the router ranking. route is the recommendation's routing answer (its Then
-// after a fix-first): when that is nothing or cannot tell yet, the router named first is said
-// not to be advice to deploy one, since the two answer different questions (the ranking orders
+// ranking writes the router ranking for people: the top three in a table (every row with
+// --evidence all), why the first wins, its requirements, what could not run, and the
+// configuration to apply. route is the recommendation's routing answer (its Then after a
+// fix-first): when that is nothing or cannot tell yet, the router named first is said not to
+// be advice to deploy one, since the two answer different questions (the ranking orders
 // routers by whole points of today's prefill saved; the recommendation asks an option to
 // clear the gain threshold in points of all prefill).
 func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
@@ -145,12 +148,23 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 	if rk.AddReplicaAt >= 0 {
 		fleet += fmt.Sprintf(", one more added at %s", seconds(rk.AddReplicaAt))
 	}
-	t.Heading("Routers on this traffic (" + fleet + ")")
 	today := rk.Today
 	if rk.TodayFrom != "" {
 		today += " as configured in " + rk.TodayFrom
 	}
-	t.Muted("  against today's %s (hit %s after the warm-up); rule: %s", today, pct(rk.TodayHitRate), rk.Rule)
+	// The fleet is the replay's, which the brief view's reasons already state.
+	if t.all {
+		t.Heading(fmt.Sprintf("Routers on this traffic (%s), prefill saved against today's %s (hit %s)", fleet, today, pct(rk.TodayHitRate)))
+	} else {
+		added := ""
+		if rk.AddReplicaAt >= 0 {
+			added = fmt.Sprintf(" (one more added at %s)", seconds(rk.AddReplicaAt))
+		}
+		t.Heading(fmt.Sprintf("Routers on this traffic%s, against today's %s (hit %s)", added, today, pct(rk.TodayHitRate)))
+	}
+	if t.all {
+		t.Muted("  rule: %s", rk.Rule)
+	}
 	for _, n := range rk.TodayNotes {
 		t.Muted("  today's %s: %s", rk.Today, n)
 	}
@@ -165,7 +179,11 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 	if len(rk.Rows) == 0 {
 		t.Line("  no router emulation could run on this traffic")
 	}
-	if ranked > 0 {
+	shown := rk.Rows[:min(ranked, rankShown)]
+	if t.all {
+		shown = rk.Rows
+	}
+	if len(shown) > 0 {
 		header := []string{"rank", "router", "variant", "hit", "prefill saved", "load max/mean", "ttft p50", "ttft p99"}
 		fresh := rk.AddReplicaAt >= 0
 		if fresh {
@@ -173,31 +191,48 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 		}
 		header = append(header, "requirements")
 		var rows [][]string
-		for _, r := range rk.Rows[:min(ranked, rankShown)] {
+		for _, r := range shown {
 			variant := r.Variant
 			if r.Label != "" {
 				variant += " (" + r.Label + ")"
 			}
-			for _, c := range r.Changes {
-				variant += "; " + c.Setting + " " + c.Value
+			if t.all {
+				for _, c := range r.Changes {
+					variant += "; " + c.Setting + " " + c.Value
+				}
 			}
-			row := []string{strconv.Itoa(r.Rank), r.Policy, variant, pct(r.HitRate), signedPct(r.PrefillSaved),
-				fmt.Sprintf("%.2f", r.LoadMaxOverMean), seconds(r.TTFTP50), seconds(r.TTFTP99)}
+			place := strconv.Itoa(r.Rank)
+			if r.Rank == 0 {
+				place = "-"
+			}
+			row := []string{place, r.Policy, variant, pct(r.HitRate), signedPct(r.PrefillSaved),
+				fmt.Sprintf("%.2f", r.LoadMaxOverMean), units.Duration(r.TTFTP50), units.Duration(r.TTFTP99)}
 			if fresh {
 				row = append(row, fmt.Sprintf("%s of %s", Ratio(r.FreshShare), pct(r.FairShare)))
 			}
 			rows = append(rows, append(row, requirementCounts(r.Requirements)))
 		}
-		// On a narrow terminal the router, what it saves, its balance and requirements stay.
-		cols := dropping(Columns(header, rows), map[string]int{"ttft p50": 4, "hit": 3, "ttft p99": 2, "rank": 1})
+		// On a narrow terminal the router, what it saves, its balance and requirements stay;
+		// the rank goes first, the rows being in its order.
+		cols := dropping(Columns(header, rows), map[string]int{"rank": 5, "ttft p50": 4, "hit": 3, "ttft p99": 2})
+		for i := range cols {
+			cols[i].Short = map[string]string{"prefill saved": "saved", "load max/mean": "load", "requirements": "required", "added replica": "added", "ttft p50": "p50", "ttft p99": "p99"}[cols[i].Name]
+			// A router's name is what a row is read by: whole, on one line.
+			cols[i].Wrap = cols[i].Wrap && cols[i].Name != "router"
+		}
 		if err := t.Grid(cols, rows); err != nil {
 			return err
 		}
-		for _, r := range rk.Rows[:min(ranked, rankShown)] {
+		for _, r := range shown {
+			if r.Rank == 0 && r.Excluded != "" {
+				t.Muted("  %s: not ranked: %s", r.Name(), r.Excluded)
+			}
 			for _, n := range r.Notes {
 				t.Muted("  %s: %s", r.Name(), n)
 			}
 		}
+	}
+	if ranked > 0 {
 		if rk.NoWinner != "" {
 			t.Verdict("No router first")
 			t.Line("  - %s", rk.NoWinner)
@@ -221,17 +256,22 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 			}
 		}
 	}
-	var more []string
-	if ranked > rankShown {
-		more = append(more, fmt.Sprintf("%d more ranked", ranked-rankShown))
+	if !t.all {
+		var more []string
+		if ranked > rankShown {
+			more = append(more, fmt.Sprintf("%d more ranked", ranked-rankShown))
+		}
+		if excluded > 0 {
+			more = append(more, fmt.Sprintf("%d not ranked", excluded))
+		}
+		if n := len(rk.CannotRun); n > 0 {
+			more = append(more, fmt.Sprintf("%d cannot run", n))
+		}
+		if len(more) > 0 {
+			t.Muted("  %s: --evidence all shows them and why", strings.Join(more, ", "))
+		}
 	}
-	if excluded > 0 {
-		more = append(more, fmt.Sprintf("%d not ranked (a hot spot or a starved added replica)", excluded))
-	}
-	if len(more) > 0 {
-		t.Muted("  %s: -o json lists every row", strings.Join(more, ", "))
-	}
-	if len(rk.CannotRun) > 0 {
+	if len(rk.CannotRun) > 0 && t.all {
 		// One line per reason: on a block trace every text-reading router gives the same one.
 		t.Line("  cannot run on this traffic:")
 		var reasons []string

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
@@ -55,6 +56,11 @@ func TestAssessGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			res := Assess(advise.Decide(in, advise.DefaultThresholds()))
 			golden(t, "assess/"+name+".txt.golden", render(t, FormatText, res))
+			var all bytes.Buffer
+			if err := Write(&all, FormatText, res, Options{All: true}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "assess/"+name+".all.txt.golden", all.Bytes())
 			golden(t, "assess/"+name+".json.golden", render(t, FormatJSON, res))
 			golden(t, "assess/"+name+".sarif.golden", render(t, FormatSARIF, res))
 			golden(t, "assess/"+name+".github.golden", render(t, FormatGitHub, res))
@@ -78,6 +84,48 @@ func TestAssessJSONEmptyLists(t *testing.T) {
 	for _, k := range []string{"reasons", "evidence", "fixes", "next_steps", "advice"} {
 		if l, ok := doc[k].([]any); !ok || len(l) != 0 {
 			t.Errorf("%s = %v, want []", k, doc[k])
+		}
+	}
+}
+
+// TestAssessBrief: the default text shows the figures the reasons cite and no other, each input
+// once with its number; --evidence all adds every figure and each reason in full.
+func TestAssessBrief(t *testing.T) {
+	rec := advise.Decide(assessInputs()["session"], advise.DefaultThresholds())
+	cited := map[string]bool{}
+	for _, r := range rec.Reasons {
+		for _, id := range r.Evidence {
+			cited[id] = true
+		}
+	}
+	if len(cited) == 0 || len(cited) == len(rec.Evidence) {
+		t.Fatalf("fixture: %d of %d figures cited; want some, not all", len(cited), len(rec.Evidence))
+	}
+	brief := string(render(t, FormatText, Assess(rec)))
+	var all bytes.Buffer
+	if err := Write(&all, FormatText, Assess(rec), Options{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range rec.Evidence {
+		line := "  - " + e.What + ": " + e.Figure + " [1]"
+		if got := strings.Contains(brief, line+"\n"); got != cited[e.ID] {
+			t.Errorf("%s (cited %v): in the brief view %v, want %v", e.ID, cited[e.ID], got, cited[e.ID])
+		}
+		// Piped, the whole table is tab-separated with the input written out.
+		if row := e.Source + "\t" + e.What + "\t" + e.Figure + "\t" + e.Input + "\t" + e.ID + "\n"; !strings.Contains(all.String(), row) {
+			t.Errorf("--evidence all lacks the row %q", row)
+		}
+	}
+	// Both analyses read chat.jsonl: one input, listed once.
+	if n := strings.Count(brief, "chat.jsonl"); n != 1 || !strings.Contains(brief, "  [1] requests: chat.jsonl\n") {
+		t.Errorf("chat.jsonl appears %d times; want once, as input [1]:\n%s", n, brief)
+	}
+	for _, r := range rec.Reasons {
+		if !strings.Contains(all.String(), r.Text) {
+			t.Errorf("--evidence all lacks the reason in full: %q", r.Text)
+		}
+		if g := gist(r.Text); !strings.Contains(brief, g) || (g != r.Text && strings.Contains(brief, r.Text)) {
+			t.Errorf("the brief view does not show the reason's gist %q", g)
 		}
 	}
 }

@@ -118,10 +118,14 @@ func (r Result) Empty() bool {
 }
 
 // Options are how Write draws: colour for text on a terminal, every table column unwrapped
-// (Wide) instead of fitting the terminal's width, the tool's version for SARIF.
+// (Wide) instead of fitting the terminal's width, every figure (All), the tool's version for
+// SARIF.
 type Options struct {
-	Color   bool
-	Wide    bool
+	Color bool
+	Wide  bool
+	// All shows every figure in full where a text view is brief by default (assess
+	// --evidence all).
+	All     bool
 	Version string
 	// SrcRoot is the git work tree's top level (absolute) that SARIF paths are relative to
 	// (%SRCROOT%), WorkDir the directory relative paths were given in; empty SrcRoot writes

@@ -98,7 +98,7 @@ func (t *Text) Grid(cols []Column, rows [][]string) error {
 	lay := layout(cols, rows, t.width, t.wide, t.boxed())
 	t.draw(lay)
 	if len(lay.dropped) > 0 {
-		note := fmt.Sprintf("(%s left out to fit %d columns; --wide shows every column)", strings.Join(lay.dropped, ", "), t.width)
+		note := fmt.Sprintf("(%s left out to fit %d columns; --wide shows them)", strings.Join(lay.dropped, ", "), t.width)
 		for _, l := range wrap(note, t.width) {
 			t.Muted("%s", l)
 		}

@@ -23,6 +23,7 @@ func init() {
 func writeText(w io.Writer, r Result, o Options) error {
 	t := NewText(w, o.Color)
 	t.SetWide(o.Wide)
+	t.SetAll(o.All)
 	if r.Text != nil {
 		return r.Text(t)
 	}
@@ -43,7 +44,9 @@ type Text struct {
 	// the fitting off (--wide).
 	width int
 	wide  bool
-	r     *lipgloss.Renderer
+	// all: every figure and every row in full (assess --evidence all), not the brief view.
+	all bool
+	r   *lipgloss.Renderer
 }
 
 // NewText returns a text writer for w. Colour and boxed tables are used only when w is a
@@ -64,6 +67,9 @@ func NewText(w io.Writer, color bool) *Text {
 
 // SetWide turns off fitting tables to the terminal's width: every column, unwrapped.
 func (t *Text) SetWide(wide bool) { t.wide = wide }
+
+// SetAll shows every figure and row in full instead of the brief view (assess --evidence all).
+func (t *Text) SetAll(all bool) { t.all = all }
 
 // terminalWidth is the width of the terminal w writes to: its size, else $COLUMNS, else 80.
 func terminalWidth(w io.Writer) int {

@@ -69,3 +69,25 @@ func TestFindingWraps(t *testing.T) {
 		t.Errorf("piped: %d lines, want 1:\n%s", got, b.String())
 	}
 }
+
+// TestGist: the first clause, asides in parentheses left out, quotes kept whole.
+func TestGist(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"a costs +2.7 points (x against y), under 5: worth fixing, not blocking", "a costs +2.7 points, under 5: worth fixing, not blocking"},
+		{"claim with a figure; the detail after", "claim with a figure"},
+		// The semicolon inside the aside does not end the clause.
+		{"20 preemptions: may count re-prefill (before 0.11; since, retries) and more; rest", "20 preemptions: may count re-prefill and more"},
+		{"nested (a (b) c) done", "nested done"},
+		// A quote's parentheses and semicolons are its own.
+		{`raises ValueError("must (be); set") when unset; give it`, `raises ValueError("must (be); set") when unset`},
+		// Unbalanced: cut at the clause only.
+		{"open (never closed; rest", "open (never closed"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := gist(tt.in); got != tt.want {
+			t.Errorf("gist(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
