@@ -37,6 +37,7 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 	defer tick.Stop()
 	failed := 0 // refreshes failed in a row
 	var lastErr error
+	var missed []Failure // the failures since the refresh shown last, for the next one to name
 	for n := 1; ; {
 		in, err := w.Next(ctx)
 		switch {
@@ -56,10 +57,12 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 			if n > 1 {
 				last = fmt.Sprintf("last shown: refresh %d", n-1)
 			}
-			w.Status.Note("refresh failed at %s (%d in a row; %s): %v", time.Now().Format("15:04:05"), failed, last, err)
+			at := time.Now()
+			missed = append(missed, Failure{At: at, Err: err.Error()})
+			w.Status.Note("refresh failed at %s (%d in a row; %s): %v", at.Format("15:04:05"), failed, last, err)
 		default:
 			rep := promql.Analyze(in)
-			f := Refresh{N: n, At: time.Now(), Interval: w.Interval, Report: rep, Changes: promql.Changes(prev, rep)}
+			f := Refresh{N: n, At: time.Now(), Interval: w.Interval, Report: rep, Changes: promql.Changes(prev, rep), Failed: missed}
 			if w.Lines {
 				err = HitrateWatchJSON(w.Out, f)
 			} else {
@@ -70,7 +73,7 @@ func WatchHitrate(ctx context.Context, w Watch) (Result, error) {
 			}
 			prev = &rep
 			n++
-			failed = 0
+			failed, missed = 0, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -103,6 +106,15 @@ type Refresh struct {
 	Interval time.Duration
 	Report   promql.Report
 	Changes  []promql.Change
+	// Failed are the refreshes that failed since the one shown before, each by its time: at a
+	// terminal the frame replaces the screen, notes on stderr included, so it names them.
+	Failed []Failure
+}
+
+// Failure is a refresh that failed: when, and why.
+type Failure struct {
+	At  time.Time
+	Err string
 }
 
 // hitrateWatchDoc is one line of hitrate --watch's JSON Lines output.
@@ -112,19 +124,41 @@ type hitrateWatchDoc struct {
 	IntervalSeconds float64 `json:"interval_seconds"`
 	hitrateDoc
 	Changes []hitrateChangeDoc `json:"changes"`
+	// FailedBefore are the refreshes that failed since the line before, by time.
+	FailedBefore []watchFailureDoc `json:"failed_before"`
+}
+
+type watchFailureDoc struct {
+	Time  string `json:"time"`
+	Error string `json:"error"`
 }
 
 // HitrateWatchJSON writes a refresh as one line of JSON (JSON Lines, for a log): the hitrate
 // document with the refresh's number, time, interval and changes.
 func HitrateWatchJSON(w io.Writer, f Refresh) error {
 	doc := hitrateWatchDoc{Refresh: f.N, Time: f.At.UTC().Format(time.RFC3339Nano), IntervalSeconds: f.Interval.Seconds(),
-		hitrateDoc: newHitrateDoc(f.Report), Changes: newHitrateChangeDocs(f.Changes)}
+		hitrateDoc: newHitrateDoc(f.Report), Changes: newHitrateChangeDocs(f.Changes), FailedBefore: []watchFailureDoc{}}
+	for _, x := range f.Failed {
+		doc.FailedBefore = append(doc.FailedBefore, watchFailureDoc{Time: x.At.UTC().Format(time.RFC3339Nano), Error: x.Err})
+	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("write json: %w", err)
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// failTimes lists the failures' times: "15:04:05", "15:04:05, 15:04:10", "15:04:05 to 15:04:20".
+func failTimes(fs []Failure) string {
+	const layout = "15:04:05"
+	switch len(fs) {
+	case 1:
+		return fs[0].At.Format(layout)
+	case 2:
+		return fs[0].At.Format(layout) + ", " + fs[1].At.Format(layout)
+	}
+	return fs[0].At.Format(layout) + " to " + fs[len(fs)-1].At.Format(layout) + " (the last)"
 }
 
 // HitrateWatch writes a refresh for a person at a terminal, in place of the one before: the
@@ -139,6 +173,18 @@ func HitrateWatch(t *Text, f Refresh) error {
 		prov += "; Δ since the last refresh"
 	}
 	frame.Muted("%s", prov)
+	if n := len(f.Failed); n > 0 {
+		last := f.Failed[n-1]
+		since := "before it"
+		if f.N > 1 {
+			since = fmt.Sprintf("since refresh %d", f.N-1)
+		}
+		what := "a refresh failed"
+		if n > 1 {
+			what = fmt.Sprintf("%d refreshes failed", n)
+		}
+		frame.Line("%s %s, at %s: %s", t.Badge(finding.Warning), what+" "+since, failTimes(f.Failed), visible(last.Err))
+	}
 	if err := hitrateTable(frame, f.Report, f.Changes); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,11 +167,50 @@ func TestWatchHitrate(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines, want 2:\n%s", len(lines), out.String())
 	}
+	// Each line names the failures since the line before: one before refresh 1, two before 2.
+	wantFailed := [][]string{{"connection refused"}, {"timeout", "timeout"}}
 	for i, l := range lines {
-		var doc struct{ Refresh int }
+		var doc struct {
+			Refresh      int
+			FailedBefore []struct{ Time, Error string } `json:"failed_before"`
+		}
 		if err := json.Unmarshal([]byte(l), &doc); err != nil || doc.Refresh != i+1 {
 			t.Errorf("line %d: refresh %d (%v), want %d", i+1, doc.Refresh, err, i+1)
 		}
+		var got []string
+		for _, f := range doc.FailedBefore {
+			if _, err := time.Parse(time.RFC3339Nano, f.Time); err != nil {
+				t.Errorf("line %d: failure time %q: %v", i+1, f.Time, err)
+			}
+			got = append(got, f.Error)
+		}
+		if !slices.Equal(got, wantFailed[i]) {
+			t.Errorf("line %d: failed_before %q, want %q", i+1, got, wantFailed[i])
+		}
+	}
+}
+
+// TestWatchFrameNamesFailures: at a terminal a frame replaces the screen, the failure notes
+// on stderr with it, so the frame after failures names them by their times and the refresh
+// they followed, and a frame after none says nothing of them.
+func TestWatchFrameNamesFailures(t *testing.T) {
+	_, second := watchRefreshes()
+	at := time.Date(2026, 12, 1, 11, 20, 15, 0, time.UTC)
+	failed := []Failure{{At: at.Add(-10 * time.Second), Err: "timeout"}, {At: at.Add(-5 * time.Second), Err: "503 Service Unavailable"}}
+	var b bytes.Buffer
+	if err := HitrateWatch(terminalText(&b, false, 120), Refresh{N: 3, At: at, Interval: 5 * time.Second, Report: second, Failed: failed}); err != nil {
+		t.Fatal(err)
+	}
+	want := "WARNING 2 refreshes failed since refresh 2, at 11:20:05, 11:20:10: 503 Service Unavailable"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("frame lacks %q:\n%s", want, b.String())
+	}
+	b.Reset()
+	if err := HitrateWatch(terminalText(&b, false, 120), Refresh{N: 3, At: at, Interval: 5 * time.Second, Report: second}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "failed") {
+		t.Errorf("a frame after no failure mentions one:\n%s", b.String())
 	}
 }
 
