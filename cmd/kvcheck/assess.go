@@ -96,7 +96,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 				return report.Result{}, usage.Errorf("--evidence %q: use decisive (the figures the reasons cite) or all (every figure, each reason in full, every router row)", o.evidence)
 			}
 			src.Metrics.WindowSet = cmd.Flags().Changed("window")
-			src.Metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
+			src.Metrics.Progress = func(msg string) { g.status.Progress("%s", msg) }
 			src.Stdin = s.In
 			if cmd.Flags().Changed("hash-seed") {
 				src.HashSeed = &o.hashSeed

@@ -52,7 +52,7 @@ func newHitrateCmd(s streams, g *globalOptions) *cobra.Command {
 			if err != nil {
 				return report.Result{}, err
 			}
-			o.metrics.Progress = func(msg string) { g.status.Progress("kvcheck: %s", msg) }
+			o.metrics.Progress = func(msg string) { g.status.Progress("%s", msg) }
 			if watch > 0 {
 				if err := g.stdoutOnly("--watch"); err != nil {
 					return report.Result{}, err

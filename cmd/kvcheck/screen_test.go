@@ -125,6 +125,80 @@ func ptyRun(t *testing.T, dir string, cols int, env []string, args []string, int
 	return out.Bytes(), code
 }
 
+// ptyRunStderr runs kvcheck with standard error (and input) on a terminal of cols columns and
+// standard output into a pipe, as `kvcheck ... > report.txt` at a terminal does. It returns
+// what reached the terminal, what reached the pipe, and the exit code.
+func ptyRunStderr(t *testing.T, dir string, cols int, args []string) (terminal, stdout []byte, code int) {
+	t.Helper()
+	bin, err := exec.LookPath("kvcheck")
+	if err != nil {
+		t.Skipf("kvcheck is not on PATH (testscript.Main puts it there): %v", err)
+	}
+	m, s, err := openPTY(cols, 500)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer func() { _ = m.Close() }()
+	var out bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"TERM=xterm-256color", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s, &out, s
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		_ = s.Close()
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	term := newSyncBuffer()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := m.Read(buf)
+			term.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	err = cmd.Wait()
+	<-done
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return term.Bytes(), out.Bytes(), code
+}
+
+// TestProgressOnStderrOnly: assess's replays show progress on a terminal's stderr, erased when
+// done (the terminal is left blank), and none of it reaches stdout, which a person redirected
+// to a file; the report there is plain text, no escape or carriage return in it.
+func TestProgressOnStderrOnly(t *testing.T) {
+	dir, err := filepath.Abs("../../testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, out, code := ptyRunStderr(t, dir, 80, []string{"assess", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom", "--window", "60s", "--requests", "assess/chat_sessions.jsonl"})
+	if code != 0 {
+		t.Fatalf("exit %d; terminal:\n%s", code, term)
+	}
+	if !bytes.Contains(term, []byte("kvcheck: replaying ")) {
+		t.Errorf("no progress on the terminal's stderr: %q", term)
+	}
+	if scr := render(80, term); strings.TrimSpace(scr) != "" {
+		t.Errorf("the progress is left on the terminal:\n%s", scr)
+	}
+	if bytes.ContainsAny(out, "\r\x1b") || bytes.Contains(out, []byte("replaying")) || !bytes.HasPrefix(out, []byte("Recommendation: ")) {
+		t.Errorf("stdout holds progress or escapes, or does not start with the answer: %q", out)
+	}
+}
+
 // syncBuffer is a buffer the reading goroutine writes while the test waits for what it holds.
 type syncBuffer struct {
 	mu      sync.Mutex

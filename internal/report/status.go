@@ -3,22 +3,41 @@ package report
 import (
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
 )
 
 // Status writes what a command says while it works, on standard error: notes and warnings
-// always, one line each, prefixed "kvcheck: "; progress only on a terminal, redrawn in place on
-// one line and cleared when the work is done, so piped and captured stderr stays clean. It is
-// safe for concurrent use.
+// always, one line each, prefixed "kvcheck: "; progress only on a terminal that can erase a
+// line (not TERM=dumb), redrawn in place on one line cut to the terminal's width (a wrapped
+// line would leave its first rows behind), at most ten times a second, and erased before any
+// note and when the work is done, so piped and captured stderr stays clean and no progress is
+// left in front of the report. It is safe for concurrent use.
 type Status struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
+	width    int
 	drawn    bool
+	last     time.Time // when the progress line was last drawn
 }
 
+// progressEvery is the least time between two redraws of the progress line: a replay reports
+// every simulation, and a terminal recording would otherwise hold each.
+const progressEvery = 100 * time.Millisecond
+
 // NewStatus returns a status writer for w (standard error).
-func NewStatus(w io.Writer) *Status { return &Status{w: w, terminal: IsTerminal(w)} }
+func NewStatus(w io.Writer) *Status {
+	s := &Status{w: w, terminal: IsTerminal(w) && os.Getenv("TERM") != "dumb"}
+	if s.terminal {
+		s.width = terminalWidth(w)
+	}
+	return s
+}
 
 // Note writes one line: something the user should know that is not a problem.
 func (s *Status) Note(format string, args ...any) { s.line("kvcheck: " + fmt.Sprintf(format, args...)) }
@@ -28,15 +47,28 @@ func (s *Status) Warn(format string, args ...any) {
 	s.line("kvcheck: warning: " + fmt.Sprintf(format, args...))
 }
 
-// Progress redraws the progress line, on a terminal only.
+// Progress redraws the progress line, "kvcheck: " and the message, on a terminal only.
 func (s *Status) Progress(format string, args ...any) {
 	if !s.terminal {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, "\r\033[K"+format, args...)
-	s.drawn = true
+	now := time.Now()
+	if s.drawn && now.Sub(s.last) < progressEvery {
+		return
+	}
+	msg := "kvcheck: " + visible(fmt.Sprintf(format, args...))
+	if s.width > 1 && lipgloss.Width(msg) > s.width-1 {
+		// One column short of the width: a line that fills it moves some terminals' cursor on.
+		r := []rune(msg)
+		for len(r) > 0 && lipgloss.Width(string(r)) > s.width-2 {
+			r = r[:len(r)-1]
+		}
+		msg = strings.TrimRight(string(r), " ") + "…"
+	}
+	fmt.Fprint(s.w, "\r\033[K"+msg)
+	s.drawn, s.last = true, now
 }
 
 // Done clears the progress line, if one was drawn.
