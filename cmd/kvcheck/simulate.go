@@ -112,7 +112,7 @@ Policies (--policies):
 	f.Float64Var(&so.Params.OverlapWeight, "overlap-weight", so.Params.OverlapWeight, "kv-dynamo, kv-decay: weight of prefill blocks against decode blocks")
 	f.Float64Var(&so.Params.CreditDecay, "credit-decay", so.Params.CreditDecay, "kv-decay: overlap credit divided by 1+decay*queued requests")
 	f.IntVar(&so.Params.ApproxTokens, "approx-tokens", 0, "approx-prefix: capacity of the router's own index in tokens per replica (default: the KV capacity)")
-	f.StringVar(&o.plot, "plot", "", "also write an SVG chart of hit rate and load imbalance per policy across the sweep to this file")
+	f.StringVar(&o.plot, "plot", "", "also write an SVG chart of hit rate, load imbalance and TTFT p99 per policy across the sweep to this file")
 	f.StringVar((*string)(&o.failOn), "fail-on", "never", "exit 3 when a finding (hot-spot, starved-replica: warning) reaches this severity: error, warning, info or never")
 	return cmd
 }

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/testutil"
 )
 
 func runSimulateCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -142,5 +146,44 @@ func TestSimulateExitCodes(t *testing.T) {
 				t.Errorf("exit code = %d, want %d (stderr %q)", code, tt.want, stderr)
 			}
 		})
+	}
+}
+
+// TestSimulatePlotAllPolicies is issue 27's plot: every idealised policy and every router
+// emulation on a request log (so the text-reading routers run too), across three fleet sizes
+// and two KV sizes. Every policy that ran is one series in a style no other has, every legend
+// entry is whole, and no text leaves the image.
+func TestSimulatePlotAllPolicies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "all.svg")
+	code, out, stderr := runSimulateCLI(t, "", "--requests", "../../testdata/assess/chat_sessions.jsonl", "--replicas", "2,4,8", "--kv-blocks", "64,1024",
+		"--policies", "all,routers", "--plot", path, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Results []struct{ Policy string } `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]bool{}
+	for _, r := range doc.Results {
+		ran[r.Policy] = true
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, errs := testutil.CheckSVG(data)
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if len(ran) < 20 || len(svg.Series) != len(ran) {
+		t.Errorf("%d series drawn for %d policies run; want one each, and the routers among them", len(svg.Series), len(ran))
+	}
+	for p := range ran {
+		if !slices.ContainsFunc(svg.Legend, func(l string) bool { return l == p || strings.HasPrefix(l, p+" (") }) {
+			t.Errorf("no whole legend entry for %s in %q", p, svg.Legend)
+		}
 	}
 }

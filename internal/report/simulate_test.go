@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/testutil"
 )
 
 // tinyReport simulates a small hand-made trace: two conversations that share block 1, on 1 and
@@ -157,61 +158,23 @@ func TestSimulationJSON(t *testing.T) {
 	}
 }
 
-// TestSimulationSVG checks that the chart is well-formed XML with an svg root, one polyline per
-// policy and KV size and panel, and matches its golden file.
+// TestSimulationSVG: the chart is a well-formed SVG whose every text stays inside the image
+// (testutil.CheckSVG), with one series per policy, KV size and panel (3 policies x 3 panels),
+// each policy in one style of its own, and it matches its golden file.
 func TestSimulationSVG(t *testing.T) {
 	var b bytes.Buffer
 	if err := SimulationSVG(&b, tinyReport(t, -1)); err != nil {
 		t.Fatal(err)
 	}
-	d := xml.NewDecoder(bytes.NewReader(b.Bytes()))
-	d.Strict = true
-	var root string
-	var width, height float64
-	lines := 0
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG is not well-formed XML: %v", err)
-		}
-		if se, ok := tok.(xml.StartElement); ok {
-			if root == "" {
-				root = se.Name.Local
-				if se.Name.Space != "http://www.w3.org/2000/svg" {
-					t.Errorf("root namespace = %q, want the SVG namespace", se.Name.Space)
-				}
-			}
-			if se.Name.Local == "polyline" {
-				lines++
-			}
-			for _, a := range se.Attr {
-				v, err := strconv.ParseFloat(a.Value, 64)
-				switch {
-				case se.Name.Local == "svg" && a.Name.Local == "width":
-					width = v
-				case se.Name.Local == "svg" && a.Name.Local == "height":
-					height = v
-				case err != nil:
-				case strings.HasPrefix(a.Name.Local, "x") || a.Name.Local == "cx":
-					if v < 0 || v > width {
-						t.Errorf("<%s %s=%v> outside the %v-wide canvas", se.Name.Local, a.Name.Local, v, width)
-					}
-				case strings.HasPrefix(a.Name.Local, "y") || a.Name.Local == "cy":
-					if v < 0 || v > height {
-						t.Errorf("<%s %s=%v> outside the %v-high canvas", se.Name.Local, a.Name.Local, v, height)
-					}
-				}
-			}
-		}
+	svg, errs := testutil.CheckSVG(b.Bytes())
+	for _, err := range errs {
+		t.Error(err)
 	}
-	if root != "svg" {
-		t.Errorf("root element = %q, want svg", root)
+	if got := strings.Count(b.String(), `class="series"`); got != 3*3 {
+		t.Errorf("%d series polylines, want 9", got)
 	}
-	if want := 3 * 2; lines != want { // 3 policies x 2 panels x 1 KV size
-		t.Errorf("%d polylines, want %d", lines, want)
+	if len(svg.Series) != 3 || svg.Series["round-robin"] != plotToday+" " {
+		t.Errorf("series styles %v: want 3, round-robin (the baseline) solid black", svg.Series)
 	}
 	if !strings.Contains(b.String(), "tiny.jsonl") {
 		t.Errorf("chart title does not name the trace")
@@ -219,18 +182,19 @@ func TestSimulationSVG(t *testing.T) {
 	golden(t, "simulate.svg.golden", b.Bytes())
 }
 
-// TestSimulationSVGManyPolicies: with more policies than colours (the idealised ones and the
-// router emulations together: 24) every legend line differs in colour or dash, and the legend
-// fits the canvas.
+// TestSimulationSVGManyPolicies: with 30 policies, more than colours or dashes, every series
+// has a colour and dash no other has, every text (the legend's included) stays inside the
+// image, and every legend entry is whole.
 func TestSimulationSVGManyPolicies(t *testing.T) {
 	r := tinyReport(t, -1)
 	for fi := range r.Fleets {
 		f := &r.Fleets[fi]
 		base := f.Results[0]
 		f.Results = f.Results[:0]
-		for i := range 24 {
+		for i := range 30 {
 			x := base
-			x.Policy = "policy-" + strconv.Itoa(i)
+			x.Policy = "policy-with-a-long-name-" + strconv.Itoa(i)
+			x.LoadMaxOverMean = 1 + float64(i)/2 // up to 15.5: outliers above the axis
 			f.Results = append(f.Results, x)
 		}
 	}
@@ -238,41 +202,57 @@ func TestSimulationSVGManyPolicies(t *testing.T) {
 	if err := SimulationSVG(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	d := xml.NewDecoder(bytes.NewReader(b.Bytes()))
-	var height float64
-	styles := map[string]bool{}
-	inLegend := false
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		se, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		attr := map[string]string{}
-		for _, a := range se.Attr {
-			attr[a.Name.Local] = a.Value
-		}
-		switch {
-		case se.Name.Local == "svg":
-			height, _ = strconv.ParseFloat(attr["height"], 64)
-		case se.Name.Local == "g" && attr["id"] == "legend":
-			inLegend = true
-		case inLegend && se.Name.Local == "line" && attr["stroke"] != "black":
-			styles[attr["stroke"]+" "+attr["stroke-dasharray"]] = true
-		case inLegend && se.Name.Local == "text":
-			if y, _ := strconv.ParseFloat(attr["y"], 64); y > height {
-				t.Errorf("legend text at y=%v, below the %v-high canvas", y, height)
-			}
+	svg, errs := testutil.CheckSVG(b.Bytes())
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if len(svg.Series) != 30 {
+		t.Errorf("%d series styles, want 30", len(svg.Series))
+	}
+	for _, l := range svg.Legend {
+		if strings.Contains(l, "…") {
+			t.Errorf("legend entry cut: %q", l)
 		}
 	}
-	if len(styles) != 24 {
-		t.Errorf("%d distinct legend styles for 24 policies", len(styles))
+	if !strings.Contains(b.String(), ">max 15.5<") {
+		t.Errorf("the load outlier 15.5 is not marked")
+	}
+}
+
+// TestAssignStyles: today's routing is black; the first 42 others (7 colours x 6 dashes) each
+// get a pair of their own, a family keeping its colour while it has a dash free.
+func TestAssignStyles(t *testing.T) {
+	var names []string
+	for i := range 43 {
+		names = append(names, "p"+strconv.Itoa(i))
+	}
+	names = append(names, "today")
+	// Three families of 10, 10 and 23: the first takes colour 0's six dashes and four of colour
+	// 1's, and so on.
+	family := func(n string) string {
+		i, _ := strconv.Atoi(strings.TrimPrefix(n, "p"))
+		switch {
+		case i < 10:
+			return "a"
+		case i < 20:
+			return "b"
+		}
+		return "c"
+	}
+	st := assignStyles(names, family, "today")
+	if s := st["today"]; s.Colour != plotToday || !s.Today || s.Dash != "" {
+		t.Errorf("today %+v, want solid black", s)
+	}
+	seen := map[string]string{}
+	for _, n := range names[:42] {
+		k := st[n].Colour + " " + st[n].Dash
+		if o, ok := seen[k]; ok {
+			t.Errorf("%s and %s share %q", o, n, k)
+		}
+		seen[k] = n
+	}
+	if st["p0"].Colour != plotPalette[0] || st["p5"].Colour != plotPalette[0] || st["p6"].Colour == plotPalette[0] {
+		t.Errorf("family a: p0 %s, p5 %s, p6 %s; want the first colour for six, then another", st["p0"].Colour, st["p5"].Colour, st["p6"].Colour)
 	}
 }
 
