@@ -141,6 +141,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.Float64Var(&opts.Thresholds.MinGain, "min-gain", opts.Thresholds.MinGain, "points of all prompt tokens (as a fraction: 0.05 is 5 points) an option must save over today's routing and over the next cheaper option")
 	fs.StringVar((*string)(&o.failOn), "fail-on", "", "exit 3 when the verdict is fix-first and a fix reaches this severity (info, warning, error)")
 	fs.StringSliceVar(&src.Configs, "config", nil, "router and engine configuration files or directories to check, as kvcheck lint does (comma-separated or repeated)")
+	fs.StringVar(&opts.Plot, "plot", "", "also write the router ranking as an SVG chart to this file: prefill saved against load max/mean, one point per router (needs traffic to replay)")
 	fs.StringVar(&o.evidence, "evidence", "decisive", "text output: decisive (the answer, each reason's gist and the figures they cite) or all (every figure, each reason and finding in full, every router row and the ranking's rule)")
 	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
 	_ = fs.MarkHidden("demo")

@@ -111,6 +111,8 @@ type Options struct {
 	AddReplicaAt float64
 	// Routers are the router emulations the ranking replays; nil means sim.Emulations().
 	Routers []sim.PolicyInfo
+	// Plot, when set, is the file Run writes the ranking's chart to (--plot).
+	Plot string
 }
 
 // Assess gathers the evidence and decides, without the router ranking (Run adds it).

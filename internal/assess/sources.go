@@ -97,6 +97,8 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--add-replica-at needs --replicas below %d", sim.MaxReplicas)
 	case o.Thresholds.MinGain <= 0 || o.Thresholds.MinGain >= 1:
 		return usage.Errorf("--min-gain is a fraction of all prompt tokens above 0 and below 1 (0.05 means 5 points)")
+	case o.Plot != "" && src.Requests == "" && src.Trace == "" && len(src.TapFrom) == 0:
+		return usage.Errorf("--plot draws the router ranking, which replays traffic: give --requests, --trace or --tap-from")
 	case o.Today != "" && !knownToday(o.Today):
 		return usage.Errorf("--today %q: want an idealised policy (%s) or a router emulation as it ships, or as --config configures it (%s)",
 			o.Today, strings.Join(sim.PolicyNames(), ", "), strings.Join(emulationNames(), ", "))
@@ -186,7 +188,17 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 	if err != nil {
 		return report.Result{}, err
 	}
-	return report.AssessRanked(rec, rk), nil
+	res := report.AssessRanked(rec, rk)
+	if o.Plot != "" {
+		if rk == nil {
+			// The report is still written; the run fails for the chart it could not draw.
+			return res, fmt.Errorf("--plot %s: no router ranking to draw: the traffic given cannot be replayed for it (a lengths-only trace shows no reuse)", o.Plot)
+		}
+		if err := report.RankingSVGFile(o.Plot, rk); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // checkConfig checks the router and engine configuration files as kvcheck lint does, and reads
