@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,8 +248,10 @@ type screen struct {
 	width    int
 	lines    [][]rune
 	row, col int
-	// overflowed are the rows the terminal had to wrap because a line was wider than it.
+	// overflowed are the rows the terminal had to wrap because a line was wider than it: the
+	// row each such line began on (origin maps a continuation row to it).
 	overflowed []int
+	origin     map[int]int
 }
 
 func render(width int, b []byte) string {
@@ -256,10 +259,12 @@ func render(width int, b []byte) string {
 	return s
 }
 
-// renderScreen is render, and the lines the terminal wrapped (their text, before the wrap):
-// a line kvcheck wrote wider than the terminal, which breaks a table's box or a paragraph.
+// renderScreen is render, and the lines the terminal wrapped because kvcheck wrote them wider
+// than it (the text of the row each began on), which breaks a table's box or a paragraph; but
+// not verbatim text: a unified diff (lint --diff) and a configuration to apply are written as
+// they are, for patch and for copying, and wrapping them would break them.
 func renderScreen(width int, b []byte) (string, []string) {
-	sc := &screen{width: width}
+	sc := &screen{width: width, origin: map[int]int{}}
 	for len(b) > 0 {
 		if b[0] == 0x1b {
 			b = sc.escape(b)
@@ -283,8 +288,15 @@ func renderScreen(width int, b []byte) (string, []string) {
 			}
 			if sc.col >= sc.width {
 				// Auto-wrap: a line wider than the terminal continues on the next.
-				sc.overflowed = append(sc.overflowed, sc.row)
+				start, ok := sc.origin[sc.row]
+				if !ok {
+					start = sc.row
+				}
+				if !slices.Contains(sc.overflowed, start) {
+					sc.overflowed = append(sc.overflowed, start)
+				}
 				sc.row++
+				sc.origin[sc.row] = start
 				sc.col = 0
 			}
 			sc.put(r)
@@ -298,9 +310,35 @@ func renderScreen(width int, b []byte) (string, []string) {
 	for len(out) > 0 && out[len(out)-1] == "" {
 		out = out[:len(out)-1]
 	}
+	// Verbatim regions, by the logical lines that begin rows (continuation rows belong to the
+	// line they continue).
+	verbatim := make([]bool, len(out))
+	inDiff, inSnippet := false, false
+	for i, l := range out {
+		if start, ok := sc.origin[i]; ok {
+			verbatim[i] = verbatim[start]
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "@@"):
+			inDiff = true
+		case inDiff && l != "" && !strings.ContainsAny(l[:1], "+- "):
+			inDiff = false
+		}
+		switch {
+		case strings.HasPrefix(l, "Configuration to apply"):
+			inSnippet = true
+			continue
+		case inSnippet && !strings.HasPrefix(l, "  "):
+			inSnippet = false
+		}
+		verbatim[i] = inDiff || inSnippet
+	}
 	var wide []string
 	for _, r := range sc.overflowed {
-		wide = append(wide, out[r])
+		if r < len(out) && !verbatim[r] {
+			wide = append(wide, out[r])
+		}
 	}
 	return strings.Join(out, "\n") + "\n", wide
 }
@@ -438,6 +476,7 @@ func TestScreens(t *testing.T) {
 		// Issue 27's run: two dumps a window apart and a request log, on one screen.
 		{"assess_window", []string{"assess", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom", "--window", "60s", "--requests", "assess/chat_sessions.jsonl"}, nil},
 		{"assess_all", []string{"assess", "--file", "assess/healthy.prom", "--requests", "assess/chat_sessions.jsonl", "--evidence", "all"}, nil},
+		{"metrics", []string{"metrics", "--family", "sglang"}, nil},
 		// NO_COLOR at a terminal: plain aligned columns, no box lines, still fitted.
 		{"hitrate_nocolor", []string{"hitrate", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom"}, []string{"NO_COLOR=1"}},
 	}
@@ -462,6 +501,33 @@ func TestScreens(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDemoScreens runs kvcheck demo at 80, 120 and 200 columns: its sections are the other
+// commands' texts, on a live emulated fleet whose figures vary from run to run, so the screen
+// is checked rather than kept: every section is there and no line is wider than the terminal.
+func TestDemoScreens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo runs an emulated fleet")
+	}
+	for _, width := range []int{80, 120, 200} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			t.Parallel()
+			out, code := ptyRun(t, t.TempDir(), width, nil, []string{"demo", "--window", "1s"}, nil)
+			scr, wide := renderScreen(width, out)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, scr)
+			}
+			for _, l := range wide {
+				t.Errorf("line wider than %d columns, wrapped by the terminal: %q", width, l)
+			}
+			for _, want := range []string{"Demo: kvcheck hitrate", "Demo: kvcheck tap", "Demo: kvcheck audit", "Demo: kvcheck lint", "Demo: kvcheck simulate", "Demo: kvcheck assess", "Recommendation: "} {
+				if !strings.Contains(scr, want) {
+					t.Errorf("no %q on the screen", want)
+				}
+			}
+		})
 	}
 }
 
