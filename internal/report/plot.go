@@ -218,8 +218,7 @@ func legendGrid(entries []legendEntry, width float64) (cols, rows int, colW floa
 
 // legend draws the entries from (x, y), column by column down, in a width.
 func (w *svgWriter) legend(x, y, width float64, entries []legendEntry) {
-	cols, rows, colW := legendGrid(entries, width)
-	_ = cols
+	_, rows, colW := legendGrid(entries, width)
 	w.p(`<g id="legend">` + "\n")
 	for i, e := range entries {
 		col, row := i/rows, i%rows
