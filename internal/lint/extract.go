@@ -190,6 +190,10 @@ func (fl *fileLint) run() {
 	}
 	if jsonErr == nil {
 		docs, err := parseYAML(fl.src)
+		if errors.Is(err, errTooManyDocs) {
+			fl.refuseDocs()
+			return
+		}
 		if ext := strings.ToLower(filepath.Ext(fl.path)); err != nil && (ext == ".yaml" || ext == ".yml") {
 			yamlErr = err // named as YAML: say it did not parse (prose in a .txt may not)
 		}
@@ -535,21 +539,34 @@ func (fl *fileLint) checkTemplate(s *site) {
 // maxYAMLDocs bounds the documents read from one file.
 const maxYAMLDocs = 10000
 
+// errTooManyDocs refuses a YAML stream past maxYAMLDocs. The whole file is refused: checking
+// the first documents and dropping the rest would pass a removed metric in the one after.
+var errTooManyDocs = fmt.Errorf("more than %d YAML documents in one file", maxYAMLDocs)
+
 func parseYAML(src []byte) ([]*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var docs []*yaml.Node
-	for len(docs) < maxYAMLDocs {
+	for {
 		var n yaml.Node
 		err := dec.Decode(&n)
 		if errors.Is(err, io.EOF) {
 			return docs, nil
+		}
+		if len(docs) == maxYAMLDocs {
+			return nil, errTooManyDocs
 		}
 		if err != nil {
 			return docs, fmt.Errorf("yaml: %w", err)
 		}
 		docs = append(docs, &n)
 	}
-	return docs, nil
+}
+
+// refuseDocs is the finding on a file refused for errTooManyDocs.
+func (fl *fileLint) refuseDocs() {
+	fl.formats = []Format{FormatYAML}
+	fl.addFile(finding.Error, CodeSkipped, StatusSkipped,
+		fmt.Sprintf("refused: more than %d YAML documents in one file, kvcheck's limit, so nothing in it was checked; split the file", maxYAMLDocs))
 }
 
 // structured reports whether any document is a mapping or a sequence: prose parses as YAML

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -73,6 +74,10 @@ func (fl *fileLint) lintTemplate() bool {
 		return false
 	}
 	docs, err := parseYAML(masked)
+	if errors.Is(err, errTooManyDocs) {
+		fl.refuseDocs()
+		return true
+	}
 	if err != nil || !structured(docs) {
 		return false
 	}

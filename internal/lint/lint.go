@@ -1,13 +1,7 @@
 package lint
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,6 +105,8 @@ type FileResult struct {
 	Families []string
 	// config is what the file tells the checks across files.
 	config *configFacts
+	// skip is the Skipped class of a file not checked ("" for one checked).
+	skip string
 }
 
 // Ref is where a file first selects a metric name.
@@ -222,103 +218,6 @@ func (l *Linter) JudgedAgainst(files []FileResult) []FamilyTarget {
 	return out
 }
 
-// Paths lints files and directories (recursively, following no symlinked directories).
-// Every file is read and its format detected by content; files under hidden directories
-// and binary files are skipped silently when found by walking, while files named explicitly
-// are always read.
-//
-// When ctx ends it stops before the next file and returns what it has with ctx's error: the
-// file it stopped at carries a file-skipped error saying so, so the partial results are marked.
-func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error) {
-	var out []FileResult
-	stopped := func(path string) ([]FileResult, error) {
-		out = append(out, FileResult{Path: path, Formats: []Format{}, Findings: []Finding{{
-			Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
-				Message: "not checked: lint was interrupted here, and the files after this one were not read either",
-				File:    path, Line: 1, Column: 1},
-			Status: StatusSkipped,
-		}}})
-		return l.Finish(ForgetRecorded(out)), fmt.Errorf("lint interrupted at %s: %w", path, context.Cause(ctx))
-	}
-	for _, p := range paths {
-		if ctx.Err() != nil {
-			return stopped(p)
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("lint %s: %w", p, err)
-		}
-		if !st.IsDir() {
-			if !l.keep(p) {
-				continue
-			}
-			r, err := l.readFile(p)
-			if err != nil {
-				return nil, err
-			}
-			if binary(r.Original) {
-				// Named, not found by walking: the user meant it to be checked, and "no
-				// findings" would say it was.
-				r = FileResult{Path: p, Formats: []Format{}, Findings: []Finding{{
-					Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
-						Message: "binary content (a NUL byte in its first 8 KiB): not a dashboard, rule file or config, so nothing was checked",
-						File:    p, Line: 1, Column: 1},
-					Status: StatusSkipped,
-				}}}
-			}
-			if len(r.Findings) == 0 && len(bytes.TrimSpace(r.Original)) == 0 {
-				// An empty render or a truncated checkout: a gate that says "no findings" of
-				// it would pass what it never saw.
-				r = FileResult{Path: p, Formats: []Format{}, Findings: []Finding{{
-					Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
-						Message: "the file is empty: nothing was checked (was it rendered or checked out?)",
-						File:    p, Line: 1, Column: 1},
-					Status: StatusSkipped,
-				}}}
-			}
-			out = append(out, r)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return fmt.Errorf("walk %s: %w", path, err)
-			}
-			if d.IsDir() {
-				if path != p && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			if ctx.Err() != nil {
-				return errStopped{path}
-			}
-			if !l.keep(path) {
-				return nil
-			}
-			r, err := l.readFile(path)
-			if err != nil {
-				return err
-			}
-			if binary(r.Original) {
-				return nil // found by walking, not named: images and archives are not configs
-			}
-			out = append(out, r)
-			return nil
-		})
-		var es errStopped
-		if errors.As(err, &es) {
-			return stopped(es.path)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return l.Finish(ForgetRecorded(out)), nil
-}
-
 // keep reports whether Only lets a file be read, counting those it leaves out.
 func (l *Linter) keep(path string) bool {
 	if l.only == nil {
@@ -331,11 +230,6 @@ func (l *Linter) keep(path string) bool {
 	l.Left++
 	return false
 }
-
-// errStopped ends a directory walk at path when the context ends.
-type errStopped struct{ path string }
-
-func (e errStopped) Error() string { return "stopped at " + e.path }
 
 // Finish runs the checks across the files of one run and applies the suppressions; Paths calls
 // it, callers that lint content with File call it on their results.
@@ -386,36 +280,6 @@ func ForgetRecorded(results []FileResult) []FileResult {
 		results[i].Findings = kept
 	}
 	return results
-}
-
-// binary reports content with a NUL byte in its first 8 KiB, as git and grep decide.
-func binary(b []byte) bool {
-	return bytes.IndexByte(b[:min(len(b), 8192)], 0) >= 0
-}
-
-func (l *Linter) readFile(path string) (FileResult, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return FileResult{}, fmt.Errorf("lint %s: %w", path, err)
-	}
-	defer func() { _ = f.Close() }() // read only: nothing to lose on close
-	var buf bytes.Buffer
-	if st, err := f.Stat(); err == nil && st.Size() < l.max {
-		buf.Grow(int(st.Size()) + bytes.MinRead)
-	}
-	n, err := buf.ReadFrom(io.LimitReader(f, l.max+1))
-	if err != nil {
-		return FileResult{}, fmt.Errorf("lint %s: %w", path, err)
-	}
-	if n > l.max {
-		return FileResult{Path: path, Formats: []Format{}, Findings: []Finding{{
-			Finding: finding.Finding{Severity: finding.Error, Code: CodeSkipped,
-				Message: fmt.Sprintf("file is larger than %d MiB and was not checked: raise --max-file-mib if it really is one dashboard or config", l.max>>20),
-				File:    path, Line: 1, Column: 1},
-			Status: StatusSkipped,
-		}}}, nil
-	}
-	return l.File(path, buf.Bytes()), nil
 }
 
 // File lints one file's content. It never fails: what cannot be read becomes a finding.

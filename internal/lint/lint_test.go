@@ -751,7 +751,7 @@ func TestMaskTemplate(t *testing.T) {
 
 // TestEmptyNamed: a file named on the command line that is empty (or only whitespace) is an
 // error, since a CI gate saying "no findings" would pass a render that produced nothing; an
-// empty file met while walking a directory is listed with no finding.
+// empty file met while walking a directory is counted as skipped.
 func TestEmptyNamed(t *testing.T) {
 	dir := t.TempDir()
 	for name, src := range map[string]string{"empty.yaml": "", "blank.json": " \n\t\n"} {
@@ -771,14 +771,22 @@ func TestEmptyNamed(t *testing.T) {
 			t.Errorf("%s: %s %s %q, want an error %s saying the file is empty", name, f.Severity, f.Code, f.Message, CodeSkipped)
 		}
 	}
-	rs, err := newLinter(t, "").Paths(context.Background(), []string{dir})
+	// Walked, they are counted as skipped; and since nothing else was there, the run says it
+	// checked nothing.
+	in, err := newLinter(t, "").Read(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rs {
-		if len(r.Findings) != 0 {
-			t.Errorf("walked %s: %+v, want no finding", r.Path, summarize(r.Findings))
-		}
+	var skipped []string
+	for _, s := range in.Skipped {
+		skipped = append(skipped, filepath.Base(s.Path)+": "+s.What)
+	}
+	if diff := cmp.Diff([]string{"blank.json: empty files", "empty.yaml: empty files"}, skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	if len(in.Files) != 1 || len(in.Files[0].Findings) != 1 || in.Files[0].Findings[0].Severity != finding.Error ||
+		!strings.HasPrefix(in.Files[0].Findings[0].Message, "nothing was checked") {
+		t.Errorf("walked: %+v, want one error saying nothing was checked", in.Files)
 	}
 }
 

@@ -19,6 +19,9 @@ type Run struct {
 	// when they use none), in the catalog's order: what the summary says it judged against.
 	Targets []FamilyTarget
 	Files   []FileResult
+	// Skipped is what the run met and did not check (hidden directories, binary files found
+	// by walking, ...), counted in the summary and listed in JSON.
+	Skipped []Skipped
 	// Fix says the fixes were written; findings marked Fixed are then resolved.
 	Fix bool
 	// Prometheus is the server the online check asked, if any.
@@ -51,15 +54,16 @@ type RunOptions struct {
 // nothing more of Prometheus and writes no file.
 func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []string, wrote func(path string)) (Run, error) {
 	l := New(cat, o.Options)
-	results, err := l.Paths(ctx, paths)
+	in, err := l.Read(ctx, paths)
 	if err != nil && ctx.Err() == nil {
 		return Run{}, err
 	}
+	results := in.Files
 	api, fix := o.Online, o.Fix
 	if err != nil {
 		api, fix = nil, false
 	}
-	run := Run{Target: l.Target().String(), Targets: l.JudgedAgainst(results), Files: results, Fix: fix, Unchanged: l.Left}
+	run := Run{Target: l.Target().String(), Targets: l.JudgedAgainst(results), Files: results, Skipped: in.Skipped, Fix: fix, Unchanged: l.Left}
 	if api != nil {
 		if err := CheckOnline(ctx, api, results, o.Server, time.Duration(o.Lookback), o.QueryTimeout, time.Now()); err != nil {
 			if !o.Verbose {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteAllFixed writes --fix's rewrite of every file that has one, in order, calling wrote
@@ -33,7 +34,7 @@ func WriteFixed(name string, content []byte) error {
 	if err != nil {
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".kvcheck-fix-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), fixTempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("fix %s: %w", path, err)
 	}
@@ -56,3 +57,9 @@ func WriteFixed(name string, content []byte) error {
 	}
 	return nil
 }
+
+// fixTempPrefix starts the name of --fix's temporary files; lint never reads one it finds.
+const fixTempPrefix = ".kvcheck-fix-"
+
+// fixTemp reports whether a file name is one of --fix's temporary files.
+func fixTemp(name string) bool { return strings.HasPrefix(name, fixTempPrefix) }

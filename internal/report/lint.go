@@ -214,6 +214,7 @@ func (t *Text) lint(run LintRun) {
 		if run.ChangedSince != "" {
 			t.Muted("Only the files changed since %s were linted (%d others left out); checks across files saw only these.", run.ChangedSince, run.Unchanged)
 		}
+		t.lintSkipped(run)
 	}
 	if c.all == 0 {
 		adj := ""
@@ -238,6 +239,27 @@ func (t *Text) lint(run LintRun) {
 	case c.fixable > 1:
 		t.Muted("%d have an exact rewrite: run with --diff to see it, --fix to apply it.", c.fixable)
 	}
+}
+
+// lintSkipped counts what the run met and did not check, by class: "Not checked: hidden
+// directories 1, binary files 2 (each listed under skipped in -o json)."
+func (t *Text) lintSkipped(run LintRun) {
+	if len(run.Skipped) == 0 {
+		return
+	}
+	var order []string
+	n := map[string]int{}
+	for _, s := range run.Skipped {
+		if n[s.What] == 0 {
+			order = append(order, s.What)
+		}
+		n[s.What]++
+	}
+	parts := make([]string, len(order))
+	for i, w := range order {
+		parts[i] = fmt.Sprintf("%s %d", w, n[w])
+	}
+	t.Muted("Not checked: %s (each listed under skipped in -o json).", strings.Join(parts, ", "))
 }
 
 // judgedAgainst names the release of every family whose names the run's files use:
@@ -283,12 +305,20 @@ type lintDoc struct {
 	Prometheus string            `json:"prometheus,omitempty"`
 	Lookback   string            `json:"lookback,omitempty"`
 	// Baseline and ChangedSince are the run's --baseline file and --changed-since revision.
-	Baseline     string         `json:"baseline,omitempty"`
-	ChangedSince string         `json:"changed_since,omitempty"`
-	Files        []lintFileDoc  `json:"files"`
-	Findings     []lintFinding  `json:"findings"`
-	Suppressed   []lintFinding  `json:"suppressed"`
-	Summary      lintSummaryDoc `json:"summary"`
+	Baseline     string        `json:"baseline,omitempty"`
+	ChangedSince string        `json:"changed_since,omitempty"`
+	Files        []lintFileDoc `json:"files"`
+	Findings     []lintFinding `json:"findings"`
+	Suppressed   []lintFinding `json:"suppressed"`
+	// Skipped is what the run met and did not check, each with its class and reason.
+	Skipped []lintSkippedDoc `json:"skipped"`
+	Summary lintSummaryDoc   `json:"summary"`
+}
+
+type lintSkippedDoc struct {
+	Path   string `json:"path"`
+	What   string `json:"what"`
+	Reason string `json:"reason"`
 }
 
 type lintFileDoc struct {
@@ -336,6 +366,7 @@ type lintSummaryDoc struct {
 	Suppressed int `json:"suppressed"`
 	// Baselined counts the findings in the baseline, not in Findings' counts.
 	Baselined int `json:"baselined"`
+	Skipped   int `json:"skipped"`
 }
 
 // lintDocument is the run as one JSON document.
@@ -350,9 +381,12 @@ func lintDocument(run LintRun) lintDoc {
 	}
 	doc := lintDoc{SchemaVersion: SchemaVersion, Target: run.Target, Targets: targets, Prometheus: run.Prometheus, Lookback: run.Lookback,
 		Baseline: run.Baseline, ChangedSince: run.ChangedSince,
-		Files: []lintFileDoc{}, Findings: []lintFinding{}, Suppressed: []lintFinding{},
+		Files: []lintFileDoc{}, Findings: []lintFinding{}, Suppressed: []lintFinding{}, Skipped: []lintSkippedDoc{},
 		Summary: lintSummaryDoc{Files: c.files, Queries: c.queries, Findings: c.all, Errors: c.errors,
-			Warnings: c.warnings, Info: c.infos, Fixable: c.fixable, Fixed: c.fixed, Suppressed: c.suppressed, Baselined: c.baselined}}
+			Warnings: c.warnings, Info: c.infos, Fixable: c.fixable, Fixed: c.fixed, Suppressed: c.suppressed, Baselined: c.baselined, Skipped: len(run.Skipped)}}
+	for _, s := range run.Skipped {
+		doc.Skipped = append(doc.Skipped, lintSkippedDoc{Path: s.Path, What: s.What, Reason: s.Reason})
+	}
 	for _, f := range run.Files {
 		formats := make([]string, len(f.Formats))
 		for i, x := range f.Formats {

@@ -1,0 +1,270 @@
+package lint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/files"
+	"github.com/kvcheck/kvcheck/internal/finding"
+)
+
+// Skipped is a path a run met and did not check, and why: counted and listed, never a finding.
+// Only what is a convention is skipped so: a hidden directory, a second name of a file already
+// read, and, among the files found in a directory, binary content, an empty file and a file
+// holding nothing kvcheck checks. What may hide something meant to be checked (a broken link,
+// a loop, a pipe or a device in a tree), and anything named on the command line, is a finding.
+type Skipped struct {
+	Path string
+	// What is the class, plural, for a count ("hidden directories"); Reason says it of this path.
+	What, Reason string
+}
+
+// The classes of Skipped that lint itself decides (files has the others).
+const (
+	skipBinary  = "binary files"
+	skipEmpty   = "empty files"
+	skipNothing = "files holding nothing kvcheck checks"
+	skipFixTemp = "temporary files of an interrupted --fix"
+)
+
+// Input is what one run read: the files, each with its findings, and what was not checked.
+type Input struct {
+	Files   []FileResult
+	Skipped []Skipped
+}
+
+// Paths lints files and directories and returns the files' results (Read without the list of
+// what was skipped).
+func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error) {
+	in, err := l.Read(ctx, paths)
+	return in.Files, err
+}
+
+// Read lints files and directories, recursively. Every file is read and its format detected by
+// content. Links are followed, to files and directories, with loop detection, and a file is
+// read once however many names reach it (a Kubernetes ConfigMap mount: under its visible
+// names); hidden directories are not entered unless named. A file named on the command line is
+// always checked or a finding says why not (empty, binary, too large, a device, nothing kvcheck
+// knows); one found in a directory is checked or counted in Skipped. A named pipe named on the
+// command line is read, cancellably; one in a tree is a finding, never opened.
+//
+// A run that checked nothing (an empty directory, a tree of READMEs, a file of no known
+// format) has an error finding saying so: a CI gate must not pass on nothing.
+//
+// When ctx ends it stops before the next file (or during a pipe's read) and returns what it has
+// with ctx's error: the file it stopped at carries a file-skipped error saying so.
+func (l *Linter) Read(ctx context.Context, paths []string) (Input, error) {
+	var in Input
+	var w files.Walker
+	checked := 0
+	stopped := func(path string) (Input, error) {
+		in.Files = append(in.Files, skippedFile(path, finding.Error,
+			"not checked: lint was interrupted here, and the files after this one were not read either"))
+		in.Files = l.Finish(ForgetRecorded(in.Files))
+		return in, fmt.Errorf("lint interrupted at %s: %w", path, context.Cause(ctx))
+	}
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			return stopped(p)
+		}
+		at := p // the path being read, for an interruption
+		err := w.Walk(ctx, p, func(path string, kind files.Kind, named bool) error {
+			at = path
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !l.keep(path) {
+				return nil // --changed-since left it out: counted in Left, said in the summary
+			}
+			if !named && fixTemp(filepath.Base(path)) {
+				in.Skipped = append(in.Skipped, Skipped{Path: path, What: skipFixTemp,
+					Reason: "a temporary file of kvcheck lint --fix, left by a run that was killed; the next --fix in this directory removes it"})
+				return nil
+			}
+			r, ok, err := l.readInput(ctx, path, kind, named)
+			if err != nil {
+				return err
+			}
+			if ok {
+				checked++
+			} else if !named {
+				in.Skipped = append(in.Skipped, skippedAs(r))
+				return nil
+			}
+			in.Files = append(in.Files, r)
+			return nil
+		}, func(s files.Skip) {
+			if s.Problem {
+				in.Files = append(in.Files, skippedFile(s.Path, finding.Warning, "not checked: "+s.Reason))
+				return
+			}
+			in.Skipped = append(in.Skipped, Skipped{Path: s.Path, What: s.What, Reason: s.Reason})
+		})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return stopped(at)
+		case err != nil:
+			return Input{}, fmt.Errorf("lint %s: %w", at, err)
+		}
+	}
+	// With --changed-since, a run whose changed files hold nothing to check checked all it was
+	// asked to: the files it left out are said in the summary.
+	if checked == 0 && len(paths) > 0 && l.Left == 0 {
+		in.Files = nothingChecked(in, paths)
+	}
+	in.Files = l.Finish(ForgetRecorded(in.Files))
+	return in, nil
+}
+
+// readInput reads and lints one file and reports whether it was checked: read, and found to
+// hold something kvcheck checks. A file not checked carries a finding saying why when named
+// (r is then its result), and says why in r otherwise (skippedAs).
+func (l *Linter) readInput(ctx context.Context, path string, kind files.Kind, named bool) (FileResult, bool, error) {
+	if kind != files.Regular && kind != files.Pipe {
+		return skippedFile(path, finding.Error, "not checked: "+kind.String()+", not a file; kvcheck reads no devices or sockets"), false, nil
+	}
+	src, err := files.Read(ctx, path, l.max)
+	switch {
+	case ctx.Err() != nil:
+		return FileResult{}, false, ctx.Err()
+	case errors.Is(err, files.ErrTooLarge):
+		return skippedFile(path, finding.Error, fmt.Sprintf("file is larger than %d MiB and was not checked: raise --max-file-mib if it really is one dashboard or config", l.max>>20)), false, nil
+	case err != nil:
+		return FileResult{}, false, err
+	case binary(src):
+		// Named, not found by walking: the user meant it to be checked, and "no findings"
+		// would say it was.
+		r := skippedFile(path, finding.Error, "binary content (a NUL byte in its first 8 KiB): not a dashboard, rule file or config, so nothing was checked")
+		r.skip = skipBinary
+		return r, false, nil
+	case len(bytes.TrimSpace(src)) == 0:
+		// An empty render or a truncated checkout: a gate that says "no findings" of it
+		// would pass what it never saw.
+		r := skippedFile(path, finding.Error, "the file is empty: nothing was checked (was it rendered or checked out?)")
+		r.skip = skipEmpty
+		return r, false, nil
+	}
+	r := l.File(path, src)
+	if recognised(r) {
+		return r, true, nil
+	}
+	msg := "nothing kvcheck checks: read as " + formatList(r.Formats) + ", it is no dashboard, rule file, autoscaler or router or engine config kvcheck knows, and names no metric kvcheck knows"
+	if len(r.Formats) == 1 && r.Formats[0] == FormatExposition {
+		msg = "a saved /metrics page: it queries nothing, so lint has nothing to check in it (kvcheck hitrate reads it)"
+	}
+	r.Findings = append(r.Findings, Finding{
+		Finding: finding.Finding{Severity: finding.Warning, Code: CodeSkipped, Message: msg, Subject: path, File: path, Line: 1, Column: 1},
+		Status:  StatusSkipped,
+	})
+	r.skip = skipNothing
+	return r, false, nil
+}
+
+// recognised reports whether linting a file checked something: a query or a name, a format
+// kvcheck knows, or a finding of its own.
+func recognised(r FileResult) bool {
+	if r.Queries > 0 || len(r.Findings) > 0 || r.config != nil {
+		return true
+	}
+	for _, f := range r.Formats {
+		switch f {
+		case FormatJSON, FormatYAML, FormatText, FormatExposition:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// skippedAs is the Skipped entry of a file found in a directory and not checked.
+func skippedAs(r FileResult) Skipped {
+	s := Skipped{Path: r.Path, What: r.skip}
+	if len(r.Findings) > 0 {
+		s.Reason = r.Findings[len(r.Findings)-1].Message
+	}
+	return s
+}
+
+// nothingChecked marks a run that checked no file: the named files that held nothing kvcheck
+// knows become errors, and when no finding says so already, the first path gets one.
+func nothingChecked(in Input, paths []string) []FileResult {
+	out := in.Files
+	said := false
+	for i := range out {
+		for j := range out[i].Findings {
+			f := &out[i].Findings[j]
+			if f.Code == CodeSkipped && f.Severity == finding.Warning {
+				f.Severity = finding.Error
+			}
+			if f.Severity == finding.Error {
+				said = true
+			}
+		}
+	}
+	if said {
+		return out
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "nothing was checked: %s held no dashboard, rule file, autoscaler or router or engine config kvcheck knows", strings.Join(paths, ", "))
+	if len(in.Skipped) == 0 {
+		b.WriteString(", and no file at all")
+	} else {
+		// By class, with at most five paths in all: "(skipped: binary files: a.png;
+		// hidden directories: .git)".
+		var order []string
+		byWhat := map[string][]string{}
+		for _, s := range in.Skipped {
+			if byWhat[s.What] == nil {
+				order = append(order, s.What)
+			}
+			byWhat[s.What] = append(byWhat[s.What], s.Path)
+		}
+		shown := 0
+		b.WriteString(" (skipped: ")
+		for i, w := range order {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			ps := byWhat[w]
+			k := min(len(ps), max(5-shown, 1))
+			shown += k
+			b.WriteString(w + ": " + strings.Join(ps[:k], ", "))
+			if k < len(ps) {
+				fmt.Fprintf(&b, " and %d more", len(ps)-k)
+			}
+		}
+		b.WriteString(")")
+	}
+	b.WriteString("; a gate that passed here would pass on nothing")
+	return append(out, skippedFile(paths[0], finding.Error, b.String()))
+}
+
+// skippedFile is the result of a file not checked, with one file-skipped finding.
+func skippedFile(path string, sev finding.Severity, msg string) FileResult {
+	return FileResult{Path: path, Formats: []Format{}, Findings: []Finding{{
+		Finding: finding.Finding{Severity: sev, Code: CodeSkipped, Message: msg, Subject: path, File: path, Line: 1, Column: 1},
+		Status:  StatusSkipped,
+	}}}
+}
+
+func formatList(fs []Format) string {
+	if len(fs) == 0 {
+		return "text"
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if len(parts) == 0 || parts[len(parts)-1] != string(f) {
+			parts = append(parts, string(f))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// binary reports content with a NUL byte in its first 8 KiB, as git and grep decide.
+func binary(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), 8192)], 0) >= 0
+}

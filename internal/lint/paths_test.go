@@ -1,0 +1,247 @@
+//go:build unix
+
+package lint
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// removedRule is a rule file with one error: a metric vLLM removed.
+const removedRule = "groups:\n- name: g\n  rules:\n  - alert: a\n    expr: vllm:gpu_cache_usage_perc > 0.9\n"
+
+func mkfile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mklink(t *testing.T, target, path string) {
+	t.Helper()
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadInputs: what a run reads, and what it says of what it did not (issue 23 item 1:
+// each of these passed with "no findings in 0 files", or skipped without a word).
+func TestReadInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		roots []string
+		// findings as "path severity code" (path relative to the test's directory), and
+		// skipped as "path: what"
+		want, skipped []string
+	}{{
+		name: "directory named through a link",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/real/rules.yaml", removedRule)
+			mklink(t, "real", dir+"/rules")
+		},
+		roots: []string{"rules"},
+		want:  []string{"rules/rules.yaml error metric-removed"},
+	}, {
+		// The kubelet's layout of a ConfigMap volume: one finding, under the visible name.
+		name: "configmap mount",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/etc/rules/..2026_11_01_00_00_00.1/rules.yaml", removedRule)
+			mklink(t, "..2026_11_01_00_00_00.1", dir+"/etc/rules/..data")
+			mklink(t, "..data/rules.yaml", dir+"/etc/rules/rules.yaml")
+		},
+		roots:   []string{"etc/rules"},
+		want:    []string{"etc/rules/rules.yaml error metric-removed"},
+		skipped: []string{"etc/rules/..2026_11_01_00_00_00.1: hidden directories", "etc/rules/..data: hidden directories"},
+	}, {
+		// A linked directory inside the tree is followed; a second name of a file is read once.
+		name: "links in the tree",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/shared/rules.yaml", removedRule)
+			mkfile(t, dir+"/repo/a.yaml", removedRule)
+			mklink(t, "../shared", dir+"/repo/shared")
+			mklink(t, "a.yaml", dir+"/repo/b.yaml")
+		},
+		roots:   []string{"repo"},
+		want:    []string{"repo/a.yaml error metric-removed", "repo/shared/rules.yaml error metric-removed"},
+		skipped: []string{"repo/b.yaml: second names of files already read"},
+	}, {
+		name: "loop and broken link",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/repo/a.yaml", removedRule)
+			mklink(t, ".", dir+"/repo/up")
+			mklink(t, "gone.yaml", dir+"/repo/gone.yaml.link")
+		},
+		roots: []string{"repo"},
+		want:  []string{"repo/a.yaml error metric-removed", "repo/gone.yaml.link warning file-skipped", "repo/up warning file-skipped"},
+	}, {
+		// A pipe in a tree is never opened: that blocked until a writer came.
+		name: "fifo in the tree",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/repo/a.yaml", removedRule)
+			if err := syscall.Mkfifo(dir+"/repo/p", 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		roots: []string{"repo"},
+		want:  []string{"repo/a.yaml error metric-removed", "repo/p warning file-skipped"},
+	}, {
+		name:  "device named",
+		setup: func(t *testing.T, dir string) { mklink(t, "/dev/null", dir+"/null") },
+		roots: []string{"null"},
+		want:  []string{"null error file-skipped"},
+	}, {
+		// A file of no known format beside one that is checked: a warning on it (it was named).
+		name: "named file of nothing known",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/app.json", `{"name": "checkout", "port": 8080}`)
+			mkfile(t, dir+"/rules.yaml", removedRule)
+		},
+		roots: []string{"app.json", "rules.yaml"},
+		want:  []string{"app.json warning file-skipped", "rules.yaml error metric-removed"},
+	}, {
+		// Alone, it is an error: the run checked nothing.
+		name:  "nothing but a file of nothing known",
+		setup: func(t *testing.T, dir string) { mkfile(t, dir+"/app.json", `{"name": "checkout"}`) },
+		roots: []string{"app.json"},
+		want:  []string{"app.json error file-skipped"},
+	}, {
+		// Found in a directory, such files are counted; a directory of only them, or none,
+		// is a run that checked nothing.
+		name: "tree of nothing known",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/repo/README.md", "# checkout service\n")
+			mkfile(t, dir+"/repo/logo.png", "\x89PNG\x00\x00")
+			mkfile(t, dir+"/repo/.git/HEAD", "ref: main\n")
+		},
+		roots:   []string{"repo"},
+		want:    []string{"repo error file-skipped"},
+		skipped: []string{"repo/.git: hidden directories", "repo/README.md: files holding nothing kvcheck checks", "repo/logo.png: binary files"},
+	}, {
+		name:  "empty directory",
+		setup: func(t *testing.T, dir string) { mkfile(t, dir+"/repo/.keep/x", "") },
+		roots: []string{"repo"},
+		want:  []string{"repo error file-skipped"},
+		skipped: []string{
+			"repo/.keep: hidden directories",
+		},
+	}, {
+		// --fix's temporary file left by a killed run is neither read nor reported as an
+		// error; it is counted.
+		name: "fix temporary file",
+		setup: func(t *testing.T, dir string) {
+			mkfile(t, dir+"/repo/rules.yaml", removedRule)
+			mkfile(t, dir+"/repo/"+fixTempPrefix+"123-456", removedRule)
+		},
+		roots:   []string{"repo"},
+		want:    []string{"repo/rules.yaml error metric-removed"},
+		skipped: []string{"repo/" + fixTempPrefix + "123-456: temporary files of an interrupted --fix"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.setup(t, dir)
+			var roots []string
+			for _, r := range tc.roots {
+				roots = append(roots, filepath.Join(dir, r))
+			}
+			in, err := newLinter(t, "").Read(context.Background(), roots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := func(p string) string { return strings.TrimPrefix(p, dir+"/") }
+			var got, skipped []string
+			for _, r := range in.Files {
+				for _, f := range r.Findings {
+					got = append(got, rel(f.File)+" "+f.Severity.String()+" "+f.Code)
+				}
+			}
+			for _, s := range in.Skipped {
+				skipped = append(skipped, rel(s.Path)+": "+s.What)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.skipped, skipped); diff != "" {
+				t.Errorf("skipped (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReadNamedPipe: a pipe named on the command line is read (a process substitution is one),
+// and an interrupt ends a read no writer ever serves (it blocked in open and ignored SIGTERM).
+func TestReadNamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "rules.yaml")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if f, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteString(removedRule)
+			_ = f.Close()
+		}
+	}()
+	rs, err := newLinter(t, "").Paths(context.Background(), []string{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || len(rs[0].Findings) != 1 || rs[0].Findings[0].Code != CodeRemoved {
+		t.Fatalf("results %+v, want the removed metric", rs)
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("SIGTERM")
+	done := make(chan error, 1)
+	var got []FileResult
+	go func() {
+		var err error
+		got, err = newLinter(t, "").Paths(ctx, []string{p})
+		done <- err
+	}()
+	cancel(stop)
+	if err := <-done; !errors.Is(err, stop) {
+		t.Fatalf("err %v, want the interrupt", err)
+	}
+	if len(got) != 1 || !strings.Contains(got[0].Findings[0].Message, "interrupted") {
+		t.Errorf("results %+v, want the pipe marked as interrupted", got)
+	}
+}
+
+// TestYAMLDocumentLimit: a stream of exactly the limit is read whole; one document more is
+// refused with an error naming the limit (it was cut at 10,000, so a removed metric in the
+// 10,001st document passed).
+func TestYAMLDocumentLimit(t *testing.T) {
+	filler := strings.Repeat("a: 1\n---\n", maxYAMLDocs-1)
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"at the limit", filler + removedRule, []string{"error metric-removed"}},
+		{"one past", filler + "a: 1\n---\n" + removedRule, []string{"error file-skipped"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newLinter(t, "").File("big.yaml", []byte(tc.src))
+			var got []string
+			for _, f := range r.Findings {
+				got = append(got, f.Severity.String()+" "+f.Code)
+				if f.Code == CodeSkipped && !strings.Contains(f.Message, "more than 10000 YAML documents") {
+					t.Errorf("message %q does not name the limit", f.Message)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
