@@ -77,7 +77,13 @@ type Summary struct {
 	// the session of the earlier request whose conversation it continues (InferredSessions);
 	// a completion without one counts every hit as cross-session.
 	CrossSessionTokens, WithinSessionTokens int64
-	Sessions                                int64
+	// Sessions counts the distinct sessions, up to the session table's bound (MaxBlocks):
+	// SessionsCapped says it was reached, and Sessions is then a lower bound, since a session
+	// first seen past it cannot be told from one seen before; UntrackedRequests counts the
+	// requests of sessions that were not tracked.
+	Sessions          int64
+	SessionsCapped    bool
+	UntrackedRequests int64
 	// InferredSessions counts the sessions (of Sessions) found without an id: a chat request
 	// whose messages continue an earlier request's whole conversation (turn k+1 repeats turn
 	// k's messages) joins that request's session.
@@ -269,6 +275,9 @@ func (s *Summary) Findings(subject string) []Finding {
 	}
 	if s.Skipped > 0 {
 		add(finding.Warning, "audit/skipped-lines", fmt.Sprintf("%d lines were not usable requests and were skipped (first: %s)", s.Skipped, strings.Join(s.LineErrors, "; ")), "check the log format: one JSON request body or export record per line")
+	}
+	if s.SessionsCapped {
+		add(finding.Warning, "audit/sessions-full", fmt.Sprintf("the session table reached its bound of %d sessions; %d later requests of sessions not seen before were not told apart, so the session count is a lower bound and their later turns were not counted as follow-ups", s.Sessions, s.UntrackedRequests), "raise --max-blocks (the session table's bound too, about 50 bytes a session)")
 	}
 	if s.Capped {
 		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks (or session-block pairs) were not indexed, so reuse figures, and the within-session share, are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 50 bytes each)")
@@ -677,8 +686,12 @@ func (a *Analysis) followUp(sess uint64, ids []uint32, w walk) {
 			s.FollowUpFirstBlockChanged++
 		}
 	}
-	if seen || len(a.sessions) < a.text.max {
+	switch {
+	case seen || len(a.sessions) < a.text.max:
 		a.sessions[sess] = first
+	default:
+		s.SessionsCapped = true
+		s.UntrackedRequests++
 	}
 }
 

@@ -157,7 +157,12 @@ func TestAuditRequestsCacheControlAndCap(t *testing.T) {
 	for _, f := range sum.Findings("x") {
 		codes = append(codes, f.Code)
 	}
-	if diff := cmp.Diff([]string{"audit/cache-control-last", "audit/index-full"}, codes); diff != "" {
+	// Each request is a conversation of its own, so 50 sessions: 20 fit the table and the
+	// other 30 requests are of sessions it could not tell apart.
+	if !sum.SessionsCapped || sum.Sessions != 20 || sum.UntrackedRequests != 30 {
+		t.Errorf("sessions %d, capped %v, untracked %d; want 20, true, 30", sum.Sessions, sum.SessionsCapped, sum.UntrackedRequests)
+	}
+	if diff := cmp.Diff([]string{"audit/cache-control-last", "audit/sessions-full", "audit/index-full"}, codes); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
@@ -817,5 +822,39 @@ func TestBatchPrompts(t *testing.T) {
 	}
 	if !strings.Contains(msg, "2 requests") || !strings.Contains(msg, "3 more prompts") {
 		t.Errorf("batch finding %q, want 2 requests and 3 more prompts", msg)
+	}
+}
+
+// TestAuditSessionsCapped: past the session table's bound (--max-blocks) the count is a lower
+// bound and says so, instead of reporting the bound as the count. Six completions in sessions
+// s0..s5 then one more in s0, with room for three sessions: s0, s1, s2 are tracked; s3, s4, s5
+// are new past the bound (3 untracked requests); s0's second request is a follow-up of a
+// tracked session, so it is counted.
+func TestAuditSessionsCapped(t *testing.T) {
+	var lines []string
+	for _, s := range []int{0, 1, 2, 3, 4, 5, 0} {
+		lines = append(lines, fmt.Sprintf(`{"prompt": "q%d %s", "session_id": "s%d"}`, s, strings.Repeat("y", 10), s))
+	}
+	sum, err := AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{MaxBlocks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Sessions != 3 || !sum.SessionsCapped || sum.UntrackedRequests != 3 || sum.FollowUps != 1 {
+		t.Errorf("sessions %d, capped %v, untracked %d, follow-ups %d; want 3, true, 3, 1", sum.Sessions, sum.SessionsCapped, sum.UntrackedRequests, sum.FollowUps)
+	}
+	var codes []string
+	for _, f := range sum.Findings("x") {
+		codes = append(codes, f.Code)
+	}
+	if !slices.Contains(codes, "audit/sessions-full") {
+		t.Errorf("findings %v, want audit/sessions-full", codes)
+	}
+	// Within the bound nothing is said.
+	sum, err = AuditRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), RequestOptions{MaxBlocks: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Sessions != 6 || sum.SessionsCapped || sum.UntrackedRequests != 0 {
+		t.Errorf("room for 6: sessions %d, capped %v, untracked %d; want 6, false, 0", sum.Sessions, sum.SessionsCapped, sum.UntrackedRequests)
 	}
 }

@@ -75,6 +75,7 @@ type auditRequestsDoc struct {
 	Chat                     int64            `json:"chat"`
 	Completion               int64            `json:"completion"`
 	Sessions                 int64            `json:"sessions"`
+	SessionsCapped           bool             `json:"sessions_capped"`
 	InferredSessions         int64            `json:"inferred_sessions"`
 	ShorterThanBlock         int64            `json:"shorter_than_one_block"`
 	Skipped                  int64            `json:"skipped_lines"`
@@ -179,7 +180,7 @@ func auditDocument(a AuditRun) auditDoc {
 	if s := a.Requests; s != nil {
 		rd := &auditRequestsDoc{
 			Source: a.RequestsSource, Estimated: !s.Exact, BodyKey: s.BodyKey, Requests: s.Requests, Chat: s.Chat,
-			Completion: s.Completion, Sessions: s.Sessions, InferredSessions: s.InferredSessions, ShorterThanBlock: s.Short, Skipped: s.Skipped,
+			Completion: s.Completion, Sessions: s.Sessions, SessionsCapped: s.SessionsCapped, InferredSessions: s.InferredSessions, ShorterThanBlock: s.Short, Skipped: s.Skipped,
 			LineErrors: append([]string{}, s.LineErrors...), PromptTokens: s.PromptTokens, CacheableTokens: s.CacheableTokens,
 			CacheableFraction: frac(s.CacheableTokens, s.PromptTokens), CrossSessionTokens: s.CrossSessionTokens,
 			WithinSessionTokens: s.WithinSessionTokens, UniqueFirstBlock: s.UniqueFirstBlock,
@@ -259,7 +260,11 @@ func (t *Text) audit(a AuditRun) error {
 		if !s.Exact {
 			reqApprox = " (estimated)"
 		}
-		t.Line("requests          %d (chat %d, completion %d), sessions %d", s.Requests, s.Chat, s.Completion, s.Sessions)
+		sessions := strconv.FormatInt(s.Sessions, 10)
+		if s.SessionsCapped {
+			sessions = "at least " + sessions + " (the session table's bound, --max-blocks)"
+		}
+		t.Line("requests          %d (chat %d, completion %d), sessions %s", s.Requests, s.Chat, s.Completion, sessions)
 		if s.InferredSessions > 0 {
 			t.Muted("%d sessions without an id, inferred: a request that repeats an earlier request's whole conversation (its system message aside) continues its session", s.InferredSessions)
 		}
