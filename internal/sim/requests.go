@@ -96,7 +96,14 @@ type logFields struct {
 	// actual says output is the completion's recorded length (an export's completion_tokens),
 	// not a cap.
 	actual bool
-	n      int
+	// badOutput is the max_completion_tokens or max_tokens field, as written, that was there
+	// but not a token count (negative, fractional, not a number, or above 2^30), when neither
+	// gave one.
+	badOutput string
+	n         int
+	// nText is n as written when it is above maxSiblings; badN is n as written when it is
+	// not a positive integer.
+	nText, badN string
 }
 
 // requestLog holds the adapter's state while it reads a log.
@@ -117,10 +124,11 @@ type requestLog struct {
 	// withActual counts the requests (of withOutput) whose output length is the completion's
 	// recorded length.
 	withActual int64
-	// cappedN counts requests whose n was above maxSiblings; firstCappedN is the first one's
-	// line and n.
-	cappedN      int64
-	firstCappedN [2]int64
+	// cappedN counts requests whose n was above maxSiblings, badN those whose n was no positive
+	// integer, badOutput those whose max tokens was no token count; each first* is the first
+	// one's line and field as written.
+	cappedN, badN, badOutput             int64
+	firstCappedN, firstBadN, firstBadOut lineText
 	// conv infers the sessions of chat requests without an id from conversation continuity;
 	// withID counts requests with an id, continued those that continue an earlier request's
 	// conversation, conversations the sessions started without an id.
@@ -370,16 +378,21 @@ func (l *requestLog) add(req *audit.Request, f logFields, ids []uint32) error {
 		if f.actual {
 			l.withActual++
 		}
+	} else if f.badOutput != "" {
+		l.badOutput++
+		l.firstBadOut.note(l.badOutput, req.Line, f.badOutput)
 	}
 	n := 1
+	if f.badN != "" {
+		l.badN++
+		l.firstBadN.note(l.badN, req.Line, f.badN)
+	}
 	if f.n > 1 {
 		n = min(f.n, maxSiblings)
 		l.withN++
 		if f.n > maxSiblings {
-			if l.cappedN == 0 {
-				l.firstCappedN = [2]int64{req.Line, int64(f.n)}
-			}
 			l.cappedN++
+			l.firstCappedN.note(l.cappedN, req.Line, f.nText)
 		}
 	}
 	l.t.Requests = append(l.t.Requests, Request{
@@ -481,7 +494,13 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s for n > 1 and arrive as that many siblings", count(l.withN, "request asks", "requests ask")))
 	}
 	if l.cappedN > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%s for n above %d (first on line %d: n=%d), more than any server returns: simulated as %d siblings each", count(l.cappedN, "request asks", "requests ask"), maxSiblings, l.firstCappedN[0], l.firstCappedN[1], maxSiblings))
+		t.Notes = append(t.Notes, fmt.Sprintf("%s for n above %d (first on line %d: n=%s), more than any server returns: simulated as %d siblings each", count(l.cappedN, "request asks", "requests ask"), maxSiblings, l.firstCappedN.line, l.firstCappedN.text, maxSiblings))
+	}
+	if l.badN > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s an n that is not a positive integer (first on line %d: n=%s), which a server refuses: simulated as one completion each", count(l.badN, "request has", "requests have"), l.firstBadN.line, l.firstBadN.text))
+	}
+	if l.badOutput > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s a max_completion_tokens or max_tokens that is not a token count of at most 2^30 (first on line %d: %s), which a server refuses: --output-tokens %d used for them", count(l.badOutput, "request has", "requests have"), l.firstBadOut.line, l.firstBadOut.text, l.opts.OutputTokens))
 	}
 	if l.skipped > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s skipped (first: %s)", count(l.skipped, "line was not a usable request and was", "lines were not usable requests and were"), strings.Join(l.lineErrors, "; ")))
@@ -594,22 +613,64 @@ func readFields(line []byte, bodyKey, timeKey string) (logFields, error) {
 			}
 		})
 	}
-	if v, ok := nonNegInt(recorded); ok && v > 0 {
+	if v, ok, _ := nonNegInt(recorded); ok && v > 0 {
 		f.output, f.hasOutput, f.actual = v, true, true
 	}
-	for _, raw := range []span{b.maxCompletionTokens, b.maxTokens} {
+	for _, o := range []struct {
+		key string
+		raw span
+	}{{"max_completion_tokens", b.maxCompletionTokens}, {"max_tokens", b.maxTokens}} {
 		if f.actual {
 			break
 		}
-		if v, ok := nonNegInt(raw); ok {
-			f.output, f.hasOutput = v, true
+		v, ok, bad := nonNegInt(o.raw)
+		if ok {
+			f.output, f.hasOutput, f.badOutput = v, true, ""
 			break
 		}
+		if bad && f.badOutput == "" {
+			f.badOutput = o.key + "=" + jsonText(o.raw)
+		}
 	}
-	if v, ok := nonNegInt(b.n); ok {
+	switch v, ok, bad := nonNegInt(b.n); {
+	case ok && v == 0:
+		f.badN = "0"
+	case ok:
 		f.n = v
+		if v > maxSiblings {
+			f.nText = strconv.Itoa(v)
+		}
+	case bad && isHugeInt(b.n):
+		// Beyond 2^30 and still an integer: a request for more completions than any server
+		// returns, capped as any n above maxSiblings is.
+		f.n, f.nText = maxSiblings+1, jsonText(b.n)
+	case bad:
+		f.badN = jsonText(b.n)
 	}
 	return f, nil
+}
+
+// jsonText is a JSON value as the line wrote it, for a note: cut to 40 bytes, since a note
+// names a value and does not echo megabytes. A decoded line holds no raw control character
+// (JSON escapes them inside strings), so the text is safe to print as it is.
+func jsonText(raw span) string {
+	if len(raw) <= 40 {
+		return string(raw)
+	}
+	return strings.ToValidUTF8(string(raw[:40]), "") + fmt.Sprintf("... (%d bytes)", len(raw))
+}
+
+// lineText is the line and the text of the first request a note is about.
+type lineText struct {
+	line int64
+	text string
+}
+
+// note keeps the line and text when n, the running count, is the first.
+func (lt *lineText) note(n, line int64, text string) {
+	if n == 1 {
+		*lt = lineText{line, text}
+	}
 }
 
 // span is a JSON value's bytes, pointing into the line.
@@ -647,17 +708,30 @@ func unquoted(raw span) (span, bool) {
 	return raw, true
 }
 
-// nonNegInt reads a non-negative integer (a JSON number, possibly in a string).
-func nonNegInt(raw span) (int, bool) {
+// nonNegInt reads a non-negative integer of at most 2^30 (a JSON number, possibly in a
+// string). ok is false for an absent or null field; bad is set when the field is there but
+// is not such an integer (negative, fractional, too large, not a number), for the callers to
+// say so rather than drop it.
+func nonNegInt(raw span) (v int, ok, bad bool) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return 0, false
+		return 0, false, false
 	}
 	s := strings.Trim(string(raw), `"`)
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 || v > 1<<30 || v != math.Trunc(v) {
-		return 0, false
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 1<<30 || f != math.Trunc(f) {
+		return 0, false, true
 	}
-	return int(v), true
+	return int(f), true, false
+}
+
+// isHugeInt reports a number above 2^30 with no fractional part: 1e99, or 1e400, too large
+// for a float64 (ParseFloat gives +Inf and ErrRange); not "inf" or "Infinity" as text.
+func isHugeInt(raw span) bool {
+	f, err := strconv.ParseFloat(strings.Trim(string(raw), `"`), 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return f > 0
+	}
+	return err == nil && f > 1<<30 && !math.IsInf(f, 0) && f == math.Trunc(f)
 }
 
 // parseTime reads a time as seconds: a number since the epoch in s, ms, µs or ns (told apart by

@@ -110,6 +110,35 @@ func TestReadRequests(t *testing.T) {
 			notes: []string{"1 line was not a usable request and was skipped (first: line 2: time 9.22337e+09 is not an arrival of this log", "1 request asks for n above 1024 (first on line 3: n=1000000000)"},
 		},
 		{
+			// Issue 23: n and max_tokens above 2^30 were dropped without a word (n simulated as
+			// 1, the output length as --output-tokens). n=2^31 is more completions than any
+			// server returns, so it is capped at 1,024 as n=1e9 is; n=-2 and n=0 are refused by
+			// a server and simulated as one; max_tokens=2^31 (or 1.5, or "lots") is no token
+			// count, so --output-tokens 256 stands in, and each is noted with its first line.
+			name: "n and max_tokens above 2^30 or unusable are noted, never dropped",
+			lines: func(t *testing.T) []string {
+				return []string{
+					completion(t, map[string]any{"prompt": ab, "n": uint64(1) << 31, "max_tokens": uint64(1) << 31}),
+					completion(t, map[string]any{"prompt": ab, "n": -2, "max_tokens": 1.5}),
+					completion(t, map[string]any{"prompt": ab, "n": 0, "max_completion_tokens": "lots", "max_tokens": 12}),
+					completion(t, map[string]any{"prompt": ab, "n": "1e400", "max_completion_tokens": -1}),
+				}
+			},
+			want: []Request{
+				{Arrival: 0, InputTokens: 32, OutputTokens: DefaultOutputTokens, N: maxSiblings},
+				{Arrival: 1, InputTokens: 32, OutputTokens: DefaultOutputTokens, N: 1},
+				// max_tokens gives the length when max_completion_tokens is unusable.
+				{Arrival: 2, InputTokens: 32, OutputTokens: 12, N: 1},
+				{Arrival: 3, InputTokens: 32, OutputTokens: DefaultOutputTokens, N: maxSiblings},
+			},
+			shape: []string{"0 1", "0 1", "0 1", "0 1"},
+			notes: []string{
+				"2 requests ask for n above 1024 (first on line 1: n=2147483648)",
+				"2 requests have an n that is not a positive integer (first on line 2: n=-2), which a server refuses: simulated as one completion each",
+				"3 requests have a max_completion_tokens or max_tokens that is not a token count of at most 2^30 (first on line 1: max_tokens=2147483648), which a server refuses: --output-tokens 256 used for them",
+			},
+		},
+		{
 			name: "chat without ids: a request that extends an earlier one's messages continues its session; user is not one",
 			lines: func(t *testing.T) []string {
 				msg := func(role, text string) map[string]string { return map[string]string{"role": role, "content": text} }
@@ -497,8 +526,8 @@ func FuzzReadFields(f *testing.F) {
 		if bodyKey != "" || json.Unmarshal(line, &top) != nil {
 			return
 		}
-		want, wantOK := nonNegInt(span(bytes.TrimSpace(top["max_tokens"])))
-		if w2, ok := nonNegInt(span(bytes.TrimSpace(top["max_completion_tokens"]))); ok {
+		want, wantOK, _ := nonNegInt(span(bytes.TrimSpace(top["max_tokens"])))
+		if w2, ok, _ := nonNegInt(span(bytes.TrimSpace(top["max_completion_tokens"]))); ok {
 			want, wantOK = w2, true
 		}
 		if fs.hasOutput != wantOK || fs.output != want {
