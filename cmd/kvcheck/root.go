@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/secret"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
@@ -308,7 +309,8 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 		fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", te)
 		return exitFindings
 	}
-	fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", err)
+	// An error can carry a URL as the HTTP client wrote it, its token included.
+	fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", secret.Mask(err.Error()))
 	if isUsage(err) {
 		// The help of the command that was run: its flags are what the error is about.
 		fmt.Fprintf(s.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())

@@ -34,6 +34,7 @@ func TestSecretsNotShown(t *testing.T) {
 	const password = "hunter2pw"
 	basic := base64.StdEncoding.EncodeToString([]byte("user:" + password))
 	withUser := func(u string) string { return strings.Replace(u, "http://", "http://user:"+password+"@", 1) }
+	withToken := func(u string) string { return u + "/?token=" + password + "&api_key=" + password }
 	bad := reflector(t, http.StatusBadGateway)
 	ok := reflector(t, http.StatusOK) // 200 with HTML: not the API's JSON
 	f := startFleet(t, fleet.Options{Replicas: fleet.Uniform(1, fleet.Config{WarmupSteps: 50}), Tick: time.Millisecond})
@@ -52,6 +53,14 @@ func TestSecretsNotShown(t *testing.T) {
 		{"assess prometheus", []string{"assess", "--prometheus", withUser(ok.URL)}, "user:xxxxx@"},
 		{"lint prometheus", []string{"lint", "--prometheus", withUser(ok.URL), "../../testdata/lint"}, "user:xxxxx@"},
 		{"audit tokenize", []string{"audit", "--tokenize", withUser(bad.URL), "--requests", "../../internal/demo/testdata/requests.jsonl"}, "user:xxxxx@"},
+		// A token in the query string (issue 23): masked in text errors, JSON and SARIF.
+		{"hitrate prometheus token", []string{"hitrate", "--prometheus", withToken(bad.URL)}, "token=xxxxx"},
+		{"hitrate scrape token 502", []string{"hitrate", "--window", "10ms", "--scrape", withToken(bad.URL)}, "token=xxxxx"},
+		{"hitrate scrape token json", []string{"hitrate", "-o", "json", "--window", "100ms", "--scrape", withToken(f.URLs()[0])}, "token=xxxxx"},
+		{"assess prometheus token", []string{"assess", "--prometheus", withToken(ok.URL)}, "token=xxxxx"},
+		{"lint prometheus token sarif", []string{"lint", "-o", "sarif", "--prometheus", withToken(ok.URL), "../../testdata/lint"}, "token=xxxxx"},
+		{"lint prometheus token json", []string{"lint", "-o", "json", "--prometheus", withToken(ok.URL), "../../testdata/lint"}, "token=xxxxx"},
+		{"audit tokenize token", []string{"audit", "--tokenize", withToken(bad.URL), "--requests", "../../internal/demo/testdata/requests.jsonl"}, "key=xxxxx"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kvcheck/kvcheck/internal/secret"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
@@ -71,7 +72,8 @@ func (t TapRun) Run(ctx context.Context, st Status, logs io.Writer) (*Report, er
 		return nil, err
 	}
 	t.Options.MaxMessage, t.Options.Ordered = t.MaxMessage, true
-	t.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// A record is one write: an endpoint's credentials, if it names any, are masked in it.
+	t.Logger = slog.New(slog.NewTextHandler(secret.Writer{W: logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	r, err := RunTap(ctx, st, t)
 	if err == nil && len(t.From) == 0 && r.NoneConnected() {
 		err = &NoneConnectedError{Endpoints: len(r.Publishers)}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 // DefaultMaxResponse bounds one HTTP answer from Prometheus or a /metrics target when no other
@@ -52,7 +54,7 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.ContentLength > t.max {
 		_ = resp.Body.Close()
-		return nil, &ResponseTooLargeError{URL: RedactURL(req.URL.String()), Max: t.max}
+		return nil, &ResponseTooLargeError{URL: secret.Mask(req.URL.String()), Max: t.max}
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: t.max, max: t.max, url: req.URL}
 	return resp, nil
@@ -72,7 +74,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		if n == 0 {
 			return 0, err
 		}
-		return 0, &ResponseTooLargeError{URL: b.url.Redacted(), Max: b.max}
+		return 0, &ResponseTooLargeError{URL: secret.Mask(b.url.String()), Max: b.max}
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
@@ -83,17 +85,6 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (b *cappedBody) Close() error { return b.rc.Close() }
-
-// RedactURL hides the password of a URL's userinfo (http://user:xxxxx@host), for every place
-// a URL the user gave is shown: messages, the text report's source line, JSON inputs. Text
-// that does not parse as a URL is returned as it is.
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
-}
 
 // HideBody takes the answer's body out of a Prometheus client error: the client puts the first
 // bytes of an answer that is not the API's JSON into its message, and an answer (a proxy's

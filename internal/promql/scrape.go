@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvcheck/kvcheck/internal/secret"
 	"github.com/kvcheck/kvcheck/internal/vllm"
 )
 
@@ -168,10 +169,10 @@ func (s Scraper) scrape(ctx context.Context, t Target, withVersion bool) (Dump, 
 	}
 	resp, err := s.get(ctx, t.URL)
 	if err != nil {
-		return Dump{}, fmt.Errorf("GET %s: %w", RedactURL(t.URL), err)
+		return Dump{}, fmt.Errorf("GET %s: %w", secret.Mask(t.URL), err)
 	}
 	at := time.Now()
-	d, err := parseExposition(resp.Body, RedactURL(t.URL), MaxScrapeSeries)
+	d, err := parseExposition(resp.Body, secret.Mask(t.URL), MaxScrapeSeries)
 	_ = resp.Body.Close()
 	if err != nil {
 		return Dump{}, err
@@ -205,7 +206,7 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 	var total float64
 	var n int
 	for _, t := range targets {
-		in.Inputs = append(in.Inputs, RedactURL(t.URL))
+		in.Inputs = append(in.Inputs, secret.Mask(t.URL))
 		da, okA := a[t.Name]
 		db, okB := b[t.Name]
 		if !okA || !okB {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
+
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 // SpecError is a source spec that cannot work as given: a flag value or a combination of
@@ -50,8 +53,8 @@ type Conn struct {
 	Verbose bool
 }
 
-// Shown is URL as it may be shown: without the password of its userinfo.
-func (c Conn) Shown() string { return RedactURL(c.URL) }
+// Shown is URL as it may be shown: its credentials masked (secret.Mask).
+func (c Conn) Shown() string { return secret.Mask(c.URL) }
 
 // httpConfig builds the client configuration from the config file and the flags; flags win.
 func (c Conn) httpConfig() (config.HTTPClientConfig, error) {
@@ -118,12 +121,90 @@ func (c Conn) HTTPClient() (*http.Client, error) {
 	if c.MaxResponseMiB < 0 {
 		return nil, specErrorf("--max-response-mib %d: give a positive number of MiB", c.MaxResponseMiB)
 	}
+	// The extra headers (--header, the config file's http_headers) are set here, not by the
+	// client library, which sends every header but Authorization and a few others on to any
+	// host a redirect names: an X-Api-Key would reach it.
+	headers := cfg.HTTPHeaders
+	cfg.HTTPHeaders = nil
 	hc, err := config.NewClientFromConfig(cfg, "kvcheck")
 	if err != nil {
 		return nil, fmt.Errorf("prometheus connection settings: %w", err)
 	}
+	if headers != nil && len(headers.Headers) > 0 {
+		hc.Transport = originHeaders{next: hc.Transport, headers: headers.Headers}
+	}
 	hc.Transport = CapResponses(hc.Transport, int64(c.MaxResponseMiB)<<20) // 0: the default
 	return hc, nil
+}
+
+// originHeaders adds the configured headers to the requests that stay on the host first asked
+// (or one of its subdomains, at any port), and to none once a redirect has left it, as Go's
+// client does for Authorization and cookies (net/http client.go, shouldCopyHeaderOnRedirect):
+// a custom header is as likely to be a credential (X-Api-Key, X-Scope-OrgID's tenant) as
+// Authorization is.
+type originHeaders struct {
+	next    http.RoundTripper
+	headers map[string]config.Header
+}
+
+func (o originHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	if leftOrigin(req) {
+		return o.next.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	for name, h := range o.headers {
+		for _, v := range h.Values {
+			req.Header.Add(name, v)
+		}
+		for _, v := range h.Secrets {
+			req.Header.Add(name, string(v))
+		}
+		for _, f := range h.Files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("header %s: %w", name, err)
+			}
+			req.Header.Add(name, strings.TrimSpace(string(b)))
+		}
+	}
+	return o.next.RoundTrip(req)
+}
+
+// CloseIdleConnections passes on to the client library's transport, so that the client's
+// own CloseIdleConnections still reaches it.
+func (o originHeaders) CloseIdleConnections() {
+	if c, ok := o.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// leftOrigin reports whether a request is a redirect whose chain has, at any hop, left the
+// host of the first request for one that is neither it nor its subdomain. Go's client links
+// each redirected request to the response that caused it (Request.Response).
+func leftOrigin(req *http.Request) bool {
+	first := req
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	origin := strings.ToLower(first.URL.Hostname())
+	for r := req; r != first; r = r.Response.Request {
+		if !sameOrSubdomain(strings.ToLower(r.URL.Hostname()), origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameOrSubdomain reports whether host is origin or a name under it (an IP address is only
+// ever itself).
+func sameOrSubdomain(host, origin string) bool {
+	if host == origin {
+		return true
+	}
+	if origin == "" || strings.ContainsAny(host, ":%") || net.ParseIP(origin) != nil {
+		return false
+	}
+	return strings.HasSuffix(host, "."+origin)
 }
 
 // API returns the Prometheus v1 API client for URL.

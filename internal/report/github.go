@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 func init() {
@@ -52,7 +53,7 @@ func writeGitHub(w io.Writer, r Result, _ Options) error {
 		if f.File != "" {
 			props = fmt.Sprintf("file=%s,line=%d,col=%d,", ghProperty(filepath.ToSlash(f.File)), max(f.Line, 1), max(f.Column, 1))
 		}
-		if _, err := fmt.Fprintf(w, "::%s %stitle=%s::%s\n", level, props, ghProperty("kvcheck "+f.Code), ghData(msg)); err != nil {
+		if _, err := fmt.Fprintf(w, "::%s %stitle=%s::%s\n", level, props, ghProperty("kvcheck "+f.Code), ghData(secret.Mask(msg))); err != nil {
 			return fmt.Errorf("write annotations: %w", err)
 		}
 	}

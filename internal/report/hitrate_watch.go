@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 // Watch is how kvcheck hitrate --watch runs: Next takes one refresh (promql.Spec.Watcher),
@@ -145,7 +146,7 @@ func HitrateWatchJSON(w io.Writer, f Refresh) error {
 	if err != nil {
 		return fmt.Errorf("write json: %w", err)
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(append(secret.MaskJSON(b), '\n'))
 	return err
 }
 

@@ -1,9 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 func init() {
@@ -20,12 +23,17 @@ func writeJSON(w io.Writer, r Result, _ Options) error {
 
 // JSON writes v as indented JSON followed by a newline. Callers put SchemaVersion in their
 // document struct and initialise slices so that empty lists render as [] rather than null.
+//
+// Every string is masked (secret.MaskJSON): a URL's password or token, a credential key's
+// value in a quoted line, as every other format masks them.
 func JSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("write json: %w", err)
 	}
-	return nil
+	_, err := w.Write(secret.MaskJSON(b.Bytes()))
+	return err
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 // SchemaVersion is the version of every JSON document kvcheck writes. It changes only when a
@@ -146,7 +147,8 @@ func Write(w io.Writer, format Format, r Result, o Options) error {
 			continue
 		}
 		if r.Document == nil && r.Text == nil && r.Verbatim != "" && !x.findingsOnly {
-			_, err := io.WriteString(w, r.Verbatim)
+			// lint --diff: context lines show the file around a rewrite, credentials included.
+			_, err := io.WriteString(w, secret.Mask(r.Verbatim))
 			return err
 		}
 		return x.write(w, r, o)

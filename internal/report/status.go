@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 // Status writes what a command says while it works, on standard error: notes and warnings
@@ -58,7 +59,7 @@ func (s *Status) Progress(format string, args ...any) {
 	if s.drawn && now.Sub(s.last) < progressEvery {
 		return
 	}
-	msg := "kvcheck: " + visible(fmt.Sprintf(format, args...))
+	msg := "kvcheck: " + visible(secret.Mask(fmt.Sprintf(format, args...)))
 	if s.width > 1 && lipgloss.Width(msg) > s.width-1 {
 		// One column short of the width: a line that fills it moves some terminals' cursor on.
 		r := []rune(msg)
@@ -82,7 +83,7 @@ func (s *Status) line(msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clear()
-	fmt.Fprintln(s.w, msg)
+	fmt.Fprintln(s.w, secret.Mask(msg))
 }
 
 func (s *Status) clear() {

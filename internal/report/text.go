@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 func init() {
@@ -53,7 +54,9 @@ type Text struct {
 // terminal and color is true (the caller folds in --no-color and NO_COLOR); at a terminal
 // without colour, tables are plain aligned columns. Tables fit the terminal's width.
 func NewText(w io.Writer, color bool) *Text {
-	t := &Text{w: w, terminal: IsTerminal(w)}
+	// Every line is masked (secret.Mask) on its way out: a URL's password or token, a
+	// credential key's value, wherever the text came from.
+	t := &Text{w: secret.Writer{W: w}, terminal: IsTerminal(w)}
 	t.color = t.terminal && color
 	if t.terminal {
 		t.width = terminalWidth(w)

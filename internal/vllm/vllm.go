@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	neturl "net/url"
 	"strconv"
 	"strings"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/secret"
 )
 
 // Client talks to one vLLM server.
@@ -42,14 +42,8 @@ func (c *Client) http() *http.Client {
 func (c *Client) endpoint(path string) string { return strings.TrimRight(c.BaseURL, "/") + path }
 func (c *Client) url(path string) string      { return strings.TrimRight(c.Shown(), "/") + path }
 
-// Shown is the server's address as it may be shown: without the password of its userinfo.
-func (c *Client) Shown() string {
-	u, err := neturl.Parse(c.BaseURL)
-	if err != nil || u.User == nil {
-		return c.BaseURL
-	}
-	return u.Redacted()
-}
+// Shown is the server's address as it may be shown: its credentials masked (secret.Mask).
+func (c *Client) Shown() string { return secret.Mask(c.BaseURL) }
 
 // ConfigInfo is the info metric whose labels hold the engine's cache configuration.
 const ConfigInfo = "vllm:cache_config_info"
