@@ -123,6 +123,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	bindMetrics(fs, &src.Metrics)
 	fs.StringSliceVar(&src.Templates, "templates", nil, "chat templates, prompt modules or directories to audit (comma-separated or repeated)")
 	fs.StringVar(&src.Requests, "requests", "", `request log to audit and replay: a file (JSONL, LiteLLM spend logs, a Langfuse export, OTLP JSON spans, vLLM's log), "-" for standard input, or LiteLLM's database (postgres://...)`)
+	fs.IntVar(&src.MaxSpoolMiB, "max-spool-mib", assess.DefaultMaxSpoolMiB, "--requests -: the most of standard input kept in a temporary file (removed at once, so no exit leaves it), in MiB; assess reads the log three times")
 	bindTokenize(fs, &src.Tokenize, "--requests: ")
 	bindRequestSource(fs, &src.RequestSource)
 	fs.IntVar(&src.BlockSize, "block-size", 0, "KV block size in tokens for the audits (default: from the metrics, else 16)")

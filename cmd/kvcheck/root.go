@@ -286,6 +286,7 @@ var subcommands = []func(streams, *globalOptions) *cobra.Command{
 // run executes the command line and returns the process exit code; only run picks exit codes.
 func run(ctx context.Context, args []string, s streams, environ []string) int {
 	g := &globalOptions{environ: environ}
+	s.In = stdinUntil(ctx, s.In)
 	root := newRootCmd(s, g)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)

@@ -2,6 +2,7 @@ package assess
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -12,23 +13,29 @@ import (
 )
 
 // TestOpenRequestLogStdin: standard input is read once into a file that every later Open reads
-// from the start, and cleanup removes it; the tokenize server's caching finding is the log's.
+// from the start; the file is gone from the directory as soon as it is open, so no exit leaves
+// it (issue 23: the spool stayed behind); the tokenize server's caching finding is the log's.
 func TestOpenRequestLogStdin(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	const log = `{"prompt": "a"}` + "\n" + `{"prompt": "b"}` + "\n"
 	off := &finding.Finding{Code: "prefix-caching-off"}
 	remote := &audit.Remote{BlockSize: 32, CachingOff: off}
-	rl, cleanup, err := OpenRequestLog(context.Background(), "-", strings.NewReader(log), 16, remote, audit.SourceOptions{})
+	rl, cleanup, err := OpenRequestLog(t.Context(), "-", strings.NewReader(log), 16, remote, audit.SourceOptions{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer cleanup()
 	if rl.Name != "standard input" || rl.BlockSize != 32 {
 		t.Errorf("name %q, block size %d; want standard input and the server's 32", rl.Name, rl.BlockSize)
 	}
 	if len(rl.Findings) != 1 || rl.Findings[0].Source != "requests" || off.Source != "" {
 		t.Errorf("findings %+v (server's %+v): want the server's finding, sourced to the requests", rl.Findings, off)
 	}
-	var spooled string
-	for range 2 {
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("files in TMPDIR while the log is open: %v, want none", left)
+	}
+	for range 3 {
 		r, err := rl.Open()
 		if err != nil {
 			t.Fatal(err)
@@ -38,13 +45,34 @@ func TestOpenRequestLogStdin(t *testing.T) {
 		if err != nil || string(b) != log {
 			t.Fatalf("Open read %q (%v), want the log", b, err)
 		}
-		if f, ok := r.(*os.File); ok {
-			spooled = f.Name()
-		}
 	}
-	cleanup()
-	if _, err := os.Stat(spooled); !os.IsNotExist(err) {
-		t.Errorf("the spooled file %q is still there after cleanup (%v)", spooled, err)
+}
+
+// TestOpenRequestLogSpoolBound: standard input past --max-spool-mib is refused with an error
+// naming the bound and what to do, and leaves nothing in TMPDIR; the copy stops once the
+// context ends. A 1 MiB bound takes 1 MiB and not a byte more.
+func TestOpenRequestLogSpoolBound(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	line := `{"prompt": "` + strings.Repeat("x", 1000) + `"}` + "\n"
+	exact := strings.Repeat("y", 1<<20)
+	if _, cleanup, err := OpenRequestLog(t.Context(), "-", strings.NewReader(exact), 16, nil, audit.SourceOptions{}, 1); err != nil {
+		t.Errorf("exactly 1 MiB with a 1 MiB bound: %v", err)
+	} else {
+		cleanup()
+	}
+	_, _, err := OpenRequestLog(t.Context(), "-", strings.NewReader(exact+"z"), 16, nil, audit.SourceOptions{}, 1)
+	if err == nil || !strings.Contains(err.Error(), "larger than 1 MiB (--max-spool-mib)") || !strings.Contains(err.Error(), "give the log as a file") {
+		t.Errorf("1 MiB and a byte: %v, want the bound's error", err)
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(errors.New("interrupted by SIGTERM"))
+	_, _, err = OpenRequestLog(ctx, "-", strings.NewReader(strings.Repeat(line, 10)), 16, nil, audit.SourceOptions{}, 0)
+	if err == nil || !strings.Contains(err.Error(), "interrupted by SIGTERM") {
+		t.Errorf("cancelled: %v, want the cause", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("files left in TMPDIR: %v, want none", left)
 	}
 }
 
@@ -54,7 +82,7 @@ func TestOpenRequestLogFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rl, cleanup, err := OpenRequestLog(context.Background(), path, nil, 16, nil, audit.SourceOptions{})
+	rl, cleanup, err := OpenRequestLog(t.Context(), path, nil, 16, nil, audit.SourceOptions{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

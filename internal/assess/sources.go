@@ -32,9 +32,12 @@ type Sources struct {
 
 	// Requests is a request log path ("-" reads Stdin); BlockSize 0 takes the metrics' block
 	// size, else audit.DefaultBlockSize.
-	Requests  string
-	Stdin     io.Reader
-	BlockSize int
+	Requests string
+	Stdin    io.Reader
+	// MaxSpoolMiB bounds the copy of standard input kept to read it more than once
+	// (DefaultMaxSpoolMiB when 0).
+	MaxSpoolMiB int
+	BlockSize   int
 	// RequestSource windows a database request log (--since, --until, --max-rows).
 	RequestSource audit.SourceOptions
 	// Tokenize, when its URL is set, is the server the request log is tokenized through,
@@ -146,7 +149,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 			}
 			remote = &r
 		}
-		rl, cleanup, err := OpenRequestLog(ctx, src.Requests, src.Stdin, blockSize, remote, src.RequestSource)
+		rl, cleanup, err := OpenRequestLog(ctx, src.Requests, src.Stdin, blockSize, remote, src.RequestSource, src.MaxSpoolMiB)
 		if err != nil {
 			return report.Result{}, err
 		}
