@@ -52,6 +52,40 @@ type End struct {
 	Truncated  bool
 	Skipped    uint64
 	SkipReason string
+	// CutAt is where the cut record starts (byte offset), when Truncated.
+	CutAt int64
+	// Records and Messages are what was read (see Reader); Recordings how many recordings the
+	// file held one after another; Stop the record the reader could not read, where it stopped.
+	Records, Messages uint64
+	Recordings        int
+	Stop              *Stop
+}
+
+// Findings are the end's findings: recording-stopped, recording-truncated, recording-skipped
+// (warnings: something was not read) and recording-concatenated (a note).
+func (e End) Findings() []finding.Finding {
+	var out []finding.Finding
+	read := fmt.Sprintf("%d messages in %d records", e.Messages, e.Records)
+	if e.Stop != nil {
+		out = append(out, finding.Finding{Severity: finding.Warning, Code: "recording-stopped", Subject: e.Name,
+			Message: fmt.Sprintf("read %s, bytes 0 to %d; the record at byte %d is %s: reading stopped there, and the remaining %d bytes were not read", read, e.Stop.At, e.Stop.At, e.Stop.Reason, e.Stop.Left),
+			Fix:     "check the file: bytes appended to a recording, or a copy that was damaged; the figures cover what was read"})
+	}
+	if e.Skipped > 0 {
+		out = append(out, finding.Finding{Severity: finding.Warning, Code: "recording-skipped", Subject: e.Name,
+			Message: fmt.Sprintf("%d record(s) skipped, the first holding %s: a hostile or broken publisher's message that an older kvcheck recorded; everything else was read", e.Skipped, e.SkipReason)})
+	}
+	if e.Truncated {
+		// What the cut record held is unknown, maybe the last batch of a publisher: the
+		// sequence numbers cannot show it, so say so.
+		out = append(out, finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: e.Name,
+			Message: fmt.Sprintf("the recording ends inside the record at byte %d (the tap was killed, or the file is a partial copy); the %s before it were read, the cut record is lost", e.CutAt, read)})
+	}
+	if e.Recordings > 1 {
+		out = append(out, finding.Finding{Severity: finding.Info, Code: "recording-concatenated", Subject: e.Name,
+			Message: fmt.Sprintf("%d recordings one after another in one file (concatenated): each was read with its own sources, %s in all; rates are over the span from the first session's start to the last one's end", e.Recordings, read)})
+	}
+	return out
 }
 
 type mergeSource struct {
@@ -138,8 +172,9 @@ func (m *Merge) advance(src *mergeSource) (bool, error) {
 				}
 				m.end = max(m.end, e)
 			}
-			if src.rd.Truncated || src.rd.Skipped > 0 {
-				m.ends = append(m.ends, End{Name: src.name, Truncated: src.rd.Truncated, Skipped: src.rd.Skipped, SkipReason: src.rd.SkipReason})
+			if rd := src.rd; rd.Truncated || rd.Skipped > 0 || rd.Stop != nil || rd.Recordings > 1 {
+				m.ends = append(m.ends, End{Name: src.name, Truncated: rd.Truncated, Skipped: rd.Skipped, SkipReason: rd.SkipReason,
+					CutAt: rd.CutAt, Records: rd.Records, Messages: rd.Messages, Recordings: rd.Recordings, Stop: rd.Stop})
 			}
 			return false, nil
 		}
@@ -245,16 +280,7 @@ func (c *Collector) AddRecordings(ctx context.Context, paths []string, topic str
 	}
 	cut := []finding.Finding{}
 	for _, e := range m.Ends() {
-		if e.Skipped > 0 {
-			cut = append(cut, finding.Finding{Severity: finding.Warning, Code: "recording-skipped", Subject: e.Name,
-				Message: fmt.Sprintf("%d record(s) skipped, the first holding %s: a hostile or broken publisher's message that an older kvcheck recorded; everything else was read", e.Skipped, e.SkipReason)})
-		}
-		if e.Truncated {
-			// What the cut record held is unknown, maybe the last batch of a publisher: the
-			// sequence numbers cannot show it, so say so.
-			cut = append(cut, finding.Finding{Severity: finding.Warning, Code: "recording-truncated", Subject: e.Name,
-				Message: "the recording ends inside a record (the tap was killed, or the file is a partial copy); everything before the cut was read, the cut record is lost"})
-		}
+		cut = append(cut, e.Findings()...)
 	}
 	// Rates are over the time tapped: the first to the last message understates it, by the
 	// quiet time at both ends (a replay of one capture showed 1.8 MB/s against 271 KB/s live).

@@ -120,7 +120,8 @@ func TestMergeTruncatedAndErrors(t *testing.T) {
 	if got := len(drain(t, context.Background(), m)); got != 5 {
 		t.Errorf("yielded %d records, want 5 (2 before the cut, 3 whole)", got)
 	}
-	if diff := cmp.Diff([]End{{Name: "cut.kvtap", Truncated: true}}, m.Ends()); diff != "" {
+	// The cut is in the third message record, at byte 70 (see TestRecordingReadsWhatIsReadable).
+	if diff := cmp.Diff([]End{{Name: "cut.kvtap", Truncated: true, CutAt: 70, Records: 3, Messages: 2, Recordings: 1}}, m.Ends()); diff != "" {
 		t.Errorf("Ends() (-want +got):\n%s", diff)
 	}
 
@@ -129,16 +130,24 @@ func TestMergeTruncatedAndErrors(t *testing.T) {
 		t.Errorf("bad header: err = %v, want one naming notes.txt", err)
 	}
 
-	// A corrupt record in the middle ends the merge with an error naming the recording.
+	// Junk after the last record ends that recording there, with a finding saying what was
+	// read, instead of an error that loses the whole merge (issue 23).
 	bad := append([]byte{}, whole...)
 	bad = append(bad, 0x7f)
-	m, err = NewMerge([]Recording{{"bad.kvtap", bytes.NewReader(bad)}})
+	m, err = NewMerge([]Recording{{"bad.kvtap", bytes.NewReader(bad)}, {"whole.kvtap", bytes.NewReader(whole)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain(t, context.Background(), m)
-	if err := m.Err(); err == nil || !strings.Contains(err.Error(), "recording bad.kvtap: unknown record kind 0x7f") {
-		t.Errorf("Err() = %v, want the unknown record kind in bad.kvtap", err)
+	if got := len(drain(t, context.Background(), m)); got != 6 || m.Err() != nil {
+		t.Errorf("yielded %d records (err %v), want all 6", got, m.Err())
+	}
+	ends := m.Ends()
+	if len(ends) != 1 || ends[0].Stop == nil || ends[0].Stop.At != int64(len(whole)) || ends[0].Stop.Left != 1 || ends[0].Messages != 3 {
+		t.Fatalf("Ends() = %+v, want bad.kvtap stopped at byte %d with 1 byte left, 3 messages read", ends, len(whole))
+	}
+	fs := ends[0].Findings()
+	if len(fs) != 1 || fs[0].Code != "recording-stopped" || !strings.Contains(fs[0].Message, fmt.Sprintf("read 3 messages in 4 records, bytes 0 to %d", len(whole))) {
+		t.Errorf("findings %+v, want recording-stopped saying what was read", fs)
 	}
 }
 

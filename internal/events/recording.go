@@ -131,12 +131,26 @@ func (r *Recorder) Flush() error {
 	return nil
 }
 
-// Reader reads a recording.
+// Reader reads a recording. It reads what is readable and says what it did not: a record cut
+// short at the end (Truncated), records it read past (Skipped), a second recording appended to
+// the first (Recordings), and the first record it cannot read at all (Stop), where it stops.
 type Reader struct {
 	r       *bufio.Reader
+	count   *countingReader
 	sources []string
-	// Truncated is set when the recording ends inside a record (an interrupted tap).
+	// Truncated is set when the recording ends inside a record (an interrupted tap); CutAt is
+	// the byte offset where that record starts.
 	Truncated bool
+	CutAt     int64
+	// Records counts the records read, Messages the message records among them.
+	Records, Messages uint64
+	// Recordings counts the recordings read from the stream: more than 1 when recordings were
+	// concatenated (cat a.kvtap b.kvtap), each with its own header and source ids.
+	Recordings int
+	// Stop, when set, is the record the reader could not read (an unknown kind, a source never
+	// defined, a span that goes backwards: junk appended, or a corrupt byte): everything
+	// before it was read, nothing from it on.
+	Stop *Stop
 	// Skipped counts the message records the reader skipped because they hold what it does
 	// not accept (more than 64 frames, a frame over 256 MiB): recordings of older kvcheck
 	// versions, which recorded any message. SkipReason says why the first one was skipped.
@@ -150,6 +164,28 @@ type Reader struct {
 	SessionStart, SessionEnd int64
 }
 
+// Stop is where a reader stopped before the end of its input: the record's byte offset and
+// kind, why it is no record kvcheck can read, and how many bytes were left from there.
+type Stop struct {
+	At, Left int64
+	Reason   string
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// offset is the position in the recording of the next byte the reader will look at.
+func (rd *Reader) offset() int64 { return rd.count.n - int64(rd.r.Buffered()) }
+
 // errSkip marks a record that was read past but not kept.
 type errSkip struct{ reason string }
 
@@ -157,12 +193,13 @@ func (e errSkip) Error() string { return e.reason }
 
 // NewReader checks the magic and returns a reader positioned at the first record.
 func NewReader(r io.Reader) (*Reader, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	cr := &countingReader{r: r}
+	br := bufio.NewReaderSize(cr, 1<<20)
 	magic := make([]byte, len(recordingMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != recordingMagic {
 		return nil, errors.New("not a kvcheck tap recording (bad header): record one with kvcheck tap --record FILE")
 	}
-	return &Reader{r: br}, nil
+	return &Reader{r: br, count: cr, Recordings: 1}, nil
 }
 
 // Record is one record read back: a message with its frames, or own drops.
@@ -174,8 +211,22 @@ type Record struct {
 
 // Next reads the next message or own-drops record. It returns io.EOF at the end, also after a
 // cut-short last record (then Truncated is set).
+//
+// A record it cannot read does not fail the recording: Next stops there, sets Stop, and
+// returns io.EOF, so that what came before is kept. A second recording's header at a record
+// boundary (two recordings concatenated) starts a new recording with its own sources.
 func (rd *Reader) Next(rec *Record) error {
+	if rd.Stop != nil {
+		return io.EOF
+	}
 	for {
+		at := rd.offset()
+		if b, _ := rd.r.Peek(len(recordingMagic)); string(b) == recordingMagic {
+			_, _ = rd.r.Discard(len(recordingMagic)) // peeked: buffered
+			rd.sources, rd.dropped = nil, nil
+			rd.Recordings++
+			continue
+		}
 		kind, err := rd.r.ReadByte()
 		if err == io.EOF {
 			return io.EOF
@@ -185,7 +236,7 @@ func (rd *Reader) Next(rec *Record) error {
 		}
 		err = rd.record(kind, rec)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			rd.Truncated = true
+			rd.Truncated, rd.CutAt = true, at
 			return io.EOF
 		}
 		var skip errSkip
@@ -196,20 +247,42 @@ func (rd *Reader) Next(rec *Record) error {
 			rd.Skipped++
 			continue
 		}
-		if err != nil || kind == 0x01 || kind == 0x05 || kind == 0x06 {
-			if err != nil {
-				return err
-			}
+		var bad errCorrupt
+		if errors.As(err, &bad) {
+			// The rest is counted, not kept: its length says how much was not read.
+			_, _ = io.Copy(io.Discard, rd.r)
+			rd.Stop = &Stop{At: at, Left: rd.count.n - at, Reason: bad.reason}
+			return io.EOF
+		}
+		if err != nil {
+			return err
+		}
+		rd.Records++
+		if kind == 0x01 || kind == 0x05 || kind == 0x06 {
 			continue
+		}
+		if kind != 0x04 {
+			rd.Messages++
 		}
 		return nil
 	}
 }
 
+// errCorrupt marks a record the reader cannot read: the bytes there are no record of a known
+// kind, or contradict what came before.
+type errCorrupt struct{ reason string }
+
+func (e errCorrupt) Error() string { return e.reason }
+
+func corrupt(format string, args ...any) error { return errCorrupt{fmt.Sprintf(format, args...)} }
+
 func (rd *Reader) uv() (uint64, error) {
 	v, err := binary.ReadUvarint(rd.r)
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		return 0, io.ErrUnexpectedEOF
+	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
+		return 0, corrupt("a number longer than 64 bits")
 	}
 	return v, err
 }
@@ -228,7 +301,7 @@ func (rd *Reader) discard(n uint64) error {
 
 func (rd *Reader) bytes(n uint64) ([]byte, error) {
 	if n > maxRecordFrame {
-		return nil, fmt.Errorf("record claims a %d-byte frame: the recording is corrupt", n)
+		return nil, corrupt("a record claims a %d-byte name or topic, over %d MiB", n, maxRecordFrame>>20)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(rd.r, b); err != nil {
@@ -244,7 +317,7 @@ func (rd *Reader) source() (string, error) {
 		return "", err
 	}
 	if id >= uint64(len(rd.sources)) {
-		return "", fmt.Errorf("record uses undefined source %d: the recording is corrupt", id)
+		return "", corrupt("a record names source %d, which no record defined", id)
 	}
 	return rd.sources[id], nil
 }
@@ -265,7 +338,7 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 			return err
 		}
 		if id != uint64(len(rd.sources)) {
-			return fmt.Errorf("source %d defined out of order: the recording is corrupt", id)
+			return corrupt("source %d is defined out of order (%d sources so far)", id, len(rd.sources))
 		}
 		rd.sources = append(rd.sources, string(name))
 		return nil
@@ -335,7 +408,7 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 			return err
 		}
 		if to < from {
-			return fmt.Errorf("drop run %d..%d goes backwards: the recording is corrupt", from, to)
+			return corrupt("a drop run %d..%d goes backwards", from, to)
 		}
 		if len(rd.dropped) < maxDropRuns {
 			rd.dropped = append(rd.dropped, DropRun{Topic: string(topic), From: from, To: to})
@@ -351,9 +424,13 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 			return err
 		}
 		if end < start || end > 1<<63-1 {
-			return fmt.Errorf("session %d..%d is not a time span: the recording is corrupt", start, end)
+			return corrupt("a session %d..%d is not a time span", start, end)
 		}
-		rd.SessionStart, rd.SessionEnd = int64(start), int64(end)
+		// Recordings concatenated have a session each: the span covers them all.
+		if rd.SessionEnd == 0 || int64(start) < rd.SessionStart {
+			rd.SessionStart = int64(start)
+		}
+		rd.SessionEnd = max(rd.SessionEnd, int64(end))
 		return nil
 	case 0x04:
 		src, err := rd.source()
@@ -367,5 +444,5 @@ func (rd *Reader) record(kind byte, rec *Record) error {
 		*rec = Record{Message: Message{Source: src}, OwnDrops: n}
 		return nil
 	}
-	return fmt.Errorf("unknown record kind 0x%02x: the recording is corrupt or from a newer kvcheck", kind)
+	return corrupt("a record of kind 0x%02x, which this kvcheck does not know (bytes appended to the recording, a corrupt byte, or a newer kvcheck's record)", kind)
 }

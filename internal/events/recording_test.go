@@ -84,13 +84,17 @@ func TestRecordingRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRecordingCorrupt: a record the reader cannot read ends the reading there, as a clean end
+// with Stop set (where, why, how much was left), not an error that loses what came before.
 func TestRecordingCorrupt(t *testing.T) {
 	tests := []struct {
-		name string
-		in   string
+		name   string
+		in     string
+		reason string
 	}{
-		{"undefined source", recordingMagic + "\x02\x05\x00\x00"},
-		{"unknown kind", recordingMagic + "\x09"},
+		{"undefined source", recordingMagic + "\x02\x05\x00\x00", "source 5, which no record defined"},
+		{"unknown kind", recordingMagic + "\x09", "kind 0x09"},
+		{"overlong number", recordingMagic + "\x04" + strings.Repeat("\xff", 11), "longer than 64 bits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,13 +103,82 @@ func TestRecordingCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			var r Record
-			if err := rd.Next(&r); err == nil || errors.Is(err, io.EOF) {
-				t.Errorf("Next = %v, want a corruption error", err)
+			if err := rd.Next(&r); !errors.Is(err, io.EOF) {
+				t.Fatalf("Next = %v, want io.EOF with Stop set", err)
+			}
+			want := int64(len(tt.in) - len(recordingMagic))
+			if rd.Stop == nil || rd.Stop.At != int64(len(recordingMagic)) || rd.Stop.Left != want || !strings.Contains(rd.Stop.Reason, tt.reason) {
+				t.Errorf("Stop = %+v, want at byte 8 with %d bytes left, for %q", rd.Stop, want, tt.reason)
 			}
 		})
 	}
 	if _, err := NewReader(bytes.NewReader([]byte("hello"))); err == nil {
 		t.Error("NewReader accepted a file without the header")
+	}
+}
+
+// TestRecordingReadsWhatIsReadable (issue 23 item 6): junk appended, two recordings
+// concatenated, one byte flipped. The recording of tcp://a with messages at 1, 2, 3 is 96
+// bytes: the 8-byte header, a 10-byte source record (kind, id 0, length 7, "tcp://a") and
+// three 26-byte message records (kind, source, time, 3 frames: 1+2 "kv", 1+8 sequence, 1+9
+// "tcp://a@N"), starting at bytes 18, 44 and 70.
+func TestRecordingReadsWhatIsReadable(t *testing.T) {
+	a := recordingOf(t, "tcp://a", 1, 2, 3)
+	if len(a) != 96 {
+		t.Fatalf("the recording is %d bytes, want the 96 worked out", len(a))
+	}
+	b := recordingOf(t, "tcp://b", 4, 5)
+	flip := func(at int, mask byte) []byte {
+		c := bytes.Clone(a)
+		c[at] ^= mask
+		return c
+	}
+	tests := []struct {
+		name       string
+		in         []byte
+		sources    []string // of the messages read, in order
+		stop       *Stop
+		recordings int
+	}{
+		{"whole", a, []string{"tcp://a", "tcp://a", "tcp://a"}, nil, 1},
+		{"junk appended", append(bytes.Clone(a), "garbage\n"...), []string{"tcp://a", "tcp://a", "tcp://a"},
+			&Stop{At: 96, Left: 8, Reason: "a record of kind 0x67, which this kvcheck does not know (bytes appended to the recording, a corrupt byte, or a newer kvcheck's record)"}, 1},
+		// The second recording's source 0 is tcp://b, not the first's tcp://a.
+		{"two concatenated", append(bytes.Clone(a), b...), []string{"tcp://a", "tcp://a", "tcp://a", "tcp://b", "tcp://b"}, nil, 2},
+		// The second message's kind byte 0x02 flipped to 0x42: one message read, 52 bytes left.
+		{"flipped kind", flip(44, 0x40), []string{"tcp://a"},
+			&Stop{At: 44, Left: 52, Reason: "a record of kind 0x42, which this kvcheck does not know (bytes appended to the recording, a corrupt byte, or a newer kvcheck's record)"}, 1},
+		// The third message's source id 0 flipped to 4.
+		{"flipped source", flip(71, 0x04), []string{"tcp://a", "tcp://a"}, &Stop{At: 70, Left: 26, Reason: "a record names source 4, which no record defined"}, 1},
+		// A byte of a frame's content: the record still reads; the message differs.
+		{"flipped payload", flip(94, 0x01), []string{"tcp://a", "tcp://a", "tcp://a"}, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rd, err := NewReader(bytes.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for {
+				var r Record
+				if err := rd.Next(&r); errors.Is(err, io.EOF) {
+					break
+				} else if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				got = append(got, r.Message.Source)
+			}
+			if diff := cmp.Diff(tt.sources, got); diff != "" {
+				t.Errorf("messages read (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.stop, rd.Stop); diff != "" {
+				t.Errorf("Stop (-want +got):\n%s", diff)
+			}
+			if rd.Recordings != tt.recordings || rd.Messages != uint64(len(tt.sources)) || rd.Truncated {
+				t.Errorf("recordings %d, messages %d, truncated %v; want %d, %d, false", rd.Recordings, rd.Messages, rd.Truncated, tt.recordings, len(tt.sources))
+			}
+		})
 	}
 }
 
@@ -226,11 +299,17 @@ func FuzzRecording(f *testing.F) {
 		c := NewCollector(Options{MaxBlocks: 64})
 		for range 1000 {
 			var r Record
-			if err := rd.Next(&r); err != nil {
-				return
+			if err := rd.Next(&r); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				// Whatever the bytes, the reader ends cleanly and says where it stopped.
+				t.Fatalf("Next = %v, want records or io.EOF", err)
 			}
 			c.Add(&r.Message)
 		}
 		_ = c.Report(1)
+		if st := rd.Stop; st != nil && st.At+st.Left != int64(len(data)) {
+			t.Errorf("stopped at byte %d with %d left, in %d bytes", st.At, st.Left, len(data))
+		}
 	})
 }

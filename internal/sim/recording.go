@@ -170,7 +170,7 @@ type replay struct {
 	stored, removed, cleared, unknownTypes                            int64
 	continued, orphans, skippedMedium, skippedGroup                   int64
 	irregular, otherBlockSize, emptyStores                            int64
-	truncated, skipped                                                []string
+	ends                                                              []string
 	firstDecodeErr                                                    string
 }
 
@@ -195,12 +195,11 @@ func (rp *replay) merge(ctx context.Context, recs []events.Recording) error {
 	if err := m.Err(); err != nil {
 		return err
 	}
+	// A recording read in part (cut short, records read past, a record it could not read,
+	// recordings concatenated) says so in the trace's notes, with what was read.
 	for _, e := range m.Ends() {
-		if e.Skipped > 0 {
-			rp.skipped = append(rp.skipped, fmt.Sprintf("%s: %d record(s) skipped, the first %s", e.Name, e.Skipped, e.SkipReason))
-		}
-		if e.Truncated {
-			rp.truncated = append(rp.truncated, e.Name)
+		for _, f := range e.Findings() {
+			rp.ends = append(rp.ends, e.Name+": "+f.Message)
 		}
 	}
 	return nil
@@ -452,6 +451,9 @@ func (rp *replay) finish() (*Trace, error) {
 		if rp.firstDecodeErr != "" {
 			msg += " (first undecodable: " + rp.firstDecodeErr + ")"
 		}
+		if len(rp.ends) > 0 {
+			msg += " (" + strings.Join(rp.ends, "; ") + ")"
+		}
 		return nil, errors.New(msg + ": record a fleet with KV events on (--kv-events-config) while it serves traffic")
 	}
 	t.Notes = append(t.Notes,
@@ -504,12 +506,7 @@ func (rp *replay) finish() (*Trace, error) {
 	if rp.index.dropped > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d engine hashes were forgotten to bound memory; later children of them count as new chains", rp.index.dropped))
 	}
-	if len(rp.skipped) > 0 {
-		t.Notes = append(t.Notes, strings.Join(rp.skipped, "; ")+": messages the tap should not have kept, read past")
-	}
-	if len(rp.truncated) > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%s ends inside a record (an interrupted tap); read up to the cut", strings.Join(rp.truncated, ", ")))
-	}
+	t.Notes = append(t.Notes, rp.ends...)
 	for i := range t.Requests {
 		t.Requests[i].Arrival -= rp.first
 	}
