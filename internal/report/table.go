@@ -291,9 +291,23 @@ func emptyColumn(cells [][]string, j int) bool {
 	return true
 }
 
+// fields splits s at spaces into the words a cell wraps between: a number and its unit are
+// one ("41 ms").
+func fields(s string) []string {
+	var words []string
+	for _, w := range strings.Fields(s) {
+		if n := len(words); n > 0 && unitAfter(words[n-1], w) {
+			words[n-1] += " " + w
+			continue
+		}
+		words = append(words, w)
+	}
+	return words
+}
+
 func longestWord(s string) int {
 	n := 0
-	for _, w := range strings.Fields(s) {
+	for _, w := range fields(s) {
 		n = max(n, lipgloss.Width(w))
 	}
 	return n
@@ -307,7 +321,7 @@ func wrap(s string, width int) []string {
 	}
 	var lines []string
 	line := ""
-	for _, word := range strings.Fields(s) {
+	for _, word := range fields(s) {
 		for lipgloss.Width(word) > width {
 			if line != "" {
 				lines = append(lines, line)

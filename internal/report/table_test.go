@@ -179,6 +179,9 @@ func TestWrap(t *testing.T) {
 		{"meta-llama/Llama-3.1-8B-Instruct", 16, []string{"meta-llama/", "Llama-3.1-8B-", "Instruct"}},
 		{"abcdefghijkl", 5, []string{"abcde", "fghij", "kl"}},
 		{"", 5, []string{""}},
+		// "over 119 s, 29371" at 10: "over" then "119 s," together (6), then "29371".
+		{"over 119 s, 29371", 10, []string{"over", "119 s,", "29371"}},
+		{"p99 41 ms", 6, []string{"p99", "41 ms"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, wrap(tt.s, tt.width)); diff != "" {

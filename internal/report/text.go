@@ -156,16 +156,16 @@ func wrapProse(s string, width int) []string {
 	}
 	rest := s[indent:]
 	for rest != "" {
-		// The next word and the run of spaces after it.
-		end := strings.IndexByte(rest, ' ')
-		if end < 0 {
-			end = len(rest)
+		// The next word and the run of spaces after it; a number and its unit are one word.
+		var word, spaces string
+		word, spaces, rest = nextWord(rest)
+		for spaces == " " && rest != "" {
+			next, sp, after := nextWord(rest)
+			if !unitAfter(word, next) {
+				break
+			}
+			word, spaces, rest = word+" "+next, sp, after
 		}
-		word := rest[:end]
-		rest = rest[end:]
-		sp := len(rest) - len(strings.TrimLeft(rest, " "))
-		spaces := rest[:sp]
-		rest = rest[sp:]
 		ww := lipgloss.Width(word)
 		if !fresh && lineW+len(gap)+ww > width {
 			flush()
@@ -202,6 +202,31 @@ func wrapProse(s string, width int) []string {
 		lines = append(lines, strings.TrimRight(line, " "))
 	}
 	return lines
+}
+
+// nextWord splits s into its first word, the run of spaces after it, and the rest.
+func nextWord(s string) (word, spaces, rest string) {
+	end := strings.IndexByte(s, ' ')
+	if end < 0 {
+		end = len(s)
+	}
+	word, rest = s[:end], s[end:]
+	sp := len(rest) - len(strings.TrimLeft(rest, " "))
+	return word, rest[:sp], rest[sp:]
+}
+
+// unitWords are the words a figure's number is written before ("41 ms", "1.2 GB"); a line is
+// never broken between the two.
+var unitWords = map[string]bool{"µs": true, "ms": true, "s": true, "min": true, "h": true, "day": true, "days": true,
+	"B": true, "KB": true, "MB": true, "GB": true, "TB": true}
+
+// unitAfter reports whether next is a unit written after word, a number: "41" "ms",
+// "(up to 60" "s)".
+func unitAfter(word, next string) bool {
+	if word == "" || word[len(word)-1] < '0' || word[len(word)-1] > '9' {
+		return false
+	}
+	return unitWords[strings.TrimRight(next, ",;:.)]")]
 }
 
 // Good renders s in the style of a healthy value.

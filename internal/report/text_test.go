@@ -34,6 +34,12 @@ func TestWrapProse(t *testing.T) {
 		// The spacing of what stays on a line is kept; a value column past half the width
 		// (6 of 8) hangs at 2 instead.
 		{"spacing kept", "a:    b c d e", 8, []string{"a:    b", "  c d e"}},
+		// "TTFT p99 41 ms" is 14 cells: at 12 the break falls before "41", not before "ms";
+		// "(up to 60 s)," keeps "60 s)," whole; a word that only looks like a number is
+		// not held to the next ("p99 s").
+		{"number and unit", "TTFT p99 41 ms", 12, []string{"TTFT p99", "  41 ms"}},
+		{"unit with punctuation", "the first 60 (up to 60 s), then", 20, []string{"the first 60 (up to", "  60 s), then"}},
+		{"not a unit", "hit 41 shares", 8, []string{"hit 41", "  shares"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
