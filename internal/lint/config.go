@@ -1,439 +1,193 @@
 package lint
 
 import (
-	"bytes"
-	"fmt"
-	"strconv"
-	"strings"
-
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/router/config"
 )
+
+// Router and engine configuration is checked by internal/router/config: lint detects the files
+// and hands it their YAML documents, or their text, and reports what it finds beside the
+// metric findings. These are its names as lint has always exported them.
 
 // The router and engine configuration formats lint recognises by content.
 const (
-	FormatLiteLLM     Format = "litellm-config"
-	FormatEPC         Format = "llm-d-endpoint-picker-config"
-	FormatLLMDValues  Format = "llm-d-router-values"
-	FormatProdStack   Format = "production-stack-values"
-	FormatDynamo      Format = "dynamo-graph-deployment"
-	FormatCompose     Format = "docker-compose"
-	FormatWorkload    Format = "kubernetes-workload"
-	FormatPool        Format = "inference-pool"
-	FormatObjective   Format = "inference-objective"
-	FormatRayServe    Format = "ray-serve-llm-config"
-	FormatShellScript Format = "shell-script"
+	FormatLiteLLM     = Format(config.FormatLiteLLM)
+	FormatEPC         = Format(config.FormatEPC)
+	FormatLLMDValues  = Format(config.FormatLLMDValues)
+	FormatProdStack   = Format(config.FormatProdStack)
+	FormatDynamo      = Format(config.FormatDynamo)
+	FormatCompose     = Format(config.FormatCompose)
+	FormatWorkload    = Format(config.FormatWorkload)
+	FormatPool        = Format(config.FormatPool)
+	FormatObjective   = Format(config.FormatObjective)
+	FormatRayServe    = Format(config.FormatRayServe)
+	FormatShellScript = Format(config.FormatShellScript)
+	FormatSGLang      = Format(config.FormatSGLang)
 )
 
 // StatusConfig marks a router or engine configuration finding.
-const StatusConfig = "config"
-
-// maxAliasNodes bounds the nodes the config checks visit through YAML aliases in one file: a
-// few nested aliases (a "billion laughs" document) would otherwise expand without end.
-const maxAliasNodes = 100000
+const StatusConfig = config.StatusConfig
 
 // CodeYAMLBomb is the code of the error on a file whose YAML aliases expand past the bound.
-const CodeYAMLBomb = "yaml-aliases"
+const CodeYAMLBomb = config.CodeYAMLBomb
 
-// pos is a 1-based line and column in the file.
-type pos struct{ line, col int }
+// Rule is one router or engine configuration check (config.Rule).
+type Rule = config.Rule
 
-// configFacts is what one file contributes to the checks across files.
-type configFacts struct {
-	engines     []*engine
-	subscribers []*subscriber
-	gateways    []*gatewayGroup
-	routers     []kvRouter
-	// proxies are LiteLLM configs that pin (for LL-04); proxyReplicas the replica counts of
-	// LiteLLM proxy Deployments.
-	proxies       []*litellmProxy
-	proxyReplicas []int
-	sglang        []*sglangGateway
-}
+// What a config error defeats (Rule.Defeats).
+const (
+	DefeatsAny      = config.DefeatsAny
+	DefeatsKVRouter = config.DefeatsKVRouter
+	DefeatsSession  = config.DefeatsSession
+)
 
-// kvRouter is a KV- or prefix-aware router found in a file.
-type kvRouter struct {
-	file  string
-	kind  string // llm-d, dynamo, production-stack, sglang
-	names []string
-	at    pos
-	// events: the router reads the engines' KV events (so prefix caching off starves it).
-	events bool
-}
+// Rules returns the config rules, in table order.
+func Rules() []Rule { return config.Rules() }
 
-// ydoc is one YAML document being checked: a document of the file, or one held in a scalar
-// (an EndpointPickerConfig in a ConfigMap or in Helm values).
-type ydoc struct {
-	fl  *fileLint
-	idx int // the file's document index; -1 for a document held in a scalar
-	// line and col shift a held document's positions to the file's: a literal block's line
-	// L, column C is the file's line line+L, column col+C-1.
-	line, col int
-	host      *yaml.Node // the scalar holding the document, for positions that cannot be shifted
-	budget    *int       // alias nodes left
-}
+// LookupRule returns the config rule with a code.
+func LookupRule(code string) (Rule, bool) { return config.LookupRule(code) }
 
-func (d *ydoc) pos(n *yaml.Node) pos {
-	if n == nil {
-		return pos{1, 1}
-	}
-	if d.idx >= 0 {
-		return pos{n.Line, n.Column}
-	}
-	if d.line == 0 {
-		return pos{d.host.Line, d.host.Column}
-	}
-	return pos{d.line + n.Line, d.col + n.Column - 1}
-}
+// RulesMarkdown renders the rule table as the README lists it.
+func RulesMarkdown() string { return config.RulesMarkdown() }
 
-// key returns a mapping's key node for k, for positions.
-// A key written twice gives its last pair, the one Helm, PyYAML and the API server keep
-// (config_dupes.go).
-func keyNode(m *yaml.Node, k string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := len(m.Content)&^1 - 2; i >= 0; i -= 2 {
-		if m.Content[i].Value == k {
-			return m.Content[i]
+// RuleAnchor is the README's anchor of a finding code's row (rule-litellm-no-affinity), which
+// SARIF rules link to as their help.
+func RuleAnchor(code string) string { return config.RuleAnchor(code) }
+
+// What configuration files show of a deployment (config.Deployment).
+type (
+	Deployment  = config.Deployment
+	Object      = config.Object
+	EngineFacts = config.EngineFacts
+	RouterFacts = config.RouterFacts
+)
+
+// The router kinds of RouterFacts, as the checks name them.
+const (
+	RouterLLMD      = config.RouterLLMD
+	RouterProdStack = config.RouterProdStack
+	RouterDynamo    = config.RouterDynamo
+	RouterSGLang    = config.RouterSGLang
+	RouterRay       = config.RouterRay
+	RouterLiteLLM   = config.RouterLiteLLM
+)
+
+// ProdStackRoutingLogics are the routing logics production-stack's router knows.
+func ProdStackRoutingLogics() []string { return config.ProdStackRoutingLogics() }
+
+// LiteLLMPreCallChecks are the optional_pre_call_checks LiteLLM knows.
+func LiteLLMPreCallChecks() []string { return config.LiteLLMPreCallChecks() }
+
+// DynamoRouterModes are the --router-mode choices of Dynamo's frontend.
+func DynamoRouterModes() []string { return config.DynamoRouterModes() }
+
+// DeploymentOf reads what the files of a lint run show, for kvcheck assess's router ranking.
+func DeploymentOf(results []FileResult) Deployment {
+	srcs := make([]config.Source, len(results))
+	for i, r := range results {
+		srcs[i] = config.Source{Path: r.Path, Facts: r.config}
+		if !binary(r.Original) {
+			srcs[i].Original = r.Original
 		}
 	}
-	return nil
+	return config.DeploymentOf(srcs)
 }
 
-// get follows a path of mapping keys, resolving aliases.
-func get(n *yaml.Node, path ...string) *yaml.Node {
-	for _, k := range path {
-		n = deref(n)
-		n = mapGet(n, k)
-		if n == nil {
-			return nil
+// configFound is a config finding and the finding lint reports for it.
+type configFound struct {
+	from *config.Finding
+	to   *Finding
+}
+
+// configFile returns the file's config checks, starting them on the file as it is checked now
+// (a Helm template's actions masked).
+func (fl *fileLint) configFile() *config.File {
+	if fl.cfg == nil {
+		var newest catalog.Version
+		if f := fl.l.cat.Family(catalog.VLLM); f != nil {
+			newest = f.Newest
+		}
+		cl := config.New(config.Options{VLLMNewest: newest, VLLMTarget: fl.l.TargetOf(catalog.VLLM), Rewrite: fl.l.rewrite})
+		fl.cfg = cl.NewFile(fl.path, fl.src, fl.lines.Index)
+		if fl.masks != nil {
+			fl.cfg.Template(fl.orig, fl.masks)
 		}
 	}
-	return deref(n)
-}
-
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-// str returns a scalar's value at a path, and whether it is there.
-func str(n *yaml.Node, path ...string) (string, bool) {
-	v := get(n, path...)
-	if v == nil || v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-		return "", false
-	}
-	return v.Value, true
-}
-
-func boolAt(n *yaml.Node, path ...string) (val, set bool) {
-	s, ok := str(n, path...)
-	if !ok {
-		return false, false
-	}
-	b, err := strconv.ParseBool(strings.ToLower(strings.Trim(s, `"'`)))
-	return b && err == nil, true
-}
-
-func intAt(n *yaml.Node, path ...string) (int, bool) {
-	s, ok := str(n, path...)
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	return v, err == nil
-}
-
-func seq(n *yaml.Node) []*yaml.Node {
-	n = deref(n)
-	if n == nil || n.Kind != yaml.SequenceNode {
-		return nil
-	}
-	return n.Content
-}
-
-// addConfig records a finding of a config rule at a position; hint names the key and the
-// value that fix it.
-func (fl *fileLint) addConfig(code string, at pos, location, msg, hint string) *Finding {
-	r, ok := ruleByCode[code]
-	if !ok {
-		panic("lint: config finding with no rule " + code) // a programming error: every code is in rules
-	}
-	f := &Finding{
-		Finding: finding.Finding{Severity: r.Severity, Code: r.Code, Message: msg, Subject: fl.path, Fix: hint,
-			File: fl.path, Line: max(at.line, 1), Column: max(at.col, 1), Rule: r.ID},
-		Location: location,
-		Status:   StatusConfig,
-		Since:    r.Versions,
-	}
-	fl.findings = append(fl.findings, f)
-	return f
+	return fl.cfg
 }
 
 // configDocs runs the config checks over a file's YAML documents and returns each document's
 // config format, or "" where it is none.
-func (fl *fileLint) configDocs(docs []*yaml.Node) []Format {
-	out := make([]Format, len(docs))
-	budget := maxAliasNodes
-	if aliasBomb(docs, &budget) {
-		fl.addFile(finding.Error, CodeYAMLBomb, StatusSkipped,
-			fmt.Sprintf("refused: the YAML aliases of this file expand to more than %d nodes (a YAML bomb?); expand the anchors or split the file", maxAliasNodes))
-		return out
+func (fl *fileLint) configDocs(docs []*yaml.Node) []config.Format {
+	reparse := parseYAML
+	if fl.fromJSON != nil {
+		reparse = reparseJSON
 	}
-	fl.epp = eppFlags{}
-	for _, d := range docs {
-		if len(d.Content) > 0 {
-			if f := eppFlagsOf(d.Content[0]); f.visible && !fl.epp.visible {
-				fl.epp = f
-			}
-		}
-	}
-	for i, d := range docs {
-		if len(d.Content) == 0 {
-			continue
-		}
-		doc := &ydoc{fl: fl, idx: i, budget: &budget}
-		root := d.Content[0]
-		if root.Kind != yaml.MappingNode {
-			continue
-		}
-		out[i] = doc.check(root)
-		if out[i] != FormatPool {
-			doc.failOpenValues(root)
-		}
-		if out[i] != "" {
-			doc.duplicateKeys(root, duplicateLoader(out[i], root))
-		}
-	}
+	out := fl.configFile().Documents(docs, reparse)
+	fl.adoptConfig()
 	return out
 }
 
-// aliasBomb reports whether expanding the documents' aliases visits more nodes than budget.
-func aliasBomb(docs []*yaml.Node, budget *int) bool {
-	hasAlias := false
-	var scan func(n *yaml.Node)
-	scan = func(n *yaml.Node) {
-		if hasAlias || n == nil {
-			return
-		}
-		if n.Kind == yaml.AliasNode {
-			hasAlias = true
-			return
-		}
-		for _, c := range n.Content {
-			scan(c)
-		}
-	}
-	for _, d := range docs {
-		scan(d)
-	}
-	if !hasAlias {
-		return false
-	}
-	defer func() { *budget = maxAliasNodes }()
-	var count func(n *yaml.Node, depth int) bool
-	count = func(n *yaml.Node, depth int) bool {
-		if n == nil {
-			return false
-		}
-		*budget--
-		if *budget < 0 || depth > 1000 {
-			return true
-		}
-		if n.Kind == yaml.AliasNode {
-			return count(n.Alias, depth+1)
-		}
-		for _, c := range n.Content {
-			if count(c, depth+1) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, d := range docs {
-		if count(d, 0) {
-			return true
-		}
-	}
-	return false
-}
-
-// check detects one document's kind by content and runs its checks.
-func (d *ydoc) check(root *yaml.Node) Format {
-	kind, _ := str(root, "kind")
-	api, _ := str(root, "apiVersion")
-	var f Format
-	switch {
-	case kind == "EndpointPickerConfig":
-		d.checkEPC(root, eppFlags{})
-		f = FormatEPC
-	case kind == "DynamoGraphDeployment":
-		d.checkDynamo(root)
-		f = FormatDynamo
-	case kind == "InferencePool":
-		d.checkPool(root)
-		f = FormatPool
-	case kind == "InferenceObjective":
-		d.checkObjective(root, api)
-		f = FormatObjective
-	case get(root, "model_list") != nil || (get(root, "router_settings") != nil && get(root, "litellm_settings") != nil):
-		d.checkLiteLLM(root, 0)
-		f = FormatLiteLLM
-	case get(root, "proxy_config", "model_list") != nil:
-		// The litellm-helm chart's values: the config under proxy_config, the pods' count in
-		// replicaCount.
-		n, ok := intAt(root, "replicaCount")
-		if !ok {
-			n = 1
-		}
-		d.checkLiteLLM(get(root, "proxy_config"), n)
-		f = FormatLiteLLM
-	case get(root, "servingEngineSpec") != nil || get(root, "routerSpec", "routingLogic") != nil:
-		d.checkProdStack(root)
-		f = FormatProdStack
-	case composeFile(root):
-		d.checkCompose(root)
-		f = FormatCompose
-	}
-	if f == "" && kind == "" && get(root, "deployment_config", "request_router_config") != nil {
-		f = FormatRayServe
-	}
-	if f == "" {
-		// Engines and routers inside any workload: Deployments, StatefulSets, LeaderWorkerSets,
-		// Helm values with containers, ConfigMaps holding an EndpointPickerConfig.
-		if d.workloads(root, kind) && f == "" {
-			f = FormatWorkload
-		}
-		if d.embeddedEPCs(root) && f == "" {
-			f = FormatLLMDValues
-		}
-	}
-	if d.checkRay(root) && f == "" {
-		f = FormatRayServe
-	}
-	return f
-}
-
-// embeddedEPCs checks every EndpointPickerConfig held in a string of the document (a ConfigMap's
-// data, the router chart's pluginsCustomConfig) and reports whether there was one.
-func (d *ydoc) embeddedEPCs(root *yaml.Node) bool {
-	found := false
-	flags := eppFlagsOf(root)
-	var walk func(n *yaml.Node, depth int)
-	walk = func(n *yaml.Node, depth int) {
-		if n == nil || depth > 64 {
-			return
-		}
-		switch n.Kind {
-		case yaml.ScalarNode:
-			for _, r := range heldEPCs(n) {
-				held := &ydoc{fl: d.fl, idx: -1, host: n, budget: d.budget}
-				if n.Style == yaml.LiteralStyle {
-					held.line, held.col = n.Line, d.fl.blockIndent(n)
-				}
-				held.checkEPC(r, flags)
-				held.duplicateKeys(r, loaderEPP)
-				found = true
-			}
-		case yaml.MappingNode:
-			for i := 1; i < len(n.Content); i += 2 {
-				walk(n.Content[i], depth+1)
-			}
-		case yaml.SequenceNode, yaml.DocumentNode:
-			for _, c := range n.Content {
-				walk(c, depth+1)
-			}
-		}
-	}
-	walk(root, 0)
-	return found
-}
-
-// heldEPCs returns the root of every EndpointPickerConfig document held in the scalar n (a
-// ConfigMap's data, the router chart's pluginsCustomConfig), in order; a string that does not
-// parse as YAML holds none.
-func heldEPCs(n *yaml.Node) []*yaml.Node {
-	if !strings.Contains(n.Value, "EndpointPickerConfig") || !strings.Contains(n.Value, "plugins") {
-		return nil
-	}
-	docs, err := parseYAML([]byte(n.Value))
+// reparseJSON reads a rewritten JSON config as the YAML document it also is, as run reads it.
+func reparseJSON(src []byte) ([]*yaml.Node, error) {
+	root, err := parseJSON(src)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	var out []*yaml.Node
-	for _, sub := range docs {
-		if len(sub.Content) == 0 {
-			continue
-		}
-		if k, _ := str(sub.Content[0], "kind"); k == "EndpointPickerConfig" {
-			out = append(out, sub.Content[0])
-		}
-	}
-	return out
-}
-
-// blockIndent returns the 1-based column where a literal block scalar's content starts.
-func (fl *fileLint) blockIndent(n *yaml.Node) int {
-	off := fl.lines.offset(n.Line+1, 1)
-	col := 1
-	for off < len(fl.src) && (fl.src[off] == ' ' || fl.src[off] == '\t') {
-		off++
-		col++
-	}
-	return col
+	again := &fileLint{src: src, lines: newLineIndex(src)}
+	return []*yaml.Node{again.yamlOf(root)}, nil
 }
 
 // configText checks a file that is not YAML: a shell script that starts an engine or a router,
 // a Python Ray Serve application.
 func (fl *fileLint) configText() Format {
-	src := fl.src
-	if fl.orig != nil {
-		src = fl.orig
-	}
-	var f Format
-	cmds := shellCommands(src)
-	for _, cmd := range cmds {
-		e := engineFromArgv(fl.path, cmd.argv, cmd.at, fl)
-		if e == nil {
-			continue
-		}
-		e.name = "script"
-		fl.checkEngine(e)
-		f = FormatShellScript
-	}
-	for _, cmd := range cmds {
-		if g := sglangFrom(fl.path, cmd.argv); g != nil {
-			fl.checkSGLang(g)
-			if f == "" {
-				f = FormatSGLang
-			}
-		}
-	}
-	for _, cmd := range cmds {
-		if p := prodStackFrom(cmd.argv); p != nil {
-			fl.checkProdStackCLI(p)
-			if f == "" {
-				f = FormatShellScript
-			}
-		}
-	}
-	if bytes.Contains(src, []byte("PrefixCacheAffinityRouter")) {
-		fl.checkRayText(src)
-		if f == "" {
-			f = FormatRayServe
-		}
-	}
-	return f
+	f := fl.configFile().Text()
+	fl.adoptConfig()
+	return Format(f)
 }
 
-// facts returns the file's cross-file facts, creating them.
-func (fl *fileLint) facts() *configFacts {
-	if fl.config == nil {
-		fl.config = &configFacts{}
+// adoptConfig reports the config findings made since the last call.
+func (fl *fileLint) adoptConfig() {
+	all := fl.cfg.Findings()
+	for _, cf := range all[len(fl.cfgFound):] {
+		f := &Finding{Finding: cf.Finding, Location: cf.Location, Status: cf.Status, Since: cf.Since}
+		fl.findings = append(fl.findings, f)
+		fl.cfgFound = append(fl.cfgFound, configFound{cf, f})
 	}
-	return fl.config
+}
+
+// fixConfig makes the config findings' rewrites when the metric fixes rewrote nothing.
+func (fl *fileLint) fixConfig() {
+	if fl.cfg == nil {
+		return
+	}
+	fl.cfg.Fix(fl.fixed != nil)
+	for _, p := range fl.cfgFound {
+		p.to.Fixed = p.to.Fixed || p.from.Fixed
+		p.to.cfgFix = p.from.Exact
+		for _, e := range p.from.Rewrite {
+			p.to.cfgEdits = append(p.to.cfgEdits, fileEdit{e.Start, e.End, e.Text})
+		}
+	}
+	if b := fl.cfg.Fixed(); b != nil {
+		fl.fixed = b
+	}
+}
+
+// crossConfig runs the config checks across the files of one run; each finding goes to the
+// file of the thing to change.
+func crossConfig(results []FileResult) {
+	byPath := map[string]*FileResult{}
+	facts := make([]*config.Facts, len(results))
+	for i := range results {
+		byPath[results[i].Path] = &results[i]
+		facts[i] = results[i].config
+	}
+	config.Cross(facts, func(path string, cf *config.Finding) {
+		if r := byPath[path]; r != nil {
+			r.Findings = append(r.Findings, Finding{Finding: cf.Finding, Location: cf.Location, Status: cf.Status, Since: cf.Since})
+		}
+	})
 }

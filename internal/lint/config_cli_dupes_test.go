@@ -1,9 +1,6 @@
 package lint
 
 import (
-	"encoding/json"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -36,19 +33,19 @@ func TestDuplicateFlags(t *testing.T) {
 		name, file, src string
 		want            []want
 	}{
-		{"vllm_router --routing-logic twice", "router.yaml", router, []want{{codeDuplicateFlag, lineOf(t, router, "- --routing-logic\n        - roundrobin"),
+		{"vllm_router --routing-logic twice", "router.yaml", router, []want{{"cli/duplicate-flag", lineOf(t, router, "- --routing-logic\n        - roundrobin"),
 			`--routing-logic is given twice on one vllm_router command line (at 14:11 and 18:11, line:column): its argparse keeps the last, --routing-logic "roundrobin" (18:11), silently, and kvcheck reads that one`}}},
 		{"vLLM switch pair, underscore, short name", "vllm.yaml", engine, []want{
-			{codeDuplicateFlag, 15, `--enable-prefix-caching, --no-enable-prefix-caching sets one option, --enable-prefix-caching, twice on one vLLM command line (at 13:11 and 15:11, line:column): its argparse keeps the last, --no-enable-prefix-caching (15:11)`},
-			{codeDuplicateFlag, 16, `--block-size "16", --block_size "64" sets one option, --block-size, twice on one vLLM command line (at 14:11 and 16:11, line:column): its argparse keeps the last, --block_size "64" (16:11)`},
-			{codeDuplicateFlag, 20, `-tp "2", --tensor-parallel-size "4" sets one option, --tensor-parallel-size, twice`}}},
-		{"--kv-events-config topic twice", "serve.sh", kv, []want{{codeDuplicateJSONKey, 2,
+			{"cli/duplicate-flag", 15, `--enable-prefix-caching, --no-enable-prefix-caching sets one option, --enable-prefix-caching, twice on one vLLM command line (at 13:11 and 15:11, line:column): its argparse keeps the last, --no-enable-prefix-caching (15:11)`},
+			{"cli/duplicate-flag", 16, `--block-size "16", --block_size "64" sets one option, --block-size, twice on one vLLM command line (at 14:11 and 16:11, line:column): its argparse keeps the last, --block_size "64" (16:11)`},
+			{"cli/duplicate-flag", 20, `-tp "2", --tensor-parallel-size "4" sets one option, --tensor-parallel-size, twice`}}},
+		{"--kv-events-config topic twice", "serve.sh", kv, []want{{"json/duplicate-key", 2,
 			`--kv-events-config: key "topic" is written twice in one JSON object (at characters 50 and 91 of the value): vLLM's JSON reader keeps the last (character 91), silently, and kvcheck reads that one`}}},
 		{"nested JSON", "serve.sh", nested, []want{
-			{codeDuplicateJSONKey, 2, `key "kv_connector_extra_config.b[].c" is written twice`},
-			{codeDuplicateJSONKey, 2, `key "kv_connector_extra_config.a" is written twice`}}},
+			{"json/duplicate-key", 2, `key "kv_connector_extra_config.b[].c" is written twice`},
+			{"json/duplicate-key", 2, `key "kv_connector_extra_config.a" is written twice`}}},
 		{"negative: Helm template branches", "vllm.yaml", branches, nil},
-		{"Helm template, twice in one branch", "vllm.yaml", branchDup, []want{{codeDuplicateFlag, lineOf(t, branchDup, "- --max-model-len=16384"), "--max-model-len is given twice"}}},
+		{"Helm template, twice in one branch", "vllm.yaml", branchDup, []want{{"cli/duplicate-flag", lineOf(t, branchDup, "- --max-model-len=16384"), "--max-model-len is given twice"}}},
 		{"negative: once each, --middleware twice", "vllm.yaml", strings.Replace(strings.Replace(strings.Replace(engine, "        - --no-enable-prefix-caching\n", "", 1), "        - --block_size\n        - \"64\"\n", "", 1), "        - --tensor-parallel-size=4\n", "", 1), nil},
 		{"negative: vllm_router once each", "router.yaml", routerDeployment(1, `["vllm_router"]`, `["--routing-logic", "session", "--session-key", "x"]`), nil},
 		{"negative: JSON keys once", "serve.sh", "vllm serve m --kv-events-config '{\"enable_kv_cache_events\":true,\"topic\":\"kv@\"}'\n", nil},
@@ -58,7 +55,7 @@ func TestDuplicateFlags(t *testing.T) {
 			r := newLinter(t, "").File(tt.file, []byte(tt.src))
 			var got []Finding
 			for _, f := range r.Findings {
-				if f.Code == codeDuplicateFlag || f.Code == codeDuplicateJSONKey {
+				if f.Code == "cli/duplicate-flag" || f.Code == "json/duplicate-key" {
 					got = append(got, f)
 				}
 			}
@@ -73,48 +70,4 @@ func TestDuplicateFlags(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzDuplicateJSONKeys reads arbitrary flag values: no panic; every offset a finding names is
-// the opening quote of that key in the value; and the same JSON without duplicates (decoded and
-// written again, which keeps one of each key) gives no finding.
-func FuzzDuplicateJSONKeys(f *testing.F) {
-	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[{"c":1, "c":2}]},"a":3}`, ` { "x" : [ ] , "x" : { } } `, `{"a":`, `[{"a":1,"a":1}]`, `{"\u0061":1,"a":2}`, `{}`} {
-		f.Add(s)
-	}
-	offsets := regexp.MustCompile(`at characters ([0-9, and]+) of the value`)
-	f.Fuzz(func(t *testing.T, v string) {
-		fl := &fileLint{path: "fuzz"}
-		u := flagUse{dest: "--kv-events-config", name: token{text: "--kv-events-config", at: pos{1, 1}}, val: token{text: v, at: pos{1, 20}}, hasVal: true}
-		fl.duplicateJSONKeys(u, "vLLM", "fuzz")
-		trimmed := strings.TrimLeft(v, " \t\r\n")
-		lead := len(v) - len(trimmed)
-		for _, x := range fl.findings {
-			m := offsets.FindStringSubmatch(x.Message)
-			if m == nil {
-				t.Fatalf("finding without offsets: %q", x.Message)
-			}
-			for _, o := range strings.FieldsFunc(m[1], func(r rune) bool { return r < '0' || r > '9' }) {
-				n, _ := strconv.Atoi(o)
-				// Offsets count in the value as trimmed of leading blanks.
-				if n < 1 || lead+n-1 >= len(v) || v[lead+n-1] != '"' {
-					t.Fatalf("offset %d is not a key's opening quote in %q (%q)", n, v, x.Message)
-				}
-			}
-		}
-		var decoded any
-		if json.Unmarshal([]byte(v), &decoded) != nil {
-			return
-		}
-		clean, err := json.Marshal(decoded)
-		if err != nil {
-			return
-		}
-		fl = &fileLint{path: "fuzz"}
-		u.val.text = string(clean)
-		fl.duplicateJSONKeys(u, "vLLM", "fuzz")
-		if len(fl.findings) != 0 {
-			t.Fatalf("%q has no duplicate key, but: %v", clean, fl.findings)
-		}
-	})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/router/config"
 )
 
 // site is one string in a file that holds a query or a metric name, and where it lives.
@@ -53,12 +53,10 @@ type fileLint struct {
 	masks   [][2]int
 	embed   *embedding // set while walking a JSON document held in a YAML scalar
 	records []string   // names of the recording rules the file defines
-	// config gathers the facts for the checks across files; epp are the EPP's flags when the
-	// file shows them; cfgFixes are the config findings' rewrites.
-	config   *configFacts
-	epp      eppFlags
-	cfgFixes []configFix
-	relint   bool // linting a config rewrite again: no further rewrites
+	// cfg checks the file's router and engine configuration (config.go); cfgFound pairs each
+	// of its findings with the one reported.
+	cfg      *config.File
+	cfgFound []configFound
 	// fromJSON maps the string scalars of a JSON file walked as YAML (yamlOf) to their JSON
 	// nodes; nil for other files.
 	fromJSON map[*yaml.Node]*jsonNode
@@ -537,30 +535,13 @@ func (fl *fileLint) checkTemplate(s *site) {
 }
 
 // maxYAMLDocs bounds the documents read from one file.
-const maxYAMLDocs = 10000
+const maxYAMLDocs = config.MaxYAMLDocs
 
 // errTooManyDocs refuses a YAML stream past maxYAMLDocs. The whole file is refused: checking
 // the first documents and dropping the rest would pass a removed metric in the one after.
-var errTooManyDocs = fmt.Errorf("more than %d YAML documents in one file", maxYAMLDocs)
+var errTooManyDocs = config.ErrTooManyDocs
 
-func parseYAML(src []byte) ([]*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	var docs []*yaml.Node
-	for {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if len(docs) == maxYAMLDocs {
-			return nil, errTooManyDocs
-		}
-		if err != nil {
-			return docs, fmt.Errorf("yaml: %w", err)
-		}
-		docs = append(docs, &n)
-	}
-}
+var parseYAML = config.ParseYAML
 
 // refuseDocs is the finding on a file refused for errTooManyDocs.
 func (fl *fileLint) refuseDocs() {
@@ -581,7 +562,7 @@ func structured(docs []*yaml.Node) bool {
 }
 
 // mapGet returns a mapping's value for key; for a key written twice, the last pair's, which
-// Helm, PyYAML and the Kubernetes API server keep (config_dupes.go).
+// Helm, PyYAML and the Kubernetes API server keep (internal/router/config/dupes.go).
 func mapGet(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
@@ -645,7 +626,7 @@ func (fl *fileLint) walkYAMLDocs(docs []*yaml.Node) {
 			continue
 		}
 		if cf[i] != "" && j < len(fl.formats) && fl.formats[j] == FormatYAML {
-			fl.formats[j] = cf[i]
+			fl.formats[j] = Format(cf[i])
 		}
 		j++
 	}

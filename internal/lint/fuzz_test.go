@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -98,49 +97,6 @@ func FuzzFile(f *testing.F) {
 			t.Fatalf("a second rewrite changes the file again:\n%q\n->\n%q\n->\n%q", b, r.Fixed, again.Fixed)
 		}
 	})
-}
-
-// FuzzShellWords splits arbitrary shell text: no panic, every word's position inside the text,
-// and a text of plain words splits into exactly those words.
-func FuzzShellWords(f *testing.F) {
-	for _, s := range []string{
-		"vllm serve m \\\n  --kv-events-config '{\"a\":1}' \\\n  --port 8000\n",
-		`--kv-events-config "{\"enable_kv_cache_events\":true,\"topic\":\"kv@${POD_IP}\"}"`,
-		"a 'unterminated", `b "unterminated \`, "x; y && z | w > /dev/null 2>&1 &", "# comment\nexec vllm serve", "\\",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		li := newLineIndex([]byte(s))
-		cmds := shellWords(s, func(off int) pos {
-			if off < 0 || off > len(s) {
-				t.Fatalf("offset %d outside %d bytes", off, len(s))
-			}
-			l, c := li.pos(off)
-			return pos{l, c}
-		})
-		for _, c := range cmds {
-			if len(c.argv) == 0 {
-				t.Fatalf("empty command from %q", s)
-			}
-		}
-		if !plainWordsRE.MatchString(s) || strings.TrimSpace(s) == "" {
-			return
-		}
-		if len(cmds) != 1 || strings.Join(wordsOf(cmds[0].argv), " ") != strings.Join(strings.Fields(s), " ") {
-			t.Fatalf("plain words %q split as %+v", s, cmds)
-		}
-	})
-}
-
-var plainWordsRE = regexp.MustCompile(`^[A-Za-z0-9 ._/=:@-]*$`)
-
-func wordsOf(ts []token) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.text
-	}
-	return out
 }
 
 // maxFuzzConfig bounds what FuzzConfigFile lints. One exec lints its input three times (as

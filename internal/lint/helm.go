@@ -3,7 +3,6 @@ package lint
 import (
 	"bytes"
 	"errors"
-	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
@@ -98,13 +97,4 @@ func (fl *fileLint) masked(start, end int) bool {
 		}
 	}
 	return false
-}
-
-// templateValue reports whether a value is (or holds) a template action the chart fills in: a
-// {{ }} left as it is in a file that parses as YAML (a quoted action), or a masked one in a Helm
-// template (maskTemplate fills a value's action with x's, and no routing logic or mode kvcheck
-// judges holds two x's in a row). What the chart fills in there is not known, so it is not
-// judged.
-func (fl *fileLint) templateValue(v string) bool {
-	return strings.Contains(v, "{{") || fl.masks != nil && strings.Contains(v, "xx")
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/router/config"
+	"github.com/kvcheck/kvcheck/internal/textpos"
 )
 
 // Status values of a finding, as JSON carries them.
@@ -54,8 +56,10 @@ type Finding struct {
 	Fixed bool
 	// fix is the exact rewrite, when there is one.
 	fix *edit
-	// cfgFix says a config finding has an exact rewrite, checked by linting the result.
-	cfgFix bool
+	// cfgFix says a config finding has an exact rewrite, checked by linting the result;
+	// cfgEdits are the rewrite.
+	cfgFix   bool
+	cfgEdits []fileEdit
 }
 
 // Fixable reports whether the finding has an exact rewrite.
@@ -103,8 +107,8 @@ type FileResult struct {
 	// Families are the catalog families (vllm, llm-d, ...) whose metric names the file uses,
 	// in the catalog's order.
 	Families []string
-	// config is what the file tells the checks across files.
-	config *configFacts
+	// config is what the file tells the config checks across files.
+	config *config.Facts
 	// skip is the Skipped class of a file not checked ("" for one checked).
 	skip string
 }
@@ -234,7 +238,7 @@ func (l *Linter) keep(path string) bool {
 // Finish runs the checks across the files of one run and applies the suppressions; Paths calls
 // it, callers that lint content with File call it on their results.
 func (l *Linter) Finish(results []FileResult) []FileResult {
-	crossCheck(results)
+	crossConfig(results)
 	for i := range results {
 		slices.SortStableFunc(results[i].Findings, func(a, b Finding) int {
 			if a.Line != b.Line {
@@ -293,16 +297,13 @@ func (l *Linter) File(path string, src []byte) FileResult {
 		return a.Column - b.Column
 	})
 	r := FileResult{Path: path, Formats: fl.formats, Queries: fl.queries, Findings: make([]Finding, len(fl.findings)),
-		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs)), Records: fl.records, config: fl.config}
-	cfg := map[*Finding][]fileEdit{}
-	for _, cf := range fl.cfgFixes {
-		if cf.f.cfgFix {
-			cfg[cf.f] = append(cfg[cf.f], cf.edits...)
-		}
+		Original: src, Fixed: fl.fixed, Refs: make([]Ref, 0, len(fl.refs)), Records: fl.records}
+	if fl.cfg != nil {
+		r.config = fl.cfg.Facts()
 	}
 	for i, f := range fl.findings {
 		r.Findings[i] = *f
-		r.Findings[i].Edits = fl.findingEdits(f, cfg[f])
+		r.Findings[i].Edits = fl.findingEdits(f, f.cfgEdits)
 	}
 	for _, ref := range fl.refs {
 		r.Refs = append(r.Refs, ref)
@@ -319,93 +320,26 @@ func (l *Linter) File(path string, src []byte) FileResult {
 	return r
 }
 
-// lineIndex maps byte offsets to lines and columns. Columns count characters, so it also
-// keeps how many characters precede every chunk of chunkSize bytes: a column is then found by
-// counting at most one chunk, and a minified file (one line of megabytes) costs one pass, not
-// one pass per finding.
+// lineIndex is a textpos.Index under the names lint's code uses; starts are the offsets where
+// the lines begin.
 type lineIndex struct {
-	src    []byte
+	*textpos.Index
 	starts []int
-	chunks []int // chunks[k]: characters in src[:k*chunkSize]
 }
 
-const chunkSize = 1024
+const chunkSize = textpos.ChunkSize
 
-// Lines end at LF, CRLF or a lone CR, as YAML and most editors count them.
 func newLineIndex(src []byte) lineIndex {
-	starts := []int{0}
-	chunks := make([]int, 0, len(src)/chunkSize+1)
-	n := 0
-	for i, c := range src {
-		if i%chunkSize == 0 {
-			chunks = append(chunks, n)
-		}
-		if startsChar(c) {
-			n++
-		}
-		if c == '\n' || (c == '\r' && (i+1 == len(src) || src[i+1] != '\n')) {
-			starts = append(starts, i+1)
-		}
-	}
-	if len(src)%chunkSize == 0 {
-		chunks = append(chunks, n)
-	}
-	return lineIndex{src: src, starts: starts, chunks: chunks}
+	x := textpos.New(src)
+	return lineIndex{x, x.Starts()}
 }
 
-// startsChar reports whether c starts a character: any byte but a UTF-8 continuation byte.
-// Counting these counts the characters of valid UTF-8 and splits at any byte boundary.
-func startsChar(c byte) bool { return c&0xC0 != 0x80 }
-
-// chars returns the number of characters in src[:off].
-func (li lineIndex) chars(off int) int {
-	k := off / chunkSize
-	n := li.chunks[k]
-	for _, c := range li.src[k*chunkSize : off] {
-		if startsChar(c) {
-			n++
-		}
-	}
-	return n
-}
+// startsChar reports whether c starts a character (textpos.StartsChar).
+func startsChar(c byte) bool { return textpos.StartsChar(c) }
 
 // pos returns the 1-based line and character column of a byte offset.
-func (li lineIndex) pos(off int) (int, int) {
-	off = min(max(off, 0), len(li.src))
-	i, _ := slices.BinarySearch(li.starts, off+1)
-	line := i // starts[i-1] <= off
-	start := li.starts[line-1]
-	return line, li.chars(off) - li.chars(start) + 1
-}
+func (li lineIndex) pos(off int) (int, int) { return li.Pos(off) }
 
 // offset returns the byte offset of a 1-based line and character column; a column past the
 // end of its line gives the line's end.
-func (li lineIndex) offset(line, col int) int {
-	if line < 1 || line > len(li.starts) {
-		return len(li.src)
-	}
-	start := li.starts[line-1]
-	want := li.chars(start) + max(col, 1) - 1 // characters before the offset sought
-	// The last chunk with at most want characters before it (chunks[0] is 0).
-	k, _ := slices.BinarySearch(li.chunks, want+1)
-	off := max(start, (k-1)*chunkSize)
-	if line < len(li.starts) && off >= li.starts[line] {
-		// Past the end of the line: its end is the line terminator.
-		end := li.starts[line] - 1
-		if end > start && li.src[end] == '\n' && li.src[end-1] == '\r' {
-			end--
-		}
-		return end
-	}
-	n := li.chars(off)
-	for off < len(li.src) && li.src[off] != '\n' && li.src[off] != '\r' {
-		if startsChar(li.src[off]) {
-			if n == want {
-				return off
-			}
-			n++
-		}
-		off++
-	}
-	return off
-}
+func (li lineIndex) offset(line, col int) int { return li.Offset(line, col) }

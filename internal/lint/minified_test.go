@@ -68,38 +68,3 @@ func TestLintMinifiedLinear(t *testing.T) {
 		t.Errorf("last finding at %d:%d, want 1:%d", last.Line, last.Column, want)
 	}
 }
-
-// TestLineIndex: positions and offsets agree with counting characters from the line start,
-// across chunk boundaries, multi-byte characters and every line-end style.
-func TestLineIndex(t *testing.T) {
-	inputs := []string{
-		"",
-		"a",
-		"one\ntwo\r\nthree\rfour",
-		strings.Repeat("é", chunkSize) + "\n" + strings.Repeat("x€", chunkSize) + "\r\n",
-		strings.Repeat("ab\n", 700) + strings.Repeat("日本語", 900),
-	}
-	for _, in := range inputs {
-		src := []byte(in)
-		li := newLineIndex(src)
-		line, lineStart := 1, 0
-		for off := 0; off <= len(src); off++ {
-			if off > 0 && (src[off-1] == '\n' || (src[off-1] == '\r' && (off == len(src) || src[off] != '\n'))) {
-				line, lineStart = line+1, off
-			}
-			if off < len(src) && !utf8.RuneStart(src[off]) {
-				continue
-			}
-			col := utf8.RuneCount(src[lineStart:off]) + 1
-			if gl, gc := li.pos(off); gl != line || gc != col {
-				t.Fatalf("pos(%d) = %d:%d, want %d:%d", off, gl, gc, line, col)
-			}
-			if got := li.offset(line, col); got != off && (off >= len(src) || (src[off] != '\n' && src[off] != '\r')) {
-				t.Fatalf("offset(%d, %d) = %d, want %d", line, col, got, off)
-			}
-		}
-		if got := li.offset(1, 1<<20); got != bytes.IndexAny(append(src, '\n'), "\r\n") {
-			t.Errorf("offset past the end of line 1 = %d, want the line's end", got)
-		}
-	}
-}

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -462,7 +462,7 @@ func (d *ydoc) unknownRoutingLogic(n *yaml.Node, loc, logic string) {
 }
 
 // unknownRoutingLogic reports an unknown routing logic written at at (ydoc.unknownRoutingLogic).
-func (fl *fileLint) unknownRoutingLogic(at pos, loc, logic string) {
+func (fl *File) unknownRoutingLogic(at pos, loc, logic string) {
 	if fl.templateValue(logic) {
 		return
 	}
@@ -569,12 +569,12 @@ var (
 
 // checkRayText checks a Python Ray Serve application that names PrefixCacheAffinityRouter as
 // its request router.
-func (fl *fileLint) checkRayText(src []byte) {
+func (fl *File) checkRayText(src []byte) {
 	loc := rayClassRE.FindIndex(src)
 	if loc == nil {
 		return
 	}
-	l, c := fl.lines.pos(loc[0])
+	l, c := fl.lines.Pos(loc[0])
 	at := pos{l, c}
 	if !rayImbalRE.Match(src) {
 		fl.addConfig("ray/imbalanced-threshold", at, "request_router_config",

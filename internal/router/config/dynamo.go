@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -55,7 +55,7 @@ func dynamoComponents(root *yaml.Node) []dynamoComponent {
 
 // words returns every command line a container runs: command plus args, and each shell script
 // it hands to sh -c.
-func (fl *fileLint) words(c *yaml.Node) [][]token {
+func (fl *File) words(c *yaml.Node) [][]token {
 	cmd := listTokens(get(c, "command"))
 	args := listTokens(get(c, "args"))
 	all := append(append([]token{}, cmd...), args...)

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func vllmDest(name string) string {
 // duplicateFlags reports each option set more than once on one command line of program (the
 // product's name in the message) at its last use, naming every use's line:column, the value
 // the product keeps and the spellings when they differ; appendFlags are left out.
-func (fl *fileLint) duplicateFlags(uses []flagUse, program, loc string, appendFlags map[string]bool) {
+func (fl *File) duplicateFlags(uses []flagUse, program, loc string, appendFlags map[string]bool) {
 	byDest := map[string][]flagUse{}
 	var order []string
 	for _, u := range uses {
@@ -117,11 +117,11 @@ func (fl *fileLint) duplicateFlags(uses []flagUse, program, loc string, appendFl
 
 // templatedBetween reports whether a masked Helm action lies between two places of the file: a
 // flag written in each branch of an {{ if }} ... {{ else }} is given once when rendered.
-func (fl *fileLint) templatedBetween(first, last pos) bool {
+func (fl *File) templatedBetween(first, last pos) bool {
 	if fl.masks == nil {
 		return false
 	}
-	return fl.masked(fl.lines.offset(first.line, first.col), fl.lines.offset(last.line, last.col))
+	return fl.masked(fl.lines.Offset(first.line, first.col), fl.lines.Offset(last.line, last.col))
 }
 
 // uniq keeps the first of each string, in order.
@@ -144,7 +144,7 @@ const maxJSONFlag = 1 << 20
 // value (--kv-events-config '{"topic":"a",...,"topic":"b"}'): Python's json.loads and vLLM's
 // pydantic validate_json keep the last, silently, as kvcheck does. A value that is not JSON is
 // left to the rules that read it.
-func (fl *fileLint) duplicateJSONKeys(u flagUse, program, loc string) {
+func (fl *File) duplicateJSONKeys(u flagUse, program, loc string) {
 	v := strings.TrimSpace(u.val.text)
 	if !u.hasVal || !strings.HasPrefix(v, "{") || len(v) > maxJSONFlag || !json.Valid([]byte(v)) {
 		return

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -126,7 +126,7 @@ func (d *ydoc) templated(ks []*yaml.Node) bool {
 		return false
 	}
 	first, last := d.pos(ks[0]), d.pos(ks[len(ks)-1])
-	from, to := fl.lines.offset(first.line, first.col), fl.lines.offset(last.line, last.col)
+	from, to := fl.lines.Offset(first.line, first.col), fl.lines.Offset(last.line, last.col)
 	for _, m := range fl.masks {
 		if m[0] < to && from < m[1] {
 			return true

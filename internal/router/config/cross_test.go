@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -134,28 +134,34 @@ func TestPodChecksAgreeWithPairwise(t *testing.T) {
 // fold.
 func TestCrossCheckLinear(t *testing.T) {
 	allocs := func(n int) uint64 {
-		var results []FileResult
+		var facts []*Facts
 		for i := range n {
-			r := FileResult{Path: fmt.Sprintf("f%d.yaml", i), config: &configFacts{}}
-			r.config.engines = append(r.config.engines, &engine{file: r.Path, at: pos{line: 1}, name: "vllm", flags: map[string]token{},
+			path := fmt.Sprintf("f%d.yaml", i)
+			c := &Facts{}
+			c.engines = append(c.engines, &engine{file: path, at: pos{line: 1}, name: "vllm", flags: map[string]token{},
 				kv: &kvEvents{at: pos{line: 2}, enable: true, endpoint: "tcp://*:5557", endpointSet: true, topic: "other@", topicSet: true}})
 			if i%2 == 0 {
-				r.config.subscribers = append(r.config.subscribers, &subscriber{file: r.Path, at: pos{line: 3}, discoverPods: true,
+				c.subscribers = append(c.subscribers, &subscriber{file: path, at: pos{line: 3}, discoverPods: true,
 					topicFilter: fmt.Sprintf("kv%d@", i), socketPort: 5557})
 			}
-			r.config.routers = append(r.config.routers, kvRouter{file: r.Path, kind: "dynamo", names: []string{fmt.Sprintf("router-%d", i)}, at: pos{line: 4}})
-			r.config.gateways = append(r.config.gateways, &gatewayGroup{file: r.Path, at: pos{line: 5}, group: "g", host: fmt.Sprintf("nothere-%d.svc", i)})
-			r.config.sglang = append(r.config.sglang, &sglangGateway{file: r.Path, at: pos{line: 6}, flags: map[string]token{},
+			c.routers = append(c.routers, kvRouter{file: path, kind: "dynamo", names: []string{fmt.Sprintf("router-%d", i)}, at: pos{line: 4}})
+			c.gateways = append(c.gateways, &gatewayGroup{file: path, at: pos{line: 5}, group: "g", host: fmt.Sprintf("nothere-%d.svc", i)})
+			c.sglang = append(c.sglang, &sglangGateway{file: path, at: pos{line: 6}, flags: map[string]token{},
 				workers: []token{{text: fmt.Sprintf("http://nothere-%d:8000", i)}}})
-			results = append(results, r)
+			facts = append(facts, c)
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		crossCheck(results)
+		first := 0
+		Cross(facts, func(path string, f *Finding) {
+			if path == "f0.yaml" {
+				first++
+			}
+		})
 		runtime.ReadMemStats(&after)
-		if got := len(results[0].Findings); got != 1 {
-			t.Fatalf("%d files: %d findings in the first file, want its one topic-filter finding", n, got)
+		if first != 1 {
+			t.Fatalf("%d files: %d findings in the first file, want its one topic-filter finding", n, first)
 		}
 		return after.Mallocs - before.Mallocs
 	}

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 	"github.com/kvcheck/kvcheck/internal/catalog"
 )
 
-// crossCheck runs the checks that need several files of one run: the engines' KV-event
-// endpoints and topics against the router's subscription, prefix caching against a KV-aware
-// router, hash seeds across the replicas of a model, gateway retries against the router they
-// point at. Findings go to the file of the thing to change.
-func crossCheck(results []FileResult) {
-	byPath := map[string]*FileResult{}
+// Cross runs the checks that need several files of one run, over the facts of each file (nil
+// for a file that told none): the engines' KV-event endpoints and topics against the router's
+// subscription, prefix caching against a KV-aware router, hash seeds across the replicas of a
+// model, gateway retries against the router they point at. Each finding goes to add with the
+// path of the file of the thing to change.
+func Cross(facts []*Facts, add func(path string, f *Finding)) {
 	var engines []*engine
 	var subs []*subscriber
 	var gws []*gatewayGroup
@@ -22,29 +22,28 @@ func crossCheck(results []FileResult) {
 	var proxies []*litellmProxy
 	var proxyReplicas []int
 	var sglang []*sglangGateway
-	for i := range results {
-		r := &results[i]
-		byPath[r.Path] = r
-		if r.config == nil {
+	for _, c := range facts {
+		if c == nil {
 			continue
 		}
-		engines = append(engines, r.config.engines...)
-		subs = append(subs, r.config.subscribers...)
-		gws = append(gws, r.config.gateways...)
-		routers = append(routers, r.config.routers...)
-		proxies = append(proxies, r.config.proxies...)
-		proxyReplicas = append(proxyReplicas, r.config.proxyReplicas...)
-		sglang = append(sglang, r.config.sglang...)
+		engines = append(engines, c.engines...)
+		subs = append(subs, c.subscribers...)
+		gws = append(gws, c.gateways...)
+		routers = append(routers, c.routers...)
+		proxies = append(proxies, c.proxies...)
+		proxyReplicas = append(proxyReplicas, c.proxyReplicas...)
+		sglang = append(sglang, c.sglang...)
 	}
-	add := func(file, code string, at pos, loc, msg, hint string) {
-		r := byPath[file]
-		if r == nil {
-			return
-		}
-		fl := &fileLint{path: file}
-		f := fl.addConfig(code, at, loc, msg, hint)
-		r.Findings = append(r.Findings, *f)
-	}
+	crossCheck(engines, subs, gws, routers, proxies, proxyReplicas, sglang, func(file, code string, at pos, loc, msg, hint string) {
+		fl := &File{path: file}
+		add(file, fl.addConfig(code, at, loc, msg, hint))
+	})
+}
+
+// crossCheck runs the checks across files on the facts of a run in file order; add records a
+// finding.
+func crossCheck(engines []*engine, subs []*subscriber, gws []*gatewayGroup, routers []kvRouter, proxies []*litellmProxy,
+	proxyReplicas []int, sglang []*sglangGateway, add func(file, code string, at pos, loc, msg, hint string)) {
 	where := func(file string, at pos) string { return fmt.Sprintf("%s:%d", file, at.line) }
 
 	var podSubs []*subscriber
@@ -54,9 +53,6 @@ func crossCheck(results []FileResult) {
 		}
 	}
 	for _, p := range podChecks(engines, podSubs, where) {
-		if byPath[p.file] == nil {
-			continue
-		}
 		if p.count > 1 {
 			p.msg += fmt.Sprintf(" (and %d more like it in this run)", p.count-1)
 		}

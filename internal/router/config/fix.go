@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"bytes"
@@ -6,21 +6,23 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvcheck/kvcheck/internal/textpos"
 )
 
 // configFix is the exact rewrite of one config finding: byte edits of the file as read.
 type configFix struct {
 	f     *Finding
-	edits []fileEdit
+	edits []Edit
 }
 
 // scalarSpan returns the file span of a plain scalar as written, when the source holds its
 // value verbatim there.
-func (fl *fileLint) scalarSpan(n *yaml.Node) (int, int, bool) {
+func (fl *File) scalarSpan(n *yaml.Node) (int, int, bool) {
 	if n == nil || n.Kind != yaml.ScalarNode || n.Style != 0 || n.Value == "" {
 		return 0, 0, false
 	}
-	off := fl.lines.offset(n.Line, n.Column)
+	off := fl.lines.Offset(n.Line, n.Column)
 	end := off + len(n.Value)
 	if end > len(fl.src) || string(fl.src[off:end]) != n.Value {
 		return 0, 0, false
@@ -34,7 +36,7 @@ func (d *ydoc) replaceFix(f *Finding, n *yaml.Node, text string) {
 		return
 	}
 	if s, e, ok := d.fl.scalarSpan(n); ok {
-		d.fl.cfgFixes = append(d.fl.cfgFixes, configFix{f: f, edits: []fileEdit{{s, e, text}}})
+		d.fl.cfgFixes = append(d.fl.cfgFixes, configFix{f: f, edits: []Edit{{s, e, text}}})
 	}
 }
 
@@ -62,8 +64,8 @@ func (d *ydoc) insertFix(f *Finding, m *yaml.Node, keyPath, value string) {
 		return
 	}
 	// The end of the first entry's line.
-	lineEnd := fl.lines.offset(first.Line+1, 1)
-	if first.Line >= len(fl.lines.starts) {
+	lineEnd := fl.lines.Offset(first.Line+1, 1)
+	if first.Line >= fl.lines.Lines() {
 		lineEnd = len(fl.src)
 	}
 	nl := "\n"
@@ -88,42 +90,46 @@ func (d *ydoc) insertFix(f *Finding, m *yaml.Node, keyPath, value string) {
 	if prefix != "" {
 		text = strings.TrimSuffix(text, nl)
 	}
-	fl.cfgFixes = append(fl.cfgFixes, configFix{f: f, edits: []fileEdit{{lineEnd, lineEnd, text}}})
+	fl.cfgFixes = append(fl.cfgFixes, configFix{f: f, edits: []Edit{{lineEnd, lineEnd, text}}})
 }
 
 // fixConfig applies the config fixes to the file when nothing else rewrote it, then lints the
 // result again: every fixed finding must be gone and the file must still parse, or nothing is
 // rewritten.
-func (fl *fileLint) fixConfig() {
-	if len(fl.cfgFixes) == 0 || fl.masks != nil || fl.fixed != nil || fl.relint {
+func (fl *File) fixConfig() {
+	if len(fl.cfgFixes) == 0 || fl.masks != nil || fl.relint || fl.reparse == nil {
 		return
 	}
-	var edits []fileEdit
+	var edits []Edit
 	for _, cf := range fl.cfgFixes {
 		edits = append(edits, cf.edits...)
 	}
-	slices.SortStableFunc(edits, func(a, b fileEdit) int { return a.start - b.start })
+	slices.SortStableFunc(edits, func(a, b Edit) int { return a.Start - b.Start })
 	out := make([]byte, 0, len(fl.src)+256)
 	last := 0
 	for _, e := range edits {
-		if e.start < last || e.end > len(fl.src) {
+		if e.Start < last || e.End > len(fl.src) {
 			return
 		}
-		out = append(out, fl.src[last:e.start]...)
-		out = append(out, e.text...)
-		last = e.end
+		out = append(out, fl.src[last:e.Start]...)
+		out = append(out, e.Text...)
+		last = e.End
 	}
 	out = append(out, fl.src[last:]...)
-	before, err := parseYAML(fl.src)
+	before, err := ParseYAML(fl.src)
 	if err != nil {
 		return
 	}
-	after, err := parseYAML(out)
+	after, err := ParseYAML(out)
 	if err != nil || len(after) != len(before) {
 		return
 	}
-	again := &fileLint{l: &Linter{cat: fl.l.cat, target: fl.l.target, max: fl.l.max}, path: fl.path, src: out, lines: newLineIndex(out), relint: true}
-	again.run()
+	docs, err := fl.reparse(out)
+	if err != nil {
+		return
+	}
+	again := &File{l: &Linter{o: Options{VLLMNewest: fl.l.o.VLLMNewest, VLLMTarget: fl.l.o.VLLMTarget}}, path: fl.path, src: out, lines: textpos.New(out), relint: true}
+	again.configDocs(docs)
 	// A rewrite that uncovers another (a misspelt block name hid a misspelt key or plugin type
 	// inside it) is not made: one --fix must leave a file that a second --fix does not change,
 	// and the second rewrite would fix findings the user was never shown.
@@ -138,12 +144,13 @@ func (fl *fileLint) fixConfig() {
 		}
 	}
 	for _, cf := range fl.cfgFixes {
-		cf.f.cfgFix = true
-		if fl.l.rewrite {
+		cf.f.Exact = true
+		cf.f.Rewrite = append(cf.f.Rewrite, cf.edits...)
+		if fl.l.o.Rewrite {
 			cf.f.Fixed = true
 		}
 	}
-	if fl.l.rewrite {
+	if fl.l.o.Rewrite {
 		fl.fixed = out
 	}
 }

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -75,7 +75,7 @@ func (p *prodStackCLI) last(name string) (cliFlag, bool) {
 // --routing-logic, session without --session-key, kvaware or loadaware on chat traffic,
 // prefixaware on several pods, a --prefix-min-match-length off the 128-character chunks. The
 // rules that read the chart (its schema's enum, lmcacheConfig beside the router) do not apply.
-func (fl *fileLint) checkProdStackCLI(p *prodStackCLI) {
+func (fl *File) checkProdStackCLI(p *prodStackCLI) {
 	loc := "vllm_router command line"
 	// vllm_router's parser is plain argparse: no flag of it appends, none has a --no- twin.
 	var uses []flagUse
@@ -125,7 +125,7 @@ func (fl *fileLint) checkProdStackCLI(p *prodStackCLI) {
 
 // containerProdStack checks the production-stack routers a container's command lines start,
 // run on replicas pods, and reports whether there was one.
-func (fl *fileLint) containerProdStack(c *yaml.Node, replicas int) bool {
+func (fl *File) containerProdStack(c *yaml.Node, replicas int) bool {
 	found := false
 	for _, l := range fl.containerCommands(c) {
 		if p := prodStackFrom(l.argv); p != nil {

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"regexp"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvcheck/kvcheck/internal/textpos"
 )
 
 // Deployment is what configuration files show of a deployment, read with the config checks'
@@ -80,13 +82,21 @@ type RouterFacts struct {
 	Values map[string]string
 }
 
+// Source is one file of a lint run as DeploymentOf reads it: its path, its content as read (nil
+// for a file that is not text) and the facts its checks recorded (nil for none).
+type Source struct {
+	Path     string
+	Original []byte
+	Facts    *Facts
+}
+
 // DeploymentOf reads what the files of a lint run show. Files that are not YAML are read as
 // shell scripts and Python Ray Serve applications, as the checks read them.
-func DeploymentOf(results []FileResult) Deployment {
+func DeploymentOf(files []Source) Deployment {
 	var dep Deployment
-	for _, r := range results {
-		if r.config != nil {
-			for _, e := range r.config.engines {
+	for _, r := range files {
+		if r.Facts != nil {
+			for _, e := range r.Facts.engines {
 				ef := EngineFacts{File: e.file, Line: e.at.line, Name: e.name, Image: e.image, KVEvents: e.publishes()}
 				if !e.version.IsZero() {
 					ef.Version = e.version.String()
@@ -99,11 +109,11 @@ func DeploymentOf(results []FileResult) Deployment {
 				dep.Engines = append(dep.Engines, ef)
 			}
 		}
-		if len(r.Original) == 0 || binary(r.Original) {
+		if len(r.Original) == 0 {
 			continue
 		}
-		fl := &fileLint{path: r.Path, src: r.Original, lines: newLineIndex(r.Original)}
-		docs, err := parseYAML(r.Original)
+		fl := &File{path: r.Path, src: r.Original, lines: textpos.New(r.Original)}
+		docs, err := ParseYAML(r.Original)
 		if err != nil || !yamlLike(r.Path, docs) {
 			dep.Routers = append(dep.Routers, fl.textRouters()...)
 			continue
@@ -132,12 +142,12 @@ func yamlLike(path string, docs []*yaml.Node) bool {
 	return strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")
 }
 
-func (fl *fileLint) router(kind string, line int) *RouterFacts {
+func (fl *File) router(kind string, line int) *RouterFacts {
 	return &RouterFacts{Kind: kind, File: fl.path, Line: line, Values: map[string]string{}}
 }
 
 // docValues reads one YAML document.
-func (fl *fileLint) docValues(root *yaml.Node, dep *Deployment) {
+func (fl *File) docValues(root *yaml.Node, dep *Deployment) {
 	kind, _ := str(root, "kind")
 	api, _ := str(root, "apiVersion")
 	if kind != "" && api != "" {
@@ -185,7 +195,7 @@ func (fl *fileLint) docValues(root *yaml.Node, dep *Deployment) {
 // walkValues finds what any workload holds: containers starting a router (an SGLang gateway, a
 // Dynamo frontend, production-stack's vllm_router), Ray's request_router_config, and
 // EndpointPickerConfigs held in strings (a ConfigMap, the router chart's pluginsCustomConfig).
-func (fl *fileLint) walkValues(n *yaml.Node, dep *Deployment, depth int) {
+func (fl *File) walkValues(n *yaml.Node, dep *Deployment, depth int) {
 	n = deref(n)
 	if n == nil || depth > 64 {
 		return
@@ -228,7 +238,7 @@ func (fl *fileLint) walkValues(n *yaml.Node, dep *Deployment, depth int) {
 }
 
 // commandRouters reads the routers one command line starts.
-func (fl *fileLint) commandRouters(argv []token) []RouterFacts {
+func (fl *File) commandRouters(argv []token) []RouterFacts {
 	var out []RouterFacts
 	if g := sglangFrom(fl.path, argv); g != nil {
 		rf := fl.router(RouterSGLang, g.at.line)
@@ -288,13 +298,13 @@ var (
 
 // textRouters reads a file that is not YAML: the command lines of a shell script, and a
 // Python Ray Serve application naming PrefixCacheAffinityRouter.
-func (fl *fileLint) textRouters() []RouterFacts {
+func (fl *File) textRouters() []RouterFacts {
 	var out []RouterFacts
 	for _, cmd := range shellCommands(fl.src) {
 		out = append(out, fl.commandRouters(cmd.argv)...)
 	}
 	if loc := rayClassRE.FindIndex(fl.src); loc != nil {
-		l, _ := fl.lines.pos(loc[0])
+		l, _ := fl.lines.Pos(loc[0])
 		rf := fl.router(RouterRay, l)
 		for _, m := range rayKwargRE.FindAllSubmatch(fl.src, -1) {
 			rf.Values[string(m[1])] = string(m[2])
@@ -305,7 +315,7 @@ func (fl *fileLint) textRouters() []RouterFacts {
 }
 
 // epcValues reads an EndpointPickerConfig.
-func (fl *fileLint) epcValues(root *yaml.Node, line int) *RouterFacts {
+func (fl *File) epcValues(root *yaml.Node, line int) *RouterFacts {
 	rf := fl.router(RouterLLMD, line)
 	types := map[string]string{} // plugin name -> type
 	precise := map[string]bool{}
@@ -436,7 +446,7 @@ func dynamoEnv(rf *RouterFacts, k, v string) {
 
 // litellmValues reads a LiteLLM proxy config; replicas is the proxy's pod count when the file
 // says it, else 0.
-func (fl *fileLint) litellmValues(root *yaml.Node, replicas int) *RouterFacts {
+func (fl *File) litellmValues(root *yaml.Node, replicas int) *RouterFacts {
 	rf := fl.router(RouterLiteLLM, root.Line)
 	rs := get(root, "router_settings")
 	for _, k := range []string{"routing_strategy", "deployment_affinity_ttl_seconds"} {
@@ -468,7 +478,7 @@ func (fl *fileLint) litellmValues(root *yaml.Node, replicas int) *RouterFacts {
 
 // prodStackValues reads production-stack Helm values: the router's settings, and LMCache on
 // the engines the checks already read from the same modelSpecs.
-func (fl *fileLint) prodStackValues(root *yaml.Node, dep *Deployment) *RouterFacts {
+func (fl *File) prodStackValues(root *yaml.Node, dep *Deployment) *RouterFacts {
 	rs := get(root, "routerSpec")
 	rf := fl.router(RouterProdStack, root.Line)
 	rf.Values["routingLogic"] = "roundrobin" // the chart's default

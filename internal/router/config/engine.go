@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/textpos"
 )
 
 // token is one word of a command line and where it starts in the file.
@@ -106,7 +107,7 @@ var valueFlags = map[string]bool{
 // engineFromArgv recognises a vLLM server in a command line: vllm serve, the OpenAI API server
 // module, or a Dynamo vLLM worker. imageArgs says the words are the arguments of a vLLM image's
 // own entrypoint (no command given).
-func engineFromArgv(file string, argv []token, at pos, fl *fileLint) *engine {
+func engineFromArgv(file string, argv []token, at pos) *engine {
 	return engineFrom(file, argv, at, false)
 }
 
@@ -298,14 +299,14 @@ func shellDefault(s string) string {
 
 // locator finds words of a command in the file, in order, for their positions.
 type locator struct {
-	fl     *fileLint
+	fl     *File
 	cursor int
 	host   pos
 }
 
-func (fl *fileLint) locatorAt(n *yaml.Node) *locator {
+func (fl *File) locatorAt(n *yaml.Node) *locator {
 	p := pos{n.Line, n.Column}
-	return &locator{fl: fl, cursor: fl.lines.offset(n.Line, n.Column), host: p}
+	return &locator{fl: fl, cursor: fl.lines.Offset(n.Line, n.Column), host: p}
 }
 
 func (lc *locator) find(text string) pos {
@@ -322,7 +323,7 @@ func (lc *locator) find(text string) pos {
 	}
 	at := lc.cursor + j
 	lc.cursor = at + len(probe)
-	l, c := lc.fl.lines.pos(at)
+	l, c := lc.fl.lines.Pos(at)
 	return pos{l, c}
 }
 
@@ -433,12 +434,12 @@ func shellCommands(src []byte) []command {
 	if len(src) > 4<<20 {
 		return nil
 	}
-	li := newLineIndex(src)
-	return shellWords(string(src), func(off int) pos { l, c := li.pos(off); return pos{l, c} })
+	li := textpos.New(src)
+	return shellWords(string(src), func(off int) pos { l, c := li.Pos(off); return pos{l, c} })
 }
 
 // scalarCommands splits a YAML scalar holding shell text (sh -c, a compose command string).
-func (fl *fileLint) scalarCommands(n *yaml.Node) []command {
+func (fl *File) scalarCommands(n *yaml.Node) []command {
 	lc := fl.locatorAt(n)
 	cmds := shellWords(n.Value, func(int) pos { return lc.host })
 	for i := range cmds {
@@ -487,7 +488,7 @@ type launch struct {
 
 // containerCommands reads a container's command and args (a list, or shell text given to sh -c
 // or as a scalar) and returns the command lines it runs.
-func (fl *fileLint) containerCommands(c *yaml.Node) []launch {
+func (fl *File) containerCommands(c *yaml.Node) []launch {
 	image, _ := str(c, "image")
 	cmdNode, argsNode := get(c, "command"), get(c, "args")
 	var words []token
@@ -529,7 +530,7 @@ func (fl *fileLint) containerCommands(c *yaml.Node) []launch {
 
 // containerEngines reads a container (command, args, env, image) and returns the vLLM servers
 // it starts.
-func (fl *fileLint) containerEngines(c *yaml.Node, replicas int, labels map[string]string) []*engine {
+func (fl *File) containerEngines(c *yaml.Node, replicas int, labels map[string]string) []*engine {
 	image, _ := str(c, "image")
 	name, _ := str(c, "name")
 	var out []*engine
@@ -717,7 +718,7 @@ func (d *ydoc) checkCompose(root *yaml.Node) {
 }
 
 // checkEngine runs the single-file engine rules and records the engine for the cross-file ones.
-func (fl *fileLint) checkEngine(e *engine) {
+func (fl *File) checkEngine(e *engine) {
 	fl.facts().engines = append(fl.facts().engines, e)
 	where := e.name
 	if where == "" {
@@ -727,16 +728,15 @@ func (fl *fileLint) checkEngine(e *engine) {
 	for _, u := range e.uses {
 		fl.duplicateJSONKeys(u, "vLLM", where)
 	}
-	if f := fl.l.cat.Family(catalog.VLLM); f != nil && f.Newest.Less(e.version) {
+	if newest := fl.l.o.VLLMNewest; !newest.IsZero() && newest.Less(e.version) {
 		at := e.imageAt
 		if at.line == 0 {
 			at = e.at
 		}
-		target := fl.l.TargetOf(catalog.VLLM)
 		fl.addConfig("vllm/newer-than-catalog", at, where,
 			fmt.Sprintf("image %s is vLLM %s, newer than this kvcheck's metric catalog knows (up to vLLM %s): metric names are checked against vLLM %s, and renames after %s are not known",
-				e.image, e.version, f.Newest, target, f.Newest),
-			fmt.Sprintf("use a kvcheck whose catalog reaches vLLM %d.%d, or judge at the newest it knows with --target vllm=%s", e.version.Major, e.version.Minor, f.Newest))
+				e.image, e.version, newest, fl.l.o.VLLMTarget, newest),
+			fmt.Sprintf("use a kvcheck whose catalog reaches vLLM %d.%d, or judge at the newest it knows with --target vllm=%s", e.version.Major, e.version.Minor, newest))
 	}
 	for _, bad := range []string{"--enable-kv-cache-events", "--kv-events-publisher"} {
 		if t, ok := e.flags[bad]; ok {

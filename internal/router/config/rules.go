@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -274,7 +274,7 @@ var ruleByCode = func() map[string]*Rule {
 	m := make(map[string]*Rule, len(rules))
 	for i := range rules {
 		if _, dup := m[rules[i].Code]; dup {
-			panic("lint: duplicate rule code " + rules[i].Code) // a programming error in the table above
+			panic("config: duplicate rule code " + rules[i].Code) // a programming error in the table above
 		}
 		m[rules[i].Code] = &rules[i]
 	}

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"fmt"
@@ -95,7 +95,7 @@ func workerHost(s string) string {
 
 // checkSGLang runs the single-file gateway rules and records the gateway for the cross-file
 // ones.
-func (fl *fileLint) checkSGLang(g *sglangGateway) {
+func (fl *File) checkSGLang(g *sglangGateway) {
 	fl.facts().sglang = append(fl.facts().sglang, g)
 	if t, ok := g.flags[sglangRustEviction]; ok && !g.rust {
 		fl.addConfig("sglang/eviction-flag", t.at, "sglang_router.launch_router",
@@ -184,7 +184,7 @@ func orDefault(s, def string) string {
 
 // containerGateways checks the SGLang gateways a container's command lines start and reports
 // whether there was one.
-func (fl *fileLint) containerGateways(c *yaml.Node) bool {
+func (fl *File) containerGateways(c *yaml.Node) bool {
 	found := false
 	for _, l := range fl.containerCommands(c) {
 		if g := sglangFrom(fl.path, l.argv); g != nil {

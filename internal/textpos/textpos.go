@@ -1,0 +1,117 @@
+// Package textpos maps byte offsets of a file to 1-based lines and character columns and back,
+// as findings and editors count them: lines end at LF, CRLF or a lone CR, as YAML and most
+// editors count them, and columns count characters (UTF-8 sequences), not bytes.
+package textpos
+
+import "slices"
+
+// Index maps a file's byte offsets to lines and columns. It also keeps how many characters
+// precede every chunk of ChunkSize bytes: a column is then found by counting at most one chunk,
+// and a minified file (one line of megabytes) costs one pass, not one pass per position asked.
+// Its size is one int per line plus one per ChunkSize bytes.
+type Index struct {
+	src    []byte
+	starts []int // the offset where each line starts
+	chunks []int // chunks[k]: characters in src[:k*ChunkSize]
+}
+
+// ChunkSize is the span of bytes a column lookup counts at most.
+const ChunkSize = 1024
+
+// New indexes src, which it keeps (src must not change while the index is used).
+func New(src []byte) *Index {
+	starts := []int{0}
+	chunks := make([]int, 0, len(src)/ChunkSize+1)
+	n := 0
+	for i, c := range src {
+		if i%ChunkSize == 0 {
+			chunks = append(chunks, n)
+		}
+		if StartsChar(c) {
+			n++
+		}
+		if c == '\n' || (c == '\r' && (i+1 == len(src) || src[i+1] != '\n')) {
+			starts = append(starts, i+1)
+		}
+	}
+	if len(src)%ChunkSize == 0 {
+		chunks = append(chunks, n)
+	}
+	return &Index{src: src, starts: starts, chunks: chunks}
+}
+
+// StartsChar reports whether c starts a character: any byte but a UTF-8 continuation byte.
+// Counting these counts the characters of valid UTF-8 and splits at any byte boundary.
+func StartsChar(c byte) bool { return c&0xC0 != 0x80 }
+
+// Lines returns the number of lines (a file ending in a newline has an empty last line).
+func (x *Index) Lines() int { return len(x.starts) }
+
+// Starts returns the offset where each line starts, the first line's (0) first. The slice is
+// the index's own: read it, never change it.
+func (x *Index) Starts() []int { return x.starts }
+
+// LineStart returns the offset where a 1-based line starts; the file's length past the last.
+func (x *Index) LineStart(line int) int {
+	if line < 1 {
+		return 0
+	}
+	if line > len(x.starts) {
+		return len(x.src)
+	}
+	return x.starts[line-1]
+}
+
+// chars returns the number of characters in src[:off].
+func (x *Index) chars(off int) int {
+	k := off / ChunkSize
+	n := x.chunks[k]
+	for _, c := range x.src[k*ChunkSize : off] {
+		if StartsChar(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// Pos returns the 1-based line and character column of a byte offset, which is clamped to the
+// file.
+func (x *Index) Pos(off int) (line, col int) {
+	off = min(max(off, 0), len(x.src))
+	i, _ := slices.BinarySearch(x.starts, off+1)
+	line = i // starts[i-1] <= off
+	start := x.starts[line-1]
+	return line, x.chars(off) - x.chars(start) + 1
+}
+
+// Offset returns the byte offset of a 1-based line and character column; a column past the
+// end of its line gives the line's end, a line past the file's end the file's length.
+func (x *Index) Offset(line, col int) int {
+	if line < 1 || line > len(x.starts) {
+		return len(x.src)
+	}
+	start := x.starts[line-1]
+	want := x.chars(start) + max(col, 1) - 1 // characters before the offset sought
+	// The last chunk with at most want characters before it (chunks[0] is 0).
+	k, _ := slices.BinarySearch(x.chunks, want+1)
+	off := max(start, (k-1)*ChunkSize)
+	if line < len(x.starts) && off >= x.starts[line] {
+		// Past the end of the line: its end is the line terminator.
+		end := x.starts[line] - 1
+		if end > start && x.src[end] == '\n' && x.src[end-1] == '\r' {
+			end--
+		}
+		return end
+	}
+	n := x.chars(off)
+	for off < len(x.src) && x.src[off] != '\n' && x.src[off] != '\r' {
+		if StartsChar(x.src[off]) {
+			if n == want {
+				return off
+			}
+			n++
+		}
+		off++
+	}
+	return off
+}
