@@ -206,7 +206,7 @@ func Decide(in Input, th Thresholds) Recommendation {
 		}
 	}
 	d.nextSteps(route)
-	d.rec.Advice = configAdvice(advice(route, in), in.Config)
+	d.rec.Advice = configAdvice(advice(route, in, th), in.Config)
 	return d.rec
 }
 

@@ -214,6 +214,10 @@ func (d *decision) replayEvidence(prefix string, rp *Replay, source string) {
 	for _, p := range rp.Policies {
 		d.evidence(prefix+".policy."+p.Name, source, in, "replayed policy "+p.Name, "hit %.2f%% over the whole replay, %.2f%% after warm-up; load max/mean %.2f, TTFT p99 %s", p.HitRate*100, p.SteadyHitRate*100, p.LoadMaxOverMean, units.Duration(p.TTFTP99))
 	}
+	if rp.TwinRequests > 0 {
+		d.evidence(prefix+".twins", source, in, "requests sent as copies of a prompt still in prefill (siblings sent apart)", "%s, %s prompt tokens (%s of all)",
+			units.Plural(int64(rp.TwinRequests), "request"), units.Count(rp.TwinTokens), pct(frac(rp.TwinTokens, rp.PromptTokens)))
+	}
 	if hs := rp.hotSpots(); len(hs) > 0 {
 		d.evidence(prefix+".hot_spots", source, in, "policies that make a hot spot", "%s", strings.Join(hs, ", "))
 	}

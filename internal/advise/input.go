@@ -158,6 +158,10 @@ type Replay struct {
 	// SyntheticArrivals: the arrival times are made up (a request log replayed at --rate), so
 	// the hot-spot rule read the imbalance alone, not whether requests waited (sim.Load).
 	SyntheticArrivals bool
+	// TwinRequests are the requests sent as copies of a prompt still in prefill (siblings sent
+	// apart: sim.TwinsApart), TwinTokens their prompt tokens.
+	TwinRequests int
+	TwinTokens   int64
 }
 
 // SteadyRequests is the number of requests the steady figures count: those after the warm-up.

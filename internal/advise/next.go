@@ -3,6 +3,8 @@ package advise
 import (
 	"fmt"
 	"slices"
+
+	"github.com/kvcheck/kvcheck/internal/units"
 )
 
 // nextSteps says, for each measurement missing or weak, what would settle it.
@@ -79,9 +81,15 @@ func (d *decision) nextSteps(route Verdict) {
 	}
 }
 
-// advice names the traps of the routers that would implement the verdict (SPEC §6).
-func advice(route Verdict, in Input) []string {
+// advice names the traps of the routers that would implement the verdict (SPEC §6), after
+// what holds whatever the routing (siblings sent apart).
+func advice(route Verdict, in Input, th Thresholds) []string {
 	out := []string{}
+	if rp := in.Replay; rp != nil && rp.TwinRequests > 0 && float64(rp.TwinTokens) >= th.MinGain*float64(rp.PromptTokens) {
+		// Worth a line when the copies are as much prefill as the gain threshold.
+		out = append(out, fmt.Sprintf("%s repeat a prompt sent at the same moment (%s of prompt tokens): where the API allows, send them as one request with n (vLLM's OpenAI-compatible API takes n): the engine computes the prompt once and samples n answers, whatever the router does, where copies sent apart are computed again on every replica they reach or wait for the first copy on the one that holds it",
+			units.Plural(int64(rp.TwinRequests), "request"), pct(frac(rp.TwinTokens, rp.PromptTokens))))
+	}
 	switch route {
 	case KVAwareRouter:
 		if s := in.Stream; s == nil || s.Consistent == nil || !*s.Consistent {

@@ -293,6 +293,8 @@ func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Option
 		SessionsKnown: known, WarmupSeconds: warm, WarmupRequests: half, HotSpot: th.HotSpot,
 	})
 	rp.SharedTokens, rp.LateSharedTokens = sharedTokens(t)
+	tw := sim.TwinsApart(t, base.Model)
+	rp.TwinRequests, rp.TwinTokens = tw.Requests, tw.Tokens
 	return rp, nil
 }
 

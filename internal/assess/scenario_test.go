@@ -294,9 +294,10 @@ func TestScenarios(t *testing.T) {
 		want advise.Verdict
 		then advise.Verdict
 		// rules must each appear among the reasons (for or against the verdict), and mention
-		// in their texts.
+		// in their texts; advice in the advice.
 		rules   []string
 		mention []string
+		advice  []string
 	}
 	four := Options{Replicas: 4, KVTokens: 1 << 20}
 	reqs := func(l *reqLog) func(t *testing.T) Inputs {
@@ -566,10 +567,17 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "an agent fanning out four siblings per task over a shared system prompt",
-			why:  "every replica caches the 500-token system prompt, so round-robin hits 500/2,500 = 20%; keeping siblings together would add 3/4 of the 2,000-token task (60 points), but the router that does it (llm-d approximate) also scores the system prompt: with equal queues (llm-d's queue scorer gives every pod 1) and KV use about 5%, the first replica to hold it outscores the others by 3 x 0.2 and takes new tasks until its own queue pushes them away (load max/mean over 2, not a tie: llm-d's picker breaks ties at random, and none arises here); exact routers have no event for the first copy yet and spread siblings like round-robin: no option saves 5 points without a hot spot: nothing, naming the hot spot",
+			why:  "every replica caches the 500-token system prompt, so round-robin, which spreads a task's four siblings over the four replicas, hits 500/2,500 = 20%; keeping siblings together hits the task's 2,000 tokens for three of four: (500 + 3 x 2,500) / (4 x 2,500) = 80%, +60 points. The router that does it (llm-d approximate) also scores the system prompt, so new tasks gather on the replica holding it (load max/mean over 2), but a task's siblings wait there only for the first one's prefill of their own prompt (0.2 s), which any placement that keeps them together costs, and a new task arrives every 0.5 s, after the last one's prefills (0.2 s + 3 x 2 ms): almost nothing waits for another task's work, so it is no hot spot (issue 22, failure 4: before, the siblings' wait made it one and the verdict was nothing): a KV-aware router",
 			in:   reqs(agentFanOutShared(10, 80)),
-			opts: four, want: advise.Nothing, rules: []string{"no-option-pays", "hot-spots"},
-			mention: []string{"hot spots, never an option whatever their hits: approx-prefix ("},
+			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+		},
+
+		{
+			name: "an agent sending each task's four samples as four requests at once",
+			why:  "80 tasks, each a unique 2,000-token prompt sent four times at one instant, a task every 0.5 s, no session ids; identical messages continue no conversation (they add nothing to it), so no sessions are inferred. Round-robin puts a task's four copies on four replicas, each computes it: 0% hit; a router that records its own decisions (llm-d approximate) keeps them together, the copies waiting only for the first one's prefill (twins, no hot spot): three of four hit their whole prompt but the last token's block, about 75 points: a KV-aware router. The copies are 240 of 320 requests, 75% of prompt tokens: send them as one request with n",
+			in:   reqs(agentSeparate(10, 80)),
+			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"}, mention: []string{"session affinity was not measured"},
+			advice: []string{"240 requests repeat a prompt sent at the same moment (75.0% of prompt tokens): where the API allows, send them as one request with n"},
 		},
 		{
 			name: "prompts that open with the user's own text (issue 9, failure 4)",
@@ -619,6 +627,11 @@ func TestScenarios(t *testing.T) {
 			for _, m := range sc.mention {
 				if !slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return strings.Contains(r.Text, m) }) {
 					t.Errorf("no reason mentions %q\n%s", m, show())
+				}
+			}
+			for _, m := range sc.advice {
+				if !slices.ContainsFunc(rec.Advice, func(a string) bool { return strings.Contains(a, m) }) {
+					t.Errorf("no advice says %q in %q", m, rec.Advice)
 				}
 			}
 		})

@@ -581,7 +581,8 @@ func (a *Analysis) inferSession(req *Request) uint64 {
 
 // Conversations infers the sessions of chat requests that carry no session id from
 // conversation continuity: a request whose messages begin with an earlier request's whole
-// conversation (turn k+1 repeats turn k's messages) continues that request's session; failing
+// conversation and add to it (turn k+1 repeats turn k's messages) continues that request's
+// session (the same messages again do not: siblings sent apart, or a retry); failing
 // that, the same ignoring a leading system message (an agent that stamps the time into its
 // system prompt changes it every turn; two sessions that open with the same first message then
 // count as one). It remembers at most max conversations. The OpenAI user field is never used:
@@ -608,7 +609,10 @@ func (c *Conversations) Infer(req *Request) (uint64, bool) {
 	full, rest := c.keys(req.Messages)
 	var sess uint64
 	for _, keys := range [][]uint64{full, rest} {
-		for i := len(keys) - 1; i >= 0 && sess == 0; i-- {
+		// From the last message but one: a request must add to an earlier conversation to
+		// continue it. The same messages again are a sibling or a retry of that request (an
+		// agent sending one prompt several times at once), not its next turn.
+		for i := len(keys) - 2; i >= 0 && sess == 0; i-- {
 			sess = c.convs[keys[i]]
 		}
 	}

@@ -1,6 +1,9 @@
 package sim
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // job is one request (or one sibling of an n > 1 request) on its way through a replica. Jobs
 // live only while in flight: finish adds a job to the fleet's tally and returns it to the pool,
@@ -24,15 +27,17 @@ type job struct {
 
 // replica is one vLLM instance: its cache and its queues.
 type replica struct {
-	cache      cache
-	waiting    queue // routed, not yet admitted
-	prefillQ   queue // admitted, waiting for the prefill engine
-	prefilling bool
-	running    int // admitted and not finished
-	active     int // blocks of admitted requests (Dynamo's decode blocks)
-	routed     int
+	cache    cache
+	waiting  queue // routed, not yet admitted
+	prefillQ queue // admitted, waiting for the prefill engine
+	// prefill is the job in prefill, nil when the prefill engine is idle.
+	prefill *job
+	running int // admitted and not finished
+	active  int // blocks of admitted requests (Dynamo's decode blocks)
+	routed  int
 	// waited counts the requests routed here that could not start their prefill on arrival
-	// (the prefill engine busy, requests queued ahead, or every running slot taken).
+	// (the prefill engine busy, requests queued ahead, or every running slot taken), except
+	// those that waited only for their twins (twinWait).
 	waited int
 	// bufs are node buffers for jobs that start their prefill: at most MaxRunning are out at
 	// once, so a replica keeps at most that many, each as long as the longest prompt it ran.
@@ -348,15 +353,46 @@ func (f *fleet) advance(t float64) {
 func (f *fleet) arrive(j *job, t float64) {
 	r := &f.reps[j.rep]
 	r.routed++
-	if r.prefilling || r.prefillQ.len() > 0 || r.waiting.len() > 0 || r.running >= f.cfg.Model.MaxRunning {
+	if (r.prefill != nil || r.prefillQ.len() > 0 || r.waiting.len() > 0 || r.running >= f.cfg.Model.MaxRunning) && !f.twinWait(r, j) {
 		r.waited++
 	}
 	j.queue = f.queued(j.rep)
-	if r.prefilling {
+	if r.prefill != nil {
 		j.queue++
 	}
 	r.waiting.push(j)
 	f.admit(j.rep, t)
+}
+
+// twinWait reports whether j, arriving at the busy replica r, waits only for its twins: a slot
+// is free, the request in prefill is the same prompt as j (a sibling of one request with n, or
+// the same prompt sent again while the first is computed), and so is every request admitted
+// ahead of j. The one in prefill computes every block j needs, and j then finds them cached:
+// such a wait is the price of computing the prompt once, not a sign of load, and the hot-spot
+// rule (Load.HotSpot) does not count it, or every policy that keeps siblings together would be
+// a hot spot for making the second wait for the first one's prefill. A request that shares
+// only a prefix with the one in prefill (a system prompt, an earlier turn of its conversation)
+// has work of its own to wait with, and counts.
+func (f *fleet) twinWait(r *replica, j *job) bool {
+	p := r.prefill
+	if p == nil || r.waiting.len() > 0 || r.running >= f.cfg.Model.MaxRunning || !samePrompt(p, j) {
+		return false
+	}
+	for _, q := range r.prefillQ.items[r.prefillQ.head:] {
+		if !samePrompt(q, j) {
+			return false
+		}
+	}
+	return true
+}
+
+// samePrompt reports whether two jobs carry the same prompt: the same request (siblings), or
+// the same blocks and length.
+func samePrompt(a, b *job) bool {
+	if a.req == b.req {
+		return true
+	}
+	return a.req.InputTokens == b.req.InputTokens && slices.Equal(a.ids, b.ids)
 }
 
 func (f *fleet) admit(i int, t float64) {
@@ -372,7 +408,7 @@ func (f *fleet) admit(i int, t float64) {
 
 func (f *fleet) startPrefill(i int, t float64) {
 	r := &f.reps[i]
-	if r.prefilling || r.prefillQ.len() == 0 {
+	if r.prefill != nil || r.prefillQ.len() == 0 {
 		return
 	}
 	j := r.prefillQ.pop()
@@ -393,7 +429,7 @@ func (f *fleet) startPrefill(i int, t float64) {
 	hit := len(nodes)
 	j.hit, j.pinned = hit, hit
 	uncached := j.req.InputTokens - hit*f.blockSize
-	r.prefilling = true
+	r.prefill = j
 	f.schedule(t+float64(uncached)*f.cfg.Model.PrefillPerToken, evPrefillDone, j)
 }
 
@@ -422,7 +458,7 @@ func (f *fleet) prefillDone(j *job, t float64) {
 	if f.obs != nil {
 		f.obs.prefilled(j)
 	}
-	r.prefilling = false
+	r.prefill = nil
 	f.schedule(t+float64(j.req.OutputTokens)*f.cfg.Model.DecodePerToken, evFinish, j)
 	f.startPrefill(j.rep, t)
 }

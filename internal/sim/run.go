@@ -46,7 +46,9 @@ type Result struct {
 	// HotWaited is the share of the busiest replica's requests (most routed; of those tied,
 	// the highest share) that could not start their prefill on arrival in the service model:
 	// for random arrivals, the share of time that replica is busy (arrivals see time
-	// averages). It is what HotSpot asks of an imbalance before calling it a hot spot.
+	// averages). A request that waited only for its twins (siblings, or the same prompt sent
+	// again, while the first of them computes it) is not counted. It is
+	// what HotSpot asks of an imbalance before calling it a hot spot.
 	HotWaited float64
 	// QueueMean and QueueMax: requests ahead of an arriving request at its replica.
 	QueueMean float64

@@ -47,7 +47,10 @@ func LoadOf(r Result, t *Trace) Load {
 //     1 request than 4);
 //  3. the busiest replica is busy enough for the imbalance to matter: at least 1/ratio of its
 //     requests could not start their prefill on arrival in the service model (the prefill
-//     engine busy, requests queued ahead, every slot taken). For random arrivals that share is
+//     engine busy, requests queued ahead, every slot taken), twins aside: a request that arrives
+//     while the first of its siblings (or the same prompt sent again) computes that prompt
+//     waits for that prefill, as it would on any replica that keeps them together, and is not
+//     counted (fleet.twinWait). For random arrivals that share is
 //     the replica's utilisation, so below it the replica stays under capacity even at ratio
 //     times the modelled load. One conversation of sequential turns, each arriving after the
 //     last one's answer, never waits, however many turns one replica takes. Where the arrival
