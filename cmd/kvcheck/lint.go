@@ -85,6 +85,7 @@ it last had any within --lookback.
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
 	fs.Var((*modelDuration)(&opts.Lookback), "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
 	fs.IntVar(&opts.MaxFileMiB, "max-file-mib", 16, "largest file read, in MiB; a larger one is not checked and is an error")
+	fs.IntVar(&opts.Jobs, "jobs", 0, "files read and linted at once; 0 means one per CPU (the output is the same for any number)")
 	fs.StringVar(&opts.IgnoreFile, "ignore-file", "", "ignore file of CODE [PATH-GLOB] [# reason] lines (default "+lint.IgnoreFileName+" in the working directory, when present)")
 	fs.StringVar(&opts.ChangedSince, "changed-since", "", "lint only the files changed since the merge base of this git revision and HEAD (committed, staged, unstaged or untracked), as pint ci does: --changed-since origin/main")
 	fs.StringVar(&opts.Baseline, "baseline", "", "findings in this baseline file (matched by code, file and metric) do not fail the run and are not shown; new ones do")

@@ -215,7 +215,7 @@ func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advis
 	if err != nil {
 		return nil, nil, err
 	}
-	results, err := lint.New(cat, lint.Options{Ignore: ignore}).Paths(ctx, paths)
+	results, err := lint.New(cat, lint.Options{Ignore: ignore, KeepText: true}).Paths(ctx, paths)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--config: %w", err)
 	}

@@ -23,6 +23,8 @@ type Flags struct {
 	IgnoreFile string
 	// MaxFileMiB bounds the size of one file read.
 	MaxFileMiB int
+	// Jobs is how many files are read and linted at once (--jobs); zero means one per CPU.
+	Jobs int
 	// ChangedSince lints only the files changed since the merge base of this revision and
 	// HEAD (--changed-since).
 	ChangedSince string
@@ -74,6 +76,9 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	if f.MaxFileMiB <= 0 {
 		return Run{}, usage.Errorf("--max-file-mib %d: give a positive number of MiB", f.MaxFileMiB)
 	}
+	if f.Jobs < 0 {
+		return Run{}, usage.Errorf("--jobs %d: give how many files to lint at once (0 means one per CPU)", f.Jobs)
+	}
 	if f.ChangedSince != "" && f.WriteBaseline != "" {
 		return Run{}, usage.Errorf("--write-baseline with --changed-since would accept only the changed files' findings: write the baseline from a run over every file")
 	}
@@ -90,7 +95,7 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 		}
 	}
 	run, err := Check(ctx, cat, RunOptions{
-		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20, Only: only},
+		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20, Only: only, Jobs: f.Jobs},
 		Fix:     f.Fix, Online: api, Server: f.Prom.Shown(), Lookback: f.Lookback,
 		QueryTimeout: f.Prom.QueryTimeout, Verbose: f.Prom.Verbose,
 	}, paths, func(path string) { n.Note("rewrote %s", path) })

@@ -3,6 +3,7 @@ package lint
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -94,7 +95,8 @@ type FileResult struct {
 	// Fixed is the rewritten content when fixes apply and Options.Rewrite is set; nil when
 	// nothing changed.
 	Fixed []byte
-	// Original is the file content, kept for --diff.
+	// Original is the file content, kept for --diff: File sets it, Paths and Read keep it
+	// only with Options.Rewrite or Options.KeepText.
 	Original []byte
 	// Refs are the vLLM metric names the file's queries select, each at its first
 	// occurrence, for the online check.
@@ -111,6 +113,8 @@ type FileResult struct {
 	config *config.Facts
 	// skip is the Skipped class of a file not checked ("" for one checked).
 	skip string
+	// ignores are the file's kvcheck:ignore directives, for Suppress.
+	ignores ignores
 }
 
 // Ref is where a file first selects a metric name.
@@ -139,6 +143,14 @@ type Options struct {
 	// Only, when set, keeps the files it holds (absolute, cleaned paths): lint
 	// --changed-since's changed files. Others, named or found by walking, are not read.
 	Only map[string]bool
+	// Jobs is how many files Paths and Read read and lint at once (--jobs); zero means one
+	// per CPU the process may use (GOMAXPROCS). The results are the same for any number.
+	Jobs int
+	// KeepText keeps each file's text in FileResult.Original for a caller that reads it
+	// again (DeploymentOf); Rewrite keeps it too, for the diff. Without either, Paths and
+	// Read drop a file's text once it is linted, so a run's memory does not grow with the
+	// total size of its files.
+	KeepText bool
 }
 
 // Linter checks files against the catalog.
@@ -152,6 +164,9 @@ type Linter struct {
 	names   []string // every known series name, for __name__ regexes
 	ignore  []IgnoreRule
 	only    map[string]bool
+	// jobs is how many files are read and linted at once; keepText keeps FileResult.Original.
+	jobs     int
+	keepText bool
 	// Left counts the files Only left out.
 	Left int
 }
@@ -182,7 +197,12 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 			targets[f.Name] = f.Newest
 		}
 	}
-	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore, only: opts.Only}
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore, only: opts.Only,
+		jobs: jobs, keepText: opts.KeepText || opts.Rewrite}
 }
 
 // TargetOf returns the release a family is judged against.
@@ -317,6 +337,7 @@ func (l *Linter) File(path string, src []byte) FileResult {
 	if r.Formats == nil {
 		r.Formats = []Format{}
 	}
+	r.ignores = ignoresOf(src, r.Formats)
 	return r
 }
 

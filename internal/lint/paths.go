@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/kvcheck/kvcheck/internal/files"
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -52,14 +53,22 @@ func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error
 // knows); one found in a directory is checked or counted in Skipped. A named pipe named on the
 // command line is read, cancellably; one in a tree is a finding, never opened.
 //
+// Files are read and linted by Options.Jobs workers while one goroutine walks the paths; the
+// results are taken in the walk's order, so the run's results do not depend on the number of
+// workers. At most Jobs files are read at once, and at most 2 x Jobs linted results wait for
+// an earlier file to finish. A file's text is kept in its result (Original) only when
+// Options.Rewrite or Options.KeepText asks for it: otherwise the text of each file is
+// dropped once it is linted, and the memory a run holds is the files in flight (each at most
+// MaxFileSize, with its parse) plus what the results say (findings, names, config facts).
+//
 // A run that checked nothing (an empty directory, a tree of READMEs, a file of no known
 // format) has an error finding saying so: a CI gate must not pass on nothing.
 //
 // When ctx ends it stops before the next file (or during a pipe's read) and returns what it has
-// with ctx's error: the file it stopped at carries a file-skipped error saying so.
+// with ctx's error: the first file in the walk's order it did not finish carries a file-skipped
+// error saying so, and no result after it is kept.
 func (l *Linter) Read(ctx context.Context, paths []string) (Input, error) {
 	var in Input
-	var w files.Walker
 	checked := 0
 	stopped := func(path string) (Input, error) {
 		in.Files = append(in.Files, skippedFile(path, finding.Error,
@@ -67,48 +76,35 @@ func (l *Linter) Read(ctx context.Context, paths []string) (Input, error) {
 		in.Files = l.Finish(ForgetRecorded(in.Files))
 		return in, fmt.Errorf("lint interrupted at %s: %w", path, context.Cause(ctx))
 	}
-	for _, p := range paths {
-		if ctx.Err() != nil {
-			return stopped(p)
-		}
-		at := p // the path being read, for an interruption
-		err := w.Walk(ctx, p, func(path string, kind files.Kind, named bool) error {
-			at = path
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if !l.keep(path) {
-				return nil // --changed-since left it out: counted in Left, said in the summary
-			}
-			if !named && fixTemp(filepath.Base(path)) {
-				in.Skipped = append(in.Skipped, Skipped{Path: path, What: skipFixTemp,
-					Reason: "a temporary file of kvcheck lint --fix, left by a run that was killed; the next --fix in this directory removes it"})
-				return nil
-			}
-			r, ok, err := l.readInput(ctx, path, kind, named)
-			if err != nil {
-				return err
-			}
-			if ok {
-				checked++
-			} else if !named {
-				in.Skipped = append(in.Skipped, skippedAs(r))
-				return nil
-			}
-			in.Files = append(in.Files, r)
-			return nil
-		}, func(s files.Skip) {
-			if s.Problem {
-				in.Files = append(in.Files, skippedFile(s.Path, finding.Warning, "not checked: "+s.Reason))
-				return
-			}
-			in.Skipped = append(in.Skipped, Skipped{Path: s.Path, What: s.What, Reason: s.Reason})
-		})
+	q := l.walkAll(ctx, paths)
+	defer q.close()
+	for it := range q.order {
 		switch {
-		case err != nil && ctx.Err() != nil:
-			return stopped(at)
-		case err != nil:
-			return Input{}, fmt.Errorf("lint %s: %w", at, err)
+		case it.end:
+			switch {
+			case it.err != nil && ctx.Err() != nil:
+				return stopped(it.path)
+			case it.err != nil:
+				return Input{}, fmt.Errorf("lint %s: %w", it.path, it.err)
+			}
+		case it.skipped != nil:
+			in.Skipped = append(in.Skipped, *it.skipped)
+		case it.file != nil:
+			in.Files = append(in.Files, *it.file)
+		default:
+			o := <-it.done
+			switch {
+			case o.err != nil && ctx.Err() != nil:
+				return stopped(it.path)
+			case o.err != nil:
+				return Input{}, fmt.Errorf("lint %s: %w", it.path, o.err)
+			case o.ok:
+				checked++
+			case !it.named:
+				in.Skipped = append(in.Skipped, skippedAs(o.r))
+				continue
+			}
+			in.Files = append(in.Files, o.r)
 		}
 	}
 	// With --changed-since, a run whose changed files hold nothing to check checked all it was
@@ -119,6 +115,148 @@ func (l *Linter) Read(ctx context.Context, paths []string) (Input, error) {
 	in.Files = l.Finish(ForgetRecorded(in.Files))
 	return in, nil
 }
+
+// walkItem is one step of a walk, in the walk's order: a file to read (done delivers its
+// outcome), a result or a skip decided without reading, or the end of one path's walk (end,
+// with the walk's error and the path it was at).
+type walkItem struct {
+	path    string
+	kind    files.Kind
+	named   bool
+	done    chan readOutcome
+	file    *FileResult
+	skipped *Skipped
+	end     bool
+	err     error
+}
+
+// readOutcome is what readInput returned for one file.
+type readOutcome struct {
+	r   FileResult
+	ok  bool
+	err error
+}
+
+// walkQueue is a walk in progress: order yields its items in the walk's order and is closed
+// when the walk has ended.
+type walkQueue struct {
+	order  chan *walkItem
+	stop   chan struct{} // closed when the items are no longer taken
+	cancel context.CancelFunc
+	wg     *sync.WaitGroup
+}
+
+// close ends the walk and the workers, whether or not every item was taken, and waits for
+// them: no goroutine of a run outlives it, and a worker blocked on a pipe is released.
+func (q walkQueue) close() {
+	close(q.stop)
+	q.cancel()
+	for range q.order {
+	}
+	q.wg.Wait()
+}
+
+// walkAll walks paths in one goroutine and reads and lints the files it finds in l.jobs
+// workers. The walk blocks while 2 x jobs items wait to be taken, so a run never has more than
+// jobs files read and about as many results ahead of the one taken.
+//
+// The walk itself stops at ctx's end and hands on an end item saying so; until the items stop
+// being taken (walkQueue.close) every item is handed on, so the taker always learns where the
+// walk stopped.
+func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
+	jobs := max(l.jobs, 1)
+	q := walkQueue{order: make(chan *walkItem, 2*jobs), stop: make(chan struct{}), wg: &sync.WaitGroup{}}
+	var rctx context.Context // the workers': ends with ctx, or when the taker stops
+	rctx, q.cancel = context.WithCancel(ctx)
+	order, work, wg := q.order, make(chan *walkItem), q.wg
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				var o readOutcome
+				if err := rctx.Err(); err != nil {
+					o.err = err
+				} else {
+					o.r, o.ok, o.err = l.readInput(rctx, it.path, it.kind, it.named)
+					if !l.keepText {
+						o.r.Original = nil
+					}
+				}
+				it.done <- o
+			}
+		}()
+	}
+	// put hands an item on in order; false when the run ended.
+	put := func(it *walkItem) bool {
+		select {
+		case order <- it:
+		case <-q.stop:
+			return false
+		}
+		if it.done == nil {
+			return true
+		}
+		select {
+		case work <- it:
+			return true
+		case <-q.stop:
+			it.done <- readOutcome{err: errStopped}
+			return false
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(order)
+		defer close(work)
+		var w files.Walker
+		for _, p := range paths {
+			if err := ctx.Err(); err != nil {
+				put(&walkItem{end: true, path: p, err: err})
+				return
+			}
+			at := p // the path being read, for an error or an interruption
+			err := w.Walk(ctx, p, func(path string, kind files.Kind, named bool) error {
+				at = path
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if !l.keep(path) {
+					return nil // --changed-since left it out: counted in Left, said in the summary
+				}
+				it := &walkItem{path: path, kind: kind, named: named}
+				if !named && fixTemp(filepath.Base(path)) {
+					it.skipped = &Skipped{Path: path, What: skipFixTemp,
+						Reason: "a temporary file of kvcheck lint --fix, left by a run that was killed; the next --fix in this directory removes it"}
+				} else {
+					it.done = make(chan readOutcome, 1)
+				}
+				if !put(it) {
+					return errStopped
+				}
+				return nil
+			}, func(s files.Skip) {
+				it := &walkItem{path: s.Path}
+				if s.Problem {
+					r := skippedFile(s.Path, finding.Warning, "not checked: "+s.Reason)
+					it.file = &r
+				} else {
+					it.skipped = &Skipped{Path: s.Path, What: s.What, Reason: s.Reason}
+				}
+				put(it)
+			})
+			if err != nil {
+				put(&walkItem{end: true, path: at, err: err})
+				return
+			}
+		}
+	}()
+	return q
+}
+
+// errStopped ends a walk whose items are no longer taken.
+var errStopped = errors.New("the run stopped taking files")
 
 // readInput reads and lints one file and reports whether it was checked: read, and found to
 // hold something kvcheck checks. A file not checked carries a finding saying why when named

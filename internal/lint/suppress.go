@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -172,21 +174,13 @@ func Suppress(results []FileResult, rules []IgnoreRule) {
 		if len(r.Findings) == 0 {
 			continue
 		}
-		ignores := inlineIgnores(r.Original)
-		var root *jsonNode
-		if len(ignores) > 0 && isJSONFile(r.Formats) {
-			// JSON has no comments: a directive there is inside a string, and only a
-			// description's silences anything (its object's findings, not the next line's).
-			root, _ = parseJSON(r.Original)
-			ignores = nil
-		}
 		kept := r.Findings[:0]
 		for _, f := range r.Findings {
-			if reason, ok := inlineIgnore(ignores, &f); ok {
+			if reason, ok := inlineIgnore(r.ignores.lines, &f); ok {
 				r.Suppressed = append(r.Suppressed, Suppressed{Finding: f, By: "inline", Reason: reason})
 				continue
 			}
-			if by, reason, ok := descriptionIgnore(root, &f); ok {
+			if by, reason, ok := descriptionIgnore(r.ignores.descriptions, &f); ok {
 				r.Suppressed = append(r.Suppressed, Suppressed{Finding: f, By: by, Reason: reason})
 				continue
 			}
@@ -206,6 +200,57 @@ func Suppress(results []FileResult, rules []IgnoreRule) {
 	}
 }
 
+// ignores are a file's kvcheck:ignore directives, read when the file is linted so that its
+// text need not be kept until Suppress runs (after the checks across files, which add
+// findings of their own): lines holds, by line, the text after the directive in a file with
+// comments; descriptions holds, by JSON pointer, the "description" strings holding one in a
+// JSON file. Both are nil for a file without a directive.
+type ignores struct {
+	lines        map[int]string
+	descriptions map[string]string
+}
+
+// ignoresOf reads a file's directives.
+func ignoresOf(src []byte, formats []Format) ignores {
+	lines := inlineIgnores(src)
+	if len(lines) == 0 {
+		return ignores{}
+	}
+	if !isJSONFile(formats) {
+		return ignores{lines: lines}
+	}
+	// JSON has no comments: a directive there is inside a string, and only a description's
+	// silences anything (its object's findings, not the next line's).
+	root, err := parseJSON(src)
+	if err != nil {
+		return ignores{}
+	}
+	d := map[string]string{}
+	descriptionsOf(root, "", d)
+	return ignores{descriptions: d}
+}
+
+// descriptionsOf records, under its JSON pointer, the description of every object at or under
+// n that holds a directive. A key written twice is followed to its first value, as lookups by
+// key are (jsonNode.get).
+func descriptionsOf(n *jsonNode, ptr string, out map[string]string) {
+	switch n.kind {
+	case 'o':
+		if d := n.get("description"); d != nil && d.kind == 's' && strings.Contains(d.str, "kvcheck:ignore") {
+			out[ptr] = d.str
+		}
+		for i, k := range n.keys {
+			if slices.Index(n.keys, k) == i {
+				descriptionsOf(n.kids[i], ptr+"/"+pointerToken(k), out)
+			}
+		}
+	case 'a':
+		for i, k := range n.kids {
+			descriptionsOf(k, ptr+"/"+strconv.Itoa(i), out)
+		}
+	}
+}
+
 // isJSONFile reports a file read as JSON (a dashboard), whose comments cannot be written.
 func isJSONFile(fs []Format) bool {
 	return len(fs) == 1 && (fs[0] == FormatGrafana || fs[0] == FormatGCM || fs[0] == FormatPerses || fs[0] == FormatJSON)
@@ -215,44 +260,25 @@ func isJSONFile(fs []Format) bool {
 // objects enclosing a finding in a JSON file, the nearest first: a Grafana panel's (or a row's,
 // or a library panel's) description silences the panel's findings, the dashboard's the whole
 // file's. JSON has no comments, and a description is where Grafana lets people write.
-func descriptionIgnore(root *jsonNode, f *Finding) (by, reason string, ok bool) {
-	if root == nil {
+// descriptions are the file's, by pointer (descriptionsOf); a finding's pointer is written as
+// lint writes them (array indexes in decimal, keys escaped by RFC 6901), so its prefixes name
+// the enclosing objects.
+func descriptionIgnore(descriptions map[string]string, f *Finding) (by, reason string, ok bool) {
+	if len(descriptions) == 0 {
 		return "", "", false
 	}
-	n := root
-	chain := []*jsonNode{root}
 	ptrs := []string{""}
 	cur := ""
 	for _, tok := range splitPointer(f.Pointer) {
-		switch n.kind {
-		case 'o':
-			n = n.get(tok)
-		case 'a':
-			i, err := parseIndex(tok, len(n.kids))
-			if err != nil {
-				n = nil
-			} else {
-				n = n.kids[i]
-			}
-		default:
-			n = nil
-		}
-		if n == nil {
-			break
-		}
-		cur += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
-		chain = append(chain, n)
+		cur += "/" + pointerToken(tok)
 		ptrs = append(ptrs, cur)
 	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		d := chain[i].get("description")
-		if d == nil || d.kind != 's' {
-			continue
-		}
-		_, rest, found := strings.Cut(d.str, "kvcheck:ignore")
+	for i := len(ptrs) - 1; i >= 0; i-- {
+		d, found := descriptions[ptrs[i]]
 		if !found {
 			continue
 		}
+		_, rest, _ := strings.Cut(d, "kvcheck:ignore")
 		fields := strings.Fields(rest)
 		if len(fields) == 0 {
 			continue
