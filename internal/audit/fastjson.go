@@ -208,7 +208,7 @@ func hasBodyKey(raw []byte) (has, sure bool) {
 // encoding/json also matches them case-insensitively.
 var (
 	bodyFields    = []string{"model", "messages", "prompt", "tools", "session_id", "metadata", "headers"}
-	messageFields = []string{"role", "content", "cache_control", "tool_calls"}
+	messageFields = []string{"role", "content", "cache_control", "tool_calls", "reasoning_content"}
 )
 
 // foldsTo reports whether the plain name k is one of names but for case, which encoding/json
@@ -322,6 +322,8 @@ func fastMessage(e []byte) (m wireMessage, ok bool) {
 			bit, m.CacheControl = 4, v
 		case "tool_calls":
 			bit, m.ToolCalls = 8, v
+		case "reasoning_content":
+			bit, m.Reasoning = 16, v
 		default:
 			if foldsTo(k, messageFields) {
 				ok = false

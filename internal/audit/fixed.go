@@ -86,12 +86,41 @@ func (f *Fixer) Apply(req *Request) bool {
 		}
 		if s := fixText(*text, st); s != *text {
 			*text, changed = s, true
+			if req.Chat && st.Message < len(req.Texts) {
+				fixParts(&req.Texts[st.Message], st)
+			}
 		}
 	}
 	if changed {
 		req.RawMessages, req.RawKwargs = nil, nil
 	}
 	return changed
+}
+
+// fixParts rewrites a message's texts as the routers read them (MessageText) the way its
+// Content was rewritten: each part at its place in Content, with the site's offset made
+// relative to the part (a value is fixed in the part the divergence falls in, or within
+// fixWindow after it); a part Content does not hold has its values replaced throughout, and is
+// left as is for a free-text site, whose offset it does not contain.
+func fixParts(t *MessageText, st Site) {
+	for i, p := range t.Parts {
+		sub := st
+		switch {
+		case p.At < 0 && st.Cause == "text":
+			continue
+		case p.At < 0:
+			sub.Offset = 0
+		default:
+			sub.Offset -= p.At
+			if st.Cause == "text" && (sub.Offset < 0 || sub.Offset >= len(p.Text)) {
+				continue
+			}
+			if sub.Offset+fixWindow <= 0 {
+				continue
+			}
+		}
+		t.Parts[i].Text = fixText(p.Text, sub)
+	}
 }
 
 // fixWindow is how far past the divergence's offset a value is looked for: the value sits at

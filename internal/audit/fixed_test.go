@@ -1,6 +1,9 @@
 package audit
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestFixer checks the values assess replaces to replay traffic as it would be once fixed:
 // each generated value in the site's message becomes a constant, so two requests that differed
@@ -53,5 +56,52 @@ func TestFixer(t *testing.T) {
 		if f := NewFixer(Summary{Requests: 10, Sites: []Site{st}}); f != nil {
 			t.Errorf("a fixer for %+v", st)
 		}
+	}
+}
+
+// TestFixerRouterTexts: the routers' texts of a fixed message are fixed with it. The system
+// message is a list: "Now 2026-11-30 " (15 bytes at 0), an image (its placeholder
+// "<image_url:...>" is 20 bytes), then "Customer: Avery Abbott" at 35. A free-text site at
+// offset 45 (Content's "Avery") falls in the second part at 45-35 = 10: that part becomes
+// "Customer: VALUE", the first is left alone.
+// A date site at 0 fixes the date in the first part and, read from the request line, the
+// string content of the user message is not touched.
+func TestFixerRouterTexts(t *testing.T) {
+	line := `{"messages":[{"role":"system","content":[{"type":"text","text":"Now 2026-11-30 "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"Customer: Avery Abbott"}]},{"role":"user","content":"q 2026-11-30"}]}`
+	read := func() *Request {
+		reqs, errs, _ := readAll(t, line, 0)
+		if len(errs) > 0 || len(reqs) != 1 {
+			t.Fatalf("read %d requests, errors %v", len(reqs), errs)
+		}
+		return reqs[0]
+	}
+	texts := func(r *Request) []string {
+		var out []string
+		for _, p := range r.Texts[0].Parts {
+			out = append(out, p.Text)
+		}
+		return out
+	}
+	r := read()
+	if got := r.Messages[0].Content[45:50]; got != "Avery" {
+		t.Fatalf("Content[45:50] = %q: the offsets assume another placeholder", got)
+	}
+	f := NewFixer(Summary{Requests: 10, Sites: []Site{{Message: 0, Role: "system", Cause: "text", Offset: 45, Count: 10}}})
+	if !f.Apply(r) {
+		t.Fatal("nothing fixed")
+	}
+	if got, want := texts(r), []string{"Now 2026-11-30 ", "Customer: VALUE"}; !slices.Equal(got, want) {
+		t.Errorf("free-text site: router texts %q, want %q", got, want)
+	}
+	r = read()
+	f = NewFixer(Summary{Requests: 10, Sites: []Site{{Message: 0, Role: "system", Cause: "date/time", Offset: 4, Count: 10}}})
+	if !f.Apply(r) {
+		t.Fatal("nothing fixed")
+	}
+	if got, want := texts(r), []string{"Now DATE ", "Customer: Avery Abbott"}; !slices.Equal(got, want) {
+		t.Errorf("date site: router texts %q, want %q", got, want)
+	}
+	if got := r.Texts[1].Parts[0].Text; got != "q 2026-11-30" {
+		t.Errorf("the user's message changed: %q", got)
 	}
 }

@@ -56,6 +56,9 @@ type Request struct {
 	// prefix: CacheCut is then the length of the last cacheable message's content text up to
 	// and including that part (0: the whole message).
 	CacheMessages, CacheCut int
+	// Texts are, for a chat, each message's content as the routers that read a request's
+	// text see it (MessageText), one per message; nil for a completion.
+	Texts []MessageText
 	// RawMessages and RawKwargs are the body's messages and chat_template_kwargs as sent,
 	// kept only by a reader with KeepRaw: an exact tokenizer needs what the engine rendered
 	// (tool calls, tool call ids, images, template switches), not the text the estimate reads.
@@ -67,6 +70,44 @@ type Request struct {
 type Message struct {
 	Role    string
 	Content string
+}
+
+// MessageText is a chat message's content as the routers that read a request's text see it,
+// which is not what the engine sees (Message.Content: media as placeholders, tool calls
+// appended): each router builds its own text from it (production-stack joins a message's text
+// parts with a space and skips a null content, SGLang's gateway joins every text with a space
+// and adds an assistant's reasoning_content, Ray concatenates every text member).
+type MessageText struct {
+	Form ContentForm
+	// Parts are, for a string content, the string; for a list, its parts of type "text" (their
+	// text member, "" without one) and the parts of other types that have a non-empty text
+	// member (input_text, a part without a type), in order. Parts of other types (images,
+	// audio) have no text and are not listed.
+	Parts []TextPart
+	// Reasoning is an assistant message's reasoning_content, "" when absent or not a string.
+	Reasoning string
+}
+
+// ContentForm is how a message's content was sent.
+type ContentForm uint8
+
+// The forms of a message's content; the zero value is a message without a content member.
+const (
+	ContentAbsent ContentForm = iota
+	ContentNull
+	ContentString
+	ContentList
+)
+
+// TextPart is one text of a message's content (see MessageText.Parts).
+type TextPart struct {
+	Text string
+	// Typed is true for a part of type "text" (and for a string content).
+	Typed bool
+	// At is where Text starts in the message's Content, -1 when Content does not hold it (a
+	// part of another type, which Content shows as a placeholder). Fixer uses it to rewrite
+	// the routers' text as it rewrites Content.
+	At int
 }
 
 // LineError reports a line that is not a usable request. Reading continues after it.
@@ -558,6 +599,8 @@ type wireMessage struct {
 	Content      wireContent     `json:"content"`
 	CacheControl json.RawMessage `json:"cache_control"`
 	ToolCalls    json.RawMessage `json:"tool_calls"`
+	// Reasoning is kept raw: a value that is not a string is no reason to refuse the line.
+	Reasoning json.RawMessage `json:"reasoning_content"`
 }
 
 // wireContent is a message content decoded in place: a string, null, or a list of parts.
@@ -574,7 +617,7 @@ func (e contentError) Error() string { return "content: " + e.err.Error() }
 // surrounding decode has already validated it.
 func (c *wireContent) UnmarshalJSON(raw []byte) error {
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-		c.text = string(raw[1 : len(raw)-1])
+		c.text, c.form = string(raw[1:len(raw)-1]), ContentString
 		return nil
 	}
 	p, err := contentParts(raw)
@@ -625,7 +668,9 @@ func (b wireBody) request() (*Request, error) {
 		req.Chat = true
 		msgs := *b.Messages
 		req.Messages = make([]Message, len(msgs))
+		req.Texts = make([]MessageText, len(msgs))
 		for i, m := range msgs {
+			req.Texts[i] = m.routerText()
 			text := m.Content.text
 			if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
 				var buf bytes.Buffer
@@ -709,9 +754,24 @@ func ephemeral(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &cc) == nil && cc.Type == "ephemeral"
 }
 
-// contentRead is a message content read by contentParts (see wireContent).
+// routerText is the message as the routers that read text see it (MessageText).
+func (m *wireMessage) routerText() MessageText {
+	t := MessageText{Form: m.Content.form, Parts: m.Content.parts}
+	if t.Form == ContentString {
+		t.Parts = []TextPart{{Text: m.Content.text, Typed: true}}
+	}
+	if m.Role == "assistant" && len(m.Reasoning) > 0 && m.Reasoning[0] == '"' {
+		t.Reasoning, _ = fastString(m.Reasoning)
+	}
+	return t
+}
+
+// contentRead is a message content read by contentParts (see wireContent): its text as the
+// engine's estimate reads it, its form, and for a list its parts as routers read them.
 type contentRead struct {
 	text         string
+	form         ContentForm
+	parts        []TextPart
 	marked       bool
 	ephemeral    bool
 	ephemeralCut int
@@ -721,14 +781,17 @@ type contentRead struct {
 func contentParts(raw json.RawMessage) (contentRead, error) {
 	var out contentRead
 	if len(raw) == 0 || string(raw) == "null" {
+		out.form = ContentNull
 		return out, nil
 	}
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &out.text); err != nil {
 			return out, err
 		}
+		out.form = ContentString
 		return out, nil
 	}
+	out.form = ContentList
 	// The parts are decoded one at a time: a list of a million parts held as structs took
 	// about 150 bytes a part on top of the line.
 	bad := errors.New("want a string or a list of parts")
@@ -748,8 +811,14 @@ func contentParts(raw json.RawMessage) (contentRead, error) {
 		}
 		switch p.Type {
 		case "text", "input_text", "":
+			if p.Type == "text" || p.Text != "" {
+				out.parts = append(out.parts, TextPart{Text: p.Text, Typed: p.Type == "text", At: sb.Len()})
+			}
 			sb.WriteString(p.Text)
 		default:
+			if p.Text != "" {
+				out.parts = append(out.parts, TextPart{Text: p.Text, At: -1})
+			}
 			sb.WriteString("<" + p.Type)
 			if payload := slices.Concat(p.ImageURL, p.InputAudio, p.VideoURL, p.File); len(payload) > 0 {
 				h := fnv.New32a()
@@ -769,5 +838,10 @@ func contentParts(raw json.RawMessage) (contentRead, error) {
 		return out, bad
 	}
 	out.text = sb.String()
+	for i, p := range out.parts {
+		if p.At >= 0 { // share the text's memory rather than hold each part twice
+			out.parts[i].Text = out.text[p.At : p.At+len(p.Text)]
+		}
+	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func readAll(t *testing.T, in string, maxLine int) ([]*Request, []error, string) {
@@ -125,7 +126,8 @@ func TestRequestReader(t *testing.T) {
 			for i, r := range reqs {
 				got[i] = *r
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			// The routers' texts are checked by TestMessageTexts.
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Request{}, "Texts")); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
 			if key != tt.wantKey {
@@ -213,5 +215,40 @@ func TestRenderLocate(t *testing.T) {
 	}
 	if again := EstimateIDs("abcdefghi", nil); !cmp.Equal(ids, again) {
 		t.Error("the estimate is not deterministic")
+	}
+}
+
+// TestMessageTexts: each message's content as the routers that read text see it, worked out
+// from the body: a string is one typed part at 0; a list keeps its "text" parts (an empty one
+// and one without a text member too, as ""), the non-empty texts of other types, and nothing of
+// an image; null and a missing content are told apart; reasoning_content is an assistant's
+// only. At is where the text sits in Content ("a" at 0, the image's placeholder
+// "<image_url:fcf5501a>" is 20 bytes, so "b" at 21 and the input_text "c" at 22).
+func TestMessageTexts(t *testing.T) {
+	in := `{"messages":[` +
+		`{"role":"system","content":"S"},` +
+		`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"},{"type":"input_text","text":"c"},{"type":"text","text":""},{"type":"text"},{"type":"image_url","text":"alt"},{"type":"input_text","text":""}]},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1"}],"reasoning_content":"think"},` +
+		`{"role":"user","reasoning_content":"not read"},` +
+		`{"role":"assistant","content":"sure","reasoning_content":{"not":"a string"}}]}`
+	reqs, errs, _ := readAll(t, in, 0)
+	if len(errs) > 0 || len(reqs) != 1 {
+		t.Fatalf("read %d requests, errors %v", len(reqs), errs)
+	}
+	want := []MessageText{
+		{Form: ContentString, Parts: []TextPart{{Text: "S", Typed: true}}},
+		{Form: ContentList, Parts: []TextPart{
+			{Text: "a", Typed: true, At: 0}, {Text: "b", Typed: true, At: 21}, {Text: "c", At: 22},
+			{Text: "", Typed: true, At: 23}, {Text: "", Typed: true, At: 23}, {Text: "alt", At: -1},
+		}},
+		{Form: ContentNull, Reasoning: "think"},
+		{Form: ContentAbsent},
+		{Form: ContentString, Parts: []TextPart{{Text: "sure", Typed: true}}},
+	}
+	if d := cmp.Diff(want, reqs[0].Texts); d != "" {
+		t.Errorf("texts (-want +got):\n%s", d)
+	}
+	if got := reqs[0].Messages[1].Content; got != "a<image_url:fcf5501a>bc<image_url>" {
+		t.Errorf("content %q: the offsets above assume another placeholder", got)
 	}
 }

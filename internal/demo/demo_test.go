@@ -101,7 +101,7 @@ func TestChatText(t *testing.T) {
 	for i := range tr.Requests {
 		r := &tr.Requests[i]
 		v := r.View
-		if v == nil || !v.Chat || len(v.Text) != 64*len(r.Blocks) || v.Headers["x-session-id"] != r.Session || v.MetadataSession != r.Session || v.Ends[0] != 64*ChatSystemBlocks {
+		if v == nil || !v.Chat || len(v.Text) != 64*len(r.Blocks) || v.Headers["x-session-id"] != r.Session || v.MetadataSession != r.Session || v.Pieces[0].End != 64*ChatSystemBlocks {
 			t.Fatalf("request %d: view %+v", i, v)
 		}
 		if prev, ok := bySession[r.Session]; ok && !strings.HasPrefix(v.Text, prev.View.Text) {

@@ -138,19 +138,17 @@ func ChatText(tr *sim.Trace) *sim.Trace {
 		var b strings.Builder
 		b.Grow(len(r.Blocks) * 64)
 		system := min(len(r.Blocks), ChatSystemBlocks)
-		var ends []int32
-		for k, key := range r.Blocks {
+		for _, key := range r.Blocks {
 			x := key * 0x9e3779b97f4a7c15
 			fmt.Fprintf(&b, "%016x%016x%016x%016x", x, x^0x5bd1e995, x^0x27d4eb2f, x^0x165667b1)
-			if k+1 == system {
-				ends = append(ends, int32(b.Len()))
-			}
 		}
-		if b.Len() > int(ends[0]) {
-			ends = append(ends, int32(b.Len()))
+		text := b.String()
+		contents := []string{text[:64*system]}
+		if len(text) > 64*system {
+			contents = append(contents, text[64*system:])
 		}
-		r.View = &sim.View{Chat: true, Text: b.String(), Ends: ends,
-			Headers: map[string]string{"x-session-id": r.Session}, MetadataSession: r.Session}
+		r.View = sim.StringChat(contents...)
+		r.View.Headers, r.View.MetadataSession = map[string]string{"x-session-id": r.Session}, r.Session
 	}
 	tr.Name = "built-in chat trace (with its text)"
 	return tr

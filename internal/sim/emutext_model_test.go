@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvcheck/kvcheck/internal/audit"
 )
 
 // Second models of prodstack-prefixaware and litellm-session-affinity, written from the
@@ -28,34 +31,135 @@ func blockText(b uint64) string {
 	return s + "|\n"[b%2:b%2+1] + "."
 }
 
-// withText gives every request of tr a view: the text of its blocks, as a completion, or for
-// every other request as a chat whose messages are its blocks' texts.
-func withText(tr *Trace) *Trace {
+// withBodies gives every request of tr a body and the view the request reader makes of it, and
+// returns the bodies by view. Every third request is a completion of its blocks' text; the
+// others are chats whose messages take the blocks in groups (a group ends after a block whose
+// number is a multiple of 3), each group's content a string or, for a group whose first block
+// is odd, a list of one "text" part per block, an empty "text" part before every block that is
+// a multiple of 5 and an image before every block that is a multiple of 4. Around them, drawn
+// per request: images of the request's own, input_text parts, assistant messages with a null
+// content and tool calls, reasoning_content, a message without content (after a group whose
+// last block is a multiple of 7, so that it is part of the shared text). What a router reads
+// of two requests sharing blocks is then shared as far as its source reads it, while what the
+// engine sees (placeholders, tool calls) is not.
+func withBodies(t *testing.T, tr *Trace, seed uint64) (*Trace, map[*View]string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0xb0d1e5))
+	bodies := map[*View]string{}
 	for i := range tr.Requests {
 		r := &tr.Requests[i]
-		v := &View{Chat: i%2 == 1}
-		var sb strings.Builder
-		for _, b := range r.Blocks {
-			sb.WriteString(blockText(b))
-			if v.Chat {
-				v.Ends = append(v.Ends, int32(sb.Len()))
+		var body any
+		if i%3 == 0 {
+			var sb strings.Builder
+			for _, b := range r.Blocks {
+				sb.WriteString(blockText(b))
 			}
+			body = map[string]any{"prompt": sb.String()}
+		} else {
+			var msgs []any
+			var group []uint64
+			flush := func() {
+				if rng.IntN(3) == 0 {
+					msgs = append(msgs, map[string]any{"role": "assistant", "content": nil,
+						"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call-%d", rng.Int())}}, "reasoning_content": fmt.Sprint("thought ", rng.Int())})
+				}
+				if group[0]%2 == 0 {
+					var sb strings.Builder
+					for _, b := range group {
+						sb.WriteString(blockText(b))
+					}
+					msgs = append(msgs, map[string]any{"role": "user", "content": sb.String()})
+				} else {
+					var parts []any
+					for _, b := range group {
+						if b%5 == 0 {
+							parts = append(parts, map[string]any{"type": "text", "text": ""})
+						}
+						if b%4 == 0 {
+							parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": fmt.Sprint("data:image/png;base64,", rng.Int())}})
+						}
+						if rng.IntN(4) == 0 {
+							parts = append(parts, map[string]any{"type": "input_text", "text": fmt.Sprint("noise ", rng.Int())})
+						}
+						parts = append(parts, map[string]any{"type": "text", "text": blockText(b)})
+					}
+					msgs = append(msgs, map[string]any{"role": "user", "content": parts})
+				}
+				if group[len(group)-1]%7 == 0 {
+					msgs = append(msgs, map[string]any{"role": "assistant", "reasoning_content": "hm"})
+				}
+				group = group[:0]
+			}
+			for k, b := range r.Blocks {
+				group = append(group, b)
+				if b%3 == 0 || k == len(r.Blocks)-1 {
+					flush()
+				}
+			}
+			body = map[string]any{"messages": msgs}
 		}
-		v.Text = sb.String()
-		r.View = v
+		line, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := audit.NewRequestReader(bytes.NewReader(line), 0).Next()
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		r.View = newView(req)
+		bodies[r.View] = string(line)
 	}
 	tr.Format = "requests"
-	return tr
+	return tr, bodies
 }
 
-// refPrefixAware is production-stack's PrefixAwareRouter as its source reads: the prompt (a
-// chat's contents joined with "\n") cut into 128-character pieces; a table from each prefix of
-// whole pieces (as a string) to the engines that prefix was sent to; the longest run of prefixes
-// whose engines still meet the engines selected so far; below --prefix-min-match-length the
-// engine with no request yet, else the fewest sent in the last 60 s; otherwise a uniform choice
-// among the selected engines taken in ascending order with one draw from the seeded PCG; then
-// every prefix of the prompt records the engine.
+// refProdStackPrompt is the prompt PrefixAwareRouter.route_request builds from a body decoded
+// as Python's json does (production-stack@a6c01db routing_logic.py:476-500): for messages, each
+// message's content (message.get("content", ""): "" when missing); a list gives the "text"
+// members ("" when missing) of its parts whose type is "text", joined with " "; None is skipped;
+// a string is taken; the results joined with "\n". Otherwise the prompt.
+func refProdStackPrompt(t *testing.T, body string) string {
+	var b map[string]any
+	if err := json.Unmarshal([]byte(body), &b); err != nil {
+		t.Fatal(err)
+	}
+	msgs, ok := b["messages"]
+	if !ok {
+		return b["prompt"].(string)
+	}
+	var out []string
+	for _, m := range msgs.([]any) {
+		content, has := m.(map[string]any)["content"]
+		if !has {
+			content = ""
+		}
+		switch c := content.(type) {
+		case []any:
+			var texts []string
+			for _, p := range c {
+				if part := p.(map[string]any); part["type"] == "text" {
+					text, _ := part["text"].(string)
+					texts = append(texts, text)
+				}
+			}
+			out = append(out, strings.Join(texts, " "))
+		case string:
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// refPrefixAware is production-stack's PrefixAwareRouter as its source reads: the prompt
+// (refProdStackPrompt) cut into 128-character pieces; a table from each prefix of whole pieces
+// (as a string) to the engines that prefix was sent to; the longest run of prefixes whose
+// engines still meet the engines selected so far; below --prefix-min-match-length the engine
+// with no request yet, else the fewest sent in the last 60 s; otherwise a uniform choice among
+// the selected engines taken in ascending order with one draw from the seeded PCG; then every
+// prefix of the prompt records the engine.
 type refPrefixAware struct {
+	t        *testing.T
+	bodies   map[*View]string
 	minMatch int
 	rng      *rand.Rand
 	holders  map[string]map[int]bool
@@ -63,18 +167,7 @@ type refPrefixAware struct {
 }
 
 func (m *refPrefixAware) route(r *Request, n int) int {
-	var prompt string
-	if r.View.Chat {
-		var parts []string
-		from := int32(0)
-		for _, e := range r.View.Ends {
-			parts = append(parts, r.View.Text[from:e])
-			from = e
-		}
-		prompt = strings.Join(parts, "\n")
-	} else {
-		prompt = r.View.Text
-	}
+	prompt := refProdStackPrompt(m.t, m.bodies[r.View])
 	chars := []rune(prompt)
 	var prefixes []string
 	for end := 128; ; end += 128 {
@@ -147,7 +240,7 @@ func TestProdStackPrefixAwareModel(t *testing.T) {
 	for _, minMatch := range []int{0, 256} {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("min%d/seed%d", minMatch, seed), func(t *testing.T) {
-				tr := withText(randomTraffic(seed, 300, tinyBlock))
+				tr, bodies := withBodies(t, randomTraffic(seed, 300, tinyBlock), seed)
 				// Arrivals stretched so that the 60 s QPS window both fills and empties.
 				for i := range tr.Requests {
 					tr.Requests[i].Arrival *= 10
@@ -155,7 +248,7 @@ func TestProdStackPrefixAwareModel(t *testing.T) {
 				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
 				c = withProdStack(c, func(s *ProdStackSettings) { s.PrefixMinMatch = minMatch })
 				e := &refFleet{bs: tinyBlock, m: c.Model}
-				m := &refPrefixAware{minMatch: minMatch, rng: rand.New(rand.NewPCG(seed, 0x707265666978)), holders: map[string]map[int]bool{}, sent: map[int][]float64{}}
+				m := &refPrefixAware{t: t, bodies: bodies, minMatch: minMatch, rng: rand.New(rand.NewPCG(seed, 0x707265666978)), holders: map[string]map[int]bool{}, sent: map[int][]float64{}}
 				want := replayRef(tr, c, m.route, e)
 				got := runTiny(t, tr, c, "prodstack-prefixaware")
 				if d := cmp.Diff(want, got); d != "" {
@@ -232,7 +325,7 @@ func sessionTraffic(tr *Trace, seed uint64) *Trace {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	for i := range tr.Requests {
 		id := fmt.Sprintf("sess-%04d", rng.IntN(12))
-		v := &View{Chat: true, Text: "t", Ends: []int32{1}}
+		v := StringChat("t")
 		switch rng.IntN(7) {
 		case 0:
 			v.Headers = map[string]string{"x-litellm-session-id": id}

@@ -130,21 +130,39 @@ func prodStackSession(v *View, key string) (string, bool) {
 	return s, ok
 }
 
-// prodStackPrompt is the prompt production-stack's prefixaware router reads: a completion's
-// prompt, or a chat's message contents joined with "\n" (no chat template). It is written into
-// buf, which is returned for reuse.
+// prodStackPrompt is the prompt production-stack's prefixaware router reads
+// (vllm-project/production-stack@a6c01db src/vllm_router/routers/routing_logic.py:476-500): a
+// completion's prompt; for a chat, one line per message joined with "\n" (495), no chat
+// template and no role: a string content as it is (493-494); a list content's parts of type
+// "text", their text members ("" without one) joined with " " (487-492), every other part
+// skipped (an image, an input_text); a content of null skipped, no line at all (493); a message
+// without content an empty line (484: message.get("content", "")). Tool calls and
+// reasoning_content are not read. It is written into buf, which is returned for reuse.
 func prodStackPrompt(v *View, buf []byte) []byte {
 	buf = buf[:0]
 	if !v.Chat {
 		return append(buf, v.Text...)
 	}
+	lines, parts := 0, 0 // lines written; text parts in the current list
 	from := int32(0)
-	for i, end := range v.Ends {
-		if i > 0 {
-			buf = append(buf, '\n')
+	for _, p := range v.Pieces {
+		run := v.Text[from:p.End]
+		from = p.End
+		switch p.Kind {
+		case PieceString, PieceList, PieceAbsent:
+			if lines > 0 {
+				buf = append(buf, '\n')
+			}
+			lines++
+			parts = 0
+			buf = append(buf, run...)
+		case PiecePartText:
+			if parts > 0 {
+				buf = append(buf, ' ')
+			}
+			parts++
+			buf = append(buf, run...)
 		}
-		buf = append(buf, v.Text[from:end]...)
-		from = end
 	}
 	return buf
 }

@@ -22,9 +22,10 @@ var prodStackPrefixAwareInfo = PolicyInfo{
 
 // prodStackPrefixPolicy is PrefixAwareRouter. For each request:
 //
-//  1. The prompt: a completion's prompt, or a chat's message contents joined with "\n" without
-//     the chat template (prodStackPrompt; the log reader's content text stands for the router's:
-//     text parts joined, other parts as short placeholders, tool calls appended).
+//  1. The prompt (prodStackPrompt, routing_logic.py@a6c01db:476-500): a completion's prompt;
+//     for a chat, one line per message joined with "\n": a string content, or a list's parts of
+//     type "text" joined with " " (images and other parts skipped); a null content adds no line,
+//     a missing one an empty line. No chat template, no role, no tool calls.
 //  2. The prompt is cut into chunks of 128 characters (the last may be shorter) and each chunk
 //     hashed on its own (chunkHashes). A trie keyed by those hashes holds, at every node, the
 //     engines a prompt with that prefix of chunks was sent to.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvcheck/kvcheck/internal/audit"
 )
 
 // Text traces: each request carries a View (what a router reading the body sees) beside the
@@ -21,7 +22,12 @@ func textReq(at float64, out int, text string, bs int, blocks ...uint64) Request
 // irrelevant to the routers tested with it.
 func chatReq(at float64, out int, headers map[string]string, bs int, blocks ...uint64) Request {
 	return Request{Arrival: at, Blocks: blocks, InputTokens: len(blocks) * bs, OutputTokens: out, N: 1,
-		View: &View{Chat: true, Text: "system prompt", Ends: []int32{6, 13}, Headers: headers}}
+		View: withHeaders(StringChat("system", " prompt"), headers)}
+}
+
+func withHeaders(v *View, h map[string]string) *View {
+	v.Headers = h
+	return v
 }
 
 func textTrace(bs int, rs ...Request) *Trace {
@@ -170,10 +176,30 @@ func TestProdStackPrefixAware(t *testing.T) {
 }
 
 func TestProdStackPrompt(t *testing.T) {
-	// Chat contents joined with "\n", no template.
-	v := &View{Chat: true, Text: "abcd", Ends: []int32{1, 1, 4}}
-	if got := string(prodStackPrompt(v, nil)); got != "a\n\nbcd" {
-		t.Errorf("chat prompt %q, want %q", got, "a\n\nbcd")
+	// The prompt a chat's messages give (routing_logic.py@a6c01db:476-500), each case worked
+	// out from those lines.
+	for _, tc := range []struct{ body, want string }{
+		// Contents joined with "\n" (495), no template, no role.
+		{`{"messages":[{"role":"system","content":"a"},{"role":"user","content":"bcd"}]}`, "a\nbcd"},
+		// A list: its "text" parts joined with " " (487-491), the image and the input_text
+		// skipped (490), an empty text part kept as "" (so two spaces), a text part without
+		// text as "" (488: part.get("text", "")).
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"u"}},{"type":"input_text","text":"no"},{"type":"text","text":""},{"type":"text","text":"y"},{"type":"text"}]}]}`, "x  y "},
+		// A null content adds no line (493); tool calls and reasoning are not read.
+		{`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"c"}],"reasoning_content":"r"},{"role":"user","content":"z"}]}`, "q\nz"},
+		// A message without content is an empty line (484: message.get("content", "")); a
+		// list with no text part too (492).
+		{`{"messages":[{"role":"user","content":"q"},{"role":"assistant"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"u"}}]},{"role":"user","content":"z"}]}`, "q\n\n\nz"},
+		// A completion's prompt as it is (500).
+		{`{"prompt":"p q"}`, "p q"},
+	} {
+		req, err := audit.NewRequestReader(strings.NewReader(tc.body), 0).Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(prodStackPrompt(newView(req), nil)); got != tc.want {
+			t.Errorf("%s: prompt %q, want %q", tc.body, got, tc.want)
+		}
 	}
 	// 128 characters are one chunk whatever their bytes: 128 two-byte "é" and 128 ASCII
 	// letters each make one chunk, one more character a second one.
@@ -291,4 +317,49 @@ func TestProdStackLoadAware(t *testing.T) {
 			t.Errorf("routes/hits (-want +got):\n%s", d)
 		}
 	})
+}
+
+// TestProdStackPrefixAwareUpstreamJoin: requests whose first 128 characters are equal once
+// their messages are joined as PrefixAwareRouter joins them go to one engine, every time. The
+// router's prompt (routing_logic.py@a6c01db:476-500) joins a list's "text" parts with " "
+// (487-492; the image and the input_text are skipped), skips a null content (493) and joins the
+// messages with "\n" (495); HashTrie hashes chunks of 128 characters (hashtrie.py:37-57). X is
+// 100 characters and Y 40, so each request's prompt starts with X + " " + Y: its first chunk
+// is the same, whatever follows. The first request goes to an engine drawn at random (empty
+// trie); the others match that chunk, held by that engine alone (hashtrie.py:90-102), and
+// random.choice over one engine (routing_logic.py:518) is that engine. The engine's own text
+// differs between them (images as placeholders, tool calls): a router reading that would
+// find no common first chunk and draw again.
+func TestProdStackPrefixAwareUpstreamJoin(t *testing.T) {
+	x := strings.Repeat("You are a careful assistant. ", 4)[:100]
+	y := strings.Repeat("Answer briefly. ", 3)[:40]
+	img := func(u string) string { return `{"type":"image_url","image_url":{"url":"` + u + `"}}` }
+	lines := []string{
+		`{"messages":[{"role":"system","content":[{"type":"text","text":"` + x + `"},` + img("https://a/1.png") + `,{"type":"text","text":"` + y + `"}]},{"role":"user","content":"first question"}]}`,
+		`{"messages":[{"role":"system","content":"` + x + ` ` + y + `"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":[{"type":"input_text","text":"ignored"},{"type":"text","text":"second question"}]}]}`,
+		`{"messages":[{"role":"system","content":[` + img("https://b/2.png") + `,{"type":"text","text":"` + x + `"},{"type":"text","text":"` + y + `"}]},{"role":"user","content":null},{"role":"user","content":"third"}]}`,
+		`{"messages":[{"role":"system","content":[{"type":"input_text","text":"preamble"},{"type":"text","text":"` + x + `"},` + img("https://c/3.png") + `,{"type":"text","text":"` + y + ` and more after the first chunk"}]}]}`,
+	}
+	tr, err := ReadRequests(t.Context(), strings.NewReader(strings.Join(lines, "\n")), "join.jsonl", RequestLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Requests) != len(lines) {
+		t.Fatalf("read %d requests of %d", len(tr.Requests), len(lines))
+	}
+	first := map[int]bool{}
+	for seed := range uint64(48) {
+		c := tinyConfig(4)
+		c.Seed = seed
+		routes := runTiny(t, tr, c, "prodstack-prefixaware").Routes
+		for k, r := range routes {
+			if r != routes[0] {
+				t.Fatalf("seed %d: request %d went to engine %d, request 0 to %d: routes %v", seed, k, r, routes[0], routes)
+			}
+		}
+		first[routes[0]] = true
+	}
+	if len(first) < 2 {
+		t.Errorf("the first request went to %v over 48 seeds: the draw on an empty trie should vary", first)
+	}
 }

@@ -17,8 +17,10 @@ import (
 // prefix_tree.py), and so does this one:
 //   - insert(text, replica, t) walks down from the root along the text, splitting a node where
 //     the text leaves it part-way and adding a leaf for the rest; every node on the path is
-//     marked as held by the replica at time t, and a replica's size grows by the characters of
-//     each node it did not hold yet;
+//     marked as held by the replica, at time t (Ray), or, with stampEnd (SGLang), at t for the
+//     node the text ends in and 0 for a node passed that it did not hold yet; a replica's size
+//     grows by the characters of each node it did not hold yet; a node remembers the replica
+//     whose insert created it (SGLang's last_tenant; a split's upper part copies it);
 //   - match(text) walks down as far as the text agrees with the tree, ending part-way into a
 //     node when the text leaves it there; the characters agreed are the match, and the replicas
 //     holding the node reached are the ones that hold the whole match;
@@ -33,6 +35,10 @@ type radixTree struct {
 	root  radixNode
 	size  []int // characters held per replica
 	nodes int
+	// stampEnd is SGLang's insert (tree.rs@8905cbd:393-527): only the node the text ends in
+	// gets the time; a node passed on the way that the replica did not hold gets time 0, one
+	// it held keeps its time. Without it (Ray's) every node on the path gets the time.
+	stampEnd bool
 }
 
 // radixNode is a run of characters: path[start:] is its label, path the text from the root.
@@ -41,6 +47,7 @@ type radixNode struct {
 	start   int
 	chars   int // characters in the label
 	salt    uint64
+	last    int // the replica whose insert created the node (SGLang's last_tenant)
 	parent  *radixNode
 	kids    []*radixNode
 	holders []radixHolder
@@ -115,11 +122,9 @@ func commonPrefix(a, b string) int {
 	return i
 }
 
-// treeText is the request's text as both routers read it: a Rust String or a Python str, valid
-// UTF-8 by construction, so each run of bytes that is not UTF-8 becomes one U+FFFD. The tree
-// relies on it: two equal first characters mean equal bytes.
-func treeText(r *Request) string { return validText(r.View.Text) }
-
+// validText is a text as a Rust String or a Python str holds it, valid UTF-8 by construction:
+// each run of bytes that is not UTF-8 becomes one U+FFFD. The tree relies on it: two equal first
+// characters mean equal bytes.
 func validText(t string) string {
 	if !utf8.ValidString(t) {
 		t = strings.ToValidUTF8(t, "\uFFFD")
@@ -149,7 +154,7 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 		r, _ := utf8.DecodeRuneInString(text[i:])
 		k := n.kid(r)
 		if k == nil {
-			leaf := &radixNode{path: text, start: i, chars: utf8.RuneCountInString(text[i:]), salt: pathSalt(text), parent: n}
+			leaf := &radixNode{path: text, start: i, chars: utf8.RuneCountInString(text[i:]), salt: pathSalt(text), last: rep, parent: n}
 			n.kids = append(n.kids, leaf)
 			t.nodes++
 			t.hold(leaf, rep, at)
@@ -158,9 +163,9 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 		shared := commonPrefix(text[i:], k.label())
 		if shared < len(k.label()) {
 			// Split k: its first shared bytes become a new node between n and k that every
-			// holder of k holds, with k's times (the upstream trees copy them).
+			// holder of k holds, with k's times and creator (the upstream trees copy them).
 			up := &radixNode{path: k.path[:i+shared], start: i, chars: utf8.RuneCountInString(k.label()[:shared]),
-				salt: k.salt, parent: n, kids: []*radixNode{k}, holders: slices.Clone(k.holders)}
+				salt: k.salt, last: k.last, parent: n, kids: []*radixNode{k}, holders: slices.Clone(k.holders)}
 			n.kids[slices.Index(n.kids, k)] = up
 			k.start = i + shared
 			k.chars -= up.chars
@@ -168,9 +173,18 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 			t.nodes++
 			k = up
 		}
-		t.hold(k, rep, at)
+		if t.stampEnd {
+			if k.holder(rep) < 0 {
+				t.hold(k, rep, 0)
+			}
+		} else {
+			t.hold(k, rep, at)
+		}
 		n = k
 		i += shared
+	}
+	if t.stampEnd {
+		t.hold(n, rep, at)
 	}
 }
 
@@ -194,16 +208,6 @@ func (t *radixTree) match(text string) (*radixNode, int) {
 		}
 	}
 	return n, i
-}
-
-// touch marks n and its ancestors as used by rep at time at (SGLang's prefix_match does this for
-// the replica it returns). rep must hold n.
-func (t *radixTree) touch(n *radixNode, rep int, at float64) {
-	for ; n != nil && n != &t.root; n = n.parent {
-		if k := n.holder(rep); k >= 0 {
-			n.holders[k].at = at
-		}
-	}
 }
 
 // isLeafOf reports whether rep holds n and none of n's children.

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 )
 
 var rayInfo = PolicyInfo{
@@ -61,7 +62,7 @@ func (p *rayPolicy) route(f *fleet, j *job) int {
 		}
 		p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
 	}
-	text := treeText(j.req)
+	text := rayText(j.req.View)
 	lo, hi := f.inflight(0), f.inflight(0)
 	for i := 1; i < f.size(); i++ {
 		lo, hi = min(lo, f.inflight(i)), max(hi, f.inflight(i))
@@ -118,4 +119,34 @@ func (p *rayPolicy) pow2(n int) []int {
 		b++
 	}
 	return append(p.pool[:0], a, b)
+}
+
+// rayText is the text Ray's router reads (ray-project/ray@06c16f2
+// python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py,
+// _extract_text_from_request, _normalize_prompt_to_string and _coerce_to_text): a completion's
+// prompt; for a chat, every message's content concatenated with no separator: a string as it
+// is, of a list every part's text member that is a string, whatever the part's type (an
+// input_text too; an image has none), null or a missing content nothing. reasoning_content and
+// tool calls are not read. Without reasoning pieces that is View.Text itself, shared, not
+// copied.
+func rayText(v *View) string {
+	if !v.Chat {
+		return validText(v.Text)
+	}
+	reasoning := false
+	for _, p := range v.Pieces {
+		reasoning = reasoning || p.Kind == PieceReasoning
+	}
+	if !reasoning {
+		return validText(v.Text)
+	}
+	var sb strings.Builder
+	from := int32(0)
+	for _, p := range v.Pieces {
+		if p.Kind != PieceReasoning {
+			sb.WriteString(v.Text[from:p.End])
+		}
+		from = p.End
+	}
+	return validText(sb.String())
 }

@@ -76,7 +76,9 @@ type RequestLogOptions struct {
 	// Progress, when set, is called after every 1,000 requests with the count so far.
 	Progress func(requests int)
 	// Rewrite, when set, changes each request before it is tokenized (assess replays the
-	// traffic as it would be once a breaker is fixed: audit.Fixer).
+	// traffic as it would be once a breaker is fixed: audit.Fixer). What it changes in a
+	// message's Content it changes in its Texts too, which the routers that read text see
+	// (audit.Fixer does); a request without Texts is seen as string contents.
 	Rewrite func(*audit.Request)
 	// Source windows a database request log (--since, --until, --max-rows); ReadRequestFile
 	// opens the log with it.

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Emulations of the routers as they ship.
@@ -30,14 +31,15 @@ import (
 type View struct {
 	// Chat is true for a chat completion (messages), false for a completion (prompt).
 	Chat bool
-	// Text is the prompt as the character-based routers read it: a completion's prompt, or a
-	// chat's message contents concatenated in order without the chat template (production-stack
-	// prefixaware, SGLang cache_aware, Ray PrefixCacheAffinityRouter).
+	// Text is a completion's prompt, or a chat's texts back to back, as Pieces describe them:
+	// each message's string content or the texts of its content parts, and an assistant's
+	// reasoning_content, with no separator and without the chat template. Each router builds
+	// the text it reads from it (production-stack, SGLang and Ray join the texts each their own
+	// way: prodStackPrompt, sglangText, rayText); the engine's text (media, tool calls, the
+	// template) is not this.
 	Text string
-	// Ends are, for a chat, the offsets in Text where each message's content ends (message i is
-	// Text[Ends[i-1]:Ends[i]]), for routers that join messages with a separator
-	// (production-stack joins them with "\n"); nil for a completion.
-	Ends []int32
+	// Pieces are, for a chat, the runs of Text in order; nil for a completion.
+	Pieces []Piece
 	// Headers are the request's HTTP headers as the log holds them, names in lower case (session
 	// keys: production-stack's --session-key, LiteLLM's x-litellm-session-id and
 	// x-<vendor>-session-id).
@@ -50,6 +52,51 @@ type View struct {
 	// CacheTokens is the estimated token count of that prefix (LiteLLM needs at least 1,024).
 	CacheKey    uint64
 	CacheTokens int
+}
+
+// Piece is a run of a chat's View.Text: it ends at End (it starts where the one before ends)
+// and Kind says what it is.
+type Piece struct {
+	End  int32
+	Kind PieceKind
+}
+
+// PieceKind says what a run of a chat's text is. A message opens with one of the Message kinds;
+// a list content's parts and an assistant's reasoning follow it.
+type PieceKind uint8
+
+// The kinds of a Piece.
+const (
+	// PieceString opens a message whose content is a string: the run is the string.
+	PieceString PieceKind = iota
+	// PieceList opens a message whose content is a list of parts (an empty run); its parts
+	// that carry text follow.
+	PieceList
+	// PieceNull is a message whose content is null, PieceAbsent one without a content member
+	// (empty runs).
+	PieceNull
+	PieceAbsent
+	// PiecePartText is a part of type "text" ("" without a text member), PiecePartOther the
+	// text member of a part of another type (input_text, a part without a type).
+	PiecePartText
+	PiecePartOther
+	// PieceReasoning is an assistant message's reasoning_content.
+	PieceReasoning
+)
+
+// opens reports whether a piece of kind k starts a message.
+func (k PieceKind) opens() bool { return k <= PieceAbsent }
+
+// StringChat is the view of a chat whose messages' contents are the strings given.
+func StringChat(contents ...string) *View {
+	v := &View{Chat: true, Pieces: make([]Piece, len(contents))}
+	v.Text = strings.Join(contents, "")
+	end := 0
+	for i, c := range contents {
+		end += len(c)
+		v.Pieces[i] = Piece{End: int32(end), Kind: PieceString}
+	}
+	return v
 }
 
 // RouterSettings holds every emulated product's settings. DefaultRouterSettings gives them as

@@ -3,19 +3,19 @@ package sim
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
+	"strings"
 )
 
 var sglangInfo = PolicyInfo{
 	Name:      "sglang-cache-aware",
-	About:     "SGLang model gateway cache_aware: character radix tree, longest match above the cache threshold, else least loaded; least loaded when imbalanced",
+	About:     "SGLang model gateway cache_aware: character radix tree, a match above the cache threshold goes to the replica that created the node, else least loaded; least loaded when imbalanced",
 	Product:   "SGLang model gateway (sgl-model-gateway)",
-	Source:    "sgl-project/sglang sgl-model-gateway/src/policies/cache_aware.rs@b93974f with PR #14650 (least loaded on a miss) and PR #33138 (a random one among equally least loaded), tree.rs@24ce7f6; ROUTERS.md §5, SPEC.md §6",
+	Source:    "modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg-project/smg openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
 	NeedsText: true,
 	check:     sglangCheck,
 	newPolicy: func(c Config, _ int) policy {
 		s := c.routers().SGLang
-		return &sglangPolicy{s: s, seed: c.Seed, rng: rand.New(rand.NewPCG(c.Seed, 33)), nextEvict: s.EvictionIntervalSecs}
+		return &sglangPolicy{s: s, seed: c.Seed, tree: radixTree{stampEnd: true}, nextEvict: s.EvictionIntervalSecs}
 	},
 }
 
@@ -43,45 +43,58 @@ func sglangCheck(c Config, t *Trace) error {
 	return nil
 }
 
-// sglangPolicy is the SGLang model gateway's cache_aware policy (sgl-model-gateway
-// src/policies/cache_aware.rs, select_worker), with the settings of Config.Routers.SGLang (the
-// CLI's defaults, SGLangCLIDefaults, unless told otherwise; a worker registered with a
-// cache_aware policy hint gets SGLangHintDefaults). For each request, with load the requests the
-// gateway has sent to a replica and not seen finish (in flight):
-//  1. If max load - min load > BalanceAbsThreshold and max load > min load x
-//     BalanceRelThreshold, the fleet is imbalanced: the least loaded replica gets the request, one
-//     drawn at random among equals (PR #33138, 2026-07; before it, the first).
-//  2. Otherwise the text is matched against the radix tree (radixTree.match). The match rate
-//     is the characters matched over the text's characters (0 for an empty text), in float32 as
-//     the gateway computes it. The replica returned is the first holder of the node the match
-//     ends in, in the node's own order, and its times along the path are refreshed (tree.rs
-//     prefix_match).
-//  3. If the rate > CacheThreshold, that replica gets the request; otherwise the least loaded
-//     does. The gateway's comment still says "smallest tree", but the code has taken the least
-//     loaded since PR #14650 (2025-12, "Fix cache-aware router should pick min load instead of
-//     min tenant size"); before it, get_smallest_tenant was used. Equals are drawn at random here
-//     too.
-//  4. The text is inserted into the tree for the replica chosen, in either case.
-//  5. Every EvictionIntervalSecs a background thread evicts each replica's least
-//     recently used leaves until it holds at most MaxTreeSize characters
-//     (radixTree.evictLRULeaves). Here it runs before the first request at or after each
-//     multiple of the interval; two runs in a row evict nothing more.
+// sglangPolicy is the SGLang model gateway's cache_aware policy as the modal-projects/sglang
+// fork of sgl-project/sglang has it at 8905cbd (2026-07-20), sgl-model-gateway
+// src/policies/cache_aware.rs select_worker (376-505) over the tree of src/policies/tree.rs,
+// with the settings of Config.Routers.SGLang (the CLI's defaults, SGLangCLIDefaults, unless told
+// otherwise; a worker registered with a cache_aware policy hint gets SGLangHintDefaults). Below,
+// cache_aware.rs is C and tree.rs T, both @8905cbd. For each request, with load the requests the
+// gateway has sent to a replica and not seen finish (in flight, Worker::load):
+//  1. The text is sglangText (extract_text_for_routing, openai-protocol 1.0.0).
+//  2. Imbalanced when max load - min load > BalanceAbsThreshold and max load > min load x
+//     BalanceRelThreshold in float32 (C:394-402): the least loaded replica gets the request, the
+//     first of equals (C:329-332, min_by_key), and the text is inserted for it (C:335-343).
+//  3. Otherwise the text is matched (T:531-619): the walk ends in the node the text leaves or
+//     ends in (the root when not even its first character is in the tree). The tenant returned
+//     is that node's last_tenant while it still holds the node (T:570-575); last_tenant is the
+//     replica whose insert created the node as a leaf (T:409), copied to the upper half when a
+//     node is split (T:449-450), and changed only when stale: when the replica no longer holds
+//     the node (evicted from it), the match takes the node's first holder in its map's order
+//     and keeps it as the new last_tenant (T:576-597). Inserts that pass through a node never
+//     change it: a popular prefix keeps going to the replica that first sent it, as long as the
+//     fleet stays balanced.
+//  4. The match rate is the characters matched over the text's characters, 0 for an empty
+//     text, in float32 (C:426-430). Above CacheThreshold the tenant gets the request (C:433-439);
+//     otherwise the least loaded replica, the first of equals (C:440-446: min_by_key; the
+//     fork's comment says "smallest tree", the code has taken the least loaded since PR #14650).
+//  5. The text is inserted for the replica chosen (C:450). An insert stamps only the node it
+//     ends in (the new leaf, or the node the text ends at) with the next epoch; a node it passes
+//     that the replica did not hold yet gets epoch 0, one it held keeps its stamp (T:393-527).
+//     A match stamps the tenant on the node reached with its epoch when the epoch is a multiple
+//     of 8 (T:601-607: one match in 8, "to reduce DashMap contention"). Epochs come from one
+//     counter (T:218-227) that every match and every insert advances by one.
+//  6. Every EvictionIntervalSecs a background task evicts, for each replica holding more than
+//     MaxTreeSize characters, its leaves of the oldest epoch first until it holds at most
+//     MaxTreeSize (T:718-821, radixTree.evictLRULeaves).
 //
-// What is the gateway's and what is kvcheck's choice: the holder a match returns is the first in
-// a DashMap's iteration order in tree.rs@24ce7f6, fixed for a node but arbitrary (later trees
-// try a per-node last_tenant first, refreshed on one touch in 16: still an arbitrary holder);
-// here it is the first in a pseudo-random order drawn from Config.Seed and the node (a node split
-// off keeps the order of the node it came from, as the upstream copy of the map does). The
-// prefill_backlog option of later gateways applies to prefill pools of disaggregated serving
-// only, not emulated. Times are the arrival times of
-// the trace, where the gateway reads the wall clock in milliseconds; leaves last used at the same
-// instant are evicted in the order of their text. Replicas are all healthy.
+// What is kvcheck's choice where the fork leaves it open: a node's "first holder in its map's
+// order" is a DashMap's iteration order, fixed for a map but arbitrary; here a pseudo-random
+// order drawn from Config.Seed and the node (sglangFirst; a node split off keeps the order of
+// the node it came from, as the DashMap clone keeps its hasher). The epoch counter is global to
+// the gateway process and starts at 0; here it starts at the replica count (registering a
+// worker inserts "" for it, one epoch each: C:167-198) and grows with each replica added, as in
+// a gateway that has served nothing else. Leaves of the same epoch (epoch 0 is common) are
+// evicted in the order of replica and text, where the fork's heap leaves it arbitrary. The
+// eviction runs before the first request at or after each multiple of the interval, where the
+// gateway's timer runs on its own clock; two runs in a row evict nothing more. Replicas are all
+// healthy. Left out: the PD router's prefill and decode trees (C:76-100), mesh sync, and the
+// prefill_backlog of later gateways.
 type sglangPolicy struct {
 	s         SGLangSettings
 	seed      uint64
-	rng       *rand.Rand
 	tree      radixTree
-	ties      []int
+	epoch     uint64
+	workers   int // replicas registered: each took one epoch
 	nextEvict float64
 }
 
@@ -91,15 +104,25 @@ func sglangFirst(salt, seed uint64, rep int) uint64 {
 	return mix64(salt ^ mix64(seed<<20^uint64(rep)))
 }
 
+// next is get_epoch: the counter's value, then one more.
+func (p *sglangPolicy) next() float64 {
+	e := p.epoch
+	p.epoch++
+	return float64(e)
+}
+
 func (p *sglangPolicy) route(f *fleet, j *job) int {
 	at := j.arrival
+	for ; p.workers < f.size(); p.workers++ {
+		p.next() // add_worker: insert("", url)
+	}
 	if p.s.EvictionIntervalSecs > 0 {
 		if at >= p.nextEvict {
 			p.tree.evictLRULeaves(p.s.MaxTreeSize)
 			p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
 		}
 	}
-	text := treeText(j.req)
+	text := sglangText(j.req.View)
 	lo, hi := f.inflight(0), f.inflight(0)
 	for i := 1; i < f.size(); i++ {
 		lo, hi = min(lo, f.inflight(i)), max(hi, f.inflight(i))
@@ -107,28 +130,84 @@ func (p *sglangPolicy) route(f *fleet, j *job) int {
 	chosen := -1
 	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
 		n, matched := p.tree.match(text)
-		if len(n.holders) > 0 {
-			first := n.holders[0].rep
-			for _, h := range n.holders[1:] {
-				if sglangFirst(n.salt, p.seed, h.rep) < sglangFirst(n.salt, p.seed, first) {
-					first = h.rep
-				}
-			}
-			p.tree.touch(n, first, at)
-			if text != "" && float32(runeCount(text[:matched]))/float32(runeCount(text)) > float32(p.s.CacheThreshold) {
-				chosen = first
-			}
+		tenant := p.tenant(n)
+		if e := p.next(); tenant >= 0 && uint64(e)&7 == 0 {
+			n.holders[n.holder(tenant)].at = e
+		}
+		if tenant >= 0 && text != "" && float32(runeCount(text[:matched]))/float32(runeCount(text)) > float32(p.s.CacheThreshold) {
+			chosen = tenant
 		}
 	}
 	if chosen < 0 {
-		p.ties = p.ties[:0]
 		for i := range f.size() {
 			if f.inflight(i) == lo {
-				p.ties = append(p.ties, i)
+				chosen = i
+				break
 			}
 		}
-		chosen = p.ties[p.rng.IntN(len(p.ties))]
 	}
-	p.tree.insert(text, chosen, at)
+	p.tree.insert(text, chosen, p.next())
 	return chosen
+}
+
+// tenant is the replica a match ending in n names: n's last_tenant while it holds n, else n's
+// first holder, which becomes its last_tenant; -1 for the root (a match of no character, which
+// routes by load whatever it names).
+func (p *sglangPolicy) tenant(n *radixNode) int {
+	if len(n.holders) == 0 {
+		return -1
+	}
+	if n.holder(n.last) >= 0 {
+		return n.last
+	}
+	first := n.holders[0].rep
+	for _, h := range n.holders[1:] {
+		if sglangFirst(n.salt, p.seed, h.rep) < sglangFirst(n.salt, p.seed, first) {
+			first = h.rep
+		}
+	}
+	n.last = first
+	return first
+}
+
+// sglangText is the text SGLang's gateway routes a request on, extract_text_for_routing of
+// smg-project/smg's openai-protocol crate 1.0.0 (the version the fork pins: sgl-model-gateway
+// Cargo.toml:83; smg@9928acf protocols/src/chat.rs:599-656, MessageContent::append_text_to and
+// has_text 96-132): a completion's prompt (completion.rs:135-140); for a chat, every non-empty
+// text joined with one space: a string content, each non-empty part of type "text" (images and
+// other parts skipped), and an assistant's reasoning_content after its content; an empty text
+// adds no space; null contents, tool calls and roles add nothing. With one text (a single
+// message, say) that is a part of View.Text, shared, not copied.
+func sglangText(v *View) string {
+	if !v.Chat {
+		return validText(v.Text)
+	}
+	count, only := 0, ""
+	from := int32(0)
+	for _, p := range v.Pieces {
+		if run := v.Text[from:p.End]; run != "" && sglangReads(p.Kind) {
+			count, only = count+1, run
+		}
+		from = p.End
+	}
+	if count <= 1 {
+		return validText(only)
+	}
+	var sb strings.Builder
+	from = 0
+	for _, p := range v.Pieces {
+		if run := v.Text[from:p.End]; run != "" && sglangReads(p.Kind) {
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(run)
+		}
+		from = p.End
+	}
+	return validText(sb.String())
+}
+
+// sglangReads reports whether extract_text_for_routing reads a piece of kind k.
+func sglangReads(k PieceKind) bool {
+	return k == PieceString || k == PiecePartText || k == PieceReasoning
 }

@@ -29,32 +29,24 @@ func charTrace(rs ...Request) *Trace {
 	return &Trace{Name: "tiny-text", Format: "requests", BlockSize: tinyBlock, PrefixInfo: true, Requests: rs}
 }
 
-// fromFirst renames the replicas of a two-replica outcome so that the first request's is 0: the
-// first request meets an idle fleet, where cache_aware draws one of the equally loaded replicas
-// at random.
-func fromFirst(o outcome) outcome {
-	out := outcome{Hits: o.Hits}
-	for _, r := range o.Routes {
-		out.Routes = append(out.Routes, r^o.Routes[0])
-	}
-	return out
-}
-
-// TestSGLangTiny works cache_aware through by hand on two replicas, every request staying in
-// flight for 100 s, cache threshold 0.5, balance thresholds 2 and 1.5, no eviction before 1000 s.
-// Replica 0 is the one r0 went to.
+// TestSGLangTiny works cache_aware (modal-projects/sglang@8905cbd, sgl-model-gateway
+// src/policies/cache_aware.rs, C, and tree.rs, T) through by hand on two replicas, every request
+// staying in flight for 100 s, cache threshold 0.5, balance thresholds 2 and 1.5, no eviction
+// before 1000 s.
 func TestSGLangTiny(t *testing.T) {
 	tr := charTrace(
-		// r0: loads 0,0, balanced; the tree is empty (no holder): one of the least loaded,
-		// both, at random: call it replica 0.
+		// r0: loads 0,0, balanced; the tree is empty, the match ends at the root (rate 0):
+		// least loaded, the first of equals (C:440-446, min_by_key): replica 0. Its insert
+		// makes leaf abcdefgh, created by 0 (T:409).
 		charReq(0, 100, "abcdefgh"),
-		// r1: loads 1,0 (1-0 > 2 is false: balanced). Match "abcd" of 8 = 0.5, not above 0.5:
-		// least loaded, replica 1. Tree: abcd (0,1), efgh (0), XXXX (1).
+		// r1: loads 1,0 (1-0 > 2 is false: balanced). Match "abcd" part-way into abcdefgh:
+		// 4/8 = 0.5, not above 0.5: least loaded, replica 1. Insert: abcd (0,1; creator 0,
+		// copied on the split, T:449-450), efgh (0), XXXX (1).
 		charReq(1, 100, "abcdXXXX"),
-		// r2: loads 1,1. Match abcd + "efg" part-way into efgh, held by 0 only: 7/8 > 0.5,
+		// r2: loads 1,1. Match abcd + "efg" part-way into efgh, created by 0: 7/8 > 0.5,
 		// replica 0. Hit: block abcd (hit limit (8-1)/4 = 1).
 		charReq(2, 100, "abcdefgY"),
-		// r3: loads 2,1: 7/8 on efg (0): replica 0, hit 1.
+		// r3: loads 2,1: 7/8 on efg (created by 0 as efgh, split by r2): replica 0, hit 1.
 		charReq(3, 100, "abcdefgZ"),
 		// r4: loads 3,1: 3-1 = 2 is not above 2: balanced, replica 0, hit 1.
 		charReq(4, 100, "abcdefgW"),
@@ -67,28 +59,94 @@ func TestSGLangTiny(t *testing.T) {
 			s.SGLang = SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 2, BalanceRelThreshold: rel, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
 		})
 	}
-	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}, fromFirst(runTiny(t, tr, set(1.5), "sglang-cache-aware"))); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(1.5), "sglang-cache-aware")); d != "" {
 		t.Errorf("rel 1.5 (-want +got):\n%s", d)
 	}
 	// With the relative threshold at 5, r5's 4 > 1 x 5 is false: still balanced, replica 0.
-	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 0}, Hits: []int{0, 0, 1, 1, 1, 1}}, fromFirst(runTiny(t, tr, set(5), "sglang-cache-aware"))); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 0}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(5), "sglang-cache-aware")); d != "" {
 		t.Errorf("rel 5 (-want +got):\n%s", d)
 	}
 }
 
-// TestSGLangDrawsAmongEquals: cold requests on an idle fleet go to a replica drawn at random among
-// the equally least loaded (PR #33138), not always the first: over 40 seeds, one cold request on
-// four idle replicas lands on each of them.
-func TestSGLangDrawsAmongEquals(t *testing.T) {
+// TestSGLangMatchGoesToCreator: a request matching a node goes to the node's last_tenant, the
+// replica whose insert created it (T:409, copied on a split T:449-450, returned while it holds
+// the node T:570-575), every time, whatever the seed. Three replicas, threshold 0.5, balance
+// thresholds 64 and 1.5 (never imbalanced here), no eviction. Requests with output 0 leave
+// within 0.1 s; b stays 100 s, so the loads are 1,0,0 from c on.
+func TestSGLangMatchGoesToCreator(t *testing.T) {
+	tr := charTrace(
+		// a: empty tree: least loaded, the first of equals: replica 0; leaf abcdefgh, created
+		// by 0.
+		charReq(0, 0, "abcdefgh"),
+		// b: "abcd" of 8 = 0.5 is not above 0.5: least loaded (0,0,0): replica 0. The split
+		// makes abcd {0} created by 0, efgh {0}; leaf XXXX {0}.
+		charReq(1, 100, "abcdXXXX"),
+		// c: 4/8 again: least loaded (1,0,0), the first of 1 and 2: replica 1, which joins abcd
+		// (its creator stays 0); leaf YYYY created by 1.
+		charReq(2, 0, "abcdYYYY"),
+		// d: "abcdQ" ends in node abcd: 4/5 = 0.8 > 0.5. Holders 0 and 1, created by 0:
+		// replica 0, every time (a holder drawn at random would be 1 half the time).
+		charReq(3, 0, "abcdQ"),
+		// e: "abcdYYYYZ" ends in YYYY, created by 1: 8/9, replica 1.
+		charReq(4, 0, "abcdYYYYZ"),
+	)
+	s := SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
+	for seed := range uint64(24) {
+		c := withRouters(tinyConfig(3), func(r *RouterSettings) { r.SGLang = s })
+		c.Seed = seed
+		if got := runTiny(t, tr, c, "sglang-cache-aware").Routes; !slices.Equal(got, []int{0, 0, 1, 0, 1}) {
+			t.Fatalf("seed %d: routes %v, want [0 0 1 0 1]", seed, got)
+		}
+	}
+}
+
+// TestSGLangStaleCreator: a creator evicted from a node no longer draws its matches (T:573: the
+// cached tenant is used only while the node's map still holds it); the node's remaining holder
+// does, and becomes its last_tenant (T:576-586). Three replicas, threshold 0.5, balance
+// thresholds 64 and 1.5, eviction every 10 s down to 6 characters a replica. Epochs: the three
+// workers registered took 0-2 (C:167-198: an insert of "" each); then each request's match and
+// insert take one each. No match takes a multiple of 8 before the eviction, so no match stamps
+// anything (T:601-607).
+func TestSGLangStaleCreator(t *testing.T) {
+	tr := charTrace(
+		// a at 0 (match 3, insert 4): empty tree, replica 0; leaf abcdefgh {0@4}, created by 0.
+		charReq(0, 0, "abcdefgh"),
+		// b at 1 (5, 6): 4/8 is not above 0.5: least loaded (0,0,0), replica 0. Split: abcd
+		// {0@4} created by 0, efgh {0@4}; leaf XXXX {0@6}.
+		charReq(1, 0, "abcdXXXX"),
+		// z at 2 (7, 8), in flight 100 s: no match, replica 0; leaf z x12 {0@8}.
+		charReq(2, 100, "zzzzzzzzzzzz"),
+		// d at 3 (9, 10): 4/8 on abcd: least loaded (1,0,0), replica 1, which joins abcd at
+		// epoch 0 (T:487-499); leaf WWWW {1@10}.
+		charReq(3, 0, "abcdWWWW"),
+		// At 20 the eviction due at 10 runs first. Replica 0 holds abcd 4 + efgh 4 + XXXX 4 + z
+		// 12 = 24 > 6, replica 1 abcd 4 + WWWW 4 = 8 > 6. Leaves by epoch: efgh (0@4) goes (20
+		// left), XXXX (0@6) goes (16) and makes abcd 0's leaf at 4, which goes next (12 left;
+		// 1 still holds it), z (0@8) goes (0 left), WWWW (1@10) goes (4 left) and makes abcd
+		// 1's leaf, kept as 4 <= 6. Tree: abcd {1@0}, created by 0, which no longer holds it.
+		// e (11, 12): "abcdQ", 4/5 > 0.5 on abcd: the creator is stale, its one holder is 1:
+		// replica 1, now its last_tenant.
+		charReq(20, 0, "abcdQ"),
+		// f (13, 14): the same node, last_tenant 1: replica 1.
+		charReq(21, 0, "abcdR"),
+	)
+	s := SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 10, MaxTreeSize: 6}
+	c := withRouters(tinyConfig(3), func(r *RouterSettings) { r.SGLang = s })
+	if got := runTiny(t, tr, c, "sglang-cache-aware").Routes; !slices.Equal(got, []int{0, 0, 0, 1, 1, 1}) {
+		t.Errorf("routes %v, want [0 0 0 1 1 1]", got)
+	}
+}
+
+// TestSGLangFirstOfEquals: a cold request on an idle fleet goes to the first of the equally
+// least loaded (C:440-446: min_by_key returns the first minimum), whatever the seed.
+func TestSGLangFirstOfEquals(t *testing.T) {
 	tr := charTrace(charReq(0, 1, "cold"))
-	seen := map[int]bool{}
-	for seed := range uint64(40) {
+	for seed := range uint64(10) {
 		c := tinyConfig(4)
 		c.Seed = seed
-		seen[runTiny(t, tr, c, "sglang-cache-aware").Routes[0]] = true
-	}
-	if len(seen) != 4 {
-		t.Errorf("replicas chosen over 40 seeds: %v, want all four", seen)
+		if got := runTiny(t, tr, c, "sglang-cache-aware").Routes[0]; got != 0 {
+			t.Errorf("seed %d: replica %d, want 0", seed, got)
+		}
 	}
 }
 
@@ -101,7 +159,7 @@ func TestSGLangDefaultSets(t *testing.T) {
 	s := strings.Repeat("s", 8000)
 	c10k := strings.Repeat("c", 10000)
 	tr := charTrace(
-		// X at 0: idle fleet, empty tree: a replica drawn among both, replica 0.
+		// X at 0: idle fleet, empty tree: the first of the least loaded, replica 0.
 		charReq(0, 1000, "xxxxxxxx"),
 		// A (10,000 characters) at 1: no match, loads 1,0: replica 1.
 		charReq(1, 0, s+strings.Repeat("a", 2000)),
@@ -125,10 +183,10 @@ func TestSGLangDefaultSets(t *testing.T) {
 		Model: Model{PrefillPerToken: 1e-5, DecodePerToken: 1, MaxRunning: 8}, Params: DefaultParams()}
 	cli := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangCLIDefaults() })
 	hint := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangHintDefaults() })
-	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 1}, Hits: []int{0, 0, 0, 2499, 2499, 2000}}, fromFirst(runTiny(t, tr, cli, "sglang-cache-aware"))); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 1}, Hits: []int{0, 0, 0, 2499, 2499, 2000}}, runTiny(t, tr, cli, "sglang-cache-aware")); d != "" {
 		t.Errorf("CLI defaults (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 0}, Hits: []int{0, 0, 0, 2499, 2499, 0}}, fromFirst(runTiny(t, tr, hint, "sglang-cache-aware"))); d != "" {
+	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 0}, Hits: []int{0, 0, 0, 2499, 2499, 0}}, runTiny(t, tr, hint, "sglang-cache-aware")); d != "" {
 		t.Errorf("policy-hint defaults (-want +got):\n%s", d)
 	}
 	// Without Config.Routers the CLI's set applies.
@@ -178,20 +236,30 @@ func TestSGLangRefuses(t *testing.T) {
 	}
 }
 
-// bruteSGLang is a second model of cache_aware, written from cache_aware.rs's select_worker over
-// the brute-force tree: loads, the imbalance test, the match rate against the threshold, the
-// first holder of the node reached (in the node's pseudo-random order), eviction at each
-// multiple of the interval.
+// bruteSGLang is a second model of cache_aware as the fork @8905cbd has it, written from
+// cache_aware.rs's select_worker and tree.rs over the brute-force tree (paths and holders, no
+// nodes), not from sglang.go: loads; the imbalance test; the match; the node's creator while it
+// holds the node, else its first holder in the node's pseudo-random order (kvcheck's stand-in
+// for a DashMap's order), which becomes the node's creator; one counter of epochs, which the
+// replicas registered, every match and every insert advance; a match stamps the node it returns
+// when its epoch is a multiple of 8; an insert stamps the node it ends in, and nodes before it
+// the replica did not hold get 0 (bruteTree.stampEnd); eviction at each multiple of the interval.
 type bruteSGLang struct {
-	s    SGLangSettings
-	seed uint64
-	rng  *rand.Rand // draws among equally least loaded replicas, as the emulation's does
-	tree *bruteTree
-	done float64 // multiples of the eviction interval already run
+	s       SGLangSettings
+	seed    uint64
+	tree    *bruteTree
+	creator map[string]int // by path
+	epoch   float64
+	workers int
+	done    float64 // multiples of the eviction interval already run
 }
 
 func (p *bruteSGLang) route(f *fleet, j *job) int {
 	at := j.arrival
+	for p.workers < f.size() {
+		p.workers++
+		p.epoch++
+	}
 	if iv := p.s.EvictionIntervalSecs; iv > 0 {
 		if k := math.Floor(at / iv); k > p.done {
 			p.tree.evictLRULeaves(p.s.MaxTreeSize)
@@ -207,34 +275,49 @@ func (p *bruteSGLang) route(f *fleet, j *job) int {
 	chosen := -1
 	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
 		node, m := p.tree.match(text)
+		e := p.epoch
+		p.epoch++
 		if hs := p.tree.holders(node); len(hs) > 0 {
-			salt := p.tree.nodes[node].salt
-			first := hs[0]
-			for _, h := range hs {
-				if sglangFirst(salt, p.seed, h) < sglangFirst(salt, p.seed, first) {
-					first = h
+			tenant, ok := p.creator[node]
+			if !slices.Contains(hs, tenant) || !ok {
+				salt := p.tree.nodes[node].salt
+				tenant = hs[0]
+				for _, h := range hs {
+					if sglangFirst(salt, p.seed, h) < sglangFirst(salt, p.seed, tenant) {
+						tenant = h
+					}
 				}
+				p.creator[node] = tenant
 			}
-			p.tree.touch(node, first, at)
+			if int64(e)%8 == 0 {
+				p.tree.nodes[node].holders[tenant] = e
+			}
 			rate := float32(0)
 			if text != "" {
 				rate = float32(len([]rune(text[:m]))) / float32(len([]rune(text)))
 			}
 			if rate > float32(p.s.CacheThreshold) {
-				chosen = first
+				chosen = tenant
 			}
 		}
 	}
 	if chosen < 0 {
-		var least []int
-		for i, l := range loads {
-			if l == lo {
-				least = append(least, i)
-			}
-		}
-		chosen = least[p.rng.IntN(len(least))]
+		chosen = slices.Index(loads, lo)
 	}
-	p.tree.insert(text, chosen, at)
+	// The node the text leaves part-way splits; its upper part keeps its creator. A text that
+	// ends where no node ends makes a new leaf, created by the replica chosen.
+	leaf := text != ""
+	for path := range p.tree.nodes {
+		if l := runePrefix(text, path); len(p.tree.parent(path)) < l && l < len(path) {
+			p.creator[path[:l]] = p.creator[path]
+			leaf = leaf && path[:l] != text
+		}
+	}
+	if _, ok := p.tree.nodes[text]; !ok && leaf {
+		defer func() { p.creator[text] = chosen }()
+	}
+	p.tree.insert(text, chosen, p.epoch)
+	p.epoch++
 	return chosen
 }
 
@@ -303,7 +386,7 @@ func TestSGLangAgreesWithBruteForce(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			c.AddReplicaAt = tr.Requests[len(tr.Requests)/2].Arrival
 		}
-		compareWithModel(t, tr, c, "sglang-cache-aware", &bruteSGLang{s: s, seed: c.Seed, rng: rand.New(rand.NewPCG(c.Seed, 33)), tree: newBruteTree()},
+		compareWithModel(t, tr, c, "sglang-cache-aware", &bruteSGLang{s: s, seed: c.Seed, tree: &bruteTree{nodes: map[string]*bruteNode{}, stampEnd: true}, creator: map[string]int{}},
 			fmt.Sprintf("seed %d, %d replicas, settings %+v", seed, c.Replicas, s))
 	}
 }

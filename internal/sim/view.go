@@ -20,30 +20,79 @@ const (
 	viewHeaderOverhead = 48
 )
 
-// newView is the request as a router reading its body sees it (View): the text without the
-// chat template, message by message, the headers and metadata.session_id the log kept, and
-// LiteLLM's prompt_caching key. It runs after RequestLogOptions.Rewrite, so a rewritten
-// request is seen rewritten.
+// newView is the request as a router reading its body sees it (View): its texts without the
+// chat template (for a chat, each message's as audit.MessageText gives them), the headers and
+// metadata.session_id the log kept, and LiteLLM's prompt_caching key. It runs after
+// RequestLogOptions.Rewrite, so a rewritten request is seen rewritten.
 func newView(req *audit.Request) *View {
 	v := &View{Chat: req.Chat, Headers: req.Headers, MetadataSession: req.MetadataSession}
 	if !req.Chat {
 		v.Text = req.Prompt // a prompt of token ids has no text: ""
 	} else {
-		n := 0
-		for _, m := range req.Messages {
-			n += len(m.Content)
+		texts := viewTexts(req)
+		n, pieces := 0, 0
+		for _, t := range texts {
+			pieces++
+			for _, p := range t.Parts {
+				n += len(p.Text)
+				pieces++
+			}
+			if t.Reasoning != "" {
+				n += len(t.Reasoning)
+				pieces++
+			}
 		}
 		var sb strings.Builder
 		sb.Grow(n)
-		v.Ends = make([]int32, len(req.Messages))
-		for i, m := range req.Messages {
-			sb.WriteString(m.Content)
-			v.Ends[i] = int32(sb.Len())
+		v.Pieces = make([]Piece, 0, pieces)
+		add := func(s string, k PieceKind) {
+			sb.WriteString(s)
+			v.Pieces = append(v.Pieces, Piece{End: int32(sb.Len()), Kind: k})
+		}
+		for _, t := range texts {
+			switch t.Form {
+			case audit.ContentString:
+				s := ""
+				if len(t.Parts) > 0 {
+					s = t.Parts[0].Text
+				}
+				add(s, PieceString)
+			case audit.ContentList:
+				add("", PieceList)
+				for _, p := range t.Parts {
+					k := PiecePartOther
+					if p.Typed {
+						k = PiecePartText
+					}
+					add(p.Text, k)
+				}
+			case audit.ContentNull:
+				add("", PieceNull)
+			default:
+				add("", PieceAbsent)
+			}
+			if t.Reasoning != "" {
+				add(t.Reasoning, PieceReasoning)
+			}
 		}
 		v.Text = sb.String()
 	}
 	v.CacheKey, v.CacheTokens = cacheKey(req)
 	return v
+}
+
+// viewTexts is the request's messages as routers read them: audit's Texts, or where they are
+// missing or out of step with the messages (a request built without them, or a Rewrite that
+// dropped them), each message's Content as a string content.
+func viewTexts(req *audit.Request) []audit.MessageText {
+	if len(req.Texts) == len(req.Messages) {
+		return req.Texts
+	}
+	texts := make([]audit.MessageText, len(req.Messages))
+	for i, m := range req.Messages {
+		texts[i] = audit.MessageText{Form: audit.ContentString, Parts: []audit.TextPart{{Text: m.Content, Typed: true}}}
+	}
+	return texts
 }
 
 // cacheKey is LiteLLM prompt_caching's key of a request: a hash of the messages up to and
@@ -98,7 +147,7 @@ func fnvUint(h, x uint64) uint64 {
 
 // viewBytes is what a View holds in memory.
 func viewBytes(v *View) int64 {
-	n := int64(viewOverhead + len(v.Text) + 4*len(v.Ends) + len(v.MetadataSession))
+	n := int64(viewOverhead + len(v.Text) + 8*len(v.Pieces) + len(v.MetadataSession))
 	for k, val := range v.Headers {
 		// Names and values are interned by the reader; counted each time all the same, so
 		// the figure is an upper bound.

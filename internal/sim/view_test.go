@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvcheck/kvcheck/internal/audit"
@@ -16,8 +17,8 @@ func TestRequestViews(t *testing.T) {
 	lines := []string{
 		// A completion: its prompt as it is; no headers, no key.
 		`{"prompt":"hello world"}`,
-		// A chat in a gateway export: the contents joined without a template ("S"+"q1" =
-		// "Sq1", messages ending at 1 and 3), the record's headers lower-cased, the body's
+		// A chat in a gateway export: the contents back to back ("S"+"q1" = "Sq1", two string
+		// contents ending at 1 and 3), the record's headers lower-cased, the body's
 		// metadata.session_id.
 		`{"headers":{"X-Session-Id":"abc","X-Litellm-Trace-Id":"trace-0001"},"body":{"messages":[{"role":"system","content":"S"},{"role":"user","content":"q1"}],"metadata":{"session_id":"meta-0001"}}}`,
 		// A marker on the system prompt: LiteLLM's prefix is message 0 alone.
@@ -42,11 +43,11 @@ func TestRequestViews(t *testing.T) {
 	}
 	want := []View{
 		{Text: "hello world"},
-		{Chat: true, Text: "Sq1", Ends: []int32{1, 3}, Headers: map[string]string{"x-session-id": "abc", "x-litellm-trace-id": "trace-0001"}, MetadataSession: "meta-0001"},
-		{Chat: true, Text: "Sq2", Ends: []int32{1, 3}, CacheTokens: 1},
-		{Chat: true, Text: "Sother", Ends: []int32{1, 6}, CacheTokens: 1},
+		{Chat: true, Text: "Sq1", Pieces: strings2(1, 3), Headers: map[string]string{"x-session-id": "abc", "x-litellm-trace-id": "trace-0001"}, MetadataSession: "meta-0001"},
+		{Chat: true, Text: "Sq2", Pieces: strings2(1, 3), CacheTokens: 1},
+		{Chat: true, Text: "Sother", Pieces: strings2(1, 6), CacheTokens: 1},
 		// "S"+"q2" is 3 bytes, 1 token at 4 bytes a token (rounded up).
-		{Chat: true, Text: "Sq2", Ends: []int32{1, 3}, CacheTokens: 1},
+		{Chat: true, Text: "Sq2", Pieces: strings2(1, 3), CacheTokens: 1},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("views (-want +got):\n%s", d)
@@ -94,7 +95,7 @@ func TestCacheKeyCut(t *testing.T) {
 // TestViewRewrite: the view is taken after RequestLogOptions.Rewrite, so a router sees the
 // traffic as rewritten.
 func TestViewRewrite(t *testing.T) {
-	opts := RequestLogOptions{Rewrite: func(r *audit.Request) { r.Messages[0].Content = "fixed" }}
+	opts := RequestLogOptions{Rewrite: func(r *audit.Request) { r.Messages[0].Content, r.Texts = "fixed", nil }}
 	tr, err := ReadRequests(context.Background(), strings.NewReader(`{"messages":[{"role":"system","content":"Today is 2026-12-01"}]}`), "r.jsonl", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -156,19 +157,81 @@ func FuzzRequestViews(f *testing.F) {
 			if v == nil {
 				t.Fatalf("request %d has no view", i)
 			}
-			if !v.Chat && v.Ends != nil {
-				t.Fatalf("completion %d has message ends %v", i, v.Ends)
+			if !v.Chat && v.Pieces != nil {
+				t.Fatalf("completion %d has pieces %v", i, v.Pieces)
 			}
 			prev := int32(0)
-			for _, e := range v.Ends {
-				if e < prev || int(e) > len(v.Text) {
-					t.Fatalf("request %d: ends %v over text of %d bytes", i, v.Ends, len(v.Text))
+			for k, p := range v.Pieces {
+				if p.End < prev || int(p.End) > len(v.Text) || (k == 0) != (k == 0 && p.Kind.opens()) || p.Kind > PieceReasoning {
+					t.Fatalf("request %d: pieces %v over text of %d bytes", i, v.Pieces, len(v.Text))
 				}
-				prev = e
+				if !p.Kind.opens() && p.Kind != PieceReasoning && p.End > prev && k > 0 && v.Pieces[k-1].Kind == PieceString {
+					t.Fatalf("request %d: a part after a string content: %v", i, v.Pieces)
+				}
+				prev = p.End
+			}
+			if v.Chat && int(prev) != len(v.Text) {
+				t.Fatalf("request %d: pieces %v end at %d of %d bytes", i, v.Pieces, prev, len(v.Text))
+			}
+			// Every router's text is built without a panic and is valid UTF-8.
+			for _, s := range []string{sglangText(v), rayText(v), string(prodStackPrompt(v, nil))} {
+				_ = s
 			}
 			if v.CacheTokens > 0 && v.CacheKey == 0 {
 				t.Fatalf("request %d: %d cacheable tokens and no key", i, v.CacheTokens)
 			}
 		}
 	})
+}
+
+// strings2 is the pieces of two string contents ending at a and b.
+func strings2(a, b int32) []Piece {
+	return []Piece{{End: a, Kind: PieceString}, {End: b, Kind: PieceString}}
+}
+
+// TestRouterTexts: one chat body read as each router's source reads it, worked out by hand
+// from the lines cited.
+//
+//	system:    "Sys"
+//	user:      [text "a", image, input_text "in", text "", text "b"]
+//	assistant: null content, tool calls, reasoning_content "why"
+//	tool:      "T"
+//	assistant: no content
+//	user:      "q"
+//
+// production-stack (routing_logic.py@a6c01db:476-500): one line per message but the null one,
+// a list's "text" parts joined with " " ("a" + " " + "" + " " + "b" = "a  b"), the missing
+// content an empty line: "Sys\na  b\nT\n\nq".
+// SGLang (openai-protocol 1.0.0 chat.rs:599-656): every non-empty text joined with one space,
+// the reasoning after its (null) content: "Sys a b why T q".
+// Ray (prefix_aware_router.py@06c16f2, _coerce_to_text): every text member concatenated,
+// input_text too, no reasoning: "Sysainb" + "T" + "q" = "SysainbTq".
+func TestRouterTexts(t *testing.T) {
+	body := `{"messages":[{"role":"system","content":"Sys"},` +
+		`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}},{"type":"input_text","text":"in"},{"type":"text","text":""},{"type":"text","text":"b"}]},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c"}],"reasoning_content":"why"},` +
+		`{"role":"tool","tool_call_id":"c","content":"T"},{"role":"assistant"},{"role":"user","content":"q"}]}`
+	tr, err := ReadRequests(context.Background(), strings.NewReader(body), "t.jsonl", RequestLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := tr.Requests[0].View
+	for _, tc := range []struct{ router, got, want string }{
+		{"production-stack", string(prodStackPrompt(v, nil)), "Sys\na  b\nT\n\nq"},
+		{"SGLang", sglangText(v), "Sys a b why T q"},
+		{"Ray", rayText(v), "SysainbTq"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s reads %q, want %q", tc.router, tc.got, tc.want)
+		}
+	}
+	// One string content: SGLang's and Ray's texts are View.Text itself, not a copy.
+	tr, err = ReadRequests(context.Background(), strings.NewReader(`{"messages":[{"role":"user","content":"only"}]}`), "t.jsonl", RequestLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = tr.Requests[0].View
+	if s, r := sglangText(v), rayText(v); unsafe.StringData(s) != unsafe.StringData(v.Text) || unsafe.StringData(r) != unsafe.StringData(v.Text) {
+		t.Error("a single string content is copied")
+	}
 }
