@@ -16,7 +16,6 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
-	"github.com/kvcheck/kvcheck/internal/secret"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
@@ -118,7 +117,8 @@ func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 func (g *globalOptions) write(w io.Writer, res report.Result, err error) error {
 	if !res.Empty() {
 		root, wd := sourceRoot()
-		o := report.Options{Color: g.color(), Wide: g.Wide, All: g.allEvidence, Version: version(), SrcRoot: root, WorkDir: wd}
+		o := report.Options{Color: g.color(), Wide: g.Wide, All: g.allEvidence, Version: version(), SrcRoot: root, WorkDir: wd,
+			Actions: g.getenv("GITHUB_ACTIONS") == "true"}
 		if werr := report.WriteOutputs(w, g.outputs, res, o); werr != nil {
 			return errors.Join(err, werr)
 		}
@@ -307,11 +307,12 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	var te *finding.ThresholdError
 	if errors.As(err, &te) {
 		te.ByDefault = !cmd.Flags().Changed("fail-on")
-		fmt.Fprintf(s.ErrOut, "kvcheck: %v\n", te)
+		report.WriteError(s.ErrOut, te)
 		return exitFindings
 	}
-	// An error can carry a URL as the HTTP client wrote it, its token included.
-	fmt.Fprintf(s.ErrOut, "kvcheck: %s\n", secret.Mask(err.Error()))
+	// An error can carry a URL as the HTTP client wrote it, its token included, and an
+	// input's name or text: WriteError masks and escapes it, one line per error.
+	report.WriteError(s.ErrOut, err)
 	if isUsage(err) {
 		// The help of the command that was run: its flags are what the error is about.
 		fmt.Fprintf(s.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())

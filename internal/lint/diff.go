@@ -98,7 +98,7 @@ func Diff(path string, a, b []byte) string {
 	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", path, path)
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", diffName("a/"+path), diffName("b/"+path))
 	const ctx = 3
 	for k := 0; k < len(ops); {
 		if ops[k].kind == ' ' {
@@ -167,4 +167,35 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// diffName is a file name on a unified diff's ---/+++ line: as it is, or, when it holds a
+// control character, a double quote or a backslash, C-quoted as git writes it (octal escapes
+// for bytes without a letter of their own), which git apply and GNU patch read back. A name
+// with a newline would otherwise end the line and start one of its own.
+func diffName(name string) string {
+	if !strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '"' || r == '\\' }) {
+		return name
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+			if e := strings.IndexByte("\a\b\t\n\v\f\r", c); e >= 0 {
+				b.WriteByte('\\')
+				b.WriteByte("abtnvfr"[e])
+			} else {
+				fmt.Fprintf(&b, "\\%03o", c)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -830,3 +830,18 @@ func TestCompatibilityRecordingRule(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
+
+// TestDiffQuotesNames: a file name with a newline, a tab, a quote or a backslash is C-quoted on
+// the diff's ---/+++ lines as git writes it (git apply and GNU patch read it back), so the name
+// cannot end the line and start a forged one.
+func TestDiffQuotesNames(t *testing.T) {
+	d := Diff("a\n::error::x\t\"\\\x1b.yaml", []byte("a\n"), []byte("b\n"))
+	head := strings.SplitN(d, "\n", 3)
+	want := []string{`--- "a/a\n::error::x\t\"\\\033.yaml"`, `+++ "b/a\n::error::x\t\"\\\033.yaml"`}
+	if len(head) < 3 || head[0] != want[0] || head[1] != want[1] {
+		t.Errorf("diff starts %q, want %q", head[:2], want)
+	}
+	if d := Diff("plain é.yaml", []byte("a\n"), []byte("b\n")); !strings.HasPrefix(d, "--- a/plain é.yaml\n") {
+		t.Errorf("a plain name is quoted: %q", d)
+	}
+}

@@ -184,7 +184,7 @@ func HitrateWatch(t *Text, f Refresh) error {
 		if n > 1 {
 			what = fmt.Sprintf("%d refreshes failed", n)
 		}
-		frame.Line("%s %s, at %s: %s", t.Badge(finding.Warning), what+" "+since, failTimes(f.Failed), visible(last.Err))
+		frame.Line("%s %s, at %s: %s", t.Badge(finding.Warning), what+" "+since, failTimes(f.Failed), last.Err)
 	}
 	if err := hitrateTable(frame, f.Report, f.Changes); err != nil {
 		return err

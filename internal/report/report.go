@@ -132,6 +132,9 @@ type Options struct {
 	// (%SRCROOT%), WorkDir the directory relative paths were given in; empty SrcRoot writes
 	// paths as given.
 	SrcRoot, WorkDir string
+	// Actions says the run is a GitHub Actions step (GITHUB_ACTIONS=true), whose runner reads
+	// workflow commands from the lines of its output.
+	Actions bool
 }
 
 // Write writes the result in the format.
@@ -148,8 +151,7 @@ func Write(w io.Writer, format Format, r Result, o Options) error {
 		}
 		if r.Document == nil && r.Text == nil && r.Verbatim != "" && !x.findingsOnly {
 			// lint --diff: context lines show the file around a rewrite, credentials included.
-			_, err := io.WriteString(w, secret.Mask(r.Verbatim))
-			return err
+			return writeVerbatim(w, secret.Mask(r.Verbatim), o)
 		}
 		return x.write(w, r, o)
 	}

@@ -33,19 +33,21 @@ const progressEvery = 100 * time.Millisecond
 
 // NewStatus returns a status writer for w (standard error).
 func NewStatus(w io.Writer) *Status {
-	s := &Status{w: w, terminal: IsTerminal(w) && os.Getenv("TERM") != "dumb"}
+	// No line it writes, a logger's included (Writer), reads as a workflow command.
+	s := &Status{w: &commandGuard{w: w}, terminal: IsTerminal(w) && os.Getenv("TERM") != "dumb"}
 	if s.terminal {
 		s.width = terminalWidth(w)
 	}
 	return s
 }
 
-// Note writes one line: something the user should know that is not a problem.
-func (s *Status) Note(format string, args ...any) { s.line("kvcheck: " + fmt.Sprintf(format, args...)) }
+// Note writes one line: something the user should know that is not a problem. The
+// arguments are escaped (sprintf).
+func (s *Status) Note(format string, args ...any) { s.line("kvcheck: " + sprintf(format, args...)) }
 
 // Warn writes one warning line: the run goes on, but something was left out or assumed.
 func (s *Status) Warn(format string, args ...any) {
-	s.line("kvcheck: warning: " + fmt.Sprintf(format, args...))
+	s.line("kvcheck: warning: " + sprintf(format, args...))
 }
 
 // Progress redraws the progress line, "kvcheck: " and the message, on a terminal only.
@@ -59,7 +61,7 @@ func (s *Status) Progress(format string, args ...any) {
 	if s.drawn && now.Sub(s.last) < progressEvery {
 		return
 	}
-	msg := "kvcheck: " + visible(secret.Mask(fmt.Sprintf(format, args...)))
+	msg := "kvcheck: " + secret.Mask(sprintf(format, args...))
 	if s.width > 1 && lipgloss.Width(msg) > s.width-1 {
 		// One column short of the width: a line that fills it moves some terminals' cursor on.
 		r := []rune(msg)
@@ -93,5 +95,7 @@ func (s *Status) clear() {
 	}
 }
 
-// Writer is the stream the status writes to, for a logger that reports on it too.
+// Writer is the stream the status writes to, for a logger that reports on it too: a line
+// written to it is guarded as the status's own are (commandGuard); a structured logger
+// quotes its values' control characters itself.
 func (s *Status) Writer() io.Writer { return s.w }

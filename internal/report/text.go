@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -55,8 +54,9 @@ type Text struct {
 // without colour, tables are plain aligned columns. Tables fit the terminal's width.
 func NewText(w io.Writer, color bool) *Text {
 	// Every line is masked (secret.Mask) on its way out: a URL's password or token, a
-	// credential key's value, wherever the text came from.
-	t := &Text{w: secret.Writer{W: w}, terminal: IsTerminal(w)}
+	// credential key's value, wherever the text came from; and no line is left to read as a
+	// GitHub Actions workflow command (commandGuard).
+	t := &Text{w: &commandGuard{w: secret.Writer{W: w}}, terminal: IsTerminal(w)}
 	t.color = t.terminal && color
 	if t.terminal {
 		t.width = terminalWidth(w)
@@ -96,22 +96,24 @@ func IsTerminal(w io.Writer) bool {
 // Terminal reports whether the writer draws for a person at a terminal.
 func (t *Text) Terminal() bool { return t.terminal }
 
-// Heading writes a section heading.
-func (t *Text) Heading(s string) { t.para(styleHeading, s) }
+// Heading writes a section heading, escaped (visible).
+func (t *Text) Heading(s string) { t.para(styleHeading, visible(s)) }
 
-// Line writes one line of plain text, wrapped to the terminal's width.
+// Line writes one line of plain text, wrapped to the terminal's width; the arguments are
+// escaped (sprintf), the format is kvcheck's own.
 func (t *Text) Line(format string, args ...any) {
-	t.para(lipgloss.Style{}, fmt.Sprintf(format, args...))
+	t.para(lipgloss.Style{}, sprintf(format, args...))
 }
 
-// Pre writes one line as it is, never wrapped: a line of a configuration file to copy.
-func (t *Text) Pre(format string, args ...any) { fmt.Fprintf(t.w, format+"\n", args...) }
+// Pre writes one line as it is, never wrapped: a line of a configuration file to copy. Its
+// arguments are escaped like Line's.
+func (t *Text) Pre(format string, args ...any) { fmt.Fprintln(t.w, sprintf(format, args...)) }
 
-// Muted writes one line of secondary text (hints, provenance), wrapped.
-func (t *Text) Muted(format string, args ...any) { t.para(styleMuted, fmt.Sprintf(format, args...)) }
+// Muted writes one line of secondary text (hints, provenance), wrapped, arguments escaped.
+func (t *Text) Muted(format string, args ...any) { t.para(styleMuted, sprintf(format, args...)) }
 
-// Verdict writes a highlighted conclusion line, wrapped.
-func (t *Text) Verdict(s string) { t.para(styleVerdict, s) }
+// Verdict writes a highlighted conclusion line, wrapped and escaped.
+func (t *Text) Verdict(s string) { t.para(styleVerdict, visible(s)) }
 
 // para writes s in the style, wrapped to the terminal's width (prose); when piped it is one
 // line, so grep sees it whole.
@@ -229,11 +231,11 @@ func unitAfter(word, next string) bool {
 	return unitWords[strings.TrimRight(next, ",;:.)]")]
 }
 
-// Good renders s in the style of a healthy value.
-func (t *Text) Good(s string) string { return t.r.NewStyle().Inherit(styleGood).Render(s) }
+// Good renders s, kvcheck's own words, in the style of a healthy value.
+func (t *Text) Good(s string) Styled { return Styled(t.r.NewStyle().Inherit(styleGood).Render(s)) }
 
 // Badge renders a severity as a short coloured label.
-func (t *Text) Badge(s finding.Severity) string {
+func (t *Text) Badge(s finding.Severity) Styled {
 	var st lipgloss.Style
 	switch s {
 	case finding.Error:
@@ -243,7 +245,7 @@ func (t *Text) Badge(s finding.Severity) string {
 	default:
 		st = styleInfo
 	}
-	return t.r.NewStyle().Inherit(st).Render(strings.ToUpper(s.String()))
+	return Styled(t.r.NewStyle().Inherit(st).Render(strings.ToUpper(s.String())))
 }
 
 // Finding writes one finding as "SEVERITY code subject: message".
@@ -255,31 +257,11 @@ func (t *Text) Finding(f finding.Finding) {
 	badge := strings.ToUpper(f.Severity.String())
 	lines := wrapProse(fmt.Sprintf("%s %s%s: %s", badge, f.Code, subject, visible(f.Message)), t.width)
 	if rest, ok := strings.CutPrefix(lines[0], badge); ok {
-		lines[0] = t.Badge(f.Severity) + rest
+		lines[0] = string(t.Badge(f.Severity)) + rest
 	}
 	for _, l := range lines {
 		fmt.Fprintln(t.w, l)
 	}
-}
-
-// visible writes the control characters of s as escapes (\n, \t, \x1b): a finding is one
-// line, and its subject and message carry outside text (a replica's label, a topic from the
-// wire) that must neither start a line of its own, which reads as another finding, nor send
-// the terminal an escape sequence.
-func visible(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if !unicode.IsControl(r) {
-			b.WriteRune(r)
-			continue
-		}
-		q := strconv.QuoteRune(r) // '\n', '\x1b', '\u0085'
-		b.WriteString(q[1 : len(q)-1])
-	}
-	return b.String()
 }
 
 // Table writes rows under a header, with column specs inferred from the cells (Columns):
