@@ -49,7 +49,9 @@ prometheus-adapter rules and AIBrix PodAutoscalers (files or directories, format
 content) and reports every metric name of vLLM, the llm-d router's endpoint picker and its
 KV-cache index, or the Gateway API Inference Extension's picker that is removed, hidden or
 deprecated at the target release of its family, unknown names (such as a counter queried without _total), label drift and queries
-that do not parse. --fix rewrites the references that have an exact replacement in place.
+that do not parse. --fix rewrites the references that have an exact replacement in place
+(keeping mode and owner, through a temporary file renamed over it, never over an edit made
+since lint read the file).
 
 It also checks router and engine configuration, detected by content: LiteLLM config.yaml,
 llm-d EndpointPickerConfig (plain, in a ConfigMap, in the router chart's values),
@@ -81,7 +83,7 @@ it last had any within --lookback.
 	fs.StringVar((*string)(&opts.FailOn), "fail-on", "error", "exit 3 when a finding reaches this severity: error, warning, info or never")
 	fs.StringVar(&opts.Target, "target-version", "", "vLLM version to judge against, X.Y or X.Y.Z (X.Y means X.Y.0); default the newest the catalog knows")
 	fs.StringVar(&opts.Targets, "target", "", catalog.TargetsFlag())
-	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place")
+	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place; a file edited since it was read, read-only, hard-linked or whose owner cannot be kept is left as it is (exit 1)")
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
 	fs.Var((*modelDuration)(&opts.Lookback), "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
 	fs.IntVar(&opts.MaxFileMiB, "max-file-mib", 16, "largest file read, in MiB; a larger one is not checked and is an error")
@@ -98,10 +100,12 @@ func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []
 	opts.SrcRoot, opts.WorkDir = sourceRoot()
 	run, err := lint.CheckFlags(ctx, st, opts.Flags, paths)
 	switch {
-	case err != nil:
+	case err != nil && run.Files == nil:
 		return report.Result{}, err
 	case opts.Diff:
 		return report.LintDiff(run, lint.DiffAll(run.Files)), nil
 	}
-	return report.Lint(run), nil
+	// With an error, run holds files --fix could not rewrite: they are reported (their
+	// findings still to fix), then the error, and the exit code is 1.
+	return report.Lint(run), err
 }

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -99,8 +100,12 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 		Fix:     f.Fix, Online: api, Server: f.Prom.Shown(), Lookback: f.Lookback,
 		QueryTimeout: f.Prom.QueryTimeout, Verbose: f.Prom.Verbose,
 	}, paths, func(path string) { n.Note("rewrote %s", path) })
-	if err != nil {
+	if err != nil && run.Files == nil {
 		return run, err
+	}
+	// err is now what --fix could not write: the run is still reported, then the error.
+	for _, p := range run.RemovedTemps {
+		n.Note("removed %s, left by a kvcheck lint --fix that was killed before renaming it into place (the file it was for is as it was)", p)
 	}
 	if only != nil {
 		run.ChangedSince = f.ChangedSince
@@ -108,8 +113,8 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	}
 	if f.WriteBaseline != "" {
 		base = NewBaseline(run.Files, f.SrcRoot, f.WorkDir)
-		if err := base.Write(f.WriteBaseline); err != nil {
-			return run, err
+		if werr := base.Write(f.WriteBaseline); werr != nil {
+			return run, errors.Join(err, werr)
 		}
 		base.path = f.WriteBaseline
 		accepted := 0
@@ -122,5 +127,5 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 		base.Apply(run.Files, f.SrcRoot, f.WorkDir)
 		run.Baseline = base.path
 	}
-	return run, nil
+	return run, err
 }

@@ -228,7 +228,7 @@ func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
 				it := &walkItem{path: path, kind: kind, named: named}
 				if !named && fixTemp(filepath.Base(path)) {
 					it.skipped = &Skipped{Path: path, What: skipFixTemp,
-						Reason: "a temporary file of kvcheck lint --fix, left by a run that was killed; the next --fix in this directory removes it"}
+						Reason: "a temporary file of kvcheck lint --fix, left by a run that was killed (or one running now); the next kvcheck lint --fix that walks this directory removes it"}
 				} else {
 					it.done = make(chan readOutcome, 1)
 				}

@@ -24,6 +24,8 @@ type Run struct {
 	Skipped []Skipped
 	// Fix says the fixes were written; findings marked Fixed are then resolved.
 	Fix bool
+	// RemovedTemps are the temporary files of killed --fix runs that this --fix removed.
+	RemovedTemps []string
 	// Prometheus is the server the online check asked, if any.
 	Prometheus string
 	Lookback   string
@@ -49,9 +51,11 @@ type RunOptions struct {
 	Verbose      bool
 }
 
-// Check lints paths, asks the online check and writes the fixes, calling wrote after each file
-// it rewrote. Interrupted, it returns what was checked (the file it stopped at says so), asks
-// nothing more of Prometheus and writes no file.
+// Check lints paths, asks the online check and writes the fixes (WriteAllFixed), calling wrote
+// after each file it rewrote, after removing what killed --fix runs left (RemoveStaleTemps).
+// Interrupted, it returns what was checked (the file it stopped at says so), asks nothing more
+// of Prometheus and writes no file. When --fix could not rewrite a file it returns the run with
+// the error: the run's files are then what to report.
 func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []string, wrote func(path string)) (Run, error) {
 	l := New(cat, o.Options)
 	in, err := l.Read(ctx, paths)
@@ -74,8 +78,11 @@ func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []stri
 		run.Prometheus, run.Lookback = o.Server, o.Lookback.String()
 	}
 	if fix {
+		run.RemovedTemps = RemoveStaleTemps(run.Skipped)
+		// A file --fix could not rewrite is reported with the rest: its findings say still to
+		// fix, and the error says why.
 		if err := WriteAllFixed(results, wrote); err != nil {
-			return Run{}, err
+			return run, err
 		}
 	}
 	return run, nil
