@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/router"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -35,10 +36,7 @@ func completeFlagValues(root *cobra.Command) {
 		}
 		if fs.Lookup("policies") != nil {
 			_ = c.RegisterFlagCompletionFunc("policies", func(_ *cobra.Command, _ []string, typed string) ([]string, cobra.ShellCompDirective) {
-				names := append([]string{"all", "routers"}, sim.PolicyNames()...)
-				for _, e := range sim.Emulations() {
-					names = append(names, e.Name)
-				}
+				names := append(append([]string{"all", "routers"}, sim.PolicyNames()...), router.Names()...)
 				return afterComma(typed, names), cobra.ShellCompDirectiveNoSpace
 			})
 		}

@@ -5,20 +5,26 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/router"
 	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
 type simulateOptions struct {
-	sim    sim.Options
-	plot   string
-	failOn finding.FailOn
+	sim sim.Options
+	// defaults are the default set each product's emulations run with, by product id
+	// (--<id>-defaults, for the products that ship more than one).
+	defaults map[string]*string
+	plot     string
+	failOn   finding.FailOn
 }
 
 func newSimulateCmd(s streams, g *globalOptions) *cobra.Command {
-	o := &simulateOptions{sim: sim.DefaultOptions()}
+	o := &simulateOptions{sim: sim.DefaultOptions(), defaults: map[string]*string{}}
 	so, src, rl := &o.sim, &o.sim.Source, &o.sim.Source.RequestLog
 	cmd := &cobra.Command{
 		Use:   "simulate (--trace FILE | --requests FILE | --recording FILE...)",
@@ -69,6 +75,7 @@ Policies (--policies):
 		Args: noArgs,
 		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
 			so.Changed, src.Stdin = cmd.Flags().Changed, s.In
+			so.Emulations = o.emulations
 			if err := rl.Source.Check(src.Requests); err != nil {
 				return report.Result{}, err
 			}
@@ -100,7 +107,7 @@ Policies (--policies):
 	f.StringVar(&so.KVBlocks, "kv-blocks", "", "prefix-cache blocks per replica in the trace's block size (512 tokens for Mooncake hash_ids, --block-size for --requests), comma-separated (default: --kv-tokens / block size); kvcheck assess --kv-blocks means the same")
 	f.StringVar(&so.KVTokens, "kv-tokens", so.KVTokens, "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")
 	f.StringVar(&so.Policies, "policies", so.Policies, "policies and router emulations to simulate, comma-separated; all: every idealised policy; routers: every emulation")
-	f.StringVar(&so.SGLangDefaults, "sglang-defaults", so.SGLangDefaults, "sglang-cache-aware's default set: cli (the gateway's command line: cache threshold 0.3, balance 64 and 1.5, 2^26-character trees) or hint (what a cache_aware policy hint applies: 0.5, 32, 1.1, 10,000 characters)")
+	bindDefaults(f, o.defaults)
 	f.DurationVar(&so.Prefill, "prefill-per-token", so.Prefill, "prefill time per uncached prompt token (prefill runs one request at a time per replica)")
 	f.DurationVar(&so.Decode, "decode-per-token", so.Decode, "decode time per output token of one request (decodes run in parallel)")
 	f.IntVar(&so.MaxRunning, "max-running", so.MaxRunning, "requests a replica serves at once; the rest queue")
@@ -117,6 +124,39 @@ Policies (--policies):
 	return cmd
 }
 
+// bindDefaults binds --<id>-defaults for every product that ships more than one default set,
+// into defaults by product id.
+func bindDefaults(f *pflag.FlagSet, defaults map[string]*string) {
+	for _, p := range router.Products() {
+		vs := p.Shipped()
+		if len(vs) < 2 {
+			continue
+		}
+		var names, sets []string
+		for _, e := range p.Emulations(vs[0].Settings) {
+			names = append(names, e.Name)
+		}
+		for _, v := range vs {
+			sets = append(sets, fmt.Sprintf("%s (%s)", v.Key, v.Help))
+		}
+		id := p.Name().ID
+		defaults[id] = f.String(id+"-defaults", vs[0].Key, strings.Join(names, ", ")+"'s default set: "+strings.Join(sets, " or "))
+	}
+}
+
+// emulations are the router emulations --policies may name, each product's with the default
+// set its --<id>-defaults chose.
+func (o *simulateOptions) emulations() ([]sim.PolicyInfo, error) {
+	chosen := map[string]string{}
+	for id, v := range o.defaults {
+		if _, err := router.Emulations(map[string]string{id: *v}); err != nil {
+			return nil, usage.Errorf("--%s-defaults %v", id, err)
+		}
+		chosen[id] = *v
+	}
+	return router.Emulations(chosen)
+}
+
 // policyHelp lists the idealised policies and the router emulations with their one-line
 // descriptions (an emulation's wrapped under its name, with its product).
 func policyHelp() string {
@@ -130,7 +170,7 @@ Router emulations, as each product ships (settings: the product's defaults; --po
 runs them all). Those marked "text" read the request itself and run only on --requests; on a
 trace of block hashes the output says they cannot run and why (a cannot-run finding, info):
 `)
-	for _, e := range sim.Emulations() {
+	for _, e := range router.Shipped() {
 		mark := ""
 		if e.NeedsText {
 			mark = " (text)"

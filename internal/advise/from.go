@@ -9,6 +9,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/router"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -180,13 +181,8 @@ func FromReplay(rep sim.Report, sh ReplayShape) *Replay {
 }
 
 // PolicyFamily classifies a simulator policy, or a router emulation (which --today may name),
-// by what a team would deploy for it.
+// by what a team would deploy for it (sim.PolicyInfo.Family, the emulations' from their
+// products).
 func PolicyFamily(name string) Family {
-	switch name {
-	case "session", "chash-bounded", "prodstack-session", "litellm-session-affinity":
-		return FamilySession
-	case "random", "round-robin", "least-loaded", "dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle":
-		return FamilyBalance
-	}
-	return FamilyKV
+	return sim.FamilyOf(name, router.Shipped())
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // Input is the evidence one assess run gathered. Every part is optional; a nil part means the
@@ -187,14 +188,14 @@ const (
 	ShapeRecordings = "recordings"
 )
 
-// Family groups the policies by what a team would deploy.
-type Family string
+// Family groups the policies by what a team would deploy: sim's families.
+type Family = sim.Family
 
 // The families.
 const (
-	FamilyBalance Family = "balance" // round-robin, random, least-loaded: no affinity
-	FamilySession Family = "session" // session affinity, plain or with bounded load
-	FamilyKV      Family = "kv"      // prefix- or KV-aware routers
+	FamilyBalance = sim.FamilyBalance // round-robin, random, least-loaded: no affinity
+	FamilySession = sim.FamilySession // session affinity, plain or with bounded load
+	FamilyKV      = sim.FamilyKV      // prefix- or KV-aware routers
 )
 
 // Policy is one policy's result on the replayed fleet.

@@ -20,6 +20,8 @@ import (
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
@@ -64,7 +66,7 @@ type Inputs struct {
 	// Config is what the router and engine configuration checks found (assess --config);
 	// Files what the same files show of the deployment and its routers, for the ranking.
 	Config *advise.Config
-	Files  *rank.Files
+	Files  *product.Files
 }
 
 // RequestLog is a request log to audit and replay. Open is called once per pass (the audit,
@@ -92,12 +94,12 @@ type Options struct {
 	// for a Mooncake trace), as kvcheck simulate's --kv-blocks; KVTokens wins when both are set.
 	KVBlocks int
 	// Today names the policy that stands for today's routing (DefaultToday when empty): an
-	// idealised policy (sim.Policies) or a router emulation (sim.Emulations).
+	// idealised policy (sim.Policies) or a router emulation (internal/router).
 	Today string
 	// TodayRouters are the settings today's emulation runs with, TodayFrom the file and line
 	// they were read from; nil runs it as shipped. assess sets them from the first router of
 	// that emulation the --config files show.
-	TodayRouters *sim.RouterSettings
+	TodayRouters product.Settings
 	TodayFrom    string
 	// TodayNotes say where today's routing is replayed otherwise than its settings alone say
 	// (engines the files show publish no KV events, a configured value it could not read);
@@ -109,7 +111,8 @@ type Options struct {
 	// ranking's replays, to show which routers starve it (--add-replica-at).
 	AddReplica   bool
 	AddReplicaAt float64
-	// Routers are the router emulations the ranking replays; nil means sim.Emulations().
+	// Routers are the router emulations the ranking replays; nil means every one as shipped
+	// (router.Shipped).
 	Routers []sim.PolicyInfo
 	// Plot, when set, is the file Run writes the ranking's chart to (--plot).
 	Plot string
@@ -131,7 +134,7 @@ func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advis
 	if o.TodayRouters == nil && in.Files != nil {
 		for _, rc := range in.Files.Routers {
 			if rc.Policy == o.Today {
-				o.TodayRouters, o.TodayFrom, o.TodayNotes = &rc.Settings, rc.Where, rc.Notes
+				o.TodayRouters, o.TodayFrom, o.TodayNotes = rc.Settings, rc.Where, rc.Notes
 				break
 			}
 		}
@@ -271,10 +274,12 @@ func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Option
 		warm = t.Requests[half].Arrival
 	}
 	base := Base(half)
-	// Only today's routing can be an emulation: the options are idealised policies, which do
-	// not read the router settings.
-	base.Routers = o.TodayRouters
 	sweep := sim.Sweep{Replicas: []int{sh.Replicas}, KVBlocks: []int{int(min(kv, int64(^uint32(0)>>1)))}, Policies: policies, Base: base}
+	// Only today's routing can be an emulation, with the settings the files give it: the
+	// options are idealised policies.
+	if e, ok := router.Emulation(o.Today, o.TodayRouters); ok {
+		sweep.Emulations = []sim.PolicyInfo{e}
+	}
 	results, err := sim.Run(ctx, t, sweep, o.Progress)
 	var cannot *sim.CannotRunError
 	if errors.As(err, &cannot) {
@@ -303,7 +308,7 @@ func todayFrom(o Options) string {
 	if o.TodayFrom != "" {
 		return " (as configured in " + o.TodayFrom + ")"
 	}
-	if o.TodayRouters == nil && slices.Contains(emulationNames(), o.Today) {
+	if o.TodayRouters == nil && slices.Contains(router.Names(), o.Today) {
 		return " (as shipped)"
 	}
 	return ""

@@ -5,16 +5,18 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
-// Rank replays every router emulation (o.Routers, else sim.Emulations()) on the traffic and
+// Rank replays every router emulation (o.Routers, else router.Shipped()) on the traffic and
 // fleet the assessment replays, as shipped, as the files configure it and as kvcheck would tune
 // it, and ranks them (package rank states the rule). The warm-up is the replay's (the first
 // half of the requests); with no emulation to replay there is no ranking; with o.AddReplica every replay, today's included, adds one empty
 // replica at o.AddReplicaAt. A trace of lengths only gives no ranking: it cannot show reuse.
-func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Files) (*rank.Ranking, error) {
+func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *product.Files) (*rank.Ranking, error) {
 	if !t.PrefixInfo || len(t.Requests) == 0 {
 		return nil, nil
 	}
@@ -23,7 +25,7 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 	}
 	routers := o.Routers
 	if routers == nil {
-		routers = sim.Emulations()
+		routers = router.Shipped()
 	}
 	base := Base(len(t.Requests) / 2)
 	base.Replicas = sh.Replicas
@@ -35,7 +37,7 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *rank.Fi
 		}
 		base.AddReplicaAt = o.AddReplicaAt
 	}
-	tr := rank.TrafficOf(t, sh.Replicas, sh.KVTokens, o.AddReplica)
+	tr := product.TrafficOf(t, sh.Replicas, sh.KVTokens, o.AddReplica)
 	cands := rank.Candidates(routers, tr, files)
 	if len(cands) == 0 {
 		return nil, nil

@@ -17,6 +17,8 @@ import (
 	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/report"
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
@@ -104,7 +106,7 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 		return usage.Errorf("--plot draws the router ranking, which replays traffic: give --requests, --trace or --tap-from")
 	case o.Today != "" && !knownToday(o.Today):
 		return usage.Errorf("--today %q: want an idealised policy (%s) or a router emulation as it ships, or as --config configures it (%s)",
-			o.Today, strings.Join(sim.PolicyNames(), ", "), strings.Join(emulationNames(), ", "))
+			o.Today, strings.Join(sim.PolicyNames(), ", "), strings.Join(router.Names(), ", "))
 	}
 	if err := src.RequestSource.Check(src.Requests); err != nil {
 		return err
@@ -206,7 +208,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 
 // checkConfig checks the router and engine configuration files as kvcheck lint does, and reads
 // what they show of the deployment and its routers for the ranking.
-func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advise.Config, *rank.Files, error) {
+func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advise.Config, *product.Files, error) {
 	cat, err := catalog.Load()
 	if err != nil {
 		return nil, nil, err
@@ -244,13 +246,5 @@ func readMetrics(ctx context.Context, st *report.Status, spec promql.Spec) (*pro
 // knownToday reports whether name can stand for today's routing: an idealised policy or a
 // router emulation.
 func knownToday(name string) bool {
-	return slices.Contains(sim.PolicyNames(), name) || slices.Contains(emulationNames(), name)
-}
-
-func emulationNames() []string {
-	var out []string
-	for _, e := range sim.Emulations() {
-		out = append(out, e.Name)
-	}
-	return out
+	return slices.Contains(sim.PolicyNames(), name) || slices.Contains(router.Names(), name)
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -19,21 +21,21 @@ import (
 // does, and says so: on oneSharedBlock its hit rate is that row's, to the token, in the ranking
 // and in the verdict's evidence alike. With events shown published, nothing changes.
 func TestTodayWithoutEngineEvents(t *testing.T) {
-	noEvents := []rank.Engine{{Where: "dgd.yaml:15 VllmWorker"}}
-	publishing := []rank.Engine{{Where: "dgd.yaml:15 VllmWorker", KVEvents: true}}
-	precise := sim.DefaultRouterSettings()
-	precise.LLMD.Tokenizer = "vllm"
+	noEvents := []product.Engine{{Where: "dgd.yaml:15 VllmWorker"}}
+	publishing := []product.Engine{{Where: "dgd.yaml:15 VllmWorker", KVEvents: true}}
+	precise := llmd.Shipped()
+	precise.Tokenizer = "vllm"
 	for _, c := range []struct {
 		name, today string
-		files       *rank.Files
+		files       *product.Files
 		notes       []string // prefixes of today's notes, in order
 		from        string
 	}{
-		{"dynamo-kv shipped", "dynamo-kv", &rank.Files{Engines: noEvents}, []string{"simulated without engine KV events: the files show an engine without KV events (dgd.yaml:15 VllmWorker"}, ""},
-		{"llmd-precise configured", "llmd-precise", &rank.Files{Engines: noEvents, Routers: []rank.RouterConfig{
+		{"dynamo-kv shipped", "dynamo-kv", &product.Files{Engines: noEvents}, []string{"simulated without engine KV events: the files show an engine without KV events (dgd.yaml:15 VllmWorker"}, ""},
+		{"llmd-precise configured", "llmd-precise", &product.Files{Engines: noEvents, Routers: []product.Configured{
 			{Policy: "llmd-precise", Where: "epc.yaml:1", Settings: precise, Notes: []string{"blockSizeTokens \"16k\" in epc.yaml:1 is not a whole number"}}}},
 			[]string{"blockSizeTokens \"16k\" in epc.yaml:1", "simulated without engine KV events"}, "epc.yaml:1"},
-		{"dynamo-kv, events published", "dynamo-kv", &rank.Files{Engines: publishing}, nil, ""},
+		{"dynamo-kv, events published", "dynamo-kv", &product.Files{Engines: publishing}, nil, ""},
 	} {
 		o := Options{Today: c.today, Replicas: 8, KVTokens: 16000, Thresholds: advise.DefaultThresholds(), Routers: []sim.PolicyInfo{{Name: c.today}}}
 		rec, rk, err := assessRanked(context.Background(), Inputs{Trace: oneSharedBlock(), Files: c.files}, o, true)

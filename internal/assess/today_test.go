@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
-	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
@@ -85,12 +87,12 @@ func TestTodayRefused(t *testing.T) {
 	if !usage.Is(err) || !strings.Contains(err.Error(), "kv-dynamo") || !strings.Contains(err.Error(), "litellm-simple-shuffle") || !strings.Contains(err.Error(), "prodstack-session") {
 		t.Errorf("unknown --today: %v", err)
 	}
-	bad := sim.DefaultRouterSettings()
-	bad.Dynamo.CreditDecay = -1
-	files := &rank.Files{Routers: []rank.RouterConfig{{Policy: "dynamo-kv", Where: "frontend.yaml:12", Settings: bad}}}
+	bad := dynamo.Shipped()
+	bad.CreditDecay = -1
+	files := &product.Files{Routers: []product.Configured{{Policy: "dynamo-kv", Where: "frontend.yaml:12", Settings: bad}}}
 	for _, c := range []struct {
 		today string
-		files *rank.Files
+		files *product.Files
 		want  []string
 	}{
 		{"litellm-simple-shuffle", nil, nil},
@@ -145,10 +147,10 @@ func TestTodayConfigured(t *testing.T) {
 		key  string
 		want float64
 	}{{"x-session-id", 0.5}, {"x-user", 0}} {
-		s := sim.DefaultRouterSettings()
-		s.ProdStack.SessionKey = c.key
-		files := &rank.Files{Routers: []rank.RouterConfig{
-			{Policy: "prodstack-roundrobin", Where: "other.yaml:1", Settings: sim.DefaultRouterSettings()},
+		s := prodstack.Shipped()
+		s.SessionKey = c.key
+		files := &product.Files{Routers: []product.Configured{
+			{Policy: "prodstack-roundrobin", Where: "other.yaml:1", Settings: prodstack.Shipped()},
 			{Policy: "prodstack-session", Where: "values.yaml:7", Settings: s},
 		}}
 		rec, rk, err := assessRanked(context.Background(), Inputs{Trace: tr(), Files: files}, Options{Today: o.Today, Replicas: 8, KVTokens: 16000,

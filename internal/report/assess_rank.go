@@ -9,6 +9,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/units"
 
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 )
 
 // rankingDocument is the JSON of assess's router ranking: the whole ranking, every row with its
@@ -96,7 +97,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	}
 	d := &rankingDocument{Rule: rk.Rule, Today: rk.Today, TodayConfiguredIn: rk.TodayFrom, TodayHitRate: rk.TodayHitRate, Replicas: rk.Replicas, KVBlocks: rk.KVBlocks,
 		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, NotSimulated: []notSimDoc{}, Why: []string{},
-		RequirementStatusValues: []string{rank.Met, rank.Missing, rank.Unknown}, TodayNotes: append([]string{}, rk.TodayNotes...)}
+		RequirementStatusValues: []string{product.Met, product.Missing, product.Unknown}, TodayNotes: append([]string{}, rk.TodayNotes...)}
 	if rk.AddReplicaAt >= 0 {
 		at := rk.AddReplicaAt
 		d.AddReplicaAtSeconds = &at
@@ -309,12 +310,12 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 }
 
 // requirementCounts sums a row's requirements by status: "2 met, 1 unknown".
-func requirementCounts(qs []rank.Requirement) string {
+func requirementCounts(qs []product.Requirement) string {
 	if len(qs) == 0 {
 		return "none"
 	}
 	var parts []string
-	for _, st := range []string{rank.Missing, rank.Met, rank.Unknown} {
+	for _, st := range []string{product.Missing, product.Met, product.Unknown} {
 		n := 0
 		for _, q := range qs {
 			if q.Status == st {

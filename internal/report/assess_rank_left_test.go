@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
-	"github.com/kvcheck/kvcheck/internal/assess/rank"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 )
 
 // TestAssessRankingNotSimulated: a router the --config files set up that runs nothing kvcheck
@@ -18,7 +19,7 @@ func TestAssessRankingNotSimulated(t *testing.T) {
 	rk := rankingFixture()
 	why := `routingLogic "fancy" is not one production-stack's router knows (roundrobin, session)`
 	note := `--kv-aware-threshold "lots" in values.yaml:31 is not a whole number: kvcheck could not read it; fix the value`
-	rk.NotSimulated = []rank.NotSimulated{{Product: rank.ProdStack, Where: "values.yaml:31", Reason: why, Notes: []string{note}}}
+	rk.NotSimulated = []product.NotSimulated{{Product: prodstack.ID, Where: "values.yaml:31", Reason: why, Notes: []string{note}}}
 	res := AssessRanked(advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds()), rk)
 	if text := string(render(t, FormatText, res)); !strings.Contains(text, "  configured, not simulated:\n    production-stack (values.yaml:31): "+why+"\n      "+note+"\n") {
 		t.Errorf("the text does not show the router left out with its unread value:\n%s", text)
@@ -37,7 +38,7 @@ func TestAssessRankingNotSimulated(t *testing.T) {
 	if err := json.Unmarshal(render(t, FormatJSON, res), &doc); err != nil {
 		t.Fatal(err)
 	}
-	want := notSim{Product: rank.ProdStack, ConfiguredIn: "values.yaml:31", Reason: why, Notes: []string{note}}
+	want := notSim{Product: prodstack.ID, ConfiguredIn: "values.yaml:31", Reason: why, Notes: []string{note}}
 	if n := doc.Ranking.NotSimulated; len(n) != 1 || !reflect.DeepEqual(n[0], want) {
 		t.Errorf("not_simulated %+v, want [%+v]", n, want)
 	}

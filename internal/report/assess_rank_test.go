@@ -7,44 +7,49 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
+	"github.com/kvcheck/kvcheck/internal/router/product"
+	"github.com/kvcheck/kvcheck/internal/router/sglang"
 )
 
 // rankingFixture is a ranking as assess builds it, written by hand: five rows (one not ranked,
 // a hot spot), one emulation that cannot run, an added replica, and a snippet.
 func rankingFixture() *rank.Ranking {
-	unknown := func(name string) rank.Requirement {
-		return rank.Requirement{Name: name, Status: rank.Unknown, Detail: "no --config files given"}
+	unknown := func(name string) product.Requirement {
+		return product.Requirement{Name: name, Status: product.Unknown, Detail: "no --config files given"}
 	}
 	return &rank.Ranking{Today: "round-robin", TodayHitRate: 0.083, Replicas: 8, KVBlocks: 2048, BlockSize: 512, AddReplicaAt: 1800, HotSpot: 2,
 		Rule: "the rule",
 		Rows: []rank.Row{
-			{Candidate: rank.Candidate{Policy: "llmd-precise", Product: rank.LLMD, Variant: rank.Tuned,
-				Changes:      []rank.Change{{Setting: "token-producer", Value: "vllm", Why: "the estimate tokenizer's keys never match"}},
-				Requirements: []rank.Requirement{unknown(rank.ReqKubernetes), unknown(rank.ReqGatewayPool), unknown(rank.ReqKVEvents)}},
+			{Candidate: rank.Candidate{Policy: "llmd-precise", Product: llmd.ID, Variant: rank.Tuned,
+				Changes:      []product.Change{{Setting: "token-producer", Value: "vllm", Why: "the estimate tokenizer's keys never match"}},
+				Requirements: []product.Requirement{unknown(product.ReqKubernetes), unknown(llmd.ReqGatewayPool), unknown(product.ReqKVEvents)}},
 				Rank: 1, HitRate: 0.278, PrefillSaved: 0.212, LoadMaxOverMean: 1.04, TTFTP50: 0.51, TTFTP99: 9.19, FreshShare: fp(0.1), FairShare: 1.0 / 9},
-			{Candidate: rank.Candidate{Policy: "dynamo-kv", Product: rank.Dynamo, Variant: rank.Tuned,
-				Changes:      []rank.Change{{Setting: "--router-kv-overlap-score-credit-decay", Value: "0.5", Why: "a replica is added"}},
-				Requirements: []rank.Requirement{unknown(rank.ReqDynamo), unknown(rank.ReqKVEvents)}},
+			{Candidate: rank.Candidate{Policy: "dynamo-kv", Product: dynamo.ID, Variant: rank.Tuned,
+				Changes:      []product.Change{{Setting: "--router-kv-overlap-score-credit-decay", Value: "0.5", Why: "a replica is added"}},
+				Requirements: []product.Requirement{unknown(dynamo.ReqFrontend), unknown(product.ReqKVEvents)}},
 				Rank: 2, HitRate: 0.26, PrefillSaved: 0.193, LoadMaxOverMean: 1.1, TTFTP50: 0.4, TTFTP99: 8.7, FreshShare: fp(0.09), FairShare: 1.0 / 9},
-			{Candidate: rank.Candidate{Policy: "llmd-approx", Product: rank.LLMD, Variant: rank.Shipped,
-				Requirements: []rank.Requirement{unknown(rank.ReqKubernetes), unknown(rank.ReqGatewayPool)}},
+			{Candidate: rank.Candidate{Policy: "llmd-approx", Product: llmd.ID, Variant: rank.Shipped,
+				Requirements: []product.Requirement{unknown(product.ReqKubernetes), unknown(llmd.ReqGatewayPool)}},
 				Rank: 3, HitRate: 0.25, PrefillSaved: 0.182, LoadMaxOverMean: 1.07, TTFTP50: 0.45, TTFTP99: 9.15, FreshShare: fp(0.11), FairShare: 1.0 / 9},
-			{Candidate: rank.Candidate{Policy: "dynamo-round-robin", Product: rank.Dynamo, Variant: rank.Shipped,
-				Requirements: []rank.Requirement{unknown(rank.ReqDynamo)}},
+			{Candidate: rank.Candidate{Policy: "dynamo-round-robin", Product: dynamo.ID, Variant: rank.Shipped,
+				Requirements: []product.Requirement{unknown(dynamo.ReqFrontend)}},
 				Rank: 4, HitRate: 0.083, PrefillSaved: 0, LoadMaxOverMean: 1, TTFTP50: 0.6, TTFTP99: 12.2, FreshShare: fp(0.11), FairShare: 1.0 / 9},
-			{Candidate: rank.Candidate{Policy: "dynamo-kv", Product: rank.Dynamo, Variant: rank.Shipped,
-				Requirements: []rank.Requirement{unknown(rank.ReqDynamo), unknown(rank.ReqKVEvents)}},
+			{Candidate: rank.Candidate{Policy: "dynamo-kv", Product: dynamo.ID, Variant: rank.Shipped,
+				Requirements: []product.Requirement{unknown(dynamo.ReqFrontend), unknown(product.ReqKVEvents)}},
 				Excluded: "starves the added replica: 0.0% of the requests after it joined, under half its fair share 11.1%",
 				HitRate:  0.27, PrefillSaved: 0.2, LoadMaxOverMean: 1.12, TTFTP50: 0.4, TTFTP99: 8.9, FreshShare: fp(0), FairShare: 1.0 / 9, Starves: true},
 		},
 		// Two with one reason share a line of the text.
-		CannotRun: []rank.CannotRun{{Policy: "sglang-cache-aware", Product: rank.SGLang, Variant: rank.Shipped, Label: "CLI defaults",
+		CannotRun: []rank.CannotRun{{Policy: "sglang-cache-aware", Product: sglang.ID, Variant: rank.Shipped, Label: "CLI defaults",
 			Reason: "it routes on the request's text and headers, and this mooncake trace holds only block hashes; give the request log (--requests) instead"},
-			{Policy: "prodstack-prefixaware", Product: rank.ProdStack, Variant: rank.Shipped,
+			{Policy: "prodstack-prefixaware", Product: prodstack.ID, Variant: rank.Shipped,
 				Reason: "it routes on the request's text and headers, and this mooncake trace holds only block hashes; give the request log (--requests) instead"}},
 		Why: []string{"llmd-precise (tuned) saves 21.2% of today's prefill (round-robin) after the warm-up, with load max/mean 1.04 and TTFT p99 9.19 s",
 			"ahead of dynamo-kv (tuned) by 2 points of prefill saved (19.3%)"},
-		Snippet: &rank.Snippet{Product: rank.LLMD, Format: "EndpointPickerConfig", File: "epp-config.yaml",
+		Snippet: &product.Snippet{Product: llmd.ID, Format: "EndpointPickerConfig", File: "epp-config.yaml",
 			Text: "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\n"},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
+	"github.com/kvcheck/kvcheck/internal/router/ray"
 	"github.com/kvcheck/kvcheck/internal/testutil"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestRankingSVG(t *testing.T) {
 	rk := rankingFixture()
 	// A hot spot at load max/mean 6.0: past the 3.0 axis.
-	rk.Rows = append(rk.Rows, rank.Row{Candidate: rank.Candidate{Policy: "ray-prefix-affinity", Product: rank.Ray, Variant: rank.Shipped},
+	rk.Rows = append(rk.Rows, rank.Row{Candidate: rank.Candidate{Policy: "ray-prefix-affinity", Product: ray.ID, Variant: rank.Shipped},
 		Excluded: "hot spot: load max/mean 6.00 >= 2.0", PrefillSaved: 0.3, LoadMaxOverMean: 6, HitRate: 0.3, TTFTP99: 400})
 	var b bytes.Buffer
 	if err := RankingSVG(&b, rk); err != nil {

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/router"
 	"github.com/kvcheck/kvcheck/internal/sim"
 	"github.com/kvcheck/kvcheck/internal/units"
 )
@@ -156,12 +156,10 @@ func baselinePolicy() string {
 // policyFamily groups policies for their colours: a router emulation by its product, an
 // idealised policy by what it optimises (balance, session, KV).
 func policyFamily(name string) string {
-	for _, e := range sim.Emulations() {
-		if e.Name == name {
-			return e.Product
-		}
+	if p, ok := router.Of(name); ok {
+		return p.Name().Display
 	}
-	return "idealised " + string(advise.PolicyFamily(name))
+	return "idealised " + string(sim.FamilyOf(name, nil))
 }
 
 type point struct {

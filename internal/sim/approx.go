@@ -1,9 +1,10 @@
 package sim
 
 var approxPrefixInfo = PolicyInfo{
-	Name:  "approx-prefix",
-	About: "llm-d scorers fed by a router-side LRU of its own decisions (64-token floor), no events",
-	newPolicy: func(c Config, blockSize int) policy {
+	Name:   "approx-prefix",
+	About:  "llm-d scorers fed by a router-side LRU of its own decisions (64-token floor), no events",
+	Family: FamilyKV,
+	New: func(c Config, blockSize int) Policy {
 		return newApproxPolicy(c, blockSize)
 	},
 }
@@ -39,7 +40,9 @@ func newApproxPolicy(c Config, blockSize int) *approxPolicy {
 // the last key identifies the whole prefix.
 func (p *approxPolicy) chunkKey(j *job, k int) int32 { return j.ids[(k+1)*p.chunk-1] }
 
-func (p *approxPolicy) route(f *fleet, j *job) int {
+// Route implements Policy. Reasons: prefix-match, no-match (matchReason, on the router's own
+// index).
+func (p *approxPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
 	for len(p.index) < f.size() {
 		p.index = append(p.index, newCache(p.perRep, f.universe))
@@ -61,5 +64,5 @@ func (p *approxPolicy) route(f *fleet, j *job) int {
 		idx.insert(key)
 		idx.unpin(key)
 	}
-	return best
+	return best, matchReason(p.matched[best])
 }

@@ -249,7 +249,7 @@ func TestGrowth(t *testing.T) {
 func TestDuplicates(t *testing.T) {
 	held := [][]int32{{1, 2, 4}, {1, 3}, {1, 3, 5}}
 	for _, indexed := range []bool{true, false} {
-		f := newFleet(tinyConfig(3), tinyBlock, 6, indexed)
+		f := newPool(tinyConfig(3), tinyBlock, 6, indexed)
 		for rep, keys := range held {
 			for _, k := range keys {
 				f.reps[rep].cache.insert(k)

@@ -6,9 +6,10 @@ import (
 )
 
 var consistentHashInfo = PolicyInfo{
-	Name:  "chash-bounded",
-	About: "consistent hashing of the session (else block 0) with bounded load (1+epsilon)",
-	newPolicy: func(c Config, _ int) policy {
+	Name:   "chash-bounded",
+	About:  "consistent hashing of the session (else block 0) with bounded load (1+epsilon)",
+	Family: FamilySession,
+	New: func(c Config, _ int) Policy {
 		return &consistentHashPolicy{seed: c.Seed, epsilon: c.Params.Epsilon}
 	},
 }
@@ -20,6 +21,9 @@ const vnodes = 64
 // walk the ring from the key's point to the first replica whose load stays within
 // ceil((1+epsilon) * average). A hot key spills to its ring successors instead of melting one
 // replica, and adding a replica moves only the keys next to its points.
+//
+// Reasons: session-key or first-block (the key's first point takes it: the session id's hash,
+// else block 0's), load-bound (it spilled past points whose replica was at the bound).
 type consistentHashPolicy struct {
 	seed    uint64
 	epsilon float64
@@ -54,17 +58,17 @@ func (p *consistentHashPolicy) build(n int) {
 	p.n = n
 }
 
-func (p *consistentHashPolicy) route(f *fleet, j *job) int {
+func (p *consistentHashPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
-	if p.n != f.size() {
-		p.build(f.size())
+	if p.n != f.Size() {
+		p.build(f.Size())
 	}
 	h, _ := keyHash(r, p.seed)
 	total := 0
-	for i := range f.size() {
-		total += f.inflight(i)
+	for i := range f.Size() {
+		total += f.InFlight(i)
 	}
-	bound := int(math.Ceil((1 + p.epsilon) * float64(total+1) / float64(f.size())))
+	bound := int(math.Ceil((1 + p.epsilon) * float64(total+1) / float64(f.Size())))
 	start, _ := slices.BinarySearchFunc(p.ring, h, func(pt ringPoint, h uint64) int {
 		switch {
 		case pt.h < h:
@@ -74,12 +78,16 @@ func (p *consistentHashPolicy) route(f *fleet, j *job) int {
 		}
 		return 0
 	})
+	first := p.ring[start%len(p.ring)].rep
 	for k := range len(p.ring) {
 		pt := p.ring[(start+k)%len(p.ring)]
-		if f.inflight(pt.rep)+1 <= bound {
-			return pt.rep
+		if f.InFlight(pt.rep)+1 <= bound {
+			if pt.rep == first {
+				return pt.rep, keyReason(r)
+			}
+			return pt.rep, "load-bound"
 		}
 	}
 	// Unreachable: some replica is always at or below the average.
-	return p.ring[start%len(p.ring)].rep
+	return first, keyReason(r)
 }

@@ -16,10 +16,10 @@ func TestSimulateContext(t *testing.T) {
 	c := tinyConfig(4)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := SimulateContext(ctx, tr, c, "round-robin"); !errors.Is(err, context.Canceled) {
+	if _, err := SimulatePolicy(ctx, tr, c, roundRobinInfo); !errors.Is(err, context.Canceled) {
 		t.Fatalf("replay with an ended context: %v, want context.Canceled", err)
 	}
-	a, err := SimulateContext(context.Background(), tr, c, "round-robin")
+	a, err := SimulatePolicy(context.Background(), tr, c, roundRobinInfo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ var dynamoKVInfo = PolicyInfo{
 	About:      "NVIDIA Dynamo KV router (--router-mode kv): lowest overlap-weight x (prefill blocks - credited overlap) + decode blocks; credit decay 0, events or the 120 s TTL approximation",
 	Product:    "NVIDIA Dynamo",
 	Source:     "ai-dynamo/dynamo lib/kv-router/src/scheduling/selector.rs@01690d42 (worker_logit, softmax_sample_entries), lib/kv-router/src/sequences (WorkerLoadProjection, potential_decode_blocks), lib/llm/src/kv_router/approx.rs@17cf2360 (ApproxKvIndexer), kv_router_args.py@021d616; ROUTERS.md §4, SPEC §6",
-	readsIndex: true,
+	ReadsIndex: true,
 	check:      dynamoCheck,
 	newPolicy: func(c Config, blockSize int) policy {
-		s := c.routers().Dynamo
+		s := c.settings().Dynamo
 		return &dynamoKVPolicy{s: s, bs: blockSize, rng: rand.New(rand.NewPCG(c.Seed, 0x64796e))}
 	},
 }
@@ -26,7 +26,7 @@ var dynamoKVInfo = PolicyInfo{
 // meaningless (a negative decay can divide by zero), so kvcheck refuses them too rather than give
 // a figure; the approximate mode's TTL must be a positive number of seconds.
 func dynamoCheck(c Config, t *Trace) error {
-	s := c.routers().Dynamo
+	s := c.settings().Dynamo
 	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) || x < 0 }
 	for _, v := range []struct {
 		flag string

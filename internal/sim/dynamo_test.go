@@ -78,7 +78,7 @@ func TestDynamoCreditDecay(t *testing.T) {
 	for _, tc := range cases {
 		cfg := withRouters(c, func(s *RouterSettings) { s.Dynamo.CreditDecay = tc.decay })
 		if tc.decay == 0 {
-			cfg.Routers = nil // as shipped
+			cfg.routers = nil // as shipped
 		}
 		if d := cmp.Diff(tc.want, runTiny(t, dynamoDecayTrace(), cfg, "dynamo-kv")); d != "" {
 			t.Errorf("decay %v (-want +got):\n%s", tc.decay, d)
@@ -428,7 +428,7 @@ func TestDynamoKVModel(t *testing.T) {
 				c := modelConfig(seed, 3, tr.Requests[150].Arrival)
 				c = withRouters(c, func(s *RouterSettings) { v.set(&s.Dynamo) })
 				e := &refFleet{bs: tinyBlock, m: c.Model}
-				d := &refDynamo{s: c.Routers.Dynamo, bs: tinyBlock, rng: rand.New(rand.NewPCG(seed, 0x64796e)), e: e}
+				d := &refDynamo{s: c.routers.Dynamo, bs: tinyBlock, rng: rand.New(rand.NewPCG(seed, 0x64796e)), e: e}
 				want := replayRef(tr, c, d.route, e)
 				got := runTiny(t, tr, c, "dynamo-kv")
 				if d := cmp.Diff(want, got); d != "" {

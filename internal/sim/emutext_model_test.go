@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/audit"
 )
 
-// Second models of prodstack-prefixaware and litellm-session-affinity, written from the
+// Second models of prodstack-prefixaware and the LMCache routers, written from the
 // routers' descriptions (ROUTERS.md §1 and §3, routing_logic.py, hashtrie.py,
 // deployment_affinity_check.py), not from the emulations' code: plain maps and strings, no trie,
 // no bit sets. They route over refFleet (dynamo_test.go), whose caches never fill.
@@ -253,129 +252,6 @@ func TestProdStackPrefixAwareModel(t *testing.T) {
 				got := runTiny(t, tr, c, "prodstack-prefixaware")
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("prodstack-prefixaware against the second model (-model +emulation):\n%s", d)
-				}
-				if slices.Max(want.Hits) == 0 || slices.Max(want.Routes) < 3 {
-					t.Errorf("the traffic should hit and reach the added replica: hits max %d, routes max %d", slices.Max(want.Hits), slices.Max(want.Routes))
-				}
-			})
-		}
-	}
-}
-
-// refSessionAffinity is LiteLLM's session_affinity as ROUTERS.md §1 and
-// deployment_affinity_check.py describe it: the session id from x-litellm-trace-id, then
-// x-litellm-session-id, then a header named x-<something>-session-id (the alphabetically first
-// such) with an id of 8 or more letters, digits, "_" or "-", then metadata.session_id; a pod
-// drawn per request when there are several and no Redis; the pod's live pin for the id, else a
-// shuffle draw; the pin (re)written for TTL seconds from now whenever there is an id.
-type refSessionAffinity struct {
-	ttl     float64
-	pods    int
-	podRNG  *rand.Rand
-	shuffle *rand.Rand
-	pins    map[[2]string][2]float64 // (pod, id) -> (deployment, expiry)
-}
-
-var refIDValue = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-
-func (m *refSessionAffinity) id(v *View) string {
-	if s := v.Headers["x-litellm-trace-id"]; s != "" {
-		return s
-	}
-	if s := v.Headers["x-litellm-session-id"]; s != "" {
-		return s
-	}
-	var names []string
-	for k, val := range v.Headers {
-		if strings.HasPrefix(k, "x-") && strings.HasSuffix(k, "-session-id") && len(k) > len("x--session-id") && len(val) >= 8 && refIDValue.MatchString(val) {
-			names = append(names, k)
-		}
-	}
-	if len(names) > 0 {
-		sort.Strings(names)
-		return v.Headers[names[0]]
-	}
-	return v.MetadataSession
-}
-
-func (m *refSessionAffinity) route(r *Request, n int) int {
-	pod := 0
-	if m.pods > 1 {
-		pod = m.podRNG.IntN(m.pods)
-	}
-	id := m.id(r.View)
-	key := [2]string{fmt.Sprint(pod), id}
-	if id != "" {
-		if p, ok := m.pins[key]; ok && r.Arrival <= p[1] && int(p[0]) < n {
-			m.pins[key] = [2]float64{p[0], r.Arrival + m.ttl}
-			return int(p[0])
-		}
-	}
-	pick := m.shuffle.IntN(n)
-	if id != "" {
-		m.pins[key] = [2]float64{float64(pick), r.Arrival + m.ttl}
-	}
-	return pick
-}
-
-// sessionTraffic gives the random traffic's requests session ids in the ways clients send them:
-// LiteLLM's headers, a vendor header (long or too short), plain x-session-id, metadata, or none,
-// over twelve sessions.
-func sessionTraffic(tr *Trace, seed uint64) *Trace {
-	rng := rand.New(rand.NewPCG(seed, 99))
-	for i := range tr.Requests {
-		id := fmt.Sprintf("sess-%04d", rng.IntN(12))
-		v := StringChat("t")
-		switch rng.IntN(7) {
-		case 0:
-			v.Headers = map[string]string{"x-litellm-session-id": id}
-		case 1:
-			v.Headers = map[string]string{"x-litellm-trace-id": id, "x-litellm-session-id": "other-id"}
-		case 2:
-			v.Headers = map[string]string{"x-acme-session-id": id}
-		case 3:
-			v.Headers = map[string]string{"x-acme-session-id": id[5:]} // 4 characters: no id
-		case 4:
-			v.Headers = map[string]string{"x-session-id": id}
-		case 5:
-			v.MetadataSession = id
-		}
-		tr.Requests[i].View = v
-	}
-	tr.Format = "requests"
-	return tr
-}
-
-// TestLiteLLMSessionAffinityModel: litellm-session-affinity agrees with refSessionAffinity on
-// routes and hits over random traffic, one pod, several pods with and without Redis, short TTLs.
-func TestLiteLLMSessionAffinityModel(t *testing.T) {
-	variants := []struct {
-		name string
-		set  func(*LiteLLMSettings)
-	}{
-		{"shipped", func(*LiteLLMSettings) {}},
-		{"ttl 5s", func(l *LiteLLMSettings) { l.AffinityTTLSecs = 5 }},
-		{"3 pods no redis ttl 20s", func(l *LiteLLMSettings) { l.ProxyPods, l.AffinityTTLSecs = 3, 20 }},
-		{"3 pods redis", func(l *LiteLLMSettings) { l.ProxyPods, l.Redis = 3, true }},
-	}
-	for _, v := range variants {
-		for seed := range uint64(3) {
-			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
-				tr := sessionTraffic(randomTraffic(seed, 300, tinyBlock), seed)
-				for i := range tr.Requests {
-					tr.Requests[i].Arrival *= 10
-				}
-				c := withLiteLLM(roomyConfig(seed, 3, tr.Requests[150].Arrival), v.set)
-				l := c.Routers.LiteLLM
-				m := &refSessionAffinity{ttl: l.AffinityTTLSecs, shuffle: rand.New(rand.NewPCG(seed, litellmShuffleStream)), pins: map[[2]string][2]float64{}}
-				if l.ProxyPods > 1 && !l.Redis {
-					m.pods, m.podRNG = l.ProxyPods, rand.New(rand.NewPCG(seed, litellmPodStream))
-				}
-				e := &refFleet{bs: tinyBlock, m: c.Model}
-				want := replayRef(tr, c, m.route, e)
-				got := runTiny(t, tr, c, "litellm-session-affinity")
-				if d := cmp.Diff(want, got); d != "" {
-					t.Errorf("litellm-session-affinity against the second model (-model +emulation):\n%s", d)
 				}
 				if slices.Max(want.Hits) == 0 || slices.Max(want.Routes) < 3 {
 					t.Errorf("the traffic should hit and reach the added replica: hits max %d, routes max %d", slices.Max(want.Hits), slices.Max(want.Routes))

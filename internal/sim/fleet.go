@@ -5,11 +5,14 @@ import (
 	"slices"
 )
 
-// job is one request (or one sibling of an n > 1 request) on its way through a replica. Jobs
-// live only while in flight: finish adds a job to the fleet's tally and returns it to the pool,
-// so a replay holds as many jobs as there are requests routed and not finished.
-type job struct {
+// Job is one request (or one sibling of an n > 1 request) on its way through a replica, as a
+// policy routes it and, for an Observer, as it leaves its prefill and the replica. Jobs live
+// only while in flight: finish adds a job to the pool's tally and returns it to the job pool,
+// so a replay holds as many jobs as there are requests routed and not finished; a policy must
+// not keep one past Finished.
+type Job struct {
 	seq     int // order sent, siblings included
+	index   int // the request's index in the trace
 	req     *Request
 	ids     []int32 // req.Blocks as the trace's dense ids
 	rep     int
@@ -23,7 +26,38 @@ type job struct {
 	ttft   float64
 	done   float64 // when it finished (set before loadObserver.finished)
 	steady bool    // counted in the steady figures (Config.MeasureFrom, MeasureFromRequest)
+	reason string  // the policy's reason for rep
 }
+
+// job and fleet are Job and Pool under their former names, for the emulations not yet moved.
+type (
+	job   = Job
+	fleet = Pool
+)
+
+// Seq is the job's place in the order requests were sent, siblings included, from 0: unique
+// among the jobs of a replay.
+func (j *Job) Seq() int { return j.seq }
+
+// Request is the request the job sends.
+func (j *Job) Request() *Request { return j.req }
+
+// IDs are the request's blocks (Request.Blocks) as the trace's dense ids: equal ids, equal
+// blocks. Pool.Overlaps and Pool.Runs read them.
+func (j *Job) IDs() []int32 { return j.ids }
+
+// Arrival is when the request arrives, in seconds from the trace's start.
+func (j *Job) Arrival() float64 { return j.arrival }
+
+// Replica is the replica the job was routed to (for an Observer).
+func (j *Job) Replica() int { return j.rep }
+
+// Done is when the job finished (for Observer.Finished).
+func (j *Job) Done() float64 { return j.done }
+
+// FullBlocks is the number of the request's blocks that are full blocks of blockSize tokens:
+// those an engine caches.
+func (j *Job) FullBlocks(blockSize int) int { return fullBlocks(j.req, blockSize) }
 
 // replica is one vLLM instance: its cache and its queues.
 type replica struct {
@@ -31,7 +65,7 @@ type replica struct {
 	waiting  queue // routed, not yet admitted
 	prefillQ queue // admitted, waiting for the prefill engine
 	// prefill is the job in prefill, nil when the prefill engine is idle.
-	prefill *job
+	prefill *Job
 	running int // admitted and not finished
 	active  int // blocks of admitted requests (Dynamo's decode blocks)
 	routed  int
@@ -46,13 +80,13 @@ type replica struct {
 
 // queue is a FIFO of jobs that reuses its backing array.
 type queue struct {
-	items []*job
+	items []*Job
 	head  int
 }
 
-func (q *queue) push(j *job) { q.items = append(q.items, j) }
+func (q *queue) push(j *Job) { q.items = append(q.items, j) }
 func (q *queue) len() int    { return len(q.items) - q.head }
-func (q *queue) pop() *job {
+func (q *queue) pop() *Job {
 	j := q.items[q.head]
 	q.items[q.head] = nil
 	q.head++
@@ -70,8 +104,10 @@ func (q *queue) pop() *job {
 	return j
 }
 
-// fleet is the state a policy may read when it routes: replicas, their caches and load.
-type fleet struct {
+// Pool is the fleet as a policy sees it when it routes: the replicas, their load and, for a
+// policy that reads it (PolicyInfo.ReadsIndex), which blocks each caches. It is the
+// simulator's own state; a policy reads it through its methods and never changes it.
+type Pool struct {
 	cfg       Config
 	blockSize int
 	reps      []replica
@@ -88,14 +124,7 @@ type fleet struct {
 	tally       tally
 	// obs, when the policy keeps its own account of the requests it sent, is told when a job's
 	// prefill ends and when it finishes.
-	obs loadObserver
-}
-
-// loadObserver is a policy that tracks the requests it routed the way a router does from the
-// response stream: the first token ends a request's prefill, the last one ends the request.
-type loadObserver interface {
-	prefilled(j *job)
-	finished(j *job)
+	obs Observer
 }
 
 // tally is what a replay keeps of every finished job: sums, and the TTFTs for the quantiles.
@@ -107,37 +136,37 @@ type tally struct {
 	steadyInputTokens      int64
 	steadyHitBlocks        int64
 	ttft                   []float64
-	records                []job // every job by seq, only when a test asks for them
+	records                []Job // every job by seq, only when asked for them (routes, tests)
 }
 
 // jobPool hands out jobs from chunks, so that pointers stay valid, and reuses finished ones.
 type jobPool struct {
-	free  []*job
-	chunk []job
+	free  []*Job
+	chunk []Job
 }
 
-func (p *jobPool) get() *job {
+func (p *jobPool) get() *Job {
 	if n := len(p.free); n > 0 {
 		j := p.free[n-1]
 		p.free = p.free[:n-1]
 		return j
 	}
 	if len(p.chunk) == 0 {
-		p.chunk = make([]job, 256)
+		p.chunk = make([]Job, 256)
 	}
 	j := &p.chunk[0]
 	p.chunk = p.chunk[1:]
 	return j
 }
 
-func (p *jobPool) put(j *job) {
-	*j = job{}
+func (p *jobPool) put(j *Job) {
+	*j = Job{}
 	p.free = append(p.free, j)
 }
 
-func newFleet(cfg Config, blockSize, universe int, indexed bool) *fleet {
+func newPool(cfg Config, blockSize, universe int, indexed bool) *Pool {
 	most := maxFleet(cfg)
-	f := &fleet{
+	f := &Pool{
 		cfg:       cfg,
 		blockSize: blockSize,
 		indexed:   indexed,
@@ -161,13 +190,13 @@ func maxFleet(c Config) int {
 	return c.Replicas
 }
 
-func (f *fleet) addReplica() {
+func (f *Pool) addReplica() {
 	f.reps = append(f.reps, replica{cache: newCache(f.cfg.KVBlocks, f.universe)})
 	f.ovl = make([]int, len(f.reps))
 }
 
 // duplicates is the number of extra copies of blocks cached on more than one replica.
-func (f *fleet) duplicates() int64 {
+func (f *Pool) duplicates() int64 {
 	if f.indexed {
 		return f.where.duplicates()
 	}
@@ -191,29 +220,72 @@ func (f *fleet) duplicates() int64 {
 	return d
 }
 
-// size is the number of replicas now.
-func (f *fleet) size() int { return len(f.reps) }
+// Size is the number of replicas now (one more once an added replica joins).
+func (f *Pool) Size() int { return len(f.reps) }
 
-// inflight is the number of requests routed to replica i and not finished.
-func (f *fleet) inflight(i int) int { return f.reps[i].waiting.len() + f.reps[i].running }
+// InFlight is the number of requests routed to replica i and not finished.
+func (f *Pool) InFlight(i int) int { return f.reps[i].waiting.len() + f.reps[i].running }
 
-// queued is the number of requests at replica i whose prefill has not started.
-func (f *fleet) queued(i int) int {
+// Waiting is the number of requests routed to replica i that it has not admitted (beyond
+// Model.MaxRunning): vllm:num_requests_waiting.
+func (f *Pool) Waiting(i int) int { return f.reps[i].waiting.len() }
+
+// Queued is the number of requests at replica i whose prefill has not started.
+func (f *Pool) Queued(i int) int {
 	r := &f.reps[i]
 	return r.waiting.len() + r.prefillQ.len()
 }
 
-// usage is the fraction of replica i's KV blocks held by requests in flight, like
+// Usage is the fraction of replica i's KV blocks held by requests in flight, like
 // vllm:kv_cache_usage_perc.
-func (f *fleet) usage(i int) float64 {
+func (f *Pool) Usage(i int) float64 {
 	return float64(min(f.reps[i].active, f.cfg.KVBlocks)) / float64(f.cfg.KVBlocks)
 }
 
-// overlaps returns, for every replica, how many blocks of the request's prefix it holds now
-// (consecutive from block 0, at most the hit limit). The slice is reused by the next call.
-func (f *fleet) overlaps(j *job) []int {
+// BlockSize is the trace's block size in tokens: the engines'.
+func (f *Pool) BlockSize() int { return f.blockSize }
+
+// size, inflight, queued and usage are the methods above under their former names, for the
+// emulations not yet moved.
+func (f *Pool) size() int           { return f.Size() }
+func (f *Pool) inflight(i int) int  { return f.InFlight(i) }
+func (f *Pool) queued(i int) int    { return f.Queued(i) }
+func (f *Pool) usage(i int) float64 { return f.Usage(i) }
+
+// Runs sets out[i] to the number of the job's blocks, consecutive from block 0 and at most lim,
+// that replica i caches now according to the block index (what a router fed by the engines' KV
+// events knows). out has one entry per replica. Only for a policy with PolicyInfo.ReadsIndex.
+func (f *Pool) Runs(j *Job, lim int, out []int) {
 	if !f.indexed {
-		panic("sim: a policy reads the block index without PolicyInfo.readsIndex")
+		panic("sim: a policy reads the block index without PolicyInfo.ReadsIndex")
+	}
+	clear(out)
+	for k := range lim {
+		set := f.where.lookup(j.ids[k])
+		if set == nil {
+			return
+		}
+		more := false
+		for i := range out {
+			if out[i] == k && set[i/64]&(1<<(i%64)) != 0 {
+				out[i]++
+				more = true
+			}
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// Overlaps returns, for every replica, how many blocks of the request's prefix it holds now
+// (consecutive from block 0, at most the hit limit: the blocks a prefill can hit). The slice is
+// reused by the next call. Only for a policy with PolicyInfo.ReadsIndex.
+func (f *Pool) Overlaps(j *Job) []int { return f.overlaps(j) }
+
+func (f *Pool) overlaps(j *Job) []int {
+	if !f.indexed {
+		panic("sim: a policy reads the block index without PolicyInfo.ReadsIndex")
 	}
 	out := f.ovl
 	clear(out)
@@ -258,9 +330,11 @@ func (f *fleet) overlaps(j *job) []int {
 	return out
 }
 
-// best returns the replica with the highest score; ties go to the replica with fewer requests
+// Best returns the replica with the highest score; ties go to the replica with fewer requests
 // in flight, then to the lowest index, so every policy is deterministic.
-func (f *fleet) best(score func(i int) float64) int {
+func (f *Pool) Best(score func(i int) float64) int { return f.best(score) }
+
+func (f *Pool) best(score func(i int) float64) int {
 	bi, bs := 0, score(0)
 	for i := 1; i < len(f.reps); i++ {
 		s := score(i)
@@ -281,7 +355,7 @@ type event struct {
 	t    float64
 	seq  uint64
 	kind int
-	j    *job
+	j    *Job
 }
 
 // eventHeap is a binary min-heap ordered by time, then by scheduling order.
@@ -331,13 +405,13 @@ func (h *eventHeap) pop() event {
 	return top
 }
 
-func (f *fleet) schedule(t float64, kind int, j *job) {
+func (f *Pool) schedule(t float64, kind int, j *Job) {
 	f.seq++
 	f.events.push(event{t: t, seq: f.seq, kind: kind, j: j})
 }
 
 // advance processes every event up to and including time t.
-func (f *fleet) advance(t float64) {
+func (f *Pool) advance(t float64) {
 	for len(f.events) > 0 && f.events[0].t <= t {
 		e := f.events.pop()
 		switch e.kind {
@@ -350,7 +424,7 @@ func (f *fleet) advance(t float64) {
 }
 
 // arrive hands a routed job to its replica.
-func (f *fleet) arrive(j *job, t float64) {
+func (f *Pool) arrive(j *Job, t float64) {
 	r := &f.reps[j.rep]
 	r.routed++
 	if (r.prefill != nil || r.prefillQ.len() > 0 || r.waiting.len() > 0 || r.running >= f.cfg.Model.MaxRunning) && !f.twinWait(r, j) {
@@ -373,7 +447,7 @@ func (f *fleet) arrive(j *job, t float64) {
 // a hot spot for making the second wait for the first one's prefill. A request that shares
 // only a prefix with the one in prefill (a system prompt, an earlier turn of its conversation)
 // has work of its own to wait with, and counts.
-func (f *fleet) twinWait(r *replica, j *job) bool {
+func (f *Pool) twinWait(r *replica, j *Job) bool {
 	p := r.prefill
 	if p == nil || r.waiting.len() > 0 || r.running >= f.cfg.Model.MaxRunning || !samePrompt(p, j) {
 		return false
@@ -388,14 +462,14 @@ func (f *fleet) twinWait(r *replica, j *job) bool {
 
 // samePrompt reports whether two jobs carry the same prompt: the same request (siblings), or
 // the same blocks and length.
-func samePrompt(a, b *job) bool {
+func samePrompt(a, b *Job) bool {
 	if a.req == b.req {
 		return true
 	}
 	return a.req.InputTokens == b.req.InputTokens && slices.Equal(a.ids, b.ids)
 }
 
-func (f *fleet) admit(i int, t float64) {
+func (f *Pool) admit(i int, t float64) {
 	r := &f.reps[i]
 	for r.running < f.cfg.Model.MaxRunning && r.waiting.len() > 0 {
 		j := r.waiting.pop()
@@ -406,7 +480,7 @@ func (f *fleet) admit(i int, t float64) {
 	f.startPrefill(i, t)
 }
 
-func (f *fleet) startPrefill(i int, t float64) {
+func (f *Pool) startPrefill(i int, t float64) {
 	r := &f.reps[i]
 	if r.prefill != nil || r.prefillQ.len() == 0 {
 		return
@@ -433,7 +507,7 @@ func (f *fleet) startPrefill(i int, t float64) {
 	f.schedule(t+float64(uncached)*f.cfg.Model.PrefillPerToken, evPrefillDone, j)
 }
 
-func (f *fleet) prefillDone(j *job, t float64) {
+func (f *Pool) prefillDone(j *Job, t float64) {
 	r := &f.reps[j.rep]
 	full := fullBlocks(j.req, f.blockSize)
 	for k := j.pinned; k < full; k++ {
@@ -456,14 +530,14 @@ func (f *fleet) prefillDone(j *job, t float64) {
 	}
 	j.ttft = t - j.arrival
 	if f.obs != nil {
-		f.obs.prefilled(j)
+		f.obs.Prefilled(j)
 	}
 	r.prefill = nil
 	f.schedule(t+float64(j.req.OutputTokens)*f.cfg.Model.DecodePerToken, evFinish, j)
 	f.startPrefill(j.rep, t)
 }
 
-func (f *fleet) finish(j *job, t float64) {
+func (f *Pool) finish(j *Job, t float64) {
 	r := &f.reps[j.rep]
 	// vLLM frees a request's blocks tail first, so a chain's last blocks are evicted before
 	// its shared head.
@@ -476,7 +550,7 @@ func (f *fleet) finish(j *job, t float64) {
 	r.active -= len(j.req.Blocks)
 	j.done = t
 	if f.obs != nil {
-		f.obs.finished(j)
+		f.obs.Finished(j)
 	}
 	rep := j.rep
 	f.record(j)
@@ -484,7 +558,7 @@ func (f *fleet) finish(j *job, t float64) {
 }
 
 // record adds a finished job to the tally and returns it to the pool.
-func (f *fleet) record(j *job) {
+func (f *Pool) record(j *Job) {
 	s := &f.tally
 	s.jobs++
 	s.inputTokens += int64(j.req.InputTokens)

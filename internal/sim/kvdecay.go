@@ -3,8 +3,9 @@ package sim
 var kvDecayInfo = PolicyInfo{
 	Name:       "kv-decay",
 	About:      "Dynamo cost with overlap credit decaying with the replica's queue: overlap/(1+decay*queued)",
-	readsIndex: true,
-	newPolicy: func(c Config, _ int) policy {
+	ReadsIndex: true,
+	Family:     FamilyKV,
+	New: func(c Config, _ int) Policy {
 		return kvDecayPolicy{weight: c.Params.OverlapWeight, decay: c.Params.CreditDecay}
 	},
 }
@@ -15,11 +16,13 @@ var kvDecayInfo = PolicyInfo{
 // the credit. This is our reading of the idea, not Dynamo's exact formula.
 type kvDecayPolicy struct{ weight, decay float64 }
 
-func (p kvDecayPolicy) route(f *fleet, j *job) int {
+// Route implements Policy. Reasons: prefix-match, no-match (matchReason).
+func (p kvDecayPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
 	ovl := f.overlaps(j)
-	return f.best(func(i int) float64 {
+	best := f.best(func(i int) float64 {
 		credit := float64(ovl[i]) / (1 + p.decay*float64(f.queued(i)))
 		return -dynamoCost(f, r, i, credit, p.weight)
 	})
+	return best, matchReason(ovl[best])
 }

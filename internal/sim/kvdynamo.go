@@ -3,8 +3,9 @@ package sim
 var kvDynamoInfo = PolicyInfo{
 	Name:       "kv-dynamo",
 	About:      "exact KV-aware, Dynamo cost: overlap-weight * prefill blocks + decode blocks (lowest wins)",
-	readsIndex: true,
-	newPolicy: func(c Config, _ int) policy {
+	ReadsIndex: true,
+	Family:     FamilyKV,
+	New: func(c Config, _ int) Policy {
 		return kvDynamoPolicy{weight: c.Params.OverlapWeight}
 	},
 }
@@ -14,10 +15,12 @@ var kvDynamoInfo = PolicyInfo{
 // blocks it would hold for decoding (its active blocks plus this request's).
 type kvDynamoPolicy struct{ weight float64 }
 
-func (p kvDynamoPolicy) route(f *fleet, j *job) int {
+// Route implements Policy. Reasons: prefix-match, no-match (matchReason).
+func (p kvDynamoPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
 	ovl := f.overlaps(j)
-	return f.best(func(i int) float64 { return -dynamoCost(f, r, i, float64(ovl[i]), p.weight) })
+	best := f.best(func(i int) float64 { return -dynamoCost(f, r, i, float64(ovl[i]), p.weight) })
+	return best, matchReason(ovl[best])
 }
 
 // dynamoCost is the cost of sending r to replica i when overlap blocks are credited as cached.

@@ -3,8 +3,9 @@ package sim
 var kvLLMDInfo = PolicyInfo{
 	Name:       "kv-llmd",
 	About:      "exact KV-aware, llm-d weighted scorers: queue 2, kv-utilisation 2, prefix 3",
-	readsIndex: true,
-	newPolicy:  func(Config, int) policy { return kvLLMDPolicy{} },
+	ReadsIndex: true,
+	Family:     FamilyKV,
+	New:        func(Config, int) Policy { return kvLLMDPolicy{} },
 }
 
 // llm-d's default scorer weights (SPEC §6).
@@ -16,12 +17,15 @@ const (
 
 // kvLLMDPolicy scores replicas the way llm-d's endpoint picker does with its exact (event-fed)
 // prefix index: each scorer gives 0..1, the weighted sum wins.
+// kvLLMDPolicy scores every replica as llm-d's scorers do (llmdPick) with the prefix match
+// from the block index. Reasons: prefix-match, no-match (matchReason).
 type kvLLMDPolicy struct{}
 
-func (kvLLMDPolicy) route(f *fleet, j *job) int {
+func (kvLLMDPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
 	ovl := f.overlaps(j)
-	return llmdPick(f, func(i int) float64 { return prefixFraction(ovl[i], len(r.Blocks)) })
+	best := llmdPick(f, func(i int) float64 { return prefixFraction(ovl[i], len(r.Blocks)) })
+	return best, matchReason(ovl[best])
 }
 
 func prefixFraction(matched, total int) float64 {

@@ -3,16 +3,19 @@ package sim
 var kvLongestInfo = PolicyInfo{
 	Name:       "kv-longest",
 	About:      "naive exact KV-aware: longest cached prefix, ties to the first replica, no load term",
-	readsIndex: true,
-	newPolicy:  func(Config, int) policy { return kvLongestPolicy{} },
+	ReadsIndex: true,
+	Family:     FamilyKV,
+	New:        func(Config, int) Policy { return kvLongestPolicy{} },
 }
 
 // kvLongestPolicy is the naive longest-prefix router: the replica holding the longest prefix of
 // the prompt wins, the first one on a tie. When all traffic shares block 0 (a system prompt;
 // every Mooncake conversation request), the first replica to cache it wins every later request.
+// Reasons: prefix-match (the winner holds some of the prefix), no-match-first (none does:
+// replica 0).
 type kvLongestPolicy struct{}
 
-func (kvLongestPolicy) route(f *fleet, j *job) int {
+func (kvLongestPolicy) Route(f *Pool, j *Job) (int, string) {
 	ovl := f.overlaps(j)
 	bi := 0
 	for i := 1; i < len(ovl); i++ {
@@ -20,5 +23,17 @@ func (kvLongestPolicy) route(f *fleet, j *job) int {
 			bi = i
 		}
 	}
-	return bi
+	if ovl[bi] == 0 {
+		return bi, "no-match-first"
+	}
+	return bi, "prefix-match"
+}
+
+// matchReason names a scoring policy's choice: prefix-match when the replica chosen holds some
+// of the request's prefix (overlap > 0), else no-match (the load terms alone chose it).
+func matchReason(overlap int) string {
+	if overlap > 0 {
+		return "prefix-match"
+	}
+	return "no-match"
 }

@@ -1,13 +1,16 @@
 package sim
 
 var leastLoadedInfo = PolicyInfo{
-	Name:      "least-loaded",
-	About:     "fewest requests in flight",
-	newPolicy: func(Config, int) policy { return leastLoadedPolicy{} },
+	Name:   "least-loaded",
+	About:  "fewest requests in flight",
+	Family: FamilyBalance,
+	New:    func(Config, int) Policy { return leastLoadedPolicy{} },
 }
 
+// leastLoadedPolicy picks the replica with the fewest requests in flight (Pool.Best breaks
+// ties). Reason: least-loaded.
 type leastLoadedPolicy struct{}
 
-func (leastLoadedPolicy) route(f *fleet, _ *job) int {
-	return f.best(func(i int) float64 { return -float64(f.inflight(i)) })
+func (leastLoadedPolicy) Route(f *Pool, _ *Job) (int, string) {
+	return f.Best(func(i int) float64 { return -float64(f.InFlight(i)) }), "least-loaded"
 }

@@ -16,7 +16,7 @@ var llmdApproxInfo = PolicyInfo{
 // llmdApproxCheck refuses what the producer refuses at start (newDataProducer): a block size
 // of 0 or less with autoTune off, a negative maxPrefixTokensToMatch.
 func llmdApproxCheck(c Config, t *Trace) error {
-	s := c.routers().LLMD
+	s := c.settings().LLMD
 	if !s.AutoTune && s.BlockSizeTokens <= 0 {
 		return &CannotRunError{Policy: "llmd-approx", Trace: t.Name, Reason: fmt.Sprintf("approx-prefix-cache-producer refuses to start: \"BlockSizeTokens must be > 0 when AutoTune is disabled (current value: %d)\"", s.BlockSizeTokens)}
 	}
@@ -93,7 +93,7 @@ type llmdApproxPolicy struct {
 }
 
 func newLLMDApproxPolicy(c Config, traceBS int) *llmdApproxPolicy {
-	s := c.routers().LLMD
+	s := c.settings().LLMD
 	bs := s.BlockSizeTokens
 	if s.AutoTune {
 		bs = traceBS

@@ -7,16 +7,16 @@ var llmdPreciseInfo = PolicyInfo{
 	About:      "llm-d EPP with the precise producer (engine KV events): scorers queue 2, kv-utilisation 2, prefix 3; the default estimate tokenizer never matches the engine's blocks",
 	Product:    "llm-d",
 	Source:     "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/producer.go, pkg/kvcache/kvblock_scorer.go, kvblock/token_processor.go, dataproducer/tokenizer/README.md; ROUTERS.md §2, SPEC §6",
-	readsIndex: true,
+	ReadsIndex: true,
 	check: func(c Config, t *Trace) error {
 		// NewChunkedTokenDatabase refuses a block size below 1 (0 is "not set" there, 16 here).
-		if n := c.routers().LLMD.PreciseBlockSizeTokens; n <= 0 {
+		if n := c.settings().LLMD.PreciseBlockSizeTokens; n <= 0 {
 			return &CannotRunError{Policy: "llmd-precise", Trace: t.Name, Reason: fmt.Sprintf("precise-prefix-cache-producer refuses to start: \"blockSizeTokens must be greater than 0, got %d\" (tokenProcessorConfig)", n)}
 		}
 		return nil
 	},
 	newPolicy: func(c Config, blockSize int) policy {
-		s := c.routers().LLMD
+		s := c.settings().LLMD
 		return &llmdPrecisePolicy{pick: newLLMDPicker(s, c.Seed), exact: s.Tokenizer == "vllm",
 			noEvents: s.NoEngineEvents, block: s.PreciseBlockSizeTokens, traceBS: blockSize}
 	},

@@ -16,7 +16,7 @@ import (
 func withRouters(c Config, f func(*RouterSettings)) Config {
 	s := DefaultRouterSettings()
 	f(&s)
-	c.Routers = &s
+	c.routers = &s
 	return c
 }
 

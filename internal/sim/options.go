@@ -31,10 +31,10 @@ type Options struct {
 	Replicas, KVBlocks, KVTokens string
 	// Policies is a comma-separated list of policy and emulation names, all or routers.
 	Policies string
-	// SGLangDefaults is which default set sglang-cache-aware runs with: "cli" (the gateway's
-	// command line, SGLangCLIDefaults) or "hint" (what a cache_aware policy hint applies,
-	// SGLangHintDefaults). Every other emulation runs as its product ships.
-	SGLangDefaults string
+	// Emulations returns the router emulations Policies may name, with the settings each runs
+	// with (internal/router builds them: as each product ships, with the default set the
+	// command line chose), or a usage error naming the flag at fault; nil means none.
+	Emulations func() ([]PolicyInfo, error)
 
 	Prefill, Decode time.Duration
 	MaxRunning      int
@@ -56,7 +56,7 @@ func DefaultOptions() Options {
 		Source: Source{Format: FormatAuto, MaxRefs: MaxBlockRefs, MaxTraceRequests: MaxRequests, OutputTokens: DefaultOutputTokens,
 			RequestLog: RequestLogOptions{MaxLine: audit.DefaultMaxLine, Rate: DefaultRate}},
 		Tokenize: audit.DefaultTokenize,
-		Replicas: "2,4,8,16", KVTokens: strconv.Itoa(DefaultKVTokens), Policies: "all", SGLangDefaults: "cli",
+		Replicas: "2,4,8,16", KVTokens: strconv.Itoa(DefaultKVTokens), Policies: "all",
 		Prefill:    time.Duration(m.PrefillPerToken * float64(time.Second)),
 		Decode:     time.Duration(m.DecodePerToken * float64(time.Second)),
 		MaxRunning: m.MaxRunning, Seed: 1, Siblings: 1, Params: DefaultParams(),
@@ -82,7 +82,13 @@ func (o Options) Check() (Sweep, error) {
 	if err != nil {
 		return Sweep{}, err
 	}
-	policies, err := ParsePolicies(o.Policies)
+	var emulations []PolicyInfo
+	if o.Emulations != nil {
+		if emulations, err = o.Emulations(); err != nil {
+			return Sweep{}, err
+		}
+	}
+	policies, err := ParsePolicies(o.Policies, emulations)
 	addAt := o.changed("add-replica-at")
 	switch {
 	case err != nil:
@@ -97,14 +103,12 @@ func (o Options) Check() (Sweep, error) {
 		return Sweep{}, usage.Errorf("--prefill-per-token and --decode-per-token must not be negative")
 	case o.Params.Beta < 0 || o.Params.Epsilon < 0 || o.Params.OverlapWeight < 0 || o.Params.CreditDecay < 0 || o.Params.ApproxTokens < 0:
 		return Sweep{}, usage.Errorf("--beta, --epsilon, --overlap-weight, --credit-decay and --approx-tokens must not be negative")
-	case o.SGLangDefaults != "cli" && o.SGLangDefaults != "hint":
-		return Sweep{}, usage.Errorf("--sglang-defaults %q: want cli (the gateway's command-line defaults) or hint (the defaults a cache_aware policy hint applies)", o.SGLangDefaults)
 	case addAt && o.AddReplicaAt < 0:
 		return Sweep{}, usage.Errorf("--add-replica-at %s: want a time into the trace, 0 or more", o.AddReplicaAt)
 	case addAt && slices.Max(replicas) >= MaxReplicas:
 		return Sweep{}, usage.Errorf("--add-replica-at needs --replicas below %d", MaxReplicas)
 	}
-	s := Sweep{Replicas: replicas, Policies: policies, Base: Config{
+	s := Sweep{Replicas: replicas, Policies: policies, Emulations: emulations, Base: Config{
 		Model:        Model{PrefillPerToken: o.Prefill.Seconds(), DecodePerToken: o.Decode.Seconds(), MaxRunning: o.MaxRunning},
 		Seed:         o.Seed,
 		AddReplicaAt: -1,
@@ -113,11 +117,6 @@ func (o Options) Check() (Sweep, error) {
 	}}
 	if addAt {
 		s.Base.AddReplicaAt = o.AddReplicaAt.Seconds()
-	}
-	if o.SGLangDefaults == "hint" {
-		r := DefaultRouterSettings()
-		r.SGLang = SGLangHintDefaults()
-		s.Base.Routers = &r
 	}
 	return s, nil
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -46,7 +45,9 @@ func TestOptionsCheck(t *testing.T) {
 		{"replicas out of range", withTrace(func(o *Options) { o.Replicas = "2,0" }), `--replicas "0": want comma-separated integers from 1 to 1024`},
 		{"no replicas", withTrace(func(o *Options) { o.Replicas = " , " }), "--replicas: no values"},
 		{"unknown policy", withTrace(func(o *Options) { o.Policies = "fastest" }), `--policies: unknown policy "fastest"`},
-		{"sglang defaults", withTrace(func(o *Options) { o.SGLangDefaults = "rust" }), `--sglang-defaults "rust": want cli`},
+		{"emulations refused", withTrace(func(o *Options) {
+			o.Emulations = func() ([]PolicyInfo, error) { return nil, usage.Errorf(`--sglang-defaults "rust": want cli`) }
+		}), `--sglang-defaults "rust": want cli`},
 		{"negative block size", withTrace(func(o *Options) { o.Source.BlockSize = -1 }), "--block-size -1"},
 		{"siblings", withTrace(func(o *Options) { o.Siblings = 0 }), "--n 0: want 1 to 1024"},
 		{"max running", withTrace(func(o *Options) { o.MaxRunning = 0 }), "--max-running 0"},
@@ -87,16 +88,16 @@ func TestOptionsCheck(t *testing.T) {
 	if s.Base.AddReplicaAt != 90 {
 		t.Errorf("--add-replica-at 90s: AddReplicaAt = %v, want 90 seconds", s.Base.AddReplicaAt)
 	}
-	// The emulations run as shipped (Routers nil); --sglang-defaults hint changes SGLang's set
-	// alone.
-	if s.Base.Routers != nil {
-		t.Errorf("defaults: Routers = %+v, want nil (as shipped)", *s.Base.Routers)
+	// The sweep runs the emulations the options give, and --policies may name them.
+	if s.Emulations != nil {
+		t.Errorf("defaults: emulations %v, want none", s.Emulations)
 	}
-	s, _ = withTrace(func(o *Options) { o.SGLangDefaults = "hint" }).Check()
-	want := DefaultRouterSettings()
-	want.SGLang = SGLangHintDefaults()
-	if s.Base.Routers == nil || !reflect.DeepEqual(*s.Base.Routers, want) {
-		t.Errorf("--sglang-defaults hint: Routers = %+v, want the shipped settings with SGLang's hint defaults", s.Base.Routers)
+	emu := PolicyInfo{Name: "emulated", New: roundRobinInfo.New}
+	s, err = withTrace(func(o *Options) {
+		o.Policies, o.Emulations = "emulated", func() ([]PolicyInfo, error) { return []PolicyInfo{emu}, nil }
+	}).Check()
+	if err != nil || len(s.Emulations) != 1 || s.Emulations[0].Name != "emulated" || !slices.Equal(s.Policies, []string{"emulated"}) {
+		t.Errorf("with an emulation: sweep %+v, %v; want it given and named", s, err)
 	}
 }
 

@@ -1,13 +1,37 @@
 package sim
 
-// policy picks a replica for a request, reading the fleet as the router would see it.
-// Implementations keep their own state (counters, rings, indexes) and must be deterministic for
-// a given Config.Seed.
-type policy interface {
-	route(f *fleet, j *job) int
+// Policy picks a replica for each request, reading the pool of replicas as the router would see
+// it, and says which branch of its rule it took. Implementations keep their own state (counters,
+// rings, indexes) and must be deterministic for a given Config.Seed. Router emulations live in
+// their product's package (internal/router/<product>) and reach the simulator through this
+// interface; the idealised policies live here.
+type Policy interface {
+	// Route returns the replica (0 to p.Size()-1) and the reason: a short stable string
+	// naming the branch the router took (prefix-match, least-loaded, imbalanced,
+	// no-match-random, session-key, round-robin, ...), listed in each policy's doc comment.
+	Route(p *Pool, j *Job) (replica int, reason string)
 }
 
-// PolicyInfo describes one routing policy.
+// Observer is a Policy that tracks the requests it routed the way a router does from the
+// response stream: the first token ends a request's prefill, the last one ends the request.
+// The simulator tells it both.
+type Observer interface {
+	Prefilled(j *Job)
+	Finished(j *Job)
+}
+
+// Family groups the policies by what a team would deploy for them.
+type Family string
+
+// The families.
+const (
+	FamilyBalance Family = "balance" // round-robin, random, least-loaded: no affinity
+	FamilySession Family = "session" // session affinity, plain or with bounded load
+	FamilyKV      Family = "kv"      // prefix- or KV-aware routers
+)
+
+// PolicyInfo describes one routing policy: an idealised one (Policies) or the emulation of a
+// router product with its settings (internal/router builds those).
 type PolicyInfo struct {
 	// Name is the policy's name on the command line and in results.
 	Name string
@@ -15,20 +39,77 @@ type PolicyInfo struct {
 	About string
 	// Baseline is true for the policy that "prefill tokens saved" is measured against.
 	Baseline bool
-	// Product and Source are set for an emulation of a shipped router (Emulations): the
-	// product's name and the upstream source the emulation follows.
+	// Family is what a team would deploy for it (FamilyKV when empty).
+	Family Family
+	// Product and Source are set for an emulation of a shipped router: the product's display
+	// name and the upstream source the emulation follows.
 	Product, Source string
 	// NeedsText is set for an emulation that reads the request's text or fields (Request.View):
 	// it cannot run on a trace of block hashes.
 	NeedsText bool
-	// readsIndex is set for the policies that read the fleet's block index (fleet.overlaps): only
-	// their replays keep it up to date, which saves two index updates per block cached or
-	// evicted for the others.
-	readsIndex bool
-	// check, when set, refuses a configuration the product itself refuses to start with (a
+	// ReadsIndex is set for the policies that read the pool's block index (Pool.Overlaps,
+	// Pool.Runs): only their replays keep it up to date, which saves two index updates per
+	// block cached or evicted for the others.
+	ReadsIndex bool
+	// Check, when set, refuses a configuration the product itself refuses to start with (a
 	// *CannotRunError saying why): the simulation then returns it, never a figure.
+	Check func(c Config, t *Trace) error
+	// New returns a fresh policy for one replay of a trace of blocks of blockSize tokens.
+	New func(c Config, blockSize int) Policy
+
+	// check and newPolicy are the emulations not yet moved to their product's package.
 	check     func(c Config, t *Trace) error
 	newPolicy func(c Config, blockSize int) policy
+}
+
+// FamilyOf is the family of the policy named, among the idealised policies and emulations;
+// FamilyKV for a name it does not know.
+func FamilyOf(name string, emulations []PolicyInfo) Family {
+	for _, l := range [][]PolicyInfo{Policies(), emulations} {
+		for _, p := range l {
+			if p.Name == name && p.Family != "" {
+				return p.Family
+			}
+		}
+	}
+	return FamilyKV
+}
+
+// policy is the emulations' former interface, kept for those not yet moved (legacy adapts it).
+type policy interface {
+	route(f *fleet, j *job) int
+}
+
+// legacy adapts a policy to Policy, with no reason.
+type legacy struct{ p policy }
+
+func (l legacy) Route(p *Pool, j *Job) (int, string) { return l.p.route(p, j), "" }
+
+// legacyObserver is legacy for a policy that observes its requests.
+type legacyObserver struct {
+	legacy
+	o loadObserver
+}
+
+func (l legacyObserver) Prefilled(j *Job) { l.o.prefilled(j) }
+func (l legacyObserver) Finished(j *Job)  { l.o.finished(j) }
+
+// loadObserver is Observer for the emulations not yet moved.
+type loadObserver interface {
+	prefilled(j *job)
+	finished(j *job)
+}
+
+// build returns the policy info describes, for one replay.
+func (info PolicyInfo) build(c Config, blockSize int) Policy {
+	if info.New != nil {
+		return info.New(c, blockSize)
+	}
+	p := info.newPolicy(c, blockSize)
+	if o, ok := p.(loadObserver); ok {
+		return legacyObserver{legacy{p}, o}
+	}
+	return legacy{p}
 }
 
 // Policies lists every policy in the order results are shown: load-only policies first, then

@@ -10,12 +10,13 @@ import (
 
 // ParsePolicies reads a comma-separated list of names into the policies to simulate, without
 // repeats and in the order results are shown whatever order the list gave: the idealised
-// policies in the order of Policies, then the router emulations in the order of Emulations. A
+// policies in the order of Policies, then the router emulations in the order of emulations. A
 // name is a policy's (round-robin, kv-llmd, ...), an emulation's (llmd-precise,
 // prodstack-prefixaware, ...), "all" (every idealised policy, the default) or "routers" (every
 // emulation). An unknown name or an empty list is an error naming what to give.
-func ParsePolicies(list string) ([]string, error) {
-	all, routers, order := PolicyNames(), emulationNames(), everyName()
+func ParsePolicies(list string, emulations []PolicyInfo) ([]string, error) {
+	all, routers := PolicyNames(), names(emulations)
+	order := append(slices.Clone(all), routers...)
 	var out []string
 	add := func(names ...string) {
 		for _, n := range names {

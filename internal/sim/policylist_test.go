@@ -11,39 +11,38 @@ import (
 // every policy; an unknown name and an empty list are errors.
 func TestParsePolicies(t *testing.T) {
 	all := PolicyNames()
-	got, err := ParsePolicies(" session, round-robin ,session,")
+	// Emulations in the order internal/router lists them.
+	emus := []PolicyInfo{{Name: "llmd-approx"}, {Name: "prodstack-prefixaware"}, {Name: "litellm-simple-shuffle"}}
+	got, err := ParsePolicies(" session, round-robin ,session,", emus)
 	if err != nil || !slices.Equal(got, []string{"round-robin", "session"}) {
 		t.Errorf("ParsePolicies = %q, %v; want round-robin, session", got, err)
 	}
-	if got, err := ParsePolicies(" all "); err != nil || !slices.Equal(got, all) {
+	if got, err := ParsePolicies(" all ", emus); err != nil || !slices.Equal(got, all) {
 		t.Errorf("ParsePolicies(all) = %q, %v; want %q", got, err, all)
 	}
-	var routers []string
-	for _, e := range Emulations() {
-		routers = append(routers, e.Name)
-	}
-	if got, err := ParsePolicies("routers"); err != nil || !slices.Equal(got, routers) {
+	routers := names(emus)
+	if got, err := ParsePolicies("routers", emus); err != nil || !slices.Equal(got, routers) {
 		t.Errorf("ParsePolicies(routers) = %q, %v; want every emulation %q", got, err, routers)
 	}
-	// Emulations come after the idealised policies, in the order of Emulations, whatever the
+	// Emulations come after the idealised policies, in the order given, whatever the
 	// list's order; the keywords mix with names.
-	got, err = ParsePolicies("prodstack-prefixaware, kv-llmd, llmd-approx")
+	got, err = ParsePolicies("prodstack-prefixaware, kv-llmd, llmd-approx", emus)
 	if want := []string{"kv-llmd", "llmd-approx", "prodstack-prefixaware"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("ParsePolicies(mixed) = %q, %v; want %q", got, err, want)
 	}
-	if got, err := ParsePolicies("llmd-approx,all"); err != nil || !slices.Equal(got, append(slices.Clone(all), "llmd-approx")) {
+	if got, err := ParsePolicies("llmd-approx,all", emus); err != nil || !slices.Equal(got, append(slices.Clone(all), "llmd-approx")) {
 		t.Errorf("ParsePolicies(llmd-approx,all) = %q, %v; want the policies then llmd-approx", got, err)
 	}
 	want := `unknown policy "lru": use all (the idealised policies), routers (the router emulations) or some of ` + strings.Join(append(slices.Clone(all), routers...), ", ")
-	if _, err := ParsePolicies("round-robin,lru"); err == nil || err.Error() != want {
+	if _, err := ParsePolicies("round-robin,lru", emus); err == nil || err.Error() != want {
 		t.Errorf("unknown policy: err = %v", err)
 	}
 	// An emulation runs when named, after the idealised policies; "all" does not include them.
-	got, err = ParsePolicies("litellm-simple-shuffle,prodstack-prefixaware,kv-load")
+	got, err = ParsePolicies("litellm-simple-shuffle,prodstack-prefixaware,kv-load", emus)
 	if err != nil || !slices.Equal(got, []string{"kv-load", "prodstack-prefixaware", "litellm-simple-shuffle"}) {
 		t.Errorf("ParsePolicies with emulations = %q, %v; want kv-load, prodstack-prefixaware, litellm-simple-shuffle", got, err)
 	}
-	if _, err := ParsePolicies(" , "); err == nil || err.Error() != "no policy named" {
+	if _, err := ParsePolicies(" , ", emus); err == nil || err.Error() != "no policy named" {
 		t.Errorf("empty list: err = %v", err)
 	}
 }

@@ -6,9 +6,9 @@ var prodStackKVAwareInfo = PolicyInfo{
 	Product:    "vLLM production-stack",
 	Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py KvawareRouter (\"TODO: Handle chat completions\"), parsers/parser.py --kv-aware-threshold 2000; LMCache lmcache/v1/cache_controller KVController.lookup; ROUTERS.md §3, SPEC §6",
 	NeedsText:  true,
-	readsIndex: true,
+	ReadsIndex: true,
 	newPolicy: func(c Config, _ int) policy {
-		s := c.routers().ProdStack
+		s := c.settings().ProdStack
 		return &prodStackKVAwarePolicy{key: s.SessionKey, threshold: s.KVAwareThreshold, ring: sessionRing{seed: c.Seed}}
 	},
 }

@@ -11,15 +11,15 @@ var prodStackLoadAwareInfo = PolicyInfo{
 	Product:    "vLLM production-stack",
 	Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py LoadAwareRouter (PR #1035; --loadaware-beta 1.0, env LOADAWARE_BETA), docs use_cases/loadaware-routing.rst; LMCache KVController.lookup; ROUTERS.md §3, SPEC §6",
 	NeedsText:  true,
-	readsIndex: true,
+	ReadsIndex: true,
 	check: func(c Config, t *Trace) error {
-		if b := c.routers().ProdStack.LoadBeta; math.IsNaN(b) || math.IsInf(b, 0) {
+		if b := c.settings().ProdStack.LoadBeta; math.IsNaN(b) || math.IsInf(b, 0) {
 			return &CannotRunError{Policy: "prodstack-loadaware", Trace: t.Name, Reason: fmt.Sprintf("--loadaware-beta %v is not a finite number: every score would be undefined", b)}
 		}
 		return nil
 	},
 	newPolicy: func(c Config, _ int) policy {
-		s := c.routers().ProdStack
+		s := c.settings().ProdStack
 		return &prodStackLoadAwarePolicy{key: s.SessionKey, beta: s.LoadBeta, ring: sessionRing{seed: c.Seed}}
 	},
 }

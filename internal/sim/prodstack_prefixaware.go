@@ -13,7 +13,7 @@ var prodStackPrefixAwareInfo = PolicyInfo{
 	NeedsText: true,
 	newPolicy: func(c Config, _ int) policy {
 		return &prodStackPrefixPolicy{
-			minMatch: c.routers().ProdStack.PrefixMinMatch,
+			minMatch: c.settings().ProdStack.PrefixMinMatch,
 			rng:      rand.New(rand.NewPCG(c.Seed, 0x707265666978)),
 			trie:     newChunkTrie(maxFleet(c)),
 		}

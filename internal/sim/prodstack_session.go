@@ -7,13 +7,13 @@ var prodStackSessionInfo = PolicyInfo{
 	Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py SessionRouter, RoutingInterface._qps_routing, extract_session_id; stats/request_stats.py; parsers/parser.py (--session-key, --request-stats-window 60); ROUTERS.md §3, SPEC §6",
 	NeedsText: true,
 	check: func(c Config, t *Trace) error {
-		if c.routers().ProdStack.SessionKey == "" {
+		if c.settings().ProdStack.SessionKey == "" {
 			return &CannotRunError{Policy: "prodstack-session", Trace: t.Name, Reason: `production-stack's session router refuses to start without a session key: SessionRouter raises ValueError("SessionRouter must be initialized with a session_key") when --session-key (Helm routerSpec.sessionKey) is not set; give the header your clients send`}
 		}
 		return nil
 	},
 	newPolicy: func(c Config, _ int) policy {
-		return &prodStackSessionPolicy{key: c.routers().ProdStack.SessionKey, ring: sessionRing{seed: c.Seed}}
+		return &prodStackSessionPolicy{key: c.settings().ProdStack.SessionKey, ring: sessionRing{seed: c.Seed}}
 	},
 }
 

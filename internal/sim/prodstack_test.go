@@ -38,7 +38,7 @@ func textTrace(bs int, rs ...Request) *Trace {
 func withProdStack(c Config, fn func(*ProdStackSettings)) Config {
 	r := DefaultRouterSettings()
 	fn(&r.ProdStack)
-	c.Routers = &r
+	c.routers = &r
 	return c
 }
 

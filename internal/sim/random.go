@@ -3,13 +3,15 @@ package sim
 import "math/rand/v2"
 
 var randomInfo = PolicyInfo{
-	Name:  "random",
-	About: "uniformly random replica (seeded)",
-	newPolicy: func(c Config, _ int) policy {
+	Name:   "random",
+	About:  "uniformly random replica (seeded)",
+	Family: FamilyBalance,
+	New: func(c Config, _ int) Policy {
 		return &randomPolicy{rng: rand.New(rand.NewPCG(c.Seed, 1))}
 	},
 }
 
+// randomPolicy is a uniformly random replica. Reason: random.
 type randomPolicy struct{ rng *rand.Rand }
 
-func (p *randomPolicy) route(f *fleet, _ *job) int { return p.rng.IntN(f.size()) }
+func (p *randomPolicy) Route(f *Pool, _ *Job) (int, string) { return p.rng.IntN(f.Size()), "random" }

@@ -1,16 +1,19 @@
 package sim
 
 var roundRobinInfo = PolicyInfo{
-	Name:      "round-robin",
-	About:     "replicas in turn; the baseline for prefill tokens saved",
-	Baseline:  true,
-	newPolicy: func(Config, int) policy { return &roundRobinPolicy{} },
+	Name:     "round-robin",
+	About:    "replicas in turn; the baseline for prefill tokens saved",
+	Baseline: true,
+	Family:   FamilyBalance,
+	New:      func(Config, int) Policy { return &roundRobinPolicy{} },
 }
 
+// roundRobinPolicy sends each request to the replica after the last one chosen. Reason:
+// round-robin.
 type roundRobinPolicy struct{ next int }
 
-func (p *roundRobinPolicy) route(f *fleet, _ *job) int {
-	i := p.next % f.size()
+func (p *roundRobinPolicy) Route(f *Pool, _ *Job) (int, string) {
+	i := p.next % f.Size()
 	p.next = i + 1
-	return i
+	return i, "round-robin"
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -259,9 +260,9 @@ func (e *CannotRunError) Error() string {
 	return fmt.Sprintf("%s cannot run on %s: %s", e.Policy, e.Trace, e.Reason)
 }
 
-// Emulations lists the emulated routers, in the order results are shown: by product, then
-// algorithm. Each lives in a file of its own; adding one is that file plus its line here.
-func Emulations() []PolicyInfo {
+// legacyEmulations lists the emulations not yet moved to their product's package
+// (internal/router/<product>), which reach them through Emulation.
+func legacyEmulations() []PolicyInfo {
 	return []PolicyInfo{
 		llmdApproxInfo,
 		llmdPreciseInfo,
@@ -272,20 +273,40 @@ func Emulations() []PolicyInfo {
 		prodStackPrefixAwareInfo,
 		prodStackKVAwareInfo,
 		prodStackLoadAwareInfo,
-		litellmShuffleInfo,
-		litellmSessionInfo,
-		litellmPromptCacheInfo,
 		sglangInfo,
 		rayInfo,
 	}
 }
 
-// routers returns the configuration's router settings: as shipped when Config.Routers is nil.
-func (c Config) routers() RouterSettings {
-	if c.Routers == nil {
+// Emulation returns the emulation named that has not yet moved to its product's package, run
+// with the settings r; ok is false for a name it does not hold.
+func Emulation(name string, r RouterSettings) (PolicyInfo, bool) {
+	for _, e := range legacyEmulations() {
+		if e.Name != name {
+			continue
+		}
+		check, newPolicy := e.check, e.newPolicy
+		if check != nil {
+			e.check = func(c Config, t *Trace) error {
+				c.routers = &r
+				return check(c, t)
+			}
+		}
+		e.newPolicy = func(c Config, blockSize int) policy {
+			c.routers = &r
+			return newPolicy(c, blockSize)
+		}
+		return e, true
+	}
+	return PolicyInfo{}, false
+}
+
+// settings returns the configuration's router settings: as shipped when none were set.
+func (c Config) settings() RouterSettings {
+	if c.routers == nil {
 		return DefaultRouterSettings()
 	}
-	return *c.Routers
+	return *c.routers
 }
 
 // needsView reports whether an emulation can run on t: one that reads the request's text needs
@@ -305,22 +326,35 @@ func needsView(info PolicyInfo, t *Trace) error {
 	return nil
 }
 
-// emulationNames returns the names of Emulations, in order.
-func emulationNames() []string {
-	var out []string
-	for _, e := range Emulations() {
-		out = append(out, e.Name)
+// names returns the names of infos, in order.
+func names(infos []PolicyInfo) []string {
+	out := make([]string, len(infos))
+	for i, e := range infos {
+		out[i] = e.Name
 	}
 	return out
 }
 
 // everyName is every name a simulation takes, in the order results are shown: the idealised
-// policies, then the emulations.
-func everyName() []string { return append(PolicyNames(), emulationNames()...) }
+// policies, then the emulations (then those not yet moved that emulations does not hold).
+func everyName(emulations []PolicyInfo) []string {
+	out := append(PolicyNames(), names(emulations)...)
+	for _, e := range legacyEmulations() {
+		if !slices.Contains(out, e.Name) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
 
-// lookupPolicy finds a policy or an emulation by name.
-func lookupPolicy(name string) (PolicyInfo, bool) {
-	for _, l := range [][]PolicyInfo{Policies(), Emulations()} {
+// lookupPolicy finds a policy or an emulation not yet moved by name.
+func lookupPolicy(name string) (PolicyInfo, bool) { return lookupIn(name, nil) }
+
+// lookupIn finds a policy or an emulation by name: among the idealised policies, the
+// emulations given, and those not yet moved to their product's package (run with
+// Config.routers).
+func lookupIn(name string, emulations []PolicyInfo) (PolicyInfo, bool) {
+	for _, l := range [][]PolicyInfo{Policies(), emulations, legacyEmulations()} {
 		for _, p := range l {
 			if p.Name == name {
 				return p, true

@@ -69,22 +69,60 @@ type Result struct {
 	FreshShare *float64
 }
 
-// Simulate replays the trace through one fleet under one policy.
-func Simulate(t *Trace, c Config, policyName string) (Result, error) {
-	res, _, err := simulateRun(t, c, policyName, false, nil)
+// Simulate replays the trace through one fleet under one policy: an idealised one (Policies)
+// or one of emulations (the router emulations the caller may name; internal/router lists them).
+func Simulate(t *Trace, c Config, policyName string, emulations ...PolicyInfo) (Result, error) {
+	info, err := lookup(policyName, emulations)
+	if err != nil {
+		return Result{}, err
+	}
+	res, _, err := simulateInfo(t, c, info, false, nil)
 	return res, err
 }
 
-// SimulateContext is Simulate that stops with ctx's error when ctx ends, looking at it every
-// few thousand requests: a replay of millions of requests takes minutes.
-func SimulateContext(ctx context.Context, t *Trace, c Config, policyName string) (Result, error) {
-	res, _, err := simulateRun(t, c, policyName, false, &watch{ctx: ctx, routed: new(atomic.Int64)})
+// SimulatePolicy replays the trace through one fleet under the policy info describes (a router
+// emulation with its settings), stopping with ctx's error when ctx ends, looking at it every few
+// thousand requests: a replay of millions of requests takes minutes.
+func SimulatePolicy(ctx context.Context, t *Trace, c Config, info PolicyInfo) (Result, error) {
+	res, _, err := simulateInfo(t, c, info, false, &watch{ctx: ctx, routed: new(atomic.Int64)})
 	return res, err
+}
+
+// Route is where one request (or one sibling of an n > 1 request) went and why.
+type Route struct {
+	// Request is the request's index in the trace (input order, from 0); its siblings share it.
+	Request int
+	// Replica is the replica it was sent to, from 0.
+	Replica int
+	// CachedTokens are its prompt tokens found in that replica's prefix cache when its prefill
+	// started.
+	CachedTokens int
+	// Reason names the branch of its rule the policy took (Policy.Route).
+	Reason string
+}
+
+// SimulateRoutes is SimulatePolicy that also returns every request's route, in the order the
+// requests were sent (siblings next to each other). It keeps 48 bytes a request sent.
+func SimulateRoutes(ctx context.Context, t *Trace, c Config, info PolicyInfo) (Result, []Route, error) {
+	res, jobs, err := simulateInfo(t, c, info, true, &watch{ctx: ctx, routed: new(atomic.Int64)})
+	if err != nil {
+		return Result{}, nil, err
+	}
+	routes := make([]Route, len(jobs))
+	for k := range jobs {
+		j := &jobs[k]
+		routes[k] = Route{Request: j.index, Replica: j.rep, CachedTokens: j.hit * t.BlockSize, Reason: j.reason}
+	}
+	return res, routes, nil
 }
 
 // simulate is Simulate that also returns every job, for tests to check routes and hits.
-func simulate(t *Trace, c Config, policyName string) (Result, []job, error) {
-	return simulateRun(t, c, policyName, true, nil)
+func simulate(t *Trace, c Config, policyName string, emulations ...PolicyInfo) (Result, []Job, error) {
+	info, err := lookup(policyName, emulations)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	return simulateInfo(t, c, info, true, nil)
 }
 
 // watch lets a sweep follow and stop a simulation: routed counts requests routed across the
@@ -97,26 +135,30 @@ type watch struct {
 // watchEvery is how many requests a simulation routes between looks at its watch.
 const watchEvery = 1 << 12
 
-func simulateRun(t *Trace, c Config, policyName string, record bool, w *watch) (Result, []job, error) {
-	if err := c.validate(); err != nil {
-		return Result{}, nil, err
-	}
-	info, ok := lookupPolicy(policyName)
+// lookup finds the policy or emulation named, or says what to name instead.
+func lookup(name string, emulations []PolicyInfo) (PolicyInfo, error) {
+	info, ok := lookupIn(name, emulations)
 	if !ok {
-		return Result{}, nil, fmt.Errorf("unknown policy %q: use one of %s", policyName, strings.Join(everyName(), ", "))
+		return PolicyInfo{}, fmt.Errorf("unknown policy %q: use one of %s", name, strings.Join(everyName(emulations), ", "))
 	}
-	return simulateInfo(t, c, info, record, w)
+	return info, nil
 }
 
 // simulateInfo replays the trace under the policy info describes; tests give it policies of
 // their own (second models of an emulation) that no list holds.
-func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (Result, []job, error) {
+func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (Result, []Job, error) {
+	if err := c.validate(); err != nil {
+		return Result{}, nil, err
+	}
 	policyName := info.Name
 	if err := needsView(info, t); err != nil {
 		return Result{}, nil, err
 	}
-	if info.check != nil {
-		if err := info.check(c, t); err != nil {
+	for _, check := range []func(Config, *Trace) error{info.Check, info.check} {
+		if check == nil {
+			continue
+		}
+		if err := check(c, t); err != nil {
 			return Result{}, nil, err
 		}
 	}
@@ -137,14 +179,14 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 		}
 		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings (%s), more than the %d a simulation sends: raise the limit with --max-trace-requests if the machine has the memory (8 bytes a request sent, about 100 a request waiting), %sor simulate a part of the trace", t.Name, n, whose, limit, lower)
 	}
-	f := newFleet(c, t.BlockSize, t.distinct, info.readsIndex)
-	p := info.newPolicy(c, t.BlockSize)
-	if o, ok := p.(loadObserver); ok {
+	f := newPool(c, t.BlockSize, t.distinct, info.ReadsIndex)
+	p := info.build(c, t.BlockSize)
+	if o, ok := p.(Observer); ok {
 		f.obs = o
 	}
 	f.tally.ttft = make([]float64, 0, n)
 	if record {
-		f.tally.records = make([]job, n)
+		f.tally.records = make([]Job, n)
 	}
 	added := c.AddReplicaAt < 0
 	freshFrom, afterAdd, sent := 0, 0, 0
@@ -159,11 +201,11 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 			}
 			f.advance(r.Arrival)
 			j := f.pool.get()
-			*j = job{seq: sent, req: r, ids: t.blockIDs(i), arrival: r.Arrival, steady: r.Arrival >= c.MeasureFrom && i >= c.MeasureFromRequest}
+			*j = Job{seq: sent, index: i, req: r, ids: t.blockIDs(i), arrival: r.Arrival, steady: r.Arrival >= c.MeasureFrom && i >= c.MeasureFromRequest}
 			sent++
-			j.rep = p.route(f, j)
-			if j.rep < 0 || j.rep >= f.size() {
-				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.size())
+			j.rep, j.reason = p.Route(f, j)
+			if j.rep < 0 || j.rep >= f.Size() {
+				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.Size())
 			}
 			if added && c.AddReplicaAt >= 0 {
 				afterAdd++
@@ -276,6 +318,10 @@ type Sweep struct {
 	Replicas []int
 	KVBlocks []int
 	Policies []string
+	// Emulations are the router emulations Policies may name besides the idealised policies,
+	// each with the settings it runs with, in the order results are shown (internal/router
+	// builds them).
+	Emulations []PolicyInfo
 	// Base holds everything but Replicas and KVBlocks.
 	Base Config
 	// Watch, when not nil, is called from one goroutine of Run's about every Tick (a second
@@ -322,8 +368,16 @@ func run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 	if !slices.Contains(policies, baseline) {
 		policies = append(policies, baseline)
 	}
-	order := everyName()
+	order := everyName(s.Emulations)
 	slices.SortStableFunc(policies, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
+	infos := make([]PolicyInfo, len(policies))
+	for k, name := range policies {
+		info, err := lookup(name, s.Emulations)
+		if err != nil {
+			return nil, nil, err
+		}
+		infos[k] = info
+	}
 	type point struct{ replicas, kv, pol int }
 	var points []point
 	for ki := range s.KVBlocks {
@@ -382,7 +436,7 @@ func run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 				pt := points[k]
 				c := s.Base
 				c.Replicas, c.KVBlocks = s.Replicas[pt.replicas], s.KVBlocks[pt.kv]
-				results[k], _, errs[k] = simulateRun(t, c, policies[pt.pol], false, w)
+				results[k], _, errs[k] = simulateInfo(t, c, infos[pt.pol], false, w)
 				finished.Add(1)
 				if progress != nil {
 					mu.Lock()

@@ -112,7 +112,11 @@ func BenchmarkScaleWindows(b *testing.B) {
 						}
 					}
 				}()
-				if _, _, err := simulateRun(tr, c, p, false, w); err != nil {
+				info, err := lookup(p, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := simulateInfo(tr, c, info, false, w); err != nil {
 					b.Fatal(err)
 				}
 				close(done)

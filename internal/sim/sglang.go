@@ -14,7 +14,7 @@ var sglangInfo = PolicyInfo{
 	NeedsText: true,
 	check:     sglangCheck,
 	newPolicy: func(c Config, _ int) policy {
-		s := c.routers().SGLang
+		s := c.settings().SGLang
 		return &sglangPolicy{s: s, seed: c.Seed, tree: radixTree{stampEnd: true}, nextEvict: s.EvictionIntervalSecs}
 	},
 }
@@ -24,7 +24,7 @@ var sglangInfo = PolicyInfo{
 // balance threshold below 1, an eviction interval or a tree size not above 0; and a negative or
 // non-numeric absolute threshold, which the CLI cannot parse as a count.
 func sglangCheck(c Config, t *Trace) error {
-	s := c.routers().SGLang
+	s := c.settings().SGLang
 	refuse := func(format string, a ...any) error {
 		return &CannotRunError{Policy: "sglang-cache-aware", Trace: t.Name, Reason: fmt.Sprintf(format, a...)}
 	}

@@ -226,7 +226,7 @@ func TestSGLangRefuses(t *testing.T) {
 		_, err := Simulate(tr, c, "sglang-cache-aware")
 		var cr *CannotRunError
 		if !errors.As(err, &cr) || !strings.Contains(cr.Reason, tc.name) {
-			t.Errorf("%+v: %v, want a CannotRunError about %s", c.Routers.SGLang, err, tc.name)
+			t.Errorf("%+v: %v, want a CannotRunError about %s", c.routers.SGLang, err, tc.name)
 		}
 	}
 	// The edges are accepted: threshold 0 and 1, relative threshold 1.

@@ -6,6 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
+	"github.com/kvcheck/kvcheck/internal/router/product"
+	"github.com/kvcheck/kvcheck/internal/router/ray"
+	"github.com/kvcheck/kvcheck/internal/router/sglang"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -41,7 +47,7 @@ func TestShippedRows(t *testing.T) {
 	var sg []SGLangCheck
 	for _, c := range cs {
 		if c.Policy == "sglang-cache-aware" && c.Variant == Shipped {
-			sg = append(sg, SGLangCheck{c.Label, c.Settings.SGLang.MaxTreeSize, c.Settings.SGLang.CacheThreshold})
+			sg = append(sg, SGLangCheck{c.Label, c.Settings.(sglang.Settings).MaxTreeSize, c.Settings.(sglang.Settings).CacheThreshold})
 		}
 	}
 	want := []SGLangCheck{{"CLI defaults", 1 << 26, 0.3}, {"policy-hint defaults", 10000, 0.5}}
@@ -59,34 +65,34 @@ type SGLangCheck struct {
 // TestTuning: each tuned change follows from the traffic or the fleet, and only then.
 func TestTuning(t *testing.T) {
 	shipped := func(p string) Candidate {
-		return Candidate{Policy: p, Product: ProductOf(p), Variant: Shipped, Settings: sim.DefaultRouterSettings()}
+		return Candidate{Policy: p, Product: productOf(p), Variant: Shipped, Settings: shippedOf(p)}
 	}
 	// Dynamo: credit decay only when a replica is added.
 	if _, ok := tune(shipped("dynamo-kv"), Traffic{Replicas: 4}); ok {
 		t.Error("dynamo-kv tuned without an added replica")
 	}
 	c, ok := tune(shipped("dynamo-kv"), Traffic{Replicas: 4, AddReplica: true})
-	if !ok || c.Settings.Dynamo.CreditDecay != TunedCreditDecay || c.Variant != Tuned || c.Changes[0].Setting != "--router-kv-overlap-score-credit-decay" {
+	if !ok || c.Settings.(dynamo.Settings).CreditDecay != dynamo.TunedCreditDecay || c.Variant != Tuned || c.Changes[0].Setting != "--router-kv-overlap-score-credit-decay" {
 		t.Errorf("dynamo-kv tuned: %+v", c)
 	}
 	// llm-d precise: the vllm tokenizer, always (the estimate never matches).
-	if c, ok := tune(shipped("llmd-precise"), Traffic{}); !ok || c.Settings.LLMD.Tokenizer != "vllm" {
+	if c, ok := tune(shipped("llmd-precise"), Traffic{}); !ok || c.Settings.(llmd.Settings).Tokenizer != "vllm" {
 		t.Errorf("llmd-precise tuned: %+v", c)
 	}
 	// Ray: a finite threshold when one first block opens more than a replica's share: 30% of
 	// requests on 4 replicas (fair 25%) yes, 20% no.
-	if c, ok := tune(shipped("ray-prefix-affinity"), Traffic{Replicas: 4, HotPrefixShare: 0.3}); !ok || c.Settings.Ray.ImbalancedThreshold != TunedRayImbalance {
+	if c, ok := tune(shipped("ray-prefix-affinity"), Traffic{Replicas: 4, HotPrefixShare: 0.3}); !ok || c.Settings.(ray.Settings).ImbalancedThreshold != ray.TunedImbalance {
 		t.Errorf("ray tuned at 30%%: %+v", c)
 	}
 	if _, ok := tune(shipped("ray-prefix-affinity"), Traffic{Replicas: 4, HotPrefixShare: 0.2}); ok {
 		t.Error("ray tuned at 20% on 4 replicas")
 	}
 	// SGLang: the tree holds what the fleet holds, 4 x 1 Mi tokens x 4 characters = 16 Mi.
-	if c, ok := tune(shipped("sglang-cache-aware"), Traffic{Replicas: 4, KVTokens: 1 << 20}); !ok || c.Settings.SGLang.MaxTreeSize != 1<<24 {
-		t.Errorf("sglang tuned: %+v", c.Settings.SGLang)
+	if c, ok := tune(shipped("sglang-cache-aware"), Traffic{Replicas: 4, KVTokens: 1 << 20}); !ok || c.Settings.(sglang.Settings).MaxTreeSize != 1<<24 {
+		t.Errorf("sglang tuned: %+v", c.Settings.(sglang.Settings))
 	}
 	// production-stack session: the traffic's header becomes the key.
-	if c, ok := tune(shipped("prodstack-session"), Traffic{SessionHeader: "x-session-id"}); !ok || c.Settings.ProdStack.SessionKey != "x-session-id" {
+	if c, ok := tune(shipped("prodstack-session"), Traffic{SessionHeader: "x-session-id"}); !ok || c.Settings.(prodstack.Settings).SessionKey != "x-session-id" {
 		t.Errorf("prodstack-session tuned: %+v", c)
 	}
 	if _, ok := tune(shipped("prodstack-session"), Traffic{}); ok {
@@ -96,13 +102,13 @@ func TestTuning(t *testing.T) {
 	if _, ok := tune(shipped("llmd-approx"), Traffic{Replicas: 4, AddReplica: true, HotPrefixShare: 1}); ok {
 		t.Error("llmd-approx tuned")
 	}
-	if !math.IsInf(sim.DefaultRouterSettings().Ray.ImbalancedThreshold, 1) {
+	if !math.IsInf(ray.Shipped().ImbalancedThreshold, 1) {
 		t.Error("tuning changed the shipped defaults")
 	}
 }
 
-// TestTrafficOf reads a request log's facts: the commonest session header, LiteLLM's id rule,
-// cache_control, the hot first block.
+// TestTrafficOf reads a request log's facts: the commonest session header, cache_control, the
+// hot first block (LiteLLM's id rule is litellm's TestSessions).
 func TestTrafficOf(t *testing.T) {
 	tr := &sim.Trace{Name: "r.jsonl", Format: "requests", BlockSize: 16, PrefixInfo: true, Requests: []sim.Request{
 		{Blocks: []uint64{1, 2}, View: &sim.View{Chat: true, Headers: map[string]string{"x-session-id": "abc"}}},
@@ -110,18 +116,13 @@ func TestTrafficOf(t *testing.T) {
 		{Blocks: []uint64{1, 4}, View: &sim.View{Chat: true, Headers: map[string]string{"x-acme-session-id": "short"}}},
 		{Blocks: []uint64{5, 6}, View: &sim.View{CacheKey: 7}},
 	}}
-	got := TrafficOf(tr, 4, 1<<20, false)
-	// x-session-id twice, x-acme-session-id once; "short" has 5 characters (LiteLLM wants 8),
-	// and x-session-id does not match ^x-.+-session-id$: no LiteLLM session.
-	if !got.Text || !got.Chat || got.SessionHeader != "x-session-id" || got.LiteLLMSessions || !got.CacheControl || got.HotPrefixShare != 0.75 {
+	got := product.TrafficOf(tr, 4, 1<<20, false)
+	// x-session-id twice, x-acme-session-id once.
+	if !got.Text || !got.Chat || got.SessionHeader != "x-session-id" || !got.CacheControl || got.HotPrefixShare != 0.75 {
 		t.Errorf("%+v", got)
 	}
-	tr.Requests[2].View.Headers["x-acme-session-id"] = "conv-000001"
-	if got := TrafficOf(tr, 4, 1<<20, false); !got.LiteLLMSessions {
-		t.Error("x-acme-session-id conv-000001 is a LiteLLM session id")
-	}
 	tr.Requests[3].View = nil
-	if got := TrafficOf(tr, 4, 1<<20, false); got.Text {
+	if got := product.TrafficOf(tr, 4, 1<<20, false); got.Text {
 		t.Error("a request without a view makes the traffic not text")
 	}
 }
@@ -152,8 +153,8 @@ func TestWithoutEngineEvents(t *testing.T) {
 			if k < 0 || c.Requirements[k].Status != tc.status {
 				t.Errorf("%s %s: requirements %+v, want KV events %s", c.Variant, tc.status, c.Requirements, tc.status)
 			}
-			if c.Settings.LLMD.NoEngineEvents != tc.noEvents[i] || c.Settings.Dynamo.NoEngineEvents {
-				t.Errorf("%s %s: no engine events %v, want %v", c.Variant, tc.status, c.Settings.LLMD.NoEngineEvents, tc.noEvents[i])
+			if c.Settings.(llmd.Settings).NoEngineEvents != tc.noEvents[i] {
+				t.Errorf("%s %s: no engine events %v, want %v", c.Variant, tc.status, c.Settings.(llmd.Settings).NoEngineEvents, tc.noEvents[i])
 			}
 			if want := tc.notes[i]; want == "" && len(c.Notes) != 0 || want != "" && (len(c.Notes) != 1 || !strings.HasPrefix(c.Notes[0], want)) {
 				t.Errorf("%s %s: notes %q, want %q", c.Variant, tc.status, c.Notes, want)

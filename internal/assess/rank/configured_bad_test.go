@@ -6,29 +6,34 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/lint"
-	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 )
 
 // A value that is not the kind its setting takes keeps the shipped value and says so on the
 // row, naming the setting, the value and where it was set; it is never dropped in silence.
 func TestConfiguredUnreadableValues(t *testing.T) {
-	shipped := sim.DefaultRouterSettings()
+	shipped := struct {
+		LLMD   llmd.Settings
+		Dynamo dynamo.Settings
+	}{llmd.Shipped(), dynamo.Shipped()}
 	for _, tc := range []struct {
 		kind, key, val string
-		read           func(sim.RouterSettings) any
+		read           func(product.Settings) any
 		want           any
 	}{
-		{lint.RouterLLMD, "prefix-cache-scorer", `"abc"`, func(s sim.RouterSettings) any { return s.LLMD.PrefixWeight }, shipped.LLMD.PrefixWeight},
-		{lint.RouterLLMD, "prefix-cache-scorer", ".nan", func(s sim.RouterSettings) any { return s.LLMD.PrefixWeight }, shipped.LLMD.PrefixWeight},
-		{lint.RouterLLMD, "blockSizeTokens", "16k", func(s sim.RouterSettings) any { return s.LLMD.BlockSizeTokens }, shipped.LLMD.BlockSizeTokens},
-		{lint.RouterLLMD, "autoTune", "maybe", func(s sim.RouterSettings) any { return s.LLMD.AutoTune }, shipped.LLMD.AutoTune},
+		{lint.RouterLLMD, "prefix-cache-scorer", `"abc"`, func(s product.Settings) any { return s.(llmd.Settings).PrefixWeight }, shipped.LLMD.PrefixWeight},
+		{lint.RouterLLMD, "prefix-cache-scorer", ".nan", func(s product.Settings) any { return s.(llmd.Settings).PrefixWeight }, shipped.LLMD.PrefixWeight},
+		{lint.RouterLLMD, "blockSizeTokens", "16k", func(s product.Settings) any { return s.(llmd.Settings).BlockSizeTokens }, shipped.LLMD.BlockSizeTokens},
+		{lint.RouterLLMD, "autoTune", "maybe", func(s product.Settings) any { return s.(llmd.Settings).AutoTune }, shipped.LLMD.AutoTune},
 		// The precise producer's block size: an unreadable blockSizeTokens was passed over for
 		// the deprecated blockSize (or the default) without a word.
-		{lint.RouterLLMD, "tokenProcessorConfig.blockSizeTokens", "16k", func(s sim.RouterSettings) any { return s.LLMD.PreciseBlockSizeTokens }, shipped.LLMD.PreciseBlockSizeTokens},
+		{lint.RouterLLMD, "tokenProcessorConfig.blockSizeTokens", "16k", func(s product.Settings) any { return s.(llmd.Settings).PreciseBlockSizeTokens }, shipped.LLMD.PreciseBlockSizeTokens},
 		// Dynamo's deprecated overlap weight: an unreadable one fell back to the prefill load
 		// scale without a note; the deprecated --load-aware (DYN_ROUTER_LOAD_AWARE) likewise.
-		{lint.RouterDynamo, "--router-kv-overlap-score-weight", "high", func(s sim.RouterSettings) any { return s.Dynamo.OverlapWeight }, shipped.Dynamo.OverlapWeight},
-		{lint.RouterDynamo, "--load-aware", "yes please", func(s sim.RouterSettings) any { return s.Dynamo.KVEvents }, shipped.Dynamo.KVEvents},
+		{lint.RouterDynamo, "--router-kv-overlap-score-weight", "high", func(s product.Settings) any { return s.(dynamo.Settings).OverlapWeight }, shipped.Dynamo.OverlapWeight},
+		{lint.RouterDynamo, "--load-aware", "yes please", func(s product.Settings) any { return s.(dynamo.Settings).KVEvents }, shipped.Dynamo.KVEvents},
 	} {
 		r := lint.RouterFacts{Kind: tc.kind, File: "epc.yaml", Line: 7, Values: map[string]string{tc.key: tc.val}}
 		rows := configured(r, "epc.yaml:7")
@@ -54,13 +59,13 @@ func TestParseFloatEdges(t *testing.T) {
 		"1.5": 1.5, `"2"`: 2, "inf": math.Inf(1), ".inf": math.Inf(1), `float("inf")`: math.Inf(1),
 		"-inf": math.Inf(-1), "-.inf": math.Inf(-1), `float('-inf')`: math.Inf(-1),
 	} {
-		if got, err := parseFloat(v); err != nil || got != want {
-			t.Errorf("parseFloat(%s) = %v, %v; want %v", v, got, err, want)
+		if got, err := product.ParseFloat(v); err != nil || got != want {
+			t.Errorf("product.ParseFloat(%s) = %v, %v; want %v", v, got, err, want)
 		}
 	}
 	for _, v := range []string{"nan", ".nan", "NaN", "info", "abc", ""} {
-		if got, err := parseFloat(v); err == nil {
-			t.Errorf("parseFloat(%q) = %v, want an error", v, got)
+		if got, err := product.ParseFloat(v); err == nil {
+			t.Errorf("product.ParseFloat(%q) = %v, want an error", v, got)
 		}
 	}
 }
@@ -86,8 +91,8 @@ schedulingProfiles:
 		t.Fatalf("%d routers, want 1", len(f.Routers))
 	}
 	r := f.Routers[0]
-	if r.Settings.LLMD.PrefixWeight != 9 || r.Settings.LLMD.QueueWeight != 0 {
-		t.Errorf("weights prefix %v queue %v, want the first profile's 9 and 0", r.Settings.LLMD.PrefixWeight, r.Settings.LLMD.QueueWeight)
+	if r.Settings.(llmd.Settings).PrefixWeight != 9 || r.Settings.(llmd.Settings).QueueWeight != 0 {
+		t.Errorf("weights prefix %v queue %v, want the first profile's 9 and 0", r.Settings.(llmd.Settings).PrefixWeight, r.Settings.(llmd.Settings).QueueWeight)
 	}
 	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "2 scheduling profiles (prefill, decode)") || !strings.Contains(r.Notes[0], "epc.yaml:1") {
 		t.Errorf("notes %q, want one naming both profiles and epc.yaml:1", r.Notes)

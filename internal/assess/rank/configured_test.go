@@ -9,6 +9,10 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/litellm"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -83,7 +87,7 @@ func TestConfiguredRowDiffers(t *testing.T) {
 	for i := range 16 {
 		tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(10 * i), Blocks: blocks(1, 10, uint64(i)), InputTokens: 176, OutputTokens: 10})
 	}
-	cands := Candidates(infos("dynamo-kv"), TrafficOf(tr, 2, 16000, false), files)
+	cands := Candidates(infos("dynamo-kv"), product.TrafficOf(tr, 2, 16000, false), files)
 	var variants []string
 	for _, c := range cands {
 		variants = append(variants, c.Variant)
@@ -92,8 +96,8 @@ func TestConfiguredRowDiffers(t *testing.T) {
 		t.Fatalf("rows (-want +got):\n%s", d)
 	}
 	conf := cands[1]
-	if conf.Settings.Dynamo.KVEvents || conf.Settings.Dynamo.TTLSecs != 5 || conf.Label != "dgd.yaml:8" {
-		t.Errorf("configured: %+v at %s", conf.Settings.Dynamo, conf.Label)
+	if conf.Settings.(dynamo.Settings).KVEvents || conf.Settings.(dynamo.Settings).TTLSecs != 5 || conf.Label != "dgd.yaml:8" {
+		t.Errorf("configured: %+v at %s", conf.Settings.(dynamo.Settings), conf.Label)
 	}
 	var changed []string
 	for _, c := range conf.Changes {
@@ -114,17 +118,17 @@ func TestConfiguredRowDiffers(t *testing.T) {
 	if shipped.LoadMaxOverMean >= 2 || shipped.Rank != 2 || shipped.HitRate != 140.0/176 {
 		t.Errorf("shipped without engine events: load %v rank %d hit %v", shipped.LoadMaxOverMean, shipped.Rank, shipped.HitRate)
 	}
-	if !shipped.Settings.Dynamo.NoEngineEvents || len(shipped.Notes) != 1 || !strings.Contains(shipped.Notes[0], "load-only") || !strings.Contains(shipped.Notes[0], "dgd.yaml:") {
-		t.Errorf("shipped without engine events: %+v, notes %q", shipped.Settings.Dynamo, shipped.Notes)
+	if !shipped.Settings.(dynamo.Settings).NoEngineEvents || len(shipped.Notes) != 1 || !strings.Contains(shipped.Notes[0], "load-only") || !strings.Contains(shipped.Notes[0], "dgd.yaml:") {
+		t.Errorf("shipped without engine events: %+v, notes %q", shipped.Settings.(dynamo.Settings), shipped.Notes)
 	}
-	if configured.Settings.Dynamo.NoEngineEvents || len(configured.Notes) != 0 {
-		t.Errorf("the approximate mode reads no engine events: %+v, notes %q", configured.Settings.Dynamo, configured.Notes)
+	if configured.Settings.(dynamo.Settings).NoEngineEvents || len(configured.Notes) != 0 {
+		t.Errorf("the approximate mode reads no engine events: %+v, notes %q", configured.Settings.(dynamo.Settings), configured.Notes)
 	}
 	// The same worker publishing its events: the shipped row reads them and piles on one
 	// replica, which no request waits for at this load.
 	withEvents := filesOf(t, map[string]string{"dgd.yaml": strings.Replace(dgdApprox, "args: [--model, Qwen/Qwen3-32B]",
 		`args: [--model, Qwen/Qwen3-32B, --kv-events-config, '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:20080"}']`, 1)})
-	cands = Candidates(infos("dynamo-kv"), TrafficOf(tr, 2, 16000, false), withEvents)
+	cands = Candidates(infos("dynamo-kv"), product.TrafficOf(tr, 2, 16000, false), withEvents)
 	if q := cands[0].Requirements; len(q) != 2 || q[1].Name != ReqKVEvents || q[1].Status != Met {
 		t.Fatalf("shipped requirements with the worker's events %+v", q)
 	}
@@ -177,7 +181,7 @@ router_settings:
 litellm_settings: {}
 `,
 	})
-	got := map[string]sim.RouterSettings{}
+	got := map[string]product.Settings{}
 	for _, r := range f.Routers {
 		got[r.Policy] = r.Settings
 	}
@@ -185,11 +189,11 @@ litellm_settings: {}
 		t.Fatalf("rows for %v, want llmd-approx and litellm-session-affinity only", got)
 	}
 	// A listed scorer without weight is 1, one not listed (kv-cache-utilization) 0.
-	l := got["llmd-approx"].LLMD
+	l := got["llmd-approx"].(llmd.Settings)
 	if l.PrefixWeight != 5 || l.QueueWeight != 1 || l.KVUtilWeight != 0 || l.BlockSizeTokens != 64 || l.LRUCapacityPerServer != 1000 || l.Tokenizer != "estimate" {
 		t.Errorf("llm-d: %+v", l)
 	}
-	if ll := got["litellm-session-affinity"].LiteLLM; ll.AffinityTTLSecs != 600 || ll.Redis || strings.Join(ll.PreCallChecks, ",") != "session_affinity" {
+	if ll := got["litellm-session-affinity"].(litellm.Settings); ll.AffinityTTLSecs != 600 || ll.Redis || strings.Join(ll.PreCallChecks, ",") != "session_affinity" {
 		t.Errorf("litellm: %+v", ll)
 	}
 	if f.Systems[ProdStack] == "" || f.Engines[0].Version != "0.11.0" {

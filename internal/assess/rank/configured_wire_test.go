@@ -7,6 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -29,7 +32,7 @@ func dgdFrontend(args []string, envs ...string) string {
 
 // configuredOf returns the configured settings and changes of the one router of policy the
 // files set up.
-func configuredOf(t *testing.T, files map[string]string, policy string) (sim.RouterSettings, []string) {
+func configuredOf(t *testing.T, files map[string]string, policy string) (product.Settings, []string) {
 	t.Helper()
 	f := filesOf(t, files)
 	for _, r := range f.Routers {
@@ -42,7 +45,7 @@ func configuredOf(t *testing.T, files map[string]string, policy string) (sim.Rou
 		}
 	}
 	t.Fatalf("no %s row in %v", policy, f.Routers)
-	return sim.RouterSettings{}, nil
+	return nil, nil
 }
 
 // TestConfiguredDynamoCost: Dynamo's overlap credit and prefill load scale, from flags and
@@ -80,11 +83,11 @@ func TestConfiguredDynamoCost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, ch := configuredOf(t, map[string]string{"dgd.yaml": tt.dgd}, "dynamo-kv")
-			if loadAware := strings.HasPrefix(tt.name, "load-aware"); s.Dynamo.KVEvents == loadAware {
-				t.Errorf("KV events %v: --load-aware turns them off, nothing else does here", s.Dynamo.KVEvents)
+			if loadAware := strings.HasPrefix(tt.name, "load-aware"); s.(dynamo.Settings).KVEvents == loadAware {
+				t.Errorf("KV events %v: --load-aware turns them off, nothing else does here", s.(dynamo.Settings).KVEvents)
 			}
-			if s.Dynamo.OverlapWeight != tt.weight || s.Dynamo.OverlapCredit != tt.credit {
-				t.Errorf("weight %v credit %v, want %v and %v", s.Dynamo.OverlapWeight, s.Dynamo.OverlapCredit, tt.weight, tt.credit)
+			if s.(dynamo.Settings).OverlapWeight != tt.weight || s.(dynamo.Settings).OverlapCredit != tt.credit {
+				t.Errorf("weight %v credit %v, want %v and %v", s.(dynamo.Settings).OverlapWeight, s.(dynamo.Settings).OverlapCredit, tt.weight, tt.credit)
 			}
 			if d := cmp.Diff(tt.changes, ch); d != "" {
 				t.Errorf("changes (-want +got):\n%s", d)
@@ -102,10 +105,10 @@ func TestConfiguredLLMDProducers(t *testing.T) {
 			"- type: prefix-cache-scorer\n  parameters: {prefixMatchInfoProducerName: precise-prefix-cache-producer}\n"
 	}
 	s, ch := configuredOf(t, map[string]string{"epc.yaml": epc("- type: approx-prefix-cache-producer\n  parameters: {autoTune: false, maxPrefixTokensToMatch: 4096, lruCapacityPerServer: 500}\n")}, "llmd-approx")
-	want := sim.DefaultRouterSettings().LLMD
+	want := llmd.Shipped()
 	want.AutoTune, want.MaxPrefixTokensToMatch, want.LRUCapacityPerServer = false, 4096, 500
-	if s.LLMD != want {
-		t.Errorf("approx: %+v, want %+v", s.LLMD, want)
+	if s.(llmd.Settings) != want {
+		t.Errorf("approx: %+v, want %+v", s.(llmd.Settings), want)
 	}
 	if d := cmp.Diff([]string{"autoTune=false", "lruCapacityPerServer=500", "maxPrefixTokensToMatch=4096"}, ch); d != "" {
 		t.Errorf("approx changes (-want +got):\n%s", d)
@@ -122,8 +125,8 @@ func TestConfiguredLLMDProducers(t *testing.T) {
 		{"{tokenProcessorConfig: {hashSeed: '1'}}", 16, nil},
 	} {
 		s, ch := configuredOf(t, map[string]string{"epc.yaml": epc("- type: precise-prefix-cache-producer\n  parameters: " + tt.params + "\n")}, "llmd-precise")
-		if s.LLMD.PreciseBlockSizeTokens != tt.want {
-			t.Errorf("%s: precise block size %d, want %d", tt.params, s.LLMD.PreciseBlockSizeTokens, tt.want)
+		if s.(llmd.Settings).PreciseBlockSizeTokens != tt.want {
+			t.Errorf("%s: precise block size %d, want %d", tt.params, s.(llmd.Settings).PreciseBlockSizeTokens, tt.want)
 		}
 		if d := cmp.Diff(tt.changes, ch); d != "" {
 			t.Errorf("%s: changes (-want +got):\n%s", tt.params, d)
@@ -145,7 +148,7 @@ func spacedTrace() *sim.Trace {
 func rowsByVariant(t *testing.T, policy string, files *Files) map[string]Row {
 	t.Helper()
 	tr := spacedTrace()
-	rk, err := Run(context.Background(), tr, setup(2, -1), Candidates(infos(policy), TrafficOf(tr, 2, 16000, false), files))
+	rk, err := Run(context.Background(), tr, setup(2, -1), Candidates(infos(policy), product.TrafficOf(tr, 2, 16000, false), files))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +178,8 @@ func TestConfiguredRowOverlapCredit(t *testing.T) {
 	if shipped.LoadMaxOverMean != 2 || shipped.Excluded != "" {
 		t.Errorf("shipped: load %v excluded %q, want 2.00 and ranked (no request waits)", shipped.LoadMaxOverMean, shipped.Excluded)
 	}
-	if configured.Settings.Dynamo.OverlapCredit != 0 || configured.Rank == 0 || configured.LoadMaxOverMean >= 2 || configured.HitRate < 140.0/176 {
-		t.Errorf("configured: credit %v load %v rank %d hit %v", configured.Settings.Dynamo.OverlapCredit, configured.LoadMaxOverMean, configured.Rank, configured.HitRate)
+	if configured.Settings.(dynamo.Settings).OverlapCredit != 0 || configured.Rank == 0 || configured.LoadMaxOverMean >= 2 || configured.HitRate < 140.0/176 {
+		t.Errorf("configured: credit %v load %v rank %d hit %v", configured.Settings.(dynamo.Settings).OverlapCredit, configured.LoadMaxOverMean, configured.Rank, configured.HitRate)
 	}
 }
 
@@ -204,8 +207,8 @@ func TestConfiguredRowAutoTune(t *testing.T) {
 	if shipped.LoadMaxOverMean != 2 || shipped.Excluded != "" {
 		t.Errorf("shipped: load %v excluded %q, want 2.00 and ranked (no request waits)", shipped.LoadMaxOverMean, shipped.Excluded)
 	}
-	if configured.Settings.LLMD.AutoTune || configured.Rank == 0 || configured.LoadMaxOverMean >= 2 || configured.HitRate < 140.0/176 {
-		t.Errorf("configured: autoTune %v load %v rank %d hit %v", configured.Settings.LLMD.AutoTune, configured.LoadMaxOverMean, configured.Rank, configured.HitRate)
+	if configured.Settings.(llmd.Settings).AutoTune || configured.Rank == 0 || configured.LoadMaxOverMean >= 2 || configured.HitRate < 140.0/176 {
+		t.Errorf("configured: autoTune %v load %v rank %d hit %v", configured.Settings.(llmd.Settings).AutoTune, configured.LoadMaxOverMean, configured.Rank, configured.HitRate)
 	}
 }
 
@@ -221,11 +224,8 @@ func TestConfiguredSnippetRoundTrip(t *testing.T) {
 		{"llmd-precise", "epc.yaml", "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: token-producer\n  parameters: {modelName: m, vllm: {url: 'http://a:8000'}}\n- type: precise-prefix-cache-producer\n  parameters: {tokenProcessorConfig: {blockSize: 64}}\n- type: prefix-cache-scorer\n  parameters: {prefixMatchInfoProducerName: precise-prefix-cache-producer}\n"},
 	} {
 		want, _ := configuredOf(t, map[string]string{tc.file: tc.src}, tc.policy)
-		sn := SnippetFor(Row{Candidate: Candidate{Policy: tc.policy, Product: ProductOf(tc.policy), Variant: Configured, Settings: want}})
+		sn := SnippetFor(Row{Candidate: Candidate{Policy: tc.policy, Product: productOf(tc.policy), Variant: Configured, Settings: want}})
 		back, _ := configuredOf(t, map[string]string{snippetSlot(sn.File): sn.Text}, tc.policy)
-		if tc.policy == "dynamo-kv" {
-			back.Dynamo.Mode = want.Dynamo.Mode
-		}
 		if d := cmp.Diff(want, back); d != "" {
 			t.Errorf("%s: the snippet reads back otherwise (-want +got):\n%s\n%s", tc.policy, d, sn.Text)
 		}

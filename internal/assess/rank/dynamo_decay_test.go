@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // TestRankDynamoDecayRescuesAddedReplica: the real dynamo-kv emulation in the ranking, as shipped
-// (credit decay 0) and as kvcheck tunes it when a replica is added (decay TunedCreditDecay,
+// (credit decay 0) and as kvcheck tunes it when a replica is added (decay dynamo.TunedCreditDecay,
 // 0.5). The traffic is internal/sim's dynamoDecayTrace: blocks of 4 tokens; one replica A; r0
 // at t=0 is prefix blocks 1..8 and one of its own (36 tokens, 9 request blocks), in flight 100
 // s (100 output tokens at 1 s each), prefilled by 0.36 s; a replica C joins empty at t=1; at
@@ -40,13 +43,13 @@ func TestRankDynamoDecayRescuesAddedReplica(t *testing.T) {
 			InputTokens: 36, OutputTokens: 100, N: 1})
 	}
 	var dyn sim.PolicyInfo
-	for _, e := range sim.Emulations() {
+	for _, e := range router.Shipped() {
 		if e.Name == "dynamo-kv" {
 			dyn = e
 		}
 	}
-	cands := Candidates([]sim.PolicyInfo{dyn}, TrafficOf(tr, 1, 64*4, true), nil)
-	if len(cands) != 2 || cands[0].Settings.Dynamo.CreditDecay != 0 || cands[1].Variant != Tuned || cands[1].Settings.Dynamo.CreditDecay != TunedCreditDecay {
+	cands := Candidates([]sim.PolicyInfo{dyn}, product.TrafficOf(tr, 1, 64*4, true), nil)
+	if len(cands) != 2 || cands[0].Settings.(dynamo.Settings).CreditDecay != 0 || cands[1].Variant != Tuned || cands[1].Settings.(dynamo.Settings).CreditDecay != dynamo.TunedCreditDecay {
 		t.Fatalf("candidates: %+v", cands)
 	}
 	s := Setup{Today: "round-robin", HotSpot: 2.5, Base: sim.Config{Replicas: 1, KVBlocks: 64, AddReplicaAt: 1, Seed: 1, Siblings: 1,

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
 )
 
 // A router the files set up that runs nothing kvcheck emulates gets no row, but is never left
@@ -82,8 +83,8 @@ func TestConfiguredUDSTokenizer(t *testing.T) {
 		{"modelName: Qwen/Qwen3-32B", "vllm", []string{"tokenizer=vllm"}},
 	} {
 		s, ch := configuredOf(t, map[string]string{"epc.yaml": epc(tc.params)}, "llmd-precise")
-		if s.LLMD.Tokenizer != tc.want {
-			t.Errorf("%s: tokenizer %q, want %q", tc.params, s.LLMD.Tokenizer, tc.want)
+		if s.(llmd.Settings).Tokenizer != tc.want {
+			t.Errorf("%s: tokenizer %q, want %q", tc.params, s.(llmd.Settings).Tokenizer, tc.want)
 		}
 		if strings.Join(ch, ";") != strings.Join(tc.changes, ";") {
 			t.Errorf("%s: changes %q, want %q", tc.params, ch, tc.changes)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -18,7 +19,7 @@ func TestNoWinnerOneRequest(t *testing.T) {
 	tr := &sim.Trace{Name: "one", Format: "mooncake", BlockSize: 16, PrefixInfo: true,
 		Requests: []sim.Request{{Arrival: 0, Blocks: blocks(1, 1, 0), InputTokens: 32, OutputTokens: 1}}}
 	cands := []Candidate{
-		{Policy: "llmd-approx", Product: LLMD, Variant: Shipped, Settings: sim.DefaultRouterSettings()},
+		{Policy: "llmd-approx", Product: LLMD, Variant: Shipped, Settings: llmd.Shipped()},
 		{Policy: "kv-longest", Variant: Shipped}, {Policy: "round-robin", Variant: Shipped},
 	}
 	rk, err := Run(context.Background(), tr, setup(2, -1), cands)

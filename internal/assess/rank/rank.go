@@ -1,5 +1,5 @@
 // Package rank is kvcheck assess's answer to "which router fits this cluster": every router
-// emulation (sim.Emulations) replayed on the traffic and fleet assess already replays, as it
+// emulation (internal/router) replayed on the traffic and fleet assess already replays, as it
 // ships, as the user configured it (--config) and as kvcheck would tune it, ordered by one rule
 // a reader can check by hand against the table, with what each router needs against what the
 // given files show, and the configuration to apply for the one that comes first.
@@ -32,6 +32,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -48,48 +50,26 @@ const (
 	Tuned      = "tuned"
 )
 
-// Requirement statuses: a requirement the files cannot show is Unknown, never Met.
-const (
-	Met     = "met"
-	Missing = "missing"
-	Unknown = "unknown"
-)
-
 // Candidate is one router under one set of settings.
 type Candidate struct {
-	// Policy is the emulation's name (sim.Emulations; an idealised sim policy in tests).
-	Policy  string
+	// Policy is the emulation's name (internal/router; an idealised sim policy in tests).
+	Policy string
+	// Product is the product's id (product.Name.ID).
 	Product string
 	// Variant is Shipped, Configured or Tuned; Label says which shipped set (SGLang's CLI or
 	// hint defaults) or the file a configured row came from.
 	Variant, Label string
-	Settings       sim.RouterSettings
+	// Settings are the product's settings the row runs with (its own Settings type).
+	Settings product.Settings
 	// Params, when set, are an idealised policy's parameters (sim.DefaultParams otherwise).
 	Params *sim.Params
 	// Changes are the settings that differ from the product as shipped, with why.
-	Changes []Change
+	Changes []product.Change
 	// Requirements are what the router needs, each against what the files and traffic show.
-	Requirements []Requirement
+	Requirements []product.Requirement
 	// Notes say where the row is simulated otherwise than its settings alone say (a router
 	// reading engine KV events the files show the engines do not publish).
 	Notes []string
-}
-
-// Change is one setting a configured or tuned row sets away from the shipped value.
-type Change struct {
-	Setting string
-	Value   string
-	// Why says what in the traffic, the fleet or the files justifies it (tuned), or where the
-	// user set it (configured).
-	Why string
-}
-
-// Requirement is one thing a router needs, against what the given files (or the traffic) show.
-type Requirement struct {
-	Name   string
-	Status string
-	// Detail says what showed it, or why it is unknown.
-	Detail string
 }
 
 // Row is one candidate's figures on the traffic and its place in the ranking.
@@ -118,7 +98,7 @@ type Row struct {
 func (r Row) Missing() int {
 	n := 0
 	for _, q := range r.Requirements {
-		if q.Status == Missing {
+		if q.Status == product.Missing {
 			n++
 		}
 	}
@@ -152,7 +132,7 @@ type Ranking struct {
 	CannotRun []CannotRun
 	// NotSimulated are the routers the --config files set up that get no row (a mode kvcheck
 	// does not emulate, a value the product does not know), with why.
-	NotSimulated []NotSimulated
+	NotSimulated []product.NotSimulated
 	// NoWinner, when set, says why no row is named first although rows are ranked: none saves
 	// a whole point of today's prefill after the warm-up, or every ranked row saves exactly the
 	// same (the traffic does not separate them). Why and Snippet are then empty.
@@ -160,16 +140,7 @@ type Ranking struct {
 	// Why says why the first row wins, one sentence each.
 	Why []string
 	// Snippet is the configuration to apply for the first row, when kvcheck can write one.
-	Snippet *Snippet
-}
-
-// Snippet is a router's configuration in its own format.
-type Snippet struct {
-	Product string
-	// Format names the format (EndpointPickerConfig YAML, Helm values, ...); File is a file
-	// name it would live in (the config lint detects some formats by name).
-	Format, File string
-	Text         string
+	Snippet *product.Snippet
 }
 
 // Setup is the replay every candidate runs: the fleet, the warm-up and the added replica, as
@@ -178,14 +149,15 @@ type Setup struct {
 	// Base is the simulation (assess.Base), with Replicas, KVBlocks and AddReplicaAt set.
 	Base sim.Config
 	// Today is the policy standing for today's routing; TodayRouters, when set, the settings
-	// it runs with (an emulation as the files configure it, read at TodayFrom), else as shipped.
+	// of its product it runs with (an emulation as the files configure it, read at
+	// TodayFrom), else as shipped.
 	Today        string
-	TodayRouters *sim.RouterSettings
+	TodayRouters product.Settings
 	TodayFrom    string
 	// TodayNotes say where today's routing runs otherwise than its settings alone say (Today).
 	TodayNotes []string
 	// NotSimulated are the configured routers that get no row (Files.NotSimulatedRouters).
-	NotSimulated []NotSimulated
+	NotSimulated []product.NotSimulated
 	// HotSpot is the load max/mean from which a row is a hot spot (sim.HotSpotRatio when 0).
 	HotSpot float64
 	// Progress, when set, is called as the replays finish.
@@ -209,18 +181,19 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 		wg.Go(func() {
 			for k := range work {
 				c := s.Base
-				name := s.Today
-				c.Routers = s.TodayRouters
+				name, settings := s.Today, s.TodayRouters
 				if k > 0 {
 					cd := cands[k-1]
-					settings := cd.Settings
-					c.Routers = &settings
 					if cd.Params != nil {
 						c.Params = *cd.Params
 					}
-					name = cd.Policy
+					name, settings = cd.Policy, cd.Settings
 				}
-				results[k], errs[k] = sim.SimulateContext(ctx, t, c, name)
+				if info, err := policy(name, settings); err != nil {
+					errs[k] = err
+				} else {
+					results[k], errs[k] = sim.SimulatePolicy(ctx, t, c, info)
+				}
 				if s.Progress != nil {
 					mu.Lock()
 					done++
@@ -474,4 +447,18 @@ func seconds(s float64) string {
 		return fmt.Sprintf("%.0f ms", 1000*s)
 	}
 	return fmt.Sprintf("%.2f s", s)
+}
+
+// policy is the policy named: an emulation run with settings of its product (as shipped when
+// nil), or an idealised policy.
+func policy(name string, settings product.Settings) (sim.PolicyInfo, error) {
+	if info, ok := router.Emulation(name, settings); ok {
+		return info, nil
+	}
+	for _, p := range sim.Policies() {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return sim.PolicyInfo{}, fmt.Errorf("unknown policy %q", name)
 }

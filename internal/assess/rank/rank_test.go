@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -198,7 +200,7 @@ func TestRunExcludesStarvingRouter(t *testing.T) {
 // TestRunCannotRun: an emulation that needs text is listed with the reason on a block trace.
 func TestRunCannotRun(t *testing.T) {
 	var textual *sim.PolicyInfo
-	for _, e := range sim.Emulations() {
+	for _, e := range router.Shipped() {
 		if e.NeedsText {
 			textual = &e
 			break
@@ -211,7 +213,7 @@ func TestRunCannotRun(t *testing.T) {
 	for i := range 4 {
 		tr.Requests = append(tr.Requests, sim.Request{Arrival: float64(i), Blocks: blocks(1, 1, uint64(i)), InputTokens: 32, OutputTokens: 1})
 	}
-	rk, err := Run(context.Background(), tr, setup(2, -1), Candidates([]sim.PolicyInfo{*textual}, TrafficOf(tr, 2, 16000, false), nil))
+	rk, err := Run(context.Background(), tr, setup(2, -1), Candidates([]sim.PolicyInfo{*textual}, product.TrafficOf(tr, 2, 16000, false), nil))
 	if err != nil {
 		t.Fatal(err)
 	}

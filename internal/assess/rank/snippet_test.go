@@ -7,7 +7,12 @@ import (
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/lint"
-	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/litellm"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
+	"github.com/kvcheck/kvcheck/internal/router/product"
+	"github.com/kvcheck/kvcheck/internal/router/ray"
 )
 
 // TestSnippetsPassTheLint writes the snippet of every row kvcheck can produce (every known
@@ -23,13 +28,21 @@ func TestSnippetsPassTheLint(t *testing.T) {
 	rows := Candidates(infos(allEmulations...), tr, nil)
 	// Settings a user may give: the approximate Dynamo mode, Ray eviction, LiteLLM with Redis,
 	// production-stack's thresholds.
-	extra := sim.DefaultRouterSettings()
-	extra.Dynamo.KVEvents, extra.Dynamo.TTLSecs, extra.Dynamo.Temperature = false, 30, 0.5
-	extra.Ray.DoEviction, extra.Ray.ImbalancedThreshold = true, 4
-	extra.LiteLLM.Redis = true
-	extra.ProdStack.KVAwareThreshold, extra.ProdStack.LoadBeta, extra.ProdStack.SessionKey, extra.ProdStack.PrefixMinMatch = 500, 0.5, "x-user-id", 256
+	dy := dynamo.Shipped()
+	dy.KVEvents, dy.TTLSecs, dy.Temperature = false, 30, 0.5
+	ry := ray.Shipped()
+	ry.DoEviction, ry.ImbalancedThreshold = true, 4
+	ll := litellm.Shipped()
+	ll.Redis = true
+	ps := prodstack.Shipped()
+	ps.KVAwareThreshold, ps.LoadBeta, ps.SessionKey, ps.PrefixMinMatch = 500, 0.5, "x-user-id", 256
+	extra := map[string]product.Settings{Dynamo: dy, Ray: ry, LiteLLM: ll, ProdStack: ps}
 	for _, p := range allEmulations {
-		rows = append(rows, Candidate{Policy: p, Product: ProductOf(p), Variant: Configured, Settings: extra})
+		s, ok := extra[productOf(p)]
+		if !ok {
+			s = shippedOf(p)
+		}
+		rows = append(rows, Candidate{Policy: p, Product: productOf(p), Variant: Configured, Settings: s})
 	}
 	seen := map[string]bool{}
 	for _, c := range rows {
@@ -78,7 +91,7 @@ func TestSnippetRoundTrip(t *testing.T) {
 		if sn.File == "launch-router.sh" {
 			continue // filesOf reads YAML slots; the SGLang script is read in TestSnippetsPassTheLint
 		}
-		var back *RouterConfig
+		var back *product.Configured
 		for i := range f.Routers {
 			if f.Routers[i].Policy == c.Policy {
 				back = &f.Routers[i]
@@ -91,20 +104,20 @@ func TestSnippetRoundTrip(t *testing.T) {
 		want := c.Settings
 		switch c.Product {
 		case Dynamo:
-			if back.Settings.Dynamo != want.Dynamo {
-				t.Errorf("dynamo: %+v, want %+v", back.Settings.Dynamo, want.Dynamo)
+			if back.Settings.(dynamo.Settings) != want.(dynamo.Settings) {
+				t.Errorf("dynamo: %+v, want %+v", back.Settings.(dynamo.Settings), want.(dynamo.Settings))
 			}
 		case LLMD:
-			if back.Settings.LLMD.Tokenizer != want.LLMD.Tokenizer || back.Settings.LLMD.PrefixWeight != want.LLMD.PrefixWeight {
-				t.Errorf("llm-d: %+v, want %+v", back.Settings.LLMD, want.LLMD)
+			if back.Settings.(llmd.Settings).Tokenizer != want.(llmd.Settings).Tokenizer || back.Settings.(llmd.Settings).PrefixWeight != want.(llmd.Settings).PrefixWeight {
+				t.Errorf("llm-d: %+v, want %+v", back.Settings.(llmd.Settings), want.(llmd.Settings))
 			}
 		case Ray:
-			if back.Settings.Ray.ImbalancedThreshold != want.Ray.ImbalancedThreshold {
-				t.Errorf("ray: %+v, want %+v", back.Settings.Ray, want.Ray)
+			if back.Settings.(ray.Settings).ImbalancedThreshold != want.(ray.Settings).ImbalancedThreshold {
+				t.Errorf("ray: %+v, want %+v", back.Settings.(ray.Settings), want.(ray.Settings))
 			}
 		case ProdStack:
-			if back.Settings.ProdStack.SessionKey != want.ProdStack.SessionKey {
-				t.Errorf("production-stack: %+v, want %+v", back.Settings.ProdStack, want.ProdStack)
+			if back.Settings.(prodstack.Settings).SessionKey != want.(prodstack.Settings).SessionKey {
+				t.Errorf("production-stack: %+v, want %+v", back.Settings.(prodstack.Settings), want.(prodstack.Settings))
 			}
 		}
 	}

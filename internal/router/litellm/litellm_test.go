@@ -1,16 +1,18 @@
-package sim
+package litellm
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/sim/simtest"
 )
 
 // draws returns the first k simple-shuffle draws over n deployments for seed: every litellm-*
@@ -25,26 +27,39 @@ func draws(seed uint64, n, k int) []int {
 	return out
 }
 
-func withLiteLLM(c Config, fn func(*LiteLLMSettings)) Config {
-	r := DefaultRouterSettings()
-	fn(&r.LiteLLM)
-	c.Routers = &r
-	return c
+// emulation is the emulation named, run with settings s.
+func emulation(name string, s Settings) sim.PolicyInfo {
+	for _, e := range (Router{}).Emulations(s) {
+		if e.Name == name {
+			return e
+		}
+	}
+	panic("no emulation " + name)
+}
+
+// shipped is the emulation named as LiteLLM ships.
+func shipped(name string) sim.PolicyInfo { return emulation(name, Shipped()) }
+
+// with is the emulation named with the shipped settings changed by fn.
+func with(name string, fn func(*Settings)) sim.PolicyInfo {
+	s := Shipped()
+	fn(&s)
+	return emulation(name, s)
 }
 
 func TestLiteLLMSimpleShuffle(t *testing.T) {
 	// Every request is one draw: the routes are the draw sequence, hits follow from them.
-	tr := tinyTrace(req(0, "", 0, 1, 2), req(1, "", 0, 1, 3), req(2, "", 0, 1, 4))
-	got := runTiny(t, tr, tinyConfig(8), "litellm-simple-shuffle")
+	tr := simtest.Trace(simtest.Req(0, "", 0, 1, 2), simtest.Req(1, "", 0, 1, 3), simtest.Req(2, "", 0, 1, 4))
+	got := simtest.Routes(t, tr, simtest.Config(8), shipped("litellm-simple-shuffle"))
 	if d := cmp.Diff(draws(1, 8, 3), got.Routes); d != "" {
 		t.Errorf("routes are not the draws (-draws +got):\n%s", d)
 	}
 	// Uniform: 800 requests on 4 deployments, 200 expected each (sd 12): none under 140.
-	var rs []Request
+	var rs []sim.Request
 	for i := range 800 {
-		rs = append(rs, req(float64(i), "", 0, uint64(i+1)))
+		rs = append(rs, simtest.Req(float64(i), "", 0, uint64(i+1)))
 	}
-	got = runTiny(t, tinyTrace(rs...), tinyConfig(4), "litellm-simple-shuffle")
+	got = simtest.Routes(t, simtest.Trace(rs...), simtest.Config(4), shipped("litellm-simple-shuffle"))
 	n := make([]int, 4)
 	for _, r := range got.Routes {
 		n[r]++
@@ -73,7 +88,7 @@ func TestLiteLLMSessionID(t *testing.T) {
 		{"metadata.session_id last", nil, "M", "M"},
 	}
 	for _, tc := range cases {
-		if got := litellmSessionID(&View{Headers: tc.headers, MetadataSession: tc.meta}); got != tc.want {
+		if got := litellmSessionID(&sim.View{Headers: tc.headers, MetadataSession: tc.meta}); got != tc.want {
 			t.Errorf("%s: session id %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -85,13 +100,12 @@ func TestLiteLLMSessionAffinity(t *testing.T) {
 		// TTL 10 s. r0 (0 s): no pin, draw 0 -> d0, pinned until 10. r1 (5 s): pinned -> d0, pin
 		// until 15. r2 (14 s): pinned -> d0, until 24. r3 (40 s): expired: draw 1. r4 (41 s), no
 		// session: draw 2. r5 (42 s): pinned since r3 -> draw 1's deployment.
-		tr := textTrace(tinyBlock,
-			chatReq(0, 0, s("s1"), tinyBlock, 1, 2), chatReq(5, 0, s("s1"), tinyBlock, 1, 3),
-			chatReq(14, 0, s("s1"), tinyBlock, 1, 4), chatReq(40, 0, s("s1"), tinyBlock, 1, 5),
-			chatReq(41, 0, nil, tinyBlock, 1, 6), chatReq(42, 0, s("s1"), tinyBlock, 1, 7))
-		c := withLiteLLM(tinyConfig(8), func(l *LiteLLMSettings) { l.AffinityTTLSecs = 10 })
+		tr := simtest.TextTrace(simtest.Block,
+			simtest.ChatReq(0, 0, s("s1"), simtest.Block, 1, 2), simtest.ChatReq(5, 0, s("s1"), simtest.Block, 1, 3),
+			simtest.ChatReq(14, 0, s("s1"), simtest.Block, 1, 4), simtest.ChatReq(40, 0, s("s1"), simtest.Block, 1, 5),
+			simtest.ChatReq(41, 0, nil, simtest.Block, 1, 6), simtest.ChatReq(42, 0, s("s1"), simtest.Block, 1, 7))
 		d := draws(1, 8, 3)
-		got := runTiny(t, tr, c, "litellm-session-affinity")
+		got := simtest.Routes(t, tr, simtest.Config(8), with("litellm-session-affinity", func(l *Settings) { l.AffinityTTLSecs = 10 }))
 		if want := []int{d[0], d[0], d[0], d[1], d[2], d[1]}; !cmp.Equal(want, got.Routes) {
 			t.Errorf("routes %v, want %v (draws %v)", got.Routes, want, d)
 		}
@@ -103,15 +117,15 @@ func TestLiteLLMSessionAffinity(t *testing.T) {
 	// Fifty sessions of four requests each on 8 deployments, 2 proxy pods. With Redis a session
 	// stays on its first deployment; without, each pod pins its own draw, so about half the
 	// follow-ups reach the other pod, which picks another deployment 7 times in 8.
-	var rs []Request
+	var rs []sim.Request
 	for k := range 4 {
 		for i := range 50 {
-			rs = append(rs, chatReq(float64(100*k+i), 0, s(fmt.Sprintf("session-%03d", i)), tinyBlock, uint64(i+1)))
+			rs = append(rs, simtest.ChatReq(float64(100*k+i), 0, s(fmt.Sprintf("session-%03d", i)), simtest.Block, uint64(i+1)))
 		}
 	}
-	tr := textTrace(tinyBlock, rs...)
-	moved := func(c Config) int {
-		got := runTiny(t, tr, c, "litellm-session-affinity")
+	tr := simtest.TextTrace(simtest.Block, rs...)
+	moved := func(info sim.PolicyInfo) int {
+		got := simtest.Routes(t, tr, simtest.Config(8), info)
 		n := 0
 		for i := 50; i < len(got.Routes); i++ {
 			if got.Routes[i] != got.Routes[i%50] {
@@ -120,8 +134,8 @@ func TestLiteLLMSessionAffinity(t *testing.T) {
 		}
 		return n
 	}
-	shared := withLiteLLM(tinyConfig(8), func(l *LiteLLMSettings) { l.ProxyPods, l.Redis = 2, true })
-	perPod := withLiteLLM(tinyConfig(8), func(l *LiteLLMSettings) { l.ProxyPods, l.Redis = 2, false })
+	shared := with("litellm-session-affinity", func(l *Settings) { l.ProxyPods, l.Redis = 2, true })
+	perPod := with("litellm-session-affinity", func(l *Settings) { l.ProxyPods, l.Redis = 2, false })
 	if n := moved(shared); n != 0 {
 		t.Errorf("with Redis, %d of 150 follow-ups left their session's deployment", n)
 	}
@@ -168,26 +182,26 @@ func TestLiteLLMPromptCaching(t *testing.T) {
 	// A conversation of four turns and a second conversation on the same system prompt, read
 	// through the request-log reader (so the keys are the reader's), one request a second (each
 	// done long before the next: 1,500 tokens at 10 ms is 15 s... so 60 s apart).
-	logOf := func(system, mark string) *Trace {
+	logOf := func(system, mark string) *sim.Trace {
 		var lines []string
 		turns := []string{"q1", "a1", "q2", "a2", "q3"}
 		for k := 1; k <= 5; k += 2 {
 			lines = append(lines, chatLog(t, system, turns[:k], mark))
 		}
 		lines = append(lines, chatLog(t, system, []string{"another question"}, mark))
-		tr, err := ReadRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), "chat.jsonl", RequestLogOptions{Rate: 1.0 / 60})
+		tr, err := sim.ReadRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), "chat.jsonl", sim.RequestLogOptions{Rate: 1.0 / 60})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tr
 	}
-	c := tinyConfig(8)
-	shuffled := func(tr *Trace) []int { return runTiny(t, tr, c, "litellm-simple-shuffle").Routes }
+	c := simtest.Config(8)
+	shuffled := func(tr *sim.Trace) []int { return simtest.Routes(t, tr, c, shipped("litellm-simple-shuffle")).Routes }
 	t.Run("a marker on the last message never pins a follow-up", func(t *testing.T) {
 		// Each turn's key covers the whole conversation including its newest message: no
 		// request finds a pin, every request is a draw, as under simple-shuffle.
 		tr := logOf(long, "last")
-		got := runTiny(t, tr, c, "litellm-prompt-caching")
+		got := simtest.Routes(t, tr, c, shipped("litellm-prompt-caching"))
 		if want := shuffled(tr); !cmp.Equal(want, got.Routes) {
 			t.Errorf("routes %v, want simple-shuffle's %v", got.Routes, want)
 		}
@@ -196,7 +210,7 @@ func TestLiteLLMPromptCaching(t *testing.T) {
 		// r0: no pin yet, draw 0; on success the system prompt's key is pinned to it for 300 s.
 		// r1 (60 s), r2, r3 (the other conversation): the same key, >= 1,024 tokens: pinned.
 		tr := logOf(long, "system")
-		got := runTiny(t, tr, c, "litellm-prompt-caching")
+		got := simtest.Routes(t, tr, c, shipped("litellm-prompt-caching"))
 		d := draws(1, 8, 1)[0]
 		if want := []int{d, d, d, d}; !cmp.Equal(want, got.Routes) {
 			t.Errorf("routes %v, want all on draw 0's deployment %d", got.Routes, d)
@@ -204,14 +218,14 @@ func TestLiteLLMPromptCaching(t *testing.T) {
 	})
 	t.Run("under 1,024 tokens nothing pins", func(t *testing.T) {
 		tr := logOf(short, "system")
-		got := runTiny(t, tr, c, "litellm-prompt-caching")
+		got := simtest.Routes(t, tr, c, shipped("litellm-prompt-caching"))
 		if want := shuffled(tr); !cmp.Equal(want, got.Routes) {
 			t.Errorf("routes %v, want simple-shuffle's %v", got.Routes, want)
 		}
 	})
 	t.Run("no marker, no pin", func(t *testing.T) {
 		tr := logOf(long, "")
-		got := runTiny(t, tr, c, "litellm-prompt-caching")
+		got := simtest.Routes(t, tr, c, shipped("litellm-prompt-caching"))
 		if want := shuffled(tr); !cmp.Equal(want, got.Routes) {
 			t.Errorf("routes %v, want simple-shuffle's %v", got.Routes, want)
 		}
@@ -226,13 +240,13 @@ func TestLiteLLMPromptCaching(t *testing.T) {
 		for i := range blocks {
 			blocks[i] = uint64(i + 1)
 		}
-		mk := func(at float64) Request {
-			r := chatReq(at, 0, nil, tinyBlock, blocks...)
+		mk := func(at float64) sim.Request {
+			r := simtest.ChatReq(at, 0, nil, simtest.Block, blocks...)
 			r.View.CacheKey = 42
 			return r
 		}
-		tr := textTrace(tinyBlock, mk(0), mk(10), mk(700), mk(701))
-		got := runTiny(t, tr, c, "litellm-prompt-caching")
+		tr := simtest.TextTrace(simtest.Block, mk(0), mk(10), mk(700), mk(701))
+		got := simtest.Routes(t, tr, c, shipped("litellm-prompt-caching"))
 		d := draws(1, 8, 4)
 		if !cmp.Equal(d, got.Routes) {
 			t.Errorf("routes %v, want the draws %v", got.Routes, d)
@@ -240,32 +254,54 @@ func TestLiteLLMPromptCaching(t *testing.T) {
 		// The same with r2 at 300 s: r1 finished last (its prefill waits for nothing on another
 		// deployment, or queues behind r0 on the same one: either way by 40 s), so its pin holds
 		// at 300 s: r2 goes to r1's deployment.
-		tr = textTrace(tinyBlock, mk(0), mk(10), mk(300))
-		got = runTiny(t, tr, c, "litellm-prompt-caching")
+		tr = simtest.TextTrace(simtest.Block, mk(0), mk(10), mk(300))
+		got = simtest.Routes(t, tr, c, shipped("litellm-prompt-caching"))
 		if got.Routes[2] != got.Routes[1] {
 			t.Errorf("routes %v: r2 should follow r1's pin", got.Routes)
 		}
 	})
 }
 
-// TestEmulationSettingsRefused: settings no router runs with are refused with a CannotRunError
-// naming the setting, not simulated.
-func TestEmulationSettingsRefused(t *testing.T) {
-	tr := textTrace(tinyBlock, chatReq(0, 0, nil, tinyBlock, 1))
+// TestSettingsRefused: settings no proxy runs with are refused with a CannotRunError naming the
+// setting, not simulated.
+func TestSettingsRefused(t *testing.T) {
+	tr := simtest.TextTrace(simtest.Block, simtest.ChatReq(0, 0, nil, simtest.Block, 1))
 	cases := []struct {
 		policy, want string
-		cfg          Config
+		set          func(*Settings)
 	}{
-		{"prodstack-loadaware", "--loadaware-beta NaN", withProdStack(tinyConfig(2), func(s *ProdStackSettings) { s.LoadBeta = math.NaN() })},
-		{"litellm-session-affinity", "deployment_affinity_ttl_seconds 0", withLiteLLM(tinyConfig(2), func(l *LiteLLMSettings) { l.AffinityTTLSecs = 0 })},
-		{"litellm-prompt-caching", "prompt_caching TTL -1", withLiteLLM(tinyConfig(2), func(l *LiteLLMSettings) { l.PromptCacheTTLSecs = -1 })},
-		{"litellm-session-affinity", "0 proxy pods", withLiteLLM(tinyConfig(2), func(l *LiteLLMSettings) { l.ProxyPods = 0 })},
+		{"litellm-session-affinity", "deployment_affinity_ttl_seconds 0", func(l *Settings) { l.AffinityTTLSecs = 0 }},
+		{"litellm-prompt-caching", "prompt_caching TTL -1", func(l *Settings) { l.PromptCacheTTLSecs = -1 }},
+		{"litellm-session-affinity", "0 proxy pods", func(l *Settings) { l.ProxyPods = 0 }},
 	}
 	for _, tc := range cases {
-		_, err := Simulate(tr, tc.cfg, tc.policy)
-		var cr *CannotRunError
+		_, err := sim.SimulatePolicy(context.Background(), tr, simtest.Config(2), with(tc.policy, tc.set))
+		var cr *sim.CannotRunError
 		if !errors.As(err, &cr) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want a CannotRunError containing %q", tc.policy, err, tc.want)
 		}
+	}
+}
+
+// TestSessions: the traffic carries LiteLLM session ids when a request has metadata.session_id
+// or a header matching ^x-.+-session-id$ with 8 or more of [A-Za-z0-9_-]; plain x-session-id and
+// a 5-character id do not count.
+func TestSessions(t *testing.T) {
+	tr := &sim.Trace{Name: "r.jsonl", Format: "requests", BlockSize: 16, PrefixInfo: true, Requests: []sim.Request{
+		{Blocks: []uint64{1, 2}, View: &sim.View{Chat: true, Headers: map[string]string{"x-session-id": "abcdefghij"}}},
+		{Blocks: []uint64{1, 4}, View: &sim.View{Chat: true, Headers: map[string]string{"x-acme-session-id": "short"}}},
+		{Blocks: []uint64{5, 6}},
+	}}
+	if sessions(tr) || sessions(nil) {
+		t.Error("no LiteLLM session id in the traffic")
+	}
+	tr.Requests[1].View.Headers["x-acme-session-id"] = "conv-000001"
+	if !sessions(tr) {
+		t.Error("x-acme-session-id conv-000001 is a LiteLLM session id")
+	}
+	tr.Requests[1].View.Headers = nil
+	tr.Requests[0].View.MetadataSession = "m"
+	if !sessions(tr) {
+		t.Error("metadata.session_id is a LiteLLM session id")
 	}
 }

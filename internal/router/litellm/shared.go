@@ -1,4 +1,4 @@
-package sim
+package litellm
 
 import (
 	"fmt"
@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-// What the LiteLLM proxy emulations (litellm-*.go) share. LiteLLM is the layer above the
+// What the LiteLLM proxy emulations (shuffle.go, session.go, promptcache.go) share. LiteLLM is the layer above the
 // engines or above a router: its model group's deployments are, here, the fleet's replicas, each
 // a deployment of its own (a hosted_vllm/ api_base per replica), so every litellm-* emulation
 // picks a replica as LiteLLM picks a deployment. Sources: BerriAI/litellm
@@ -45,7 +47,7 @@ type litellmPods struct {
 	rng *rand.Rand
 }
 
-func newLitellmPods(s LiteLLMSettings, seed uint64) litellmPods {
+func newLitellmPods(s Settings, seed uint64) litellmPods {
 	if s.Redis || s.ProxyPods <= 1 {
 		return litellmPods{n: 1}
 	}
@@ -111,7 +113,7 @@ var (
 // keeps no order) matching ^x-.+-session-id$ whose value matches ^[a-zA-Z0-9_\-]{8,}$, else the
 // body's metadata.session_id; "" when none. Plain x-session-id does not match the pattern. The
 // Codex/opencode special cases, Anthropic metadata.user_id and W3C baggage are not read.
-func litellmSessionID(v *View) string {
+func litellmSessionID(v *sim.View) string {
 	if v == nil {
 		return ""
 	}
@@ -132,16 +134,15 @@ func litellmSessionID(v *View) string {
 	return v.MetadataSession
 }
 
-// litellmCheck refuses LiteLLM settings no proxy runs with: a pin lifetime (ttl, named by its
-// setting) that is not a finite number of seconds above 0, or fewer than one proxy pod.
-func litellmCheck(policy, setting string, ttl func(LiteLLMSettings) float64) func(Config, *Trace) error {
-	return func(c Config, t *Trace) error {
-		s := c.routers().LiteLLM
-		if v := ttl(s); !(v > 0) || math.IsInf(v, 0) {
-			return &CannotRunError{Policy: policy, Trace: t.Name, Reason: fmt.Sprintf("%s %v: want a number of seconds above 0", setting, v)}
+// check refuses LiteLLM settings no proxy runs with: a pin lifetime (ttl, named by its setting)
+// that is not a finite number of seconds above 0, or fewer than one proxy pod.
+func check(policy, setting string, ttl float64, s Settings) func(sim.Config, *sim.Trace) error {
+	return func(_ sim.Config, t *sim.Trace) error {
+		if !(ttl > 0) || math.IsInf(ttl, 0) {
+			return &sim.CannotRunError{Policy: policy, Trace: t.Name, Reason: fmt.Sprintf("%s %v: want a number of seconds above 0", setting, ttl)}
 		}
 		if s.ProxyPods < 1 {
-			return &CannotRunError{Policy: policy, Trace: t.Name, Reason: fmt.Sprintf("%d proxy pods: want at least 1", s.ProxyPods)}
+			return &sim.CannotRunError{Policy: policy, Trace: t.Name, Reason: fmt.Sprintf("%d proxy pods: want at least 1", s.ProxyPods)}
 		}
 		return nil
 	}

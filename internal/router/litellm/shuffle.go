@@ -1,0 +1,26 @@
+package litellm
+
+import "github.com/kvcheck/kvcheck/internal/sim"
+
+// simpleShuffle is litellm-simple-shuffle.
+func simpleShuffle() sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:    "litellm-simple-shuffle",
+		About:   "LiteLLM proxy router as shipped (routing_strategy simple-shuffle, no pre-call checks): a uniformly random deployment, each replica a deployment",
+		Family:  sim.FamilyBalance,
+		Product: display,
+		Source:  "BerriAI/litellm litellm/router_strategy/simple_shuffle.py; docs/my-website/docs/proxy/config_settings.md (routing_strategy simple-shuffle, optional_pre_call_checks null); ROUTERS.md §1, SPEC §6",
+		New:     func(c sim.Config, _ int) sim.Policy { return &litellmShufflePolicy{s: newLitellmShuffle(c.Seed)} },
+	}
+}
+
+// litellmShufflePolicy is simple-shuffle with the deployments weighted equally (no weight, rpm
+// or tpm in their litellm_params): random.choice among the healthy deployments, one seeded draw
+// per request. LiteLLM sits above the engines here: each replica is one deployment of the model
+// group. It reads nothing of the request, so it runs on any trace. Reason: random.
+type litellmShufflePolicy struct{ s litellmShuffle }
+
+// Route implements sim.Policy.
+func (p *litellmShufflePolicy) Route(f *sim.Pool, _ *sim.Job) (int, string) {
+	return p.s.pick(f.Size()), "random"
+}

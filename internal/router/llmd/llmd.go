@@ -1,0 +1,232 @@
+// Package llmd is everything kvcheck knows about the llm-d router (EPP): its
+// EndpointPickerConfig settings with the shipped defaults (ROUTERS.md §2), its emulations
+// (llmd-approx, the approximate prefix producer as shipped; llmd-precise, the precise producer
+// fed by the engines' KV events), how a file's values configure them, how kvcheck would tune
+// them, what they need and the EndpointPickerConfig to apply.
+package llmd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/router/product"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// ID and display are the product's names.
+const (
+	ID      = "llm-d"
+	display = "llm-d"
+)
+
+// Settings are the llm-d router's (EPP) settings.
+type Settings = sim.LLMDSettings
+
+// Shipped are the settings as llm-d ships them.
+func Shipped() Settings { return sim.DefaultRouterSettings().LLMD }
+
+// Router is the llm-d router (EPP).
+type Router struct{}
+
+// Name implements product.Router.
+func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
+
+// Shipped implements product.Router.
+func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: Shipped()}} }
+
+// Emulations implements product.Router.
+func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
+	r := sim.DefaultRouterSettings()
+	r.LLMD = ps.(Settings)
+	var out []sim.PolicyInfo
+	for _, name := range []string{"llmd-approx", "llmd-precise"} {
+		e, _ := sim.Emulation(name, r)
+		e.Family = sim.FamilyKV
+		out = append(out, e)
+	}
+	return out
+}
+
+// Configure implements product.Router. It reads producer (precise or approx: precise only
+// when a prefix-cache-scorer names the precise producer), tokenizer (vllm, uds for the
+// deprecated udsTokenizerConfig, or estimate), schedulingProfiles, the scorers' weights by
+// plugin type (queue-scorer, kv-cache-utilization-scorer, prefix-cache-scorer), the approximate
+// producer's autoTune, blockSizeTokens, lruCapacityPerServer, maxPrefixBlocksToMatch and
+// maxPrefixTokensToMatch, and the precise producer's tokenProcessorConfig.blockSizeTokens and
+// tokenProcessorConfig.blockSize.
+func (Router) Configure(f product.Facts) []product.Configured {
+	s := Shipped()
+	rd := product.NewReader(f)
+	where := rd.Where
+	policies := []string{"llmd-approx"}
+	if f.Values["producer"] == "precise" {
+		policies = []string{"llmd-precise"}
+	}
+	if ps := strings.Split(f.Values["schedulingProfiles"], ","); len(ps) > 1 {
+		rd.Notes = append(rd.Notes, fmt.Sprintf("%s has %d scheduling profiles (%s): simulated with the first one's scorer weights (%s); the profile handler may run another for some requests",
+			where, len(ps), strings.Join(ps, ", "), ps[0]))
+	}
+	rd.Float("queue-scorer", &s.QueueWeight)
+	rd.Float("kv-cache-utilization-scorer", &s.KVUtilWeight)
+	rd.Float("prefix-cache-scorer", &s.PrefixWeight)
+	if f.Values["tokenizer"] == "uds" {
+		// The deprecated udsTokenizerConfig backend tokenizes with the model's own tokenizer
+		// (llm-d-kv-cache's UDS tokenizer service: HuggingFace tokenizer and chat template in
+		// a sidecar): engine tokens, as the vllm backend's; it was simulated as the estimate,
+		// whose keys never match, while the lint (LD-01) counted it as real.
+		s.Tokenizer = "vllm"
+		rd.Changes = append(rd.Changes, product.Change{Setting: "token-producer", Value: "udsTokenizerConfig",
+			Why: "set in " + where + ": the model's own tokenizer in a sidecar (deprecated backend), simulated with the engine's tokens as the vllm backend"})
+	} else {
+		rd.Str("tokenizer", &s.Tokenizer)
+	}
+	rd.Bool("autoTune", &s.AutoTune)
+	rd.Int("blockSizeTokens", &s.BlockSizeTokens)
+	rd.Int("lruCapacityPerServer", &s.LRUCapacityPerServer)
+	rd.Int("maxPrefixBlocksToMatch", &s.MaxPrefixBlocksToMatch)
+	rd.Int("maxPrefixTokensToMatch", &s.MaxPrefixTokensToMatch)
+	preciseBlockSize(rd, &s.PreciseBlockSizeTokens)
+	return rd.Result(policies, s, "")
+}
+
+// preciseBlockSize reads the precise producer's tokenProcessorConfig block size as
+// NewChunkedTokenDatabase resolves it (kvblock/token_processor.go): blockSizeTokens when above
+// 0, else the deprecated blockSize when set, else the default 16. A value the producer refuses
+// (below 0) is kept, for llmd-precise to say it cannot run.
+//
+// A value that is not a whole number is said on the row and treated as absent: the producer
+// refuses such a config, and the row runs the value it would otherwise use.
+func preciseBlockSize(rd *product.Reader, dst *int) {
+	for _, k := range []string{"tokenProcessorConfig.blockSizeTokens", "tokenProcessorConfig.blockSize"} {
+		v, set := rd.Values[k]
+		if !set {
+			continue
+		}
+		n, err := strconv.Atoi(product.Unquote(v))
+		if err != nil {
+			rd.Refuse(k, v, "a whole number", *dst)
+			continue
+		}
+		if n != 0 {
+			rd.Int(k, dst)
+			return
+		}
+	}
+}
+
+// Tune implements product.Router: the precise producer gets the vllm tokenizer backend, whose
+// tokens are the engine's.
+func (Router) Tune(policy string, ps product.Settings, _ product.Traffic) (product.Settings, []product.Change) {
+	s := ps.(Settings)
+	if policy != "llmd-precise" || s.Tokenizer == "vllm" {
+		return s, nil
+	}
+	s.Tokenizer = "vllm"
+	return s, []product.Change{{Setting: "token-producer", Value: "vllm",
+		Why: "the estimate tokenizer's keys never match the engine's blocks, so the precise producer finds no prefix"}}
+}
+
+// ReqGatewayPool is the requirement of a Gateway API InferencePool.
+const ReqGatewayPool = "Gateway API + InferencePool"
+
+// Requirements implements product.Router.
+func (Router) Requirements(policy string, _ product.Settings, _ product.Traffic, f *product.Files) []product.Requirement {
+	out := []product.Requirement{product.Kubernetes(f)}
+	var pool product.Requirement
+	switch {
+	case f == nil:
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "no --config files given"}
+	case f.Kinds["InferencePool"] != "" && (f.Kinds["Gateway"] != "" || f.Kinds["HTTPRoute"] != ""):
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Met, Detail: "InferencePool in " + f.Kinds["InferencePool"]}
+	case f.Kinds["InferencePool"] != "":
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "InferencePool in " + f.Kinds["InferencePool"] + ", no Gateway or HTTPRoute in the files given"}
+	default:
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "no InferencePool in the files given"}
+	}
+	out = append(out, pool)
+	if policy == "llmd-precise" {
+		out = append(out, product.KVEvents(f))
+	}
+	return out
+}
+
+// WithoutEvents implements product.EventReader: the precise producer builds its index only
+// from the engines' KV events (ROUTERS.md §2), so without them no pod matches a prefix.
+func (Router) WithoutEvents(policy string, ps product.Settings) (product.Settings, string, bool) {
+	s := ps.(Settings)
+	if policy != "llmd-precise" {
+		return s, "", false
+	}
+	s.NoEngineEvents = true
+	return s, "llm-d's precise producer builds its index only from them: no pod matches a prefix", true
+}
+
+// Snippet implements product.Router: an EndpointPickerConfig.
+func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
+	s := ps.(Settings)
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	precise := policy == "llmd-precise"
+	w("# llm-d router (EPP) configuration for %s: --config-file, or the router chart's router.epp.pluginsCustomConfig", policy)
+	w("apiVersion: llm-d.ai/v1alpha1")
+	w("kind: EndpointPickerConfig")
+	w("plugins:")
+	if s.Tokenizer == "vllm" || precise {
+		// The precise producer needs the engine's tokens: the estimate's never match.
+		w("- type: token-producer")
+		w("  parameters:")
+		w("    modelName: your-org/your-model # edit: the model the engines serve")
+		w("    vllm:")
+		w("      url: http://localhost:8000 # edit: an engine's render endpoint (plain HTTP)")
+	}
+	if precise {
+		w("- type: precise-prefix-cache-producer")
+		w("  parameters:")
+		if n := s.PreciseBlockSizeTokens; n != Shipped().PreciseBlockSizeTokens {
+			w("    tokenProcessorConfig:")
+			w("      blockSizeTokens: %d", n)
+		}
+		w("    kvEventsConfig:")
+		w("      podDiscoveryConfig:")
+		w("        socketPort: 5557 # the engines' --kv-events-config endpoint port")
+	} else {
+		w("- type: approx-prefix-cache-producer")
+		w("  parameters:")
+		if !s.AutoTune {
+			// With autoTune on (the default) the engine's metrics replace the next two.
+			w("    autoTune: false")
+		}
+		w("    blockSizeTokens: %d", max(s.BlockSizeTokens, 64))
+		w("    lruCapacityPerServer: %d", s.LRUCapacityPerServer)
+		if n := s.MaxPrefixTokensToMatch; n != Shipped().MaxPrefixTokensToMatch {
+			w("    maxPrefixTokensToMatch: %d", n)
+		}
+	}
+	w("- type: prefix-cache-scorer")
+	if precise {
+		w("  parameters:")
+		w("    prefixMatchInfoProducerName: precise-prefix-cache-producer")
+	}
+	w("- type: queue-scorer")
+	w("- type: kv-cache-utilization-scorer")
+	w("- type: max-score-picker")
+	if precise {
+		w("dataLayer:")
+		w("  sources:")
+		w("  - pluginRef: endpoint-notification-source")
+		w("    extractors:")
+		w("    - pluginRef: precise-prefix-cache-producer")
+	}
+	w("schedulingProfiles:")
+	w("- name: default")
+	w("  plugins:")
+	w("  - pluginRef: queue-scorer")
+	w("    weight: %s", product.Num(s.QueueWeight))
+	w("  - pluginRef: kv-cache-utilization-scorer")
+	w("    weight: %s", product.Num(s.KVUtilWeight))
+	w("  - pluginRef: prefix-cache-scorer")
+	w("    weight: %s", product.Num(s.PrefixWeight))
+	w("  - pluginRef: max-score-picker")
+	return product.Snippet{Product: ID, Format: "llm-d EndpointPickerConfig YAML", File: "epp-config.yaml", Text: b.String()}
+}

@@ -1,0 +1,125 @@
+// Package sglang is everything kvcheck knows about the SGLang model gateway (sgl-model-gateway,
+// sglang_router): its cache_aware settings with the two default sets it ships (the command
+// line's and a policy hint's; ROUTERS.md §5 and its corrections), its emulation
+// (sglang-cache-aware), how a launch command's flags configure it, how kvcheck would tune it,
+// what it needs and the command line to apply.
+package sglang
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/router/product"
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// ID and display are the product's names.
+const (
+	ID      = "sglang"
+	display = "SGLang model gateway (sgl-model-gateway)"
+)
+
+// Settings are the SGLang model gateway's cache_aware settings.
+type Settings = sim.SGLangSettings
+
+// Router is the SGLang model gateway.
+type Router struct{}
+
+// Name implements product.Router.
+func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
+
+// Shipped implements product.Router: the gateway's command line's defaults first, then what a
+// cache_aware policy hint applies.
+func (Router) Shipped() []product.Variant {
+	return []product.Variant{
+		{Key: "cli", Label: "CLI defaults", About: "the gateway's command-line defaults",
+			Help: "the gateway's command line: cache threshold 0.3, balance 64 and 1.5, 2^26-character trees", Settings: sim.SGLangCLIDefaults()},
+		{Key: "hint", Label: "policy-hint defaults", About: "the defaults a cache_aware policy hint applies",
+			Help: "what a cache_aware policy hint applies: 0.5, 32, 1.1, 10,000 characters", Settings: sim.SGLangHintDefaults()},
+	}
+}
+
+// Emulations implements product.Router.
+func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
+	r := sim.DefaultRouterSettings()
+	r.SGLang = ps.(Settings)
+	e, _ := sim.Emulation("sglang-cache-aware", r)
+	e.Family = sim.FamilyKV
+	return []sim.PolicyInfo{e}
+}
+
+// Configure implements product.Router. It reads the gateway's flags as given (--policy,
+// --cache-threshold, --balance-abs-threshold, --balance-rel-threshold,
+// --eviction-interval-secs or --eviction-interval, --max-tree-size) and launcher (python or
+// rust): the Python launcher's eviction interval defaults to 60 s, the Rust CLI's to 120 s.
+func (Router) Configure(f product.Facts) []product.Configured {
+	s := sim.SGLangCLIDefaults()
+	rd := product.NewReader(f)
+	var policies []string
+	var skip string
+	if p := f.Values["--policy"]; p == "" || p == "cache_aware" {
+		policies = []string{"sglang-cache-aware"}
+	} else {
+		skip = fmt.Sprintf("--policy %s is not emulated (kvcheck emulates cache_aware)", p)
+	}
+	if _, set := f.Values["--eviction-interval-secs"]; f.Values["launcher"] == "python" && !set {
+		// The Python launcher's own default (router_args.py), not the Rust CLI's 120 s.
+		s.EvictionIntervalSecs = 60
+		rd.Changes = append(rd.Changes, product.Change{Setting: "--eviction-interval-secs", Value: "60", Why: "the Python launcher's default (" + rd.Where + ")"})
+	}
+	rd.Float("--cache-threshold", &s.CacheThreshold)
+	rd.Float("--balance-abs-threshold", &s.BalanceAbsThreshold)
+	rd.Float("--balance-rel-threshold", &s.BalanceRelThreshold)
+	rd.Float("--eviction-interval-secs", &s.EvictionIntervalSecs)
+	rd.Float("--eviction-interval", &s.EvictionIntervalSecs)
+	rd.Int("--max-tree-size", &s.MaxTreeSize)
+	return rd.Result(policies, s, skip)
+}
+
+// CharsPerToken is the characters a token stands for when kvcheck sizes a character tree
+// against a KV cache in tokens (the byte estimate's 4).
+const CharsPerToken = 4
+
+// Tune implements product.Router: the tree is sized to what the fleet's caches hold.
+func (Router) Tune(_ string, ps product.Settings, tr product.Traffic) (product.Settings, []product.Change) {
+	s := ps.(Settings)
+	if tr.Replicas <= 0 || tr.KVTokens <= 0 {
+		return s, nil
+	}
+	size := int(min(int64(tr.Replicas)*tr.KVTokens*CharsPerToken, math.MaxInt32))
+	if s.MaxTreeSize == size {
+		return s, nil
+	}
+	s.MaxTreeSize = size
+	return s, []product.Change{{Setting: "--max-tree-size", Value: fmt.Sprint(size),
+		Why: fmt.Sprintf("the tree remembers what the fleet can hold: %d replicas x %d tokens x %d characters a token; smaller forgets prefixes the engines still hold, larger routes to prefixes they evicted", tr.Replicas, tr.KVTokens, CharsPerToken)}}
+}
+
+// ReqGateway is the requirement of an SGLang model gateway.
+const ReqGateway = "SGLang model gateway"
+
+// Requirements implements product.Router.
+func (Router) Requirements(_ string, _ product.Settings, _ product.Traffic, f *product.Files) []product.Requirement {
+	return []product.Requirement{product.System(ReqGateway, ID, "python -m sglang_router.launch_router or sgl-model-gateway", f)}
+}
+
+// Snippet implements product.Router: the launch command with cache_aware's values given.
+func (Router) Snippet(_ string, ps product.Settings) product.Snippet {
+	g := ps.(Settings)
+	num := product.Num
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("#!/bin/sh")
+	w("# SGLang model gateway, cache_aware with these values given on the command line (workers")
+	w("# registering with a cache_aware policy hint get CacheAwareConfig::default() instead)")
+	w("python -m sglang_router.launch_router \\")
+	w("  --worker-urls http://worker-0:8000 http://worker-1:8000 \\")
+	w("  --policy cache_aware \\")
+	w("  --cache-threshold %s \\", num(g.CacheThreshold))
+	w("  --balance-abs-threshold %s \\", num(g.BalanceAbsThreshold))
+	w("  --balance-rel-threshold %s \\", num(g.BalanceRelThreshold))
+	w("  --eviction-interval-secs %s \\", num(g.EvictionIntervalSecs))
+	w("  --max-tree-size %d", g.MaxTreeSize)
+	return product.Snippet{Product: ID, Format: "SGLang model gateway command line", File: "launch-router.sh", Text: b.String()}
+}
