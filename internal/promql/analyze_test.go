@@ -168,7 +168,7 @@ func TestAssembleGenerations(t *testing.T) {
 		{name: "vllm:kv_cache_usage_perc", labels: map[string]string{"pod": "a", "engine": "1"}, value: 0.4},
 		{name: "vllm:num_requests_running", labels: map[string]string{"server": "r1"}, value: 3},
 	}
-	asm := assemble(pts, grouping{}, 60)
+	asm := assemble(slices.Values(pts), grouping{}, 60)
 	var gens []Generation
 	for _, o := range asm.obs {
 		gens = append(gens, o.Generation)
@@ -234,7 +234,7 @@ func TestConfigWithoutEngine(t *testing.T) {
 				PrefixCaching *bool
 			}
 			var got []row
-			for _, o := range assemble(points, grouping{by: by}, 60).obs {
+			for _, o := range assemble(slices.Values(points), grouping{by: by}, 60).obs {
 				got = append(got, row{o.Replica, o.BlockSize, o.PrefixCaching})
 			}
 			on := true
@@ -257,7 +257,7 @@ func TestNumGPUBlocks(t *testing.T) {
 	}
 	for _, by := range [][]string{{"instance"}, {"instance", "engine"}} {
 		t.Run(strings.Join(by, ","), func(t *testing.T) {
-			rep := Analyze(Input{Mode: ModeRate, Observations: assemble(points, grouping{by: by}, 60).obs})
+			rep := Analyze(Input{Mode: ModeRate, Observations: assemble(slices.Values(points), grouping{by: by}, 60).obs})
 			if len(rep.Replicas) == 0 {
 				t.Fatal("no replicas")
 			}

@@ -76,7 +76,7 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 			return in, err
 		}
 		in.Mode = ModeLifetime
-		asm := assemble(totals(d), grouping{by: by, fallback: dumpName(paths[0])}, 0)
+		asm := assemble(slices.Values(totals(d)), grouping{by: by, fallback: dumpName(paths[0])}, 0)
 		in.Observations, in.Routers = asm.obs, asm.routers
 		return in, nil
 	case 2:
@@ -112,7 +112,7 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 		}
 		in.Mode, in.Window = ModeRate, dt
 		g := grouping{by: by, fallback: dumpName(paths[1])}
-		asm := assemble(increase(a, b), g, dt)
+		asm := assemble(slices.Values(increase(a, b)), g, dt)
 		in.Observations, in.Routers = asm.obs, asm.routers
 		in.Gone = gone(a, asm.obs, g) // named as the second dump names its replicas
 		if len(in.Observations) == 0 {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/prometheus/common/model"
 )
 
 func addSeeds(f *testing.F, glob string) {
@@ -40,9 +43,9 @@ func FuzzParseExposition(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rep := Analyze(Input{Mode: ModeLifetime, Observations: assemble(totals(d), grouping{fallback: "f"}, 0).obs})
+		rep := Analyze(Input{Mode: ModeLifetime, Observations: assemble(slices.Values(totals(d)), grouping{fallback: "f"}, 0).obs})
 		checkRates(t, rep)
-		rep = Analyze(Input{Mode: ModeRate, Window: 1, Observations: assemble(increase(d, d), grouping{fallback: "f"}, 1).obs})
+		rep = Analyze(Input{Mode: ModeRate, Window: 1, Observations: assemble(slices.Values(increase(d, d)), grouping{fallback: "f"}, 1).obs})
 		checkRates(t, rep)
 	})
 }
@@ -88,6 +91,35 @@ func FuzzParseVersion(f *testing.F) {
 		}
 		if w, ok := parseVersion(v.String()); !ok || w != v {
 			t.Fatalf("parseVersion(%q) = %v, which reads back as %v, %v", s, v, w, ok)
+		}
+	})
+}
+
+// FuzzDecodeAnswer feeds arbitrary bytes to the streaming decoder of an instant query's answer
+// (streamQuerier): errors are fine, panics are not, and a vector it returns holds no nil
+// sample or label map.
+func FuzzDecodeAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"pod":"a"},"value":[1,"2"]}]},"warnings":["w"]}`,
+		`{"status":"success","data":{"result":[{"metric":{},"histogram":[1,{"count":"1","sum":"1","buckets":[[0,"0","1","1"]]}]}],"resultType":"vector"}}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":[[1,"1"]]}]}}`,
+		`{"status":"error","errorType":"bad_data","error":"x"}`,
+		`{"status":"success","data":null}`,
+		`<html>`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := decodeAnswer(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if vec, ok := a.value.(model.Vector); ok {
+			for _, s := range vec {
+				if s == nil || s.Metric == nil {
+					t.Fatalf("a nil sample or label map in %q", b)
+				}
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package promql
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestHybridModel(t *testing.T) {
 			point{name: "vllm:prefix_cache_queries_total", labels: l, value: 4800},
 			point{name: "vllm:prefix_cache_hits_total", labels: l, value: 0})
 	}
-	rep := Analyze(Input{Mode: ModeRate, Observations: assemble(points, grouping{by: []string{"instance"}}, 60).obs})
+	rep := Analyze(Input{Mode: ModeRate, Observations: assemble(slices.Values(points), grouping{by: []string{"instance"}}, 60).obs})
 	var hybrid []finding.Finding
 	for _, f := range rep.Findings {
 		if f.Code == "hybrid-model" {
@@ -39,7 +40,7 @@ func TestHybridModel(t *testing.T) {
 	}
 	// With hits, the same configuration is worth knowing, not a warning.
 	points[2].value = 2400
-	rep = Analyze(Input{Mode: ModeRate, Observations: assemble(points, grouping{by: []string{"instance"}}, 60).obs})
+	rep = Analyze(Input{Mode: ModeRate, Observations: assemble(slices.Values(points), grouping{by: []string{"instance"}}, 60).obs})
 	for _, f := range rep.Findings {
 		if f.Code == "hybrid-model" && f.Severity != finding.Info {
 			t.Errorf("with a 50%% hit rate: %+v", f)

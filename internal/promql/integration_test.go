@@ -267,6 +267,18 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// hitrate's own client, which decodes the answers as it reads them, reads the same.
+	stream, err := Conn{URL: ps.url}.Querier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, err := Prometheus{API: stream, URL: ps.url, Window: 10 * time.Minute, Timeout: 10 * time.Second, Time: at}.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(pin.Observations, streamed.Observations); diff != "" {
+		t.Errorf("observations through client_golang (-) and the streaming client (+):\n%s", diff)
+	}
 	queried := Analyze(pin)
 
 	type row struct {

@@ -2,6 +2,7 @@ package promql
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,7 +179,7 @@ func TestAssembleVersionLabel(t *testing.T) {
 		{name: "vllm:prefix_cache_queries_total", labels: map[string]string{"pod": "a"}, value: 100},
 		{name: "vllm:prefix_cache_queries_total", labels: map[string]string{"pod": "b", "version": "not-a-version"}, value: 100},
 	}
-	asm := assemble(pts, grouping{}, 60)
+	asm := assemble(slices.Values(pts), grouping{}, 60)
 	type v struct{ Replica, Version, From, Range string }
 	var got []v
 	for _, o := range asm.obs {

@@ -2,6 +2,7 @@ package promql
 
 import (
 	"cmp"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -124,8 +125,8 @@ type assembled struct {
 }
 
 // assemble groups points by replica and picks, for each quantity, the newest metric name the
-// replica exports.
-func assemble(points []point, g grouping, window float64) assembled {
+// replica exports. It keeps no point: a source may make each as it is asked for.
+func assemble(points iter.Seq[point], g grouping, window float64) assembled {
 	type acc struct {
 		sum    float64
 		n      int
@@ -143,7 +144,7 @@ func assemble(points []point, g grouping, window float64) assembled {
 	reps := map[string]*rep{}
 	var order []string
 	routers := map[string]bool{}
-	for _, p := range points {
+	for p := range points {
 		if s := p.labels["server"]; s != "" {
 			routers[s] = true
 			continue

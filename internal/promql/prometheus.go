@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"net"
 	"slices"
@@ -200,39 +201,68 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 	for i, q := range qs {
 		byName[q.name] = results[i]
 	}
+	results = nil
+	// Each answer is let go as it is read into points, a sample at a time, so that an answer
+	// and the points made of it are not held at once.
+	take := func(name string) iter.Seq[*model.Sample] {
+		vec := byName[name]
+		delete(byName, name)
+		return func(yield func(*model.Sample) bool) {
+			for i, s := range vec {
+				vec[i] = nil
+				if !yield(s) {
+					return
+				}
+			}
+		}
+	}
 	in := Input{Source: SourcePrometheus, Inputs: []string{p.URL}, Mode: ModeRate, Window: p.Window.Seconds(), Queries: stats,
 		Warnings: serverWarnings(qs, warnings)}
-	resetsOf := map[string]float64{}
-	for _, s := range byName["resets"] {
-		resetsOf[string(s.Metric[tagLabel])+"\xff"+labelsKey(s.Metric)] = float64(s.Value)
-	}
-	var points []point
-	rated := map[string]bool{}
-	for _, s := range byName["counters"] {
-		name := string(s.Metric[tagLabel])
-		// rate() is per second; the observation holds the increase over the window, which is
-		// how Prometheus's increase() relates to rate().
-		points = append(points, point{name: name, labels: plain(s.Metric), value: float64(s.Value) * p.Window.Seconds(),
-			resets: resetsOf[name+"\xff"+labelsKey(s.Metric)]})
-		rated[name+"\xff"+labelsKey(s.Metric)] = true
+	resetsOf := map[answerKey]float64{}
+	for s := range take("resets") {
+		resetsOf[keyOf(string(s.Metric[tagLabel]), s.Metric)] = float64(s.Value)
 	}
 	g := grouping{by: p.By}
 	live := map[string]bool{} // replicas with a prefix-cache counter at the window's end
-	for _, s := range byName["gauges"] {
-		if s.Metric[tagLabel] == presentTag {
-			name := string(s.Metric[model.MetricNameLabel])
-			m := s.Metric.Clone()
-			delete(m, model.MetricNameLabel)
-			live[g.key(plain(m))] = true
-			if !rated[name+"\xff"+labelsKey(m)] {
-				points = append(points, point{name: name, labels: plain(m), fresh: true})
-			}
-			continue
+	// carries says some series carries one of the --by labels (carriesBy, as the points go by).
+	carries := len(p.By) == 0
+	// The points go to assemble as they are made, so none is held after it is counted.
+	points := func(yield func(point) bool) {
+		emit := func(pt point) bool {
+			carries = carries || slices.ContainsFunc(p.By, func(b string) bool { return pt.labels[b] != "" })
+			return yield(pt)
 		}
-		points = append(points, point{name: string(s.Metric[tagLabel]), labels: plain(s.Metric), value: float64(s.Value)})
-	}
-	for _, s := range byName["config"] {
-		points = append(points, point{name: configInfo, labels: plain(s.Metric), value: float64(s.Value)})
+		rated := map[answerKey]bool{}
+		for s := range take("counters") {
+			name := string(s.Metric[tagLabel])
+			// rate() is per second; the observation holds the increase over the window, which
+			// is how Prometheus's increase() relates to rate().
+			k := keyOf(name, s.Metric)
+			rated[k] = true
+			if !emit(point{name: name, labels: plain(s.Metric), value: float64(s.Value) * p.Window.Seconds(), resets: resetsOf[k]}) {
+				return
+			}
+		}
+		for s := range take("gauges") {
+			if s.Metric[tagLabel] == presentTag {
+				name := string(s.Metric[model.MetricNameLabel])
+				m := s.Metric.Clone()
+				delete(m, model.MetricNameLabel)
+				live[g.key(plain(m))] = true
+				if !rated[keyOf(name, m)] && !emit(point{name: name, labels: plain(m), fresh: true}) {
+					return
+				}
+				continue
+			}
+			if !emit(point{name: string(s.Metric[tagLabel]), labels: plain(s.Metric), value: float64(s.Value)}) {
+				return
+			}
+		}
+		for s := range take("config") {
+			if !emit(point{name: configInfo, labels: plain(s.Metric), value: float64(s.Value)}) {
+				return
+			}
+		}
 	}
 	asm := assemble(points, g, p.Window.Seconds())
 	in.Observations = asm.obs
@@ -241,7 +271,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 			in.Gone = append(in.Gone, cmp.Or(o.Replica, "(no replica label)"))
 		}
 	}
-	for _, s := range byName["routers"] {
+	for s := range take("routers") {
 		in.Routers = append(in.Routers, string(s.Metric["server"]))
 	}
 	slices.Sort(in.Routers)
@@ -256,7 +286,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		}
 		return in, fmt.Errorf("%s: no vLLM engine series over the last %s (selector: %s): %s", p.URL, model.Duration(p.Window), sel, hint)
 	}
-	if !carriesBy(points, func(pt point) map[string]string { return pt.labels }, p.By) {
+	if !carries {
 		// Every series would fold into one row that reads like a single replica.
 		return in, fmt.Errorf("%s: --by %s: no vLLM series carries these labels; see the labels of vllm:prefix_cache_queries_total in Prometheus, or leave --by out (pod, else instance)", p.URL, strings.Join(p.By, ","))
 	}
@@ -297,10 +327,19 @@ func plain(m model.Metric) map[string]string {
 	return out
 }
 
-func labelsKey(m model.Metric) string {
-	c := m.Clone()
-	delete(c, tagLabel)
-	return c.String()
+// answerKey names a series across the queries: the metric's name and a hash of its labels but
+// the tag and __name__ (model.SignatureWithoutLabels, 64-bit FNV-1a: two series of one answer
+// share one with a chance of about n²/2^65, 10^-8 for a million series), so that an answer's
+// series are not written out again as strings to be matched.
+type answerKey struct {
+	name string
+	sig  uint64
+}
+
+var notIdentity = map[model.LabelName]struct{}{tagLabel: {}, model.MetricNameLabel: {}}
+
+func keyOf(name string, m model.Metric) answerKey {
+	return answerKey{name, model.SignatureWithoutLabels(m, notIdentity)}
 }
 
 func (p Prometheus) queryError(q query, err error) error {

@@ -233,7 +233,7 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 			in.Down = append(in.Down, Down{Target: t.Name, Error: "the two scrapes have no time between them"})
 			continue
 		}
-		asm := assemble(increase(da, db), grouping{by: by, fallback: t.Name}, dt)
+		asm := assemble(slices.Values(increase(da, db)), grouping{by: by, fallback: t.Name}, dt)
 		in.Gone = append(in.Gone, gone(da, asm.obs, grouping{by: by, fallback: t.Name})...)
 		if da.Version != "" {
 			for i := range asm.obs {

@@ -207,6 +207,19 @@ func sameOrSubdomain(host, origin string) bool {
 	return strings.HasSuffix(host, "."+origin)
 }
 
+// Querier returns the instant-query client hitrate and assess collect with: it decodes an
+// answer as it reads it (streamQuerier), where API's client holds it whole first.
+func (c Conn) Querier() (Querier, error) {
+	if _, err := c.API(); err != nil { // the URL and the client's settings, checked once
+		return nil, err
+	}
+	hc, err := c.HTTPClient()
+	if err != nil {
+		return nil, err
+	}
+	return newStreamQuerier(c.URL, hc)
+}
+
 // API returns the Prometheus v1 API client for URL.
 func (c Conn) API() (promv1.API, error) {
 	u, err := url.Parse(c.URL)
@@ -330,7 +343,7 @@ func (s Spec) openDumps(ctx context.Context) (Input, error) {
 }
 
 func (s Spec) openPrometheus(ctx context.Context) (Input, error) {
-	api, err := s.Conn.API()
+	api, err := s.Conn.Querier()
 	if err != nil {
 		return Input{}, err
 	}
