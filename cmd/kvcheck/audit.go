@@ -23,12 +23,16 @@ makes every later KV-cache block differ so that no router can share them.
 
 Templates: Jinja chat templates (.jinja, .j2), tokenizer_config.json (chat_template, also the list
 of named templates), Python prompt modules (.py: string constants, f-strings, .format and the code
-that fills them) and text or Markdown prompts (.txt, .md, .prompt) with {var}, {{ var }} or $var
-placeholders. A directory is audited as one unit, so a prompt in one file and the code filling it
-in another are matched. Each finding has a position (breaker: in block 0; early: before most of
-the static text or the conversation; late: after it), a change frequency, a severity and a fix;
-each template gets a verdict (breaker, early, late, clean, or unknown when the prompt a value
-fills is not among the inputs).
+that fills them), text or Markdown prompts (.txt, .md, .prompt) with {var}, {{ var }} or $var
+placeholders, and YAML or JSON configurations that carry a chat template inline (production-stack's
+chatTemplateConfigMap, a ConfigMap's chat_template.jinja, an inline --chat-template). A directory
+is audited as one unit, so a prompt in one file and the code filling it in another are matched.
+Chat templates are rendered offline under pairs of clocks, variables and conversations. Each
+finding has a position (breaker: in block 0; early: before most of the static text or the
+conversation; late: after it), a change frequency, a severity and a fix; each template gets a
+verdict (breaker, early, late, clean, or unknown when the prompt a value fills is not among the
+inputs), and a variable nothing settles is judged at its worst and at its best (--assume settles
+it).
 
 Requests (--requests): JSONL of OpenAI chat or completion bodies, one per line, or gateway exports
 with the body under a key (detected); "-" reads standard input. Told apart by content, the logs

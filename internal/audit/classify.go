@@ -224,11 +224,11 @@ func classifyExpr(expr string) (Kind, Frequency, bool) {
 		return KindID, PerCall, true
 	case reRandCall.MatchString(e):
 		return KindRandom, PerCall, true
-	case reStrftime.MatchString(e):
-		return KindClock, strftimeFrequency(reStrftime.FindStringSubmatch(e)[1]), true
-	case reDayCall.MatchString(e):
-		return KindClock, Daily, true
-	case reClockCall.MatchString(e):
+	}
+	if format, _, ok := clockFormat(e); ok {
+		return KindClock, strftimeFrequency(format), true
+	}
+	if reClockCall.MatchString(e) {
 		return KindClock, PerCall, true
 	}
 	if e == "" || strings.HasPrefix(e, `"`) || strings.HasPrefix(e, `'`) || (e[0] >= '0' && e[0] <= '9') {
@@ -240,6 +240,78 @@ func classifyExpr(expr string) (Kind, Frequency, bool) {
 	}
 	k, f := classifyName(name)
 	return k, f, true
+}
+
+// clockFormat is the strftime format a clock expression prints its value in, when the
+// expression says: strftime's own, isoformat()'s (its timespec, or the date alone for a
+// date), str() of a date, ctime(). shown is the call to name in a message. ok is false for a
+// clock whose printed form the expression does not show (time.time(), datetime.now() passed
+// on as an object).
+func clockFormat(expr string) (format, shown string, ok bool) {
+	if m := reStrftime.FindStringSubmatch(expr); m != nil {
+		call := "strftime"
+		if strings.Contains(expr, "strftime_now") {
+			call = "strftime_now"
+		}
+		return m[1], fmt.Sprintf("%s(%q)", call, m[1]), true
+	}
+	dateOnly := reDateObject.MatchString(expr)
+	if m := reIsoformat.FindStringSubmatch(expr); m != nil {
+		if dateOnly {
+			return "%Y-%m-%d", "date isoformat()", true
+		}
+		// An aware time (datetime.now(tz=UTC), timezone.utc) prints its offset; kvcheck's
+		// clock is UTC.
+		zone := ""
+		if reAware.MatchString(expr) {
+			zone = "+00:00"
+		}
+		spec := ""
+		if t := reTimespec.FindStringSubmatch(m[1]); t != nil {
+			spec = t[1]
+		}
+		switch spec {
+		case "hours":
+			return "%Y-%m-%dT%H" + zone, "isoformat(timespec=\"hours\")", true
+		case "minutes":
+			return "%Y-%m-%dT%H:%M" + zone, "isoformat(timespec=\"minutes\")", true
+		case "seconds":
+			return "%Y-%m-%dT%H:%M:%S" + zone, "isoformat(timespec=\"seconds\")", true
+		}
+		return "%Y-%m-%dT%H:%M:%S.%f" + zone, "isoformat()", true
+	}
+	switch {
+	case reCtime.MatchString(expr):
+		return "%a %b %d %H:%M:%S %Y", "ctime()", true
+	case reDayCall.MatchString(expr):
+		return "%Y-%m-%d", "str(date.today())", true
+	}
+	return "", "", false
+}
+
+var (
+	reIsoformat  = regexp.MustCompile(`\bisoformat\s*\(([^()]*)\)`)
+	reTimespec   = regexp.MustCompile(`timespec\s*=\s*["'](\w+)["']`)
+	reDateObject = regexp.MustCompile(`\b(?:date\s*\.\s*today|datetime\s*\.\s*today|date\s*\.\s*fromtimestamp)\s*\([^()]*\)|\.date\s*\(\s*\)`)
+	reCtime      = regexp.MustCompile(`\b(?:ctime|asctime)\s*\(`)
+	reAware      = regexp.MustCompile(`\btz\s*=|\btzinfo\s*=|timezone\.utc|\bUTC\b|ZoneInfo\s*\(|\.astimezone\s*\(`)
+)
+
+// clockWhy renders a clock expression's printed form under the clock pairs of the offline
+// render and says which pair and which format decided how often it changes, for a finding's
+// message ("" when the expression shows no format).
+func clockWhy(expr string) string {
+	format, shown, ok := clockFormat(expr)
+	if !ok {
+		return ""
+	}
+	base := strftime(renderClock, format)
+	for _, st := range clockSteps {
+		if other := strftime(renderClock.Add(st.d), format); other != base {
+			return fmt.Sprintf("rendered offline: the finest clock pair whose renders differ is %s, through %s (%q against %q)", st.say, shown, base, other)
+		}
+	}
+	return ""
 }
 
 // strftimeFrequency renders a strftime format under the clock pairs of the offline render:
@@ -425,19 +497,26 @@ func (f *Finding) finish(subject string) {
 }
 
 // suggests says what a variable's name suggests, for the question of an audit/check finding.
-func suggests(k Kind) string {
+func suggests(k Kind, name string) string {
+	if k == KindUser && reDeploymentName.MatchString(name) {
+		return "its name is a deployment's (an agent's, assistant's or product's), usually fixed per deployment, but its value is not in view, and a service that lets each user or tenant name their own sets it per user"
+	}
 	switch k {
 	case KindDate, KindClock:
 		return "its name suggests a date or time, but nothing in view fills it from a clock"
 	case KindID:
 		return "its name suggests an id, but nothing in view fills it from a request or a generator"
 	case KindUser:
-		return "its name suggests a per-user value, but nothing in view fills it from the request or the user (an agent's or product's name is fixed per deployment)"
+		return "its name suggests a per-user value, but nothing in view fills it from the request or the user"
 	case KindRandom:
 		return "its name suggests a random value, but nothing in view generates it"
 	}
 	return "nothing in view says whether it changes"
 }
+
+// reDeploymentName matches the names of what a deployment names once: its agent, assistant,
+// bot, product or company.
+var reDeploymentName = regexp.MustCompile(`(?i)(?:agent|assistant|bot|product|company|brand|app|service|persona)_?name|(?:^|[^a-z])(?:agent|assistant|bot)(?:[^a-z]|$)`)
 
 // positionWord names a position as a verdict word.
 func positionWord(p Position) string {
@@ -474,7 +553,7 @@ func question(f *Finding, worst Frequency) string {
 	} else {
 		b.WriteString(" lands where the prompt it fills is not among the inputs")
 	}
-	fmt.Fprintf(&b, ": nothing settles whether it changes between requests; %s. ", suggests(f.Kind))
+	fmt.Fprintf(&b, ": nothing settles whether it changes between requests; %s. ", suggests(f.Kind, f.Expression))
 	fmt.Fprintf(&b, "Worst case, if it changes %s: %s", classWord(worst), positionWord(f.Position))
 	switch f.Position {
 	case Breaker:

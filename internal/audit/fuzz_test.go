@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -101,6 +102,26 @@ func FuzzTokenizerConfig(f *testing.F) {
 	f.Add(`{"chat_template":[{"name":1}]}`)
 	f.Fuzz(func(t *testing.T, src string) {
 		_, _ = tokenizerTemplates("fuzz_tokenizer_config.json", src)
+	})
+}
+
+// FuzzConfigTemplates: reading the chat templates of any YAML or JSON never panics, and every
+// template found is a string with a chat tag, placed on a line of the file.
+func FuzzConfigTemplates(f *testing.F) {
+	addFixtureSeeds(f, "../../testdata/audit/templates/config/*")
+	f.Add("a: &x \"{{ messages }}\"\nb: *x\nc: [*x, {d: *x}]\n")
+	f.Add("k: |-\n  {% for m in messages %}\n---\n- \"{{ messages\"\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		named, err := configTemplates("fuzz.yaml", src)
+		if err != nil {
+			return
+		}
+		lines := strings.Count(src, "\n") + 1
+		for _, n := range named {
+			if !reChatTag.MatchString(n.src) || n.at < 1 || n.at > lines+1 {
+				t.Fatalf("template %q at line %d of %d: %q", n.name, n.at, lines, n.src)
+			}
+		}
 	})
 }
 

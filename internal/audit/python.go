@@ -187,6 +187,11 @@ type pyFiller struct {
 	// against the unit's constants; viaLocal says it resolved to a local or a field.
 	alias    string
 	viaLocal bool
+	// why says, for a clock, which clock pair and format decided its frequency.
+	why string
+	// unseen is set for a keyword argument that passes on a name whose value is not in view:
+	// it says where the value comes from and settles nothing.
+	unseen bool
 }
 
 var (
@@ -435,6 +440,9 @@ done:
 	case dynamicCall(expr):
 		f.kind, f.freq, _ = classifyExpr(expr)
 		f.ev = EvidenceCode
+		if f.kind == KindClock {
+			f.why = clockWhy(expr)
+		}
 	case reRequestValue.MatchString(expr):
 		// A value read from the request or the user: per user or per session, as the name
 		// says; an unnamed one is per call.
@@ -466,7 +474,7 @@ var (
 )
 
 // resolveAliases gives keyword arguments that pass on a module constant (date=CURRENT_DATE)
-// the constant's value, and drops those that name no dynamic constant.
+// the constant's value, and marks unseen those whose name has no value in view.
 func resolveAliases(fillers []pyFiller) []pyFiller {
 	consts := map[string]pyFiller{}
 	for _, f := range fillers {
@@ -481,9 +489,13 @@ func resolveAliases(fillers []pyFiller) []pyFiller {
 		if f.alias != "" {
 			c, ok := consts[f.alias]
 			if !ok {
+				// Passed on from a name whose value is not in view (configuration.agent_name
+				// of a module not given): kept as where the value comes from, settling nothing.
+				f.freq, f.unseen = Unknown, true
+				out = append(out, f)
 				continue
 			}
-			f.kind, f.freq, f.ev = c.kind, c.freq, c.ev
+			f.kind, f.freq, f.ev, f.why = c.kind, c.freq, c.ev, c.why
 			f.viaLocal = c.local
 			f.expr = fmt.Sprintf("%s (%s:%d %s)", f.expr, filepath.Base(c.file), c.line, c.expr)
 		}

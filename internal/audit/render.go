@@ -263,8 +263,9 @@ func renderChatTemplate(ctx context.Context, src string, vars []string, bs int, 
 		// Variables the caller may pass, and functions nothing defines: two values each.
 		for _, name := range append(slices.Clone(vars), calls...) {
 			a, b := pairValues(name)
-			ra, _, errA := r.with(name, a).render(v, renderClock, renderSystem, renderUser, order)
-			rb, _, errB := r.with(name, b).render(v, renderClock, renderSystem, renderUser, order)
+			attrs := attributes(src, name)
+			ra, _, errA := r.with(name, a, attrs).render(v, renderClock, renderSystem, renderUser, order)
+			rb, _, errB := r.with(name, b, attrs).render(v, renderClock, renderSystem, renderUser, order)
 			if errA != nil || errB != nil || ra == rb {
 				continue
 			}
@@ -293,16 +294,41 @@ func renderChatTemplate(ctx context.Context, src string, vars []string, bs int, 
 }
 
 // with returns the run with one variable (or function, when the template calls it) set to a
-// value.
-func (r *chatRun) with(name, value string) *chatRun {
+// value; a variable the template reads attributes of (user.name, user['id']) is an object
+// whose every such attribute is the value.
+func (r *chatRun) with(name, value string, attrs []string) *chatRun {
 	c := *r
 	c.extra = maps.Clone(r.extra)
-	if _, isCall := r.extra[name]; isCall {
+	switch _, isCall := r.extra[name]; {
+	case isCall:
 		c.extra[name] = stub(value)
-	} else {
+	case len(attrs) > 0:
+		d := jinja.NewDict()
+		for _, a := range attrs {
+			d.AsDict().Set(a, jinja.NewString(value))
+		}
+		c.extra[name] = d
+	default:
 		c.extra[name] = jinja.NewString(value)
 	}
 	return &c
+}
+
+// attributes lists the attributes and string keys a template reads of a variable: name.attr
+// and name['key'].
+func attributes(src, name string) []string {
+	re, err := regexp.Compile(`\b` + regexp.QuoteMeta(name) + `\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']+)["']\s*\])`)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(src, -1) {
+		a := m[1] + m[2]
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // stub is a function that returns s whatever it is given.

@@ -140,6 +140,9 @@ func RunAudit(ctx context.Context, st Status, o RunOptions) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
+		for _, why := range tr.Skipped {
+			st.Note("%s; skipped", why)
+		}
 		for _, name := range tr.UnusedAssume {
 			st.Note("--assume %s: no variable of that name is left unsettled in the templates; nothing was assumed", name)
 		}

@@ -20,7 +20,7 @@ import (
 // Template is the verdict on one template or prompt file.
 type Template struct {
 	File   string
-	Format string // jinja, python, text, tokenizer_config
+	Format string // jinja, python, text, tokenizer_config, config (a YAML or JSON file carrying templates)
 	// Verdict is the worst case: every variable nothing settles taken to change as often as
 	// it plausibly could (what --fail-on acts on). Best takes each of them as fixed per
 	// deployment; Assumptions name what separates the two.
@@ -34,6 +34,12 @@ type Template struct {
 	RenderError string
 	// Divergences are the renders' pairs that differ, tool order included.
 	Divergences []Divergence
+	// Embedded says, for a configuration file, where each chat template it carries is: its
+	// key path and the line its text starts on.
+	Embedded []string
+	// assumed are the notes of --assume on this template's variables, kept when the
+	// verdicts are judged again (Corroborate).
+	assumed []string
 }
 
 // TemplateReport is the static audit of a set of templates.
@@ -42,6 +48,10 @@ type TemplateReport struct {
 	Findings  []Finding
 	// UnusedAssume are the --assume names that matched no unsettled variable.
 	UnusedAssume []string
+	// Skipped are the files of a directory that looked like configurations carrying a chat
+	// template but could not be read as YAML or JSON (a Helm chart's templates/, which are
+	// Go templates), each with why.
+	Skipped []string
 }
 
 // TemplateOptions are the inputs of a template audit beyond the paths.
@@ -100,7 +110,18 @@ func AuditTemplatesWith(ctx context.Context, paths []string, o TemplateOptions) 
 				if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
 					return filepath.SkipDir
 				}
-				if !d.IsDir() && formatOf(path) != "" {
+				switch f := formatOf(path); {
+				case d.IsDir() || f == "":
+				case f == "config":
+					// A configuration is audited only when it carries a chat template.
+					src, err := readTemplate(path)
+					if err != nil {
+						return err
+					}
+					if holdsChatTemplate(src) {
+						files = append(files, path)
+					}
+				default:
 					files = append(files, path)
 				}
 				return nil
@@ -109,20 +130,21 @@ func AuditTemplatesWith(ctx context.Context, paths []string, o TemplateOptions) 
 				return rep, fmt.Errorf("walk %s: %w", p, err)
 			}
 			if len(files) == 0 {
-				return rep, fmt.Errorf("template directory %s holds no template (.jinja, .j2, .py, .txt, .md, .prompt, tokenizer_config.json)", p)
+				return rep, fmt.Errorf("template directory %s holds no template (.jinja, .j2, .py, .txt, .md, .prompt, tokenizer_config.json, or YAML and JSON configurations carrying a chat template)", p)
 			}
 		} else {
 			if formatOf(p) == "" {
-				return rep, fmt.Errorf("template %s: unknown type: use .jinja/.j2 chat templates, tokenizer_config.json, .py prompt modules, or .txt/.md/.prompt text", p)
+				return rep, fmt.Errorf("template %s: unknown type: use .jinja/.j2 chat templates, tokenizer_config.json, .py prompt modules, .txt/.md/.prompt text, or a YAML or JSON configuration that carries a chat template", p)
 			}
 			files = []string{p}
 		}
-		u, err := auditUnit(ctx, files, code, o, assumed)
+		u, err := auditUnit(ctx, files, code, o, assumed, info.IsDir())
 		if err != nil {
 			return rep, err
 		}
 		rep.Templates = append(rep.Templates, u.Templates...)
 		rep.Findings = append(rep.Findings, u.Findings...)
+		rep.Skipped = append(rep.Skipped, u.Skipped...)
 	}
 	for name := range o.Assume {
 		if !assumed[name] {
@@ -173,6 +195,8 @@ func formatOf(path string) string {
 		return "python"
 	case strings.HasSuffix(base, ".txt"), strings.HasSuffix(base, ".md"), strings.HasSuffix(base, ".prompt"):
 		return "text"
+	case strings.HasSuffix(base, ".yaml"), strings.HasSuffix(base, ".yml"), strings.HasSuffix(base, ".json"):
+		return "config"
 	}
 	return ""
 }
@@ -199,7 +223,10 @@ func readTemplate(path string) (string, error) {
 }
 
 // auditUnit audits files that belong together. code are fillers from --code directories.
-func auditUnit(ctx context.Context, files []string, code []pyFiller, o TemplateOptions, assumed map[string]bool) (TemplateReport, error) {
+//
+// walked says the files come from a directory: a configuration there that cannot be read is
+// skipped and named, where one named on the command line is an error.
+func auditUnit(ctx context.Context, files []string, code []pyFiller, o TemplateOptions, assumed map[string]bool, walked bool) (TemplateReport, error) {
 	var rep TemplateReport
 	bs := o.BlockSize
 	byFile := map[string][]Finding{}
@@ -215,19 +242,36 @@ func auditUnit(ctx context.Context, files []string, code []pyFiller, o TemplateO
 		format := formatOf(path)
 		formats[path] = format
 		switch format {
-		case "jinja", "tokenizer_config":
+		case "jinja", "tokenizer_config", "config":
 			named := []namedTemplate{{src: src}}
-			if format == "tokenizer_config" {
+			switch format {
+			case "tokenizer_config":
 				if named, err = tokenizerTemplates(path, src); err != nil {
 					return rep, err
+				}
+			case "config":
+				named, err = configTemplates(path, src)
+				switch {
+				case err != nil && walked:
+					rep.Skipped = append(rep.Skipped, err.Error())
+					continue
+				case err != nil:
+					return rep, err
+				case len(named) == 0 && walked:
+					continue
+				case len(named) == 0:
+					return rep, fmt.Errorf("template %s: no chat template in it: a YAML or JSON configuration is audited for the chat templates its strings carry (a string with a Jinja tag that reads messages: production-stack's chatTemplateConfigMap, a ConfigMap's chat_template.jinja, an inline --chat-template)", path)
 				}
 			}
 			t := &Template{}
 			renders[path] = t
 			for _, n := range named {
 				prefix := ""
-				if n.name != "" {
+				if n.name != "" && (format != "config" || len(named) > 1) {
 					prefix = n.name + ": "
+				}
+				if n.at > 0 {
+					t.Embedded = append(t.Embedded, fmt.Sprintf("%s (line %d)", n.name, n.at))
 				}
 				fs := scanJinja(path, n.src, bs)
 				for i := range fs {
@@ -236,6 +280,9 @@ func auditUnit(ctx context.Context, files []string, code []pyFiller, o TemplateO
 				rr := renderChatTemplate(ctx, n.src, freeVariables(n.src), bs, o.Counter)
 				exact := o.Counter != nil && o.Counter.Exact()
 				fs = reconcile(path, n.src, prefix, fs, rr, bs, exact)
+				for i := range fs {
+					fs[i].Line = n.fileLine(fs[i].Line)
+				}
 				if rr.Err != nil {
 					t.RenderError = strings.TrimSpace(prefix + rr.Err.Error())
 				} else {
@@ -262,26 +309,25 @@ func auditUnit(ctx context.Context, files []string, code []pyFiller, o TemplateO
 	}
 	for _, path := range files {
 		var fs []Finding
-		var assumptions []string
+		var notes []string
 		for _, f := range byFile[path] {
 			settleByText(&f)
 			if keep, note := settleByAssumption(&f, o.Assume, assumed); note != "" {
-				assumptions = append(assumptions, note)
+				notes = append(notes, note)
 				if !keep {
 					continue
 				}
 			}
 			f.finish(fmt.Sprintf("%s:%d", f.File, f.Line))
-			if f.Assumption != "" {
-				assumptions = append(assumptions, f.Assumption)
-			}
 			fs = append(fs, f)
 		}
-		worst, best := verdictOf(fs)
 		slices.SortStableFunc(fs, func(a, b Finding) int { return a.Line - b.Line })
-		t := Template{File: path, Format: formats[path], Verdict: worst, Best: best, Assumptions: dedupe(assumptions)}
+		t := Template{File: path, Format: formats[path], assumed: dedupe(notes)}
+		t.judge(fs)
 		if r := renders[path]; r != nil {
-			t.Rendered, t.RenderError, t.Divergences = r.Rendered, r.RenderError, r.Divergences
+			t.Rendered, t.RenderError, t.Divergences, t.Embedded = r.Rendered, r.RenderError, r.Divergences, r.Embedded
+		} else if formats[path] == "config" {
+			continue // skipped above: it carries no template, or could not be read
 		}
 		rep.Templates = append(rep.Templates, t)
 		rep.Findings = append(rep.Findings, fs...)
@@ -333,9 +379,26 @@ func settleByAssumption(f *Finding, assume map[string]Frequency, used map[string
 	return true, note
 }
 
-// namedTemplate is one chat template of a file: a tokenizer_config.json may hold several.
+// namedTemplate is one chat template of a file: a tokenizer_config.json may hold several, a
+// configuration file carries them in its strings.
 type namedTemplate struct {
 	name, src string
+	// at is the file line the template's text starts on (0: the file is the template);
+	// exact says the template's lines follow it one for one (a YAML literal block), else
+	// every finding is placed on line at.
+	at    int
+	exact bool
+}
+
+// fileLine is the line of the file that holds line l of the template.
+func (n namedTemplate) fileLine(l int) int {
+	switch {
+	case n.at == 0:
+		return l
+	case n.exact:
+		return n.at + l - 1
+	}
+	return n.at
 }
 
 // verdictOf decides a template's verdicts from its findings: the worst position among them,
@@ -368,14 +431,21 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 			var kind Kind
 			var freq Frequency
 			var ev Evidence
-			origin := ""
-			fi := -1
+			origin, why := "", ""
+			fi, unseen := -1, -1
 			if h.name != "" {
 				for i, f := range fillers {
-					if f.name == h.name {
-						fi = i
-						break
+					if f.name != h.name {
+						continue
 					}
+					if f.unseen {
+						if unseen < 0 {
+							unseen = i
+						}
+						continue
+					}
+					fi = i
+					break
 				}
 			}
 			if fi >= 0 && fillers[fi].freq == Fixed {
@@ -386,7 +456,7 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 			switch {
 			case fi >= 0:
 				f := fillers[fi]
-				kind, freq, ev = f.kind, f.freq, f.ev
+				kind, freq, ev, why = f.kind, f.freq, f.ev, f.why
 				origin = fmt.Sprintf("%s:%d %s", filepath.Base(f.file), f.line, f.expr)
 				if f.module {
 					origin += " (a module constant, computed at import: it changes with the format's field whenever a process starts)"
@@ -401,9 +471,17 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 				if dynamicCall(h.expr) {
 					ev = EvidenceCode
 				}
+				if k == KindClock {
+					why = clockWhy(h.expr)
+				}
 			default:
 				kind, freq = classifyName(h.name)
 				ev = nameEvidence(kind)
+				if unseen >= 0 {
+					u := fillers[unseen]
+					used[unseen] = true
+					origin = fmt.Sprintf("%s:%d %s, whose value is not among the inputs", filepath.Base(u.file), u.line, u.expr)
+				}
 			}
 			variable := ""
 			if fi < 0 && h.name != "" {
@@ -411,22 +489,22 @@ func promptFindings(prompts []pyPrompt, fillers []pyFiller, bs int) map[string][
 			}
 			pos, block := place(h.before, bs, true, h.before >= h.after && h.before > 0)
 			out[p.file] = append(out[p.file], Finding{Finding: finding.Finding{File: p.file, Line: h.line}, Expression: h.expr, Kind: kind, Position: pos, Block: block,
-				TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin, Evidence: ev, Variable: variable, lead: h.lead})
+				TokensBefore: h.before, Frequency: freq, Estimated: true, Origin: origin, Evidence: ev, Variable: variable, Render: why, lead: h.lead})
 			if fi >= 0 && fillers[fi].file != p.file {
 				f := fillers[fi]
 				out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line}, Expression: f.expr, Kind: f.kind, Position: pos, Block: block,
-					TokensBefore: h.before, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %s at %s:%d", h.expr, filepath.Base(p.file), h.line), Evidence: f.ev})
+					TokensBefore: h.before, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %s at %s:%d", h.expr, filepath.Base(p.file), h.line), Evidence: f.ev, Render: f.why})
 			}
 		}
 	}
 	for i, f := range fillers {
 		// A local passed on (content=system_message) is reported where it is computed, if
 		// anywhere: the call that built it is a filler of its own.
-		if used[i] || f.freq == Fixed || f.viaLocal || !reFillCall.MatchString(f.call) {
+		if used[i] || f.freq == Fixed || f.viaLocal || f.unseen || !reFillCall.MatchString(f.call) {
 			continue
 		}
 		out[f.file] = append(out[f.file], Finding{Finding: finding.Finding{File: f.file, Line: f.line, Fix: "audit this file together with the prompt it fills (pass their directory); " + fixFor(f.kind, f.freq, Early)},
-			Expression: f.expr, Kind: f.kind, Position: PositionUnknown, Block: -1, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %q through %s()", f.name, f.call), Evidence: f.ev})
+			Expression: f.expr, Kind: f.kind, Position: PositionUnknown, Block: -1, Frequency: f.freq, Estimated: true, Origin: fmt.Sprintf("fills %q through %s()", f.name, f.call), Evidence: f.ev, Render: f.why})
 	}
 	return out
 }
@@ -474,15 +552,39 @@ func Corroborate(rep *TemplateReport, s Summary, source string) {
 				fs = append(fs, f)
 			}
 		}
-		rep.Templates[i].Verdict, rep.Templates[i].Best = verdictOf(fs)
-		var notes []string
-		for _, f := range fs {
-			if f.Assumption != "" {
-				notes = append(notes, f.Assumption)
-			}
-		}
-		rep.Templates[i].Assumptions = dedupe(notes)
+		rep.Templates[i].judge(fs)
 	}
+}
+
+// judge sets a template's verdicts from its findings, and the assumptions that separate
+// them: for each variable nothing settles, the template's verdict if it changes as often as
+// it plausibly could and if it is fixed per deployment, the other findings as they are (a
+// template whose dated header is early either way reads "breaker if agent_name changes per
+// user; early if it is fixed per deployment", not "clean"). A variable whose worst case
+// leaves the verdict as it is separates nothing and is named only in its finding.
+func (t *Template) judge(fs []Finding) {
+	worst, best := verdictOf(fs)
+	t.Verdict, t.Best = worst, best
+	notes := slices.Clone(t.assumed)
+	for _, f := range fs {
+		if f.Assumption == "" {
+			continue
+		}
+		under := best
+		if f.Position.rank() > Position(best).rank() {
+			under = Verdict(f.Position)
+		}
+		if under == best {
+			continue
+		}
+		name := f.Variable
+		if name == "" {
+			name = f.Expression
+		}
+		notes = append(notes, fmt.Sprintf("%s if %s changes %s; %s if it is fixed per deployment",
+			positionWord(Position(under)), name, classWord(worstClass(&f)), positionWord(Position(best))))
+	}
+	t.Assumptions = dedupe(notes)
 }
 
 var (

@@ -143,6 +143,61 @@ func TestTemplateFixtures(t *testing.T) {
 	}
 }
 
+// TestConfigTemplates: YAML and JSON configurations that carry a chat template inline are
+// audited like a template file, each finding on the file's own line; in a directory, one that
+// carries none is passed over and one that is no YAML (a Helm chart's Go templates) is named
+// as skipped, where either named on the command line is an error.
+func TestConfigTemplates(t *testing.T) {
+	const dir = "../../testdata/audit/templates/config"
+	rep, err := AuditTemplates([]string{dir}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// production-stack values: the template is the literal block under
+	// chatTemplateConfigMap (line 9), its text from line 10, the date on its line 4, so the
+	// file's line 13. Before the date, rendered without a system message: <s>,
+	// <|start_header_id|>, "system" (6 bytes, 2 tokens), <|end_header_id|> and 52 bytes
+	// ("\n\nCutting Knowledge Date: December 2023\nToday Date: ", 13 tokens): 18 tokens,
+	// block 1, within the estimate's margin of block 0 (18 x 3/4 = 13 < 16): a breaker that
+	// changes daily, a warning.
+	check(t, rep, "prodstack_values.yaml", want{VerdictBreaker, 13, KindClock, Daily, 1, finding.Warning, "", ""})
+	// The Deployment's inline --chat-template (a quoted string on line 25) opens with
+	// <|im_start|> and "system\nSession " (15 bytes, 4 tokens): session_id at token 5, block
+	// 0; nothing settles it, and as a session id its worst case is per session: a breaker,
+	// an error, clean at best.
+	check(t, rep, "configmap.yaml", want{VerdictBreaker, 25, KindID, PerSession, 0, finding.Error, "", ""})
+	check(t, rep, "chat_template.json", want{verdict: VerdictClean})
+	byName := map[string]Template{}
+	for _, tp := range rep.Templates {
+		byName[filepath.Base(tp.File)] = tp
+	}
+	if _, ok := byName["no_template.yaml"]; ok {
+		t.Errorf("a configuration without a chat template got a verdict")
+	}
+	if got := byName["configmap.yaml"].Embedded; !slices.Equal(got, []string{"document 1 data.chat_template.jinja (line 7)", "document 2 spec.template.spec.containers[0].args[2] (line 25)"}) {
+		t.Errorf("configmap.yaml embedded = %q", got)
+	}
+	for _, f := range rep.Findings {
+		if filepath.Base(f.File) == "configmap.yaml" && !strings.HasPrefix(f.Expression, "document 2 spec.template.spec.containers[0].args[2]: ") {
+			t.Errorf("finding %q does not name the template it is in", f.Expression)
+		}
+		if filepath.Base(f.File) == "prodstack_values.yaml" && strings.Contains(f.Expression, "modelSpec") {
+			t.Errorf("the file's only template is named in its finding: %q", f.Expression)
+		}
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], filepath.Join("chart", "templates", "configmap.yaml")+": not readable as YAML or JSON") {
+		t.Errorf("skipped = %q, want the chart's Go template", rep.Skipped)
+	}
+	for _, tt := range []struct{ path, wantErr string }{
+		{"no_template.yaml", "no chat template in it"},
+		{"chart/templates/configmap.yaml", "not readable as YAML or JSON"},
+	} {
+		if _, err := AuditTemplates([]string{filepath.Join(dir, tt.path)}, 16); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s: error %v, want %q", tt.path, err, tt.wantErr)
+		}
+	}
+}
+
 // TestTemplateCorpus checks the real templates against the verdict reached by reading them.
 // The directory is audited as one unit: the LangGraph prompt's {system_time} is filled in the
 // graph module with datetime.now(tz=UTC).isoformat() on every model call.
@@ -294,7 +349,8 @@ func TestTemplateErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"missing", filepath.Join(dir, "nope.jinja"), "no such file"},
-		{"unknown type", write("x.yaml", "a: b"), "unknown type"},
+		{"unknown type", write("x.toml", "a = 1"), "unknown type"},
+		{"configuration without a template", write("x.yaml", "a: b"), "no chat template in it"},
 		{"bad json", write("bad_tokenizer_config.json", "{"), "invalid JSON"},
 		{"no template", write("none_tokenizer_config.json", `{"bos_token":"<s>"}`), "no chat_template"},
 		{"wrong shape", write("num_tokenizer_config.json", `{"chat_template": 5}`), "neither a string nor a list"},
@@ -329,6 +385,51 @@ func TestStrftimeFrequency(t *testing.T) {
 				t.Errorf("strftimeFrequency(%q) = %s, want %s", format, got, want)
 			}
 		})
+	}
+}
+
+// TestClockFrequency: a Python clock's frequency is that of the text it prints, rendered under
+// the clock pairs (base 2024-07-26 10:00:00.250 UTC); the message names the pair and the
+// format that decided. A date printed by isoformat() is a day (2024-07-26, the same 3 hours
+// later, 2024-07-29 three days later): daily, where a datetime's isoformat() prints
+// microseconds and differs 1 ms later.
+func TestClockFrequency(t *testing.T) {
+	tests := []struct {
+		expr  string
+		want  Frequency
+		shown string // "" when the expression shows no printed form
+	}{
+		{`datetime.date.today().strftime("%B %d, %Y")`, Daily, `strftime("%B %d, %Y")`},
+		{`datetime.now(tz=UTC).isoformat()`, PerCall, `isoformat()`},
+		{`date.today().isoformat()`, Daily, `date isoformat()`},
+		{`datetime.now().date().isoformat()`, Daily, `date isoformat()`},
+		{`datetime.now().isoformat(timespec="seconds")`, PerSecond, `isoformat(timespec="seconds")`},
+		{`datetime.now().isoformat(timespec='minutes')`, PerMinute, `isoformat(timespec="minutes")`},
+		{`time.ctime()`, PerSecond, `ctime()`},
+		{`date.today()`, Daily, `str(date.today())`},
+		{`time.time()`, PerCall, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			k, f, ok := classifyExpr(tt.expr)
+			if !ok || k != KindClock || f != tt.want {
+				t.Errorf("classifyExpr = %s, %s, %v; want clock, %s", k, f, ok, tt.want)
+			}
+			why := clockWhy(tt.expr)
+			if tt.shown == "" {
+				if why != "" {
+					t.Errorf("clockWhy = %q, want none", why)
+				}
+				return
+			}
+			if !strings.Contains(why, "through "+tt.shown) {
+				t.Errorf("clockWhy = %q, want it to name %s", why, tt.shown)
+			}
+		})
+	}
+	// The aware time prints its offset, as Python does.
+	if why := clockWhy(`datetime.now(tz=UTC).isoformat()`); !strings.Contains(why, `"2024-07-26T10:00:00.250000+00:00" against "2024-07-26T10:00:00.251000+00:00"`) {
+		t.Errorf("clockWhy = %q", why)
 	}
 }
 

@@ -31,6 +31,8 @@ type auditTemplateDoc struct {
 	Rendered    string               `json:"rendered"`
 	RenderError string               `json:"render_error"`
 	Divergences []auditDivergenceDoc `json:"divergences"`
+	// Embedded is, for a configuration file, where each chat template it carries is.
+	Embedded []string `json:"embedded"`
 }
 
 type auditDivergenceDoc struct {
@@ -159,7 +161,8 @@ func auditDocument(a AuditRun) auditDoc {
 	}
 	for _, t := range a.Templates {
 		td := auditTemplateDoc{File: t.File, Format: t.Format, Verdict: string(t.Verdict), BestVerdict: string(t.Best),
-			Assumptions: append([]string{}, t.Assumptions...), Rendered: t.Rendered, RenderError: t.RenderError, Divergences: []auditDivergenceDoc{}}
+			Assumptions: append([]string{}, t.Assumptions...), Rendered: t.Rendered, RenderError: t.RenderError, Divergences: []auditDivergenceDoc{},
+			Embedded: append([]string{}, t.Embedded...)}
 		if td.BestVerdict == "" {
 			td.BestVerdict = td.Verdict
 		}
@@ -243,6 +246,9 @@ func (t *Text) audit(a AuditRun) error {
 			return err
 		}
 		for _, tp := range a.Templates {
+			for _, e := range tp.Embedded {
+				t.Muted("%s: chat template at %s", tp.File, e)
+			}
 			for _, as := range tp.Assumptions {
 				t.Muted("%s: %s", tp.File, as)
 			}
