@@ -477,6 +477,8 @@ func TestScreens(t *testing.T) {
 		{"assess_window", []string{"assess", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom", "--window", "60s", "--requests", "assess/chat_sessions.jsonl"}, nil},
 		{"assess_all", []string{"assess", "--file", "assess/healthy.prom", "--requests", "assess/chat_sessions.jsonl", "--evidence", "all"}, nil},
 		{"metrics", []string{"metrics", "--family", "sglang"}, nil},
+		// An error on the terminal's stderr is wrapped at its width, as the report is.
+		{"audit_error", []string{"audit", "audit/templates/config/no_template.yaml"}, nil},
 		// NO_COLOR at a terminal: plain aligned columns, no box lines, still fitted.
 		{"hitrate_nocolor", []string{"hitrate", "--file", "hitrate/before.prom", "--file", "hitrate/after.prom"}, []string{"NO_COLOR=1"}},
 	}
@@ -525,6 +527,29 @@ func TestDemoScreens(t *testing.T) {
 			for _, want := range []string{"Demo: kvcheck hitrate", "Demo: kvcheck tap", "Demo: kvcheck audit", "Demo: kvcheck lint", "Demo: kvcheck simulate", "Demo: kvcheck assess", "Recommendation: "} {
 				if !strings.Contains(scr, want) {
 					t.Errorf("no %q on the screen", want)
+				}
+			}
+		})
+	}
+}
+
+// TestVersionScreens runs kvcheck version at 80, 120 and 200 columns: its text names the Go
+// release that built it, so it is checked rather than kept: every line is there and none is
+// wider than the terminal (the catalog's line wraps under its value).
+func TestVersionScreens(t *testing.T) {
+	for _, width := range []int{80, 120, 200} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			out, code := ptyRun(t, t.TempDir(), width, nil, []string{"version"}, nil)
+			scr, wide := renderScreen(width, out)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, scr)
+			}
+			for _, l := range wide {
+				t.Errorf("line wider than %d columns, wrapped by the terminal: %q", width, l)
+			}
+			for _, want := range []string{"kvcheck version ", "  commit: ", "  go: ", "  catalog:   newest releases known: vLLM "} {
+				if !strings.Contains(scr, want) {
+					t.Errorf("no %q on the screen:\n%s", want, scr)
 				}
 			}
 		})

@@ -127,7 +127,7 @@ func (g *commandGuard) guard(p []byte) []byte {
 
 // WriteError writes err on w (standard error) as kvcheck's error lines: "kvcheck: " and the
 // error, masked (secret.Mask) and escaped (visible), one line for each error an errors.Join
-// holds.
+// holds (at a terminal wrapped at its width, the rest of an error hanging two columns in).
 func WriteError(w io.Writer, err error) {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var msgs []string
@@ -145,7 +145,11 @@ func WriteError(w io.Writer, err error) {
 			return
 		}
 	}
-	fmt.Fprintln(&commandGuard{w: w}, "kvcheck: "+visible(secret.Mask(err.Error())))
+	width := 0
+	if IsTerminal(w) {
+		width = terminalWidth(w) // wrapped as the report is
+	}
+	writeWrapped(&commandGuard{w: w}, "kvcheck: "+visible(secret.Mask(err.Error())), width)
 }
 
 // writeVerbatim writes text kvcheck passes on as it is (lint --diff's unified diff, whose

@@ -13,7 +13,8 @@ import (
 )
 
 // Status writes what a command says while it works, on standard error: notes and warnings
-// always, one line each, prefixed "kvcheck: "; progress only on a terminal that can erase a
+// always, prefixed "kvcheck: ", wrapped at a terminal's width (one line each when piped, so
+// grep sees them whole); progress only on a terminal that can erase a
 // line (not TERM=dumb), redrawn in place on one line cut to the terminal's width (a wrapped
 // line would leave its first rows behind), at most ten times a second, and erased before any
 // note and when the work is done, so piped and captured stderr stays clean and no progress is
@@ -34,8 +35,9 @@ const progressEvery = 100 * time.Millisecond
 // NewStatus returns a status writer for w (standard error).
 func NewStatus(w io.Writer) *Status {
 	// No line it writes, a logger's included (Writer), reads as a workflow command.
-	s := &Status{w: &commandGuard{w: w}, terminal: IsTerminal(w) && os.Getenv("TERM") != "dumb"}
-	if s.terminal {
+	tty := IsTerminal(w)
+	s := &Status{w: &commandGuard{w: w}, terminal: tty && os.Getenv("TERM") != "dumb"}
+	if tty {
 		s.width = terminalWidth(w)
 	}
 	return s
@@ -85,7 +87,16 @@ func (s *Status) line(msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clear()
-	fmt.Fprintln(s.w, secret.Mask(msg))
+	writeWrapped(s.w, secret.Mask(msg), s.width)
+}
+
+// writeWrapped writes msg wrapped at width (0: one line), each line of it on its own.
+func writeWrapped(w io.Writer, msg string, width int) {
+	for _, para := range strings.Split(msg, "\n") {
+		for _, l := range wrapProse(para, width) {
+			fmt.Fprintln(w, l)
+		}
+	}
 }
 
 func (s *Status) clear() {

@@ -54,3 +54,20 @@ func TestStatusProgress(t *testing.T) {
 		t.Errorf("piped %q, want the note alone", got)
 	}
 }
+
+// TestStatusWraps: a note wider than the terminal is wrapped at its width, the rest hanging two
+// columns in; piped it stays one line, whatever its length, so grep sees it whole.
+func TestStatusWraps(t *testing.T) {
+	var b bytes.Buffer
+	s := &Status{w: &b, terminal: true, width: 30}
+	// "kvcheck: template a.yaml: no chat template in it" is 48 cells.
+	s.Note("template a.yaml: no chat template in it")
+	if got, want := b.String(), "kvcheck: template a.yaml: no\n  chat template in it\n"; got != want {
+		t.Errorf("at 30 columns %q, want %q", got, want)
+	}
+	b.Reset()
+	NewStatus(&b).Note("template a.yaml: no chat template in it")
+	if got, want := b.String(), "kvcheck: template a.yaml: no chat template in it\n"; got != want {
+		t.Errorf("piped %q, want %q", got, want)
+	}
+}

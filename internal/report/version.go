@@ -52,8 +52,11 @@ func (b Build) Short() string {
 // Version is the result of kvcheck version. It has no findings.
 func Version(b Build) Result {
 	return Result{Document: versionDocument(b), Text: func(t *Text) error {
-		_, err := t.w.Write([]byte(VersionText(b)))
-		return err
+		// Each line wrapped at a terminal's width, a long one under its value.
+		for _, l := range strings.Split(strings.TrimSuffix(VersionText(b), "\n"), "\n") {
+			t.Line("%s", l)
+		}
+		return nil
 	}}
 }
 
