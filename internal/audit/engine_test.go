@@ -140,7 +140,11 @@ func TestEngineMatchesJinja2(t *testing.T) {
 }
 
 // engineKnownDiffs are the renders the engine is known to get wrong, with the reason.
-var engineKnownDiffs = map[string]string{}
+var engineKnownDiffs = map[string]string{
+	// '...' + tool['name'] of an OpenAI tool ({type, function}): jinja2's Undefined raises in
+	// +, the engine adds nothing. kvcheck renders a conversation the server refuses.
+	"sglang_tool_chat_template_deepseekr1.jinja|tools": "an undefined value in + is empty, where jinja2 raises",
+}
 
 func contextValues(raw json.RawMessage) (map[string]jinja.Value, error) {
 	var m map[string]json.RawMessage
