@@ -37,8 +37,8 @@ const (
 
 // CheckSVG parses a chart and returns what it holds, and the problems a reader would see: a
 // document that is not well-formed XML, a text whose box (its length at the widths above, its
-// anchor, its font size from it or an enclosing element) leaves the image, two series drawn in
-// the same colour and dash.
+// anchor, its font size from it or an enclosing element) leaves the image, two legend entries
+// that run into each other, two series drawn in the same colour and dash.
 func CheckSVG(data []byte) (SVG, []error) {
 	var out SVG
 	out.Series = map[string]string{}
@@ -51,6 +51,7 @@ func CheckSVG(data []byte) (SVG, []error) {
 		attrs                      map[string]string
 	}
 	var stack []frame
+	var legend []SVGText // the legend's text boxes
 	var text strings.Builder
 	inTitle := 0
 	var series string // the style of the polyline being read, for its title
@@ -127,10 +128,20 @@ func CheckSVG(data []byte) (SVG, []error) {
 				out.Texts = append(out.Texts, st)
 				if f.legend {
 					out.Legend = append(out.Legend, st.Text)
+					legend = append(legend, st)
 				}
 				if st.Left < 0 || st.Right > out.Width || st.Top < 0 || st.Bottom > out.Height {
 					errs = append(errs, fmt.Errorf("text %q at x %.1f..%.1f, y %.1f..%.1f leaves the %gx%g image", st.Text, st.Left, st.Right, st.Top, st.Bottom, out.Width, out.Height))
 				}
+			}
+		}
+	}
+	// Legend entries side by side must not run into each other: an entry cut by its neighbour
+	// is no more whole than one cut by the edge.
+	for i, a := range legend {
+		for _, b := range legend[i+1:] {
+			if a.Left < b.Right && b.Left < a.Right && a.Top < b.Bottom && b.Top < a.Bottom {
+				errs = append(errs, fmt.Errorf("legend entries %q and %q overlap", a.Text, b.Text))
 			}
 		}
 	}
