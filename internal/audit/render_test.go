@@ -123,12 +123,8 @@ func TestIssueCases(t *testing.T) {
 // fixtures, each as (name, source).
 func agreeTemplates(t *testing.T, corpus string) [][2]string {
 	var out [][2]string
-	var files []string
-	for _, g := range []string{filepath.Join(corpus, "templates", "*.jinja"), "../../testdata/audit/templates/jinja/*.jinja",
-		"../../testdata/audit/templates/cases/*.jinja", "../../testdata/audit/templates/public/*.jinja"} {
-		m, _ := filepath.Glob(g)
-		files = append(files, m...)
-	}
+	files := globAll(filepath.Join(corpus, "templates", "*.jinja"), "../../testdata/audit/templates/jinja/*.jinja",
+		"../../testdata/audit/templates/cases/*.jinja", "../../testdata/audit/templates/public/*.jinja")
 	for _, f := range files {
 		src, err := readTemplate(f)
 		if err != nil {
@@ -262,12 +258,8 @@ func TestPromptRenderAgreesWithScanner(t *testing.T) {
 		t.Fatalf("the reference needs Debian's python3-jinja2 (scripts/install-deps.sh installs it): %v: %s", err, out)
 	}
 	var prompts []pyPrompt
-	var files []string
-	for _, g := range []string{filepath.Join(corpus, "templates", "*.py"), filepath.Join(corpus, "configs", "*", "*.py"),
-		"../../testdata/audit/templates/*/*.py", "../../testdata/audit/templates/*/*/*.py", "../../testdata/audit/templates/text/*"} {
-		m, _ := filepath.Glob(g)
-		files = append(files, m...)
-	}
+	files := globAll(filepath.Join(corpus, "templates", "*.py"), filepath.Join(corpus, "configs", "*", "*.py"),
+		"../../testdata/audit/templates/*/*.py", "../../testdata/audit/templates/*/*/*.py", "../../testdata/audit/templates/text/*")
 	for _, f := range files {
 		src, err := readTemplate(f)
 		if err != nil {
@@ -360,6 +352,16 @@ func TestPromptRenderAgreesWithScanner(t *testing.T) {
 	if corpusCompared < 2 || compared < 10 {
 		t.Errorf("compared %d placeholders, %d of them the corpus's; want the corpus's two and the fixtures'", compared, corpusCompared)
 	}
+}
+
+// globAll lists the files the patterns match, pattern by pattern.
+func globAll(patterns ...string) []string {
+	var out []string
+	for _, g := range patterns {
+		m, _ := filepath.Glob(g)
+		out = append(out, m...)
+	}
+	return out
 }
 
 // placeholderStyle names how a placeholder is filled, from how the scanner wrote it: {name}
