@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unique"
 )
@@ -118,6 +119,48 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
+
+// JoinLineErrors writes the quoted line errors ("line 1: why") with one reason said once for
+// the lines it holds for ("lines 1 to 5: why"), as a person reads them, instead of five times.
+func JoinLineErrors(errs []string) string {
+	type run struct {
+		first, last, n int
+		why            string
+	}
+	var runs []run
+	var loose []string // quoted errors not of the "line N: why" form, kept as they are
+	for _, e := range errs {
+		var n int
+		var why string
+		rest, ok := strings.CutPrefix(e, "line ")
+		if num, w, found := strings.Cut(rest, ": "); ok && found {
+			if v, err := strconv.Atoi(num); err == nil {
+				n, why = v, w
+			}
+		}
+		switch {
+		case why == "":
+			loose = append(loose, e)
+		case len(runs) > 0 && runs[len(runs)-1].why == why:
+			r := &runs[len(runs)-1]
+			r.last, r.n = n, r.n+1
+		default:
+			runs = append(runs, run{first: n, last: n, n: 1, why: why})
+		}
+	}
+	out := loose
+	for _, r := range runs {
+		switch {
+		case r.n == 1:
+			out = append(out, fmt.Sprintf("line %d: %s", r.first, r.why))
+		case r.n == r.last-r.first+1:
+			out = append(out, fmt.Sprintf("lines %d to %d: %s", r.first, r.last, r.why))
+		default:
+			out = append(out, fmt.Sprintf("%d lines from %d to %d: %s", r.n, r.first, r.last, r.why))
+		}
+	}
+	return strings.Join(out, "; ")
+}
 
 // ErrLineTooLong is wrapped by a LineError for a line longer than the reader's limit.
 var ErrLineTooLong = errors.New("line longer than the limit")
@@ -437,6 +480,10 @@ func (rr *RequestReader) bodyIn(outer map[string]json.RawMessage) ([]byte, error
 				return b, nil
 			}
 		}
+	}
+	if _, ok := outer["hash_ids"]; ok {
+		// A Mooncake-style trace record: block hashes and lengths, no text.
+		return nil, errors.New("a trace record of block hashes (hash_ids), not a request: give the file with --trace (simulate, assess)")
 	}
 	return nil, errors.New("no request body: want an object with messages or prompt, at the top or under a key")
 }

@@ -274,7 +274,11 @@ func (s *Summary) Findings(subject string) []Finding {
 			"log one request per prompt (as the engine sees them) to audit them all")
 	}
 	if s.Skipped > 0 {
-		add(finding.Warning, "audit/skipped-lines", fmt.Sprintf("%d lines were not usable requests and were skipped (first: %s)", s.Skipped, strings.Join(s.LineErrors, "; ")), "check the log format: one JSON request body or export record per line")
+		skipped := fmt.Sprintf("%d lines were not usable requests and were skipped", s.Skipped)
+		if s.Skipped == 1 {
+			skipped = "1 line was not a usable request and was skipped"
+		}
+		add(finding.Warning, "audit/skipped-lines", fmt.Sprintf("%s (first: %s)", skipped, JoinLineErrors(s.LineErrors)), "check the log format: one JSON request body or export record per line")
 	}
 	if s.SessionsCapped {
 		add(finding.Warning, "audit/sessions-full", fmt.Sprintf("the session table reached its bound of %d sessions; %d later requests of sessions not seen before were not told apart, so the session count is a lower bound and their later turns were not counted as follow-ups", s.Sessions, s.UntrackedRequests), "raise --max-blocks (the session table's bound too, about 50 bytes a session)")
@@ -877,7 +881,7 @@ func AuditRequests(ctx context.Context, r io.Reader, opts RequestOptions) (Summa
 	}
 	if s.Requests == 0 {
 		if s.Skipped > 0 {
-			return s, fmt.Errorf("no usable request in %d lines (first: %s): want one OpenAI chat or completion body per line, or an export with the body under a key", s.Skipped, strings.Join(s.LineErrors, "; "))
+			return s, fmt.Errorf("no usable request in %d lines (first: %s): want one OpenAI chat or completion body per line, or an export with the body under a key", s.Skipped, JoinLineErrors(s.LineErrors))
 		}
 		return s, errors.New("no requests in the input")
 	}

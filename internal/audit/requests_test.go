@@ -358,6 +358,10 @@ func TestAuditRequestsErrors(t *testing.T) {
 	}{
 		{"empty", "", "no requests in the input"},
 		{"all bad", "x\ny\n", "no usable request in 2 lines"},
+		// The same reason for five lines is said once.
+		{"same reason", strings.Repeat(`{"a": 1}`+"\n", 6), "no usable request in 6 lines (first: lines 1 to 5: no request body"},
+		// A Mooncake trace given as a request log: its records name --trace.
+		{"a trace", `{"timestamp": 0, "input_length": 600, "output_length": 20, "hash_ids": [0, 1]}` + "\n", "a trace record of block hashes (hash_ids), not a request: give the file with --trace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -366,6 +370,24 @@ func TestAuditRequestsErrors(t *testing.T) {
 				t.Errorf("error = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestJoinLineErrors(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"line 1: bad", "line 2: bad", "line 3: bad"}, "lines 1 to 3: bad"},
+		{[]string{"line 1: bad", "line 4: bad", "line 5: worse"}, "2 lines from 1 to 4: bad; line 5: worse"},
+		{[]string{"line 2: bad"}, "line 2: bad"},
+		{[]string{"read: EOF", "line 7: bad: really"}, "read: EOF; line 7: bad: really"},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		if got := JoinLineErrors(tt.in); got != tt.want {
+			t.Errorf("JoinLineErrors(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
 

@@ -441,7 +441,7 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 	t := l.t
 	if len(t.Requests) == 0 {
 		if l.skipped > 0 {
-			return nil, fmt.Errorf("request log %s: no usable request in %d lines (first: %s): want one OpenAI chat or completion body per line, or an export with the body under a key", l.name, l.skipped, strings.Join(l.lineErrors, "; "))
+			return nil, fmt.Errorf("request log %s: no usable request in %d lines (first: %s): want one OpenAI chat or completion body per line, or an export with the body under a key", l.name, l.skipped, audit.JoinLineErrors(l.lineErrors))
 		}
 		return nil, fmt.Errorf("request log %s: no requests", l.name)
 	}
@@ -505,7 +505,7 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s a max_completion_tokens or max_tokens that is not a token count of at most 2^30 (first on line %d: %s), which a server refuses: --output-tokens %d used for them", count(l.badOutput, "request has", "requests have"), l.firstBadOut.line, l.firstBadOut.text, l.opts.OutputTokens))
 	}
 	if l.skipped > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%s skipped (first: %s)", count(l.skipped, "line was not a usable request and was", "lines were not usable requests and were"), strings.Join(l.lineErrors, "; ")))
+		t.Notes = append(t.Notes, fmt.Sprintf("%s skipped (first: %s)", count(l.skipped, "line was not a usable request and was", "lines were not usable requests and were"), audit.JoinLineErrors(l.lineErrors)))
 	}
 	if l.full() {
 		t.Notes = append(t.Notes, fmt.Sprintf("read the first %d requests only (--max-requests)", l.opts.MaxRequests))
