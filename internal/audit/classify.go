@@ -466,7 +466,8 @@ func place(tokensBefore, blockSize int, estimated, late bool) (Position, int) {
 // whose change nothing shows becomes a question (audit/check), whatever its name suggests:
 // its severity is that of the worst class it could plausibly have, so that a gate fails on
 // it until the evidence or --assume settles it, and its message gives the verdict under the
-// worst and the best class.
+// worst and the best class. One after the shared text is no question: late at worst, clean
+// at best (audit/late, information).
 func (f *Finding) finish(subject string) {
 	f.Subject = subject
 	if !f.Evidence.known() {
@@ -481,6 +482,12 @@ func (f *Finding) finish(subject string) {
 		f.Assumption = fmt.Sprintf("%s if %s changes %s; clean if it is fixed per deployment", positionWord(f.Position), name, classWord(worst))
 		f.Message = question(f, worst)
 		f.Fix = fmt.Sprintf("settle it: audit the code that fills it with the template (their directory, or --code DIR), a request log (--requests), or --assume %s=fixed|daily|per-request|per-user; if it changes between requests, move it after the shared text", assumeName(f))
+		if f.Position == Late {
+			// After the shared text the answer changes nothing a gate or a person acts on:
+			// late at worst, clean at best, no question to settle.
+			f.Code = "audit/late"
+			f.Fix = fixFor(f.Kind, worst, Late)
+		}
 		return
 	}
 	f.Severity = severity(f.Position, f.Frequency)
@@ -553,6 +560,11 @@ func question(f *Finding, worst Frequency) string {
 	} else {
 		b.WriteString(" lands where the prompt it fills is not among the inputs")
 	}
+	if f.Position == Late {
+		fmt.Fprintf(&b, ": late whatever it is: it follows the shared text, so if it changes %s only what comes after it is lost, and fixed per deployment nothing is", classWord(worst))
+		b.WriteString(questionTail(f))
+		return b.String()
+	}
 	fmt.Fprintf(&b, ": nothing settles whether it changes between requests; %s. ", suggests(f.Kind, f.Expression))
 	fmt.Fprintf(&b, "Worst case, if it changes %s: %s", classWord(worst), positionWord(f.Position))
 	switch f.Position {
@@ -566,6 +578,14 @@ func question(f *Finding, worst Frequency) string {
 		b.WriteString(", nothing after it is shared across the values")
 	}
 	b.WriteString("; best case, fixed per deployment: clean, nothing is lost")
+	b.WriteString(questionTail(f))
+	return b.String()
+}
+
+// questionTail is the end of an unsettled finding's message: where the value comes from, when it
+// appears, what the render showed.
+func questionTail(f *Finding) string {
+	var b strings.Builder
 	if f.Origin != "" {
 		fmt.Fprintf(&b, "; value from %s", f.Origin)
 	}

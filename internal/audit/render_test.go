@@ -44,9 +44,11 @@ func TestIssueCases(t *testing.T) {
 			[]string{`the text before it says "session started on **"`}},
 		// suggest_disable, the only unknown, is printed after the conversation (~406 tokens
 		// in, block 25): whatever it is, every block before it is shared, so the worst case
-		// is late (info, nothing for a gate), and fixed per deployment it is clean.
+		// is late (info, nothing for a gate), and fixed per deployment it is clean: no
+		// question to settle (audit/late, not audit/check).
 		{"late unknown", "late_flag.jinja", "late_flag.jinja", 7, nil,
-			result{VerdictLate, VerdictClean, "audit/check", 25, Unknown, EvidenceNone, finding.Info}, nil},
+			result{VerdictLate, VerdictClean, "audit/late", 25, Unknown, EvidenceNone, finding.Info},
+			[]string{"late whatever it is"}},
 		// "- Current date: {{date}}" at the end of a module's prompt (~290 tokens, block 18,
 		// more static text before it than after), filled through a local variable by
 		// date.today().strftime("%B %d, %Y"): no time of day in the format, so daily ("July
