@@ -225,6 +225,14 @@ func detect(r io.Reader, name string, opts SourceOptions) (*Source, error) {
 	}
 	vs := newValueStream(br, max(maxLine, detectLimit))
 	peek, err := vs.peek()
+	var tl *tooLongError
+	if err != nil && !errors.As(err, &tl) && len(bytes.TrimSpace(vs.read)) > 0 {
+		if f := sniffFormat(vs.read); f != LogJSONL {
+			// An export that stops inside its first document (a pretty-printed Langfuse
+			// trace, an OTLP batch): said as such, not as lines of JSONL that do not parse.
+			return nil, fmt.Errorf("%s %s: the file ends inside its first JSON document, after %d bytes: the export was cut short; export it again", f.Title(), name, len(vs.read))
+		}
+	}
 	if err != nil {
 		// Not one complete JSON value within the limit: read as JSONL, which reports its lines.
 		return &Source{Name: name, Format: LogJSONL, r: vs.rest()}, nil
@@ -243,6 +251,21 @@ func detect(r io.Reader, name string, opts SourceOptions) (*Source, error) {
 		return &Source{Name: name, Format: LogJSONL, conv: &plainValues{vs: vs}}, nil
 	}
 	return &Source{Name: name, Format: LogJSONL, r: vs.rest()}, nil
+}
+
+// sniffFormat names the format of a log whose first document could not be read whole, from
+// the names it holds: LogJSONL when none tells.
+func sniffFormat(b []byte) LogFormat {
+	has := func(s string) bool { return bytes.Contains(b, []byte(s)) }
+	switch {
+	case has(`"resourceSpans"`) || has(`"resource_spans"`):
+		return LogOTLP
+	case has(`"call_type"`) && has(`"request_id"`):
+		return LogLiteLLM
+	case has(`"traceId"`) || has(`"trace_id"`) || has(`"observations"`):
+		return LogLangfuse
+	}
+	return LogJSONL
 }
 
 // firstNonSpace peeks at the first byte that is not white space.
@@ -270,7 +293,7 @@ func logFormatOf(v []byte) LogFormat {
 		return LogOTLP
 	case has("request_id") && has("call_type") && has("startTime") && (has("proxy_server_request") || has("messages")):
 		return LogLiteLLM
-	case langfuseRecord(keys):
+	case langfuseRecord(keys) || langfuseDownload(keys):
 		return LogLangfuse
 	case has("data"):
 		// The Langfuse API's page: {"data": [...], "meta": {...}}.

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,18 @@ import (
 // arrival; its session is its trace's sessionId, from the observation itself or from its trace
 // earlier in the file. A trace's own input is the application's, not the model's, so traces
 // give sessions only.
+
+// langfuseDownload reports whether a document is a trace as the Langfuse UI downloads it (and
+// as Langfuse's own tests keep them, worker/src/__tests__/chatml/framework-traces in
+// langfuse/langfuse): {"trace": {...}, "observations": [...]}, the trace's own list of
+// observations without their inputs and the document's with them.
+func langfuseDownload(keys map[string]json.RawMessage) bool {
+	if _, ok := keys["observations"]; !ok {
+		return false
+	}
+	trace, ok := asObject(keys["trace"])
+	return ok && langfuseRecord(trace)
+}
 
 // langfuseRecord reports whether a record's names are a Langfuse trace or observation.
 func langfuseRecord(keys map[string]json.RawMessage) bool {
@@ -41,8 +55,12 @@ type langfuse struct {
 	queue    [][]byte          // requests of a trace with its observations inside
 	page     *valueStream      // the records of a {"data": [...]} page
 
+	// wrappers are the generations of the current page or document that hold another
+	// generation: a framework's wrapper around the model call the inner one records.
+	wrappers map[string]bool
+
 	records, generations, used, noInput, otherObs, traces int64
-	withSession, withOutput, tooLong                      int64
+	withSession, withOutput, tooLong, wrapped             int64
 	sessionsFull                                          bool
 }
 
@@ -85,6 +103,18 @@ func (c *langfuse) next() ([]byte, error) {
 			}
 			continue
 		}
+		if langfuseDownload(m) {
+			// A downloaded trace: its session from the trace, its requests from the
+			// document's observations (the trace's copies have no input).
+			trace, _ := asObject(m["trace"])
+			delete(trace, "observations")
+			c.records++
+			c.record(trace)
+			if err := c.openPage(m["observations"]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		c.records++
 		if line, ok := c.record(m); ok {
 			return line, nil
@@ -99,7 +129,7 @@ func (c *langfuse) value() ([]byte, error) {
 		if !errors.Is(err, io.EOF) {
 			return v, err
 		}
-		c.page = nil
+		c.page, c.wrappers = nil, nil
 	}
 	return c.vs.next()
 }
@@ -111,7 +141,38 @@ func (c *langfuse) openPage(data json.RawMessage) error {
 	vs := newValueStream(bufioReader(data), c.vs.limit)
 	vs.keep = false
 	c.page = vs
+	c.wrappers = wrapperGenerations(data)
 	return nil
+}
+
+// wrapperGenerations returns the ids of the generations of a list of observations that are
+// the parent of another generation. Some integrations record one model call twice, the
+// framework's call (agno's OpenAIChat.invoke, with the messages as the framework's objects)
+// around the client library's (the OpenAI instrumentation's chat span, with the messages as
+// sent): the inner one is the request the engine saw, so the wrapper is left out.
+func wrapperGenerations(list json.RawMessage) map[string]bool {
+	var obs []struct {
+		ID, Type, ParentObservationID string
+		ParentSnake                   string `json:"parent_observation_id"`
+	}
+	if json.Unmarshal(list, &obs) != nil {
+		return nil
+	}
+	typ := map[string]string{}
+	for _, o := range obs {
+		typ[o.ID] = strings.ToUpper(o.Type)
+	}
+	var out map[string]bool
+	for _, o := range obs {
+		parent := cmp.Or(o.ParentObservationID, o.ParentSnake)
+		if strings.ToUpper(o.Type) == "GENERATION" && parent != "" && typ[parent] == "GENERATION" {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[parent] = true
+		}
+	}
+	return out
 }
 
 // record turns one trace or observation into request lines; ok is false when it gives none.
@@ -164,6 +225,10 @@ func (c *langfuse) observation(m map[string]json.RawMessage, str func(...string)
 	typ := strings.ToUpper(str("type"))
 	if typ != "GENERATION" && !(typ == "" && len(m["model"]) > 0) {
 		c.otherObs++
+		return nil, false
+	}
+	if c.wrappers[str("id")] {
+		c.wrapped++
 		return nil, false
 	}
 	c.generations++
@@ -258,7 +323,28 @@ func langfuseBody(raw json.RawMessage) (map[string]any, error) {
 		if p, ok := m["prompt"]; ok {
 			return map[string]any{"prompt": p}, nil
 		}
-		return nil, errors.New("input is an object without messages or a prompt: not a model call's request")
+		if contents, ok := m["contents"]; ok {
+			// Google's GenerateContent request (google-genai, Vertex, the ADK).
+			if msgs, ok := geminiMessages(contents, m["config"]); ok {
+				return map[string]any{"messages": msgs}, nil
+			}
+		}
+		if args, ok := m["args"]; ok {
+			// A Python call's arguments as an integration captured them: complete("...")
+			// or chat([messages]).
+			var list []json.RawMessage
+			if json.Unmarshal(args, &list) == nil && len(list) > 0 {
+				var prompt string
+				if json.Unmarshal(list[0], &prompt) == nil && prompt != "" {
+					return map[string]any{"prompt": prompt}, nil
+				}
+				var msgs []map[string]json.RawMessage
+				if json.Unmarshal(list[0], &msgs) == nil && len(msgs) > 0 {
+					return map[string]any{"messages": chatMessages(list[0])}, nil
+				}
+			}
+		}
+		return nil, errors.New("input is an object without messages, contents or a prompt: not a model call's request")
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil || len(list) == 0 {
@@ -268,7 +354,9 @@ func langfuseBody(raw json.RawMessage) (map[string]any, error) {
 }
 
 // chatMessages returns a list of messages with OpenAI's roles: LangChain's messages name theirs
-// by type (human, ai, system, tool).
+// by type (human, ai, system, tool), and OpenAI's Responses API lists a tool call and its output
+// as items of their own (function_call, function_call_output), which become an assistant and a
+// tool message holding them as written.
 func chatMessages(raw json.RawMessage) any {
 	var list []map[string]json.RawMessage
 	if json.Unmarshal(raw, &list) != nil {
@@ -276,14 +364,88 @@ func chatMessages(raw json.RawMessage) any {
 	}
 	roles := map[string]string{"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "chat": "user"}
 	for _, m := range list {
+		if _, ok := m["content"]; !ok && len(m["parts"]) > 0 {
+			// The OpenTelemetry GenAI conventions' messages, as OTel-based SDKs record them.
+			m["content"], _ = json.Marshal(partsContent(m["parts"]))
+		} else if c := bytes.TrimSpace(m["content"]); len(c) > 0 && c[0] == '{' {
+			// A content that is one object (a tool's definition, as LangGraph records
+			// it): its JSON is what the prompt holds.
+			m["content"], _ = json.Marshal(string(c))
+		}
 		if _, ok := m["role"]; ok {
 			continue
 		}
-		if r, ok := roles[stringOrNumber(m["type"])]; ok {
+		typ := stringOrNumber(m["type"])
+		if r, ok := roles[typ]; ok {
 			m["role"], _ = json.Marshal(r)
+			continue
+		}
+		switch typ {
+		case "function_call":
+			m["role"], _ = json.Marshal("assistant")
+			m["content"], _ = json.Marshal(stringOrNumber(m["name"]) + "(" + stringOrNumber(m["arguments"]) + ")")
+		case "function_call_output":
+			m["role"], _ = json.Marshal("tool")
+			m["content"], _ = json.Marshal(stringOrNumber(m["output"]))
 		}
 	}
 	return list
+}
+
+// geminiMessages turns Google's GenerateContent contents ({role: user|model, parts: [{text} |
+// {function_call} | {function_response}]}) and the config's system instruction into messages
+// with OpenAI's roles; a part that is not text is kept as its JSON, so two requests that
+// differ in it differ in their prompt too.
+func geminiMessages(contents, config json.RawMessage) ([]map[string]string, bool) {
+	var list []struct {
+		Role  string            `json:"role"`
+		Parts []json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(contents, &list) != nil || len(list) == 0 {
+		return nil, false
+	}
+	text := func(parts []json.RawMessage) string {
+		var b strings.Builder
+		for _, p := range parts {
+			var t struct {
+				Text *string `json:"text"`
+			}
+			if json.Unmarshal(p, &t) == nil && t.Text != nil {
+				b.WriteString(*t.Text)
+				continue
+			}
+			var buf bytes.Buffer
+			if json.Compact(&buf, p) == nil {
+				b.Write(buf.Bytes())
+			}
+		}
+		return b.String()
+	}
+	var out []map[string]string
+	if cfg, ok := asObject(config); ok {
+		si := firstOf(cfg, "system_instruction", "systemInstruction")
+		var s string
+		var c struct {
+			Parts []json.RawMessage `json:"parts"`
+		}
+		switch {
+		case json.Unmarshal(si, &s) == nil && s != "":
+			out = append(out, map[string]string{"role": "system", "content": s})
+		case json.Unmarshal(si, &c) == nil && len(c.Parts) > 0:
+			out = append(out, map[string]string{"role": "system", "content": text(c.Parts)})
+		}
+	}
+	for _, c := range list {
+		role := "user"
+		switch c.Role {
+		case "model":
+			role = "assistant"
+		case "function", "tool":
+			role = "tool"
+		}
+		out = append(out, map[string]string{"role": role, "content": text(c.Parts)})
+	}
+	return out, true
 }
 
 func (c *langfuse) report() SourceReport {
@@ -294,6 +456,9 @@ func (c *langfuse) report() SourceReport {
 	rep.Notes = append(rep.Notes, fmt.Sprintf("requests from the %d generations; arrivals from their startTime; sessions from their trace's sessionId (%d of %d; the rest are grouped by conversation); output lengths from their usage (%d)", c.generations, c.withSession, c.used, c.withOutput))
 	if c.otherObs > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d spans and events that are no model call left out", c.otherObs))
+	}
+	if c.wrapped > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d generations that wrap another generation left out: the inner one is the same model call as the engine saw it", c.wrapped))
 	}
 	if c.sessionsFull {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("more than %d traces: the sessions of later ones were not remembered", maxTraceSessions))

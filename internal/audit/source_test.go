@@ -41,7 +41,7 @@ func TestSources(t *testing.T) {
 		lossy, note string
 	}{
 		{
-			// The OpenTelemetry conventions' examples (see testdata/sources/ORIGIN.md): four
+			// The OpenTelemetry conventions' examples (see testdata/sources/SOURCE.md): four
 			// model-call spans and an execute_tool span, which is left out. No span carries a
 			// session: the second tool-call span repeats the first one's conversation (user,
 			// then its tool call and the tool's answer), so the two are one inferred session;
@@ -64,6 +64,25 @@ func TestSources(t *testing.T) {
 			file: "vllm_debug_multiturn.log",
 			want: sourceFigures{Format: LogVLLM, Requests: 5, Completion: 5, Sessions: 3, Repeated: 2, FollowUps: 2},
 			note: "2 requests begin with an earlier request's whole prompt",
+		},
+		{
+			// Langfuse's own test trace of Google's ADK (SOURCE.md), as the UI downloads it:
+			// {"trace", "observations"}. Two GENERATIONs in Gemini's contents format, the
+			// trace's session demo-session; the CHAIN, AGENT and TOOL observations are no
+			// model call. The 07:32:30.306 call sends [user "hi"], the 07:32:31.222 one
+			// [user "hi", model's say_hello call, its response]: one session of two requests,
+			// the second a follow-up of the first.
+			file: "langfuse_trace_google_adk.json",
+			want: sourceFigures{Format: LogLangfuse, Requests: 2, Chat: 2, Sessions: 1, Repeated: 1, FollowUps: 1},
+			note: "3 spans and events that are no model call left out",
+		},
+		{
+			// Langfuse's own test trace of AutoGen (SOURCE.md): one GENERATION whose input is
+			// the prompt as one string ("system: ...\nuser: ..."), read as a completion, in
+			// session session_abc; one SPAN left out.
+			file: "langfuse_trace_autogen.json",
+			want: sourceFigures{Format: LogLangfuse, Requests: 1, Completion: 1, Sessions: 1},
+			note: "sessions from their trace's sessionId (1 of 1",
 		},
 		{
 			// Ours, in Langfuse's field names: 3 generations with input (obs-2 and obs-3 in
@@ -160,6 +179,10 @@ func TestSourceErrors(t *testing.T) {
 		{"Langfuse array cut short", `[{"id":"o","traceId":"t","type":"GENERATION","startTime":"2026-11-30T09:00:00Z","input":"hello"},{"id":"o2","traceId":"t"`,
 			[]string{"Langfuse export", "cut short"}},
 		{"text that is no vLLM log", "hello\nworld\n", []string{"2 lines and no request", "--enable-log-requests"}},
+		{"Langfuse download without inputs", `{"trace": {"id": "t", "timestamp": "2026-11-30T09:00:00Z", "sessionId": "s", "name": "x"}, "observations": [{"id": "o", "traceId": "t", "type": "GENERATION", "startTime": "2026-11-30T09:00:00Z", "input": null}]}`,
+			[]string{"Langfuse export", "1 generations, none with its input", "turn input capture on"}},
+		{"Langfuse download cut short", "{\n  \"trace\": {\"id\": \"t\", \"timestamp\": \"2026-11-30T09:00:00Z\", \"sessionId\": \"s\", \"name\": \"x\"},\n  \"observations\": [{\"id\": \"o\", \"traceId\": \"t\", \"type\": \"GENER",
+			[]string{"Langfuse export log: the file ends inside its first JSON document", "cut short; export it again"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := tc.log
@@ -170,11 +193,12 @@ func TestSourceErrors(t *testing.T) {
 				}
 				log = string(b)
 			}
+			// The error comes from opening the log (an export cut inside its first
+			// document) or from reading it.
 			src, err := detect(strings.NewReader(log), "log", SourceOptions{})
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				_, err = AuditRequests(context.Background(), src, RequestOptions{})
 			}
-			_, err = AuditRequests(context.Background(), src, RequestOptions{})
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("error %v; want it to say %q", err, w)
@@ -276,7 +300,9 @@ func FuzzOTLPSource(f *testing.F) {
 
 func FuzzLangfuseSource(f *testing.F) {
 	seedFile(f, "langfuse_export.jsonl")
+	seedFile(f, "langfuse_trace_autogen.json")
 	f.Add([]byte(`{"data":[{"id":"o","traceId":"t","type":"GENERATION","startTime":"x","input":{"messages":[]}}],"meta":{}}`))
+	f.Add([]byte(`{"trace":{"id":"t","timestamp":"x","sessionId":"s","name":"n"},"observations":[{"id":"a","traceId":"t","type":"GENERATION","startTime":"x","input":{"contents":[{"role":"model","parts":[{"text":"hi"}]}]}},{"id":"b","parentObservationId":"a","traceId":"t","type":"GENERATION","startTime":"x","input":[{"role":"user","parts":[{"type":"text","content":"q"}]},{"type":"function_call","name":"f"}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzSource(t, newLangfuse(newValueStream(bufio.NewReader(bytes.NewReader(data)), 1<<16)))
 	})
@@ -308,4 +334,77 @@ func FuzzDetect(f *testing.F) {
 		}
 		_, _ = io.Copy(io.Discard, src)
 	})
+}
+
+// TestLangfuseShapes: the inputs Langfuse's integrations record, each turned into the request
+// the engine saw. The cases are the shapes of Langfuse's own test traces (SOURCE.md), cut to
+// one message each.
+func TestLangfuseShapes(t *testing.T) {
+	download := func(obs string) string {
+		return `{"trace": {"id": "t1", "timestamp": "2026-11-30T09:00:00Z", "name": "x", "sessionId": "s1", "userId": null,
+			"observations": [{"id": "g9", "traceId": "t1", "type": "GENERATION", "startTime": "2026-11-30T09:00:00Z", "input": null}]},
+			"observations": [` + obs + `]}`
+	}
+	for _, tc := range []struct {
+		name, log string
+		want      []string // the request lines, as the reader reads them
+		note      string
+	}{
+		{
+			// agno: the framework's OpenAIChat.invoke generation around the OpenAI
+			// instrumentation's: the inner one is the call as sent, the wrapper is left out.
+			// The trace's own copy of the observations (g9, no input) is not read.
+			name: "wrapper",
+			log: download(`{"id": "g1", "traceId": "t1", "type": "GENERATION", "startTime": "2026-11-30T09:00:01Z", "input": {"messages": ["role='user' content='hi'"]}},
+				{"id": "g2", "traceId": "t1", "parentObservationId": "g1", "type": "GENERATION", "startTime": "2026-11-30T09:00:01Z", "input": "user: hi"}`),
+			want: []string{`{"body":{"prompt":"user: hi"},"session_id":"s1","timestamp":"2026-11-30T09:00:01Z","source_record":"observation g2"}`},
+			note: "1 generations that wrap another generation left out",
+		},
+		{
+			// pydantic-ai, Microsoft's agent framework: the OpenTelemetry conventions' parts.
+			name: "parts",
+			log:  download(`{"id": "g1", "traceId": "t1", "type": "GENERATION", "startTime": "2026-11-30T09:00:01Z", "input": [{"role": "user", "parts": [{"type": "text", "content": "hello"}, {"type": "tool_call", "id": "c1", "name": "f", "arguments": {"a": 1}}]}]}`),
+			want: []string{`{"body":{"messages":[{"content":[{"text":"hello","type":"text"},{"text":"{\"arguments\":{\"a\":1},\"id\":\"c1\",\"name\":\"f\",\"type\":\"tool_call\"}","type":"text"}],"parts":[{"type":"text","content":"hello"},{"type":"tool_call","id":"c1","name":"f","arguments":{"a":1}}],"role":"user"}]},"session_id":"s1","timestamp":"2026-11-30T09:00:01Z","source_record":"observation g1"}`},
+		},
+		{
+			// OpenAI Agents (the Responses API): a tool call and its output are items of their
+			// own, without a role; LangGraph: a content that is one object.
+			name: "responses items",
+			log:  download(`{"id": "g1", "traceId": "t1", "type": "GENERATION", "startTime": "2026-11-30T09:00:01Z", "input": "[{\"content\": \"weather?\", \"role\": \"user\"}, {\"arguments\": \"{\\\"city\\\":\\\"Tokyo\\\"}\", \"name\": \"get_weather\", \"type\": \"function_call\"}, {\"output\": \"sunny\", \"type\": \"function_call_output\"}, {\"role\": \"tool\", \"content\": {\"type\": \"function\"}}]"}`),
+			want: []string{`{"body":{"messages":[{"content":"weather?","role":"user"},{"arguments":"{\"city\":\"Tokyo\"}","content":"get_weather({\"city\":\"Tokyo\"})","name":"get_weather","role":"assistant","type":"function_call"},{"content":"sunny","output":"sunny","role":"tool","type":"function_call_output"},{"content":"{\"type\": \"function\"}","role":"tool"}]},"session_id":"s1","timestamp":"2026-11-30T09:00:01Z","source_record":"observation g1"}`},
+		},
+		{
+			// Google's ADK and GenerateContent: contents and the system instruction.
+			name: "gemini",
+			log:  download(`{"id": "g1", "traceId": "t1", "type": "GENERATION", "startTime": "2026-11-30T09:00:01Z", "model": "gemini", "input": {"config": {"system_instruction": {"parts": [{"text": "Be brief."}]}}, "contents": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"function_call": {"name": "f"}}]}]}}`),
+			want: []string{`{"body":{"messages":[{"content":"Be brief.","role":"system"},{"content":"hi","role":"user"},{"content":"{\"function_call\":{\"name\":\"f\"}}","role":"assistant"}],"model":"gemini"},"session_id":"s1","timestamp":"2026-11-30T09:00:01Z","source_record":"observation g1"}`},
+		},
+		{
+			// LlamaIndex: the Python call's arguments, complete("...").
+			name: "args",
+			log:  download(`{"id": "g1", "traceId": "t1", "type": "GENERATION", "startTime": "2026-11-30T09:00:01Z", "input": {"args": ["What is Langfuse?"]}}`),
+			want: []string{`{"body":{"prompt":"What is Langfuse?"},"session_id":"s1","timestamp":"2026-11-30T09:00:01Z","source_record":"observation g1"}`},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := detect(strings.NewReader(tc.log), "log", SourceOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src.Format != LogLangfuse {
+				t.Fatalf("format %s, want langfuse", src.Format)
+			}
+			b, err := io.ReadAll(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSpace(string(b)), "\n")); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+			notes := strings.Join(src.SourceReport().Notes, "\n")
+			if !strings.Contains(notes, tc.note) {
+				t.Errorf("notes %q; want %q", notes, tc.note)
+			}
+		})
+	}
 }
