@@ -35,7 +35,14 @@ install() {
 
 run() {
 	local sarif=${KVCHECK_SARIF:-kvcheck.sarif}
-	local args=(lint -o text -o github -o "sarif=$sarif" --fail-on "${KVCHECK_FAIL_ON:-error}")
+	local args=(lint -o text -o github -o "sarif=$sarif")
+	# An input left empty is not passed: the kvcheck config (.kvcheck.yaml) then decides.
+	if [ -n "${KVCHECK_FAIL_ON:-}" ]; then
+		args+=(--fail-on "$KVCHECK_FAIL_ON")
+	fi
+	if [ -n "${KVCHECK_CONFIG:-}" ]; then
+		args+=(--config "$KVCHECK_CONFIG")
+	fi
 	if [ -n "${KVCHECK_TARGETS:-}" ]; then
 		args+=(--target "$KVCHECK_TARGETS")
 	fi

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/common/model"
@@ -64,6 +65,14 @@ listed in the README with their codes and table ids.
 A "kvcheck:ignore CODE reason" comment on a finding's line or the line above suppresses it, as
 does a line "CODE [PATH-GLOB] [# reason]" in the ignore file; suppressed findings are counted.
 
+The repository's config, .kvcheck.yaml (the first found in the working directory or above it,
+or --config FILE; --no-config for none), sets lint.targets (per family), lint.fail-on,
+lint.baseline, lint.include and lint.exclude globs, lint.ignore entries and lint.severity
+overrides per code, its paths relative to its own directory. Flags given win over it (--target
+per family); its ignores add to the ignore file's and to kvcheck:ignore comments. A bad value is
+a usage error naming the file, line and key; an unknown key is a warning. --skip-unknown skips
+named files that hold nothing kvcheck checks, as pre-commit needs.
+
 With --prometheus it also asks the server whether each referenced name has series now, and when
 it last had any within --lookback.
 
@@ -76,7 +85,11 @@ it last had any within --lookback.
   kvcheck lint --prometheus http://prometheus:9090 --lookback 3d dashboards/`,
 		Args: minArgs(1),
 		RunE: g.command(func(cmd *cobra.Command, args []string) (report.Result, error) {
-			return runLint(cmd.Context(), g.status, opts, args)
+			res, failOn, err := runLint(cmd.Context(), g.status, opts, args)
+			if failOn != nil && !cmd.Flags().Changed("fail-on") {
+				err = errors.Join(err, configFailOn(cmd, failOn))
+			}
+			return res, err
 		}),
 	}
 	fs := cmd.Flags()
@@ -92,20 +105,40 @@ it last had any within --lookback.
 	fs.StringVar(&opts.ChangedSince, "changed-since", "", "lint only the files changed since the merge base of this git revision and HEAD (committed, staged, unstaged or untracked), as pint ci does: --changed-since origin/main")
 	fs.StringVar(&opts.Baseline, "baseline", "", "findings in this baseline file (matched by code, file and metric) do not fail the run and are not shown; new ones do")
 	fs.StringVar(&opts.WriteBaseline, "write-baseline", "", "write this run's findings to FILE as the baseline to give --baseline, and accept them in this run")
+	fs.StringVar(&opts.Config, "config", "", "the kvcheck config to read (default "+lint.ProjectConfigNames[0]+" in the working directory or the nearest directory above it); flags given win over it")
+	fs.BoolVar(&opts.NoConfig, "no-config", false, "read no kvcheck config")
+	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
+	fs.BoolVar(&opts.SkipUnknown, "skip-unknown", false, "skip and count, as in a directory, the files named that hold nothing kvcheck checks (pre-commit names every changed file); a run that checked nothing then passes")
 	bindConn(fs, &opts.Prom)
 	return cmd
 }
 
-func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, error) {
+// runLint lints; the run it also returns, when not nil, is one whose kvcheck config sets
+// lint.fail-on.
+func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, *lint.Run, error) {
 	opts.SrcRoot, opts.WorkDir = sourceRoot()
 	run, err := lint.CheckFlags(ctx, st, opts.Flags, paths)
+	var failOn *lint.Run
+	if run.FailOn != "" {
+		failOn = &run
+	}
 	switch {
 	case err != nil && run.Files == nil:
-		return report.Result{}, err
+		return report.Result{}, failOn, err
 	case opts.Diff:
-		return report.LintDiff(run, lint.DiffAll(run.Files)), nil
+		return report.LintDiff(run, lint.DiffAll(run.Files)), failOn, nil
 	}
 	// With an error, run holds files --fix could not rewrite: they are reported (their
 	// findings still to fix), then the error, and the exit code is 1.
-	return report.Lint(run), err
+	return report.Lint(run), failOn, err
+}
+
+// configFailOn makes the config's lint.fail-on the --fail-on in force, marked with where it
+// was written, so the exit-3 line names the file rather than a flag that was not given.
+func configFailOn(cmd *cobra.Command, run *lint.Run) error {
+	fs := cmd.Flags()
+	if err := fs.Set("fail-on", run.FailOn); err != nil {
+		return err
+	}
+	return fs.SetAnnotation("fail-on", failOnFromAnnotation, []string{run.FailOnAt})
 }

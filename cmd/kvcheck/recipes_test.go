@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,64 @@ func TestRecipeKubernetes(t *testing.T) {
 	dir := t.TempDir()
 	for _, l := range lines {
 		runRecipe(t, dir, at.Replace(l))
+	}
+}
+
+// TestPreCommitHook runs the hook of .pre-commit-hooks.yaml as pre-commit runs it: its entry
+// and args, then the staged files its pattern matches, in the repository's top directory.
+// A commit of files kvcheck does not check (a CI workflow, a chart's values) passes; one that
+// adds a removed metric fails; one whose only dashboard the repository's .kvcheck.yaml
+// excludes passes.
+func TestPreCommitHook(t *testing.T) {
+	var hooks []struct {
+		ID, Entry, Language, Files string
+		Args                       []string
+		PassFilenames              *bool `yaml:"pass_filenames"`
+	}
+	readYAML(t, "../../.pre-commit-hooks.yaml", &hooks)
+	if len(hooks) != 1 || hooks[0].ID != "kvcheck-lint" || hooks[0].Language != "golang" {
+		t.Fatalf("hooks %+v, want kvcheck-lint in golang", hooks)
+	}
+	h := hooks[0]
+	if h.PassFilenames != nil && !*h.PassFilenames {
+		t.Fatal("pass_filenames false: the hook would lint nothing it is given")
+	}
+	match := regexp.MustCompile(h.Files) // pre-commit's files is a Python regex; this one is RE2 too
+	dir := t.TempDir()
+	files := map[string]string{
+		".github/workflows/ci.yml": "name: ci\non: [push]\njobs:\n  b:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make\n",
+		"chart/values.yaml":        "replicaCount: 2\nimage: {repository: app}\n",
+		"docs/README.md":           "# docs\n",
+		"dashboards/new.json":      recipeDash,
+		"vendor/old.json":          recipeDash,
+		".kvcheck.yaml":            "lint:\n  exclude: [vendor/]\n",
+	}
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		staged []string
+		want   int
+	}{
+		{[]string{".github/workflows/ci.yml", "chart/values.yaml", "docs/README.md"}, exitOK},
+		{[]string{".github/workflows/ci.yml", "dashboards/new.json"}, exitFindings},
+		{[]string{"vendor/old.json", "docs/README.md"}, exitOK},
+	} {
+		line := h.Entry + " " + strings.Join(h.Args, " ")
+		passed := 0
+		for _, f := range tc.staged {
+			if match.MatchString(f) {
+				line += " " + f
+				passed++
+			}
+		}
+		if got := runRecipe(t, dir, line); got != tc.want {
+			t.Errorf("staged %v (%d passed to the hook): exit %d, want %d", tc.staged, passed, got, tc.want)
+		}
 	}
 }

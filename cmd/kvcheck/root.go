@@ -159,6 +159,9 @@ func (g *globalOptions) stdoutOnly(what string) error {
 // failOnFlag is the command's --fail-on flag, nil when it has none.
 func failOnFlag(cmd *cobra.Command) *pflag.Flag { return cmd.Flags().Lookup("fail-on") }
 
+// failOnFromAnnotation marks a --fail-on set from a config file with where it was written.
+const failOnFromAnnotation = "kvcheck-from"
+
 // command turns a run function into a cobra RunE that emits its result.
 func (g *globalOptions) command(run func(cmd *cobra.Command, args []string) (report.Result, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
@@ -179,6 +182,13 @@ func (g *globalOptions) emit(cmd *cobra.Command, res report.Result, err error) e
 	if p := g.getenv("GITHUB_STEP_SUMMARY"); p != "" && fo != nil && !res.Empty() {
 		if serr := report.WriteStepSummary(p, cmd.CommandPath(), res); serr != nil {
 			err = errors.Join(err, serr)
+		}
+	}
+	if err != nil && res.Empty() && fo != nil {
+		// Nothing to report, but a CI job reads the SARIF and the summary whatever the exit.
+		if ferr := report.WriteFailure(cmd.OutOrStdout(), g.outputs, cmd.CommandPath(), err,
+			report.Options{Version: version()}, g.getenv("GITHUB_STEP_SUMMARY")); ferr != nil {
+			err = errors.Join(err, ferr)
 		}
 	}
 	if err := g.write(cmd.OutOrStdout(), res, err); err != nil {
@@ -307,6 +317,9 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	var te *finding.ThresholdError
 	if errors.As(err, &te) {
 		te.ByDefault = !cmd.Flags().Changed("fail-on")
+		if fo := cmd.Flags().Lookup("fail-on"); fo != nil && len(fo.Annotations[failOnFromAnnotation]) > 0 {
+			te.From = fo.Annotations[failOnFromAnnotation][0]
+		}
 		report.WriteError(s.ErrOut, te)
 		return exitFindings
 	}

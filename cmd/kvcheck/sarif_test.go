@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -83,6 +84,41 @@ func TestSARIFSchema(t *testing.T) {
 		{"simulate", []string{"simulate", "--trace", "../../testdata/sim/tiny10.jsonl", "--replicas", "2"}, false},
 		{"assess", []string{"assess", "--file", "../../testdata/assess/caching_off.prom"}, false},
 	}
+	// A run that stops before checking anything still writes SARIF: no results, and the
+	// failed invocation with the error.
+	t.Run("failed run", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		args := []string{"lint", "--baseline", filepath.Join(dir, "missing.json"), "-o", "sarif", dash}
+		if code := run(context.Background(), args, streams{In: bytes.NewReader(nil), Out: &out, ErrOut: &errOut}, nil); code != exitRuntime {
+			t.Fatalf("%v: exit %d, want 1\n%s", args, code, errOut.String())
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out.Bytes()))
+		if err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out.String())
+		}
+		if err := schema.Validate(doc); err != nil {
+			t.Fatalf("SARIF does not validate against the OASIS schema: %v\n%s", err, out.String())
+		}
+		var log struct {
+			Runs []struct {
+				Invocations []struct {
+					ExecutionSuccessful bool
+					Notes               []struct{ Message struct{ Text string } } `json:"toolExecutionNotifications"`
+				}
+				Results []json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(out.Bytes(), &log); err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Runs) != 1 || len(log.Runs[0].Invocations) != 1 || log.Runs[0].Invocations[0].ExecutionSuccessful ||
+			len(log.Runs[0].Invocations[0].Notes) != 1 || len(log.Runs[0].Results) != 0 {
+			t.Fatalf("want one run, no results, one failed invocation with one notification:\n%s", out.String())
+		}
+		if msg := log.Runs[0].Invocations[0].Notes[0].Message.Text; !strings.Contains(msg, "missing.json") {
+			t.Errorf("notification %q does not name the missing baseline", msg)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

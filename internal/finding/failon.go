@@ -34,11 +34,16 @@ type ThresholdError struct {
 	Worst, Threshold Severity
 	// ByDefault is set when the threshold is the command's default, not a --fail-on given.
 	ByDefault bool
+	// From is where a config file set the threshold (file:line), when it did.
+	From string
 }
 
 func (e *ThresholdError) Error() string {
 	level := fmt.Sprintf("--fail-on %s", e.Threshold)
-	if e.ByDefault {
+	switch {
+	case e.From != "":
+		level = fmt.Sprintf("fail-on %s (%s)", e.Threshold, e.From)
+	case e.ByDefault:
 		level += ", the default"
 	}
 	return fmt.Sprintf("findings at or above %s (the worst is %s)", level, e.Worst)

@@ -3,6 +3,7 @@ package lint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -35,6 +36,14 @@ type Flags struct {
 	// SrcRoot is the git work tree's top level and WorkDir the working directory: baseline
 	// paths are relative to the first, and --changed-since asks git there.
 	SrcRoot, WorkDir string
+	// Config is the .kvcheck.yaml to read (--config); empty means the one found from WorkDir
+	// upward, NoConfig none (--no-config).
+	Config   string
+	NoConfig bool
+	// SkipUnknown treats the files named like files found in a directory (--skip-unknown):
+	// one that holds nothing kvcheck checks, or is empty or binary, is skipped and counted,
+	// and a run that checked nothing passes (pre-commit names every changed file).
+	SkipUnknown bool
 }
 
 // Notes is where a lint run warns (a target newer than the catalog) and notes the files --fix
@@ -57,7 +66,24 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	if err != nil {
 		return Run{}, err
 	}
-	targets, err := cat.ResolveTargets(f.Target, f.Targets, n.Warn)
+	var cfg *ProjectConfig
+	if f.NoConfig && f.Config != "" {
+		return Run{}, usage.Errorf("--config and --no-config: choose one")
+	}
+	if !f.NoConfig {
+		if cfg, err = LoadProjectConfig(f.Config, f.WorkDir, cat); err != nil {
+			return Run{}, err
+		}
+	}
+	if cfg != nil {
+		for _, w := range cfg.Warnings {
+			n.Warn("%s", w)
+		}
+		if f.Baseline == "" && f.WriteBaseline == "" {
+			f.Baseline = cfg.Baseline
+		}
+	}
+	targets, err := cat.ResolveTargets(f.Target, cfg.TargetSpec(f.Target, f.Targets, cat), n.Warn)
 	if err != nil {
 		return Run{}, err
 	}
@@ -74,6 +100,9 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	if err != nil {
 		return Run{}, err
 	}
+	if cfg != nil {
+		ignore = append(ignore, cfg.Ignore...)
+	}
 	if f.MaxFileMiB <= 0 {
 		return Run{}, usage.Errorf("--max-file-mib %d: give a positive number of MiB", f.MaxFileMiB)
 	}
@@ -86,6 +115,9 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	var base *Baseline
 	if f.Baseline != "" {
 		if base, err = LoadBaseline(f.Baseline); err != nil {
+			if cfg != nil && f.Baseline == cfg.Baseline {
+				err = fmt.Errorf("%s: lint.baseline: %w", cfg.BaselineAt, err)
+			}
 			return Run{}, err
 		}
 	}
@@ -95,11 +127,20 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 			return Run{}, err
 		}
 	}
+	var leave func(string) (string, bool)
+	if cfg != nil {
+		leave = cfg.Leaves
+	}
 	run, err := Check(ctx, cat, RunOptions{
-		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20, Only: only, Jobs: f.Jobs},
+		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20, Only: only, Jobs: f.Jobs, Leave: leave, SkipUnknown: f.SkipUnknown},
 		Fix:     f.Fix, Online: api, Server: f.Prom.Shown(), Lookback: f.Lookback,
 		QueryTimeout: f.Prom.QueryTimeout, Verbose: f.Prom.Verbose,
 	}, paths, func(path string) { n.Note("rewrote %s", path) })
+	if cfg != nil {
+		run.Config = cfg.Path
+		cfg.ApplySeverity(run.Files)
+		run.FailOn, run.FailOnAt = cfg.FailOn, cfg.FailOnAt
+	}
 	if err != nil && run.Files == nil {
 		return run, err
 	}

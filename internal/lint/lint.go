@@ -151,6 +151,12 @@ type Options struct {
 	// Read drop a file's text once it is linted, so a run's memory does not grow with the
 	// total size of its files.
 	KeepText bool
+	// Leave, when set, says which files a .kvcheck.yaml leaves out (its include and exclude
+	// globs) and why: they are not read, named or found by walking, and are listed as skipped.
+	Leave func(path string) (why string, left bool)
+	// SkipUnknown treats files named like files found by walking: one that holds nothing
+	// kvcheck checks is skipped and counted, not a finding, and checking nothing is no error.
+	SkipUnknown bool
 }
 
 // Linter checks files against the catalog.
@@ -167,8 +173,10 @@ type Linter struct {
 	// jobs is how many files are read and linted at once; keepText keeps FileResult.Original.
 	jobs     int
 	keepText bool
-	// Left counts the files Only left out.
-	Left int
+	leave    func(string) (string, bool)
+	skipAll  bool // Options.SkipUnknown
+	// Left counts the files Only left out, Excluded those Leave left out.
+	Left, Excluded int
 }
 
 // New returns a Linter over the catalog.
@@ -202,7 +210,7 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore, only: opts.Only,
-		jobs: jobs, keepText: opts.KeepText || opts.Rewrite}
+		jobs: jobs, keepText: opts.KeepText || opts.Rewrite, leave: opts.Leave, skipAll: opts.SkipUnknown}
 }
 
 // TargetOf returns the release a family is judged against.

@@ -30,6 +30,7 @@ const (
 	skipEmpty   = "empty files"
 	skipNothing = "files holding nothing kvcheck checks"
 	skipFixTemp = "temporary files of an interrupted --fix"
+	skipConfig  = "files the kvcheck config leaves out"
 )
 
 // Input is what one run read: the files, each with its findings, and what was not checked.
@@ -108,8 +109,9 @@ func (l *Linter) Read(ctx context.Context, paths []string) (Input, error) {
 		}
 	}
 	// With --changed-since, a run whose changed files hold nothing to check checked all it was
-	// asked to: the files it left out are said in the summary.
-	if checked == 0 && len(paths) > 0 && l.Left == 0 {
+	// asked to: the files it left out are said in the summary; so did one whose files the
+	// config left out, or one told to skip what it does not know (--skip-unknown).
+	if checked == 0 && len(paths) > 0 && l.Left == 0 && l.Excluded == 0 && !l.skipAll {
 		in.Files = nothingChecked(in, paths)
 	}
 	in.Files = l.Finish(ForgetRecorded(in.Files))
@@ -225,6 +227,16 @@ func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
 				if !l.keep(path) {
 					return nil // --changed-since left it out: counted in Left, said in the summary
 				}
+				if l.leave != nil {
+					if why, left := l.leave(path); left {
+						l.Excluded++
+						if !put(&walkItem{path: path, skipped: &Skipped{Path: path, What: skipConfig, Reason: why}}) {
+							return errStopped
+						}
+						return nil
+					}
+				}
+				named = named && !l.skipAll
 				it := &walkItem{path: path, kind: kind, named: named}
 				if !named && fixTemp(filepath.Base(path)) {
 					it.skipped = &Skipped{Path: path, What: skipFixTemp,

@@ -35,6 +35,10 @@ type Run struct {
 	// Baseline is the baseline file the findings were compared with; each finding's
 	// Baseline then says new or unchanged.
 	Baseline string
+	// Config is the .kvcheck.yaml the run read ("" for none); FailOn is its lint.fail-on
+	// ("" when it sets none), FailOnAt where, for the command to apply when --fail-on was
+	// not given.
+	Config, FailOn, FailOnAt string
 }
 
 // RunOptions are what a lint run was asked beyond Options: write the rewrites (Fix, which

@@ -23,6 +23,10 @@ const IgnoreFileName = ".kvcheckignore"
 type IgnoreRule struct {
 	Code, Glob, Reason string
 	Source             string // file:line of the rule
+	// within, when set, decides which files the rule covers instead of Glob: a .kvcheck.yaml
+	// ignore's paths, relative to the config's directory (projectconfig.go).
+	within func(file string) bool
+	globs  []pathGlob
 }
 
 // Suppressed is a finding an inline comment or an ignore-file rule silenced.
@@ -94,6 +98,12 @@ func ParseIgnore(name string, src []byte) ([]IgnoreRule, error) {
 func (r IgnoreRule) matches(f *Finding) bool {
 	if !codeMatches(r.Code, f) {
 		return false
+	}
+	if r.within != nil {
+		return r.within(f.File)
+	}
+	if len(r.globs) > 0 {
+		return anyGlob(r.globs, filepath.ToSlash(filepath.Clean(f.File))) != nil
 	}
 	if r.Glob == "" {
 		return true

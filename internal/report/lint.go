@@ -206,7 +206,7 @@ func (t *Text) lint(run LintRun) {
 	c := countLint(run)
 	notes := func() {
 		if c.suppressed > 0 {
-			t.Muted("%d suppressed by kvcheck:ignore comments or the ignore file.", c.suppressed)
+			t.Muted("%d suppressed by kvcheck:ignore comments, the ignore file or the kvcheck config.", c.suppressed)
 		}
 		if c.baselined > 0 {
 			t.Muted("%s in the baseline %s not shown: they do not fail the run.", quantity(c.baselined, "finding"), run.Baseline)
