@@ -177,7 +177,15 @@ func connectReason(err error) string {
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) && ce.Unwrap() != nil {
-		return ce.Unwrap().Error()
+		// One line per attempt (TLS, then plain, with sslmode=prefer): the same reason
+		// twice is said once.
+		var lines []string
+		for l := range strings.SplitSeq(ce.Unwrap().Error(), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "; ")
 	}
 	return err.Error()
 }

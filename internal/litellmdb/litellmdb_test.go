@@ -223,6 +223,9 @@ func TestConnectErrorsHidePassword(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v; want %q", err, tc.want)
 			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q is on several lines; want one (each reason once)", err)
+			}
 			if strings.Contains(err.Error(), testutil.PostgresPassword) {
 				t.Errorf("the error shows the password: %v", err)
 			}
