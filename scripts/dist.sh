@@ -16,7 +16,7 @@ commit=$(git rev-parse HEAD)
 if tag=$(git describe --tags --exact-match 2>/dev/null); then
 	version=${tag#v}
 else
-	version=0.0.0-devel-$(git rev-parse --short=12 HEAD)
+	version=0.0.0-devel-$(git log -1 --format=%h HEAD) # as goreleaser's .ShortCommit
 fi
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 	version=$version-dirty
