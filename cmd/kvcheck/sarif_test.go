@@ -42,6 +42,24 @@ func sarifSchema(t *testing.T) *jsonschema.Schema {
 	return s
 }
 
+// validSARIF runs kvcheck with args, wants the exit code, and validates what it printed against
+// the schema.
+func validSARIF(t *testing.T, schema *jsonschema.Schema, exit int, args ...string) *bytes.Buffer {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), args, streams{In: bytes.NewReader(nil), Out: &out, ErrOut: &errOut}, nil); code != exit {
+		t.Fatalf("%v: exit %d, want %d\n%s", args, code, exit, errOut.String())
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Fatalf("SARIF does not validate against the OASIS schema: %v\n%s", err, out.String())
+	}
+	return &out
+}
+
 // TestSARIFSchema validates the SARIF of every command that writes it against the OASIS
 // schema, and checks what code scanning reads beyond it: rules with help and a help URI, and
 // fixes where --fix has an exact rewrite.
@@ -87,18 +105,7 @@ func TestSARIFSchema(t *testing.T) {
 	// A run that stops before checking anything still writes SARIF: no results, and the
 	// failed invocation with the error.
 	t.Run("failed run", func(t *testing.T) {
-		var out, errOut bytes.Buffer
-		args := []string{"lint", "--baseline", filepath.Join(dir, "missing.json"), "-o", "sarif", dash}
-		if code := run(context.Background(), args, streams{In: bytes.NewReader(nil), Out: &out, ErrOut: &errOut}, nil); code != exitRuntime {
-			t.Fatalf("%v: exit %d, want 1\n%s", args, code, errOut.String())
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out.Bytes()))
-		if err != nil {
-			t.Fatalf("not JSON: %v\n%s", err, out.String())
-		}
-		if err := schema.Validate(doc); err != nil {
-			t.Fatalf("SARIF does not validate against the OASIS schema: %v\n%s", err, out.String())
-		}
+		out := validSARIF(t, schema, exitRuntime, "lint", "--baseline", filepath.Join(dir, "missing.json"), "-o", "sarif", dash)
 		var log struct {
 			Runs []struct {
 				Invocations []struct {
@@ -121,18 +128,7 @@ func TestSARIFSchema(t *testing.T) {
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			args := append(append([]string{}, tt.args...), "-o", "sarif", "--fail-on", "never")
-			if code := run(context.Background(), args, streams{In: bytes.NewReader(nil), Out: &out, ErrOut: &errOut}, nil); code != 0 {
-				t.Fatalf("%v: exit %d\n%s", args, code, errOut.String())
-			}
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out.Bytes()))
-			if err != nil {
-				t.Fatalf("not JSON: %v\n%s", err, out.String())
-			}
-			if err := schema.Validate(doc); err != nil {
-				t.Fatalf("SARIF does not validate against the OASIS schema: %v\n%s", err, out.String())
-			}
+			out := validSARIF(t, schema, exitOK, append(append([]string{}, tt.args...), "-o", "sarif", "--fail-on", "never")...)
 			var log struct {
 				Runs []struct {
 					Tool struct {

@@ -356,7 +356,9 @@ func (p *configParser) lint(n *yaml.Node) error {
 	return nil
 }
 
-func (p *configParser) targets(n *yaml.Node, key string) error {
+// scalars calls each with every key of a mapping of values (targets, severity), its full key
+// and its value's text.
+func (p *configParser) scalars(n *yaml.Node, key string, each func(k, v *yaml.Node, fk, s string) error) error {
 	kvs, err := p.mapping(n, key)
 	if err != nil {
 		return err
@@ -368,9 +370,18 @@ func (p *configParser) targets(n *yaml.Node, key string) error {
 		if err != nil {
 			return err
 		}
+		if err := each(k, v, fk, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *configParser) targets(n *yaml.Node, key string) error {
+	return p.scalars(n, key, func(k, v *yaml.Node, fk, s string) error {
 		if p.cat != nil && p.cat.Family(k.Value) == nil {
 			p.warnf(k, fk, "a family this kvcheck does not know, ignored (families: %s)", p.cat.FamilyNames())
-			continue
+			return nil
 		}
 		ver, err := catalog.ParseRelease(s)
 		if err == nil && ver.IsZero() {
@@ -380,8 +391,8 @@ func (p *configParser) targets(n *yaml.Node, key string) error {
 			return p.errorf(v, fk, "%v", err)
 		}
 		p.cfg.Targets = append(p.cfg.Targets, configTarget{Family: k.Value, Version: ver, At: p.at(v)})
-	}
-	return nil
+		return nil
+	})
 }
 
 func (p *configParser) globs(n *yaml.Node, key string) ([]pathGlob, error) {
@@ -453,25 +464,15 @@ func (p *configParser) ignores(n *yaml.Node, key string) error {
 }
 
 func (p *configParser) severities(n *yaml.Node, key string) error {
-	kvs, err := p.mapping(n, key)
-	if err != nil {
-		return err
-	}
-	for _, kv := range kvs {
-		k, v := kv[0], kv[1]
-		fk := joinKey(key, k.Value)
-		s, err := p.scalar(v, fk)
-		if err != nil {
-			return err
-		}
+	return p.scalars(n, key, func(k, v *yaml.Node, fk, s string) error {
 		sev, err := finding.ParseSeverity(s)
 		if err != nil {
 			return p.errorf(v, fk, "%q: write error, warning or info (to drop a finding, ignore it)", s)
 		}
 		p.checkCode(k, fk, k.Value)
 		p.cfg.Severity = append(p.cfg.Severity, severityOverride{Code: k.Value, Severity: sev, At: p.at(v)})
-	}
-	return nil
+		return nil
+	})
 }
 
 // checkCode warns about a code no lint finding carries: a typo would otherwise do nothing.
