@@ -233,6 +233,12 @@ var ErrTooLarge = errors.New("larger than the limit")
 // error at once, whether or not a writer ever opened the pipe. A device or a socket is refused:
 // it has no end, or is not data.
 func Read(ctx context.Context, path string, limit int64) ([]byte, error) {
+	return ReadInto(ctx, path, limit, nil)
+}
+
+// ReadInto is Read into buf's memory when it is large enough (a regular file), so that a
+// caller reading many files one after another can use one buffer.
+func ReadInto(ctx context.Context, path string, limit int64, buf []byte) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -252,7 +258,7 @@ func Read(ctx context.Context, path string, limit int64) ([]byte, error) {
 		if k := KindOf(st.Mode()); k != Regular {
 			return nil, fmt.Errorf("%s since it was first looked at: not read", k)
 		}
-		return readLimited(f, limit, st.Size())
+		return readLimited(f, limit, st.Size(), buf[:0])
 	case Pipe:
 		return readPipe(ctx, path, limit)
 	default:
@@ -260,8 +266,10 @@ func Read(ctx context.Context, path string, limit int64) ([]byte, error) {
 	}
 }
 
-func readLimited(r io.Reader, limit, hint int64) ([]byte, error) {
-	buf := make([]byte, 0, min(max(hint, 0), limit)+512)
+func readLimited(r io.Reader, limit, hint int64, buf []byte) ([]byte, error) {
+	if want := min(max(hint, 0), limit) + 512; int64(cap(buf)) < want {
+		buf = make([]byte, 0, want)
+	}
 	for {
 		if int64(len(buf)) > limit {
 			return nil, ErrTooLarge
@@ -313,7 +321,7 @@ func readPipe(ctx context.Context, path string, limit int64) ([]byte, error) {
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Now()) })
 	defer stop()
 	defer func() { _ = f.Close() }() // read only
-	b, err := readLimited(f, limit, 0)
+	b, err := readLimited(f, limit, 0, nil)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}

@@ -82,10 +82,10 @@ func queryOps(q string) int {
 	}
 }
 
-// checkPromQL parses a query (the part of the site's value starting at base) and checks every
-// metric name in it.
-func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
-	fl.queries++
+// promQL parses a query and checks every metric name in it, recording what it finds with
+// offsets in q.
+func (qc *queryCheck) promQL(q string, kind queryKind) {
+	qc.res.queries++
 	var sub substituted
 	if kind == kindAdapter {
 		sub = substituteAdapter(q)
@@ -94,7 +94,7 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 		sub = substituteVariables(q, false)
 	}
 	if n := queryOps(sub.text); n > maxQueryOps {
-		fl.add(s, base, "", Finding{
+		qc.add(0, "", Finding{
 			Finding: finding.Finding{Severity: finding.Warning, Code: CodeUnparsed,
 				Message: fmt.Sprintf("query has %d operators and parentheses, more than the %d kvcheck parses (the PromQL parser's type check takes time growing with the square of a chain's length); it was not checked", n, maxQueryOps),
 				Fix:     "split the query (a recording rule per part), or check it by hand"},
@@ -103,6 +103,11 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 		return
 	}
 	expr, err := promParser.ParseExpr(sub.text)
+	if err == nil && kind == kindTemplate {
+		if name, ok := qc.engineOnly(expr); ok {
+			qc.res.engineOnly = name
+		}
+	}
 	if err != nil && kind != kindAdapter {
 		sub2 := substituteVariables(q, true)
 		if e2, err2 := promParser.ParseExpr(sub2.text); err2 == nil {
@@ -119,20 +124,14 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 			pos = sub.orig(int(pe[0].PositionRange.Start))
 			err = pe[0].Err
 		}
-		sev, msg := finding.Warning, fmt.Sprintf("query does not parse as PromQL (%v); it was not checked", err)
-		written := q
-		if fl.masks != nil && fl.masked(s.srcStart, s.srcStart+len(s.value)+1) {
-			// A template action stands where PromQL wants a duration or a number: the
-			// rendered query may well parse.
-			sev = finding.Info
-			msg = fmt.Sprintf("query does not parse with its Helm template actions masked (%v); check it in the output of helm template", err)
-			if s.raw {
-				written = string(fl.orig[s.srcStart+base : s.srcStart+base+len(q)])
-			}
-		}
-		fl.add(s, base+pos, "", Finding{
-			Finding: finding.Finding{Severity: sev, Code: CodeUnparsed, Message: msg},
-			Metric:  truncate(strings.TrimSpace(written), 80), Status: StatusUnparsed,
+		// A site in a Helm template says it otherwise when a masked action is in the query
+		// (fileLint.apply).
+		qc.res.unparsed = len(qc.res.findings) + 1
+		qc.res.parseErr = err.Error()
+		qc.add(pos, "", Finding{
+			Finding: finding.Finding{Severity: finding.Warning, Code: CodeUnparsed,
+				Message: fmt.Sprintf("query does not parse as PromQL (%v); it was not checked", err)},
+			Metric: truncate(strings.TrimSpace(q), 80), Status: StatusUnparsed,
 		})
 		return
 	}
@@ -168,28 +167,27 @@ func (fl *fileLint) checkPromQL(s *site, q string, base int, kind queryKind) {
 				if vs.Name == "" {
 					off = start + max(strings.Index(selText, m.Value), 0)
 				}
-				if fl.l.placeholder(m.Value) {
+				if qc.l.placeholder(m.Value) {
 					continue
 				}
-				orig := base + sub.orig(off)
-				fl.checkName(s, m.Value, orig, server, instant, selectorSpan(sub, base, vs), seen, true)
+				qc.checkName(m.Value, sub.orig(off), server, instant, selectorSpan(sub, vs), seen, true)
 			case labels.MatchRegexp:
-				fl.checkRegex(s, m, base+sub.orig(start), seen)
+				qc.checkRegex(m, sub.orig(start), seen)
 			}
 		}
 		if !drift {
-			drift = fl.checkDrift(s, vs, sub, base, server)
+			drift = qc.checkDrift(vs, sub, server)
 		}
 		return nil
 	})
 	if kind == kindPromQL {
-		fl.checkQuery(s, expr, sub, base)
+		qc.checkQuery(expr, sub)
 	}
 	// A matcher on model is the more direct mistake; the grouping is only reported when the
 	// query has none, so one query gives one label-drift finding.
 	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
 		if !drift {
-			drift = fl.checkGroupingDrift(s, node, sub, base)
+			drift = qc.checkGroupingDrift(node, sub)
 		}
 		return nil
 	})
@@ -201,32 +199,32 @@ var logQLRE = regexp.MustCompile(`\}\s*(\|=|\|~|!=|!~|\|\s*(json|logfmt|pattern|
 // logQL reports whether a query that failed to parse as PromQL is LogQL.
 func logQL(q string) bool { return logQLRE.MatchString(q) }
 
-// selectorSpan returns the selector's start and end in the site's value and 1, or zeros when
-// a Grafana variable sits inside it (a rewrite would then have to guess).
-func selectorSpan(sub substituted, base int, vs *parser.VectorSelector) [3]int {
+// selectorSpan returns the selector's start and end in the query as written and 1, or zeros
+// when a Grafana variable sits inside it (a rewrite would then have to guess).
+func selectorSpan(sub substituted, vs *parser.VectorSelector) [3]int {
 	s, e := int(vs.PosRange.Start), int(vs.PosRange.End)
 	for _, sb := range sub.subs {
 		if sb.newStart < e && sb.newEnd > s {
 			return [3]int{0, 0, 0}
 		}
 	}
-	return [3]int{base + sub.orig(s), base + sub.orig(e), 1}
+	return [3]int{sub.orig(s), sub.orig(e), 1}
 }
 
-// checkName checks one written name found at value offset off.
-func (fl *fileLint) checkName(s *site, name string, off int, server, instant bool, sel [3]int, seen map[string]*Finding, promql bool) {
+// checkName checks one written name found at offset off of the text checked.
+func (qc *queryCheck) checkName(name string, off int, server, instant bool, sel [3]int, seen map[string]*Finding, promql bool) {
 	if promql {
-		fl.ref(s, name, off)
+		qc.ref(name, off)
 	}
-	v, m, ok := fl.l.judge(name, server, promql)
-	fl.touch(m, server)
+	v, m, ok := qc.l.judge(name, server, promql)
+	qc.touch(m, server)
 	if !ok {
 		return
 	}
 	if prev := seen[name]; prev != nil {
 		// The same name again in this query: one finding, but every occurrence is rewritten.
 		if prev.fix != nil {
-			if sp, ok := fl.l.spanFor(v, s, name, off, instant, sel); ok {
+			if sp, ok := qc.spanFor(v, name, off, instant, sel); ok {
 				prev.fix.spans = append(prev.fix.spans, sp)
 			} else {
 				prev.fix = nil
@@ -238,19 +236,19 @@ func (fl *fileLint) checkName(s *site, name string, off int, server, instant boo
 		Finding: finding.Finding{Severity: v.sev, Code: v.code, Message: v.message},
 		Metric:  name, Status: v.status, Since: v.since, Replacement: v.replacement,
 	}
-	if sp, ok := fl.l.spanFor(v, s, name, off, instant, sel); ok {
-		f.fix = &edit{site: s, spans: []span{sp}}
+	if sp, ok := qc.spanFor(v, name, off, instant, sel); ok {
+		f.fix = &edit{spans: []span{sp}}
 	}
-	seen[name] = fl.add(s, off, name, f)
+	seen[name] = qc.add(off, name, f)
 }
 
 // spanFor builds the exact rewrite of one occurrence, when the verdict has one.
-func (l *Linter) spanFor(v verdict, s *site, name string, off int, instant bool, sel [3]int) (span, bool) {
+func (qc *queryCheck) spanFor(v verdict, name string, off int, instant bool, sel [3]int) (span, bool) {
 	switch {
 	case v.rename != "":
 		return span{start: off, end: off + len(name), text: v.rename}, true
-	case v.expr != "" && instant && sel[2] == 1 && s.value[sel[0]:min(sel[1], len(s.value))] != "":
-		selText := s.value[sel[0]:sel[1]]
+	case v.expr != "" && instant && sel[2] == 1 && qc.text[sel[0]:min(sel[1], len(qc.text))] != "":
+		selText := qc.text[sel[0]:sel[1]]
 		matchers := ""
 		if i := strings.IndexByte(selText, '{'); i >= 0 && strings.HasPrefix(selText, name) {
 			matchers = selText[i:]
@@ -260,7 +258,7 @@ func (l *Linter) spanFor(v verdict, s *site, name string, off int, instant bool,
 			return span{}, false // {__name__="..."} form: leave it to a person
 		}
 		window := "5m"
-		if s.grafana {
+		if qc.grafana {
 			window = "$__rate_interval"
 		}
 		text := v.expr
@@ -282,9 +280,9 @@ func (l *Linter) spanFor(v verdict, s *site, name string, off int, instant bool,
 }
 
 // checkRegex reports a __name__ regex that can only match names gone at the target version.
-func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[string]*Finding) {
+func (qc *queryCheck) checkRegex(m *labels.Matcher, off int, seen map[string]*Finding) {
 	var matched []string
-	for _, n := range fl.l.names {
+	for _, n := range qc.l.names {
 		if m.Matches(n) {
 			matched = append(matched, n)
 		}
@@ -296,7 +294,7 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 	var repl, each []string
 	var last catalog.Version // the regex matched something until the last of its names went
 	for _, n := range matched {
-		v, _, ok := fl.l.judge(n, false, false)
+		v, _, ok := qc.l.judge(n, false, false)
 		if !ok || (v.status != StatusRemoved && v.status != StatusHidden) {
 			return // the regex still matches something that exists
 		}
@@ -317,15 +315,15 @@ func (fl *fileLint) checkRegex(s *site, m *labels.Matcher, off int, seen map[str
 	}
 	f := Finding{
 		Finding: finding.Finding{Severity: worst.sev, Code: worst.code,
-			Message: fmt.Sprintf("__name__=~%q only matches names gone at %s: %s", m.Value, fl.l.targetText(), strings.Join(each, ", "))},
+			Message: fmt.Sprintf("__name__=~%q only matches names gone at %s: %s", m.Value, qc.l.targetText(), strings.Join(each, ", "))},
 		Metric: m.Value, Status: worst.status, Since: last.String(), Replacement: strings.Join(repl, "; "),
 	}
-	seen[key] = fl.add(s, off, "", f)
+	seen[key] = qc.add(off, "", f)
 }
 
 // checkDrift reports label matchers that use production-stack's "model" on engine metrics,
 // which vLLM labels "model_name".
-func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substituted, base int, server bool) bool {
+func (qc *queryCheck) checkDrift(vs *parser.VectorSelector, sub substituted, server bool) bool {
 	name := vs.Name
 	if name == "" {
 		for _, m := range vs.LabelMatchers {
@@ -334,7 +332,7 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 			}
 		}
 	}
-	mt, ok := fl.l.cat.Lookup(name)
+	mt, ok := qc.l.cat.Lookup(name)
 	if !ok || mt.Engine == nil || mt.Engine.Family != catalog.VLLM || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
 		return false // other families label by model themselves (Dynamo) or are not vLLM's
 	}
@@ -350,7 +348,7 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 				off = start + i + j
 			}
 		}
-		fl.add(s, base+sub.orig(off), "model", Finding{
+		qc.add(sub.orig(off), "model", Finding{
 			Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
 				Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: this matcher selects nothing on engine series", name)},
 			Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
@@ -364,7 +362,7 @@ func (fl *fileLint) checkDrift(s *site, vs *parser.VectorSelector, sub substitut
 // label "model" when every series it works on is a vLLM engine metric, labelled model_name:
 // "sum by (model)" then adds every model into one series and "on (model)" matches on an
 // empty label, both without an error.
-func (fl *fileLint) checkGroupingDrift(s *site, node parser.Node, sub substituted, base int) bool {
+func (qc *queryCheck) checkGroupingDrift(node parser.Node, sub substituted) bool {
 	var (
 		clause   string
 		operands []parser.Expr
@@ -394,7 +392,7 @@ func (fl *fileLint) checkGroupingDrift(s *site, node parser.Node, sub substitute
 	}
 	name := ""
 	for _, e := range operands {
-		nm, ok := fl.engineOnly(e)
+		nm, ok := qc.engineOnly(e)
 		if !ok {
 			return false
 		}
@@ -431,7 +429,7 @@ func (fl *fileLint) checkGroupingDrift(s *site, node parser.Node, sub substitute
 	default:
 		what = "on (model) matches on a label neither side has"
 	}
-	fl.add(s, base+sub.orig(off), "model", Finding{
+	qc.add(sub.orig(off), "model", Finding{
 		Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
 			Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: %s", name, what)},
 		Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
@@ -454,7 +452,7 @@ func inside(es []parser.Expr, pos int) bool {
 // known vLLM engine metric (so labelled model_name, not model); false when it selects none, or
 // any other series: a router metric labelled model or selected by server, a recording rule,
 // something that is not vLLM's.
-func (fl *fileLint) engineOnly(e parser.Expr) (string, bool) {
+func (qc *queryCheck) engineOnly(e parser.Expr) (string, bool) {
 	first, ok := "", true
 	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
 		vs, isSel := node.(*parser.VectorSelector)
@@ -470,7 +468,7 @@ func (fl *fileLint) engineOnly(e parser.Expr) (string, bool) {
 				server = true
 			}
 		}
-		mt, found := fl.l.cat.Lookup(name)
+		mt, found := qc.l.cat.Lookup(name)
 		if !found || mt.Engine == nil || mt.Engine.Family != catalog.VLLM || (mt.Router != nil && (server || hasLabel(mt.Router, "model"))) {
 			ok = false
 			return nil
@@ -498,20 +496,17 @@ func contains(xs []string, x string) bool {
 // others that publish it, production-stack's router for its vllm:-named series when the
 // selector is the router's (server) or only the router publishes the name), so the run can
 // say which families' targets it was judged against.
-func (fl *fileLint) touch(m catalog.Match, server bool) {
+func (qc *queryCheck) touch(m catalog.Match, server bool) {
 	if m.Family == "" {
 		return
 	}
-	if fl.families == nil {
-		fl.families = map[string]bool{}
-	}
 	if m.Router != nil && (server || m.Engine == nil) {
-		fl.families[m.Router.Family] = true
+		qc.family(m.Router.Family)
 	} else {
-		fl.families[m.Family] = true
+		qc.family(m.Family)
 	}
 	for _, o := range m.Also {
-		fl.families[o.Family] = true
+		qc.family(o.Family)
 	}
 }
 

@@ -60,6 +60,8 @@ type fileLint struct {
 	// fromJSON maps the string scalars of a JSON file walked as YAML (yamlOf) to their JSON
 	// nodes; nil for other files.
 	fromJSON map[*yaml.Node]*jsonNode
+	// arena holds the file's JSON trees until its lint is done (jsonArena).
+	arena *jsonArena
 }
 
 // embedding is a JSON document held in a YAML scalar: a Grafana dashboard in a ConfigMap's
@@ -87,8 +89,19 @@ func (e *embedding) offset(value string, off int) int {
 	return e.lineStarts[line] + off - (strings.LastIndexByte(value[:off], '\n') + 1)
 }
 
+// jsonArena returns the arena of the file's JSON trees.
+func (fl *fileLint) jsonArena() *jsonArena {
+	if fl.arena == nil {
+		fl.arena = jsonArenas.Get().(*jsonArena)
+	}
+	return fl.arena
+}
+
 // ref remembers the first place a vLLM metric name is selected.
 func (fl *fileLint) ref(s *site, name string, off int) {
+	if !fl.l.refs {
+		return
+	}
 	if _, ok := fl.refs[name]; ok {
 		return
 	}
@@ -99,6 +112,7 @@ func (fl *fileLint) ref(s *site, name string, off int) {
 		fl.refs = map[string]Ref{}
 	}
 	line, col := fl.lines.pos(fl.locate(s, off, name))
+	name = fl.l.internName(name)
 	fl.refs[name] = Ref{Name: name, Line: line, Column: col, Pointer: s.pointer, Location: s.location}
 }
 
@@ -109,6 +123,9 @@ func (fl *fileLint) add(s *site, off int, token string, f Finding) *Finding {
 	f.File, f.Subject = fl.path, fl.path
 	f.Line, f.Column = fl.lines.pos(at)
 	f.Pointer, f.Location = s.pointer+s.embedded, s.location
+	// The metric is a copy (a substring would keep the file's text); a site's pointer and
+	// location are built for it (joinPointer, fmt), never substrings.
+	f.Metric = fl.l.internName(f.Metric)
 	p := &f
 	fl.findings = append(fl.findings, p)
 	return p
@@ -156,7 +173,7 @@ func (fl *fileLint) run() {
 	var jsonErr, yamlErr error
 	template := bytes.HasPrefix(body, []byte("{{")) || bytes.HasPrefix(body, []byte("{%")) || bytes.HasPrefix(body, []byte("{#"))
 	if (body[0] == '{' || body[0] == '[') && !template {
-		root, err := parseJSON(fl.src)
+		root, err := parseJSONIn(fl.src, fl.jsonArena())
 		if err == nil && jsonFormat(root) == FormatJSON {
 			// Not a dashboard: a Kubernetes manifest (kubectl get -o json), a LiteLLM or
 			// router config, a rule file. JSON is YAML, and the checks by content are the
@@ -174,7 +191,7 @@ func (fl *fileLint) run() {
 		if err == nil {
 			fl.formats = []Format{jsonFormat(root)}
 			grafana := fl.formats[0] == FormatGrafana
-			fl.walkJSON(root, nil, jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM, generic: fl.formats[0] == FormatJSON})
+			fl.walkJSON(root, make([]string, 0, 32), jsonCtx{grafana: grafana, widget: fl.formats[0] == FormatGCM, generic: fl.formats[0] == FormatJSON})
 			fl.fix()
 			return
 		}
@@ -425,6 +442,7 @@ func (fl *fileLint) checkOverrides(v *jsonNode, path []string, c jsonCtx) {
 		}
 		for j, sv := range strs {
 			s := fl.jsonSite(sv, paths[j], loc, true)
+			qc := fl.newCheck(s, sv.str)
 			seen := map[string]*Finding{}
 			for _, at := range textNameRE.FindAllStringIndex(sv.str, -1) {
 				if at[0] > 0 && isNameByte(sv.str[at[0]-1]) {
@@ -434,12 +452,13 @@ func (fl *fileLint) checkOverrides(v *jsonNode, path []string, c jsonCtx) {
 				if seen[name] != nil {
 					continue
 				}
-				fl.queries++
-				fl.checkName(s, name, at[0], false, false, [3]int{}, seen, false)
+				qc.res.queries++
+				qc.checkName(name, at[0], false, false, [3]int{}, seen, false)
 				if f := seen[name]; f != nil {
 					f.Message += "; this override selects series by that name and stops matching when the query is renamed (one made by isolating a series in the legend then hides every series)"
 				}
 			}
+			fl.apply(s, 0, qc.res)
 		}
 	}
 }
@@ -500,38 +519,34 @@ func (fl *fileLint) checkTemplate(s *site) {
 		return
 	}
 	if regex != "" {
-		fl.queries++
+		qc := fl.newCheck(s, s.value)
+		qc.res.queries++
 		m, err := labelsRegex(regex)
-		if err != nil {
-			return
+		if err == nil {
+			qc.checkRegex(m, strings.Index(s.value, regex), map[string]*Finding{})
 		}
-		fl.checkRegex(s, m, strings.Index(s.value, regex), map[string]*Finding{})
+		fl.apply(s, 0, qc.res)
 		return
 	}
-	before := len(fl.findings)
-	fl.checkPromQL(s, expr, off, kindTemplate)
+	res := fl.checkPromQL(s, expr, off, kindTemplate)
 	label, at, ok := labelValuesLabel(s.value)
-	if !ok || label != "model" {
+	if !ok || label != "model" || res.engineOnly == "" {
 		return
 	}
-	for _, f := range fl.findings[before:] {
-		if f.Status == StatusLabelDrift || f.Status == StatusUnparsed {
+	for _, f := range res.findings {
+		if f.f.Status == StatusLabelDrift || f.f.Status == StatusUnparsed {
 			return // one label-drift finding per query; nothing to say about what did not parse
 		}
 	}
 	// label_values(vllm:x, model) lists the values of a label vLLM's engine series do not
 	// have: the variable is empty and every panel filtering on it shows nothing.
-	e, err := promParser.ParseExpr(substituteVariables(expr, false).text)
-	if err != nil {
-		return
-	}
-	if name, ok := fl.engineOnly(e); ok {
-		fl.add(s, at, "model", Finding{
-			Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
-				Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: label_values lists nothing and the variable stays empty", name)},
-			Metric: name, Status: StatusLabelDrift, Replacement: "model_name",
-		})
-	}
+	qc := fl.newCheck(s, s.value)
+	qc.add(at, "model", Finding{
+		Finding: finding.Finding{Severity: finding.Warning, Code: CodeLabelDrift,
+			Message: fmt.Sprintf("%s is labelled model_name by vLLM, not model: label_values lists nothing and the variable stays empty", res.engineOnly)},
+		Metric: res.engineOnly, Status: StatusLabelDrift, Replacement: "model_name",
+	})
+	fl.apply(s, 0, qc.res)
 }
 
 // maxYAMLDocs bounds the documents read from one file.
@@ -749,7 +764,7 @@ func (fl *fileLint) walkYAML(n *yaml.Node, ptr string, c yamlCtx) {
 // walkEmbedded lints a JSON document held in a YAML scalar, such as a dashboard in a
 // ConfigMap. Positions point into the YAML file; rewrites edit the scalar in place.
 func (fl *fileLint) walkEmbedded(v *yaml.Node, ptr string, c yamlCtx) {
-	root, err := parseJSON([]byte(v.Value))
+	root, err := parseJSONIn([]byte(v.Value), fl.jsonArena())
 	loc := ptr
 	if c.multi {
 		loc = fmt.Sprintf("document %d: %s", c.doc+1, loc)
@@ -769,7 +784,7 @@ func (fl *fileLint) walkEmbedded(v *yaml.Node, ptr string, c yamlCtx) {
 		e.lineStarts = fl.literalLines(v)
 	}
 	fl.embed = e
-	fl.walkJSON(root, nil, jsonCtx{grafana: jsonFormat(root) == FormatGrafana})
+	fl.walkJSON(root, make([]string, 0, 32), jsonCtx{grafana: jsonFormat(root) == FormatGrafana})
 	fl.embed = nil
 }
 
@@ -834,13 +849,12 @@ func (fl *fileLint) yamlSite(v *yaml.Node, ptr string, c yamlCtx) *site {
 // checkBareName checks a metric name written on its own (HPA metric.name, AIBrix
 // targetMetric).
 func (fl *fileLint) checkBareName(s *site, name string) {
-	fl.queries++
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return
+	qc := fl.newCheck(s, s.value)
+	qc.res.queries++
+	if name = strings.TrimSpace(name); name != "" {
+		qc.checkName(name, strings.Index(s.value, name), false, false, [3]int{}, map[string]*Finding{}, false)
 	}
-	off := strings.Index(s.value, name)
-	fl.checkName(s, name, off, false, false, [3]int{}, map[string]*Finding{}, false)
+	fl.apply(s, 0, qc.res)
 }
 
 // textNameRE finds vLLM metric names in text that is not structured: prose, Markdown, Helm
@@ -863,8 +877,10 @@ func (fl *fileLint) textScan() {
 		s := &site{value: name, srcStart: loc[0], raw: true}
 		line, _ := fl.lines.pos(loc[0])
 		s.location = "line " + strconv.Itoa(line)
-		fl.queries++
-		fl.checkName(s, name, 0, false, false, [3]int{}, map[string]*Finding{}, false)
+		qc := fl.newCheck(s, name)
+		qc.res.queries++
+		qc.checkName(name, 0, false, false, [3]int{}, map[string]*Finding{}, false)
+		fl.apply(s, 0, qc.res)
 	}
 }
 

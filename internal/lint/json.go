@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // jsonNode is a JSON value with the byte range it occupies in the source, so that string
 // values can be rewritten in place and findings carry a line, a column and a JSON pointer.
+//
+// A parse allocates its nodes and their child lists in slabs, and a string without escapes is
+// a substring of one copy of the source: a tree costs a few allocations per thousand values,
+// and keeps the source's copy alive while any of its strings is. What outlives the file's lint
+// (findings, names) is copied (fileLint.add, fileLint.ref), so that the results of a run do
+// not hold its files.
 type jsonNode struct {
 	kind       byte // 'o' object, 'a' array, 's' string, 'v' other scalar
 	start, end int  // byte offsets of the value in the source; for strings, the quotes included
@@ -45,8 +52,15 @@ func (n *jsonNode) text(key string) string {
 const maxJSONDepth = 512
 
 // parseJSON parses a whole JSON document, keeping offsets.
-func parseJSON(src []byte) (*jsonNode, error) {
-	p := &jsonParser{src: src}
+func parseJSON(src []byte) (*jsonNode, error) { return parseJSONIn(src, nil) }
+
+// parseJSONIn parses a whole JSON document into an arena's memory (nil: its own); the tree is
+// valid until the arena is released.
+func parseJSONIn(src []byte, a *jsonArena) (*jsonNode, error) {
+	if a == nil {
+		a = &jsonArena{}
+	}
+	p := &jsonParser{src: src, text: string(src), jsonArena: a}
 	if len(src) >= 3 && string(src[:3]) == "\xef\xbb\xbf" {
 		p.pos = 3
 	}
@@ -63,9 +77,103 @@ func parseJSON(src []byte) (*jsonNode, error) {
 }
 
 type jsonParser struct {
-	src    []byte
-	pos    int
-	intern map[string]string // short strings (keys, types) repeat in every panel
+	src  []byte
+	text string // src as a string, of which unescaped strings are substrings
+	pos  int
+	*jsonArena
+}
+
+// jsonArena is the memory of parsed trees: the slabs nodes, child lists, keys and key offsets
+// are cut from, and the stacks of the containers being read (their children so far). One
+// arena serves the parses of one file's lint (a dashboard, one embedded in a YAML scalar) and
+// is then released for the next file's (jsonArenas), so that the trees of a run's files cost
+// no allocation once the first files are read.
+type jsonArena struct {
+	nodes  slabs[jsonNode]
+	ptrs   slabs[*jsonNode]
+	strs   slabs[string]
+	ints   slabs[int]
+	kids   []*jsonNode
+	keys   []string
+	keyAts []int
+}
+
+var jsonArenas = sync.Pool{New: func() any { return &jsonArena{} }}
+
+func (a *jsonArena) node(kind byte, start int) *jsonNode {
+	n := &a.nodes.cut(1)[0]
+	n.kind, n.start = kind, start
+	return n
+}
+
+// release clears what the trees held (so that they keep no file's text alive) and keeps the
+// slabs for the next parse; the trees must no longer be used.
+func (a *jsonArena) release() {
+	a.nodes.release()
+	a.ptrs.release()
+	a.strs.release()
+	a.ints.release()
+	clear(a.kids[:cap(a.kids)])
+	clear(a.keys[:cap(a.keys)])
+	a.kids, a.keys, a.keyAts = a.kids[:0], a.keys[:0], a.keyAts[:0]
+}
+
+// slabs hands out short slices of T cut from slabs of slabSize, with no room to append into
+// their neighbours; a longer one gets its own. Released, the slabs are cleared and kept for
+// the next use, at most maxFreeSlabs of them.
+type slabs[T any] struct {
+	cur        []T
+	used, free [][]T
+}
+
+const (
+	slabSize     = 256
+	maxFreeSlabs = 64
+)
+
+// cut returns n zero elements.
+func (s *slabs[T]) cut(n int) []T {
+	if n > slabSize/4 {
+		return make([]T, n)
+	}
+	if cap(s.cur)-len(s.cur) < n {
+		if s.cur != nil {
+			s.used = append(s.used, s.cur)
+		}
+		if k := len(s.free); k > 0 {
+			s.cur, s.free = s.free[k-1], s.free[:k-1]
+		} else {
+			s.cur = make([]T, 0, slabSize)
+		}
+	}
+	i := len(s.cur)
+	s.cur = s.cur[:i+n]
+	return s.cur[i : i+n : i+n]
+}
+
+// copyOf returns a copy of list cut from the slabs.
+func (s *slabs[T]) copyOf(list []T) []T {
+	if len(list) == 0 {
+		return nil
+	}
+	out := s.cut(len(list))
+	copy(out, list)
+	return out
+}
+
+func (s *slabs[T]) release() {
+	if s.cur != nil {
+		s.used = append(s.used, s.cur)
+		s.cur = nil
+	}
+	for _, sl := range s.used {
+		clear(sl)
+		if len(s.free) < maxFreeSlabs {
+			s.free = append(s.free, sl[:0])
+		}
+	}
+	clear(s.used)
+	s.used = s.used[:0]
 }
 
 func (p *jsonParser) errf(format string, args ...any) error {
@@ -100,10 +208,10 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 		return p.string()
 	default:
 		start := p.pos
-		for p.pos < len(p.src) && strings.IndexByte(",]} \t\r\n", p.src[p.pos]) < 0 {
+		for p.pos < len(p.src) && !delimiter(p.src[p.pos]) {
 			p.pos++
 		}
-		lit := string(p.src[start:p.pos])
+		lit := p.text[start:p.pos]
 		switch lit {
 		case "true", "false", "null":
 		default:
@@ -112,12 +220,23 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 				return nil, p.errf("invalid value %q", truncate(lit, 20))
 			}
 		}
-		return &jsonNode{kind: 'v', start: start, end: p.pos, str: lit}, nil
+		n := p.node('v', start)
+		n.end, n.str = p.pos, lit
+		return n, nil
 	}
 }
 
+// delimiter reports the bytes that end a literal: a comma, a closing bracket, whitespace.
+func delimiter(c byte) bool {
+	switch c {
+	case ',', ']', '}', ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
+}
+
 func (p *jsonParser) object(depth int) (*jsonNode, error) {
-	n := &jsonNode{kind: 'o', start: p.pos}
+	n := p.node('o', p.pos)
 	p.pos++
 	p.ws()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
@@ -125,18 +244,21 @@ func (p *jsonParser) object(depth int) (*jsonNode, error) {
 		n.end = p.pos
 		return n, nil
 	}
+	base, kbase := len(p.kids), len(p.keys)
+	defer func() { p.kids, p.keys, p.keyAts = p.kids[:base], p.keys[:kbase], p.keyAts[:kbase] }()
 	for {
 		p.ws()
 		if p.pos >= len(p.src) || p.src[p.pos] != '"' {
 			return nil, p.errf("expected an object key")
 		}
-		k, err := p.string()
+		keyAt := p.pos
+		k, err := p.stringValue()
 		if err != nil {
 			return nil, err
 		}
 		p.ws()
 		if p.pos >= len(p.src) || p.src[p.pos] != ':' {
-			return nil, p.errf("expected ':' after key %q", truncate(k.str, 40))
+			return nil, p.errf("expected ':' after key %q", truncate(k, 40))
 		}
 		p.pos++
 		p.ws()
@@ -144,9 +266,9 @@ func (p *jsonParser) object(depth int) (*jsonNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.keys = append(n.keys, k.str)
-		n.keyAt = append(n.keyAt, k.start)
-		n.kids = append(n.kids, v)
+		p.keys = append(p.keys, k)
+		p.keyAts = append(p.keyAts, keyAt)
+		p.kids = append(p.kids, v)
 		p.ws()
 		if p.pos >= len(p.src) {
 			return nil, p.errf("unexpected end of input in an object")
@@ -157,6 +279,9 @@ func (p *jsonParser) object(depth int) (*jsonNode, error) {
 		case '}':
 			p.pos++
 			n.end = p.pos
+			n.keys = p.strs.copyOf(p.keys[kbase:])
+			n.keyAt = p.ints.copyOf(p.keyAts[kbase:])
+			n.kids = p.ptrs.copyOf(p.kids[base:])
 			return n, nil
 		default:
 			return nil, p.errf("expected ',' or '}' in an object")
@@ -165,7 +290,7 @@ func (p *jsonParser) object(depth int) (*jsonNode, error) {
 }
 
 func (p *jsonParser) array(depth int) (*jsonNode, error) {
-	n := &jsonNode{kind: 'a', start: p.pos}
+	n := p.node('a', p.pos)
 	p.pos++
 	p.ws()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
@@ -173,13 +298,16 @@ func (p *jsonParser) array(depth int) (*jsonNode, error) {
 		n.end = p.pos
 		return n, nil
 	}
+	// Arrays share the objects' stack of children; keys stay as they are.
+	base := len(p.kids)
+	defer func() { p.kids = p.kids[:base] }()
 	for {
 		p.ws()
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		n.kids = append(n.kids, v)
+		p.kids = append(p.kids, v)
 		p.ws()
 		if p.pos >= len(p.src) {
 			return nil, p.errf("unexpected end of input in an array")
@@ -190,6 +318,7 @@ func (p *jsonParser) array(depth int) (*jsonNode, error) {
 		case ']':
 			p.pos++
 			n.end = p.pos
+			n.kids = p.ptrs.copyOf(p.kids[base:])
 			return n, nil
 		default:
 			return nil, p.errf("expected ',' or ']' in an array")
@@ -199,8 +328,20 @@ func (p *jsonParser) array(depth int) (*jsonNode, error) {
 
 func (p *jsonParser) string() (*jsonNode, error) {
 	start := p.pos
+	v, err := p.stringValue()
+	if err != nil {
+		return nil, err
+	}
+	n := p.node('s', start)
+	n.end, n.str = p.pos, v
+	return n, nil
+}
+
+// stringValue reads the string at pos and returns its value.
+func (p *jsonParser) stringValue() (string, error) {
+	start := p.pos
 	p.pos++
-	escaped := false
+	escaped, ascii := false, true
 	for p.pos < len(p.src) {
 		switch c := p.src[p.pos]; {
 		case c == '\\':
@@ -210,44 +351,32 @@ func (p *jsonParser) string() (*jsonNode, error) {
 		case c == '"':
 			p.pos++
 			raw := p.src[start:p.pos]
-			n := &jsonNode{kind: 's', start: start, end: p.pos}
-			if !escaped && utf8.Valid(raw) {
-				body := raw[1 : len(raw)-1]
-				if len(body) > 32 {
-					n.str = string(body)
-					return n, nil
-				}
-				if v, ok := p.intern[string(body)]; ok {
-					n.str = v
-					return n, nil
-				}
-				if p.intern == nil {
-					p.intern = map[string]string{}
-				}
-				n.str = string(body)
-				p.intern[n.str] = n.str
-				return n, nil
+			valid := ascii || utf8.Valid(raw)
+			if !escaped && valid {
+				return p.text[start+1 : p.pos-1], nil
 			}
-			if utf8.Valid(raw) {
+			if valid {
 				if v, ok := unescapeJSON(raw[1 : len(raw)-1]); ok {
-					n.str = v
-					return n, nil
+					return v, nil
 				}
 			}
 			// Invalid UTF-8 or escapes, which encoding/json turns into U+FFFD as Grafana's
 			// own reader would.
-			if err := json.Unmarshal(raw, &n.str); err != nil {
+			var v string
+			if err := json.Unmarshal(raw, &v); err != nil {
 				p.pos = start
-				return nil, p.errf("invalid string: %v", err)
+				return "", p.errf("invalid string: %v", err)
 			}
-			return n, nil
+			return v, nil
 		case c < 0x20:
-			return nil, p.errf("control character in a string")
+			return "", p.errf("control character in a string")
+		case c >= 0x80:
+			ascii = false
 		}
 		p.pos++
 	}
 	p.pos = start
-	return nil, p.errf("unterminated string")
+	return "", p.errf("unterminated string")
 }
 
 // unescapeJSON decodes the body of a JSON string with escapes. ok is false for what it

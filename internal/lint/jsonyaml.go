@@ -12,7 +12,8 @@ import (
 // config in JSON, as they see the same content in YAML. Positions are the JSON source's.
 //
 // fromJSON maps each string scalar to its JSON node, so that a rewrite of a query is written
-// in JSON's escaping (encodeJSONString), never YAML's.
+// in JSON's escaping (encodeJSONString), never YAML's. The scalars' values are copies: what the
+// config checks keep of them for the checks across files must not keep the file's text.
 func (fl *fileLint) yamlOf(root *jsonNode) *yaml.Node {
 	fl.fromJSON = map[*yaml.Node]*jsonNode{}
 	return &yaml.Node{Kind: yaml.DocumentNode, Line: 1, Column: 1, Content: []*yaml.Node{fl.yamlNode(root)}}
@@ -27,7 +28,7 @@ func (fl *fileLint) yamlNode(n *jsonNode) *yaml.Node {
 		y.Content = make([]*yaml.Node, 0, 2*len(n.kids))
 		for i, k := range n.keys {
 			kl, kc := fl.lines.pos(n.keyAt[i])
-			key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: k, Line: kl, Column: kc}
+			key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: strings.Clone(k), Line: kl, Column: kc}
 			y.Content = append(y.Content, key, fl.yamlNode(n.kids[i]))
 		}
 	case 'a':
@@ -37,12 +38,12 @@ func (fl *fileLint) yamlNode(n *jsonNode) *yaml.Node {
 			y.Content = append(y.Content, fl.yamlNode(k))
 		}
 	case 's':
-		y.Kind, y.Tag, y.Style, y.Value = yaml.ScalarNode, "!!str", yaml.DoubleQuotedStyle, n.str
+		y.Kind, y.Tag, y.Style, y.Value = yaml.ScalarNode, "!!str", yaml.DoubleQuotedStyle, strings.Clone(n.str)
 		fl.fromJSON[y] = n
 	default:
 		// true, false, null and numbers are written as they are: plain scalars whose text is
 		// the value, which a config rewrite may replace in place (scalarSpan).
-		y.Kind, y.Value = yaml.ScalarNode, n.str
+		y.Kind, y.Value = yaml.ScalarNode, strings.Clone(n.str)
 		switch {
 		case n.str == "true" || n.str == "false":
 			y.Tag = "!!bool"

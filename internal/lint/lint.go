@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
@@ -55,8 +56,10 @@ type Finding struct {
 	Replacement string
 	// Fixed is true when --fix rewrote (or --diff would rewrite) this reference.
 	Fixed bool
-	// fix is the exact rewrite, when there is one.
-	fix *edit
+	// fix is the exact rewrite, when there is one, while the file is linted; exact says there
+	// was one once the file's lint is done (its site holds the file's parse, not kept).
+	fix   *edit
+	exact bool
 	// cfgFix says a config finding has an exact rewrite, checked by linting the result;
 	// cfgEdits are the rewrite.
 	cfgFix   bool
@@ -64,7 +67,7 @@ type Finding struct {
 }
 
 // Fixable reports whether the finding has an exact rewrite.
-func (f *Finding) Fixable() bool { return f.fix != nil || f.cfgFix }
+func (f *Finding) Fixable() bool { return f.fix != nil || f.exact || f.cfgFix }
 
 // Format is the detected kind of an input file.
 type Format string
@@ -99,7 +102,7 @@ type FileResult struct {
 	// only with Options.Rewrite or Options.KeepText.
 	Original []byte
 	// Refs are the vLLM metric names the file's queries select, each at its first
-	// occurrence, for the online check.
+	// occurrence, for the online check; with Options.Refs only.
 	Refs []Ref
 	// Records are the names of the recording rules the file defines.
 	Records []string
@@ -157,6 +160,9 @@ type Options struct {
 	// SkipUnknown treats files named like files found by walking: one that holds nothing
 	// kvcheck checks is skipped and counted, not a finding, and checking nothing is no error.
 	SkipUnknown bool
+	// Refs keeps where each file first selects each name (FileResult.Refs) for the online
+	// check (Check sets it when it asks a server).
+	Refs bool
 }
 
 // Linter checks files against the catalog.
@@ -175,6 +181,12 @@ type Linter struct {
 	keepText bool
 	leave    func(string) (string, bool)
 	skipAll  bool // Options.SkipUnknown
+	refs     bool
+	// interned are the metric names findings and refs hold (internName).
+	internMu sync.Mutex
+	interned map[string]string
+	// queries keeps what checking each query found, for every site that repeats it.
+	queries *queryCache
 	// Left counts the files Only left out, Excluded those Leave left out.
 	Left, Excluded int
 }
@@ -210,8 +222,31 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore, only: opts.Only,
-		jobs: jobs, keepText: opts.KeepText || opts.Rewrite, leave: opts.Leave, skipAll: opts.SkipUnknown}
+		jobs: jobs, keepText: opts.KeepText || opts.Rewrite, leave: opts.Leave, skipAll: opts.SkipUnknown, refs: opts.Refs, queries: newQueryCache()}
 }
+
+// internName returns a copy of a metric name for a finding or a ref to keep: a substring of a
+// file would keep the whole file's text, and one copy of each name serves every file that
+// writes it (the first maxInterned distinct names; further ones get a copy of their own).
+func (l *Linter) internName(name string) string {
+	l.internMu.Lock()
+	defer l.internMu.Unlock()
+	if v, ok := l.interned[name]; ok {
+		return v
+	}
+	c := strings.Clone(name)
+	if l.interned == nil {
+		l.interned = map[string]string{}
+	}
+	if len(l.interned) < maxInterned {
+		l.interned[c] = c
+	}
+	return c
+}
+
+// maxInterned bounds the names internName keeps: far more than the catalogs' names in all
+// their spellings.
+const maxInterned = 1 << 14
 
 // TargetOf returns the release a family is judged against.
 func (l *Linter) TargetOf(family string) catalog.Version { return l.targets[family] }
@@ -318,6 +353,14 @@ func ForgetRecorded(results []FileResult) []FileResult {
 func (l *Linter) File(path string, src []byte) FileResult {
 	fl := &fileLint{l: l, path: path, src: src, lines: newLineIndex(src)}
 	fl.run()
+	if fl.arena != nil {
+		// Nothing the result holds points into the file's JSON trees (a finding's site is
+		// dropped below, names and places are copies: fileLint.add, fileLint.ref).
+		defer func() {
+			fl.arena.release()
+			jsonArenas.Put(fl.arena)
+		}()
+	}
 	slices.SortStableFunc(fl.findings, func(a, b *Finding) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
@@ -332,6 +375,7 @@ func (l *Linter) File(path string, src []byte) FileResult {
 	for i, f := range fl.findings {
 		r.Findings[i] = *f
 		r.Findings[i].Edits = fl.findingEdits(f, f.cfgEdits)
+		r.Findings[i].fix, r.Findings[i].exact, r.Findings[i].cfgEdits = nil, f.fix != nil, nil
 	}
 	for _, ref := range fl.refs {
 		r.Refs = append(r.Refs, ref)

@@ -34,7 +34,7 @@ func newLinter(t testing.TB, target string) *Linter {
 			t.Fatal(err)
 		}
 	}
-	return New(cat, Options{Target: v, Rewrite: true})
+	return New(cat, Options{Target: v, Rewrite: true, Refs: true})
 }
 
 // got is the part of a finding the expectations pin down.

@@ -175,15 +175,16 @@ func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf *[]byte // the worker's read buffer, when the files' text is not kept
+			if !l.keepText {
+				buf = new([]byte)
+			}
 			for it := range work {
 				var o readOutcome
 				if err := rctx.Err(); err != nil {
 					o.err = err
 				} else {
-					o.r, o.ok, o.err = l.readInput(rctx, it.path, it.kind, it.named)
-					if !l.keepText {
-						o.r.Original = nil
-					}
+					o.r, o.ok, o.err = l.readInput(rctx, it.path, it.kind, it.named, buf)
 				}
 				it.done <- o
 			}
@@ -273,11 +274,34 @@ var errStopped = errors.New("the run stopped taking files")
 // readInput reads and lints one file and reports whether it was checked: read, and found to
 // hold something kvcheck checks. A file not checked carries a finding saying why when named
 // (r is then its result), and says why in r otherwise (skippedAs).
-func (l *Linter) readInput(ctx context.Context, path string, kind files.Kind, named bool) (FileResult, bool, error) {
+//
+// With buf, the file is read into *buf's memory and its text is not kept (Original is nil):
+// *buf is then left for the next file when nothing the result holds can point into it (a
+// config's facts are not looked into, and a buffer over maxReused is let go).
+func (l *Linter) readInput(ctx context.Context, path string, kind files.Kind, named bool, buf *[]byte) (FileResult, bool, error) {
 	if kind != files.Regular && kind != files.Pipe {
 		return skippedFile(path, finding.Error, "not checked: "+kind.String()+", not a file; kvcheck reads no devices or sockets"), false, nil
 	}
-	src, err := files.Read(ctx, path, l.max)
+	var reuse []byte
+	if buf != nil {
+		reuse, *buf = *buf, nil
+	}
+	src, err := files.ReadInto(ctx, path, l.max, reuse)
+	r, ok, err := l.lintRead(ctx, path, src, err)
+	if buf != nil {
+		r.Original = nil
+		if r.config == nil && cap(src) <= maxReused {
+			*buf = src[:0]
+		}
+	}
+	return r, ok, err
+}
+
+// maxReused is the largest read buffer a worker keeps for the next file.
+const maxReused = 4 << 20
+
+// lintRead lints a file read (src, or the error reading it).
+func (l *Linter) lintRead(ctx context.Context, path string, src []byte, err error) (FileResult, bool, error) {
 	switch {
 	case ctx.Err() != nil:
 		return FileResult{}, false, ctx.Err()

@@ -34,19 +34,19 @@ var rawCounterOK = map[string]bool{
 }
 
 // checkQuery runs the query checks over a parsed expression.
-func (fl *fileLint) checkQuery(s *site, expr parser.Expr, sub substituted, base int) {
+func (qc *queryCheck) checkQuery(expr parser.Expr, sub substituted) {
 	seen := map[string]bool{}
 	parser.Inspect(expr, func(node parser.Node, path []parser.Node) error {
 		switch n := node.(type) {
 		case *parser.VectorSelector:
-			fl.checkRawCounter(s, n, path, sub, base, seen)
+			qc.checkRawCounter(n, path, sub, seen)
 		case *parser.Call:
 			if n.Func != nil && n.Func.Name == "histogram_quantile" && len(n.Args) == 2 {
-				fl.checkQuantile(s, n, sub, base)
+				qc.checkQuantile(n, sub)
 			}
 		case *parser.BinaryExpr:
 			if n.Op == parser.DIV {
-				fl.checkRatio(s, n, sub, base)
+				qc.checkRatio(n, sub)
 			}
 		}
 		return nil
@@ -89,21 +89,21 @@ func (l *Linter) counterSeries(name string, server bool) (catalog.Match, bool) {
 // checkRawCounter reports a counter's series selected as an instant vector and not taken
 // through rate(), increase() or irate() (nor counted, nor tested for absence): a panel or an
 // alert on a lifetime total since the server last started, which a restart resets.
-func (fl *fileLint) checkRawCounter(s *site, vs *parser.VectorSelector, path []parser.Node, sub substituted, base int, seen map[string]bool) {
+func (qc *queryCheck) checkRawCounter(vs *parser.VectorSelector, path []parser.Node, sub substituted, seen map[string]bool) {
 	name := selectorName(vs)
-	if name == "" || fl.l.placeholder(name) {
+	if name == "" || qc.l.placeholder(name) {
 		return
 	}
 	server := false
 	for _, m := range vs.LabelMatchers {
 		server = server || m.Name == "server"
 	}
-	if m, ok := fl.l.counterSeries(name, server); !ok || m.Suffix == "_bucket" {
+	if m, ok := qc.l.counterSeries(name, server); !ok || m.Suffix == "_bucket" {
 		// Buckets summed by le draw the distribution since start, a deliberate (if blunt)
 		// panel; histogram_quantile's misuse of them is checked on its own.
 		return
 	}
-	if s.record && !slices.ContainsFunc(path, func(n parser.Node) bool { _, paren := n.(*parser.ParenExpr); return !paren }) {
+	if qc.record && !slices.ContainsFunc(path, func(n parser.Node) bool { _, paren := n.(*parser.ParenExpr); return !paren }) {
 		// A recording rule that copies a counter as it is records a counter: rate() reads
 		// the recorded series as it would the original (a compatibility rule for an old name).
 		return
@@ -135,8 +135,8 @@ func (fl *fileLint) checkRawCounter(s *site, vs *parser.VectorSelector, path []p
 	if inRatio {
 		msg = fmt.Sprintf("%s is a counter divided as it is: the ratio of lifetime totals since each server started, not of the last window (and a restart of one replica skews it)", name)
 	}
-	off := base + sub.orig(int(vs.PosRange.Start))
-	fl.add(s, off, name, Finding{
+	off := sub.orig(int(vs.PosRange.Start))
+	qc.add(off, name, Finding{
 		Finding: finding.Finding{Severity: finding.Warning, Code: CodeCounterRaw, Message: msg,
 			Fix: fmt.Sprintf("take rate(%s[$__rate_interval]) (or [5m] outside Grafana), or increase() for a count per window", name)},
 		Metric: name, Status: StatusQuery,
@@ -165,7 +165,7 @@ func outerAggs(e parser.Expr) []*parser.AggregateExpr {
 
 // checkQuantile reports histogram_quantile over a known histogram's series other than
 // _bucket, and an aggregation that drops le before it.
-func (fl *fileLint) checkQuantile(s *site, call *parser.Call, sub substituted, base int) {
+func (qc *queryCheck) checkQuantile(call *parser.Call, sub substituted) {
 	arg := call.Args[1]
 	histogram := false
 	var wrong *parser.VectorSelector
@@ -178,7 +178,7 @@ func (fl *fileLint) checkQuantile(s *site, call *parser.Call, sub substituted, b
 		if strings.HasSuffix(name, "_bucket") {
 			histogram = true
 		}
-		if m, ok := fl.l.cat.Lookup(name); ok && m.Engine != nil && m.Engine.Type == catalog.Histogram {
+		if m, ok := qc.l.cat.Lookup(name); ok && m.Engine != nil && m.Engine.Type == catalog.Histogram {
 			histogram = true
 			if m.Suffix != "_bucket" && wrong == nil {
 				wrong = vs
@@ -186,10 +186,10 @@ func (fl *fileLint) checkQuantile(s *site, call *parser.Call, sub substituted, b
 		}
 		return nil
 	})
-	off := base + sub.orig(int(call.PosRange.Start))
+	off := sub.orig(int(call.PosRange.Start))
 	if wrong != nil {
 		name := selectorName(wrong)
-		fl.add(s, base+sub.orig(int(wrong.PosRange.Start)), name, Finding{
+		qc.add(sub.orig(int(wrong.PosRange.Start)), name, Finding{
 			Finding: finding.Finding{Severity: finding.Warning, Code: CodeQuantile,
 				Message: fmt.Sprintf("histogram_quantile over %s, which has no le buckets: the quantile is computed from the _bucket series", name),
 				Fix:     "use the _bucket series: histogram_quantile(0.9, sum by (le) (rate(NAME_bucket[5m])))"},
@@ -214,7 +214,7 @@ func (fl *fileLint) checkQuantile(s *site, call *parser.Call, sub substituted, b
 		} else if len(a.Grouping) == 0 {
 			clause = "with no by clause"
 		}
-		fl.add(s, off, "", Finding{
+		qc.add(off, "", Finding{
 			Finding: finding.Finding{Severity: finding.Warning, Code: CodeQuantile,
 				Message: fmt.Sprintf("histogram_quantile over %s %s drops the le label: the buckets are summed into one series and the quantile is NaN or meaningless", a.Op, clause),
 				Fix:     "keep le in the aggregation: sum by (le, ...) (rate(NAME_bucket[5m]))"},
@@ -251,16 +251,16 @@ func rangesOf(e parser.Expr, sub substituted) (windows []string, matchers []stri
 // checkRatio reports a division of two rates (a hit rate, an error ratio) whose sides use
 // different windows, or aggregate different series: numerator and denominator then describe
 // different things, or match no series at all.
-func (fl *fileLint) checkRatio(s *site, b *parser.BinaryExpr, sub substituted, base int) {
+func (qc *queryCheck) checkRatio(b *parser.BinaryExpr, sub substituted) {
 	lw, lm := rangesOf(b.LHS, sub)
 	rw, rm := rangesOf(b.RHS, sub)
-	if len(lw) == 0 || len(rw) == 0 || !fl.countersOnBothSides(b) {
+	if len(lw) == 0 || len(rw) == 0 || !qc.countersOnBothSides(b) {
 		return
 	}
-	off := base + sub.orig(int(b.PositionRange().Start))
+	off := sub.orig(int(b.PositionRange().Start))
 	lws, rws := slices.Compact(slices.Sorted(slices.Values(lw))), slices.Compact(slices.Sorted(slices.Values(rw)))
 	if !slices.Equal(lws, rws) {
-		fl.add(s, off, "", Finding{
+		qc.add(off, "", Finding{
 			Finding: finding.Finding{Severity: finding.Warning, Code: CodeRatioMismatch,
 				Message: fmt.Sprintf("a ratio of rates over different windows ([%s] over [%s]): numerator and denominator average different spans, so the ratio can exceed 1 or swing with traffic", strings.Join(lws, ", "), strings.Join(rws, ", ")),
 				Fix:     "use the same window on both sides"},
@@ -275,7 +275,7 @@ func (fl *fileLint) checkRatio(s *site, b *parser.BinaryExpr, sub substituted, b
 	if len(la) == 1 && len(ra) == 1 {
 		lg, rg := groupingKey(la[0]), groupingKey(ra[0])
 		if lg != rg {
-			fl.add(s, off, "", Finding{
+			qc.add(off, "", Finding{
 				Finding: finding.Finding{Severity: finding.Warning, Code: CodeRatioMismatch,
 					Message: fmt.Sprintf("a ratio whose sides are aggregated differently (%s over %s): the division matches series by their labels, so it returns nothing or only some of them", lg, rg),
 					Fix:     "aggregate both sides by the same labels"},
@@ -284,7 +284,7 @@ func (fl *fileLint) checkRatio(s *site, b *parser.BinaryExpr, sub substituted, b
 			return
 		}
 		if !slices.Equal(lm, rm) && !shareOf(b.LHS, b.RHS, lm, rm) {
-			fl.add(s, off, "", Finding{
+			qc.add(off, "", Finding{
 				Finding: finding.Finding{Severity: finding.Warning, Code: CodeRatioMismatch,
 					Message: fmt.Sprintf("a ratio of aggregates over different series ({%s} over {%s}): the numerator counts other series than the denominator", strings.Join(lm, ", "), strings.Join(rm, ", ")),
 					Fix:     "give both sides the same label matchers"},
@@ -334,12 +334,12 @@ func groupingKey(a *parser.AggregateExpr) string {
 }
 
 // countersOnBothSides reports whether each side of a division reads a known counter series.
-func (fl *fileLint) countersOnBothSides(b *parser.BinaryExpr) bool {
+func (qc *queryCheck) countersOnBothSides(b *parser.BinaryExpr) bool {
 	has := func(e parser.Expr) bool {
 		found := false
 		parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
 			if vs, ok := node.(*parser.VectorSelector); ok {
-				if _, ok := fl.l.counterSeries(selectorName(vs), false); ok {
+				if _, ok := qc.l.counterSeries(selectorName(vs), false); ok {
 					found = true
 				}
 			}

@@ -61,6 +61,7 @@ type RunOptions struct {
 // of Prometheus and writes no file. When --fix could not rewrite a file it returns the run with
 // the error: the run's files are then what to report.
 func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []string, wrote func(path string)) (Run, error) {
+	o.Refs = o.Refs || o.Online != nil
 	l := New(cat, o.Options)
 	in, err := l.Read(ctx, paths)
 	if err != nil && ctx.Err() == nil {

@@ -18,6 +18,9 @@ func writeJSON(w io.Writer, r Result, _ Options) error {
 	if r.Document == nil {
 		return fmt.Errorf("write json: this result has no JSON document")
 	}
+	if build, ok := r.Document.(func() any); ok {
+		return JSON(w, build())
+	}
 	return JSON(w, r.Document)
 }
 

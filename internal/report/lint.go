@@ -57,7 +57,7 @@ func countLint(run LintRun) lintCounts {
 // rule as subject and the metric, status and replacement as properties; with --fix, the ones
 // rewritten are resolved and no longer count for --fail-on.
 func Lint(run LintRun) Result {
-	return Result{Findings: lintFindings(run), Document: lintDocument(run), Rules: lintRuleList(),
+	return Result{Findings: lintFindings(run), Document: func() any { return lintDocument(run) }, Rules: lintRuleList(),
 		Text: func(t *Text) error { t.lint(run); return nil }}
 }
 

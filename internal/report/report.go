@@ -79,7 +79,8 @@ func ParseFormat(s string, offered []Format) (Format, error) {
 type Result struct {
 	// Findings are what --fail-on counts and what SARIF and GitHub annotations show.
 	Findings []finding.Finding
-	// Document is the JSON document; its first field is schema_version.
+	// Document is the JSON document; its first field is schema_version. A func() any builds
+	// it when JSON is written, so that a run written as text never holds it.
 	Document any
 	// Text renders the result for people; without it the findings are listed.
 	Text func(*Text) error

@@ -2,6 +2,7 @@ package secret
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,34 @@ func TestWriter(t *testing.T) {
 	}
 	if got, want := b.String(), "GET http://u:xxxxx@h\nplain\n"; got != want {
 		t.Errorf("wrote %q, want %q", got, want)
+	}
+}
+
+// TestMayHaveKey: the quick test never says no to text the key expression matches, on random
+// text made of the pieces a credential line is written with (key words in any case, quotes,
+// blanks, separators, brackets, flags, new lines).
+func TestMayHaveKey(t *testing.T) {
+	pieces := []string{"key", "KEY", "Token", "password", "passwd", "pwd", "secret", "credentials", "Authorization", "dsn",
+		"api_", "x", "_", "\u212Aey", "pa\u017F\u017Fword", ".", "-", "--", " ", "\t", "\n", `"`, "'", ":", "=", "{", ",", "}", "#", "sk-1", "vllm:prompt_tokens_total"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	matched := 0
+	for range 200000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		if keyRE.MatchString(s) {
+			matched++
+			if !mayHaveKey(s) {
+				t.Fatalf("mayHaveKey(%q) = false, but the key expression matches it", s)
+			}
+		}
+	}
+	if matched < 1000 {
+		t.Fatalf("only %d of the random texts hold a key: the test shows little", matched)
+	}
+	if mayHaveKey("ERROR 372:24 panel \"Average ITL\" query A: vllm:time_per_output_token_seconds_sum was removed") {
+		t.Errorf("a lint finding about a token metric looks like a key")
 	}
 }

@@ -2,6 +2,7 @@ package textpos
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -44,6 +45,37 @@ func TestIndex(t *testing.T) {
 		}
 		if got := x.Offset(1, 1<<20); got != bytes.IndexAny(append(src, '\n'), "\r\n") {
 			t.Errorf("offset past the end of line 1 = %d, want the line's end", got)
+		}
+	}
+}
+
+// TestChars: counting characters eight bytes at a time gives what counting the bytes that
+// start one gives, on random bytes (any mix of ASCII, lead, continuation and invalid bytes) of
+// every length and alignment.
+func TestChars(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rng.IntN(70))
+		for i := range b {
+			switch rng.IntN(3) {
+			case 0:
+				b[i] = byte(rng.IntN(0x80))
+			case 1:
+				b[i] = 0x80 | byte(rng.IntN(0x40)) // a continuation byte
+			default:
+				b[i] = byte(rng.IntN(256))
+			}
+		}
+		for from := range min(len(b), 9) {
+			want := 0
+			for _, c := range b[from:] {
+				if StartsChar(c) {
+					want++
+				}
+			}
+			if got := chars(b[from:]); got != want {
+				t.Fatalf("chars(% x) = %d, want %d", b[from:], got, want)
+			}
 		}
 	}
 }
