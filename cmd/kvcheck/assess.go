@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/advise"
 	"github.com/kvcheck/kvcheck/internal/assess"
+	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/demo"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
@@ -57,22 +58,30 @@ today's routing (--today, default round-robin), session affinity (only when the 
 sessions: ids or conversations that continue each other) and the load-aware KV policies, with
 kvcheck simulate's model. Gains are points of all the fleet's prompt tokens after the warm-up
 (the first half of the requests), so cold misses a longer run amortises are no gain. The answer
-is the cheapest option that saves min gain over today's routing and over every cheaper option
-without a hot spot, else nothing. Fix this first: prefix caching off, a thrashing fleet, a
+is the cheapest option without a hot spot that saves min gain over today's routing and over the
+cheaper option that itself pays (nothing < session affinity < a KV-aware router), else nothing;
+the routers ranked below are options too, so a router the ranking puts first at min gain is
+never "nothing". Fix this first: prefix caching off, a thrashing fleet, a
 block-zero breaker that costs min gain (the traffic replayed with the divergence replaced by a
 constant; that replay is also what "then" is judged on), and for a KV-aware router hashes that
 differ across replicas. Cannot tell yet: nothing given can show reuse (metrics alone below 100%%
 - min gain, a lengths-only trace, templates alone), or too little traffic after the warm-up.
 
 Then every router emulation (production-stack, llm-d, Dynamo, SGLang, Ray, LiteLLM) is replayed
-on the same traffic as it ships, as the --config files configure it and as kvcheck would tune
-it for this traffic, and ranked: rows with a hot spot or that starve a replica added with
---add-replica-at are not ranked; the rest by fewest requirements missing (what each router needs
-against what the files show: met, missing, or unknown when the files cannot show it), most
-prefill saved against today's routing in whole points, then the simpler one. The text shows the
-top three, why the first wins and its configuration in its own format; -o json every row.
+on the same traffic (once fixed, after a fix-first) as it ships, as the --config files configure
+it and as kvcheck would tune it for this traffic, and ranked: rows with a hot spot or that
+starve a replica added with --add-replica-at are not ranked; the rest by fewest requirements
+missing (what each router needs against what the files show: met, missing, or unknown when the
+files cannot show it), most prefill saved against today's routing in whole points, most
+requirements met, the product you run, the smaller change, the lower TTFT p99, the evener load.
+The first agrees with the verdict (a session router for session affinity, a KV-aware one for a
+KV-aware router), a router verdict always names one, and a row that concentrates requests is
+never first while a balanced one saves about as much. The text shows the top three, why the
+first wins and, with a router verdict, its configuration in its own format; -o json every row.
 
 Thresholds (also in the JSON under "thresholds"):
+` + "%s" + `
+Ranking rules (also in the JSON under "ranking.rules"; the margins follow --min-gain):
 ` + "%s" + `
 `
 
@@ -82,7 +91,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "assess",
 		Short: "Recommend session affinity, a KV-aware router, nothing, or what to fix first",
-		Long:  fmt.Sprintf(assessLong, advise.DefaultThresholds().Describe()) + exitCodesHelp,
+		Long:  fmt.Sprintf(assessLong, advise.DefaultThresholds().Describe(), rank.DefaultRules().Describe()) + exitCodesHelp,
 		Example: `  kvcheck assess --scrape 10.0.0.7:8000,10.0.0.8:8000 --templates prompts/ --requests gateway.jsonl
   kvcheck assess --trace mooncake_conversation_trace.jsonl --replicas 8 --kv-tokens 1048576
   kvcheck assess --file replica.prom --requests gateway.jsonl --replicas 1

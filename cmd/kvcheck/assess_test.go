@@ -116,7 +116,11 @@ func TestAssessInputs(t *testing.T) {
 		// replica (0% after warm-up); session affinity keeps them (+57 points), a KV router
 		// adds nothing to that. Replacing the account number costs routing almost nothing.
 		{name: "within-session chat log", args: []string{"--requests", td + "assess/chat_sessions.jsonl", "--file", td + "assess/healthy.prom"}, code: exitOK,
-			verdict: "session-affinity", rules: "session-affinity-saves,breaker-cheap",
+			// The requests carry metadata.session_id, but the log has no timestamps: replayed at
+			// --rate, LiteLLM's session_affinity's 2.13 imbalance is a hot spot on its own, and
+			// production-stack's session router has no header to key on: no session router is
+			// named (router-unnamed).
+			verdict: "session-affinity", rules: "session-affinity-saves,breaker-cheap,router-unnamed",
 			evidence: map[string]string{"requests.within": `^5\d\.\d% of prompt tokens`, "replay.fleet": `^4 replicas \(metrics\) x 32768 tokens of KV \(metrics\)$`}},
 		// One system prompt shared by every request, a working set that fits in every replica:
 		// round-robin already hits it after the warm-up (issue 9, failure 1).
@@ -147,7 +151,8 @@ func TestAssessInputs(t *testing.T) {
 		{name: "corpus Mooncake trace, 8 replicas", corpus: true,
 			args: []string{"--trace", "traces/mooncake_conversation_trace.jsonl", "--replicas", "8"}, code: exitOK,
 			verdict: "kv-aware-router", rules: "kv-router-saves,working-set-exceeds-replica",
-			evidence: map[string]string{"replay.kv": `^kv-[a-z]+: hit 2\d\.\d% after warm-up`, "replay.fleet": `^8 replicas \(flag\) x 1\.0M tokens of KV \(assumed\)$`}},
+			// The best KV-aware option is an idealised policy or a ranked router (a row's name).
+			evidence: map[string]string{"replay.kv": `^(kv-[a-z]+|[a-z]+(-[a-z]+)+ \((shipped|configured|tuned)[^)]*\)): hit 2\d\.\d% after warm-up`, "replay.fleet": `^8 replicas \(flag\) x 1\.0M tokens of KV \(assumed\)$`}},
 		// Lengths only: reuse cannot be shown either way (issue 9, failure 8).
 		{name: "corpus Azure trace has no prefixes", corpus: true,
 			args: []string{"--trace", "traces/azure_llm_inference_trace_2023_conv.csv", "--replicas", "4"}, code: exitOK,

@@ -154,7 +154,11 @@ type Recommendation struct {
 	Confidence Level
 	// Then is, for FixFirst, what the evidence recommends once the fixes are made; empty when
 	// the evidence does not say.
-	Then      Verdict
+	Then Verdict
+	// Router names the router to start from when the answer (Verdict, or Then after a
+	// fix-first) is session affinity or a KV-aware router: the router ranking's first row
+	// (assess sets it), "" without a ranking or without a ranked router of that kind.
+	Router    string
 	Reasons   []Reason
 	Evidence  []Evidence
 	Fixes     []finding.Finding

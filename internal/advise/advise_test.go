@@ -642,23 +642,27 @@ func TestReplayAgainstMetrics(t *testing.T) {
 	}
 }
 
-// TestKVMustClearCheaper documents the rule "over the next cheaper option": round-robin at 50%,
-// session affinity +3 points (not worth deploying on its own), a KV policy +7 over today but
-// only +4 over session affinity: nothing, since each step up (nothing < session affinity < a
-// KV-aware router) must bring 5 points. At +9 (6 over session affinity) the KV router clears
-// both. Worked before running kvcheck; it agreed.
+// TestKVMustClearCheaper documents the rule "over the cheaper option that pays": round-robin at
+// 50%. Session affinity +3 points is not worth deploying on its own, so a KV policy at +7 is
+// measured against today's routing, not against session affinity: +7 clears 5, a KV-aware
+// router (before issue 22 this was nothing, "+4 over session affinity", while the ranking put
+// that router first at 7 points). Session affinity at +6 pays: a KV policy at +10 (4 more) is
+// then not worth the dearer option, session affinity; at +12 (6 more) it is. Worked before
+// running kvcheck.
 func TestKVMustClearCheaper(t *testing.T) {
 	for _, c := range []struct {
-		kv   float64
-		want Verdict
-		text string
+		sess, kv float64
+		want     Verdict
+		text     string
 	}{
-		{0.57, Nothing, "saves +7.0 points over today's round-robin but only +4.0 points more than session affinity (chash-bounded), and session affinity itself saves +3.0 points: neither clears the 5-point threshold over the cheaper option"},
-		{0.59, KVAwareRouter, "and +6.0 points more than the best session affinity (chash-bounded, +3.0 points)"},
+		{0.53, 0.57, KVAwareRouter, "+7.0 points of all prefill (70 prompt tokens/s at the traffic's rate), above the 5-point threshold; the best session affinity (chash-bounded) saves +3.0 points, under the threshold on its own, so the cheaper option does not pay"},
+		{0.53, 0.59, KVAwareRouter, "the best session affinity (chash-bounded) saves +3.0 points, under the threshold on its own"},
+		{0.56, 0.60, SessionAffinity, "the best KV-aware policy (kv-load, +10.0 points) adds only +4.0 points more, under the threshold"},
+		{0.56, 0.62, KVAwareRouter, "and +6.0 points more than the best session affinity (chash-bounded, +6.0 points)"},
 	} {
-		rec := Decide(Input{Replay: replay(0.5, 10, true, pol("chash-bounded", 0.53, 1.2), pol("kv-load", c.kv, 1.1))}, DefaultThresholds())
+		rec := Decide(Input{Replay: replay(0.5, 10, true, pol("chash-bounded", c.sess, 1.2), pol("kv-load", c.kv, 1.1))}, DefaultThresholds())
 		if rec.Verdict != c.want || !strings.Contains(rec.Reasons[0].Text, c.text) {
-			t.Errorf("kv %.2f: verdict %s, want %s; reason %q lacks %q", c.kv, rec.Verdict, c.want, rec.Reasons[0].Text, c.text)
+			t.Errorf("session %.2f, kv %.2f: verdict %s, want %s; reason %q lacks %q", c.sess, c.kv, rec.Verdict, c.want, rec.Reasons[0].Text, c.text)
 		}
 	}
 }
@@ -677,5 +681,22 @@ func TestWarmUpWithoutRate(t *testing.T) {
 	text := rec.Reasons[0].Text
 	if strings.Contains(text, "shorter than that") || !strings.Contains(text, "how long a run amortises it cannot be said") {
 		t.Errorf("reason %q", text)
+	}
+}
+
+// TestRouterRowsAreOptions: issue 22, failure 4 (an agent over one context: "nothing", no
+// option saves 5 points, while the ranking put a router first at +35 points). Round-robin at
+// 20%; every idealised KV policy makes a hot spot (never an option); the ranking's first row,
+// a shipped router at 55% (load 1.28), is an option the verdict weighs: +35 points, a
+// KV-aware router naming that row. Without the rows the same replay says nothing.
+func TestRouterRowsAreOptions(t *testing.T) {
+	rp := replay(0.20, 10, false, pol("approx-prefix", 0.80, 2.4), pol("kv-llmd", 0.78, 2.2))
+	if rec := Decide(Input{Replay: rp}, DefaultThresholds()); rec.Verdict != Nothing {
+		t.Fatalf("without the ranking's rows: %s, want nothing", rec.Verdict)
+	}
+	rp.Routers = []Policy{{Name: "sglang-cache-aware (shipped, CLI defaults)", Family: FamilyKV, HitRate: 0.55, SteadyHitRate: 0.55, LoadMaxOverMean: 1.28, TTFTP99: 0.24}}
+	rec := Decide(Input{Replay: rp}, DefaultThresholds())
+	if rec.Verdict != KVAwareRouter || !strings.Contains(rec.Reasons[0].Text, "sglang-cache-aware (shipped, CLI defaults) serves 55.0% of prompt tokens from cache after the warm-up against 20.0% with today's round-robin: +35.0 points") {
+		t.Errorf("with the rows: %s, %q", rec.Verdict, rec.Reasons[0].Text)
 	}
 }

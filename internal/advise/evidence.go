@@ -258,17 +258,20 @@ func (s *Replay) policy(name string) *Policy {
 	return nil
 }
 
-// best returns the family's policy without a hot spot, other than today's, that serves the
-// most prompt tokens from cache after the warm-up (nil when there is none).
+// best returns the family's option without a hot spot, other than today's, that serves the
+// most prompt tokens from cache after the warm-up (nil when there is none): an idealised policy
+// or a router the ranking replayed (Routers); of equals, the idealised one.
 func (s *Replay) best(f Family, today string) *Policy {
 	var b *Policy
-	for i := range s.Policies {
-		p := &s.Policies[i]
-		if p.HotSpot || p.Family != f || p.Name == today {
-			continue
-		}
-		if b == nil || p.SteadyHitRate > b.SteadyHitRate {
-			b = p
+	for _, list := range [][]Policy{s.Policies, s.Routers} {
+		for i := range list {
+			p := &list[i]
+			if p.HotSpot || p.Family != f || p.Name == today {
+				continue
+			}
+			if b == nil || p.SteadyHitRate > b.SteadyHitRate {
+				b = p
+			}
 		}
 	}
 	return b

@@ -156,6 +156,13 @@ type Replay struct {
 	// replayed, the request log first, then a trace, then the recordings.
 	Unused   []string
 	Policies []Policy
+	// Routers are the routers the ranking replayed on this traffic and ranked (rank.Ranking's
+	// rows not left out), named by row (Policy.Name "sglang-cache-aware (shipped, CLI
+	// defaults)"), each with its gain over today's routing in the ranking's own replays added
+	// to today's hit rate here: options the verdict weighs beside the idealised policies, so
+	// that a router the ranking puts first at the threshold's gain is never "nothing". Empty
+	// without a ranking.
+	Routers []Policy
 	// SyntheticArrivals: the arrival times are made up (a request log replayed at --rate), so
 	// the hot-spot rule read the imbalance alone, not whether requests waited (sim.Load).
 	SyntheticArrivals bool

@@ -68,7 +68,15 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 	}
 	kv := rp.best(FamilyKV, today.Name)
 	sg, kg := gain(sess), gain(kv)
-	cheaper := max(sg, 0) // what the next cheaper option already saves
+	// The cheaper option a KV-aware router must beat by the threshold is session affinity only
+	// when session affinity itself pays; otherwise it is today's routing: a KV router saving
+	// 7 points where session affinity would save 3 is worth deploying (issue 22: a router the
+	// ranking put first at the threshold's gain was "nothing").
+	sessionPays := sess != nil && sg >= th.MinGain
+	cheaper := 0.0
+	if sessionPays {
+		cheaper = sg
+	}
 	var rs []Reason
 	var v Verdict
 	var margin float64
@@ -89,8 +97,10 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 		text := fmt.Sprintf("%s, %s serves %s of prompt tokens from cache after the warm-up against %s with today's %s: %s of all prefill%s, above the %.0f-point threshold",
 			shape, kv.Name, pct(kv.SteadyHitRate), pct(today.SteadyHitRate), today.Name, points(kg), d.rate(rp, kg), th.MinGain*100)
 		switch {
+		case sessionPays:
+			text += fmt.Sprintf(", and %s more than the best session affinity (%s, %s)", points(kg-sg), sess.Name, points(sg))
 		case sess != nil:
-			text += fmt.Sprintf(", and %s more than the best session affinity (%s, %s)", points(kg-max(sg, 0)), sess.Name, points(sg))
+			text += fmt.Sprintf("; the best session affinity (%s) saves %s, under the threshold on its own, so the cheaper option does not pay", sess.Name, points(sg))
 		case !rp.SessionsKnown:
 			text += "; session affinity was not measured (the traffic carries no session ids), so whether the cheaper option would do is open"
 		}
@@ -104,7 +114,7 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 			rs = append(rs, Reason{Rule: "duplicated-prefill", Verdict: KVAwareRouter, Strength: Medium, Evidence: []string{"tap.duplicate"},
 				Text: fmt.Sprintf("%s of the tokens the replicas stored had been prefilled on another replica already (a lower bound: events never show hits)", pct(*s.DuplicateFraction))})
 		}
-	case sess != nil && sg >= th.MinGain:
+	case sessionPays:
 		v, margin = SessionAffinity, sg-th.MinGain
 		text := fmt.Sprintf("%s, %s (session affinity) serves %s of prompt tokens from cache after the warm-up against %s with today's %s: %s of all prefill%s, above the %.0f-point threshold",
 			shape, sess.Name, pct(sess.SteadyHitRate), pct(today.SteadyHitRate), today.Name, points(sg), d.rate(rp, sg), th.MinGain*100)
@@ -138,10 +148,6 @@ func (d *decision) route(rp *Replay, prefix string) routing {
 			text = fmt.Sprintf("%s: every option serves less from cache; the closest, %s, %s", head, best.Name, points(bg))
 		default:
 			text = fmt.Sprintf("%s: the best, %s, saves %s", head, best.Name, points(bg))
-		}
-		if kv != nil && sess != nil && kg >= th.MinGain {
-			text = fmt.Sprintf("%s, the best KV-aware policy (%s) saves %s over today's %s but only %s more than session affinity (%s), and session affinity itself saves %s: neither clears the %.0f-point threshold over the cheaper option",
-				shape, kv.Name, points(kg), today.Name, points(kg-sg), sess.Name, points(sg), th.MinGain*100)
 		}
 		switch f := PolicyFamily(today.Name); {
 		case f != FamilyBalance:

@@ -116,6 +116,8 @@ type Options struct {
 	Routers []sim.PolicyInfo
 	// Plot, when set, is the file Run writes the ranking's chart to (--plot).
 	Plot string
+	// rankTraffic says what the ranking replays when not the traffic as given.
+	rankTraffic string
 }
 
 // Assess gathers the evidence and decides, without the router ranking (Run adds it).
@@ -209,13 +211,29 @@ func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advis
 			return advise.Recommendation{}, nil, err
 		}
 	}
-	var rk *rank.Ranking
-	if ranked {
-		if rk, err = Rank(ctx, traffic, shape, o, in.Files); err != nil {
-			return advise.Recommendation{}, nil, err
-		}
+	rec := advise.Decide(ev, o.Thresholds)
+	if !ranked {
+		return rec, nil, nil
 	}
-	return advise.Decide(ev, o.Thresholds), rk, nil
+	// The routers are ranked on the traffic the answer is about: once fixed after a fix-first
+	// the replay once fixed measured, else as it is. Their rows are then options the verdict
+	// weighs beside the idealised policies (a router ranked first at the threshold's gain is
+	// never "nothing"), and the ranking's first agrees with the verdict's kind (rank.Agree).
+	on, onReplay := traffic, ev.Replay
+	if rec.Verdict == advise.FixFirst && fixed != nil {
+		on, onReplay = fixed, ev.Fixed
+		o.rankTraffic = "the traffic once fixed (" + ev.FixedHow + ")"
+	}
+	rk, err := Rank(ctx, on, shape, o, in.Files)
+	if err != nil {
+		return advise.Recommendation{}, nil, err
+	}
+	if rk != nil {
+		onReplay.Routers = routerOptions(rk, onReplay)
+		rec = advise.Decide(ev, o.Thresholds)
+		agree(&rec, rk, sessionIDs(on))
+	}
+	return rec, rk, nil
 }
 
 // Shape is the fleet a replay runs on, and where each figure came from (advise.ShapeMetrics,

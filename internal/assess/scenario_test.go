@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -298,6 +300,12 @@ func TestScenarios(t *testing.T) {
 		rules   []string
 		mention []string
 		advice  []string
+		// first lists the routers (emulations) that may be ranked first, any variant; notFirst
+		// those that may not. unnamed: a router verdict no replayed router of its kind pays
+		// for, so none is named (reason router-unnamed). Every scenario also holds the rule's
+		// invariants (checkRanking).
+		first, notFirst []string
+		unnamed         bool
 	}
 	four := Options{Replicas: 4, KVTokens: 1 << 20}
 	reqs := func(l *reqLog) func(t *testing.T) Inputs {
@@ -332,16 +340,18 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "multi-turn chat with session ids",
-			why:  "turn k repeats turns 1..k-1 (about (k-1)/k of its prompt); round-robin keeps a turn on its conversation's replica 1 time in 4, session affinity always, so it saves tens of points; a KV router saves the same (the conversation prefix is the only reuse) and no more: the cheaper option",
+			why:  "turn k repeats turns 1..k-1 (about (k-1)/k of its prompt); round-robin keeps a turn on its conversation's replica 1 time in 4, session affinity always, so it saves tens of points; a KV router saves the same (the conversation prefix is the only reuse) and no more: the cheaper option. The routers: LiteLLM's session_affinity keys on metadata.session_id, which these requests carry (its requirement met), and keeps each conversation on one replica; production-stack's session router keys on a header, and these requests have none, so it cannot run; the prefix routers save as much but are not session routers, and the verdict is session affinity: LiteLLM's is first",
 			in:   reqs(conversations(2, 40, 4, true, nil)),
 			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
 			mention: []string{"holds as long as the traffic keeps its shape, however long it runs: new shared prefixes keep arriving"},
+			first:   []string{"litellm-session-affinity"}, notFirst: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "multi-turn chat without session ids: sessions from conversation continuity",
-			why:  "each turn's messages extend the previous turn's, so the sessions are known without ids; as with ids, session affinity captures the reuse",
+			why:  "each turn's messages extend the previous turn's, so the sessions are known without ids; as with ids, session affinity captures the reuse. No router can key on these sessions: the requests carry no id (the conversations are told apart by their messages), LiteLLM's session_affinity finds none (its requirement missing, it saves nothing) and production-stack's session router has no header to read: none is named, and the answer says to send an id per conversation",
 			in:   reqs(conversations(3, 40, 4, false, nil)),
 			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+			unnamed: true,
 		},
 		{
 			name: "one 2,000-token system prompt shared by every user, plenty of KV (issue 9, failure 1)",
@@ -353,10 +363,11 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "40 tenants' 1,000-token prompts that do not fit in one replica",
-			why:  "40k tokens of prompts against 16k of KV per replica: round-robin cycles all 40 through each LRU and hits about a third; a KV router gives each replica about 10 (10k tokens, which fit) and hits almost all: tens of points; no sessions to measure",
+			why:  "40k tokens of prompts against 16k of KV per replica: round-robin cycles all 40 through each LRU and hits about a third; a KV router gives each replica about 10 (10k tokens, which fit) and hits almost all: tens of points; no sessions to measure. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control)",
 			in:   reqs(tenants(7, 400, 40, 1000, nil, nil)),
 			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves", "working-set-exceeds-replica"},
 			mention: []string{"holds as long as the traffic keeps its shape, however long it runs: the working set is"},
+			first:   []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "the same 40 tenants' prompts with plenty of KV: the gain is warm-up",
@@ -367,33 +378,38 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "RAG documents repeated across users",
-			why:  "30 documents of 1,200 tokens (36k) against 12k of KV per replica: the same argument as the tenants' prompts; each document is read by many users, so only placement by content shares it",
+			why:  "30 documents of 1,200 tokens (36k) against 12k of KV per replica: the same argument as the tenants' prompts; each document is read by many users, so only placement by content shares it. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control)",
 			in:   reqs(tenants(8, 400, 30, 1200, nil, nil)),
 			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "the tenants' prompts with a per-request timestamp at the top (issue 9, failure 3)",
-			why:  "the time in block 0 makes every prompt unique (nothing hits under any router); replaced by a constant, the traffic is the 40-tenant case, where a KV router pays: fix first, then a KV-aware router",
+			why:  "the time in block 0 makes every prompt unique (nothing hits under any router); replaced by a constant, the traffic is the 40-tenant case, where a KV router pays: fix first, then a KV-aware router. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control); ranked on the traffic once fixed, which then is about",
 			in:   reqs(tenants(7, 400, 40, 1000, isoTime, nil)),
 			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "multi-turn chat with a request id in block 0",
-			why:  "a new id every request breaks even a conversation's own prefix; once constant, the chat case: fix first, then session affinity",
+			why:  "a new id every request breaks even a conversation's own prefix; once constant, the chat case: fix first, then session affinity. The routers: LiteLLM's session_affinity keys on metadata.session_id, which these requests carry (its requirement met), and keeps each conversation on one replica; production-stack's session router keys on a header, and these requests have none, so it cannot run; the prefix routers save as much but are not session routers, and the verdict is session affinity: LiteLLM's is first",
 			in:   reqs(conversations(2, 40, 4, true, requestID)),
 			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+			first: []string{"litellm-session-affinity"}, notFirst: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "RAG documents behind a per-request id in block 0",
-			why:  "a new id before every document makes every prompt unique; once constant it is the RAG case, where a KV router pays: fix first, then a KV-aware router",
+			why:  "a new id before every document makes every prompt unique; once constant it is the RAG case, where a KV router pays: fix first, then a KV-aware router. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control)",
 			in:   reqs(tenants(8, 400, 30, 1200, requestID, nil)),
 			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "multi-turn chat without session ids, a timestamp at the top of the system prompt",
-			why:  "the stamp changes every turn, but a turn's messages after the system prompt still extend the previous turn's, so the sessions are known; the stamp breaks even a conversation's own prefix; once constant it is the chat case: fix first, then session affinity",
+			why:  "the stamp changes every turn, but a turn's messages after the system prompt still extend the previous turn's, so the sessions are known; the stamp breaks even a conversation's own prefix; once constant it is the chat case: fix first, then session affinity. No router can key on these sessions: the requests carry no id (the conversations are told apart by their messages), LiteLLM's session_affinity finds none (its requirement missing, it saves nothing) and production-stack's session router has no header to read: none is named, and the answer says to send an id per conversation",
 			in:   reqs(conversations(3, 40, 4, false, isoTime)),
 			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+			unnamed: true,
 		},
 		{
 			name: "one shared prompt behind a per-user line in block 0",
@@ -410,27 +426,31 @@ func TestScenarios(t *testing.T) {
 		// answer stands.
 		{
 			name: "multi-turn chat with session ids, a timestamp at the top of the system prompt",
-			why:  "the stamp changes every turn and breaks each conversation's own prefix; once constant, the chat case: fix first, then session affinity",
+			why:  "the stamp changes every turn and breaks each conversation's own prefix; once constant, the chat case: fix first, then session affinity. The routers: LiteLLM's session_affinity keys on metadata.session_id, which these requests carry (its requirement met), and keeps each conversation on one replica; production-stack's session router keys on a header, and these requests have none, so it cannot run; the prefix routers save as much but are not session routers, and the verdict is session affinity: LiteLLM's is first",
 			in:   reqs(conversations(2, 40, 4, true, isoTime)),
 			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+			first: []string{"litellm-session-affinity"}, notFirst: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "multi-turn chat without session ids, a request id in block 0",
-			why:  "a new id every turn; the sessions are still known from continuity (the messages after the system prompt extend the previous turn's); once constant, the chat case: fix first, then session affinity",
+			why:  "a new id every turn; the sessions are still known from continuity (the messages after the system prompt extend the previous turn's); once constant, the chat case: fix first, then session affinity. No router can key on these sessions: the requests carry no id (the conversations are told apart by their messages), LiteLLM's session_affinity finds none (its requirement missing, it saves nothing) and production-stack's session router has no header to read: none is named, and the answer says to send an id per conversation",
 			in:   reqs(conversations(3, 40, 4, false, requestID)),
 			opts: four, want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"breaker-costs", "session-affinity-saves"},
+			unnamed: true,
 		},
 		{
 			name: "multi-turn chat with session ids, the customer's name in block 0",
-			why:  "the name is the same on every turn of a conversation, so its own prefix (the reuse session affinity captures) is intact; the breaker only stops 40 conversations sharing the 64-token system prompt: under 5 points, so no fix-first, and the answer is the chat's, session affinity",
+			why:  "the name is the same on every turn of a conversation, so its own prefix (the reuse session affinity captures) is intact; the breaker only stops 40 conversations sharing the 64-token system prompt: under 5 points, so no fix-first, and the answer is the chat's, session affinity. The routers: LiteLLM's session_affinity keys on metadata.session_id, which these requests carry (its requirement met), and keeps each conversation on one replica; production-stack's session router keys on a header, and these requests have none, so it cannot run; the prefix routers save as much but are not session routers, and the verdict is session affinity: LiteLLM's is first",
 			in:   reqs(conversations(2, 40, 4, true, nil, conversationUser)),
 			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves", "breaker-cheap"},
+			first: []string{"litellm-session-affinity"}, notFirst: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "multi-turn chat without session ids, the customer's name in block 0",
-			why:  "as with ids: each conversation's turns still extend each other (so the sessions are known) and the name costs only the shared system prompt: session affinity",
+			why:  "as with ids: each conversation's turns still extend each other (so the sessions are known) and the name costs only the shared system prompt: session affinity. No router can key on these sessions: the requests carry no id (the conversations are told apart by their messages), LiteLLM's session_affinity finds none (its requirement missing, it saves nothing) and production-stack's session router has no header to read: none is named, and the answer says to send an id per conversation",
 			in:   reqs(conversations(3, 40, 4, false, nil, conversationUser)),
 			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves", "breaker-cheap"},
+			unnamed: true,
 		},
 		{
 			name: "one shared prompt behind a per-request timestamp",
@@ -446,37 +466,42 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "40 tenants' prompts behind a per-request id, 16k of KV",
-			why:  "every prompt unique; once constant, the 40-tenant case that does not fit in one replica: fix first, then a KV-aware router",
+			why:  "every prompt unique; once constant, the 40-tenant case that does not fit in one replica: fix first, then a KV-aware router. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control)",
 			in:   reqs(tenants(7, 400, 40, 1000, requestID, nil)),
 			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "40 tenants' prompts behind the customer's name, 16k of KV",
-			why:  "120 customers x 40 tenants over 400 requests: a (customer, tenant) pair almost never repeats, so almost nothing hits; once constant, the 40-tenant case: fix first, then a KV-aware router",
+			why:  "120 customers x 40 tenants over 400 requests: a (customer, tenant) pair almost never repeats, so almost nothing hits; once constant, the 40-tenant case: fix first, then a KV-aware router. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control)",
 			in:   reqs(tenants(7, 400, 40, 1000, customer, nil)),
 			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "RAG documents behind a per-request timestamp",
-			why:  "every prompt unique; once constant, the RAG case: fix first, then a KV-aware router",
+			why:  "every prompt unique; once constant, the RAG case: fix first, then a KV-aware router. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control)",
 			in:   reqs(tenants(8, 400, 30, 1200, isoTime, nil)),
 			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "RAG documents behind the customer's name",
-			why:  "120 customers x 30 documents over 400 requests: pairs rarely repeat; once constant, the RAG case: fix first, then a KV-aware router",
+			why:  "120 customers x 30 documents over 400 requests: pairs rarely repeat; once constant, the RAG case: fix first, then a KV-aware router. The routers: every prefix router that keeps a tenant's (or document's) prompt on one replica reaches the same hits after the warm-up, so they tie on whole points; Ray's, SGLang's and production-stack's prefix routers need one requirement (their own component, unknown without --config), llm-d's two or three, so the smaller change puts one of the first three first; the balance routers save nothing and LiteLLM's have nothing to pin on (no session ids, no cache_control) (issue 22, failure 3: fix first, then a KV-aware router, none named, the routers ranked on the broken traffic where none saves anything)",
 			in:   reqs(tenants(8, 400, 30, 1200, customer, nil)),
 			opts: Options{Replicas: 4, KVTokens: 12 << 10}, want: advise.FixFirst, then: advise.KVAwareRouter, rules: []string{"breaker-costs", "kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "prefix caching off on one replica",
-			why:  "a replica that caches nothing gains nothing from any router; once on, the chat traffic's answer is session affinity",
+			why:  "a replica that caches nothing gains nothing from any router; once on, the chat traffic's answer is session affinity. The routers: LiteLLM's session_affinity keys on metadata.session_id, which these requests carry (its requirement met), and keeps each conversation on one replica; production-stack's session router keys on a header, and these requests have none, so it cannot run; the prefix routers save as much but are not session routers, and the verdict is session affinity: LiteLLM's is first",
 			in: func(t *testing.T) Inputs {
 				r := healthyReps(4)
 				r[2].caching = false
 				return Inputs{Metrics: metrics(t, dump(t, r...)), Requests: conversations(2, 40, 4, true, nil).source(t)}
 			},
 			want: advise.FixFirst, then: advise.SessionAffinity, rules: []string{"prefix-caching-off", "session-affinity-saves"},
+			first: []string{"litellm-session-affinity"}, notFirst: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware", "llmd-approx", "llmd-precise"},
 		},
 		{
 			name: "a thrashing fleet",
@@ -517,7 +542,7 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "a trace of conversations without session ids (issue 9, failure 9)",
-			why:  "the within-conversation reuse is real and a KV router finds it by content; session affinity cannot be measured without ids (a session policy would hash block 0, one key for all), so it is not recommended from it",
+			why:  "the within-conversation reuse is real and a KV router finds it by content; session affinity cannot be measured without ids (a session policy would hash block 0, one key for all), so it is not recommended from it. The routers: LiteLLM's session_affinity still reads metadata.session_id from the bodies and saves as much, but the verdict is a KV-aware router (the sessions are not measured), so the first is a prefix router, each of which keeps conversations together by their shared start",
 			in: func(t *testing.T) Inputs {
 				tr, err := sim.ReadRequests(context.Background(), strings.NewReader(linesOf(t, conversations(2, 40, 4, true, nil))), "chat.jsonl", sim.RequestLogOptions{})
 				if err != nil {
@@ -526,6 +551,7 @@ func TestScenarios(t *testing.T) {
 				return Inputs{Trace: withoutSessions(tr)}
 			},
 			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"}, mention: []string{"session affinity was not measured"},
+			first: []string{"prodstack-prefixaware", "ray-prefix-affinity", "sglang-cache-aware", "llmd-approx"}, notFirst: []string{"litellm-session-affinity"},
 		},
 		{
 			name: "metrics only, one replica cold (issue 9, failure 7)",
@@ -561,23 +587,55 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "an agent fanning out four siblings per task",
-			why:  "the four copies of a task share its 2,000 tokens and nothing else is shared; round-robin puts them on four replicas (each computes the task), exact KV routers have no event for the first copy yet and spread them too, a router that records its own decisions (llm-d approximate) keeps them together: three of four hit, about 75 points",
+			why:  "the four copies of a task share its 2,000 tokens and nothing else is shared; round-robin puts them on four replicas (each computes the task), exact KV routers have no event for the first copy yet and spread them too, a router that records its own decisions (llm-d approximate) keeps them together: three of four hit, about 75 points. The routers: Ray's, SGLang's and production-stack's prefix routers record their own decisions and keep siblings together (about 75 points, one requirement each); llm-d's precise and Dynamo's KV routers wait for the engine's events, which the first copy has not sent when the others arrive",
 			in:   reqs(agentFanOut(10, 80)),
 			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"llmd-precise", "dynamo-kv", "dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle"},
 		},
 		{
 			name: "an agent fanning out four siblings per task over a shared system prompt",
-			why:  "every replica caches the 500-token system prompt, so round-robin, which spreads a task's four siblings over the four replicas, hits 500/2,500 = 20%; keeping siblings together hits the task's 2,000 tokens for three of four: (500 + 3 x 2,500) / (4 x 2,500) = 80%, +60 points. The router that does it (llm-d approximate) also scores the system prompt, so new tasks gather on the replica holding it (load max/mean over 2), but a task's siblings wait there only for the first one's prefill of their own prompt (0.2 s), which any placement that keeps them together costs, and a new task arrives every 0.5 s, after the last one's prefills (0.2 s + 3 x 2 ms): almost nothing waits for another task's work, so it is no hot spot (issue 22, failure 4: before, the siblings' wait made it one and the verdict was nothing): a KV-aware router",
+			why:  "every replica caches the 500-token system prompt, so round-robin, which spreads a task's four siblings over the four replicas, hits 500/2,500 = 20%; keeping siblings together hits the task's 2,000 tokens for three of four: (500 + 3 x 2,500) / (4 x 2,500) = 80%, +60 points. The router that does it (llm-d approximate) also scores the system prompt, so new tasks gather on the replica holding it (load max/mean over 2), but a task's siblings wait there only for the first one's prefill of their own prompt (0.2 s), which any placement that keeps them together costs, and a new task arrives every 0.5 s, after the last one's prefills (0.2 s + 3 x 2 ms): almost nothing waits for another task's work, so it is no hot spot (issue 22, failure 4: before, the siblings' wait made it one and the verdict was nothing): a KV-aware router. The routers: SGLang's cache_aware follows a prefix match only when it covers cache_threshold 0.5 of the request; a new task matches 500 of 2,500 tokens (20%), so it goes to the replica with the smallest tree, and its siblings (100%) follow it: tasks spread, siblings together, load about 1.0. Ray's prefix router follows a match from 10% (match_rate_threshold 0.1) and production-stack's any match: both send every new task to the replica holding the system prompt, which then queues (a hot spot, not ranked); llm-d's approximate scorer the same until its queue scorer pushes back",
 			in:   reqs(agentFanOutShared(10, 80)),
 			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+			first: []string{"sglang-cache-aware"}, notFirst: []string{"ray-prefix-affinity", "prodstack-prefixaware", "llmd-approx"},
 		},
 
 		{
 			name: "an agent sending each task's four samples as four requests at once",
-			why:  "80 tasks, each a unique 2,000-token prompt sent four times at one instant, a task every 0.5 s, no session ids; identical messages continue no conversation (they add nothing to it), so no sessions are inferred. Round-robin puts a task's four copies on four replicas, each computes it: 0% hit; a router that records its own decisions (llm-d approximate) keeps them together, the copies waiting only for the first one's prefill (twins, no hot spot): three of four hit their whole prompt but the last token's block, about 75 points: a KV-aware router. The copies are 240 of 320 requests, 75% of prompt tokens: send them as one request with n",
+			why:  "80 tasks, each a unique 2,000-token prompt sent four times at one instant, a task every 0.5 s, no session ids; identical messages continue no conversation (they add nothing to it), so no sessions are inferred. Round-robin puts a task's four copies on four replicas, each computes it: 0% hit; a router that records its own decisions (llm-d approximate) keeps them together, the copies waiting only for the first one's prefill (twins, no hot spot): three of four hit their whole prompt but the last token's block, about 75 points: a KV-aware router. The copies are 240 of 320 requests, 75% of prompt tokens: send them as one request with n. The routers: as with n, the prefix routers that record their own decisions keep a prompt's copies together; the exact routers wait for events the first copy has not sent",
 			in:   reqs(agentSeparate(10, 80)),
 			opts: four, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"}, mention: []string{"session affinity was not measured"},
 			advice: []string{"240 requests repeat a prompt sent at the same moment (75.0% of prompt tokens): where the API allows, send them as one request with n"},
+			first:  []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware"}, notFirst: []string{"llmd-precise", "dynamo-kv", "dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle"},
+		},
+		// Issue 22's situations: the router a platform engineer would sign.
+		{
+			name: "chat with session ids in a header (issue 22, failure 1)",
+			why:  "the chat case with each conversation's id in an x-session-id header: session affinity. The routers: production-stack's session router keys on a header, and kvcheck tunes its sessionKey to x-session-id, the header the traffic names its sessions in (a requirement met); it keeps each conversation on one replica and saves what every affinity router saves here (about 52% of today's prefill); Ray's prefix router saves as much with one requirement unknown and none met. Before, the met header counted as one requirement more and Ray was first with a worse TTFT p99; met requirements count for a row: production-stack's session router is first. LiteLLM's session_affinity does not read x-session-id (its pattern wants x-<vendor>-session-id, 8 characters or more), so it finds no id",
+			in:   reqs(headerSessions(conversations(2, 40, 4, true, nil))),
+			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+			first: []string{"prodstack-session"}, notFirst: []string{"ray-prefix-affinity", "litellm-session-affinity"},
+		},
+		{
+			name: "LiteLLM today, prompt caching marked on the last turn, LiteLLM session ids (issue 22, failure 2)",
+			why:  "the chat case behind LiteLLM (--today litellm-simple-shuffle, the product the user runs) with metadata.session_id and a cache_control marker on each request's last message: session affinity. The routers: LiteLLM's prompt caching pins by the prefix up to the last marker, which is the newest message, so it never finds a pin: it saves what simple-shuffle does, nothing; LiteLLM's session_affinity keeps each conversation on one replica, both its requirements met (the proxy the user runs; the ids in the traffic), and is a session router: first, with the proxy the user already runs. Before, the top three were prefix routers at load max/mean 4.00 (the 64-token system prompt every conversation opens with draws every request to one replica, and nothing waits at this load) tied on everything but the name, so none was named and session_affinity was fifth",
+			in:   reqs(cacheLast(conversations(2, 40, 4, true, nil))),
+			opts: Options{Replicas: 4, KVTokens: 1 << 20, Today: "litellm-simple-shuffle"}, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+			first: []string{"litellm-session-affinity"}, notFirst: []string{"litellm-prompt-caching", "prodstack-prefixaware", "ray-prefix-affinity", "sglang-cache-aware"},
+		},
+		{
+			name: "200 tenants' prompts, more than the fleet holds (issue 22, failure 3)",
+			why:  "200 prompts of about 1,000 tokens (200k) against 4 x 16k of KV: round-robin brings every tenant to every replica, whose LRU of 16 prompts holds about 16/200 of them (8%); a KV router gives each replica its quarter of the tenants, 50, of which it holds 16 (32%): over 20 points, a KV-aware router, and one named (before: none, a tie). The prefix routers and llm-d's differ by a point or so here (which replica holds which tenants); the balance routers and LiteLLM's save nothing",
+			in:   reqs(tenants(7, 400, 200, 1000, nil, nil)),
+			opts: Options{Replicas: 4, KVTokens: 16 << 10}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves", "working-set-exceeds-replica"},
+			first: []string{"ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware", "llmd-approx", "llmd-precise"}, notFirst: []string{"dynamo-round-robin", "prodstack-roundrobin", "litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching"},
+		},
+		{
+			name: "the same 12 tools in a random order on every request (issue 22, failure 5)",
+			why:  "400 requests over a shared 500-token system prompt and 12 tools of about 150 tokens each, in a new order every time, then a 40-token question: the tool list differs from the second tool on (or the first), so nothing after the system prompt is shared (the audit's unstable-order, 99.9% of requests). Replaced by one order (the fixer sorts the list), every request shares the system prompt and the tools, about 2,300 of 2,350 tokens, which fit in every replica: round-robin finds them after the warm-up, the warm-up model says the rest is warm-up: fix first, then nothing. Before, the tool order could not be replaced, then was cannot tell yet, and a router saving 2.7% came with its configuration",
+			in:   reqs(toolsShuffled(13, 400)),
+			opts: four, want: advise.FixFirst, then: advise.Nothing, rules: []string{"breaker-costs", "no-option-pays"},
+			mention: []string{"one fixed order (tool order: keys sorted, lists sorted) in the tools"},
 		},
 		{
 			name: "prompts that open with the user's own text (issue 9, failure 4)",
@@ -598,9 +656,18 @@ func TestScenarios(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			o := sc.opts
 			o.Thresholds = th
-			rec, err := Assess(context.Background(), sc.in(t), o)
+			rec, rk, err := assessRanked(context.Background(), sc.in(t), o, true)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if os.Getenv("KVCHECK_SHOW_RANKING") != "" {
+				t.Logf("verdict %s then %s router %q", rec.Verdict, rec.Then, rec.Router)
+				if rk != nil {
+					t.Logf("no winner %q first by %q traffic %q", rk.NoWinner, rk.FirstBy, rk.Traffic)
+					for _, r := range rk.Rows[:min(6, len(rk.Rows))] {
+						t.Logf("  %d %s %s hit %.3f saved %.3f load %.2f conc %v met %d missing %d unmet %d p99 %.3f %s", r.Rank, r.Name(), r.Family, r.HitRate, r.PrefillSaved, r.LoadMaxOverMean, r.Concentrates, r.Met(), r.Missing(), r.Unmet(), r.TTFTP99, r.Excluded)
+					}
+				}
 			}
 			var rules []string
 			for _, r := range rec.Reasons {
@@ -633,6 +700,23 @@ func TestScenarios(t *testing.T) {
 				if !slices.ContainsFunc(rec.Advice, func(a string) bool { return strings.Contains(a, m) }) {
 					t.Errorf("no advice says %q in %q", m, rec.Advice)
 				}
+			}
+			checkRanking(t, rec, rk, th)
+			if rk == nil || len(rk.Rows) == 0 {
+				if sc.first != nil || sc.unnamed {
+					t.Errorf("no ranking; want a first among %v", sc.first)
+				}
+				return
+			}
+			first := rk.Rows[0]
+			if sc.first != nil && (first.Rank != 1 || !slices.Contains(sc.first, first.Policy)) {
+				t.Errorf("first %s (rank %d), want one of %v\n%s", first.Name(), first.Rank, sc.first, showRanking(rk))
+			}
+			if first.Rank == 1 && slices.Contains(sc.notFirst, first.Policy) {
+				t.Errorf("first %s, which may not be first (%v)\n%s", first.Name(), sc.notFirst, showRanking(rk))
+			}
+			if unnamed := slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return r.Rule == "router-unnamed" }); unnamed != sc.unnamed {
+				t.Errorf("router-unnamed %v, want %v (router %q)\n%s", unnamed, sc.unnamed, rec.Router, show())
 			}
 		})
 	}
@@ -698,4 +782,65 @@ func TestSessionCount(t *testing.T) {
 			t.Errorf("%s: requests.count = %q, want %q...", c.l.name, got, c.want)
 		}
 	}
+}
+
+// checkRanking holds the ranking rule's invariants on one assessment (issue 22), whatever the
+// traffic: a router verdict names the ranking's first row, of the verdict's kind and serving
+// the min gain over today's routing, or says why none is named; any other verdict names no
+// router and gets no configuration; a first row that serves the min gain over today's routing
+// never sits under a "nothing" but from the warm-up model; and a first row that concentrates
+// requests has no balanced row of its kind within the balanced margin behind it.
+func checkRanking(t *testing.T, rec advise.Recommendation, rk *rank.Ranking, th advise.Thresholds) {
+	t.Helper()
+	route := rec.Verdict
+	if route == advise.FixFirst {
+		route = rec.Then
+	}
+	router := route == advise.SessionAffinity || route == advise.KVAwareRouter
+	if rk == nil || len(rk.Rows) == 0 || rk.Rows[0].Rank != 1 {
+		if rec.Router != "" {
+			t.Errorf("router %q without a ranked first", rec.Router)
+		}
+		return
+	}
+	first := rk.Rows[0]
+	family := map[advise.Verdict]string{advise.SessionAffinity: rank.FamilySession, advise.KVAwareRouter: rank.FamilyKV}[route]
+	switch {
+	case router && rec.Router != "":
+		if rec.Router != first.Name() || first.Family != family || first.HitRate-rk.TodayHitRate < th.MinGain-1e-9 || rk.Snippet == nil && rank.SnippetFor(first) != nil {
+			t.Errorf("%s names %q; the first is %s (%s, %+.1f points over today's), snippet %v\n%s", route, rec.Router, first.Name(), first.Family, 100*(first.HitRate-rk.TodayHitRate), rk.Snippet != nil, showRanking(rk))
+		}
+	case router:
+		if !slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return r.Rule == "router-unnamed" }) {
+			t.Errorf("%s names no router and says not why\n%s", route, showRanking(rk))
+		}
+	default:
+		if rec.Router != "" || rk.Snippet != nil {
+			t.Errorf("%s names router %q, snippet %v", route, rec.Router, rk.Snippet != nil)
+		}
+	}
+	if route == advise.Nothing && first.HitRate-rk.TodayHitRate >= th.MinGain-1e-9 &&
+		!slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return r.Rule == "warm-up-amortises" }) {
+		t.Errorf("nothing, while the first row %s serves %+.1f points over today's\n%s", first.Name(), 100*(first.HitRate-rk.TodayHitRate), showRanking(rk))
+	}
+	if first.Concentrates {
+		for _, r := range rk.Rows[1:] {
+			if r.Rank > 0 && !r.Concentrates && (!router || r.Family == first.Family) && r.Missing() <= first.Missing() &&
+				math.Round(100*r.PrefillSaved) >= math.Round(100*first.PrefillSaved)-float64(rk.Rules.BalancedMargin) {
+				t.Errorf("the first %s concentrates (load max/mean %.2f) while %s, balanced, saves %.1f%%\n%s", first.Name(), first.LoadMaxOverMean, r.Name(), 100*r.PrefillSaved, showRanking(rk))
+			}
+		}
+	}
+}
+
+func showRanking(rk *rank.Ranking) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  today %s hit %.3f, answer %q, first by %q, no winner %q\n", rk.Today, rk.TodayHitRate, rk.Answer, rk.FirstBy, rk.NoWinner)
+	for _, r := range rk.Rows {
+		fmt.Fprintf(&b, "  %d %s [%s] hit %.3f saved %+.3f load %.2f concentrates %v met %d missing %d p99 %.3f %s\n", r.Rank, r.Name(), r.Family, r.HitRate, r.PrefillSaved, r.LoadMaxOverMean, r.Concentrates, r.Met(), r.Missing(), r.TTFTP99, r.Excluded)
+	}
+	for _, w := range rk.Why {
+		fmt.Fprintf(&b, "  why: %s\n", w)
+	}
+	return b.String()
 }

@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -29,19 +32,48 @@ const MaxFixBlock = 3
 
 // NewFixer returns the fixer for the summary's divergence sites that break sharing early and
 // are not in the user's own message (a number or a question the user typed: nothing to move
-// there); nil when there are none.
+// there); nil when there are none. Reorderings (the same tools or JSON in another order) are
+// taken together per message and cause, wherever in it the order first differed: their fix is
+// one deterministic serialisation of the whole list or object, so each request's offset does
+// not matter, and a tool list shuffled per request scatters its divergences over many offsets
+// that each fall under MinFixShare. They are fixed at any depth (MaxFixBlock is for values):
+// the audit reports them wherever they fall (audit/unstable-order), and the replay once fixed
+// measures what they cost.
 func NewFixer(s Summary) *Fixer {
 	withBlock := s.Requests - s.Short
 	if withBlock <= 0 {
 		return nil
 	}
 	var sites []Site
+	type orderKey struct {
+		message int
+		cause   string
+	}
+	var orderKeys []orderKey
+	reordered := map[orderKey]Site{}
 	for _, st := range s.Sites {
+		if orderCause(st.Cause) {
+			k := orderKey{st.Message, st.Cause}
+			o, seen := reordered[k]
+			if !seen {
+				orderKeys = append(orderKeys, k)
+				o = st
+				o.Count = 0
+			}
+			o.Count += st.Count
+			reordered[k] = o
+			continue
+		}
 		if st.Message < 0 || st.Block > MaxFixBlock || st.Role == "user" || userText(st) || st.Cause == "token ids" ||
 			float64(st.Count) < MinFixShare*float64(withBlock) {
 			continue
 		}
 		sites = append(sites, st)
+	}
+	for _, k := range orderKeys {
+		if o := reordered[k]; float64(o.Count) >= MinFixShare*float64(withBlock) {
+			sites = append(sites, o)
+		}
 	}
 	if len(sites) == 0 {
 		return nil
@@ -54,8 +86,15 @@ func (f *Fixer) Describe() string {
 	var parts []string
 	for _, st := range f.sites {
 		what := st.Cause
-		if st.Cause == "text" {
+		switch {
+		case st.Cause == "text":
 			what = "the text from offset " + fmt.Sprint(st.Offset) + " to the end of its line"
+		case orderCause(st.Cause):
+			what = "one fixed order (" + st.Cause + ": keys sorted"
+			if st.Cause != CauseKeyOrder {
+				what += ", lists sorted"
+			}
+			what += ")"
 		}
 		parts = append(parts, fmt.Sprintf("%s in %s", what, st.Where()))
 	}
@@ -77,6 +116,10 @@ func (f *Fixer) Apply(req *Request) bool {
 	for _, st := range f.sites {
 		var text *string
 		switch {
+		case st.Message < 0:
+			if orderCause(st.Cause) && req.Tools != "" {
+				text = &req.Tools
+			}
 		case req.Chat && st.Message < len(req.Messages) && req.Messages[st.Message].Role == st.Role:
 			text = &req.Messages[st.Message].Content
 		case !req.Chat && st.Message == 0 && req.PromptIDs == nil:
@@ -84,9 +127,12 @@ func (f *Fixer) Apply(req *Request) bool {
 		default:
 			continue
 		}
+		if text == nil {
+			continue
+		}
 		if s := fixText(*text, st); s != *text {
 			*text, changed = s, true
-			if req.Chat && st.Message < len(req.Texts) {
+			if req.Chat && st.Message >= 0 && st.Message < len(req.Texts) {
 				fixParts(&req.Texts[st.Message], st)
 			}
 		}
@@ -129,6 +175,13 @@ func fixParts(t *MessageText, st Site) {
 const fixWindow = 512
 
 func fixText(s string, st Site) string {
+	if orderCause(st.Cause) {
+		// The whole list or object: a reordering can start anywhere in it.
+		if c, err := canonicalJSON(s, st.Cause != CauseKeyOrder); err == nil {
+			return c
+		}
+		return s
+	}
 	if st.Cause != "text" && len(s) > st.Offset+fixWindow {
 		return fixText(s[:st.Offset+fixWindow], st) + s[st.Offset+fixWindow:]
 	}
@@ -157,4 +210,88 @@ func fixText(s string, st Site) string {
 		return s[:from] + "VALUE" + s[from+end:]
 	}
 	return s
+}
+
+// canonicalJSON writes a JSON text in one order whatever order it came in: every object's keys
+// sorted, and with sortLists every list's elements sorted by their own canonical text too (a
+// tool list in any order becomes the same list). It walks the text's tokens and holds each open
+// object's or list's members as text, a few times the input's size, never a decoded value (a
+// tool list of 400,000 tools decoded into maps took 700 MB); an error for a text that is not
+// JSON, which is then left as it is.
+func canonicalJSON(s string, sortLists bool) (string, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var b strings.Builder
+	if err := canonicalValue(dec, &b, sortLists); err != nil {
+		return "", err
+	}
+	if dec.More() {
+		return "", fmt.Errorf("text after the JSON value")
+	}
+	return b.String(), nil
+}
+
+func canonicalValue(dec *json.Decoder, b *strings.Builder, sortLists bool) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		object := t == '{'
+		type member struct{ key, value string }
+		var ms []member
+		for dec.More() {
+			var m member
+			if object {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := k.(string)
+				kb, _ := json.Marshal(key)
+				m.key = string(kb)
+			}
+			var vb strings.Builder
+			if err := canonicalValue(dec, &vb, sortLists); err != nil {
+				return err
+			}
+			m.value = vb.String()
+			ms = append(ms, m)
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return err
+		}
+		if object {
+			slices.SortStableFunc(ms, func(x, y member) int { return strings.Compare(x.key, y.key) })
+		} else if sortLists {
+			slices.SortStableFunc(ms, func(x, y member) int { return strings.Compare(x.value, y.value) })
+		}
+		open, end := byte('['), byte(']')
+		if object {
+			open, end = '{', '}'
+		}
+		b.WriteByte(open)
+		for i, m := range ms {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if object {
+				b.WriteString(m.key)
+				b.WriteByte(':')
+			}
+			b.WriteString(m.value)
+		}
+		b.WriteByte(end)
+	case string:
+		sb, _ := json.Marshal(t)
+		b.Write(sb)
+	case json.Number:
+		b.WriteString(string(t))
+	case bool:
+		b.WriteString(strconv.FormatBool(t))
+	default:
+		b.WriteString("null")
+	}
+	return nil
 }

@@ -162,7 +162,7 @@ func TestAssessTargets(t *testing.T) {
 	}
 	for _, want := range []string{"Demo: kvcheck assess against 4 emulated vLLM replicas", "$ kvcheck assess --scrape ", "Recommendation: a KV-aware router", "Figures the reasons cite", "Next steps",
 		// The router ranking: the text-reading routers run on the trace's text.
-		"Routers on this traffic, against today's", "First: ", "Configuration to apply ("} {
+		"Routers on this traffic, against today's", "First: ", "the configuration to apply ("} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -77,6 +77,9 @@ func (t *Text) assess(r advise.Recommendation, rk *rank.Ranking) error {
 	if r.Verdict == advise.FixFirst && r.Then != "" {
 		verdict += ", then " + r.Then.Describe()
 	}
+	if r.Router != "" {
+		verdict += ", starting from " + r.Router
+	}
 	t.Verdict(fmt.Sprintf("%s (confidence: %s)", verdict, r.Confidence))
 	// The evidence IDs each reason cites, with --evidence all; the brief view lists the cited
 	// figures themselves below.

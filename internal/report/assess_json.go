@@ -13,6 +13,7 @@ type assessRecommendationDoc struct {
 	Verdict    advise.Verdict      `json:"verdict"`
 	Confidence advise.Level        `json:"confidence"`
 	Then       advise.Verdict      `json:"then,omitempty"`
+	Router     string              `json:"router,omitempty"`
 	Reasons    []assessReasonDoc   `json:"reasons"`
 	Evidence   []assessEvidenceDoc `json:"evidence"`
 	Fixes      []finding.Finding   `json:"fixes"`
@@ -58,7 +59,7 @@ type assessThresholdsDoc struct {
 // already made the document's lists empty.
 func newAssessRecommendationDoc(r advise.Recommendation) assessRecommendationDoc {
 	d := assessRecommendationDoc{
-		Verdict: r.Verdict, Confidence: r.Confidence, Then: r.Then, Fixes: r.Fixes, Advice: r.Advice,
+		Verdict: r.Verdict, Confidence: r.Confidence, Then: r.Then, Router: r.Router, Fixes: r.Fixes, Advice: r.Advice,
 		Thresholds: assessThresholdsDoc(r.Thresholds),
 	}
 	if r.Reasons != nil {

@@ -17,6 +17,12 @@ import (
 // the configuration to apply.
 type rankingDocument struct {
 	Rule                    string          `json:"rule"`
+	Rules                   rankRulesDoc    `json:"rules"`
+	Stack                   *rankStackDoc   `json:"stack"`
+	Answer                  string          `json:"answer"`
+	FirstBy                 string          `json:"first_by,omitempty"`
+	Displaced               string          `json:"displaced,omitempty"`
+	Traffic                 string          `json:"traffic,omitempty"`
 	Today                   string          `json:"today"`
 	TodayConfiguredIn       string          `json:"today_configured_in,omitempty"`
 	TodayNotes              []string        `json:"today_notes"`
@@ -35,11 +41,28 @@ type rankingDocument struct {
 	RequirementStatusValues []string        `json:"requirement_statuses"`
 }
 
+// rankRulesDoc are the ranking rule's numbers (rank.Rules).
+type rankRulesDoc struct {
+	ConcentrationLoadMaxOverMean float64 `json:"concentration_load_max_over_mean"`
+	BalancedMarginPoints         int     `json:"balanced_margin_points"`
+	StackMargin                  float64 `json:"stack_margin"`
+	SessionMargin                float64 `json:"session_margin"`
+	MinGain                      float64 `json:"min_gain"`
+}
+
+// rankStackDoc is the router product the user runs, and what showed it.
+type rankStackDoc struct {
+	Product string `json:"product"`
+	From    string `json:"from"`
+}
+
 type rankRowDoc struct {
 	Rank            int              `json:"rank"`
 	Excluded        string           `json:"excluded,omitempty"`
 	Policy          string           `json:"policy"`
 	Product         string           `json:"product"`
+	Family          string           `json:"family"`
+	Concentrates    bool             `json:"concentrates"`
 	Variant         string           `json:"variant"`
 	Label           string           `json:"label,omitempty"`
 	HitRate         float64          `json:"hit_rate"`
@@ -97,13 +120,18 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	}
 	d := &rankingDocument{Rule: rk.Rule, Today: rk.Today, TodayConfiguredIn: rk.TodayFrom, TodayHitRate: rk.TodayHitRate, Replicas: rk.Replicas, KVBlocks: rk.KVBlocks,
 		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, NotSimulated: []notSimDoc{}, Why: []string{},
-		RequirementStatusValues: []string{product.Met, product.Missing, product.Unknown}, TodayNotes: append([]string{}, rk.TodayNotes...)}
+		RequirementStatusValues: []string{product.Met, product.Missing, product.Unknown}, TodayNotes: append([]string{}, rk.TodayNotes...),
+		Rules:  rankRulesDoc{rk.Rules.Concentration, rk.Rules.BalancedMargin, rk.Rules.StackMargin, rk.Rules.SessionMargin, rk.Rules.MinGain},
+		Answer: rk.Answer, FirstBy: rk.FirstBy, Displaced: rk.Displaced, Traffic: rk.Traffic}
+	if rk.Stack.Product != "" {
+		d.Stack = &rankStackDoc{rk.Stack.Product, rk.Stack.From}
+	}
 	if rk.AddReplicaAt >= 0 {
 		at := rk.AddReplicaAt
 		d.AddReplicaAtSeconds = &at
 	}
 	for _, r := range rk.Rows {
-		row := rankRowDoc{Rank: r.Rank, Excluded: r.Excluded, Policy: r.Policy, Product: r.Product, Variant: r.Variant, Label: r.Label,
+		row := rankRowDoc{Rank: r.Rank, Excluded: r.Excluded, Policy: r.Policy, Product: r.Product, Family: r.Family, Concentrates: r.Concentrates, Variant: r.Variant, Label: r.Label,
 			HitRate: r.HitRate, PrefillSaved: r.PrefillSaved, LoadMaxOverMean: r.LoadMaxOverMean, TTFTP50: r.TTFTP50, TTFTP99: r.TTFTP99,
 			FreshShare: r.FreshShare, Starves: r.Starves, Changes: []rankChangeDoc{}, Requirements: []requirementDoc{},
 			Notes: append([]string{}, r.Notes...)}
@@ -153,15 +181,19 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 	if rk.TodayFrom != "" {
 		today += " as configured in " + rk.TodayFrom
 	}
+	on := "this traffic"
+	if rk.Traffic != "" {
+		on = rk.Traffic
+	}
 	// The fleet is the replay's, which the brief view's reasons already state.
 	if t.all {
-		t.Heading(fmt.Sprintf("Routers on this traffic (%s), prefill saved against today's %s (hit %s)", fleet, today, pct(rk.TodayHitRate)))
+		t.Heading(fmt.Sprintf("Routers on %s (%s), prefill saved against today's %s (hit %s)", on, fleet, today, pct(rk.TodayHitRate)))
 	} else {
 		added := ""
 		if rk.AddReplicaAt >= 0 {
 			added = fmt.Sprintf(" (one more added at %s)", seconds(rk.AddReplicaAt))
 		}
-		t.Heading(fmt.Sprintf("Routers on this traffic%s, against today's %s (hit %s)", added, today, pct(rk.TodayHitRate)))
+		t.Heading(fmt.Sprintf("Routers on %s%s, against today's %s (hit %s)", on, added, today, pct(rk.TodayHitRate)))
 	}
 	if t.all {
 		t.Muted("  rule: %s", rk.Rule)
@@ -228,6 +260,9 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 			if r.Rank == 0 && r.Excluded != "" {
 				t.Muted("  %s: not ranked: %s", r.Name(), r.Excluded)
 			}
+			if r.Concentrates && r.Excluded == "" {
+				t.Muted("  %s: concentrates requests: load max/mean %.2f, a replica with %.1fx its fair share (no hot spot at this load, but a surge lands there)", r.Name(), r.LoadMaxOverMean, r.LoadMaxOverMean)
+			}
 			for _, n := range r.Notes {
 				t.Muted("  %s: %s", r.Name(), n)
 			}
@@ -241,12 +276,19 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 			first := rk.Rows[0]
 			t.Verdict("First: " + first.Name())
 			if route == advise.Nothing || route == advise.Undetermined {
-				t.Muted("  not advice to deploy it: the recommendation above is %s; this is the router to choose if you deploy one anyway", route.Describe())
+				t.Muted("  not advice to deploy it: the recommendation above is %s, so no configuration is given; this is the router to choose if you deploy one anyway", route.Describe())
 			}
-			for _, w := range rk.Why {
-				t.Line("  - %s", w)
+			for i, w := range rk.Why {
+				switch {
+				case t.all:
+					t.Line("  - %s", w)
+				case i > 0:
+					// The first line restates the table's figures.
+					t.Line("  - %s", gist(w))
+				}
 			}
-			if len(first.Requirements) > 0 {
+			// The brief view has the requirements' counts in the table.
+			if len(first.Requirements) > 0 && t.all {
 				t.Line("  requirements:")
 				for _, q := range first.Requirements {
 					t.Line("    %s: %s (%s)", q.Name, q.Status, q.Detail)
@@ -267,6 +309,10 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 		}
 		if n := len(rk.CannotRun); n > 0 {
 			more = append(more, fmt.Sprintf("%d cannot run", n))
+		}
+		if s := rk.Snippet; s != nil {
+			// On one screen: the configuration is a page of its own.
+			more = append(more, "the configuration to apply ("+s.File+")")
 		}
 		if len(more) > 0 {
 			t.Muted("  %s: --evidence all shows them and why", strings.Join(more, ", "))
@@ -301,6 +347,9 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 		}
 	}
 	if s := rk.Snippet; s != nil {
+		if !t.all {
+			return nil
+		}
 		t.Heading(fmt.Sprintf("Configuration to apply (%s, %s)", s.Format, s.File))
 		for _, l := range strings.Split(strings.TrimRight(s.Text, "\n"), "\n") {
 			t.Pre("  %s", l)

@@ -60,10 +60,10 @@ func TestNoWinnerFigures(t *testing.T) {
 		// The same whole points but not the same figure: the rule's tie-break stands.
 		{"tie on points only", 0.3, []Row{row("a", 0.252, 0.5, Unknown, Unknown), row("b", 0.248, 0.49, Unknown)}, ""},
 		// The first two tie on every count the rule weighs (no requirement missing, 50 points,
-		// two requirements, both shipped): only the name would pick, so none is named; c, at
-		// 12 points, is not part of the tie.
+		// none met, two not met, both shipped, the same TTFT p99 and load): only the name would
+		// pick, so none is named; c, at 12 points, is not part of the tie.
 		{"name tie", 0.3, []Row{row("b", 0.502, 0.6, Unknown, Unknown), row("c", 0.12, 0.35, Unknown), row("a", 0.498, 0.59, Unknown, Unknown)},
-			"a (shipped), b (shipped) tie on everything the rule weighs (0 requirement(s) missing, 50 points of today's prefill saved, 2 requirement(s), all shipped)"},
+			"a (shipped), b (shipped) tie on everything the rule weighs (0 requirement(s) missing, 50 points of today's prefill saved, 0 met, 2 not met, all shipped, TTFT p99 0 ms, load max/mean 1.10)"},
 		// One ranked row that saves: it is first.
 		{"one saves", 0.3, []Row{row("a", 0.2, 0.45)}, ""},
 	} {

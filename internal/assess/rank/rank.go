@@ -4,21 +4,34 @@
 // a reader can check by hand against the table, with what each router needs against what the
 // given files show, and the configuration to apply for the one that comes first.
 //
-// The rule (Rule):
+// The rule (Rule, with its numbers in Rules):
 //
 //  1. Not ranked: an emulation that cannot run on the traffic (a text-reading router on a
 //     trace of block hashes), a row with a hot spot (sim.Load.HotSpot, the rule kvcheck
 //     assess and simulate apply: load max/mean >= 2.0, above the evenest spread the requests
-//     allow, with half the busiest replica's requests waiting in the model), and, with --add-replica-at, a row that starves the
-//     added replica (it gets less than half its fair share 1/(replicas+1) of the requests
-//     after it joins): whatever such a router saves, it is not an answer.
+//     allow, with half the busiest replica's requests waiting in the model), and, with
+//     --add-replica-at, a row that starves the added replica (it gets less than half its fair
+//     share 1/(replicas+1) of the requests after it joins): whatever such a router saves, it
+//     is not an answer.
 //  2. The rest: fewer requirements the files show missing first; then more prefill saved
 //     against today's routing after the warm-up, in whole points (23.4% and 22.6% tie at 23);
-//     then the simpler one: fewer requirements in all, then as shipped before as configured
-//     before as tuned (fewer settings to change); then by name.
-//  3. A first needs a figure from the traffic that sets it apart: none is named when no ranked
-//     row saves a whole point, when every ranked row saves exactly the same, or when the first
-//     two tie on every count above but the name (Ranking.NoWinner says which).
+//     then more requirements met (what is already in place counts for a row, what is missing
+//     against it, what the files cannot show neither); then the user's own product (Stack);
+//     then the smaller change: fewer requirements not met, then as shipped before as
+//     configured before as tuned (the user's product as configured first); then the lower
+//     TTFT p99, in whole milliseconds; then the evener load (load max/mean in hundredths);
+//     then by name.
+//  3. The first (chooseFirst): with a router verdict (Agree), a row of the verdict's family,
+//     unless a KV-aware row saves SessionMargin more than the best session router under a
+//     session-affinity verdict; of those, the user's own product when it serves within
+//     StackMargin of the best; and never a row that concentrates requests (load max/mean >=
+//     Concentration: a replica with twice its fair share, whether or not requests wait) while
+//     a balanced row is within BalancedMargin whole points. Further down, a concentrating row
+//     never comes before a balanced row within BalancedMargin of it.
+//  4. A first needs a figure from the traffic that sets it apart, unless the verdict is a
+//     router (which always names one): none is named when no ranked row saves a whole point,
+//     when every ranked row saves exactly the same, or when the first two tie on every count
+//     above but the name (Ranking.NoWinner says which).
 package rank
 
 import (
@@ -37,11 +50,118 @@ import (
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-// Rule states the ranking rule in one paragraph, for the text and the JSON.
+// Rule states the ranking rule in one paragraph, for the text and the JSON; Rules.Describe
+// gives its numbers.
 const Rule = "not ranked: cannot run on this traffic, a hot spot (%s), an added replica given under half its fair share; " +
-	"the rest by fewest requirements missing, most prefill saved against today after the warm-up (whole points), " +
-	"fewest requirements, shipped before configured before tuned, name; " +
-	"none is first when no ranked row saves a whole point, all save the same, or the first two tie but for the name"
+	"the rest by fewest requirements missing, most prefill saved against today after the warm-up (whole points), most requirements met, " +
+	"the product you run, fewest requirements not met, shipped before configured before tuned (yours as configured first), lower TTFT p99, evener load, name; " +
+	"first: a router of the verdict's family (a KV-aware one over a session router only when it serves the session margin more), " +
+	"the product you run when within the stack margin of the best, never a row concentrating requests while a balanced one is within the balanced margin; " +
+	"without a router verdict none is first when no ranked row saves a whole point, all save the same, or the first two tie but for the name"
+
+// Rules are the ranking rule's numbers, each a named default (DefaultRules), shown by kvcheck
+// assess --help (Describe), in the JSON (ranking.rules) and in the README.
+type Rules struct {
+	// Concentration is the load max/mean from which a row concentrates requests: its busiest
+	// replica takes Concentration times its fair share 1/replicas of them (above the evenest
+	// spread the requests allow). It is the hot-spot ratio without asking whether requests
+	// wait: at the replay's load nothing may wait, but a surge lands on one replica.
+	Concentration float64
+	// BalancedMargin, in whole points of today's prefill saved: a concentrating row is never
+	// first, nor ahead of a balanced row, while that balanced row saves within this many points
+	// of it.
+	BalancedMargin int
+	// StackMargin, in points of all prompt tokens after the warm-up (a difference of hit
+	// rates): the user's own product comes first when it serves within this of the best row; a
+	// change of product must bring at least this much, the gain a router must bring to be worth
+	// deploying (assess sets it to --min-gain).
+	StackMargin float64
+	// SessionMargin, in the same points: under a session-affinity verdict a KV-aware row comes
+	// first only when it serves this much more than the best session router, the margin the
+	// verdict asks of the dearer option (--min-gain).
+	SessionMargin float64
+	// MinGain, in the same points: a row stands for a router verdict only when it serves this
+	// much more than today's routing, the gain the verdict asks (--min-gain); a router of the
+	// verdict's kind that saves less (LiteLLM's session affinity on traffic without the ids it
+	// keys on) is not named for it.
+	MinGain float64
+}
+
+// The rules' defaults.
+const (
+	// ConcentrationRatio is sim.HotSpotRatio's 2.0.
+	ConcentrationRatio = 2.0
+	// BalancedMargin is one whole point.
+	BalancedMargin = 1
+	// DefaultStackMargin and DefaultSessionMargin are the verdict's default min gain, 5 points.
+	DefaultStackMargin   = 0.05
+	DefaultSessionMargin = 0.05
+	DefaultMinGain       = 0.05
+)
+
+// DefaultRules returns the rule's documented numbers.
+func DefaultRules() Rules {
+	return Rules{Concentration: ConcentrationRatio, BalancedMargin: BalancedMargin, StackMargin: DefaultStackMargin, SessionMargin: DefaultSessionMargin, MinGain: DefaultMinGain}
+}
+
+// orDefault fills the numbers left zero with their defaults.
+func (r Rules) orDefault() Rules {
+	d := DefaultRules()
+	if r.Concentration == 0 {
+		r.Concentration = d.Concentration
+	}
+	if r.BalancedMargin == 0 {
+		r.BalancedMargin = d.BalancedMargin
+	}
+	if r.StackMargin == 0 {
+		r.StackMargin = d.StackMargin
+	}
+	if r.SessionMargin == 0 {
+		r.SessionMargin = d.SessionMargin
+	}
+	if r.MinGain == 0 {
+		r.MinGain = d.MinGain
+	}
+	return r
+}
+
+// Describe lists the rule's numbers for --help.
+func (r Rules) Describe() string {
+	r = r.orDefault()
+	return fmt.Sprintf(`  concentrates    load max/mean >= %.1f (a replica with %.0fx its fair share of the requests),
+                  whether or not requests wait: never first while a balanced row saves within
+                  %d point(s) of it
+  requirements    met ones count for a row, missing ones against it, unknown ones neither
+  your stack      the product you run (--today) first when it serves within %.0f points of all
+                  prompt tokens of the best (a change of product must bring the min gain)
+  session margin  under a session-affinity verdict a KV-aware router comes first only when it
+                  serves %.0f points more than the best session router
+  verdict's kind  with a router verdict the first is a router of its kind that serves %.0f
+                  points more than today's routing (the min gain); a concentrating one only
+                  when no balanced one of its kind saves within the balanced margin
+`, r.Concentration, r.Concentration, r.BalancedMargin, r.StackMargin*100, r.SessionMargin*100, r.MinGain*100)
+}
+
+// The families a row's router belongs to (Candidate.Family), as assess's verdict names them.
+const (
+	FamilySession = "session"
+	FamilyKV      = "kv"
+	FamilyBalance = "balance"
+)
+
+// The answers Agree takes: the verdict's family, AnswerNone when the verdict names no router
+// (nothing, cannot tell yet), AnswerUnset for a ranking no verdict was set against.
+const (
+	AnswerUnset = ""
+	AnswerNone  = "none"
+)
+
+// Stack is the router product the user runs today, and what showed it.
+type Stack struct {
+	Product string
+	// From says what showed it: "--today litellm-simple-shuffle", a file and line.
+	From string
+}
 
 // The variants of one emulation.
 const (
@@ -70,6 +190,9 @@ type Candidate struct {
 	// Notes say where the row is simulated otherwise than its settings alone say (a router
 	// reading engine KV events the files show the engines do not publish).
 	Notes []string
+	// Family is what the router is to the verdict: FamilySession, FamilyKV or FamilyBalance
+	// (assess sets it); "" when not known, which no verdict's family matches.
+	Family string
 }
 
 // Row is one candidate's figures on the traffic and its place in the ranking.
@@ -92,18 +215,31 @@ type Row struct {
 	FreshShare *float64
 	FairShare  float64
 	Starves    bool
+	// Concentrates: load max/mean at or above Rules.Concentration, above the evenest spread
+	// the requests allow, whether or not requests wait (rule 3).
+	Concentrates bool
 }
 
 // Missing counts the requirements the files show missing.
-func (r Row) Missing() int {
+func (r Row) Missing() int { return r.count(product.Missing) }
+
+// Met counts the requirements the files or the traffic show met.
+func (r Row) Met() int { return r.count(product.Met) }
+
+// count counts the requirements of one status.
+func (r Row) count(status string) int {
 	n := 0
 	for _, q := range r.Requirements {
-		if q.Status == product.Missing {
+		if q.Status == status {
 			n++
 		}
 	}
 	return n
 }
+
+// Unmet counts the requirements not shown met (missing or unknown): what deploying the row
+// may still have to set up, the size of the change.
+func (r Row) Unmet() int { return len(r.Requirements) - r.Met() }
 
 // CannotRun is an emulation the traffic cannot drive, and why.
 type CannotRun struct {
@@ -127,6 +263,19 @@ type Ranking struct {
 	AddReplicaAt float64
 	HotSpot      float64
 	Rule         string
+	// Rules are the rule's numbers; Stack the product the user runs ("" when not known);
+	// Answer the verdict's family the first row must agree with (Agree), AnswerNone when the
+	// verdict names no router, AnswerUnset when no verdict was set against the ranking.
+	Rules  Rules
+	Stack  Stack
+	Answer string
+	// FirstBy names the part of rule 3 that chose the first row over the one the order alone
+	// puts first ("answer", "stack", "balanced"), with Displaced that row's name; empty when
+	// the order alone chose it.
+	FirstBy, Displaced string
+	// Traffic says what the rows were replayed on when it is not the traffic as given: "the
+	// traffic once fixed (...)" after a fix-first.
+	Traffic string
 	// Rows are ranked rows first (Rank 1, 2, ...), then the rows not ranked.
 	Rows      []Row
 	CannotRun []CannotRun
@@ -160,6 +309,11 @@ type Setup struct {
 	NotSimulated []product.NotSimulated
 	// HotSpot is the load max/mean from which a row is a hot spot (sim.HotSpotRatio when 0).
 	HotSpot float64
+	// Rules are the rule's numbers (DefaultRules where zero); Stack the product the user runs.
+	Rules Rules
+	Stack Stack
+	// Traffic says what the traffic replayed is when not the traffic as given (Ranking.Traffic).
+	Traffic string
 	// Progress, when set, is called as the replays finish.
 	Progress func(done, total int)
 }
@@ -170,7 +324,8 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 		s.HotSpot = sim.HotSpotRatio
 	}
 	rk := &Ranking{Today: s.Today, TodayFrom: s.TodayFrom, TodayNotes: slices.Clone(s.TodayNotes), Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
-		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, sim.HotSpotRule(s.HotSpot)), NotSimulated: s.NotSimulated}
+		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, sim.HotSpotRule(s.HotSpot)), NotSimulated: s.NotSimulated,
+		Rules: s.Rules.orDefault(), Stack: s.Stack, Traffic: s.Traffic}
 	results := make([]sim.Result, len(cands)+1)
 	errs := make([]error, len(cands)+1)
 	work := make(chan int)
@@ -250,15 +405,31 @@ feed:
 	return rk, nil
 }
 
-// settle applies the rule to the rows' figures: which rows are not ranked and why, the order,
-// the ranks, why the first wins, and its configuration.
+// Agree sets the verdict's answer the first row must agree with (rule 3) and settles the
+// ranking again: the verdict's family (FamilySession, FamilyKV), or AnswerNone when the verdict
+// names no router, which then gets no configuration to apply.
+func (rk *Ranking) Agree(answer string) {
+	rk.Answer = answer
+	rk.settle()
+}
+
+// RouterAnswer reports whether the ranking was set against a verdict that names a router.
+func (rk *Ranking) RouterAnswer() bool {
+	return rk.Answer == FamilySession || rk.Answer == FamilyKV
+}
+
+// settle applies the rule to the rows' figures: which rows are not ranked and why, which
+// concentrate requests, the order, the first, the ranks, why the first wins, and its
+// configuration.
 func (rk *Ranking) settle() {
+	rk.Rules = rk.Rules.orDefault()
 	for i := range rk.Rows {
 		row := &rk.Rows[i]
 		row.Rank, row.Excluded = 0, ""
 		row.Starves = rk.AddReplicaAt >= 0 && sim.StarvesAt(row.FreshShare, row.FairShare)
 		load := row.load
 		load.MaxOverMean = row.LoadMaxOverMean
+		row.Concentrates = load.MaxOverMean >= rk.Rules.Concentration && load.MaxOverMean > load.Even*(1+1e-9)
 		switch {
 		case load.HotSpot(rk.HotSpot):
 			row.Excluded = fmt.Sprintf("hot spot: load max/mean %.2f >= %.1f", row.LoadMaxOverMean, rk.HotSpot)
@@ -269,13 +440,13 @@ func (rk *Ranking) settle() {
 			row.Excluded = fmt.Sprintf("starves the added replica: %.1f%% of the requests after it joined, under half its fair share %.1f%%", 100**row.FreshShare, 100*row.FairShare)
 		}
 	}
-	order(rk.Rows)
+	rk.order()
 	rk.Why, rk.Snippet = nil, nil
 	if rk.NoWinner = noWinner(rk); rk.NoWinner != "" {
 		return
 	}
 	rk.Why = why(rk)
-	if len(rk.Rows) > 0 && rk.Rows[0].Rank == 1 {
+	if len(rk.Rows) > 0 && rk.Rows[0].Rank == 1 && rk.Answer != AnswerNone {
 		rk.Snippet = SnippetFor(rk.Rows[0])
 	}
 }
@@ -286,7 +457,9 @@ func (rk *Ranking) settle() {
 // from cache, one request whose prefix nothing held, traffic without reuse: the rule would then
 // name a router by its requirements alone, at 0%), or when two or more are ranked and every one
 // has exactly the same figures (the same prefill saved and hit rate: the traffic does not
-// separate them).
+// separate them), or when the first two tie on every count the rule weighs. A verdict that
+// names a router always gets one (rule 3): ties fall to the product the user runs and the
+// smaller change, and a tie past them is said in Why.
 func noWinner(rk *Ranking) string {
 	var ranked []Row
 	for _, r := range rk.Rows {
@@ -294,7 +467,7 @@ func noWinner(rk *Ranking) string {
 			ranked = append(ranked, r)
 		}
 	}
-	if len(ranked) == 0 {
+	if len(ranked) == 0 || len(rk.answering(ranked)) > 0 {
 		return ""
 	}
 	best := ranked[0]
@@ -324,9 +497,12 @@ func noWinner(rk *Ranking) string {
 			len(ranked), 100*ranked[0].PrefillSaved, rk.Today, 100*ranked[0].HitRate)
 	}
 	// The first and the next tie on everything the rule weighs: only the name would pick one.
+	if rk.FirstBy != "" {
+		return ""
+	}
 	var tied []string
 	for _, r := range ranked {
-		if !tiesOnRule(r, ranked[0]) {
+		if rk.compareFigures(r, ranked[0]) != 0 {
 			break
 		}
 		tied = append(tied, r.Name())
@@ -335,14 +511,8 @@ func noWinner(rk *Ranking) string {
 		return ""
 	}
 	f := ranked[0]
-	return fmt.Sprintf("%s tie on everything the rule weighs (%d requirement(s) missing, %d points of today's prefill saved, %d requirement(s), all %s): only their names differ, so none is named first",
-		strings.Join(tied, ", "), f.Missing(), points(f.PrefillSaved), len(f.Requirements), f.Variant)
-}
-
-// tiesOnRule reports whether two ranked rows are equal on every count of the rule but the name.
-func tiesOnRule(a, b Row) bool {
-	return a.Missing() == b.Missing() && points(a.PrefillSaved) == points(b.PrefillSaved) &&
-		len(a.Requirements) == len(b.Requirements) && variantOrder[a.Variant] == variantOrder[b.Variant]
+	return fmt.Sprintf("%s tie on everything the rule weighs (%d requirement(s) missing, %d points of today's prefill saved, %d met, %d not met, all %s, TTFT p99 %s, load max/mean %.2f): only their names differ, so none is named first",
+		strings.Join(tied, ", "), f.Missing(), points(f.PrefillSaved), f.Met(), f.Unmet(), f.Variant, seconds(f.TTFTP99), f.LoadMaxOverMean)
 }
 
 func steadyHit(r sim.Result) float64 {
@@ -355,22 +525,52 @@ func steadyHit(r sim.Result) float64 {
 // points is prefill saved in whole points, the figure the rule compares.
 func points(saved float64) int { return int(math.Round(saved * 100)) }
 
-var variantOrder = map[string]int{Shipped: 0, Configured: 1, Tuned: 2}
+// millis is a TTFT in whole milliseconds, the figure the rule compares.
+func millis(s float64) int64 { return int64(math.Round(s * 1000)) }
 
-// compare is the rule's order between two ranked rows.
-func compare(a, b Row) int {
+// variantOrder is the smaller change among the variants of one router: as shipped, then as
+// configured, then tuned; for the product the user runs, as configured (what runs) first.
+func (rk *Ranking) variantOrder(r Row) int {
+	if r.Variant == Configured && rk.Stack.Product != "" && r.Product == rk.Stack.Product {
+		return -1
+	}
+	return map[string]int{Shipped: 0, Configured: 1, Tuned: 2}[r.Variant]
+}
+
+// stackOrder is 0 for a row of the product the user runs, 1 for any other.
+func (rk *Ranking) stackOrder(r Row) int {
+	if rk.Stack.Product != "" && r.Product == rk.Stack.Product {
+		return 0
+	}
+	return 1
+}
+
+// compareFigures is rule 2's order between two ranked rows, the name aside.
+func (rk *Ranking) compareFigures(a, b Row) int {
 	return cmp.Or(
 		cmp.Compare(a.Missing(), b.Missing()),
 		cmp.Compare(points(b.PrefillSaved), points(a.PrefillSaved)),
-		cmp.Compare(len(a.Requirements), len(b.Requirements)),
-		cmp.Compare(variantOrder[a.Variant], variantOrder[b.Variant]),
-		strings.Compare(a.Policy, b.Policy),
-		strings.Compare(a.Label, b.Label),
+		cmp.Compare(b.Met(), a.Met()),
+		cmp.Compare(rk.stackOrder(a), rk.stackOrder(b)),
+		cmp.Compare(a.Unmet(), b.Unmet()),
+		cmp.Compare(rk.variantOrder(a), rk.variantOrder(b)),
+		cmp.Compare(millis(a.TTFTP99), millis(b.TTFTP99)),
+		cmp.Compare(hundredths(a.LoadMaxOverMean), hundredths(b.LoadMaxOverMean)),
 	)
 }
 
-// order sorts the rows by the rule and numbers the ranked ones.
-func order(rows []Row) {
+// hundredths is a load max/mean as the table shows it, the figure the rule compares.
+func hundredths(x float64) int64 { return int64(math.Round(x * 100)) }
+
+// compare is rule 2's order between two ranked rows.
+func (rk *Ranking) compare(a, b Row) int {
+	return cmp.Or(rk.compareFigures(a, b), strings.Compare(a.Policy, b.Policy), strings.Compare(a.Label, b.Label))
+}
+
+// order sorts the rows by the rule, puts the first row rule 3 chooses first, keeps
+// concentrating rows behind balanced ones within the margin, and numbers the ranked rows.
+func (rk *Ranking) order() {
+	rows := rk.Rows
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		if (a.Excluded == "") != (b.Excluded == "") {
 			if a.Excluded == "" {
@@ -381,13 +581,114 @@ func order(rows []Row) {
 		if a.Excluded != "" {
 			return cmp.Or(cmp.Compare(points(b.PrefillSaved), points(a.PrefillSaved)), strings.Compare(a.Policy, b.Policy))
 		}
-		return compare(a, b)
+		return rk.compare(a, b)
 	})
+	n := 0
+	for n < len(rows) && rows[n].Excluded == "" {
+		n++
+	}
+	rk.FirstBy, rk.Displaced = "", ""
+	if n > 0 {
+		rk.chooseFirst(rows[:n])
+		rk.balance(rows[1:n])
+	}
 	for i := range rows {
 		if rows[i].Excluded == "" {
 			rows[i].Rank = i + 1
 		}
 	}
+}
+
+// chooseFirst applies rule 3 to the ranked rows in rule 2's order and moves the row it chooses
+// first, recording which part chose it (FirstBy) and the row it displaced.
+func (rk *Ranking) chooseFirst(rows []Row) {
+	pool := make([]int, len(rows))
+	for i := range pool {
+		pool[i] = i
+	}
+	by := ""
+	if in := rk.answering(rows); len(in) > 0 {
+		lead := rows[0]
+		keep := rk.Answer == FamilySession && lead.Family == FamilyKV && lead.HitRate-rows[in[0]].HitRate >= rk.Rules.SessionMargin-1e-9
+		if !keep {
+			pool = in
+			if in[0] != 0 {
+				by = "answer"
+			}
+		}
+	}
+	best := pool[0]
+	if p := rk.Stack.Product; p != "" {
+		for _, i := range pool {
+			if rows[i].Product != p {
+				continue
+			}
+			if i != best && rows[i].Missing() <= rows[best].Missing() && rows[best].HitRate-rows[i].HitRate < rk.Rules.StackMargin-1e-9 {
+				best, by = i, "stack"
+			}
+			break
+		}
+	}
+	if rows[best].Concentrates {
+		for _, i := range pool {
+			if !rows[i].Concentrates && rows[i].Missing() <= rows[best].Missing() && points(rows[i].PrefillSaved) >= points(rows[best].PrefillSaved)-rk.Rules.BalancedMargin {
+				best, by = i, "balanced"
+				break
+			}
+		}
+	}
+	if best == 0 {
+		return
+	}
+	rk.FirstBy, rk.Displaced = by, rows[0].Name()
+	moveTo(rows, best, 0)
+}
+
+// answering returns the indexes of the ranked rows that stand for the verdict: of its kind,
+// serving Rules.MinGain more than today's routing; none without a router verdict.
+func (rk *Ranking) answering(rows []Row) []int {
+	if !rk.RouterAnswer() {
+		return nil
+	}
+	var in []int
+	for i := range rows {
+		if rows[i].Family == rk.Answer && rows[i].HitRate-rk.TodayHitRate >= rk.Rules.MinGain-1e-9 {
+			in = append(in, i)
+		}
+	}
+	return in
+}
+
+// Answering reports whether the first row stands for the router verdict the ranking was set
+// against: ranked first, of the verdict's kind, serving the min gain over today's routing.
+func (rk *Ranking) Answering() bool {
+	if len(rk.Rows) == 0 || rk.Rows[0].Rank != 1 {
+		return false
+	}
+	return len(rk.answering(rk.Rows[:1])) == 1
+}
+
+// balance keeps a concentrating row behind every balanced row that saves within the margin of
+// it (and has no more requirements missing), the rest of rule 2's order kept.
+func (rk *Ranking) balance(rows []Row) {
+	for i := range rows {
+		if !rows[i].Concentrates {
+			continue
+		}
+		for j := i + 1; j < len(rows); j++ {
+			if !rows[j].Concentrates && rows[j].Missing() <= rows[i].Missing() && points(rows[j].PrefillSaved) >= points(rows[i].PrefillSaved)-rk.Rules.BalancedMargin {
+				moveTo(rows, j, i)
+				break
+			}
+		}
+	}
+}
+
+// moveTo moves rows[from] to index to (to < from), shifting the rows between down by one.
+func moveTo(rows []Row, from, to int) {
+	r := rows[from]
+	copy(rows[to+1:from+1], rows[to:from])
+	rows[to] = r
 }
 
 // Name is a row's name in sentences: the policy and its variant.
@@ -399,7 +700,8 @@ func (r Row) Name() string {
 	return s + ")"
 }
 
-// why explains the first row's place against the second and against the rows left out.
+// why explains the first row's place: the part of rule 3 that chose it, against the second,
+// and against the rows that save more but are behind it.
 func why(rk *Ranking) []string {
 	if len(rk.Rows) == 0 || rk.Rows[0].Rank != 1 {
 		return nil
@@ -408,7 +710,31 @@ func why(rk *Ranking) []string {
 	var out []string
 	out = append(out, fmt.Sprintf("%s saves %.1f%% of today's prefill (%s) after the warm-up, with load max/mean %.2f and TTFT p99 %s",
 		first.Name(), 100*first.PrefillSaved, rk.Today, first.LoadMaxOverMean, seconds(first.TTFTP99)))
-	if len(rk.Rows) > 1 && rk.Rows[1].Rank == 2 {
+	var displaced *Row
+	for i := range rk.Rows {
+		if rk.Rows[i].Name() == rk.Displaced {
+			displaced = &rk.Rows[i]
+		}
+	}
+	if displaced != nil {
+		d := *displaced
+		switch rk.FirstBy {
+		case "answer":
+			what := map[string]string{FamilySession: "session affinity", FamilyKV: "a KV-aware router"}[rk.Answer]
+			text := fmt.Sprintf("the recommendation is %s, and this is the first router of that kind; %s comes before it in the order alone (%.1f%%) but is not one", what, d.Name(), 100*d.PrefillSaved)
+			if rk.Answer == FamilySession && d.Family == FamilyKV {
+				text += fmt.Sprintf(", and serves %.1f points more, under the %.0f-point session margin", 100*(d.HitRate-first.HitRate), 100*rk.Rules.SessionMargin)
+			}
+			out = append(out, text)
+		case "stack":
+			out = append(out, fmt.Sprintf("%s is the product you run (%s): %s serves %.1f points more of all prompt tokens, under the %.0f-point stack margin a change of product must bring",
+				first.Product, rk.Stack.From, d.Name(), 100*(d.HitRate-first.HitRate), 100*rk.Rules.StackMargin))
+		case "balanced":
+			out = append(out, fmt.Sprintf("%s saves %.1f%% but concentrates requests (load max/mean %.2f >= %.1f: a surge lands on one replica, whether or not requests wait at this load); a balanced row within %d point(s) comes first",
+				d.Name(), 100*d.PrefillSaved, d.LoadMaxOverMean, rk.Rules.Concentration, rk.Rules.BalancedMargin))
+		}
+	}
+	if len(rk.Rows) > 1 && rk.Rows[1].Rank == 2 && (displaced == nil || rk.Rows[1].Name() != displaced.Name()) {
 		second := rk.Rows[1]
 		switch {
 		case first.Missing() < second.Missing():
@@ -417,14 +743,28 @@ func why(rk *Ranking) []string {
 		case points(first.PrefillSaved) > points(second.PrefillSaved):
 			out = append(out, fmt.Sprintf("ahead of %s by %d point(s) of prefill saved (%.1f%%)",
 				second.Name(), points(first.PrefillSaved)-points(second.PrefillSaved), 100*second.PrefillSaved))
-		case len(first.Requirements) < len(second.Requirements):
-			out = append(out, fmt.Sprintf("ties with %s at %d points and needs less (%d requirement(s) against %d)",
-				second.Name(), points(first.PrefillSaved), len(first.Requirements), len(second.Requirements)))
-		case variantOrder[first.Variant] < variantOrder[second.Variant]:
+		case first.Met() > second.Met():
+			out = append(out, fmt.Sprintf("ties with %s at %d points and has more requirements met (%d requirement(s) met against %d)",
+				second.Name(), points(first.PrefillSaved), first.Met(), second.Met()))
+		case rk.stackOrder(first) < rk.stackOrder(second):
+			out = append(out, fmt.Sprintf("ties with %s at %d points and is the product you run (%s)", second.Name(), points(first.PrefillSaved), rk.Stack.From))
+		case first.Unmet() < second.Unmet():
+			out = append(out, fmt.Sprintf("ties with %s at %d points and is the smaller change (%d requirement(s) not shown met against %d)",
+				second.Name(), points(first.PrefillSaved), first.Unmet(), second.Unmet()))
+		case rk.variantOrder(first) < rk.variantOrder(second):
 			out = append(out, fmt.Sprintf("ties with %s at %d points and changes fewer settings (%s before %s)",
 				second.Name(), points(first.PrefillSaved), first.Variant, second.Variant))
+		case millis(first.TTFTP99) < millis(second.TTFTP99):
+			out = append(out, fmt.Sprintf("ties with %s at %d points on everything else and has the lower TTFT p99 (%s against %s)",
+				second.Name(), points(first.PrefillSaved), seconds(first.TTFTP99), seconds(second.TTFTP99)))
+		case hundredths(first.LoadMaxOverMean) < hundredths(second.LoadMaxOverMean):
+			out = append(out, fmt.Sprintf("ties with %s at %d points on everything else and spreads the requests more evenly (load max/mean %.2f against %.2f)",
+				second.Name(), points(first.PrefillSaved), first.LoadMaxOverMean, second.LoadMaxOverMean))
+		case rk.compareFigures(first, second) == 0 && first.Policy == second.Policy:
+			out = append(out, fmt.Sprintf("the same router as %s with other settings, and the same figures: either will do; start from this one", second.Name()))
+		case rk.compareFigures(first, second) == 0:
+			out = append(out, fmt.Sprintf("ties with %s on every count the rule weighs; the recommendation needs one router, and this one comes first by name: either will do, start from this one", second.Name()))
 		}
-		// A tie the name alone would break names no first (noWinner).
 	}
 	for _, r := range rk.Rows[1:] {
 		if r.Rank > 0 && r.Missing() > first.Missing() && points(r.PrefillSaved) > points(first.PrefillSaved) {
@@ -435,6 +775,20 @@ func why(rk *Ranking) []string {
 		if r.Excluded != "" && points(r.PrefillSaved) > points(first.PrefillSaved) {
 			out = append(out, fmt.Sprintf("%s saves more (%.1f%%) but is not ranked: %s", r.Name(), 100*r.PrefillSaved, r.Excluded))
 		}
+	}
+	if first.Concentrates {
+		text := fmt.Sprintf("it concentrates requests itself (load max/mean %.2f): no balanced row", first.LoadMaxOverMean)
+		if rk.FirstBy == "answer" || len(rk.answering(rk.Rows[:1])) == 1 {
+			text += " of the recommendation's kind"
+		}
+		text += fmt.Sprintf(" saves within %d point(s) of it; watch its busiest replica's queue as traffic grows", rk.Rules.BalancedMargin)
+		for _, r := range rk.Rows[1:] {
+			if r.Rank > 0 && !r.Concentrates && r.Family != first.Family && points(r.PrefillSaved) >= points(first.PrefillSaved)-rk.Rules.BalancedMargin {
+				text += fmt.Sprintf("; %s, of another kind, does (%.1f%%, load max/mean %.2f)", r.Name(), 100*r.PrefillSaved, r.LoadMaxOverMean)
+				break
+			}
+		}
+		out = append(out, text)
 	}
 	if n := first.Missing(); n > 0 {
 		out = append(out, fmt.Sprintf("the files show %d of its own requirements missing: meet them before it can run as replayed", n))
