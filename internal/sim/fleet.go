@@ -135,6 +135,7 @@ type tally struct {
 	queueMax               int
 	steadyInputTokens      int64
 	steadyHitBlocks        int64
+	lastDone               float64 // when the last job finished
 	ttft                   []float64
 	records                []Job // every job by seq, only when asked for them (routes, tests)
 }
@@ -561,6 +562,7 @@ func (f *Pool) finish(j *Job, t float64) {
 func (f *Pool) record(j *Job) {
 	s := &f.tally
 	s.jobs++
+	s.lastDone = max(s.lastDone, j.done)
 	s.inputTokens += int64(j.req.InputTokens)
 	s.hitBlocks += int64(j.hit)
 	if j.steady {

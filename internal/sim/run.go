@@ -53,6 +53,10 @@ type Result struct {
 	// QueueMean and QueueMax: requests ahead of an arriving request at its replica.
 	QueueMean float64
 	QueueMax  int
+	// Makespan is the time from the first arrival to the last request's end, in seconds: the
+	// requests over it are the throughput a fleet kept up (under overload, the rate its
+	// replicas could serve).
+	Makespan float64
 	// TTFTP50 and TTFTP99 are the TTFT proxy (queueing plus uncached prefill), in seconds.
 	TTFTP50 float64
 	TTFTP99 float64
@@ -233,6 +237,9 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 	res.SteadyInputTokens = s.steadyInputTokens
 	res.SteadyHitTokens = s.steadyHitBlocks * int64(t.BlockSize)
 	res.QueueMax = s.queueMax
+	if len(t.Requests) > 0 && s.jobs > 0 {
+		res.Makespan = s.lastDone - t.Requests[0].Arrival
+	}
 	if res.InputTokens > 0 {
 		res.HitRate = float64(res.HitTokens) / float64(res.InputTokens)
 	}

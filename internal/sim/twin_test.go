@@ -92,3 +92,27 @@ func TestTwinsApart(t *testing.T) {
 		t.Errorf("TwinsApart = %+v, want 4 requests, 8000 tokens", got)
 	}
 }
+
+// TestMakespan: the time from the first arrival to the last end. Two requests of 160 tokens (10
+// blocks of 16) and 10 output tokens on one replica, at 1 s and 1.001 s: the first prefills
+// 160 tokens (16 ms) and decodes 10 tokens (200 ms), ending at 1.216 s; the second waits for the
+// prefill engine, prefills its own 160 tokens from 1.016 s to 1.032 s and ends at 1.232 s:
+// makespan 0.232 s.
+func TestMakespan(t *testing.T) {
+	tr := &Trace{Name: "two", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
+	for i := range 2 {
+		var blocks []uint64
+		for b := range 10 {
+			blocks = append(blocks, uint64(i*100+b))
+		}
+		tr.Requests = append(tr.Requests, Request{Arrival: 1 + 0.001*float64(i), Blocks: blocks, InputTokens: 160, OutputTokens: 10, N: 1})
+	}
+	c := Config{Replicas: 1, KVBlocks: 100, Model: DefaultModel(), Seed: 1, AddReplicaAt: -1, Params: DefaultParams()}
+	res, err := Simulate(tr, c, "round-robin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.Makespan - 0.232; d > 1e-9 || d < -1e-9 {
+		t.Errorf("makespan %.6f s, want 0.232", res.Makespan)
+	}
+}
