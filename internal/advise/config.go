@@ -85,17 +85,30 @@ func (d *decision) configEvidence() {
 	if c == nil {
 		return
 	}
-	errs, warns := 0, 0
+	errs, warns, infos := 0, 0, 0
+	var rules []string
 	for _, f := range c.Findings {
 		switch f.Severity {
 		case finding.Error:
 			errs++
 		case finding.Warning:
 			warns++
+		default:
+			infos++
+		}
+		what := f.Code
+		if r := f.Properties["rule"]; r != "" {
+			what = r + " " + f.Code
+		}
+		if !slices.Contains(rules, what) {
+			rules = append(rules, what)
 		}
 	}
-	d.evidence("config.findings", "lint", shortList(c.Inputs), "router and engine configuration ("+orNone(strings.Join(c.Systems, ", "))+")",
-		"%s, %s in %s", count(errs, "error"), count(warns, "warning"), count(c.Files, "file"))
+	fig := fmt.Sprintf("%s, %s, %s in %s", count(errs, "error"), count(warns, "warning"), count(infos, "info"), count(c.Files, "file"))
+	if len(rules) > 0 {
+		fig += ": " + strings.Join(rules, ", ")
+	}
+	d.evidence("config.findings", "lint", shortList(c.Inputs), "router and engine configuration ("+orNone(strings.Join(c.Systems, ", "))+")", "%s", fig)
 }
 
 // configBlockers passes the config findings on as fixes and returns the blockers: an error that
@@ -106,7 +119,11 @@ func (d *decision) configBlockers(route Verdict) []Reason {
 	if c == nil {
 		return nil
 	}
-	d.passOn(c.Findings)
+	// Every finding of the user's own files is passed on, infos too: each is a rule about the
+	// router they run (passOn keeps only warnings and errors of the other analyses).
+	for _, f := range c.Findings {
+		d.fix(f)
+	}
 	var any, kv, session []string
 	for _, f := range c.Findings {
 		if f.Severity != finding.Error {
@@ -138,38 +155,56 @@ func (d *decision) configBlockers(route Verdict) []Reason {
 	return out
 }
 
-// configAdvice replaces the generic advice about a system whose configuration the user gave with
-// what the checks found in it.
+// configAdvice replaces the generic advice about a system whose configuration the user gave
+// with what the checks found in it, every finding counted with its rule id (an info too: LL-03,
+// LiteLLM's prompt caching as the only affinity, is advice about the user's own router), and,
+// when the files show the router the user runs, leaves out the lines about other routers:
+// the advice names the user's product (the ranking names the alternatives).
 func configAdvice(lines []string, c *Config) []string {
 	if c == nil {
 		return lines
 	}
-	counts := map[string]int{}
+	found := map[string][]string{}
 	for _, f := range c.Findings {
-		if f.Severity < finding.Warning {
-			continue
-		}
 		sys, _, _ := strings.Cut(f.Code, "/")
-		counts[systemOf[sys]]++
+		what := f.Code
+		if r := f.Properties["rule"]; r != "" {
+			what = r + " " + f.Code
+		}
+		found[systemOf[sys]] = append(found[systemOf[sys]], what)
 	}
+	runs := slices.ContainsFunc(c.Systems, func(s string) bool { return slices.Contains(routerSystems, s) })
 	out := make([]string, 0, len(lines))
 	for _, l := range lines {
-		replaced := false
-		for _, s := range c.Systems {
-			if !strings.HasPrefix(l, s+":") && !strings.HasPrefix(l, s+" ") {
-				continue
-			}
-			if n := counts[s]; n > 0 {
-				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint): %s to act on, listed under the fixes", s, count(n, "finding")))
+		sys := lineSystem(l)
+		switch {
+		case sys == "":
+			out = append(out, l)
+		case slices.Contains(c.Systems, sys):
+			if fs := found[sys]; len(fs) > 0 {
+				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint): %s listed under the fixes: %s", sys, count(len(fs), "finding"), strings.Join(fs, ", ")))
 			} else {
-				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint) and none of its router-trap rules fired", s))
+				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint) and none of its router-trap rules fired", sys))
 			}
-			replaced = true
-			break
-		}
-		if !replaced {
+		case !runs || !slices.Contains(routerSystems, sys):
 			out = append(out, l)
 		}
 	}
 	return out
+}
+
+// routerSystems are the systems of systemOf that route requests: the files show the one the user
+// runs.
+var routerSystems = []string{"LiteLLM", "llm-d", "vLLM production-stack", "Dynamo", "Ray Serve", "SGLang", "AIBrix"}
+
+// lineSystem is the system an advice line is about (its first words, systemOf's name), "" for a
+// line about none in particular.
+func lineSystem(l string) string {
+	best := ""
+	for _, s := range systemOf {
+		if (strings.HasPrefix(l, s+":") || strings.HasPrefix(l, s+" ")) && len(s) > len(best) {
+			best = s
+		}
+	}
+	return best
 }

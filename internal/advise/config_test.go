@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/lint"
 )
 
@@ -89,26 +90,51 @@ func TestConfigDecides(t *testing.T) {
 	}
 }
 
+// TestConfigAdvice: with the user's llm-d configuration, the advice for a KV-aware router names
+// llm-d and what the checks found in it (its one finding, with its rule id), keeps the lines
+// about no product in particular (the exact routers' hash parity, naive longest-prefix
+// routing), and leaves out the lines about the routers the user does not run (Dynamo,
+// production-stack, SGLang, Ray, LiteLLM): 8 lines become 3 (issue 22, failure 6: the advice
+// talked about production-stack to a LiteLLM user). Without a router in the files (an engine
+// Deployment alone) every line stays.
 func TestConfigAdvice(t *testing.T) {
 	kvWins := replay(0.30, 10, true, pol("chash-bounded", 0.35, 1.3), pol("session", 0.36, 3), pol("kv-load", 0.60, 1.07))
 	generic := Decide(Input{Replay: kvWins}, DefaultThresholds()).Advice
 	rec := Decide(Input{Replay: kvWins, Config: lintConfig(t, map[string]string{"epc.yaml": epcNoTokenizer})}, DefaultThresholds())
-	var llmd []string
-	for _, a := range rec.Advice {
-		if strings.HasPrefix(a, "llm-d:") {
-			llmd = append(llmd, a)
-		}
+	want := []string{generic[0], "llm-d: your configuration was checked (kvcheck lint): 1 finding listed under the fixes: LD-01 llm-d/estimate-tokenizer", generic[len(generic)-1]}
+	if len(generic) != 8 || !strings.HasPrefix(want[0], "exact KV-aware routers") || !strings.HasPrefix(want[2], "naive longest-prefix routing") {
+		t.Fatalf("the generic advice changed: %q", generic)
 	}
-	want := []string{"llm-d: your configuration was checked (kvcheck lint): 1 finding to act on, listed under the fixes"}
-	if diff := cmp.Diff(want, llmd); diff != "" {
-		t.Errorf("llm-d advice (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, rec.Advice); diff != "" {
+		t.Errorf("advice (-want +got):\n%s", diff)
 	}
+	rec = Decide(Input{Replay: kvWins, Config: lintConfig(t, map[string]string{"deploy.yaml": engineOff})}, DefaultThresholds())
 	if len(rec.Advice) != len(generic) {
-		t.Errorf("advice has %d lines, the generic advice %d: only the llm-d line should change", len(rec.Advice), len(generic))
+		t.Errorf("no router in the files: %d lines of advice, want the %d generic ones", len(rec.Advice), len(generic))
 	}
-	for _, a := range rec.Advice {
-		if strings.HasPrefix(a, "Dynamo:") && !slices.Contains(generic, a) {
-			t.Errorf("advice for a system not configured changed: %q", a)
-		}
+}
+
+// TestConfigInfoFindings: issue 22, failure 6. A LiteLLM config whose only affinity is prompt
+// caching: kvcheck lint reports LL-03 (an info), which assess left out of its fixes and its
+// evidence ("0 errors, 0 warnings"), and whose advice said none of the router-trap rules had
+// fired. Every finding of the user's files is a fix, the evidence names its rule id, and the
+// LiteLLM advice line says what was found.
+func TestConfigInfoFindings(t *testing.T) {
+	const litellm = "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct\n      api_base: http://vllm-0:8000/v1\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct\n      api_base: http://vllm-1:8000/v1\nrouter_settings:\n  routing_strategy: simple-shuffle\n  optional_pre_call_checks: [\"prompt_caching\"]\n"
+	sessionWins := replay(0.30, 10, true, pol("chash-bounded", 0.55, 1.2), pol("session", 0.56, 1.3), pol("kv-load", 0.57, 1.07))
+	rec := Decide(Input{Replay: sessionWins, Config: lintConfig(t, map[string]string{"litellm.yaml": litellm})}, DefaultThresholds())
+	if !slices.ContainsFunc(rec.Fixes, func(f finding.Finding) bool {
+		return f.Code == "litellm/prompt-caching-only" && f.Properties["rule"] == "LL-03"
+	}) {
+		t.Errorf("no LL-03 fix in %+v", rec.Fixes)
+	}
+	if !slices.ContainsFunc(rec.Evidence, func(e Evidence) bool {
+		return e.ID == "config.findings" && e.Figure == "0 errors, 0 warnings, 1 info in 1 file: LL-03 litellm/prompt-caching-only"
+	}) {
+		t.Errorf("evidence %+v", rec.Evidence)
+	}
+	want := "LiteLLM: your configuration was checked (kvcheck lint): 1 finding listed under the fixes: LL-03 litellm/prompt-caching-only"
+	if !slices.Contains(rec.Advice, want) || slices.ContainsFunc(rec.Advice, func(a string) bool { return strings.HasPrefix(a, "vLLM production-stack") }) {
+		t.Errorf("advice %q, want %q and no production-stack line", rec.Advice, want)
 	}
 }

@@ -99,7 +99,8 @@ func advice(route Verdict, in Input, th Thresholds) []string {
 			"llm-d: configure the vllm tokenizer backend for the exact prefix scorer (the default estimate counts about 4 bytes a token and silently degrades it); do not run the approximate producer active-active; event replay needs vLLM 0.26 or later",
 			"Dynamo: --router-kv-overlap-score-credit-decay defaults to 0, so a freshly scaled replica never wins; --router-mode kv does not switch the engines' event publisher on",
 			"vLLM production-stack: kvaware and loadaware read only the prompt field, so chat completions are matched on an empty string; prefixaware hashes 128-character text chunks, never evicts and never breaks affinity under load",
-			"SGLang cache_aware: the Rust and Python gateways' default tree sizes differ by four orders of magnitude; Ray Serve PrefixCacheAffinityRouter: the imbalance threshold is infinite by default",
+			"SGLang cache_aware: the Rust and Python gateways' default tree sizes differ by four orders of magnitude",
+			"Ray Serve PrefixCacheAffinityRouter: the imbalance threshold is infinite by default",
 			"LiteLLM has no prefix-aware routing; with a router below it, keep num_retries at 0 or 1",
 		)
 		out = append(out, "naive longest-prefix routing makes hot spots where many requests share a first block: use a scorer that weighs load (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load), as the replayed policies do")

@@ -127,6 +127,10 @@ func (t *Text) assess(r advise.Recommendation, rk *rank.Ranking) error {
 		}
 		for _, f := range r.Fixes {
 			f.Message = brief(f.Message)
+			if rule := f.Properties["rule"]; rule != "" {
+				// A configuration rule's table id, as kvcheck lint shows it.
+				f.Code = rule + " " + f.Code
+			}
 			t.Finding(f)
 			switch {
 			case f.Fix == "":
