@@ -45,7 +45,7 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: false,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitcode},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitcode, "routes": routesCmd},
 		// [env:NAME] holds when NAME is set and non-empty, as the comment above promises.
 		Condition: func(cond string) (bool, error) {
 			if name, ok := strings.CutPrefix(cond, "env:"); ok {

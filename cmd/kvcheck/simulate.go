@@ -20,6 +20,7 @@ type simulateOptions struct {
 	// (--<id>-defaults, for the products that ship more than one).
 	defaults map[string]*string
 	plot     string
+	routes   string
 	failOn   finding.FailOn
 }
 
@@ -64,6 +65,14 @@ policies (kv-*) an index of at most 32 + 64 x ceil(replicas/64) bytes per KV blo
 fleet, approx-prefix 80 bytes per entry of its router-side index (--approx-tokens), 8 bytes per
 request sent and about 100 per request waiting in a queue.
 
+Routes (--routes FILE): one JSON object a line per request sent (each sibling its own) and
+replay, in the tables' order, each replay's in arrival order: policy, variant, label, replicas,
+kv_blocks, request (its place in the source, from 0), sibling, replica (from 0), prompt_tokens,
+cached_tokens, and reason, the branch of its rule the router took. Memory does not grow with the
+trace (16 bytes a request on a temporary file, 64 KiB per replay running); the file is renamed
+into place once whole, so a failed run leaves none. "-" writes to standard output only when
+every -o goes to a file.
+
 Policies (--policies):
 ` + policyHelp() + `
 ` + exitCodesHelp,
@@ -71,7 +80,8 @@ Policies (--policies):
   kvcheck simulate --requests gateway.jsonl --tokenize http://127.0.0.1:8000 --replicas 4
   kvcheck simulate --recording tap.rec --replicas 4
   kvcheck simulate --trace conv.jsonl --replicas 2,4,8,16 --kv-blocks 1024,8192 --plot sweep.svg
-  kvcheck simulate --trace conv.jsonl --replicas 4 --add-replica-at 30m --policies round-robin,kv-longest,kv-load`,
+  kvcheck simulate --trace conv.jsonl --replicas 4 --add-replica-at 30m --policies round-robin,kv-longest,kv-load
+  kvcheck simulate --requests gateway.jsonl --replicas 4 --policies routers --routes routes.jsonl`,
 		Args: noArgs,
 		RunE: g.command(func(cmd *cobra.Command, _ []string) (report.Result, error) {
 			so.Changed, src.Stdin = cmd.Flags().Changed, s.In
@@ -79,7 +89,18 @@ Policies (--policies):
 			if err := rl.Source.Check(src.Requests); err != nil {
 				return report.Result{}, err
 			}
+			if err := report.CheckRoutes(o.routes, g.outputs, o.plot); err != nil {
+				return report.Result{}, err
+			}
+			routes, err := startRoutes(o.routes, s)
+			if err != nil {
+				return report.Result{}, err
+			}
+			if routes != nil {
+				so.Routes = routes
+			}
 			rep, err := so.Run(cmd.Context(), g.status)
+			err = endRoutes(routes, err)
 			if err == nil && o.plot != "" {
 				err = report.SimulationSVGFile(o.plot, rep)
 			}
@@ -120,6 +141,7 @@ Policies (--policies):
 	f.Float64Var(&so.Params.CreditDecay, "credit-decay", so.Params.CreditDecay, "kv-decay: overlap credit divided by 1+decay*queued requests")
 	f.IntVar(&so.Params.ApproxTokens, "approx-tokens", 0, "approx-prefix: capacity of the router's own index in tokens per replica (default: the KV capacity)")
 	f.StringVar(&o.plot, "plot", "", "also write an SVG chart of hit rate, load imbalance and TTFT p99 per policy across the sweep to this file")
+	f.StringVar(&o.routes, "routes", "", routesHelp)
 	f.StringVar((*string)(&o.failOn), "fail-on", "never", "exit 3 when a finding (hot-spot, starved-replica: warning) reaches this severity: error, warning, info or never")
 	return cmd
 }
@@ -187,4 +209,27 @@ trace of block hashes the output says they cannot run and why (a cannot-run find
 		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+// routesHelp is --routes' help, simulate's and assess's.
+const routesHelp = `also write every request's route as JSON Lines to this file, one object per request sent and replay (policy, variant, label, replicas, kv_blocks, request, sibling, replica, prompt_tokens, cached_tokens, reason); "-" for standard output when every -o goes to a file`
+
+// startRoutes starts --routes' output (nil when not asked for).
+func startRoutes(path string, s streams) (*report.Routes, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return report.CreateRoutes(path, s.Out)
+}
+
+// endRoutes commits --routes' output when the run succeeded, and drops it when it did not.
+func endRoutes(r *report.Routes, err error) error {
+	switch {
+	case r == nil:
+		return err
+	case err != nil:
+		r.Abort()
+		return err
+	}
+	return r.Commit()
 }

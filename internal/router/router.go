@@ -122,7 +122,12 @@ func Emulations(defaults map[string]string) ([]sim.PolicyInfo, error) {
 			}
 			v = vs[i]
 		}
-		out = append(out, p.Emulations(v.Settings)...)
+		for _, e := range p.Emulations(v.Settings) {
+			if len(vs) > 1 {
+				e.Label = v.Label
+			}
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }

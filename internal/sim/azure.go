@@ -128,7 +128,7 @@ func readAzure(r io.Reader, name string, blockSize int, lim Limits) (*Trace, err
 	for i, s := range spans {
 		t.Requests[i].Blocks = keys[s.from:s.to:s.to]
 	}
-	if sortByArrival(t.Requests) {
+	if t.sortByArrival() {
 		// Arrivals before the first row are negative; shift so the trace starts at 0.
 		first := t.Requests[0].Arrival
 		for i := range t.Requests {

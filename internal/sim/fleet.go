@@ -13,6 +13,7 @@ import (
 type Job struct {
 	seq     int // order sent, siblings included
 	index   int // the request's index in the trace
+	sibling int // its copy among the request's siblings, from 0
 	req     *Request
 	ids     []int32 // req.Blocks as the trace's dense ids
 	rep     int
@@ -125,6 +126,8 @@ type Pool struct {
 	// obs, when the policy keeps its own account of the requests it sent, is told when a job's
 	// prefill ends and when it finishes.
 	obs Observer
+	// routes, when set, is told every finished job's route (simulate --routes).
+	routes *routeLog
 }
 
 // tally is what a replay keeps of every finished job: sums, and the TTFTs for the quantiles.
@@ -575,6 +578,9 @@ func (f *Pool) record(j *Job) {
 	s.ttft = append(s.ttft, j.ttft)
 	if s.records != nil {
 		s.records[j.seq] = *j
+	}
+	if f.routes != nil {
+		f.routes.add(j)
 	}
 	f.pool.put(j)
 }

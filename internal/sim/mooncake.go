@@ -155,7 +155,7 @@ func readMooncake(r io.Reader, name string, blockSize int, lim Limits) (*Trace, 
 	for _, k := range unknownOrder {
 		t.Notes = append(t.Notes, fmt.Sprintf("field %s (on %d rows) is not used by the simulator", clip(k), unknown[k]))
 	}
-	if sortByArrival(t.Requests) {
+	if t.sortByArrival() {
 		t.Notes = append(t.Notes, "timestamps were not in order; requests were sorted by timestamp")
 	}
 	// Arrivals count from the first request (the published traces start at 0, exports with

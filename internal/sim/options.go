@@ -44,6 +44,9 @@ type Options struct {
 	AddReplicaAt time.Duration
 	Params       Params
 
+	// Routes, when not nil, is given every replay's routes (simulate --routes; Sweep.Routes).
+	Routes RouteWriter
+
 	// Changed reports whether a flag was given on the command line (cobra's Flags().Changed);
 	// nil means none was.
 	Changed func(flag string) bool
@@ -185,6 +188,7 @@ func (o Options) Run(ctx context.Context, st Reporter) (Report, error) {
 	if sweep.KVBlocks, err = o.kvBlocks(tr.BlockSize); err != nil {
 		return Report{}, err
 	}
+	sweep.Routes = o.Routes
 	sweep.Watch = func(p Progress) {
 		if p.SimulationsDone == p.Simulations {
 			st.Done()

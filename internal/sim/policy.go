@@ -44,6 +44,9 @@ type PolicyInfo struct {
 	// Product and Source are set for an emulation of a shipped router: the product's display
 	// name and the upstream source the emulation follows.
 	Product, Source string
+	// Label, for an emulation whose product ships more than one default set, names the set
+	// it runs with ("CLI defaults"; the product's Variant.Label).
+	Label string
 	// NeedsText is set for an emulation that reads the request's text or fields (Request.View):
 	// it cannot run on a trace of block hashes.
 	NeedsText bool
@@ -60,6 +63,15 @@ type PolicyInfo struct {
 	// check and newPolicy are the emulations not yet moved to their product's package.
 	check     func(c Config, t *Trace) error
 	newPolicy func(c Config, blockSize int) policy
+}
+
+// variant names the settings a sweep runs info with, for its routes: none for an idealised
+// policy, shipped (and which default set) for an emulation.
+func (info PolicyInfo) variant() (variant, label string) {
+	if info.Product == "" {
+		return "", ""
+	}
+	return "shipped", info.Label
 }
 
 // FamilyOf is the family of the policy named, among the idealised policies and emulations;

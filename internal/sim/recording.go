@@ -510,7 +510,7 @@ func (rp *replay) finish() (*Trace, error) {
 	for i := range t.Requests {
 		t.Requests[i].Arrival -= rp.first
 	}
-	if sortByArrival(t.Requests) {
+	if t.sortByArrival() {
 		t.Notes = append(t.Notes, "batches from different publishers interleave out of time order; requests were sorted by time")
 	}
 	return t, nil

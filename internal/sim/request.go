@@ -58,6 +58,8 @@ type Trace struct {
 
 	// noView says why a source that holds request bodies kept no Request.View (too much text).
 	noView string
+	// input, when the source was out of time order, is each request's place in it (Input).
+	input []int32
 	// maxRequests is the request limit the trace was read under (MaxRequests when 0): a
 	// simulation of it sends at most as many requests, siblings included.
 	maxRequests int
@@ -124,14 +126,54 @@ func (t *Trace) intern() {
 	})
 }
 
-// sortByArrival orders requests by arrival, keeping the source order for ties, and reports
-// whether it had to move anything.
-func sortByArrival(rs []Request) bool {
+// sortByArrival sorts t's requests by arrival time when they are not in order, ties keeping
+// the source's order, and keeps each request's place in the source (Input: 4 bytes a request,
+// only for a source out of order); it reports whether it sorted.
+func (t *Trace) sortByArrival() bool {
+	rs := t.Requests
 	if slices.IsSortedFunc(rs, func(a, b Request) int { return cmp.Compare(a.Arrival, b.Arrival) }) {
 		return false
 	}
-	slices.SortStableFunc(rs, func(a, b Request) int { return cmp.Compare(a.Arrival, b.Arrival) })
+	in := make([]int32, len(rs))
+	for i := range in {
+		in[i] = int32(i)
+	}
+	slices.SortStableFunc(in, func(a, b int32) int { return cmp.Compare(rs[a].Arrival, rs[b].Arrival) })
+	// Request k of the sorted trace is rs[in[k]]: move them into place a cycle at a time,
+	// marking the places done by complementing their entry, without a second copy.
+	for k := range in {
+		if in[k] < 0 || int(in[k]) == k {
+			continue
+		}
+		first := rs[k]
+		at := k
+		for {
+			from := int(in[at])
+			in[at] = ^in[at]
+			if from == k {
+				rs[at] = first
+				break
+			}
+			rs[at] = rs[from]
+			at = from
+		}
+	}
+	for k := range in {
+		if in[k] < 0 {
+			in[k] = ^in[k]
+		}
+	}
+	t.input = in
 	return true
+}
+
+// Input is request i's place in the order the source gave its requests, from 0: i itself,
+// unless the source was out of time order and the trace sorted it.
+func (t *Trace) Input(i int) int {
+	if t.input == nil {
+		return i
+	}
+	return int(t.input[i])
 }
 
 // MaxRequests is the default bound on the requests a trace source may hold, as MaxBlockRefs

@@ -510,7 +510,7 @@ func (l *requestLog) finish(bodyKey string) (*Trace, error) {
 	if l.full() {
 		t.Notes = append(t.Notes, fmt.Sprintf("read the first %d requests only (--max-requests)", l.opts.MaxRequests))
 	}
-	if sortByArrival(t.Requests) {
+	if t.sortByArrival() {
 		first := t.Requests[0].Arrival
 		for i := range t.Requests {
 			t.Requests[i].Arrival -= first

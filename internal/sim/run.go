@@ -92,21 +92,9 @@ func SimulatePolicy(ctx context.Context, t *Trace, c Config, info PolicyInfo) (R
 	return res, err
 }
 
-// Route is where one request (or one sibling of an n > 1 request) went and why.
-type Route struct {
-	// Request is the request's index in the trace (input order, from 0); its siblings share it.
-	Request int
-	// Replica is the replica it was sent to, from 0.
-	Replica int
-	// CachedTokens are its prompt tokens found in that replica's prefix cache when its prefill
-	// started.
-	CachedTokens int
-	// Reason names the branch of its rule the policy took (Policy.Route).
-	Reason string
-}
-
 // SimulateRoutes is SimulatePolicy that also returns every request's route, in the order the
-// requests were sent (siblings next to each other). It keeps 48 bytes a request sent.
+// requests were sent (siblings next to each other), for tests and small traces: it keeps 64
+// bytes a request sent (RouteSpool keeps them on disk instead).
 func SimulateRoutes(ctx context.Context, t *Trace, c Config, info PolicyInfo) (Result, []Route, error) {
 	res, jobs, err := simulateInfo(t, c, info, true, &watch{ctx: ctx, routed: new(atomic.Int64)})
 	if err != nil {
@@ -115,7 +103,7 @@ func SimulateRoutes(ctx context.Context, t *Trace, c Config, info PolicyInfo) (R
 	routes := make([]Route, len(jobs))
 	for k := range jobs {
 		j := &jobs[k]
-		routes[k] = Route{Request: j.index, Replica: j.rep, CachedTokens: j.hit * t.BlockSize, Reason: j.reason}
+		routes[k] = Route{Request: t.Input(j.index), Sibling: j.sibling, Replica: j.rep, PromptTokens: j.req.InputTokens, CachedTokens: j.hit * t.BlockSize, Reason: j.reason}
 	}
 	return res, routes, nil
 }
@@ -151,6 +139,11 @@ func lookup(name string, emulations []PolicyInfo) (PolicyInfo, error) {
 // simulateInfo replays the trace under the policy info describes; tests give it policies of
 // their own (second models of an emulation) that no list holds.
 func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (Result, []Job, error) {
+	return simulateWith(t, c, info, record, w, nil)
+}
+
+// simulateWith is simulateInfo that writes every route to routes, when not nil.
+func simulateWith(t *Trace, c Config, info PolicyInfo, record bool, w *watch, routes *routeLog) (Result, []Job, error) {
 	if err := c.validate(); err != nil {
 		return Result{}, nil, err
 	}
@@ -192,11 +185,12 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 	if record {
 		f.tally.records = make([]Job, n)
 	}
+	f.routes = routes
 	added := c.AddReplicaAt < 0
 	freshFrom, afterAdd, sent := 0, 0, 0
 	for i := range t.Requests {
 		r := &t.Requests[i]
-		for range siblings(r, c) {
+		for sib := range siblings(r, c) {
 			if !added && r.Arrival >= c.AddReplicaAt {
 				f.advance(c.AddReplicaAt)
 				f.addReplica()
@@ -205,7 +199,7 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 			}
 			f.advance(r.Arrival)
 			j := f.pool.get()
-			*j = Job{seq: sent, index: i, req: r, ids: t.blockIDs(i), arrival: r.Arrival, steady: r.Arrival >= c.MeasureFrom && i >= c.MeasureFromRequest}
+			*j = Job{seq: sent, index: i, sibling: sib, req: r, ids: t.blockIDs(i), arrival: r.Arrival, steady: r.Arrival >= c.MeasureFrom && i >= c.MeasureFromRequest}
 			sent++
 			j.rep, j.reason = p.Route(f, j)
 			if j.rep < 0 || j.rep >= f.Size() {
@@ -227,6 +221,9 @@ func simulateInfo(t *Trace, c Config, info PolicyInfo, record bool, w *watch) (R
 		w.routed.Add(int64(sent % watchEvery))
 	}
 	f.advance(math.Inf(1))
+	if routes != nil {
+		routes.sent = sent
+	}
 
 	s := &f.tally
 	res := Result{Policy: policyName, Replicas: c.Replicas, KVBlocks: c.KVBlocks, Requests: s.jobs}
@@ -335,6 +332,9 @@ type Sweep struct {
 	// when 0) while the sweep runs, and once at the end, with how far it has got.
 	Watch func(Progress)
 	Tick  time.Duration
+	// Routes, when not nil, is given every replay's routes once the sweep has run, in the
+	// order of the results (simulate --routes); a replay that cannot run gives none.
+	Routes RouteWriter
 }
 
 // Progress is how far a sweep has got. Requests count every request routed, siblings included,
@@ -433,6 +433,19 @@ func run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 			}
 		})
 	}
+	var spool *RouteSpool
+	var logs []*routeLog
+	if s.Routes != nil {
+		var err error
+		if spool, err = NewRouteSpool(t, s.Base); err != nil {
+			return nil, nil, err
+		}
+		defer spool.Close()
+		logs = make([]*routeLog, len(points))
+		for k := range logs {
+			logs[k] = spool.log(t, k)
+		}
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -443,7 +456,11 @@ func run(ctx context.Context, t *Trace, s Sweep, progress func(done, total int))
 				pt := points[k]
 				c := s.Base
 				c.Replicas, c.KVBlocks = s.Replicas[pt.replicas], s.KVBlocks[pt.kv]
-				results[k], _, errs[k] = simulateInfo(t, c, infos[pt.pol], false, w)
+				if logs == nil {
+					results[k], _, errs[k] = simulateInfo(t, c, infos[pt.pol], false, w)
+				} else if results[k], _, errs[k] = simulateWith(t, c, infos[pt.pol], false, w, logs[k]); errs[k] == nil {
+					errs[k] = logs[k].close()
+				}
 				finished.Add(1)
 				if progress != nil {
 					mu.Lock()
@@ -506,6 +523,13 @@ next:
 			r.PrefillSaved = float64(b-(r.InputTokens-r.HitTokens)) / float64(b)
 		}
 		out = append(out, r)
+		if s.Routes != nil {
+			run := logs[k].run(r.Policy, Config{Replicas: r.Replicas, KVBlocks: r.KVBlocks})
+			run.Variant, run.Label = infos[points[k].pol].variant()
+			if err := s.Routes.WriteRun(run); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	return out, cannot, nil
 }

@@ -193,7 +193,7 @@ func syntheticTrace(n int, seed uint64) *Trace {
 		}
 		at += rng.ExpFloat64() * 0.9
 	}
-	sortByArrival(t.Requests)
+	t.sortByArrival()
 	return t
 }
 
