@@ -897,6 +897,7 @@ func (a *Analysis) streamEstimated(ctx context.Context, rr *RequestReader) error
 			}
 		}
 		req, err := rr.Next()
+		rr.Release()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -917,6 +918,7 @@ func (a *Analysis) streamEstimated(ctx context.Context, rr *RequestReader) error
 func (a *Analysis) streamExact(ctx context.Context, rr *RequestReader, tok Tokenizer, n int) error {
 	next := func() (*Request, struct{}, error) {
 		req, err := rr.Next()
+		rr.Release()
 		return req, struct{}{}, err
 	}
 	return TokenizeInOrder(ctx, n, tok, next, func(req *Request, _ struct{}, toks Tokens, err error) error {

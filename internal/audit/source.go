@@ -283,8 +283,16 @@ func firstNonSpace(br *bufio.Reader) (byte, error) {
 
 // logFormatOf tells the format of a log from its first record.
 func logFormatOf(v []byte) LogFormat {
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(v, &keys) != nil {
+	// The members point into v (a 60 MB first record is not copied to be told); a name that
+	// is not plain is decoded as encoding/json decodes it.
+	keys := map[string]json.RawMessage{}
+	if !validJSON(v) || !JSONMembers(v, func(k, val []byte) {
+		name := string(k)
+		if !plainKey(k) {
+			_ = json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &name) // valid: v is
+		}
+		keys[name] = val
+	}) {
 		return LogJSONL
 	}
 	has := func(k string) bool { _, ok := keys[k]; return ok }
@@ -355,6 +363,8 @@ type valueStream struct {
 	hasPeek bool
 	read    []byte // every byte read before rest() was asked, for replay
 	keep    bool
+	// cut says read stopped keeping bytes at the limit (the first value is too long).
+	cut bool
 }
 
 func newValueStream(br *bufio.Reader, limit int) *valueStream {
@@ -368,7 +378,12 @@ func (vs *valueStream) peek() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		vs.peeked, vs.hasPeek = bytes.Clone(v), true
+		if !vs.keep {
+			v = bytes.Clone(v) // vs.buf, which the next value overwrites
+		}
+		// Peeking keeps what it reads in vs.read (for rest), which v is a part of: the value
+		// is held once.
+		vs.peeked, vs.hasPeek = v, true
 	}
 	return vs.peeked, nil
 }
@@ -381,7 +396,13 @@ func (vs *valueStream) rest() io.Reader {
 func (vs *valueStream) readByte() (byte, error) {
 	b, err := vs.br.ReadByte()
 	if err == nil && vs.keep {
-		vs.read = append(vs.read, b)
+		if len(vs.read) > vs.limit {
+			// Past the limit the value is too long to be used, and a line that long is
+			// skipped by whoever reads rest: what is kept of it is bounded too.
+			vs.cut = true
+		} else {
+			vs.read = append(vs.read, b)
+		}
 	}
 	return b, err
 }
@@ -423,23 +444,37 @@ func (vs *valueStream) next() ([]byte, error) {
 	}
 }
 
-// value reads the rest of a value whose first byte is b.
+// value reads the rest of a value whose first byte is b. While peeking, the value is the part
+// of vs.read it was read into, not a second copy.
 func (vs *valueStream) value(b byte) ([]byte, error) {
-	vs.buf = append(vs.buf[:0], b)
+	start := len(vs.read) - 1 // b's place in vs.read, when kept
+	if !vs.keep {
+		vs.buf = append(vs.buf[:0], b)
+	}
+	n := 1 // the value's length so far
 	over := false
 	add := func(c byte) {
 		if over {
 			return
 		}
-		if len(vs.buf) >= vs.limit {
+		if n >= vs.limit {
 			over, vs.buf = true, vs.buf[:0]
 			return
 		}
-		vs.buf = append(vs.buf, c)
+		n++
+		if !vs.keep {
+			vs.buf = append(vs.buf, c)
+		}
 	}
 	done := func() ([]byte, error) {
 		if over {
 			return nil, &tooLongError{limit: vs.limit}
+		}
+		if vs.keep {
+			if vs.cut {
+				return nil, &tooLongError{limit: vs.limit}
+			}
+			return vs.read[start : start+n], nil
 		}
 		return vs.buf, nil
 	}

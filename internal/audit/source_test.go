@@ -408,3 +408,43 @@ func TestLangfuseShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestPeekHoldsFirstRecordOnce: telling a log's format keeps what it read of the first record
+// once (the record is a part of the bytes kept for the replay, not a second and third copy)
+// and at most the limit of it, however long the record: a first line of 64 MiB that never
+// ends was kept whole in the replay before, and a 60 MB one three times.
+func TestPeekHoldsFirstRecordOnce(t *testing.T) {
+	const limit = 1 << 20
+	endless := io.MultiReader(strings.NewReader(`{"messages": "`), io.LimitReader(repeatByte('x'), 64<<20))
+	vs := newValueStream(bufio.NewReader(endless), limit)
+	if _, err := vs.peek(); err == nil {
+		t.Fatal("peek of a record past the limit that never ends: no error")
+	}
+	if len(vs.read) > limit+1 {
+		t.Errorf("kept %d bytes of a record past the limit of %d", len(vs.read), limit)
+	}
+
+	rec := `{"model": "m", "prompt": "` + strings.Repeat("y", 4096) + `"}`
+	vs = newValueStream(bufio.NewReader(strings.NewReader("  "+rec+"\n{}\n")), limit)
+	v, err := vs.peek()
+	if err != nil || string(v) != rec {
+		t.Fatalf("peek = %.40q, %v; want the first record", v, err)
+	}
+	if &v[0] != &vs.read[2] {
+		t.Error("the peeked record is a copy of the bytes kept for the replay, not a part of them")
+	}
+	all, err := io.ReadAll(vs.rest())
+	if err != nil || string(all) != "  "+rec+"\n{}\n" {
+		t.Errorf("rest replays %.60q (%v), want the whole log", all, err)
+	}
+}
+
+// repeatByte is an endless reader of one byte.
+type repeatByte byte
+
+func (r repeatByte) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}

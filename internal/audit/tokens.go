@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,6 +73,16 @@ func Render(req *Request) Layout {
 		l.Text = b.String()
 		return l
 	}
+	// Sized once: a long prompt grown by doubling leaves its smaller copies behind, as much
+	// garbage as the prompt itself.
+	n := len(req.Prompt)
+	if req.Tools != "" {
+		n += len("<|tools|>\n") + len(req.Tools)
+	}
+	for _, m := range req.Messages {
+		n += len("<||>\n\n") + len(m.Role) + len(m.Content)
+	}
+	b.Grow(n)
 	tools := func() {
 		if req.Tools != "" {
 			l.ToolsStart = b.Len()
@@ -147,8 +158,10 @@ func (Estimator) Tokenize(_ context.Context, req *Request) (Tokens, error) {
 	return Tokens{IDs: EstimateIDs(Render(req).Text, nil)}, nil
 }
 
-// EstimateIDs appends the pseudo-token ids of text to dst.
+// EstimateIDs appends the pseudo-token ids of text to dst, growing it once to the size they
+// need (ceil(len/4)): a long prompt's ids grown by appending left their smaller copies behind.
 func EstimateIDs(text string, dst []uint32) []uint32 {
+	dst = slices.Grow(dst, (len(text)+BytesPerToken-1)/BytesPerToken)
 	for len(text) >= BytesPerToken {
 		dst = append(dst, binary.LittleEndian.Uint32([]byte(text[:BytesPerToken])))
 		text = text[BytesPerToken:]

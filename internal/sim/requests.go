@@ -235,6 +235,7 @@ func (l *requestLog) next(rr *audit.RequestReader) (*audit.Request, logFields, e
 		l.opts.Rewrite(req)
 	}
 	f, err := readFields(rr.Raw(), rr.BodyKey(), l.timeKey)
+	rr.Release() // the line is read: its fields are in f, the request in req
 	if err != nil {
 		return nil, logFields{}, &audit.LineError{Line: req.Line, Err: err}
 	}
