@@ -111,6 +111,7 @@ type rankSnippetDoc struct {
 	Product string `json:"product"`
 	Format  string `json:"format"`
 	File    string `json:"file"`
+	Where   string `json:"where"`
 	Text    string `json:"text"`
 }
 
@@ -156,7 +157,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 	d.NoWinner = rk.NoWinner
 	d.Why = append(d.Why, rk.Why...)
 	if s := rk.Snippet; s != nil {
-		d.Snippet = &rankSnippetDoc{s.Product, s.Format, s.File, s.Text}
+		d.Snippet = &rankSnippetDoc{s.Product, s.Format, s.File, s.Where, s.Text}
 	}
 	return d
 }
@@ -351,6 +352,9 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 			return nil
 		}
 		t.Heading(fmt.Sprintf("Configuration to apply (%s, %s)", s.Format, s.File))
+		if s.Where != "" {
+			t.Muted("  goes into %s", s.Where)
+		}
 		for _, l := range strings.Split(strings.TrimRight(s.Text, "\n"), "\n") {
 			t.Pre("  %s", l)
 		}

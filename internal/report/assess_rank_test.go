@@ -49,7 +49,7 @@ func rankingFixture() *rank.Ranking {
 				Reason: "it routes on the request's text and headers, and this mooncake trace holds only block hashes; give the request log (--requests) instead"}},
 		Why: []string{"llmd-precise (tuned) saves 21.2% of today's prefill (round-robin) after the warm-up, with load max/mean 1.04 and TTFT p99 9.19 s",
 			"ahead of dynamo-kv (tuned) by 2 points of prefill saved (19.3%)"},
-		Snippet: &product.Snippet{Product: llmd.ID, Format: "EndpointPickerConfig", File: "epp-config.yaml",
+		Snippet: &product.Snippet{Product: llmd.ID, Format: "EndpointPickerConfig", File: "epp-config.yaml", Where: "the EPP's --config-file",
 			Text: "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\n"},
 	}
 }

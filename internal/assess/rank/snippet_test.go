@@ -24,28 +24,8 @@ func TestSnippetsPassTheLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := Traffic{Format: "requests", Text: true, SessionHeader: "x-session-id", Replicas: 4, KVTokens: 1 << 20, AddReplica: true, HotPrefixShare: 0.9}
-	rows := Candidates(infos(allEmulations...), tr, nil)
-	// Settings a user may give: the approximate Dynamo mode, Ray eviction, LiteLLM with Redis,
-	// production-stack's thresholds.
-	dy := dynamo.Shipped()
-	dy.KVEvents, dy.TTLSecs, dy.Temperature = false, 30, 0.5
-	ry := ray.Shipped()
-	ry.DoEviction, ry.ImbalancedThreshold = true, 4
-	ll := litellm.Shipped()
-	ll.Redis = true
-	ps := prodstack.Shipped()
-	ps.KVAwareThreshold, ps.LoadBeta, ps.SessionKey, ps.PrefixMinMatch = 500, 0.5, "x-user-id", 256
-	extra := map[string]product.Settings{Dynamo: dy, Ray: ry, LiteLLM: ll, ProdStack: ps}
-	for _, p := range allEmulations {
-		s, ok := extra[productOf(p)]
-		if !ok {
-			s = shippedOf(p)
-		}
-		rows = append(rows, Candidate{Policy: p, Product: productOf(p), Variant: Configured, Settings: s})
-	}
 	seen := map[string]bool{}
-	for _, c := range rows {
+	for _, c := range snippetRows(t) {
 		sn := SnippetFor(Row{Candidate: c})
 		if sn == nil {
 			t.Errorf("%s: no snippet", c.Policy)
@@ -76,6 +56,34 @@ func TestSnippetsPassTheLint(t *testing.T) {
 	if len(seen) != 6 {
 		t.Errorf("products with snippets: %v", seen)
 	}
+}
+
+// snippetRows are the rows of every snippet kvcheck can write: every known emulation,
+// shipped, with both SGLang sets, tuned for a traffic that tunes each one, and with the
+// settings a user may give.
+func snippetRows(t *testing.T) []Candidate {
+	t.Helper()
+	tr := Traffic{Format: "requests", Text: true, SessionHeader: "x-session-id", Replicas: 4, KVTokens: 1 << 20, AddReplica: true, HotPrefixShare: 0.9}
+	rows := Candidates(infos(allEmulations...), tr, nil)
+	// Settings a user may give: the approximate Dynamo mode, Ray eviction, LiteLLM with Redis,
+	// production-stack's thresholds.
+	dy := dynamo.Shipped()
+	dy.KVEvents, dy.TTLSecs, dy.Temperature = false, 30, 0.5
+	ry := ray.Shipped()
+	ry.DoEviction, ry.ImbalancedThreshold = true, 4
+	ll := litellm.Shipped()
+	ll.Redis = true
+	ps := prodstack.Shipped()
+	ps.KVAwareThreshold, ps.LoadBeta, ps.SessionKey, ps.PrefixMinMatch = 500, 0.5, "x-user-id", 256
+	extra := map[string]product.Settings{Dynamo: dy, Ray: ry, LiteLLM: ll, ProdStack: ps}
+	for _, p := range allEmulations {
+		s, ok := extra[productOf(p)]
+		if !ok {
+			s = shippedOf(p)
+		}
+		rows = append(rows, Candidate{Policy: p, Product: productOf(p), Variant: Configured, Settings: s})
+	}
+	return rows
 }
 
 // TestSnippetRoundTrip: a snippet read back as --config gives the row's own settings, so

@@ -232,7 +232,8 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 	} else {
 		w("          args: [--model, your-org/your-model] # edit: the model")
 	}
-	return product.Snippet{Product: ID, Format: "Dynamo DynamoGraphDeployment (frontend flags)", File: "dynamo.yaml", Text: b.String()}
+	return product.Snippet{Product: ID, Format: "Dynamo DynamoGraphDeployment (frontend flags)", File: "dynamo.yaml",
+		Where: "a DynamoGraphDeployment: spec.services.Frontend.extraPodSpec.mainContainer.args, the flags of python -m dynamo.frontend", Text: b.String()}
 }
 
 // parseBool reads true or false as flags and YAML write them.

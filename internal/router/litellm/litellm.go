@@ -214,5 +214,6 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 	if l.Redis {
 		w("  redis_host: os.environ/REDIS_HOST # pins shared by every proxy pod")
 	}
-	return product.Snippet{Product: ID, Format: "LiteLLM config.yaml", File: "litellm-config.yaml", Text: b.String()}
+	return product.Snippet{Product: ID, Format: "LiteLLM config.yaml", File: "litellm-config.yaml",
+		Where: "the proxy's config.yaml (litellm --config): router_settings, with one model_list entry per replica", Text: b.String()}
 }

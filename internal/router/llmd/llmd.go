@@ -228,5 +228,6 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 	w("  - pluginRef: prefix-cache-scorer")
 	w("    weight: %s", product.Num(s.PrefixWeight))
 	w("  - pluginRef: max-score-picker")
-	return product.Snippet{Product: ID, Format: "llm-d EndpointPickerConfig YAML", File: "epp-config.yaml", Text: b.String()}
+	return product.Snippet{Product: ID, Format: "llm-d EndpointPickerConfig YAML", File: "epp-config.yaml",
+		Where: "the EPP's --config-file (an EndpointPickerConfig), or the llm-d router chart's router.epp.pluginsCustomConfig", Text: b.String()}
 }

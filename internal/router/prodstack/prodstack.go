@@ -150,7 +150,14 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 		w("      controllerPort: 9000")
 	}
 	w("routerSpec:")
-	w("  routingLogic: %s", logic)
+	if logic == "loadaware" {
+		// The chart's values.schema.json (a6c01db) has no loadaware in routingLogic's enum, so
+		// helm refuses routingLogic: loadaware (PS-07); the router takes the last
+		// --routing-logic, and the chart renders extraArgs after its own.
+		w("  routingLogic: roundrobin # the chart's schema lists no loadaware: extraArgs sets it")
+	} else {
+		w("  routingLogic: %s", logic)
+	}
 	switch {
 	case s.SessionKey != "":
 		w("  sessionKey: %s", s.SessionKey)
@@ -164,6 +171,9 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 		w("  lmcacheControllerPort: 9000")
 	}
 	var extra []string
+	if logic == "loadaware" {
+		extra = append(extra, "--routing-logic=loadaware")
+	}
 	if logic == "kvaware" && s.KVAwareThreshold != Shipped().KVAwareThreshold {
 		extra = append(extra, "--kv-aware-threshold="+strconv.Itoa(s.KVAwareThreshold))
 	}
@@ -173,5 +183,6 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 	if len(extra) > 0 {
 		w("  extraArgs: [%s]", product.FlowList(extra))
 	}
-	return product.Snippet{Product: ID, Format: "production-stack Helm values", File: "values.yaml", Text: b.String()}
+	return product.Snippet{Product: ID, Format: "production-stack Helm values", File: "values.yaml",
+		Where: "the production-stack chart's values.yaml (helm install -f): routerSpec, and servingEngineSpec.modelSpec[] for the engines", Text: b.String()}
 }

@@ -130,5 +130,8 @@ type Snippet struct {
 	// Format names the format (EndpointPickerConfig YAML, Helm values, ...); File is a file
 	// name it would live in (the config lint detects some formats by name).
 	Format, File string
-	Text         string
+	// Where says which file the product reads the text from and under which key (or on which
+	// command line) its router settings go, so that a user can tell where to paste it.
+	Where string
+	Text  string
 }

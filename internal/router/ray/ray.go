@@ -82,32 +82,45 @@ func (Router) Requirements(_ string, _ product.Settings, _ product.Traffic, f *p
 	return []product.Requirement{product.System(ReqApplication, ID, "a Serve config with request_router_config", f)}
 }
 
-// Snippet implements product.Router: a Serve config with the request router's kwargs.
+// Snippet implements product.Router: a Serve config whose application builds Ray Serve LLM's
+// OpenAI app, with the request router in the model's LLMConfig. LLMConfig.deployment_config
+// takes request_router_config among the deployment options
+// (ray-project/ray@697db26:python/ray/llm/_internal/serve/core/configs/llm_config.py, the
+// field's description) and build_openai_app reads its LLMConfigs from the application's
+// args.llm_configs (LLMServingArgs, ray-project/ray@2dcbf5e:python/ray/llm/_internal/serve/core/ingress/builder.py).
+// A deployments[] entry takes request_router_config directly (DeploymentSchema,
+// eicherseiji/ray@170a22d:python/ray/serve/schema.py, a fork of ray-project/ray); nested
+// under deployment_config there it is a key the schema does not have (issue 22, failure 8).
 func (Router) Snippet(_ string, ps product.Settings) product.Snippet {
 	y := ps.(Settings)
 	num := product.Num
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	w("# Ray Serve LLM: the deployment's request router")
+	w("# Ray Serve LLM: the model's request router (serve deploy serve-config.yaml)")
 	w("applications:")
 	w("- name: llm")
 	w("  route_prefix: /")
-	w("  import_path: ray.serve.llm:build_openai_app # edit: your application")
-	w("  deployments:")
-	w("  - name: LLMServer")
-	w("    deployment_config:")
-	w("      request_router_config:")
-	w("        request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter")
-	w("        request_router_kwargs:")
+	w("  import_path: ray.serve.llm:build_openai_app")
+	w("  args:")
+	w("    llm_configs:")
+	w("    - model_loading_config:")
+	w("        model_id: model # edit: the name clients ask for")
+	w("        model_source: your-org/your-model # edit")
+	w("      deployment_config:")
+	w("        request_router_config:")
+	w("          request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter")
+	w("          request_router_kwargs:")
 	if !math.IsInf(y.ImbalancedThreshold, 1) {
-		w("          imbalanced_threshold: %s", num(y.ImbalancedThreshold))
+		w("            imbalanced_threshold: %s", num(y.ImbalancedThreshold))
 	}
-	w("          match_rate_threshold: %s", num(y.MatchRateThreshold))
-	w("          do_eviction: %t", y.DoEviction)
+	w("            match_rate_threshold: %s", num(y.MatchRateThreshold))
+	w("            do_eviction: %t", y.DoEviction)
 	if y.DoEviction {
-		w("          eviction_threshold_chars: %d", y.EvictionThresholdChars)
-		w("          eviction_target_chars: %d", y.EvictionTargetChars)
-		w("          eviction_interval_secs: %s", num(y.EvictionIntervalSecs))
+		w("            eviction_threshold_chars: %d", y.EvictionThresholdChars)
+		w("            eviction_target_chars: %d", y.EvictionTargetChars)
+		w("            eviction_interval_secs: %s", num(y.EvictionIntervalSecs))
 	}
-	return product.Snippet{Product: ID, Format: "Ray Serve config YAML", File: "serve-config.yaml", Text: b.String()}
+	return product.Snippet{Product: ID, Format: "Ray Serve config YAML", File: "serve-config.yaml",
+		Where: "the Serve config serve deploy reads: applications[].args.llm_configs[].deployment_config.request_router_config (the model's LLMConfig)",
+		Text:  b.String()}
 }

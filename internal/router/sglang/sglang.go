@@ -121,5 +121,6 @@ func (Router) Snippet(_ string, ps product.Settings) product.Snippet {
 	w("  --balance-rel-threshold %s \\", num(g.BalanceRelThreshold))
 	w("  --eviction-interval-secs %s \\", num(g.EvictionIntervalSecs))
 	w("  --max-tree-size %d", g.MaxTreeSize)
-	return product.Snippet{Product: ID, Format: "SGLang model gateway command line", File: "launch-router.sh", Text: b.String()}
+	return product.Snippet{Product: ID, Format: "SGLang model gateway command line", File: "launch-router.sh",
+		Where: "the gateway's command line: the flags of python -m sglang_router.launch_router", Text: b.String()}
 }
