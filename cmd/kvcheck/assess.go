@@ -142,7 +142,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.StringVar(&src.TraceFormat, "trace-format", sim.FormatAuto, "--trace format: auto (by extension: .jsonl, .json, .ndjson Mooncake; .csv Azure), mooncake, azure")
 	fs.IntVar(&src.TraceBlockSize, "trace-block-size", 0, "tokens per block of --trace: default 512 for Mooncake (its hash_ids), 16 for CSV")
 	fs.IntVar(&src.MaxBlockRefs, "max-block-refs", sim.MaxBlockRefs, "the most block references the replayed traffic (--requests, --tap-from or --trace) may expand to in memory (about 12 bytes each, plus 88 per request); a larger one is refused")
-	fs.IntVar(&src.MaxTraceRequests, "max-trace-requests", sim.MaxRequests, "the most requests the replayed traffic (--requests, --tap-from or --trace) may hold in memory (88 bytes each); a larger one is refused")
+	fs.IntVar(&src.MaxTraceRequests, "max-trace-requests", sim.MaxRequests, "the most requests the replayed traffic (--requests, --tap-from or --trace) may hold in memory (88 bytes each; reading them takes up to 565); a larger one is refused")
 	fs.IntVar(&opts.Replicas, "replicas", 0, fmt.Sprintf("the fleet's replica count (default: the metrics' count, else %d, assumed)", assess.AssumedReplicas))
 	fs.Int64Var(&opts.KVTokens, "kv-tokens", 0, "each replica's KV cache in tokens (num_gpu_blocks x block_size; default: the metrics', else 1Mi tokens, assumed)")
 	fs.IntVar(&opts.KVBlocks, "kv-blocks", 0, "each replica's KV cache in blocks of the traffic's block size, as kvcheck simulate --kv-blocks (512 tokens for a Mooncake trace, --block-size for a request log); --kv-tokens is the same figure in tokens")

@@ -57,9 +57,10 @@ makes no request wait (one long conversation on one replica at light load) is no
 only an idle-imbalance note; with made-up arrival times (--rate) the imbalance alone decides.
 
 Memory: the trace is held in memory, about 12 bytes per block reference and 88 per request
-(every source refuses more than --max-block-refs references, default 64 Mi, about 770 MB, and
-more than --max-trace-requests requests, default 4 Mi, 352 MB; the error names the limit and
-its flag). Each simulation adds what the modelled
+(every source refuses more than --max-block-refs references, default 64 Mi, 768 MB held, and
+more than --max-trace-requests requests, default 4 Mi, 352 MB held; reading up to a limit takes
+more: 4 Mi requests of a request log peak at 2.3 GB resident; the error names the limit, what
+reading took and its flag). Each simulation adds what the modelled
 fleet holds, not what the trace names: 80 bytes per KV block per replica, for the prefix-aware
 policies (kv-*) an index of at most 32 + 64 x ceil(replicas/64) bytes per KV block of the
 fleet, approx-prefix 80 bytes per entry of its router-side index (--approx-tokens), 8 bytes per
@@ -123,7 +124,7 @@ Policies (--policies):
 	f.IntVar(&src.OutputTokens, "output-tokens", src.OutputTokens, "--requests, --recording: output length of requests without max_tokens (recordings have none)")
 	f.IntVar(&rl.MaxRequests, "max-requests", 0, "--requests: simulate only the first N requests (0: all; more than --max-trace-requests needs that raised too)")
 	f.IntVar(&src.MaxRefs, "max-block-refs", src.MaxRefs, "the most block references the trace, request log or recordings may expand to in memory (about 12 bytes each, plus 88 per request); a larger one is refused")
-	f.IntVar(&src.MaxTraceRequests, "max-trace-requests", src.MaxTraceRequests, "the most requests the trace, request log or recordings may hold in memory (88 bytes each), and a simulation may send with siblings (--n); a larger one is refused")
+	f.IntVar(&src.MaxTraceRequests, "max-trace-requests", src.MaxTraceRequests, "the most requests the trace, request log or recordings may hold in memory (88 bytes each; reading them takes up to 565), and a simulation may send with siblings (--n); a larger one is refused")
 	f.StringVar(&so.Replicas, "replicas", so.Replicas, "replica counts to simulate, comma-separated (1 to 1024)")
 	f.StringVar(&so.KVBlocks, "kv-blocks", "", "prefix-cache blocks per replica in the trace's block size (512 tokens for Mooncake hash_ids, --block-size for --requests), comma-separated (default: --kv-tokens / block size); kvcheck assess --kv-blocks means the same")
 	f.StringVar(&so.KVTokens, "kv-tokens", so.KVTokens, "prefix-cache tokens per replica, comma-separated; ignored with --kv-blocks")
