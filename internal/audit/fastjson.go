@@ -207,7 +207,7 @@ func hasBodyKey(raw []byte) (has, sure bool) {
 // bodyFields and messageFields are the member names wireBody and wireMessage decode;
 // encoding/json also matches them case-insensitively.
 var (
-	bodyFields    = []string{"model", "messages", "prompt", "tools", "session_id", "metadata", "headers"}
+	bodyFields    = []string{"model", "messages", "prompt", "tools", "session_id", "metadata", "headers", "cache_salt", "extra_key", "lora_path"}
 	messageFields = []string{"role", "content", "cache_control", "tool_calls", "reasoning_content"}
 )
 
@@ -230,7 +230,7 @@ func foldsTo(k []byte, names []string) bool {
 // result or the error it always gave.
 func fastBody(data []byte) (b wireBody, ok bool) {
 	ok = true
-	var seen uint8
+	var seen uint16
 	JSONMembers(data, func(k, v []byte) {
 		if !ok {
 			return
@@ -239,7 +239,7 @@ func fastBody(data []byte) (b wireBody, ok bool) {
 			ok = false
 			return
 		}
-		var bit uint8
+		var bit uint16
 		switch string(k) {
 		case "model":
 			bit, b.Model = 1, v
@@ -256,6 +256,12 @@ func fastBody(data []byte) (b wireBody, ok bool) {
 			bit, b.Metadata = 32, v
 		case "headers":
 			bit, b.Headers = 64, v
+		case "cache_salt":
+			bit, b.CacheSalt = 128, v
+		case "extra_key":
+			bit, b.ExtraKey = 256, v
+		case "lora_path":
+			bit, b.LoraPath = 512, v
 		default:
 			if foldsTo(k, bodyFields) {
 				ok = false

@@ -57,6 +57,12 @@ type Request struct {
 	// prefix: CacheCut is then the length of the last cacheable message's content text up to
 	// and including that part (0: the whole message).
 	CacheMessages, CacheCut int
+	// Partition is the cache partition the body names, "" when none: its cache_salt,
+	// extra_key and lora_path members (string values, empty ones counting as absent), each
+	// written with its length, so that two requests share a partition exactly when the three
+	// agree. Engines keep separate prefix caches per partition; smg's cache_aware keys its
+	// trees by it (cache_namespace.rs).
+	Partition string
 	// Texts are, for a chat, each message's content as the routers that read a request's
 	// text see it (MessageText), one per message; nil for a completion.
 	Texts []MessageText
@@ -266,6 +272,10 @@ type wireBody struct {
 	SessionID json.RawMessage `json:"session_id"`
 	Metadata  json.RawMessage `json:"metadata"`
 	Headers   json.RawMessage `json:"headers"`
+	// The cache partition's members (Request.Partition).
+	CacheSalt json.RawMessage `json:"cache_salt"`
+	ExtraKey  json.RawMessage `json:"extra_key"`
+	LoraPath  json.RawMessage `json:"lora_path"`
 }
 
 // decodeBody decodes a request body. found is false when data is a valid object with neither
@@ -707,6 +717,7 @@ func (b wireBody) request() (*Request, error) {
 	if len(b.Headers) > 0 {
 		req.Headers = headerMap(b.Headers)
 	}
+	req.Partition = partition(b.CacheSalt, b.ExtraKey, b.LoraPath)
 	switch {
 	case b.Messages != nil && len(*b.Messages) == 0 && (len(b.Prompt) == 0 || string(b.Prompt) == "null"):
 		// The server refuses a chat of no message (400): it never reached the engine.
@@ -811,6 +822,30 @@ func (m *wireMessage) routerText() MessageText {
 		t.Reasoning, _ = fastString(m.Reasoning)
 	}
 	return t
+}
+
+// partition writes a request's cache partition members (Request.Partition): each present as
+// its length and value, absent as "-"; "" when all are absent. A member that is not a
+// non-empty string is absent (the engines and smg treat an empty one as unset).
+func partition(members ...json.RawMessage) string {
+	var sb strings.Builder
+	set := false
+	for _, raw := range members {
+		s := ""
+		if len(raw) > 0 && raw[0] == '"' {
+			s, _ = fastString(raw)
+		}
+		if s == "" {
+			sb.WriteString("-")
+			continue
+		}
+		set = true
+		fmt.Fprintf(&sb, "%d:%s", len(s), s)
+	}
+	if !set {
+		return ""
+	}
+	return sb.String()
 }
 
 // contentRead is a message content read by contentParts (see wireContent): its text as the

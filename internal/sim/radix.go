@@ -34,12 +34,20 @@ import (
 type radixTree struct {
 	root  radixNode
 	size  []int // characters held per replica
+	total int   // the sum of size
 	nodes int
 	// stampEnd is SGLang's insert (tree.rs@8905cbd:393-527): only the node the text ends in
 	// gets the time; a node passed on the way that the replica did not hold gets time 0, one
 	// it held keeps its time. Without it (Ray's) every node on the path gets the time.
 	stampEnd bool
+	// unit is what the tree's texts are made of: 0 for characters (UTF-8), pageUnit for
+	// pages of tokens written as 8-byte keys (smg's token tree); nodes split only between
+	// units and sizes count units.
+	unit int
 }
+
+// pageUnit is the width of a page key in a token tree's text.
+const pageUnit = 8
 
 // radixNode is a run of characters: path[start:] is its label, path the text from the root.
 type radixNode struct {
@@ -72,14 +80,44 @@ func (n *radixNode) holder(rep int) int {
 	return -1
 }
 
-// kid returns the child whose label starts with r, or nil.
-func (n *radixNode) kid(r rune) *radixNode {
+// kid returns the child of n whose label starts with text's first unit, or nil.
+func (t *radixTree) kid(n *radixNode, text string) *radixNode {
+	if t.unit > 0 {
+		for _, k := range n.kids {
+			if k.label()[:t.unit] == text[:t.unit] {
+				return k
+			}
+		}
+		return nil
+	}
+	r, _ := utf8.DecodeRuneInString(text)
 	for _, k := range n.kids {
 		if c, _ := utf8.DecodeRuneInString(k.label()); c == r {
 			return k
 		}
 	}
 	return nil
+}
+
+// count is the number of units of s: characters, or pages.
+func (t *radixTree) count(s string) int {
+	if t.unit > 0 {
+		return len(s) / t.unit
+	}
+	return utf8.RuneCountInString(s)
+}
+
+// common is the length in bytes of the longest common prefix of a and b in whole units.
+func (t *radixTree) common(a, b string) int {
+	if t.unit > 0 {
+		n := min(len(a), len(b))
+		i := 0
+		for i < n && a[i] == b[i] {
+			i++
+		}
+		return i - i%t.unit
+	}
+	return commonPrefix(a, b)
 }
 
 // sizeOf is the number of characters replica rep holds.
@@ -103,6 +141,7 @@ func (t *radixTree) hold(n *radixNode, rep int, at float64) {
 		t.size = append(t.size, 0)
 	}
 	t.size[rep] += n.chars
+	t.total += n.chars
 	n.holders = append(n.holders, radixHolder{rep: rep, at: at})
 }
 
@@ -151,20 +190,19 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 	n := &t.root
 	i := 0
 	for i < len(text) {
-		r, _ := utf8.DecodeRuneInString(text[i:])
-		k := n.kid(r)
+		k := t.kid(n, text[i:])
 		if k == nil {
-			leaf := &radixNode{path: text, start: i, chars: utf8.RuneCountInString(text[i:]), salt: pathSalt(text), last: rep, parent: n}
+			leaf := &radixNode{path: text, start: i, chars: t.count(text[i:]), salt: pathSalt(text), last: rep, parent: n}
 			n.kids = append(n.kids, leaf)
 			t.nodes++
 			t.hold(leaf, rep, at)
 			return
 		}
-		shared := commonPrefix(text[i:], k.label())
+		shared := t.common(text[i:], k.label())
 		if shared < len(k.label()) {
 			// Split k: its first shared bytes become a new node between n and k that every
 			// holder of k holds, with k's times and creator (the upstream trees copy them).
-			up := &radixNode{path: k.path[:i+shared], start: i, chars: utf8.RuneCountInString(k.label()[:shared]),
+			up := &radixNode{path: k.path[:i+shared], start: i, chars: t.count(k.label()[:shared]),
 				salt: k.salt, last: k.last, parent: n, kids: []*radixNode{k}, holders: slices.Clone(k.holders)}
 			n.kids[slices.Index(n.kids, k)] = up
 			k.start = i + shared
@@ -195,12 +233,11 @@ func (t *radixTree) match(text string) (*radixNode, int) {
 	n := &t.root
 	i := 0
 	for i < len(text) {
-		r, _ := utf8.DecodeRuneInString(text[i:])
-		k := n.kid(r)
+		k := t.kid(n, text[i:])
 		if k == nil {
 			break
 		}
-		shared := commonPrefix(text[i:], k.label())
+		shared := t.common(text[i:], k.label())
 		n = k
 		i += shared
 		if shared < len(k.label()) {
@@ -232,6 +269,7 @@ func (t *radixTree) drop(n *radixNode, rep int) {
 	}
 	n.holders = slices.Delete(n.holders, k, k+1)
 	t.size[rep] -= n.chars
+	t.total -= n.chars
 	if len(n.holders) == 0 && len(n.kids) == 0 {
 		p := n.parent
 		p.kids = slices.DeleteFunc(p.kids, func(c *radixNode) bool { return c == n })
@@ -280,16 +318,31 @@ func (h *evictHeap) Pop() any {
 	return e
 }
 
-// evictLRULeaves is SGLang's evict_tenant_by_size: for every replica holding more than max
-// characters, remove its least recently used leaf (a node it holds and none of whose children
-// it holds), then the next, a parent joining the candidates when it becomes a leaf, until the
-// replica holds max characters or fewer. A whole node goes at a time, so a replica may end
-// below max.
+// evictLRULeaves is SGLang's evict_tenant_by_size as the sgl-model-gateway fork has it: for
+// every replica holding more than max characters, remove its least recently used leaf (a node
+// it holds and none of whose children it holds), then the next, a parent joining the
+// candidates when it becomes a leaf, until the replica holds max characters or fewer. A whole
+// node goes at a time, so a replica may end below max.
 func (t *radixTree) evictLRULeaves(max int) {
+	t.evictLeaves(func(rep int) bool { return t.size[rep] > max })
+}
+
+// evictTotal is smg's evict_tenant_by_size (kv_index string_tree.rs, "the budget is shared
+// across all tenants"): while the units held by all replicas together are more than max,
+// remove the least recently used leaf of any replica.
+func (t *radixTree) evictTotal(max int) {
+	if t.total > max {
+		t.evictLeaves(func(int) bool { return t.total > max })
+	}
+}
+
+// evictLeaves removes leaves, least recently used first, while over says the replica holding
+// one is over its bound.
+func (t *radixTree) evictLeaves(over func(rep int) bool) {
 	var h evictHeap
 	t.walk(func(n *radixNode) {
 		for _, ho := range n.holders {
-			if t.size[ho.rep] > max && n.isLeafOf(ho.rep) {
+			if over(ho.rep) && n.isLeafOf(ho.rep) {
 				h = append(h, evictEntry{at: ho.at, rep: ho.rep, n: n})
 			}
 		}
@@ -297,7 +350,7 @@ func (t *radixTree) evictLRULeaves(max int) {
 	heap.Init(&h)
 	for h.Len() > 0 {
 		e := heap.Pop(&h).(evictEntry)
-		if t.size[e.rep] <= max {
+		if !over(e.rep) {
 			continue
 		}
 		p := e.n.parent

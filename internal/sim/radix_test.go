@@ -199,6 +199,16 @@ type bruteTree struct {
 	// stampEnd: SGLang's insert stamps only the node the text ends in; a node before it gets 0
 	// when the replica did not hold it and keeps its time when it did.
 	stampEnd bool
+	// bytesOf, when set, gives the text the emulation's tree holds for a path (a model that
+	// writes each token page as one character): node salts and the order of ties come from it.
+	bytesOf func(path string) string
+}
+
+func (b *bruteTree) bytes(p string) string {
+	if b.bytesOf != nil {
+		return b.bytesOf(p)
+	}
+	return p
 }
 
 type bruteNode struct {
@@ -263,7 +273,7 @@ func (b *bruteTree) insert(text string, rep int, at float64) {
 		b.nodes[p[:runePrefix(text, p)]] = up
 	}
 	if _, ok := b.nodes[text]; !ok && text != "" {
-		b.nodes[text] = &bruteNode{holders: map[int]float64{}, salt: pathSalt(text)}
+		b.nodes[text] = &bruteNode{holders: map[int]float64{}, salt: pathSalt(b.bytes(text))}
 	}
 	for p, n := range b.nodes {
 		if !strings.HasPrefix(text, p) {
@@ -346,7 +356,7 @@ func (b *bruteTree) evictLRULeaves(max int) {
 				if !isLeaf {
 					continue
 				}
-				if lat := b.nodes[leaf]; leaf == "" || at < lat.holders[rep] || (at == lat.holders[rep] && p < leaf) {
+				if lat := b.nodes[leaf]; leaf == "" || at < lat.holders[rep] || (at == lat.holders[rep] && b.bytes(p) < b.bytes(leaf)) {
 					leaf = p
 				}
 			}
@@ -354,6 +364,41 @@ func (b *bruteTree) evictLRULeaves(max int) {
 			if len(b.nodes[leaf].holders) == 0 {
 				delete(b.nodes, leaf)
 			}
+		}
+	}
+}
+
+// evictTotal: while all replicas together hold more than max, take away the leaf of any
+// replica used longest ago, ties to the lower replica, then the smaller path.
+func (b *bruteTree) evictTotal(max int) {
+	total := func() int {
+		t := 0
+		for _, r := range b.reps() {
+			t += b.size(r)
+		}
+		return t
+	}
+	for total() > max {
+		leaf, lrep, lat := "", -1, 0.0
+		for p, n := range b.nodes {
+			for rep, at := range n.holders {
+				isLeaf := true
+				for q, m := range b.nodes {
+					if _, held := m.holders[rep]; held && len(q) > len(p) && strings.HasPrefix(q, p) {
+						isLeaf = false
+					}
+				}
+				if !isLeaf {
+					continue
+				}
+				if lrep < 0 || at < lat || (at == lat && (rep < lrep || rep == lrep && b.bytes(p) < b.bytes(leaf))) {
+					leaf, lrep, lat = p, rep, at
+				}
+			}
+		}
+		delete(b.nodes[leaf].holders, lrep)
+		if len(b.nodes[leaf].holders) == 0 {
+			delete(b.nodes, leaf)
 		}
 	}
 }

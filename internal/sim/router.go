@@ -48,6 +48,9 @@ type View struct {
 	// MetadataSession is the body's metadata.session_id, empty when absent (LiteLLM's
 	// session_affinity reads it).
 	MetadataSession string
+	// Partition is the request's cache partition (audit.Request.Partition: cache_salt,
+	// extra_key, lora_path), "" when it names none; smg's cache_aware keys its trees by it.
+	Partition string
 	// CacheKey is a hash of the messages (and tools) up to and including the last message with
 	// a cache_control marker, 0 when no message has one: the key LiteLLM's prompt_caching pins.
 	// CacheTokens is the estimated token count of that prefix (LiteLLM needs at least 1,024).
@@ -189,24 +192,65 @@ type DynamoSettings struct {
 // SGLangSettings are the SGLang model gateway's cache_aware settings (ROUTERS.md §5). The CLI
 // and a policy hint ship different defaults: SGLangCLIDefaults and SGLangHintDefaults.
 type SGLangSettings struct {
+	// Gateway is which gateway routes: SGLangSMG, today's (smg-project/smg, where the gateway
+	// moved), or SGLangFork, the sgl-model-gateway that shipped inside sglang (as the
+	// modal-projects/sglang fork has it @8905cbd). "" is SGLangSMG.
+	Gateway string
+	// Connection is how smg reaches the workers, which picks cache_aware's mode:
+	// SGLangHTTP (a character tree of the request text), SGLangGRPC (a tree of token pages)
+	// or SGLangGRPCEvents (gRPC workers publishing KV events: overlap with what they hold).
+	// "" is SGLangHTTP. The fork has the character tree only.
+	Connection string
+	// CacheIndex is smg's --cache-index: "tree" ("" too) or "hash" (a TTL'd map of request
+	// heads at CacheBoundaries token positions; CacheTTLSecs, --cache-ttl-secs).
+	CacheIndex      string
+	CacheBoundaries []int
+	CacheTTLSecs    float64
+	// BlockSize is smg's --block-size: the token tree's page and the KV block of events.
+	BlockSize           int
 	CacheThreshold      float64
 	BalanceAbsThreshold float64
 	BalanceRelThreshold float64
-	// EvictionIntervalSecs and MaxTreeSize (characters) bound the router's radix tree.
+	// EvictionIntervalSecs and MaxTreeSize (characters, or tokens in a token tree) bound the
+	// router's radix tree: per replica in the fork, the whole tree in smg.
 	EvictionIntervalSecs float64
 	MaxTreeSize          int
+	// smg's KV-pressure triggers (--balance-token-usage-threshold,
+	// --overload-token-usage-threshold; 1 or more disables them), --overlap-decay and
+	// --selection-temperature (0 disables them), and --load-monitor-interval, how often the
+	// workers' loads are polled (seconds).
+	BalanceTokenUsage, OverloadTokenUsage float64
+	OverlapDecay, SelectionTemperature    float64
+	LoadIntervalSecs                      float64
 }
 
-// SGLangCLIDefaults are cache_aware's defaults on the CLI (Python RouterArgs and the Rust clap
-// parser agree on the thresholds; the Python eviction interval is 60 s, the Rust one 120 s).
+// The values of SGLangSettings.Gateway and Connection.
+const (
+	SGLangSMG        = "smg"
+	SGLangFork       = "fork"
+	SGLangHTTP       = "http"
+	SGLangGRPC       = "grpc"
+	SGLangGRPCEvents = "grpc-events"
+)
+
+// SGLangCLIDefaults are cache_aware's defaults on smg's command line
+// (smg-project/smg@f8daa88 model_gateway/src/main.rs:238-372, 518-520): cache threshold 0.3,
+// balance 64 and 1.5, eviction every 120 s, a tree of 2^26, pages of 16 tokens, the KV
+// triggers, decay and temperature off, the tree index, a 180 s hash TTL, loads every 10 s. The
+// fork's CLI had the same thresholds (the Python launcher's eviction interval is 60 s).
 func SGLangCLIDefaults() SGLangSettings {
-	return SGLangSettings{CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 120, MaxTreeSize: 1 << 26}
+	return SGLangSettings{Gateway: SGLangSMG, Connection: SGLangHTTP, CacheIndex: "tree", CacheTTLSecs: 180, BlockSize: 16,
+		CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 120, MaxTreeSize: 1 << 26,
+		BalanceTokenUsage: 1, OverloadTokenUsage: 1, LoadIntervalSecs: 10}
 }
 
-// SGLangHintDefaults are CacheAwareConfig::default(), which a worker registering with a
-// cache_aware policy hint gets whatever the CLI said.
+// SGLangHintDefaults are CacheAwareConfig::default() (smg@f8daa88
+// model_gateway/src/policies/mod.rs:178-200, and the fork's policies/mod.rs), which a worker
+// registering with a cache_aware policy hint gets whatever the CLI said.
 func SGLangHintDefaults() SGLangSettings {
-	return SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 32, BalanceRelThreshold: 1.1, EvictionIntervalSecs: 30, MaxTreeSize: 10000}
+	s := SGLangCLIDefaults()
+	s.CacheThreshold, s.BalanceAbsThreshold, s.BalanceRelThreshold, s.EvictionIntervalSecs, s.MaxTreeSize = 0.5, 32, 1.1, 30, 10000
+	return s
 }
 
 // RaySettings are Ray Serve LLM PrefixCacheAffinityRouter's keyword arguments (ROUTERS.md §6).

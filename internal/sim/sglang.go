@@ -8,21 +8,29 @@ import (
 
 var sglangInfo = PolicyInfo{
 	Name:      "sglang-cache-aware",
-	About:     "SGLang model gateway cache_aware: character radix tree, a match above the cache threshold goes to the replica that created the node, else least loaded; least loaded when imbalanced",
+	About:     "SGLang model gateway cache_aware (smg; the older sglang gateway with --sglang-gateway fork): radix tree of the text (HTTP) or token pages (gRPC), or KV events (gRPC); above the cache threshold the least expected wait among the replicas holding the match, unless overloaded against the mean; else the least expected wait",
 	Product:   "SGLang model gateway (sgl-model-gateway)",
-	Source:    "modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg-project/smg openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
+	Source:    "smg-project/smg@04def28 model_gateway/src/policies/cache_aware.rs, least_load.rs, cache_namespace.rs, crates/kv_index (string_tree.rs, token_tree.rs), main.rs; the older gateway from modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg's openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
 	NeedsText: true,
 	check:     sglangCheck,
-	newPolicy: func(c Config, _ int) policy {
+	newPolicy: func(c Config, blockSize int) policy {
 		s := c.settings().SGLang
-		return &sglangPolicy{s: s, seed: c.Seed, tree: radixTree{stampEnd: true}, nextEvict: s.EvictionIntervalSecs}
+		if s.Gateway == SGLangFork {
+			return &sglangPolicy{s: s, seed: c.Seed, tree: radixTree{stampEnd: true}, nextEvict: s.EvictionIntervalSecs}
+		}
+		return newSMGPolicy(s, c, blockSize)
 	},
 }
 
-// sglangCheck refuses what the gateway's ConfigValidator refuses for cache_aware
-// (src/config/validation.rs@0b6466f, validate_policy): a cache threshold outside 0-1, a relative
-// balance threshold below 1, an eviction interval or a tree size not above 0; and a negative or
-// non-numeric absolute threshold, which the CLI cannot parse as a count.
+// sglangCheck refuses what the gateway's ConfigValidator refuses for cache_aware (the fork's
+// src/config/validation.rs@0b6466f, validate_policy; smg@f8daa88
+// model_gateway/src/config/validation.rs:463-566 and 674-690): a cache threshold outside 0-1, a
+// relative balance threshold below 1, an eviction interval or a tree size not above 0; in smg
+// also a block size or hash TTL not above 0, KV-usage thresholds not above 0, a negative or
+// infinite decay or temperature, boundaries that are not positive and strictly ascending, and
+// the hash index without boundaries. A negative or non-numeric absolute threshold is refused too:
+// the CLI cannot parse it as a count. An unknown gateway, connection or index is a kvcheck
+// setting's error, refused the same way.
 func sglangCheck(c Config, t *Trace) error {
 	s := c.settings().SGLang
 	refuse := func(format string, a ...any) error {
@@ -39,6 +47,33 @@ func sglangCheck(c Config, t *Trace) error {
 		return refuse("eviction interval %v s: the gateway wants more than 0", s.EvictionIntervalSecs)
 	case s.MaxTreeSize <= 0:
 		return refuse("max_tree_size %d: the gateway wants more than 0 characters", s.MaxTreeSize)
+	case s.Gateway != "" && s.Gateway != SGLangSMG && s.Gateway != SGLangFork:
+		return refuse("gateway %q: kvcheck knows %s and %s", s.Gateway, SGLangSMG, SGLangFork)
+	case s.Gateway == SGLangFork:
+		return nil
+	case s.Connection != "" && s.Connection != SGLangHTTP && s.Connection != SGLangGRPC && s.Connection != SGLangGRPCEvents:
+		return refuse("connection %q: kvcheck knows %s, %s and %s", s.Connection, SGLangHTTP, SGLangGRPC, SGLangGRPCEvents)
+	case s.CacheIndex != "" && s.CacheIndex != "tree" && s.CacheIndex != "hash":
+		return refuse("cache_index %q: the gateway wants tree or hash", s.CacheIndex)
+	case s.BlockSize <= 0:
+		return refuse("block_size %d: the gateway wants more than 0", s.BlockSize)
+	case !(s.CacheTTLSecs >= 1):
+		return refuse("cache_ttl_secs %v: the gateway wants more than 0 seconds", s.CacheTTLSecs)
+	case !(s.BalanceTokenUsage > 0) || !(s.OverloadTokenUsage > 0):
+		return refuse("balance_token_usage_threshold %v, overload_token_usage_threshold %v: the gateway wants more than 0.0 (1.0 or more disables them)", s.BalanceTokenUsage, s.OverloadTokenUsage)
+	case !(s.OverlapDecay >= 0) || math.IsInf(s.OverlapDecay, 1):
+		return refuse("overlap_decay %v: the gateway wants a finite 0.0 or more", s.OverlapDecay)
+	case !(s.SelectionTemperature >= 0) || math.IsInf(s.SelectionTemperature, 1):
+		return refuse("selection_temperature %v: the gateway wants a finite 0.0 or more", s.SelectionTemperature)
+	case s.CacheIndex == "hash" && len(s.CacheBoundaries) == 0:
+		return refuse("cache_index hash: the gateway wants cache_boundaries (\"cache_index=hash requires non-empty cache_boundaries\")")
+	case !(s.LoadIntervalSecs > 0):
+		return refuse("load_monitor_interval %v s: the gateway wants more than 0", s.LoadIntervalSecs)
+	}
+	for k, b := range s.CacheBoundaries {
+		if b <= 0 || (k > 0 && b <= s.CacheBoundaries[k-1]) {
+			return refuse("cache_boundaries %v: the gateway wants positive, strictly ascending token positions", s.CacheBoundaries)
+		}
 	}
 	return nil
 }

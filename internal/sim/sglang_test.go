@@ -56,7 +56,7 @@ func TestSGLangTiny(t *testing.T) {
 	)
 	set := func(rel float64) Config {
 		return withRouters(tinyConfig(2), func(s *RouterSettings) {
-			s.SGLang = SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 2, BalanceRelThreshold: rel, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
+			s.SGLang = SGLangSettings{Gateway: SGLangFork, CacheThreshold: 0.5, BalanceAbsThreshold: 2, BalanceRelThreshold: rel, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
 		})
 	}
 	if d := cmp.Diff(outcome{Routes: []int{0, 1, 0, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}, runTiny(t, tr, set(1.5), "sglang-cache-aware")); d != "" {
@@ -90,7 +90,7 @@ func TestSGLangMatchGoesToCreator(t *testing.T) {
 		// e: "abcdYYYYZ" ends in YYYY, created by 1: 8/9, replica 1.
 		charReq(4, 0, "abcdYYYYZ"),
 	)
-	s := SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
+	s := SGLangSettings{Gateway: SGLangFork, CacheThreshold: 0.5, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 1000, MaxTreeSize: 1 << 26}
 	for seed := range uint64(24) {
 		c := withRouters(tinyConfig(3), func(r *RouterSettings) { r.SGLang = s })
 		c.Seed = seed
@@ -130,19 +130,19 @@ func TestSGLangStaleCreator(t *testing.T) {
 		// f (13, 14): the same node, last_tenant 1: replica 1.
 		charReq(21, 0, "abcdR"),
 	)
-	s := SGLangSettings{CacheThreshold: 0.5, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 10, MaxTreeSize: 6}
+	s := SGLangSettings{Gateway: SGLangFork, CacheThreshold: 0.5, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 10, MaxTreeSize: 6}
 	c := withRouters(tinyConfig(3), func(r *RouterSettings) { r.SGLang = s })
 	if got := runTiny(t, tr, c, "sglang-cache-aware").Routes; !slices.Equal(got, []int{0, 0, 0, 1, 1, 1}) {
 		t.Errorf("routes %v, want [0 0 0 1 1 1]", got)
 	}
 }
 
-// TestSGLangFirstOfEquals: a cold request on an idle fleet goes to the first of the equally
-// least loaded (C:440-446: min_by_key returns the first minimum), whatever the seed.
+// TestSGLangFirstOfEquals: under the fork, a cold request on an idle fleet goes to the first of
+// the equally least loaded (C:440-446: min_by_key returns the first minimum), whatever the seed.
 func TestSGLangFirstOfEquals(t *testing.T) {
 	tr := charTrace(charReq(0, 1, "cold"))
 	for seed := range uint64(10) {
-		c := tinyConfig(4)
+		c := withRouters(tinyConfig(4), func(r *RouterSettings) { r.SGLang.Gateway = SGLangFork })
 		c.Seed = seed
 		if got := runTiny(t, tr, c, "sglang-cache-aware").Routes[0]; got != 0 {
 			t.Errorf("seed %d: replica %d, want 0", seed, got)
@@ -181,16 +181,18 @@ func TestSGLangDefaultSets(t *testing.T) {
 	)
 	c := Config{Replicas: 2, KVBlocks: 10000, AddReplicaAt: -1, Seed: 1,
 		Model: Model{PrefillPerToken: 1e-5, DecodePerToken: 1, MaxRunning: 8}, Params: DefaultParams()}
-	cli := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangCLIDefaults() })
-	hint := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangHintDefaults() })
+	fork := func(s SGLangSettings) SGLangSettings { s.Gateway = SGLangFork; return s }
+	cli := withRouters(c, func(s *RouterSettings) { s.SGLang = fork(SGLangCLIDefaults()) })
+	hint := withRouters(c, func(s *RouterSettings) { s.SGLang = fork(SGLangHintDefaults()) })
 	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 1}, Hits: []int{0, 0, 0, 2499, 2499, 2000}}, runTiny(t, tr, cli, "sglang-cache-aware")); d != "" {
 		t.Errorf("CLI defaults (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(outcome{Routes: []int{0, 1, 1, 1, 1, 0}, Hits: []int{0, 0, 0, 2499, 2499, 0}}, runTiny(t, tr, hint, "sglang-cache-aware")); d != "" {
 		t.Errorf("policy-hint defaults (-want +got):\n%s", d)
 	}
-	// Without Config.Routers the CLI's set applies.
-	if d := cmp.Diff(runTiny(t, tr, cli, "sglang-cache-aware"), runTiny(t, tr, c, "sglang-cache-aware")); d != "" {
+	// Without Config.Routers the CLI's set of smg applies.
+	smg := withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangCLIDefaults() })
+	if d := cmp.Diff(runTiny(t, tr, smg, "sglang-cache-aware"), runTiny(t, tr, c, "sglang-cache-aware")); d != "" {
 		t.Errorf("no router settings against the CLI's (-CLI +none):\n%s", d)
 	}
 }
@@ -379,6 +381,7 @@ func TestSGLangAgreesWithBruteForce(t *testing.T) {
 				MaxTreeSize:          []int{1, 5, 20, 60}[rng.IntN(4)],
 			}
 		}
+		s.Gateway = SGLangFork
 		c := withRouters(tinyConfig(2+rng.IntN(4)), func(r *RouterSettings) { r.SGLang = s })
 		c.KVBlocks = 6
 		c.Model.MaxRunning = 1 + rng.IntN(3)

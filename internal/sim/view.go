@@ -25,7 +25,7 @@ const (
 // metadata.session_id the log kept, and LiteLLM's prompt_caching key. It runs after
 // RequestLogOptions.Rewrite, so a rewritten request is seen rewritten.
 func newView(req *audit.Request) *View {
-	v := &View{Chat: req.Chat, Headers: req.Headers, MetadataSession: req.MetadataSession}
+	v := &View{Chat: req.Chat, Headers: req.Headers, MetadataSession: req.MetadataSession, Partition: req.Partition}
 	if !req.Chat {
 		v.Text = req.Prompt // a prompt of token ids has no text: ""
 	} else {
@@ -147,7 +147,7 @@ func fnvUint(h, x uint64) uint64 {
 
 // viewBytes is what a View holds in memory.
 func viewBytes(v *View) int64 {
-	n := int64(viewOverhead + len(v.Text) + 8*len(v.Pieces) + len(v.MetadataSession))
+	n := int64(viewOverhead + len(v.Text) + 8*len(v.Pieces) + len(v.MetadataSession) + len(v.Partition))
 	for k, val := range v.Headers {
 		// Names and values are interned by the reader; counted each time all the same, so
 		// the figure is an upper bound.

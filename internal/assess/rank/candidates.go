@@ -9,7 +9,8 @@ import (
 )
 
 // Candidates lists every emulation's rows: as shipped (one row per default set its product
-// ships: SGLang's cache_aware twice, the CLI's defaults and the ones a policy hint applies), as
+// ships, alternatives left out: SGLang's cache_aware twice, the CLI's defaults and the ones a
+// policy hint applies), as
 // configured by each router the files set up for it, and tuned (from the configured row when
 // there is one, else as shipped) when kvcheck would change a setting for this traffic.
 // Requirements are filled from the files and traffic. An emulation no product holds (an
@@ -26,7 +27,9 @@ func Candidates(emus []sim.PolicyInfo, tr product.Traffic, files *product.Files)
 		vs := p.Shipped()
 		var shipped []Candidate
 		for _, v := range vs {
-			shipped = append(shipped, Candidate{Policy: e.Name, Product: id, Variant: Shipped, Label: v.Label, Settings: v.Settings})
+			if !v.Alternative {
+				shipped = append(shipped, Candidate{Policy: e.Name, Product: id, Variant: Shipped, Label: v.Label, Settings: v.Settings})
+			}
 		}
 		out = append(out, shipped...)
 		var configured []Candidate

@@ -81,6 +81,9 @@ type Variant struct {
 	// its values, for --help.
 	About, Help string
 	Settings    Settings
+	// Alternative marks a set the command line may choose (another version of the product, or
+	// another of its modes) that assess's ranking does not list as a shipped row of its own.
+	Alternative bool
 }
 
 // Facts is one router a configuration file sets up and the values the file gives it, in the

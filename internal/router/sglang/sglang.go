@@ -8,6 +8,7 @@ package sglang
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/router/product"
@@ -29,14 +30,30 @@ type Router struct{}
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
 
-// Shipped implements product.Router: the gateway's command line's defaults first, then what a
-// cache_aware policy hint applies.
+// Shipped implements product.Router: smg's command-line defaults first, then what a
+// cache_aware policy hint applies, both over HTTP (smg's character tree); then, for simulate
+// to choose, the CLI's defaults over gRPC (a tree of token pages) and over gRPC with the
+// engines' KV events, and the older gateway that shipped inside sglang (the modal-projects/sglang
+// fork @8905cbd) with either default set.
 func (Router) Shipped() []product.Variant {
+	cli, hint := sim.SGLangCLIDefaults(), sim.SGLangHintDefaults()
+	with := func(s Settings, gateway, conn string) Settings {
+		s.Gateway, s.Connection = gateway, conn
+		return s
+	}
 	return []product.Variant{
 		{Key: "cli", Label: "CLI defaults", About: "the gateway's command-line defaults",
-			Help: "the gateway's command line: cache threshold 0.3, balance 64 and 1.5, 2^26-character trees", Settings: sim.SGLangCLIDefaults()},
+			Help: "the gateway's command line: cache threshold 0.3, balance 64 and 1.5, 2^26-character trees", Settings: cli},
 		{Key: "hint", Label: "policy-hint defaults", About: "the defaults a cache_aware policy hint applies",
-			Help: "what a cache_aware policy hint applies: 0.5, 32, 1.1, 10,000 characters", Settings: sim.SGLangHintDefaults()},
+			Help: "what a cache_aware policy hint applies: 0.5, 32, 1.1, 10,000 characters", Settings: hint},
+		{Key: "grpc", Label: "CLI defaults, gRPC", About: "the command line's defaults, workers over gRPC",
+			Help: "the command line's, workers over gRPC: a tree of 16-token pages", Settings: with(cli, sim.SGLangSMG, sim.SGLangGRPC), Alternative: true},
+		{Key: "grpc-events", Label: "CLI defaults, gRPC with KV events", About: "the command line's defaults, workers over gRPC with KV events",
+			Help: "the command line's, workers over gRPC publishing KV events: overlap with what they hold", Settings: with(cli, sim.SGLangSMG, sim.SGLangGRPCEvents), Alternative: true},
+		{Key: "fork", Label: "older gateway, CLI defaults", About: "the older sgl-model-gateway inside sglang, command-line defaults",
+			Help: "the older sgl-model-gateway inside sglang with its command line's: the replica that created the matched node", Settings: with(cli, sim.SGLangFork, sim.SGLangHTTP), Alternative: true},
+		{Key: "fork-hint", Label: "older gateway, policy-hint defaults", About: "the older sgl-model-gateway inside sglang, policy-hint defaults",
+			Help: "the older gateway with a policy hint's", Settings: with(hint, sim.SGLangFork, sim.SGLangHTTP), Alternative: true},
 	}
 }
 
@@ -51,8 +68,11 @@ func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
 
 // Configure implements product.Router. It reads the gateway's flags as given (--policy,
 // --cache-threshold, --balance-abs-threshold, --balance-rel-threshold,
-// --eviction-interval-secs or --eviction-interval, --max-tree-size) and launcher (python or
+// --eviction-interval-secs or --eviction-interval, --max-tree-size; smg's --block-size,
+// --cache-index, --cache-boundaries, --cache-ttl-secs, the token-usage thresholds,
+// --overlap-decay, --selection-temperature, --load-monitor-interval) and launcher (python or
 // rust): the Python launcher's eviction interval defaults to 60 s, the Rust CLI's to 120 s.
+// Worker URLs of grpc:// select the token tree.
 func (Router) Configure(f product.Facts) []product.Configured {
 	s := sim.SGLangCLIDefaults()
 	rd := product.NewReader(f)
@@ -74,6 +94,29 @@ func (Router) Configure(f product.Facts) []product.Configured {
 	rd.Float("--eviction-interval-secs", &s.EvictionIntervalSecs)
 	rd.Float("--eviction-interval", &s.EvictionIntervalSecs)
 	rd.Int("--max-tree-size", &s.MaxTreeSize)
+	// smg's flags (smg@f8daa88 model_gateway/src/main.rs:238-372, 518-520).
+	rd.Int("--block-size", &s.BlockSize)
+	rd.Str("--cache-index", &s.CacheIndex)
+	rd.Float("--cache-ttl-secs", &s.CacheTTLSecs)
+	rd.Float("--balance-token-usage-threshold", &s.BalanceTokenUsage)
+	rd.Float("--overload-token-usage-threshold", &s.OverloadTokenUsage)
+	rd.Float("--overlap-decay", &s.OverlapDecay)
+	rd.Float("--selection-temperature", &s.SelectionTemperature)
+	rd.Float("--load-monitor-interval", &s.LoadIntervalSecs)
+	if v, ok := f.Values["--cache-boundaries"]; ok {
+		for _, b := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(b))
+			if err != nil {
+				skip = fmt.Sprintf("--cache-boundaries %q: the gateway wants token positions, comma-separated", v)
+				break
+			}
+			s.CacheBoundaries = append(s.CacheBoundaries, n)
+		}
+	}
+	// Workers reached over gRPC put smg's cache_aware on token pages.
+	if strings.Contains(f.Values["--worker-urls"], "grpc://") {
+		s.Connection = sim.SGLangGRPC
+	}
 	return rd.Result(policies, s, skip)
 }
 
@@ -87,13 +130,26 @@ func (Router) Tune(_ string, ps product.Settings, tr product.Traffic) (product.S
 	if tr.Replicas <= 0 || tr.KVTokens <= 0 {
 		return s, nil
 	}
-	size := int(min(int64(tr.Replicas)*tr.KVTokens*CharsPerToken, math.MaxInt32))
+	// smg bounds the whole tree, the older gateway each replica's part of it; a token tree
+	// counts tokens, a character tree characters.
+	replicas, perToken, unit := int64(tr.Replicas), int64(CharsPerToken), fmt.Sprintf(" x %d characters a token", CharsPerToken)
+	if s.Gateway == sim.SGLangFork {
+		replicas = 1
+	}
+	if s.Connection == sim.SGLangGRPC || s.Connection == sim.SGLangGRPCEvents {
+		perToken, unit = 1, ""
+	}
+	size := int(min(replicas*tr.KVTokens*perToken, math.MaxInt32))
 	if s.MaxTreeSize == size {
 		return s, nil
 	}
 	s.MaxTreeSize = size
+	what := fmt.Sprintf("%d replicas x %d tokens%s", tr.Replicas, tr.KVTokens, unit)
+	if replicas == 1 {
+		what = fmt.Sprintf("one replica's %d tokens%s (the older gateway bounds each replica's part)", tr.KVTokens, unit)
+	}
 	return s, []product.Change{{Setting: "--max-tree-size", Value: fmt.Sprint(size),
-		Why: fmt.Sprintf("the tree remembers what the fleet can hold: %d replicas x %d tokens x %d characters a token; smaller forgets prefixes the engines still hold, larger routes to prefixes they evicted", tr.Replicas, tr.KVTokens, CharsPerToken)}}
+		Why: fmt.Sprintf("the tree remembers what the fleet can hold: %s; smaller forgets prefixes the engines still hold, larger routes to prefixes they evicted", what)}}
 }
 
 // ReqGateway is the requirement of an SGLang model gateway.
