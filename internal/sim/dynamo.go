@@ -94,6 +94,22 @@ func dynamoCheck(c Config, t *Trace) error {
 // Not modelled: host, disk and shared-cache tiers (their credits are 0 with no offload);
 // replica sync between several frontends; queueing at the router (--router-queue-threshold
 // unset: none); tree-size pruning of the approximate index (TTL only).
+//
+// Checked against the source (ai-dynamo/dynamo@01690d42:lib/kv-router/src/scheduling/selector.rs):
+//   - the logit prefill_load_scale x max(raw prefill blocks - credit, 0) + decode blocks +
+//     decode_active_request_weight x active requests (worker_logit), raw prefill the worker's
+//     active prefill tokens plus the request's over the block size;
+//   - credit = overlap_score_credit x decay x device overlap blocks, decay 1 / (1 + d x excess
+//     active prefill blocks over the least eligible worker's / request blocks), 1 at d = 0
+//     (worker_logit);
+//   - temperature 0: the least logit, ties by reservoir sampling; above 0, softmax over logits
+//     rescaled to [-1/T, 0] by the spread, uniform when all equal (select_worker,
+//     softmax_sample_entries).
+//
+// Left out:
+//   - host, disk and shared-cache tiers, taints, pinned workers, DP ranks, the decode-only
+//     formula of disaggregated serving; the second model (refDynamo) is written from
+//     ROUTERS.md §4 and selector.rs.
 type dynamoKVPolicy struct {
 	s     DynamoSettings
 	bs    int

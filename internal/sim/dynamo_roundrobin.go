@@ -13,6 +13,16 @@ var dynamoRoundRobinInfo = PolicyInfo{
 // instance_ids[counter % count] of the instances available now. The counter is not reset when a
 // worker joins, so after an added replica the turn continues from counter mod the new count (not
 // from the replica after the last one chosen, as kvcheck's round-robin does).
+//
+// Checked against the source:
+//   - a counter fetch_add'ed per request, from 0, never reset; the free instances at counter %
+//     count (ai-dynamo/dynamo@020ac7fc:lib/runtime/src/pipeline/network/egress/push_router.rs,
+//     round_robin and select_next_worker);
+//   - round-robin is the frontend's default --router-mode (RouterMode's #[default]).
+//
+// Left out:
+//   - instances filtered out as busy or overloaded (free_ids against routable_ids): every
+//     replica is free; the instances' order (their ids): the replicas' order.
 type dynamoRoundRobinPolicy struct{ counter int }
 
 func (p *dynamoRoundRobinPolicy) route(f *fleet, _ *job) int {

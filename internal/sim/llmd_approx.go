@@ -81,6 +81,25 @@ var llmdApproxMinBlock = 64
 // Not modelled: the index update is asynchronous in the source (it lands a moment after the
 // routing decision; here before the next request); the periodic removal of pods that left; a
 // request longer than the whole LRU (the source then keeps its evicted keys in hashToPods).
+//
+// Checked against llm-d/llm-d-router@ebab687 (lines without a path are in
+// pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/plugin.go):
+//   - the block size: the engine's with autoTune, else blockSizeTokens, floored at 64
+//     (GetBlockSize, 344-357; minBlockSizeTokens 52);
+//   - the cap on blocks hashed: maxPrefixTokensToMatch / block size, else
+//     maxPrefixBlocksToMatch, 0 and 0 unlimited (resolveMaxBlocks, 366-376);
+//   - the match: walk the keys while any server holds one, each holder counting one block
+//     (matchLongestPrefix, 316-331); matched / total to the scorer (Produce, 228-255);
+//   - after the choice, every key added to the chosen server's LRU of the engine's GPU blocks
+//     with autoTune, else lruCapacityPerServer (PreRequest 258-290, makeserver 302-313);
+//   - a start refused on a block size <= 0 without autoTune or a negative token cap (146-151);
+//   - scoring and picking as llmd.go says (pkg/epp/config/loader/defaults.go:48-50,
+//     pkg/epp/scheduling/scheduler_profile.go:202-253; in pkg/epp/framework/plugins/scheduling:
+//     scorer/kvcacheutilization/kvcache_utilization.go:84-87, picker/maxscore/picker.go:87-92).
+//
+// Left out:
+//   - the asynchronous index update (PreRequest's goroutine), the P/D prefill profile's second
+//     server, several prompts in one request, pods leaving.
 type llmdApproxPolicy struct {
 	pick      llmdPicker
 	block     int // router block size in tokens

@@ -58,6 +58,17 @@ var llmdPreciseInfo = PolicyInfo{
 // stored and evicted, without the events' delay). Its blocks are the trace's; the match in the
 // EPP's blocks is the tokens held consecutively from token 0 divided by blockSizeTokens, rounded
 // down (exact when the trace's block size is a multiple of it, as 16 divides vLLM's sizes).
+//
+// Checked against llm-d/llm-d-router@ebab687:
+//   - the pod's match is its longest run of keys held from block 0, tier-weighted (GPU 1)
+//     (pkg/kvcache/kvblock_scorer.go:77-134);
+//   - speculative indexing off by default (pkg/epp/framework/plugins/requestcontrol/
+//     dataproducer/preciseprefixcache/producer.go:61-65, 215);
+//   - scoring and picking as llmd.go says (the lines cited in llmd_approx.go).
+//
+// Left out:
+//   - the events' latency and loss (the fleet's caches now stand for the index), the CPU and
+//     disk tiers, speculative indexing when turned on, DP ranks.
 type llmdPrecisePolicy struct {
 	pick           llmdPicker
 	exact          bool

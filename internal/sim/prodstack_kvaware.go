@@ -28,6 +28,22 @@ var prodStackKVAwareInfo = PolicyInfo{
 // So on chat traffic kvaware is session hashing (with a session key) or QPS balancing, never
 // KV-aware; on completions whose prompts exceed the threshold by more than their cached part, it
 // falls back too. The router counts every request it sends for the QPS figures.
+//
+// Checked against vllm-project/production-stack@a6c01db (routing_logic.py is
+// src/vllm_router/routers/routing_logic.py; other paths from the repository root):
+//   - tokens of request_json.get("prompt", ""), so a chat looks up nothing
+//     (routing_logic.py:355-376);
+//   - the LMCache lookup's first instance and its matched tokens (routing_logic.py:378-386);
+//   - fallback when there is no instance or it matches fewer than max(tokens - threshold, 0):
+//     the session ring or _qps_routing (routing_logic.py:388-404), --kv-aware-threshold 2000
+//     (routing_logic.py:262; parser.py:444);
+//   - otherwise the first instance, however loaded (routing_logic.py:405-428).
+//
+// Left out:
+//   - LMCache itself: its workers' chunks stand for the engines' caches (lmcacheIndex), and the
+//     lookup's crediting is KVController.lookup's as ROUTERS.md §3 reads it;
+//   - the tokenizer: the trace's tokens stand for it;
+//   - the body member of the session key's name (as prodstack-session).
 type prodStackKVAwarePolicy struct {
 	key       string
 	threshold int

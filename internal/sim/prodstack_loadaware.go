@@ -39,6 +39,19 @@ var prodStackLoadAwareInfo = PolicyInfo{
 //
 // An engine LMCache does not credit (it holds the chunks, but another instance stored them
 // first) scores no benefit.
+//
+// Checked against the source: production-stack's main has no loadaware routing logic at the
+// snapshot read (vllm-project/production-stack@a6c01db
+// src/vllm_router/routers/routing_logic.py:52-58 lists roundrobin, session, kvaware,
+// prefixaware and the two disaggregated ones); the router followed is LoadAwareRouter of PR
+// #1035 as a stored copy has it (a subclass of KvawareRouter, "LOADAWARE PATCH"): every
+// endpoint scored min(matched, prompt)/prompt - beta x (load - mean)/max(1, mean), load the
+// requests in prefill or decoding, the first best in URL order, no kv_aware_threshold, the
+// session ring or QPS when LMCache names no holder.
+//
+// Left out:
+//   - the PR is not merged at the snapshot: a deployment of main cannot select loadaware;
+//   - LMCache and the tokenizer, as prodstack-kvaware.
 type prodStackLoadAwarePolicy struct {
 	key  string
 	beta float64

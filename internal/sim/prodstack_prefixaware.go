@@ -44,6 +44,24 @@ var prodStackPrefixAwareInfo = PolicyInfo{
 // so a popular prefix makes a hot spot. One differing character in the first 128 makes chunk 0
 // differ and the match 0. Memory is the trie: one node per distinct chunk path (about 40 bytes
 // and one bit per replica each), bounded by the log's text.
+//
+// Checked against vllm-project/production-stack@a6c01db (routing_logic.py is
+// src/vllm_router/routers/routing_logic.py; other paths from the repository root):
+//   - the prompt as prodStackPrompt builds it (routing_logic.py:476-500);
+//   - chunks of 128 characters hashed one by one, a trie of them holding the endpoints each
+//     chunk path was sent to (src/vllm_router/prefix/hashtrie.py:37-75);
+//   - the longest match: walk while the child exists and shares an endpoint with those still
+//     selected, 128 characters a chunk (hashtrie.py:77-104);
+//   - below --prefix-min-match-length (0: never) the QPS choice, else random.choice over the
+//     selected; the prompt inserted for the engine chosen either way (routing_logic.py:507-522;
+//     parser.py:451);
+//   - no eviction (routing_logic.py:436).
+//
+// Left out:
+//   - a completion whose prompt is a list (a batch, or token ids): upstream hashes the list and
+//     fails; here its first prompt's text;
+//   - which of the selected endpoints random.choice returns for a given seed (Python's set
+//     order and random state): a uniform draw from Config.Seed.
 type prodStackPrefixPolicy struct {
 	minMatch int
 	rng      *rand.Rand

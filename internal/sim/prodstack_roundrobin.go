@@ -2,21 +2,41 @@ package sim
 
 var prodStackRoundRobinInfo = PolicyInfo{
 	Name:      "prodstack-roundrobin",
-	About:     "vLLM production-stack router --routing-logic roundrobin (the Helm chart's default): a request counter modulo the engines",
+	About:     "vLLM production-stack router --routing-logic roundrobin (the Helm chart's default): a request counter modulo the engines, one counter per set of engines",
 	Product:   "vLLM production-stack",
-	Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py RoundRobinRouter; helm/values.yaml routerSpec.routingLogic roundrobin; ROUTERS.md §3, SPEC §6",
+	Source:    "vllm-project/production-stack@a6c01db src/vllm_router/routers/routing_logic.py:139-195 RoundRobinRouter; helm/values.yaml routerSpec.routingLogic roundrobin; ROUTERS.md §3, SPEC §6",
 	newPolicy: func(Config, int) policy { return &prodStackRoundRobinPolicy{} },
 }
 
-// prodStackRoundRobinPolicy is RoundRobinRouter: req_id starts at 0 and goes up by one per
-// request; the request goes to the engines sorted by URL, at index req_id modulo their number.
-// A log has no URLs: the replicas' order stands for the URLs' order, an added replica last (its
-// real place among the sorted URLs is unknown). req_id is not reset when an engine joins, so the
-// turn continues from req_id modulo the new count.
-type prodStackRoundRobinPolicy struct{ reqID int }
+// prodStackRoundRobinPolicy is RoundRobinRouter (production-stack@a6c01db
+// src/vllm_router/routers/routing_logic.py:139-195): the engines' URLs sorted (_endpoint_key,
+// 154-166), and a counter per set of engines (_next_index, keyed by that sorted tuple) that
+// starts at 0 and goes up by one per request; the request goes to the URL at the counter
+// modulo their number (187-195). A log has no URLs: the replicas' order stands for the URLs'
+// order, an added replica last (its real place among the sorted URLs is unknown). When an engine
+// joins, the new set's counter starts at 0: the turn restarts at the first engine (the set
+// before keeps its counter, for if it came back). The cache of sets is cleared at 1,024 sets,
+// which one added replica never reaches.
+//
+// Checked against vllm-project/production-stack@a6c01db (routing_logic.py is
+// src/vllm_router/routers/routing_logic.py; other paths from the repository root):
+//   - one counter per set of engines, from 0, the URLs sorted (routing_logic.py:154-166,
+//     187-195);
+//   - the request goes to the URL at the counter modulo the engines (routing_logic.py:195);
+//   - roundrobin is the Helm chart's default (helm/values.yaml:550).
+//
+// Left out:
+//   - the engines' real order (sorted URLs): the replicas' order stands for it;
+//   - the cache of sets cleared past 1,024 (routing_logic.py:143-145, 162-163, 189-193): never
+//     reached.
+type prodStackRoundRobinPolicy struct{ next map[int]int }
 
 func (p *prodStackRoundRobinPolicy) route(f *fleet, _ *job) int {
-	i := p.reqID % f.size()
-	p.reqID++
+	if p.next == nil {
+		p.next = map[int]int{}
+	}
+	n := f.size() // the replicas are the first n: one set per size
+	i := p.next[n] % n
+	p.next[n]++
 	return i
 }

@@ -31,6 +31,23 @@ var prodStackSessionInfo = PolicyInfo{
 //
 // The router counts every request it sends for the QPS figures. Without a session key the
 // router does not start (check returns the error, no figure).
+//
+// Checked against vllm-project/production-stack@a6c01db (routing_logic.py is
+// src/vllm_router/routers/routing_logic.py; other paths from the repository root):
+//   - the id is the header named by the session key, case-insensitive (routing_logic.py:107-115);
+//   - with an id, the engine owning it on a uhashring ring, updated to the engines of the moment
+//     (routing_logic.py:86-105, 236-247);
+//   - without one, _qps_routing: the first engine with no request stats, else the lowest QPS,
+//     the first of equals (routing_logic.py:62-84), over --request-stats-window 60 s
+//     (src/vllm_router/parsers/parser.py:319; src/vllm_router/stats/request_stats.py:80-86,
+//     238-258: a request at t counts while t >= now - 60);
+//   - no session key: SessionRouter raises ValueError (routing_logic.py:204-208).
+//
+// Left out:
+//   - the body member of the session key's name (routing_logic.py:115: read when the header is
+//     absent): the log reader keeps no arbitrary body member;
+//   - the ring's real points (md5 of the engines' URLs, which a log does not have): a seeded
+//     stand-in as uniform and as stable (sessionRing).
 type prodStackSessionPolicy struct {
 	key  string
 	ring sessionRing

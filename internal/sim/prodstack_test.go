@@ -43,17 +43,21 @@ func withProdStack(c Config, fn func(*ProdStackSettings)) Config {
 }
 
 func TestProdStackRoundRobin(t *testing.T) {
-	// req_id modulo the engines: 0, 1, 0, then a third replica joins at 2.5 s and the counter
-	// goes on: 3 mod 3 = 0, 4 mod 3 = 1. r2 hits block 1 on replica 0 (after r0's 0.12 s
-	// prefill; hit limit (12-1)/4 = 2 blocks, [1] shared).
-	tr := tinyTrace(req(0, "", 0, 1, 2, 3), req(1, "", 0, 1, 4, 5), req(2, "", 0, 1, 6, 7), req(3, "", 0, 1, 8, 9), req(4, "", 0, 1, 8, 9))
+	// The counter of the two engines' set goes 0, 1, 2, 3: replicas 0, 1, 0, 1; a third joins
+	// at 3.5 s and the three's set has a counter of its own from 0 (routing_logic.py@a6c01db
+	// :187-195, _next_index keyed by the sorted URLs): r4 to 0, r5 to 1 (a counter that went
+	// on would give 4 mod 3 = 1 and 5 mod 3 = 2). r2 hits block 1 on replica 0 (after r0's
+	// 0.12 s prefill; hit limit (12-1)/4 = 2 blocks, [1] shared); r3 hits it on replica 1
+	// (r1's); r4 on 0 and r5 on 1 too.
+	tr := tinyTrace(req(0, "", 0, 1, 2, 3), req(1, "", 0, 1, 4, 5), req(2, "", 0, 1, 6, 7), req(3, "", 0, 1, 8, 9),
+		req(4, "", 0, 1, 8, 9), req(5, "", 0, 1, 10, 11))
 	for i := range tr.Requests {
 		tr.Requests[i].View = &View{}
 	}
 	c := tinyConfig(2)
-	c.AddReplicaAt = 2.5
+	c.AddReplicaAt = 3.5
 	got := runTiny(t, tr, c, "prodstack-roundrobin")
-	want := outcome{Routes: []int{0, 1, 0, 0, 1}, Hits: []int{0, 0, 1, 1, 1}}
+	want := outcome{Routes: []int{0, 1, 0, 1, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("routes/hits (-want +got):\n%s", d)
 	}

@@ -44,6 +44,23 @@ var rayInfo = PolicyInfo{
 // emulated; replicas are listed in index order, where Ray's tenant order follows the set of
 // replicas it was given. An empty text, on which Ray's match rate divides by zero, is routed
 // by power of two choices. Times are the trace's arrival times.
+//
+// Checked against ray-project/ray@06c16f2 python/ray/llm/_internal/serve/routing_policies/
+// prefix_aware/prefix_aware_router.py (function names; the stored copy has no line numbers):
+//   - the text (rayText: _extract_text_from_request, _normalize_prompt_to_string,
+//     _coerce_to_text);
+//   - imbalance when the longest queue minus the shortest is above imbalanced_threshold (inf by
+//     default, initialize_state), then the pool is power of two choices' pair;
+//   - otherwise the match rate, matched characters over the text's, below match_rate_threshold
+//     (0.1) the smallest tenants, else the tenants holding the match
+//     (_prefix_match_best_replicas);
+//   - eviction off by default; 400,000, 360,000 and 10 s when on (initialize_state).
+//
+// Left out:
+//   - max_ongoing_requests (a full replica skipped), the probed queue-length cache, locality and
+//     multiplexing preferences, replicas dying; an empty text (Ray divides by zero) takes power of
+//     two choices; the second model (bruteRay) is written from prefix_aware_router.py and
+//     prefix_tree.py over the brute-force tree.
 type rayPolicy struct {
 	s         RaySettings
 	rng       *rand.Rand

@@ -122,8 +122,16 @@ func sglangCheck(c Config, t *Trace) error {
 // evicted in the order of replica and text, where the fork's heap leaves it arbitrary. The
 // eviction runs before the first request at or after each multiple of the interval, where the
 // gateway's timer runs on its own clock; two runs in a row evict nothing more. Replicas are all
-// healthy. Left out: the PD router's prefill and decode trees (C:76-100), mesh sync, and the
-// prefill_backlog of later gateways.
+// healthy.
+//
+// Checked against the source: steps 1-6 above, at the lines cited; the second model
+// (bruteSGLang) is written from the same lines over the brute-force tree.
+//
+// Left out:
+//   - the PD router's prefill and decode trees (C:76-100), mesh sync, unhealthy workers and the
+//     removal of a stale tenant (C:471-491), the prefill_backlog of later gateways;
+//   - the order of a node's map and of equal epochs in the eviction heap (kvcheck's choices,
+//     above).
 type sglangPolicy struct {
 	s         SGLangSettings
 	seed      uint64

@@ -62,9 +62,25 @@ import (
 // The events of a replica are its cache now (the real index lags by the events' latency).
 // The tree's epochs count as in the fork (sglangPolicy): the 1-in-8 stamp and the last
 // tenant are kept, though they no longer choose the replica. Tenant maps list their holders
-// in a pseudo-random order of Config.Seed and the node (sglangFirst). Left out: worker
-// overload vetoes (--worker-overload-*, off by default), max_waiting_requests (0), mesh sync,
-// the PD router, circuit breakers, retries; a batch of prompts is routed as its first.
+// in a pseudo-random order of Config.Seed and the node (sglangFirst).
+//
+// Checked against the source: steps 1-9 above (CA@04def28 select_worker,
+// select_worker_with_text, select_worker_with_tokens, select_worker_event_driven,
+// select_worker_hash, select_final_from_affinity, candidate_requires_spill,
+// select_matched_candidate, apply_overlap_decay, sample_by_temperature, is_kv_imbalanced,
+// live_holder_candidates, record_placement; LL select_min_expected_wait_with_freshness, score,
+// queued_tokens, request_tokens; ST match_and_insert_with, finish_match_and_insert,
+// matched_tenants, evict_tenant_by_size; cache_namespace.rs@4e80904 text_marker,
+// prefixed_tokens, unpartitioned_text), the CLI's defaults (smg@f8daa88
+// model_gateway/src/main.rs:238-372, 518-520) and what ConfigValidator refuses (sglangCheck).
+// bruteSMG, the second model, is written from the same functions.
+//
+// Left out:
+//   - worker overload vetoes (--worker-overload-*, off by default), max_waiting_requests (0),
+//     mesh sync, the PD router, circuit breakers, retries, several models;
+//   - the event index keyed by the partition's seed (cache_namespace.rs@4e80904 event_seed):
+//     04def28's cache_aware.rs says the event-driven mode is unpartitioned, which is followed;
+//   - a batch of prompts is routed as its first (smg joins them with a space).
 type smgPolicy struct {
 	s         SGLangSettings
 	seed      uint64

@@ -142,3 +142,104 @@ func TestSessionAffinityModel(t *testing.T) {
 		}
 	}
 }
+
+// refShuffle is simple_shuffle without weights (BerriAI/litellm@1116dd5
+// litellm/router_strategy/simple_shuffle.py, the last branch): random.choice over the healthy
+// deployments, from the seeded stream the emulations share (the stand-in for Python's random).
+type refShuffle struct{ rng *rand.Rand }
+
+func (m *refShuffle) route(_ *sim.Request, n int) int { return m.rng.IntN(n) }
+
+// refPromptCache is PromptCachingDeploymentCheck (BerriAI/litellm@00a9877
+// litellm/router_utils/pre_call_checks/prompt_caching_deployment_check.py): on a chat of at least
+// 1,024 tokens with a cacheable prefix (up to the last cache_control marker), the deployment
+// the prefix's key was last written with, if written in the last TTL on this pod's cache; else
+// simple-shuffle. On success (the request's end) the key is written with the deployment that
+// served it. A policy over the fleet, since writes wait for the end of a request.
+type refPromptCache struct {
+	shuffle *rand.Rand
+	pods    int
+	podRNG  *rand.Rand
+	ttl     float64
+	pins    map[[2]uint64][2]float64 // (pod, key) -> (deployment, expiry)
+	podOf   map[int]int
+}
+
+func (m *refPromptCache) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	pod := 0
+	if m.pods > 1 {
+		pod = m.podRNG.IntN(m.pods)
+	}
+	m.podOf[j.Seq()] = pod
+	r := j.Request()
+	if v := r.View; v.Chat && v.CacheKey != 0 && r.InputTokens >= 1024 {
+		if p, ok := m.pins[[2]uint64{uint64(pod), v.CacheKey}]; ok && j.Arrival() <= p[1] && int(p[0]) < f.Size() {
+			return int(p[0]), "cache-key"
+		}
+	}
+	return m.shuffle.IntN(f.Size()), "random"
+}
+
+func (m *refPromptCache) Prefilled(*sim.Job) {}
+
+func (m *refPromptCache) Finished(j *sim.Job) {
+	pod := m.podOf[j.Seq()]
+	delete(m.podOf, j.Seq())
+	if r := j.Request(); r.View.Chat && r.View.CacheKey != 0 && r.InputTokens >= 1024 {
+		m.pins[[2]uint64{uint64(pod), r.View.CacheKey}] = [2]float64{float64(j.Replica()), j.Done() + m.ttl}
+	}
+}
+
+// TestShuffleAndPromptCacheModels: litellm-simple-shuffle and litellm-prompt-caching agree with
+// refShuffle and refPromptCache route by route on random traffic: chats, some marked on a shared
+// system prompt, about half of 1,024 tokens or more, a short TTL, one pod and three.
+func TestShuffleAndPromptCacheModels(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			tr := simtest.RandomTraffic(seed, 300, simtest.Block)
+			rng := rand.New(rand.NewPCG(seed, 0x76696577))
+			for i := range tr.Requests {
+				r := &tr.Requests[i]
+				r.Arrival *= 10
+				r.View = sim.StringChat("system", "user")
+				if len(r.Blocks) > 0 && r.Blocks[0] < 10000 && rng.IntN(4) > 0 {
+					r.View.CacheKey = 1 + r.Blocks[0]
+				}
+				r.InputTokens *= 40
+			}
+			tr.Format = "requests"
+			c := simtest.RoomyConfig(seed, 3, tr.Requests[150].Arrival)
+			e := simtest.NewRefFleet(simtest.Block, c.Model)
+			want := simtest.Replay(tr, c, (&refShuffle{rng: rand.New(rand.NewPCG(seed, litellmShuffleStream))}).route, e)
+			if d := cmp.Diff(want, simtest.Routes(t, tr, c, emulation("litellm-simple-shuffle", Shipped()))); d != "" {
+				t.Errorf("litellm-simple-shuffle against the second model (-model +emulation):\n%s", d)
+			}
+			pinned := 0
+			for _, pods := range []int{1, 3} {
+				l := Shipped()
+				l.ProxyPods, l.PromptCacheTTLSecs = pods, 20
+				m := &refPromptCache{shuffle: rand.New(rand.NewPCG(seed, litellmShuffleStream)), pods: pods, ttl: 20,
+					pins: map[[2]uint64][2]float64{}, podOf: map[int]int{}}
+				if pods > 1 {
+					m.podRNG = rand.New(rand.NewPCG(seed, litellmPodStream))
+				}
+				want, wantWhy := simtest.Run(t, tr, c, simtest.Model("model", true, m))
+				got, why := simtest.Run(t, tr, c, emulation("litellm-prompt-caching", l))
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("%d pods: litellm-prompt-caching against the second model (-model +emulation):\n%s", pods, d)
+				}
+				for k := range why {
+					if why[k] == "cache-key" {
+						pinned++
+					}
+					if why[k] != wantWhy[k] {
+						t.Fatalf("%d pods: request %d: reason %q, the second model's %q", pods, k, why[k], wantWhy[k])
+					}
+				}
+			}
+			if pinned == 0 {
+				t.Error("no request found a pin: the traffic does not test the pins")
+			}
+		})
+	}
+}

@@ -46,6 +46,23 @@ const litellmMinCacheTokens = 1024
 // the last TTL and pod, and one entry per request in flight.
 //
 // Reasons: cache-key (3: the pinned deployment), random (3: simple-shuffle).
+//
+// Checked against the source (BerriAI/litellm@00a9877:
+// litellm/router_utils/pre_call_checks/prompt_caching_deployment_check.py):
+//   - the lookup only for a valid prompt of at least the group's minimum tokens (1,024 for a
+//     model without its own: _get_min_token_count_for_deployments, is_prompt_caching_valid_prompt)
+//     and only on messages (async_filter_deployments);
+//   - a key found narrows the deployments to the one it names; a miss leaves all (ibid.);
+//   - the key written on success with the deployment that served it (async_log_success_event,
+//     async_add_model_id), for completions only.
+//
+// Left out:
+//   - automatic cache_control injection (messages_with_default_injections) and the system
+//     prompt prepended for Anthropic messages: off without cache_control_injection_points and
+//     not OpenAI chat;
+//   - per-model minimum token counts (get_prompt_cache_min_tokens): 1,024 for all;
+//   - the key's exact hashing (prompt_caching_cache.py): View.CacheKey, the same prefix the same
+//     key.
 type litellmPromptCachePolicy struct {
 	ttl     float64
 	shuffle litellmShuffle

@@ -41,6 +41,23 @@ func sessionAffinity(s Settings) sim.PolicyInfo {
 //
 // Reasons: session-key (3: the pinned deployment), random (3: simple-shuffle, with or without
 // an id).
+//
+// Checked against the source (BerriAI/litellm@00e1fe8:
+// litellm/router_utils/pre_call_checks/deployment_affinity_check.py):
+//   - the session id from the request's metadata (get_request_metadata_field "session_id" in
+//     _get_session_id_from_request_kwargs), which the proxy fills from the headers read above;
+//   - a pin found for the model group and session id, on a deployment still healthy, is the
+//     only deployment left (async_filter_deployments, step 2);
+//   - the pin written with the deployment chosen and deployment_affinity_ttl_seconds on every
+//     request, before the call (async_pre_call_deployment_hook);
+//   - a pin per DualCache: one per pod without Redis.
+//
+// Left out:
+//   - previous_response_id continuity, API-key affinity and encrypted-content affinity (steps
+//     1 and 3): replayed traffic carries none of their keys;
+//   - the model-map key check (_get_stable_model_map_key_from_deployments): the emulated
+//     deployments share one model;
+//   - the Codex/opencode header cases, Anthropic metadata.user_id and W3C baggage.
 type litellmSessionPolicy struct {
 	ttl     float64
 	shuffle litellmShuffle

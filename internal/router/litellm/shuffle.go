@@ -18,6 +18,15 @@ func simpleShuffle() sim.PolicyInfo {
 // or tpm in their litellm_params): random.choice among the healthy deployments, one seeded draw
 // per request. LiteLLM sits above the engines here: each replica is one deployment of the model
 // group. It reads nothing of the request, so it runs on any trace. Reason: random.
+//
+// Checked against the source:
+//   - no weight, rpm or tpm in the first deployment's litellm_params: random.choice over the
+//     healthy deployments (BerriAI/litellm@1116dd5:litellm/router_strategy/simple_shuffle.py,
+//     the last branch of simple_shuffle).
+//
+// Left out:
+//   - weighted picks (weight, rpm, tpm): the emulation's deployments carry none;
+//   - health checks, cooldowns and retries: every deployment is healthy.
 type litellmShufflePolicy struct{ s litellmShuffle }
 
 // Route implements sim.Policy.

@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Second models of the emulations whose routing reads no cache: dynamo-round-robin,
+// prodstack-roundrobin and prodstack-session (LiteLLM's are in internal/router/litellm), each
+// written from its product's source (cited on the model), not from the emulation's code. The
+// session router's ring is kvcheck's stand-in (uhashring's md5 of URLs a log does not have), so
+// that routes can be compared one by one; the rest is the model's own.
+
+// refDynamoRR is PushRouter::round_robin (ai-dynamo/dynamo@020ac7fc
+// lib/runtime/src/pipeline/network/egress/push_router.rs, round_robin): fetch_add on a counter
+// from 0, then the free instances at counter % count. The counter never resets.
+type refDynamoRR struct{ counter int }
+
+func (m *refDynamoRR) route(_ *Request, n int) int {
+	c := m.counter
+	m.counter++
+	return c % n
+}
+
+// refProdStackRR is RoundRobinRouter (production-stack@a6c01db routing_logic.py:139-195): a
+// counter in _next_index per sorted tuple of URLs, from 0.
+type refProdStackRR struct{ next map[string]int }
+
+func (m *refProdStackRR) route(_ *Request, n int) int {
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://engine-%03d", i) // sorted as the replicas are ordered
+	}
+	key := strings.Join(urls, ",")
+	idx := m.next[key]
+	m.next[key] = idx + 1
+	return idx % n
+}
+
+// refProdStackSession is SessionRouter (routing_logic.py@a6c01db:198-249, extract_session_id
+// 107-115, _qps_routing 62-84): the header named by the session key (Starlette's headers are
+// case-insensitive) picks the engine on the hash ring; without it, the first engine that has no
+// request stats, else the lowest QPS over the last 60 s (request_stats.py), the first of equals.
+// The ring is kvcheck's stand-in (sessionRing), as it must be for routes to compare.
+type refProdStackSession struct {
+	key  string
+	ring sessionRing
+	sent map[int][]float64
+}
+
+func (m *refProdStackSession) route(r *Request, n int) int {
+	var pick int
+	if id, ok := r.View.Headers[strings.ToLower(m.key)]; ok {
+		pick = m.ring.node(id, n)
+	} else {
+		pick = -1
+		lowest := -1.0
+		for e := range n {
+			times, seen := m.sent[e]
+			if !seen {
+				pick = e
+				break
+			}
+			k := 0
+			for _, t := range times {
+				if t >= r.Arrival-60 {
+					k++
+				}
+			}
+			if qps := float64(k) / 60; lowest < 0 || qps < lowest {
+				pick, lowest = e, qps
+			}
+		}
+	}
+	m.sent[pick] = append(m.sent[pick], r.Arrival)
+	return pick
+}
+
+// TestSimpleEmulationsModels: the three emulations agree with their second models route by
+// route on random traffic, with an added replica, sessions with and without the header.
+func TestSimpleEmulationsModels(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			base := randomTraffic(seed, 300, tinyBlock)
+			for i := range base.Requests {
+				base.Requests[i].Arrival *= 10 // the 60 s QPS window both fills and empties
+			}
+			c := roomyConfig(seed, 3, base.Requests[150].Arrival)
+			e := &refFleet{bs: tinyBlock, m: c.Model}
+			check := func(name string, want outcome, got outcome) {
+				t.Helper()
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("%s against the second model (-model +emulation):\n%s", name, d)
+				}
+				if slices.Max(want.Routes) < 3 {
+					t.Errorf("%s: the traffic should reach the added replica", name)
+				}
+			}
+			tr := withViews(base, seed)
+			check("dynamo-round-robin", replayRef(tr, c, (&refDynamoRR{}).route, e), runTiny(t, tr, c, "dynamo-round-robin"))
+			e = &refFleet{bs: tinyBlock, m: c.Model}
+			check("prodstack-roundrobin", replayRef(tr, c, (&refProdStackRR{next: map[string]int{}}).route, e), runTiny(t, tr, c, "prodstack-roundrobin"))
+			e = &refFleet{bs: tinyBlock, m: c.Model}
+			sc := withProdStack(c, func(s *ProdStackSettings) { s.SessionKey = "X-Session-Id" })
+			check("prodstack-session", replayRef(tr, sc, (&refProdStackSession{key: "X-Session-Id", ring: sessionRing{seed: seed}, sent: map[int][]float64{}}).route, e),
+				runTiny(t, tr, sc, "prodstack-session"))
+		})
+	}
+}
+
+// withViews gives the random traffic what these routers read: an x-session-id header on two
+// requests in three (eight sessions).
+func withViews(tr *Trace, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 0x76696577))
+	out := &Trace{Name: tr.Name, Format: "requests", BlockSize: tr.BlockSize, PrefixInfo: tr.PrefixInfo}
+	for _, r := range tr.Requests {
+		v := StringChat("system", "user")
+		if rng.IntN(3) > 0 {
+			v.Headers = map[string]string{"x-session-id": fmt.Sprintf("s-%d", rng.IntN(8))}
+		}
+		r.View = v
+		out.Requests = append(out.Requests, r)
+	}
+	return out
+}
