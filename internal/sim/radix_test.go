@@ -347,13 +347,7 @@ func (b *bruteTree) evictLRULeaves(max int) {
 				if !ok {
 					continue
 				}
-				isLeaf := true
-				for q, m := range b.nodes {
-					if _, held := m.holders[rep]; held && len(q) > len(p) && strings.HasPrefix(q, p) {
-						isLeaf = false
-					}
-				}
-				if !isLeaf {
+				if !b.leafOf(p, rep) {
 					continue
 				}
 				if lat := b.nodes[leaf]; leaf == "" || at < lat.holders[rep] || (at == lat.holders[rep] && b.bytes(p) < b.bytes(leaf)) {
@@ -366,6 +360,16 @@ func (b *bruteTree) evictLRULeaves(max int) {
 			}
 		}
 	}
+}
+
+// leafOf reports whether rep holds no longer path starting with p.
+func (b *bruteTree) leafOf(p string, rep int) bool {
+	for q, m := range b.nodes {
+		if _, held := m.holders[rep]; held && len(q) > len(p) && strings.HasPrefix(q, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // evictTotal: while all replicas together hold more than max, take away the leaf of any
@@ -382,13 +386,7 @@ func (b *bruteTree) evictTotal(max int) {
 		leaf, lrep, lat := "", -1, 0.0
 		for p, n := range b.nodes {
 			for rep, at := range n.holders {
-				isLeaf := true
-				for q, m := range b.nodes {
-					if _, held := m.holders[rep]; held && len(q) > len(p) && strings.HasPrefix(q, p) {
-						isLeaf = false
-					}
-				}
-				if !isLeaf {
+				if !b.leafOf(p, rep) {
 					continue
 				}
 				if lrep < 0 || at < lat || (at == lat && (rep < lrep || rep == lrep && b.bytes(p) < b.bytes(leaf))) {
