@@ -13,7 +13,7 @@ var sglangInfo = PolicyInfo{
 	Source:    "smg-project/smg@04def28 model_gateway/src/policies/cache_aware.rs, least_load.rs, cache_namespace.rs, crates/kv_index (string_tree.rs, token_tree.rs), main.rs; the older gateway from modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg's openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
 	NeedsText: true,
 	check:     sglangCheck,
-	newPolicy: func(c Config, blockSize int) policy {
+	New: func(c Config, blockSize int) Policy {
 		s := c.settings().SGLang
 		if s.Gateway == SGLangFork {
 			return &sglangPolicy{s: s, seed: c.Seed, tree: radixTree{stampEnd: true}, nextEvict: s.EvictionIntervalSecs}
@@ -154,7 +154,9 @@ func (p *sglangPolicy) next() float64 {
 	return float64(e)
 }
 
-func (p *sglangPolicy) route(f *fleet, j *job) int {
+// Route implements Policy. Reasons: imbalanced (step 2), prefix-match (4: the tenant),
+// least-loaded (4: the match at or below the threshold, or none).
+func (p *sglangPolicy) Route(f *Pool, j *Job) (int, string) {
 	at := j.arrival
 	for ; p.workers < f.size(); p.workers++ {
 		p.next() // add_worker: insert("", url)
@@ -170,15 +172,16 @@ func (p *sglangPolicy) route(f *fleet, j *job) int {
 	for i := 1; i < f.size(); i++ {
 		lo, hi = min(lo, f.inflight(i)), max(hi, f.inflight(i))
 	}
-	chosen := -1
+	chosen, why := -1, "imbalanced"
 	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
+		why = "least-loaded"
 		n, matched := p.tree.match(text)
 		tenant := p.tenant(n)
 		if e := p.next(); tenant >= 0 && uint64(e)&7 == 0 {
 			n.holders[n.holder(tenant)].at = e
 		}
 		if tenant >= 0 && text != "" && float32(runeCount(text[:matched]))/float32(runeCount(text)) > float32(p.s.CacheThreshold) {
-			chosen = tenant
+			chosen, why = tenant, "prefix-match"
 		}
 	}
 	if chosen < 0 {
@@ -190,7 +193,7 @@ func (p *sglangPolicy) route(f *fleet, j *job) int {
 		}
 	}
 	p.tree.insert(text, chosen, p.next())
-	return chosen
+	return chosen, why
 }
 
 // tenant is the replica a match ending in n names: n's last_tenant while it holds n, else n's

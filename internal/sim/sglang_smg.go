@@ -93,6 +93,7 @@ type smgPolicy struct {
 	load      smgLoad
 	place     map[smgHead][]smgHolder
 	keyBuf    []byte
+	affinity  []int // the candidates of the last route, for its reason
 	cands     []smgCandidate
 	group     []int
 	tmp       []int
@@ -138,7 +139,10 @@ func (p *smgPolicy) grpc() bool {
 	return p.s.Connection == SGLangGRPC || p.s.Connection == SGLangGRPCEvents
 }
 
-func (p *smgPolicy) route(f *fleet, j *job) int {
+// Route implements Policy. Reasons: prefix-match (a candidate of the match, the events or the
+// hash index got it), spill (every candidate was passed over for load: step 7), expected-wait
+// (no candidate: a miss, a short or untokenized request), kv-pressure (step 2's triggers).
+func (p *smgPolicy) Route(f *Pool, j *Job) (int, string) {
 	now := j.arrival
 	for ; p.workers < f.size(); p.workers++ {
 		if p.place == nil {
@@ -160,22 +164,35 @@ func (p *smgPolicy) route(f *fleet, j *job) int {
 	}
 	avg /= float64(f.size())
 	if p.place != nil {
-		return p.hashRoute(f, j, avg)
+		return p.why(p.hashRoute(f, j, avg))
 	}
 	if p.kvImbalanced(f) {
 		rep := p.expectedWait(f, j, p.all(f))
 		key, _ := p.treeKey(j)
 		p.tree.insert(key, rep, p.next())
-		return rep
+		return rep, "kv-pressure"
 	}
 	if p.s.Connection == SGLangGRPCEvents && p.load.anyCached(f) {
-		return p.eventRoute(f, j, avg)
+		return p.why(p.eventRoute(f, j, avg))
 	}
-	return p.treeRoute(f, j, avg)
+	return p.why(p.treeRoute(f, j, avg))
+}
+
+// why names the branch of a route: the affinity group it was chosen from (p.affinity) holds
+// it, or passed it over, or there was none.
+func (p *smgPolicy) why(rep int) (int, string) {
+	switch {
+	case len(p.affinity) == 0:
+		return rep, "expected-wait"
+	case slices.Contains(p.affinity, rep):
+		return rep, "prefix-match"
+	}
+	return rep, "spill"
 }
 
 // treeRoute is select_worker_with_text and select_worker_with_tokens.
 func (p *smgPolicy) treeRoute(f *fleet, j *job, avg float64) int {
+	p.affinity = p.affinity[:0]
 	key, marker := p.treeKey(j)
 	n, matchedBytes := p.tree.match(key)
 	tenant := p.tenant(n)
@@ -209,6 +226,7 @@ func (p *smgPolicy) treeRoute(f *fleet, j *job, avg float64) int {
 
 // eventRoute is select_worker_event_driven.
 func (p *smgPolicy) eventRoute(f *fleet, j *job, avg float64) int {
+	p.affinity = p.affinity[:0]
 	bs := f.blockSize
 	blocks := min(j.req.InputTokens/bs, len(j.ids))
 	p.cands = p.cands[:0]
@@ -316,8 +334,9 @@ func (p *smgPolicy) spills(f *fleet, rep int, avg float64) bool {
 	return load > avg*float64(float32(p.s.BalanceRelThreshold)) && load > avg+p.s.BalanceAbsThreshold
 }
 
-// final is select_final_from_affinity.
+// final is select_final_from_affinity. It keeps the candidates in p.affinity, for why.
 func (p *smgPolicy) final(f *fleet, j *job, avg float64, affinity []int) int {
+	p.affinity = append(p.affinity[:0], affinity...)
 	p.tmp = p.tmp[:0]
 	for _, r := range affinity {
 		if !p.spills(f, r, avg) {
@@ -508,6 +527,7 @@ type smgHolder struct {
 // deepest first, in a map to the replicas last sent each (at most 3, each live for
 // CacheTTLSecs). HTTP requests carry no tokens: always the expected-wait replica.
 func (p *smgPolicy) hashRoute(f *fleet, j *job, avg float64) int {
+	p.affinity = p.affinity[:0]
 	now := j.arrival
 	tokens := min(j.req.InputTokens, len(j.ids)*p.traceBS)
 	if !p.grpc() || tokens == 0 {

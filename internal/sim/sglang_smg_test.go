@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -70,6 +71,22 @@ func TestSMGAffinityAmongHolders(t *testing.T) {
 	}
 	if len(firsts) != 2 || len(draws) != 2 {
 		t.Errorf("draws over 12 seeds: first %v, r3 %v: both replicas should come up", firsts, draws)
+	}
+	// The reasons name the branches: r0 no candidate; r1 passed over A, the only holder; r2 went
+	// to B, a holder since r1, A passed over; r3 and r4 holders too.
+	c0 := smgConfig(2, 0, func(s *SGLangSettings) {
+		s.CacheThreshold, s.BalanceAbsThreshold, s.BalanceRelThreshold = 0.5, 0, 1.5
+	})
+	_, routes, err := SimulateRoutes(context.Background(), tr, c0, sglangInfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var why []string
+	for _, r := range routes {
+		why = append(why, r.Reason)
+	}
+	if want := []string{"expected-wait", "spill", "prefix-match", "prefix-match", "prefix-match"}; !slices.Equal(why, want) {
+		t.Errorf("reasons %q, want %q", why, want)
 	}
 	// The fork with the same settings: r1 and r2 go to B as imbalanced (1 - 0 > 0 and
 	// 1 > 0 x 1.5), r3 and r4 to node h's creator, A (created by r0, kept through the split).
