@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -166,6 +167,31 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 // them all.
 const rankShown = 3
 
+// briefRows is the brief view's rows: the first rankShown ranked rows, passing over a row that
+// is a shown row's router under other settings with the same figures in every column (SGLang's
+// CLI and policy-hint defaults can route one trace alike): it would say nothing the row above
+// does not, on a screen with room for three. --evidence all shows every row.
+func briefRows(ranked []rank.Row) []rank.Row {
+	var shown []rank.Row
+	for _, r := range ranked {
+		if len(shown) == rankShown {
+			break
+		}
+		if !slices.ContainsFunc(shown, func(s rank.Row) bool { return sameFigures(s, r) }) {
+			shown = append(shown, r)
+		}
+	}
+	return shown
+}
+
+// sameFigures: a and b are one router whose table columns, but for the variant, read alike.
+func sameFigures(a, b rank.Row) bool {
+	return a.Policy == b.Policy && pct(a.HitRate) == pct(b.HitRate) && signedPct(a.PrefillSaved) == signedPct(b.PrefillSaved) &&
+		fmt.Sprintf("%.2f", a.LoadMaxOverMean) == fmt.Sprintf("%.2f", b.LoadMaxOverMean) &&
+		units.Duration(a.TTFTP50) == units.Duration(b.TTFTP50) && units.Duration(a.TTFTP99) == units.Duration(b.TTFTP99) &&
+		Ratio(a.FreshShare) == Ratio(b.FreshShare) && requirementCounts(a.Requirements) == requirementCounts(b.Requirements)
+}
+
 // ranking writes the router ranking for people: the top three in a table (every row with
 // --evidence all), why the first wins, its requirements, what could not run, and the
 // configuration to apply. route is the recommendation's routing answer (its Then after a
@@ -213,9 +239,9 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 	if len(rk.Rows) == 0 {
 		t.Line("  no router emulation could run on this traffic")
 	}
-	shown := rk.Rows[:min(ranked, rankShown)]
-	if t.all {
-		shown = rk.Rows
+	shown := rk.Rows
+	if !t.all {
+		shown = briefRows(rk.Rows[:ranked])
 	}
 	if len(shown) > 0 {
 		header := []string{"rank", "router", "variant", "hit", "prefill saved", "load max/mean", "ttft p50", "ttft p99"}
@@ -302,8 +328,8 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 	}
 	if !t.all {
 		var more []string
-		if ranked > rankShown {
-			more = append(more, fmt.Sprintf("%d more ranked", ranked-rankShown))
+		if ranked > len(shown) {
+			more = append(more, fmt.Sprintf("%d more ranked", ranked-len(shown)))
 		}
 		if excluded > 0 {
 			more = append(more, fmt.Sprintf("%d not ranked", excluded))

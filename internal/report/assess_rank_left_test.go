@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/advise"
+	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/router/prodstack"
 	"github.com/kvcheck/kvcheck/internal/router/product"
 )
@@ -91,5 +92,23 @@ func TestAssessRankingTodayNotes(t *testing.T) {
 	}
 	if n := doc.Ranking.TodayNotes; len(n) != 1 || n[0] != note {
 		t.Errorf("today_notes %q", n)
+	}
+}
+
+// TestAssessRankingBriefPassesOverSameRouter: the brief view's three rows pass over a row that
+// is a shown router under other settings with every figure alike (SGLang's CLI and policy-hint
+// defaults on a trace both route alike), showing the next router instead; --evidence all shows
+// it. The fixture's ranked rows are llmd-precise, dynamo-kv, llmd-approx, dynamo-round-robin;
+// a second llmd-precise row ("other" settings, the same figures) put second leaves
+// llmd-precise, dynamo-kv, llmd-approx on the screen, and 2 more ranked (5 ranked, 3 shown).
+func TestAssessRankingBriefPassesOverSameRouter(t *testing.T) {
+	rk := rankingFixture()
+	twin := rk.Rows[0]
+	twin.Label, twin.Rank = "other", 2
+	rk.Rows = append([]rank.Row{rk.Rows[0], twin}, rk.Rows[1:]...)
+	res := AssessRanked(advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds()), rk)
+	text := string(render(t, FormatText, res))
+	if strings.Contains(text, "(other)") || !strings.Contains(text, "llmd-approx") || strings.Contains(text, "dynamo-round-robin") || !strings.Contains(text, "2 more ranked") {
+		t.Errorf("the brief view shows the twin row, or not the next router:\n%s", text)
 	}
 }

@@ -64,6 +64,9 @@ func TestNoWinnerFigures(t *testing.T) {
 		// pick, so none is named; c, at 12 points, is not part of the tie.
 		{"name tie", 0.3, []Row{row("b", 0.502, 0.6, Unknown, Unknown), row("c", 0.12, 0.35, Unknown), row("a", 0.498, 0.59, Unknown, Unknown)},
 			"a (shipped), b (shipped) tie on everything the rule weighs (0 requirement(s) missing, 50 points of today's prefill saved, 0 met, 2 not met, all shipped, TTFT p99 0 ms, load max/mean 1.10)"},
+		// The same tie, but both rows are one router under two shipped settings (the labels
+		// differ, the policy does not): the router is named, and Why says either will do.
+		{"one router tie", 0.3, []Row{labelled(row("s", 0.502, 0.6, Unknown, Unknown), "y"), row("c", 0.12, 0.35, Unknown), labelled(row("s", 0.498, 0.59, Unknown, Unknown), "x")}, ""},
 		// One ranked row that saves: it is first.
 		{"one saves", 0.3, []Row{row("a", 0.2, 0.45)}, ""},
 	} {
@@ -75,8 +78,13 @@ func TestNoWinnerFigures(t *testing.T) {
 		case tc.want != "" && (!strings.Contains(rk.NoWinner, tc.want) || len(rk.Why) != 0):
 			t.Errorf("%s: no winner %q, why %q; want %q and no why", tc.name, rk.NoWinner, rk.Why, tc.want)
 		}
+		if tc.name == "one router tie" && (rk.Rows[0].Label != "x" || !strings.Contains(strings.Join(rk.Why, "\n"), "the same router as s (shipped, y) with other settings, and the same figures: either will do")) {
+			t.Errorf("%s: first %s, why %q", tc.name, rk.Rows[0].Name(), rk.Why)
+		}
 	}
 }
+
+func labelled(r Row, label string) Row { r.Label = label; return r }
 
 // TestRuleSaysNoWinner: the rule assess prints beside the ranking (text and JSON "rule") states
 // the whole rule, the three cases in which no router is named first included, as README does;

@@ -457,9 +457,9 @@ func (rk *Ranking) settle() {
 // from cache, one request whose prefix nothing held, traffic without reuse: the rule would then
 // name a router by its requirements alone, at 0%), or when two or more are ranked and every one
 // has exactly the same figures (the same prefill saved and hit rate: the traffic does not
-// separate them), or when the first two tie on every count the rule weighs. A verdict that
-// names a router always gets one (rule 3): ties fall to the product the user runs and the
-// smaller change, and a tie past them is said in Why.
+// separate them), or when the first two tie on every count the rule weighs and are not one
+// router under two settings. A verdict that names a router always gets one (rule 3): ties fall
+// to the product the user runs and the smaller change, and a tie past them is said in Why.
 func noWinner(rk *Ranking) string {
 	var ranked []Row
 	for _, r := range rk.Rows {
@@ -501,13 +501,17 @@ func noWinner(rk *Ranking) string {
 		return ""
 	}
 	var tied []string
+	one := true
 	for _, r := range ranked {
 		if rk.compareFigures(r, ranked[0]) != 0 {
 			break
 		}
 		tied = append(tied, r.Name())
+		one = one && r.Policy == ranked[0].Policy
 	}
-	if len(tied) < 2 {
+	// One router under several shipped settings is still one router to name: Why says
+	// either setting will do.
+	if len(tied) < 2 || one {
 		return ""
 	}
 	f := ranked[0]
