@@ -323,8 +323,10 @@ func TestProdStackLoadAware(t *testing.T) {
 	})
 }
 
-// TestProdStackPrefixAwareUpstreamJoin: requests whose first 128 characters are equal once
-// their messages are joined as PrefixAwareRouter joins them go to one engine, every time. The
+// TestProdStackPrefixAwareUpstreamJoin: issue 21's first Done-when for production-stack:
+// requests whose first 128 characters are equal once their messages are joined as
+// PrefixAwareRouter joins them (chat bodies with multi-part content, null contents and images)
+// go to one engine, every time: every pair of the four below, in each of 48 trials (seeds). The
 // router's prompt (routing_logic.py@a6c01db:476-500) joins a list's "text" parts with " "
 // (487-492; the image and the input_text are skipped), skips a null content (493) and joins the
 // messages with "\n" (495); HashTrie hashes chunks of 128 characters (hashtrie.py:37-57). X is

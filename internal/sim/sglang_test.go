@@ -68,7 +68,9 @@ func TestSGLangTiny(t *testing.T) {
 	}
 }
 
-// TestSGLangMatchGoesToCreator: a request matching a node goes to the node's last_tenant, the
+// TestSGLangMatchGoesToCreator (issue 21's Done-when for the older gateway; for smg, which
+// names the least expected wait among the node's holders, see TestSMGAffinityAmongHolders): a
+// request matching a node goes to the node's last_tenant, the
 // replica whose insert created it (T:409, copied on a split T:449-450, returned while it holds
 // the node T:570-575), every time, whatever the seed. Three replicas, threshold 0.5, balance
 // thresholds 64 and 1.5 (never imbalanced here), no eviction. Requests with output 0 leave
