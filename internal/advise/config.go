@@ -27,14 +27,6 @@ var systemOf = map[string]string{
 	"ray": "Ray Serve", "sglang": "SGLang", "vllm": "vLLM", "aibrix": "AIBrix", "gaie": "GAIE",
 }
 
-// formatSystem maps a detected config format to its system.
-var formatSystem = map[lint.Format]string{
-	lint.FormatLiteLLM: "LiteLLM", lint.FormatEPC: "llm-d", lint.FormatLLMDValues: "llm-d",
-	lint.FormatProdStack: "vLLM production-stack", lint.FormatDynamo: "Dynamo", lint.FormatRayServe: "Ray Serve",
-	lint.FormatWorkload: "vLLM", lint.FormatCompose: "vLLM", lint.FormatShellScript: "vLLM",
-	lint.FormatPool: "GAIE", lint.FormatObjective: "GAIE", lint.FormatSGLang: "SGLang",
-}
-
 // cachingDisabled is lint's code for --no-enable-prefix-caching on an engine with no router in
 // the files.
 const cachingDisabled = "vllm/prefix-caching-disabled"
@@ -46,7 +38,7 @@ func FromConfig(results []lint.FileResult, inputs []string) *Config {
 	c := &Config{Inputs: inputs, Files: len(results), Systems: []string{}, Findings: []finding.Finding{}}
 	for _, r := range results {
 		for _, f := range r.Formats {
-			if s, ok := formatSystem[f]; ok && !slices.Contains(c.Systems, s) {
+			if s, ok := systemOf[lint.FormatSystem(f)]; ok && !slices.Contains(c.Systems, s) {
 				c.Systems = append(c.Systems, s)
 			}
 		}
@@ -59,7 +51,7 @@ func FromConfig(results []lint.FileResult, inputs []string) *Config {
 			f.Subject = fmt.Sprintf("%s:%d", x.File, x.Line)
 			f.Properties = map[string]string{}
 			if rule, ok := lint.LookupRule(x.Code); ok {
-				if d := rule.Defeats(); d != "" {
+				if d := rule.Defeats; d != "" {
 					f.Properties["defeats"] = d
 				}
 				if rule.ID != "" {

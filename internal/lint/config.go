@@ -1,37 +1,34 @@
 package lint
 
 import (
+	"strings"
+	"sync"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/router"
 	"github.com/kvcheck/kvcheck/internal/router/config"
 )
 
-// Router and engine configuration is checked by internal/router/config: lint detects the files
-// and hands it their YAML documents, or their text, and reports what it finds beside the
-// metric findings. These are its names as lint has always exported them.
-
-// The router and engine configuration formats lint recognises by content.
-const (
-	FormatLiteLLM     = Format(config.FormatLiteLLM)
-	FormatEPC         = Format(config.FormatEPC)
-	FormatLLMDValues  = Format(config.FormatLLMDValues)
-	FormatProdStack   = Format(config.FormatProdStack)
-	FormatDynamo      = Format(config.FormatDynamo)
-	FormatCompose     = Format(config.FormatCompose)
-	FormatWorkload    = Format(config.FormatWorkload)
-	FormatPool        = Format(config.FormatPool)
-	FormatObjective   = Format(config.FormatObjective)
-	FormatRayServe    = Format(config.FormatRayServe)
-	FormatShellScript = Format(config.FormatShellScript)
-	FormatSGLang      = Format(config.FormatSGLang)
-)
+// Router and engine configuration is checked by internal/router/config, with each router
+// product's checks from the registry (router.Checkers): lint detects the files, hands the
+// config linter their YAML documents or text, and reports its findings beside its own.
 
 // StatusConfig marks a router or engine configuration finding.
 const StatusConfig = config.StatusConfig
 
 // CodeYAMLBomb is the code of the error on a file whose YAML aliases expand past the bound.
 const CodeYAMLBomb = config.CodeYAMLBomb
+
+// The generic configuration formats (each product names its own: llmd.FormatEPC, ...).
+const (
+	FormatCompose     = Format(config.FormatCompose)
+	FormatWorkload    = Format(config.FormatWorkload)
+	FormatPool        = Format(config.FormatPool)
+	FormatObjective   = Format(config.FormatObjective)
+	FormatShellScript = Format(config.FormatShellScript)
+)
 
 // Rule is one router or engine configuration check (config.Rule).
 type Rule = config.Rule
@@ -43,18 +40,45 @@ const (
 	DefeatsSession  = config.DefeatsSession
 )
 
-// Rules returns the config rules, in table order.
-func Rules() []Rule { return config.Rules() }
+// configRules is the config linter of the package's rule functions: every product's checks.
+var configRules = sync.OnceValue(func() *config.Linter { return config.New(config.Options{Checkers: router.Checkers()}) })
+
+// Rules returns the config rules, each product's in the registry's order, then the generic
+// ones.
+func Rules() []Rule { return configRules().Rules() }
 
 // LookupRule returns the config rule with a code.
-func LookupRule(code string) (Rule, bool) { return config.LookupRule(code) }
+func LookupRule(code string) (Rule, bool) { return configRules().LookupRule(code) }
 
 // RulesMarkdown renders the rule table as the README lists it.
-func RulesMarkdown() string { return config.RulesMarkdown() }
+func RulesMarkdown() string { return config.RulesMarkdown(Rules()) }
 
 // RuleAnchor is the README's anchor of a finding code's row (rule-litellm-no-affinity), which
 // SARIF rules link to as their help.
 func RuleAnchor(code string) string { return config.RuleAnchor(code) }
+
+// FormatSystem returns the system a configuration format belongs to, by its rules' code prefix:
+// a product's id (llm-d, litellm, ...), vllm for the files that start engines, gaie for the
+// Gateway API Inference Extension's objects; "" for a format that is no configuration.
+func FormatSystem(f Format) string {
+	switch f {
+	case FormatWorkload, FormatCompose, FormatShellScript:
+		return "vllm"
+	case FormatPool, FormatObjective:
+		return "gaie"
+	}
+	for _, c := range router.Checkers() {
+		for _, g := range c.ConfigFormats() {
+			if Format(g) == f {
+				if rs := c.ConfigRules(); len(rs) > 0 {
+					system, _, _ := strings.Cut(rs[0].Code, "/")
+					return system
+				}
+			}
+		}
+	}
+	return ""
+}
 
 // What configuration files show of a deployment (config.Deployment).
 type (
@@ -63,25 +87,6 @@ type (
 	EngineFacts = config.EngineFacts
 	RouterFacts = config.RouterFacts
 )
-
-// The router kinds of RouterFacts, as the checks name them.
-const (
-	RouterLLMD      = config.RouterLLMD
-	RouterProdStack = config.RouterProdStack
-	RouterDynamo    = config.RouterDynamo
-	RouterSGLang    = config.RouterSGLang
-	RouterRay       = config.RouterRay
-	RouterLiteLLM   = config.RouterLiteLLM
-)
-
-// ProdStackRoutingLogics are the routing logics production-stack's router knows.
-func ProdStackRoutingLogics() []string { return config.ProdStackRoutingLogics() }
-
-// LiteLLMPreCallChecks are the optional_pre_call_checks LiteLLM knows.
-func LiteLLMPreCallChecks() []string { return config.LiteLLMPreCallChecks() }
-
-// DynamoRouterModes are the --router-mode choices of Dynamo's frontend.
-func DynamoRouterModes() []string { return config.DynamoRouterModes() }
 
 // DeploymentOf reads what the files of a lint run show, for kvcheck assess's router ranking.
 func DeploymentOf(results []FileResult) Deployment {
@@ -92,7 +97,16 @@ func DeploymentOf(results []FileResult) Deployment {
 			srcs[i].Original = r.Original
 		}
 	}
-	return config.DeploymentOf(srcs)
+	return configRules().DeploymentOf(srcs)
+}
+
+// newConfigLinter returns the config linter of a Linter's run.
+func newConfigLinter(cat *catalog.Catalog, target catalog.Version, rewrite bool) *config.Linter {
+	var newest catalog.Version
+	if f := cat.Family(catalog.VLLM); f != nil {
+		newest = f.Newest
+	}
+	return config.New(config.Options{Checkers: router.Checkers(), VLLMNewest: newest, VLLMTarget: target, Rewrite: rewrite})
 }
 
 // configFound is a config finding and the finding lint reports for it.
@@ -105,12 +119,7 @@ type configFound struct {
 // (a Helm template's actions masked).
 func (fl *fileLint) configFile() *config.File {
 	if fl.cfg == nil {
-		var newest catalog.Version
-		if f := fl.l.cat.Family(catalog.VLLM); f != nil {
-			newest = f.Newest
-		}
-		cl := config.New(config.Options{VLLMNewest: newest, VLLMTarget: fl.l.TargetOf(catalog.VLLM), Rewrite: fl.l.rewrite})
-		fl.cfg = cl.NewFile(fl.path, fl.src, fl.lines.Index)
+		fl.cfg = fl.l.cfg.NewFile(fl.path, fl.src, fl.lines.Index)
 		if fl.masks != nil {
 			fl.cfg.Template(fl.orig, fl.masks)
 		}
@@ -178,14 +187,14 @@ func (fl *fileLint) fixConfig() {
 
 // crossConfig runs the config checks across the files of one run; each finding goes to the
 // file of the thing to change.
-func crossConfig(results []FileResult) {
+func (l *Linter) crossConfig(results []FileResult) {
 	byPath := map[string]*FileResult{}
 	facts := make([]*config.Facts, len(results))
 	for i := range results {
 		byPath[results[i].Path] = &results[i]
 		facts[i] = results[i].config
 	}
-	config.Cross(facts, func(path string, cf *config.Finding) {
+	l.cfg.Cross(facts, func(path string, cf *config.Finding) {
 		if r := byPath[path]; r != nil {
 			r.Findings = append(r.Findings, Finding{Finding: cf.Finding, Location: cf.Location, Status: cf.Status, Since: cf.Since})
 		}

@@ -13,6 +13,11 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/litellm"
+	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
 )
 
 // benchConfigFiles is the size of the generated configuration repository.
@@ -154,7 +159,7 @@ func TestGeneratedConfigRepo(t *testing.T) {
 			formats[f]++
 		}
 	}
-	for _, f := range []Format{FormatLiteLLM, FormatLLMDValues, FormatProdStack, FormatWorkload, FormatDynamo, FormatCompose} {
+	for _, f := range []Format{Format(litellm.FormatConfig), Format(llmd.FormatValues), Format(prodstack.FormatValues), FormatWorkload, Format(dynamo.FormatGraph), FormatCompose} {
 		if formats[f] != 1 {
 			t.Errorf("format %s detected %d times, want 1 (all: %v)", f, formats[f], formats)
 		}

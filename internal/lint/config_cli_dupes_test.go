@@ -1,11 +1,19 @@
 package lint
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
+
+// routerDeployment is a Deployment of replicas pods whose container starts production-stack's
+// router with command and args as given (YAML flow lists or block text).
+func routerDeployment(replicas int, command, args string) string {
+	return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: router\nspec:\n  replicas: %d\n  template:\n    spec:\n      containers:\n      - name: router\n        image: lmcache/lmstack-router:latest\n        command: %s\n        args: %s\n",
+		replicas, command, args)
+}
 
 // TestDuplicateFlags: a flag given twice on one command line was read as the last value (what
 // argparse does) without a word. Each case is worked from argparse: a store action keeps the

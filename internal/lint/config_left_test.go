@@ -18,64 +18,6 @@ func lineOf(t *testing.T, src, s string) int {
 	return strings.Count(src[:i], "\n") + 1
 }
 
-// A routing logic production-stack's router does not know is a warning at its file:line that
-// names every logic kvcheck knows (and the nearest one, for a typo): at a6c01db the router
-// refuses it at start, and it was read without a word before. Every known logic, and one given
-// in routerSpec.extraArgs (rendered after the chart's, so argparse keeps it), is judged too.
-func TestProdStackUnknownRoutingLogic(t *testing.T) {
-	fancy := strings.Replace(prodStackKV, `routingLogic: "prefixaware"`, `routingLogic: "fancy"`, 1)
-	typo := strings.Replace(prodStackKV, `routingLogic: "prefixaware"`, `routingLogic: kvawre`, 1)
-	extra := prodStackKV + "  extraArgs:\n  - --routing-logic=fancy\n"
-	extraSplit := prodStackKV + "  extraArgs: [\"--routing-logic\", \"kvaware\"]\n"
-	tests := []struct {
-		name, src string
-		line      int
-		want      []string // substrings of the message; none means no finding
-	}{
-		{"fancy", fancy, lineOf(t, fancy, "routingLogic:"), []string{`routing logic "fancy"`, "roundrobin, session, prefixaware, kvaware, loadaware, disaggregated_prefill, disaggregated_prefill_orchestrated", "refuses it at start"}},
-		{"typo", typo, lineOf(t, typo, "routingLogic:"), []string{`"kvawre"`, "did you mean kvaware?"}},
-		{"extraArgs", extra, lineOf(t, extra, "--routing-logic=fancy"), []string{`routing logic "fancy"`}},
-		{"extraArgs negative: known", extraSplit, 0, nil},
-	}
-	for _, logic := range ProdStackRoutingLogics() {
-		src := strings.Replace(prodStackKV, `routingLogic: "prefixaware"`, "routingLogic: "+logic, 1)
-		tests = append(tests, struct {
-			name, src string
-			line      int
-			want      []string
-		}{"negative: " + logic, src, 0, nil})
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newLinter(t, "").File("values.yaml", []byte(tt.src))
-			var got []Finding
-			for _, f := range r.Findings {
-				if f.Code == "production-stack/unknown-routing-logic" {
-					got = append(got, f)
-				}
-			}
-			if tt.want == nil {
-				if len(got) != 0 {
-					t.Fatalf("findings %v, want none", got)
-				}
-				return
-			}
-			if len(got) != 1 {
-				t.Fatalf("%d unknown-routing-logic findings, want 1 (all: %v)", len(got), r.Findings)
-			}
-			f := got[0]
-			if f.File != "values.yaml" || f.Line != tt.line || f.Severity != finding.Warning {
-				t.Errorf("at %s:%d as %v, want values.yaml:%d as a warning", f.File, f.Line, f.Severity, tt.line)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(f.Message, w) {
-					t.Errorf("message %q lacks %q", f.Message, w)
-				}
-			}
-		})
-	}
-}
-
 // TestDuplicateKeys: a key written twice in one mapping was read without a finding (yaml.v3's
 // Node keeps both pairs) and kvcheck used the first, while Helm and PyYAML keep the last. Now
 // every config file kvcheck reads reports each duplicate at the last pair, naming the lines of
@@ -179,44 +121,6 @@ func TestDynamoUnknownRouterMode(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// An optional_pre_call_checks entry LiteLLM does not know does nothing (the Router adds no
-// check for a name it does not know), so a misspelt session_affinity pins nothing; it was read
-// without a word. It is a warning at the entry naming the checks LiteLLM knows and the nearest.
-// prompt_prefix_affinity stays LL-06's error, and the known checks are passed.
-func TestLiteLLMUnknownPreCallCheck(t *testing.T) {
-	cfg := func(checks string) string {
-		return "model_list:\n- model_name: m\n  litellm_params: {model: hosted_vllm/m, api_base: http://a:8000/v1}\nrouter_settings:\n  optional_pre_call_checks: [" + checks + "]\n  redis_host: r\n"
-	}
-	for _, tc := range []struct {
-		checks string
-		want   []string // codes of the pre-call check findings
-		msg    string
-	}{
-		{"session_afinity", []string{"litellm/unknown-pre-call-check"}, `"session_afinity" is not a pre-call check LiteLLM knows (prompt_caching, router_budget_limiting, responses_api_deployment_check, deployment_affinity, session_affinity, forward_client_headers_by_model_group, enforce_model_rate_limits, encrypted_content_affinity)`},
-		{"session_affinity, sticky_sessions", []string{"litellm/unknown-pre-call-check"}, `"sticky_sessions" is not a pre-call check LiteLLM knows`},
-		{"prompt_prefix_affinity", []string{"litellm/invalid-affinity-flag"}, ""},
-		{strings.Join(LiteLLMPreCallChecks(), ", "), nil, ""},
-	} {
-		src := cfg(tc.checks)
-		r := newLinter(t, "").File("config.yaml", []byte(src))
-		var got []string
-		for _, f := range r.Findings {
-			if f.Code == "litellm/unknown-pre-call-check" || f.Code == "litellm/invalid-affinity-flag" {
-				got = append(got, f.Code)
-				if tc.msg != "" && (!strings.Contains(f.Message, tc.msg) || f.Line != lineOf(t, src, "optional_pre_call_checks") || f.Severity != finding.Warning) {
-					t.Errorf("%s: %s at line %d (%v), want a warning at line %d containing %q", tc.checks, f.Message, f.Line, f.Severity, lineOf(t, src, "optional_pre_call_checks"), tc.msg)
-				}
-			}
-		}
-		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
-			t.Errorf("%s: findings %v, want %v", tc.checks, got, tc.want)
-		}
-	}
-	if r := newLinter(t, "").File("config.yaml", []byte(cfg("session_afinity"))); len(r.Findings) == 0 || !strings.Contains(r.Findings[0].Message, "did you mean session_affinity?") {
-		t.Errorf("a typo names the check meant: %v", r.Findings)
 	}
 }
 

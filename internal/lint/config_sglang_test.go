@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/router/sglang"
 )
 
 // sglangScript is a shell launch of the Python gateway in front of two workers, written as the
@@ -42,36 +44,6 @@ func TestSGLangGatewayRules(t *testing.T) {
 		files map[string]string
 		want  []string
 	}{
-		// SG-02: each launcher has its own name for the eviction interval (ROUTERS.md section 5).
-		{"SG-02 Rust flag to the Python launcher", map[string]string{"router.sh": sglangScript("    --eviction-interval 120 \\\n")}, []string{"sglang/eviction-flag"}},
-		{"SG-02 Rust flag to the Python launcher, --flag=value", map[string]string{"router.sh": sglangScript("    --eviction-interval=120 \\\n")}, []string{"sglang/eviction-flag"}},
-		{"SG-02 negative: the Python launcher's own flag", map[string]string{"router.sh": sglangScript("    --eviction-interval-secs 120 \\\n")}, nil},
-		{"SG-02 Python flag to the Rust binary", map[string]string{"gw.yaml": sglangDeployment("--worker-urls", "http://qwen-0:8000", "--eviction-interval-secs", "60")}, []string{"sglang/eviction-flag"}},
-		{"SG-02 negative: the Rust binary's own flag", map[string]string{"gw.yaml": sglangDeployment("--worker-urls", "http://qwen-0:8000", "--eviction-interval", "60")}, nil},
-		{"SG-02 Rust flag in a compose command string", map[string]string{"compose.yaml": strings.Replace(sglangCompose, "%s", "--eviction-interval 30", 1)}, []string{"sglang/eviction-flag"}},
-		{"SG-02 negative: compose without eviction flag", map[string]string{"compose.yaml": strings.Replace(sglangCompose, "%s", "--policy cache_aware", 1)}, nil},
-		// SG-02 across files: the launchers' eviction defaults differ (60 s vs 120 s), the other
-		// cache_aware CLI defaults are the same; each gateway left at a differing default is told.
-		{"SG-02 Python and Rust gateways both at their defaults", map[string]string{
-			"router.sh": sglangScript(""),
-			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000")}, []string{"sglang/eviction-flag", "sglang/eviction-flag"}},
-		{"SG-02 Python at its default, Rust set to 30 s", map[string]string{
-			"router.sh": sglangScript(""),
-			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000", "--eviction-interval", "30")}, []string{"sglang/eviction-flag"}},
-		{"SG-02 negative: Python set to the Rust default", map[string]string{
-			"router.sh": sglangScript("    --eviction-interval-secs 120 \\\n"),
-			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000")}, nil},
-		{"SG-02 negative: Rust set to the Python default", map[string]string{
-			"router.sh": sglangScript(""),
-			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000", "--eviction-interval", "60")}, nil},
-		{"SG-02 negative: the Rust gateway is not cache_aware", map[string]string{
-			"router.sh": sglangScript(""),
-			"gw.yaml":   sglangDeployment("--worker-urls", "http://qwen-0:8000", "--policy", "round_robin")}, nil},
-		{"SG-02 negative: two Python gateways", map[string]string{
-			"a.sh": sglangScript(""),
-			"b.sh": sglangScript("")}, nil},
-		// Flags kvcheck does not know are not findings: the gateway gains flags every release.
-		{"unknown gateway flags are not errors", map[string]string{"router.sh": sglangScript("    --some-new-flag 7 \\\n    --prometheus-port 29000 \\\n")}, nil},
 		// SG-03: the gateway's workers are another router of the run.
 		{"SG-03 gateway in front of the Dynamo frontend", map[string]string{
 			"gw.yaml":  sglangDeployment("--worker-urls", "http://qwen-frontend.dynamo:8000"),
@@ -100,39 +72,6 @@ func TestSGLangGatewayRules(t *testing.T) {
 	}
 }
 
-// TestSGLangFindingPositions: the finding sits on the flag to change, the message names both
-// launchers' flags and defaults, and the fix keeps the value given.
-func TestSGLangFindingPositions(t *testing.T) {
-	l := newLinter(t, "")
-	r := l.File("router.sh", []byte(sglangScript("    --eviction-interval 90 \\\n")))
-	rs := l.Finish([]FileResult{r})
-	if !slices.Equal(rs[0].Formats, []Format{FormatSGLang}) {
-		t.Errorf("formats = %v, want %v", rs[0].Formats, []Format{FormatSGLang})
-	}
-	var n int
-	for _, f := range rs[0].Findings {
-		if f.Code != "sglang/eviction-flag" {
-			continue
-		}
-		n++
-		// Line 8: shebang, nohup, python, --host, --port, --worker-urls, --policy, then the flag.
-		if f.Line != 8 || f.Column != 5 || f.Rule != "SG-02" {
-			t.Errorf("at %d:%d rule %s, want 8:5 SG-02", f.Line, f.Column, f.Rule)
-		}
-		for _, s := range []string{"--eviction-interval-secs", "60 s", "120 s"} {
-			if !strings.Contains(f.Message, s) {
-				t.Errorf("message %q does not name %s", f.Message, s)
-			}
-		}
-		if f.Fix != "write --eviction-interval-secs 90" {
-			t.Errorf("fix = %q", f.Fix)
-		}
-	}
-	if n != 1 {
-		t.Errorf("%d eviction findings, want 1", n)
-	}
-}
-
 // TestSGLangCorpusDetected: the corpus PD gateway script is recognised as an SGLang gateway,
 // not an unknown text file (internal/router/config's TestSGLangCorpusWorkers reads its workers).
 func TestSGLangCorpusDetected(t *testing.T) {
@@ -146,7 +85,7 @@ func TestSGLangCorpusDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rs[0].Formats, []Format{FormatSGLang}) {
-		t.Errorf("formats = %v, want %v", rs[0].Formats, []Format{FormatSGLang})
+	if !slices.Equal(rs[0].Formats, []Format{Format(sglang.FormatGateway)}) {
+		t.Errorf("formats = %v, want %v", rs[0].Formats, []Format{Format(sglang.FormatGateway)})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,26 +113,8 @@ func TestConfigRules(t *testing.T) {
 		files map[string]string
 		want  []string
 	}{
-		// LiteLLM
-		{"LL-01 two vLLM deployments, shuffle", map[string]string{"config.yaml": litellmShuffle}, []string{"litellm/no-affinity"}},
-		{"LL-01 negative: session affinity", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n"}, nil},
-		{"LL-01 negative: group override pins", map[string]string{"config.yaml": litellmShuffle + "  model_group_affinity_config:\n    qwen: [deployment_affinity]\n"}, nil},
-		{"LL-01 negative: one deployment per group", map[string]string{"config.yaml": "model_list:\n  - model_name: a\n    litellm_params: {model: hosted_vllm/a, api_base: http://a:8000/v1}\n  - model_name: b\n    litellm_params: {model: hosted_vllm/a, api_base: http://a:8000/v1}\n"}, nil},
-		{"LL-02 prompt caching with anthropic auto-caching", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching, session_affinity]\nlitellm_settings:\n  enable_anthropic_prompt_caching: true\n"}, []string{"litellm/prompt-caching-last-turn"}},
-		{"LL-02 negative: auto-caching off", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching, session_affinity]\nlitellm_settings:\n  enable_anthropic_prompt_caching: false\n"}, nil},
-		{"LL-03 prompt caching alone", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_caching]\n"}, []string{"litellm/prompt-caching-only"}},
-		{"LL-04 session affinity without Redis on 3 proxy pods", map[string]string{
-			"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n",
-			"proxy.yaml":  "apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n        - name: litellm\n          image: ghcr.io/berriai/litellm:main-v1.80.0\n          args: [--config, /app/config.yaml]\n"}, []string{"litellm/affinity-per-pod"}},
-		{"LL-04 in the litellm-helm chart's values", map[string]string{"values.yaml": "replicaCount: 2\nproxy_config:\n" + indent(litellmShuffle+"  optional_pre_call_checks: [deployment_affinity]\n", "  ")}, []string{"litellm/affinity-per-pod"}},
-		{"LL-04 negative: Redis shared", map[string]string{"values.yaml": "replicaCount: 2\nproxy_config:\n" + indent(litellmShuffle+"  optional_pre_call_checks: [deployment_affinity]\n  redis_host: os.environ/REDIS_HOST\n", "  ")}, nil},
-		{"LL-04 negative: one proxy pod", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n"}, nil},
-		{"LL-06 prompt_prefix_affinity", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [prompt_prefix_affinity, session_affinity]\n"}, []string{"litellm/invalid-affinity-flag"}},
-		{"LL-06 bad group flag", map[string]string{"config.yaml": litellmShuffle + "  model_group_affinity_config:\n    qwen: [session_affinity, prompt_caching]\n"}, []string{"litellm/invalid-affinity-flag"}},
-		{"typo: optional_pre_call_check", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_check: [session_affinity]\n"}, []string{"litellm/key-typo", "litellm/no-affinity"}},
-		// router_setings is two edits from router_settings: LiteLLM ignores the block.
-		{"typo in a top-level block", map[string]string{"config.yaml": strings.Replace(litellmShuffle, "router_settings:", "router_setings:", 1)}, []string{"litellm/key-typo", "litellm/no-affinity"}},
-		{"unknown router_settings key", map[string]string{"config.yaml": litellmShuffle + "  optional_pre_call_checks: [session_affinity]\n  my_custom_thing: 3\n"}, []string{"litellm/unknown-key"}},
+		// Cases across products, and across a product and the engines of the run; each product
+		// tests its own rules in its package (internal/router/<product>/config_rules_test.go).
 		{"LL-05 api_base is the Dynamo frontend, retries default", map[string]string{
 			"config.yaml": "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen3-32B\n      api_base: http://qwen-frontend.dynamo:8000/v1\n",
 			"dgd.yaml":    dynamoDGD("kv", "", goodEvents)}, []string{"litellm/retries-stacked"}},
@@ -141,91 +124,7 @@ func TestConfigRules(t *testing.T) {
 		{"LL-05 negative: router_settings overrides litellm_settings", map[string]string{
 			"config.yaml": "model_list:\n  - model_name: qwen\n    litellm_params:\n      model: hosted_vllm/Qwen/Qwen3-32B\n      api_base: http://qwen-frontend.dynamo:8000/v1\nlitellm_settings:\n  num_retries: 3\nrouter_settings:\n  num_retries: 0\n",
 			"dgd.yaml":    dynamoDGD("kv", "", goodEvents)}, nil},
-
-		// llm-d
-		{"LD-01 precise without a vllm token-producer", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "  - type: token-producer\n    parameters:\n      modelName: Qwen/Qwen3-32B\n      vllm:\n        url: http://render:8000\n", "", 1)}, []string{"llm-d/estimate-tokenizer"}},
-		{"LD-01/LD-02 negative: the reference pipeline", map[string]string{"epc.yaml": eppPrecise}, nil},
-		{"LD-02 scorer without producer name", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "    parameters:\n      prefixMatchInfoProducerName: precise-prefix-cache-producer\n", "", 1)}, []string{"llm-d/scorer-approximate-producer"}},
-		{"LD-06 approximate producer, two active-active replicas", map[string]string{"values.yaml": "router:\n  epp:\n    replicas: 2\n    flags:\n      ha-enable-leader-election: false\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: prefix-cache-scorer\n          - type: queue-scorer\n"}, []string{"llm-d/approximate-active-active"}},
-		{"LD-06 negative: leader election on (active-passive)", map[string]string{"values.yaml": "router:\n  epp:\n    replicas: 2\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: prefix-cache-scorer\n"}, nil},
-		{"LD-07 approx block size 16", map[string]string{"epc.yaml": "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n  - type: approx-prefix-cache-producer\n    parameters:\n      blockSizeTokens: 16\n  - type: prefix-cache-scorer\n"}, []string{"llm-d/approximate-block-size"}},
-		{"LD-07 negative: 64", map[string]string{"epc.yaml": "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n  - type: approx-prefix-cache-producer\n    parameters:\n      blockSizeTokens: 64\n"}, nil},
-		{"LD-08 alpha plugin, flags visible without experimental", map[string]string{"values.yaml": "router:\n  epp:\n    flags:\n      v: 2\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: burst-prefix-cache-producer\n"}, []string{"llm-d/experimental-plugin"}},
-		{"LD-08 negative: allowed", map[string]string{"values.yaml": "router:\n  epp:\n    flags:\n      allow-experimental-plugins: true\n    pluginsCustomConfig:\n      p.yaml: |\n        apiVersion: llm-d.ai/v1alpha1\n        kind: EndpointPickerConfig\n        plugins:\n          - type: burst-prefix-cache-producer\n"}, nil},
-		{"LD-09 no replay port", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "          replaySocketPort: 5570\n", "", 1)}, []string{"llm-d/no-replay"}},
-		{"LD-10 deprecated tokenizer type", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "type: token-producer", "type: tokenizer", 1)}, []string{"llm-d/deprecated-plugin"}},
-		{"LD-03 engine topic empty", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556"}`)}, []string{"llm-d/topic-filter"}},
-		{"LD-03/04/05 negative: the guide's engine", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents)}, nil},
-		{"LD-05 blockSize 32 vs the engine's 64", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "      kvEventsConfig:\n", "      tokenProcessorConfig: {blockSize: 32}\n      kvEventsConfig:\n", 1),
-			"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--block-size=64")}, []string{"llm-d/block-size-differs"}},
-		// blockSizeTokens is the current name, and wins over the deprecated blockSize.
-		{"LD-05 blockSizeTokens 32 vs the engine's 64", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "      kvEventsConfig:\n", "      tokenProcessorConfig: {blockSizeTokens: 32}\n      kvEventsConfig:\n", 1),
-			"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--block-size=64")}, []string{"llm-d/block-size-differs"}},
-		{"LD-05 negative: blockSizeTokens 64 over blockSize 32", map[string]string{"epc.yaml": strings.Replace(eppPrecise, "      kvEventsConfig:\n", "      tokenProcessorConfig: {blockSizeTokens: 64, blockSize: 32}\n      kvEventsConfig:\n", 1),
-			"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--block-size=64")}, nil},
-		{"LD-04 default port 5557 vs socketPort 5556", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","topic":"kv@x"}`)}, []string{"llm-d/socket-port"}},
-		{"LD-05 engine connects", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://epp:5556","topic":"kv@x"}`)}, []string{"llm-d/engine-connects"}},
-		{"replay on vLLM 0.25", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.25.1", 1, goodEvents)}, []string{"vllm/replay-needs-0.26"}},
-
-		// production-stack
-		{"PS-01 vllmConfig without enablePrefixCaching", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      maxModelLen: 8000\n", "")}, []string{"production-stack/prefix-caching-off"}},
-		{"PS-01 false", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: false\n", "")}, []string{"production-stack/prefix-caching-off"}},
-		{"PS-01 negative: true", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: true\n", "")}, nil},
-		{"PS-01 negative: no vllmConfig at all", map[string]string{"values.yaml": prodStack("roundrobin", "", "")}, nil},
-		// The chart's `with $modelSpec.vllmConfig` skips an empty map: no flag is rendered.
-		{"PS-01 negative: empty vllmConfig", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig: {}\n", "")}, nil},
-		// extraArgs are rendered after the chart's flag, and argparse keeps the last one.
-		{"PS-01 negative: re-enabled in extraArgs", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      extraArgs: [\"--enable-prefix-caching\"]\n", "")}, nil},
-		{"PS-02 session without key", map[string]string{"values.yaml": prodStack("session", "", "")}, []string{"production-stack/session-key-missing"}},
-		{"PS-02 negative", map[string]string{"values.yaml": prodStack("session", "", "  sessionKey: x-user-id\n")}, nil},
-		{"PS-03/04 kvaware without controller", map[string]string{"values.yaml": prodStack("kvaware", "", "")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
-		{"PS-04 negative: controller on the router's port", map[string]string{"values.yaml": prodStack("kvaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n      controllerPort: 9000\n", "  lmcacheControllerPort: 9000\n")}, []string{"production-stack/kvaware-chat"}},
-		{"PS-04 ports differ", map[string]string{"values.yaml": prodStack("kvaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n      controllerPort: 9100\n", "  lmcacheControllerPort: 9000\n")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
-		{"PS-05 prefixaware, 2 routers", map[string]string{"values.yaml": prodStack("prefixaware", "", "  replicaCount: 2\n")}, []string{"production-stack/prefixaware-replicas"}},
-		{"PS-05 negative: 1 router", map[string]string{"values.yaml": prodStack("prefixaware", "", "  replicaCount: 1\n")}, nil},
-		{"PS-06 min match 100", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 100\n")}, []string{"production-stack/prefix-min-match-length"}},
-		{"PS-06 negative: 256", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 256\n")}, nil},
-		{"PS-07 loadaware", map[string]string{"values.yaml": prodStack("loadaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n", "")}, []string{"production-stack/kvaware-chat", "production-stack/loadaware-schema"}},
-
-		// Dynamo
-		{"DY-01 kv frontend, worker without events", map[string]string{"dgd.yaml": dynamoDGD("kv", "", "")}, []string{"dynamo/kv-events-missing"}},
-		{"DY-01 negative: events on", map[string]string{"dgd.yaml": dynamoDGD("kv", "", goodEvents)}, nil},
-		{"DY-01 negative: round-robin", map[string]string{"dgd.yaml": dynamoDGD("round-robin", "", "")}, nil},
-		{"DY-03/04 --no-kv-events", map[string]string{"dgd.yaml": dynamoDGD("kv", "            - --no-kv-events\n", "")}, []string{"dynamo/approximate-mode", "dynamo/obsolete-flag"}},
-		{"DY-04 --no-router-kv-events", map[string]string{"dgd.yaml": dynamoDGD("kv", "            - --no-router-kv-events\n", "")}, []string{"dynamo/approximate-mode"}},
-		{"DY-06 prefix caching off on an aggregated worker", map[string]string{"dgd.yaml": strings.Replace(dynamoDGD("kv", "", goodEvents), "            - Qwen/Qwen3-32B\n", "            - Qwen/Qwen3-32B\n            - --no-enable-prefix-caching\n", 1)}, []string{"dynamo/prefix-caching-off"}},
-
-		// Ray
-		{"RY-01/02 no kwargs", map[string]string{"serve.yaml": "deployment_config:\n  request_router_config:\n    request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter\n"}, []string{"ray/imbalanced-threshold", "ray/no-eviction"}},
-		{"RY negative: kwargs set", map[string]string{"serve.yaml": "deployment_config:\n  request_router_config:\n    request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter\n    request_router_kwargs:\n      imbalanced_threshold: 5\n      do_eviction: true\n"}, nil},
-
-		// vLLM
-		{"VL-01 events not enabled", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"publisher":"zmq","endpoint":"tcp://*:5557"}`)}, []string{"vllm/kv-events-disabled"}},
-		{"VL-02 0.10.2 without publisher", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.10.2", 1, `{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557"}`)}, []string{"vllm/publisher-null"}},
-		{"VL-02 negative: 0.11.1", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.11.1", 1, `{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557"}`)}, nil},
 		{"VL-03 prefix caching off behind llm-d", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, goodEvents, "--no-enable-prefix-caching")}, []string{"vllm/prefix-caching-off"}},
-		{"VL-03 an engine alone: a warning", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--no-enable-prefix-caching")}, []string{"vllm/prefix-caching-disabled"}},
-		{"VL-03 negative: caching on", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--enable-prefix-caching")}, nil},
-		{"VL-04 replay port inside the DP ranks", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558"}`, "--data-parallel-size", "\"2\"")}, []string{"vllm/replay-port-collision"}},
-		// Rank 1 replays on 5556+1 = 5557, rank 0's event port.
-		{"VL-04 replay port just below the endpoint", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5556"}`, "--data-parallel-size", "\"2\"")}, []string{"vllm/replay-port-collision"}},
-		{"VL-04 same port, one rank", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5557"}`)}, []string{"vllm/replay-port-collision"}},
-		{"VL-04 negative: replay above the ranks", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5559"}`, "--data-parallel-size", "\"2\"")}, nil},
-		{"VL-05 seed unset on 3 replicas", map[string]string{"vllm.yaml": strings.Replace(engineDeployment("vllm/vllm-openai:v0.26.0", 3, `{"enable_kv_cache_events":true,"publisher":"zmq"}`), "PYTHONHASHSEED", "OTHER", 1)}, []string{"vllm/hash-seed"}},
-		{"VL-05 negative: seed set", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 3, `{"enable_kv_cache_events":true,"publisher":"zmq"}`)}, nil},
-		{"VL-05 hash algo differs across files", map[string]string{
-			"a.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--prefix-caching-hash-algo", "xxhash"),
-			"b.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "")}, []string{"vllm/hash-algo", "vllm/hash-algo"}},
-		{"VL-06 no such flags", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, "", "--enable-kv-cache-events", "--kv-events-publisher=zmq")}, []string{"vllm/no-such-flag", "vllm/no-such-flag"}},
-		{"VL-07 engine connects, no llm-d", map[string]string{"vllm.yaml": engineDeployment("vllm/vllm-openai:v0.26.0", 1, `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://listener:5557"}`)}, []string{"vllm/endpoint-connects"}},
-		{"shell script: vllm serve with dotted events config", map[string]string{"run.sh": "#!/bin/sh\nexec vllm serve Qwen/Qwen3-32B \\\n  --kv-events-config.publisher zmq \\\n  --port 8000\n"}, []string{"vllm/kv-events-disabled"}},
-
-		// AIBrix, GAIE
-		{"AB-01/02 prefix-cache with sync but no remote tokenizer", map[string]string{"gw.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: gateway-plugin\n          image: aibrix/gateway-plugins:v0.4.0\n          env:\n            - name: ROUTING_ALGORITHM\n              value: prefix-cache\n            - name: AIBRIX_PREFIX_CACHE_KV_EVENT_SYNC_ENABLED\n              value: \"true\"\n"}, []string{"aibrix/character-tokenizer", "aibrix/kv-sync-incomplete"}},
-		{"GI-01 FailOpen", map[string]string{"pool.yaml": "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nspec:\n  endpointPickerRef:\n    name: epp\n    port: {number: 9002}\n    failureMode: FailOpen\n"}, []string{"gaie/fail-open"}},
-		{"GI-01 negative: FailClose", map[string]string{"pool.yaml": "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nspec:\n  endpointPickerRef:\n    name: epp\n    failureMode: FailClose\n"}, nil},
-		{"GI-02 old objective group", map[string]string{"obj.yaml": "apiVersion: inference.networking.x-k8s.io/v1alpha2\nkind: InferenceObjective\nspec:\n  priority: 1\n"}, []string{"gaie/deprecated-objective-api"}},
-		{"GI-02 negative", map[string]string{"obj.yaml": "apiVersion: llm-d.ai/v1alpha2\nkind: InferenceObjective\nspec:\n  priority: 1\n"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -603,6 +502,23 @@ func TestREADMERules(t *testing.T) {
 		return
 	}
 	t.Errorf("README.md's rule list differs from the rule table; run KVCHECK_UPDATE_README=1 go test ./internal/lint -run TestREADMERules\n(-readme +table):\n%s", cmp.Diff(got, want))
+}
+
+// TestRuleTable checks each rule's code is system/name under its product's id (or a generic
+// system), each table id is one ROUTERS.md uses, and a rule that defeats something is an error.
+func TestRuleTable(t *testing.T) {
+	idRE := regexp.MustCompile(`^(LL|LD|PS|DY|SG|RY|VL|AB|GI)-\d\d$`)
+	for _, r := range Rules() {
+		if !strings.Contains(r.Code, "/") || r.Summary == "" || r.Versions == "" || r.Source == "" {
+			t.Errorf("rule %+v: want a system/name code, a summary, versions and a source", r)
+		}
+		if r.Defeats != "" && r.Severity != finding.Error {
+			t.Errorf("rule %s defeats %s but is not an error: assess blocks only on errors", r.Code, r.Defeats)
+		}
+		if r.ID != "" && !idRE.MatchString(r.ID) {
+			t.Errorf("rule %s: id %q is not a table id", r.Code, r.ID)
+		}
+	}
 }
 
 // TestConfig100MBRefused: a 100 MB config file (a LiteLLM header, then sparse zeros) is refused

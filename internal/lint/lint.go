@@ -179,6 +179,7 @@ type Linter struct {
 	// jobs is how many files are read and linted at once; keepText keeps FileResult.Original.
 	jobs     int
 	keepText bool
+	cfg      *config.Linter // the router and engine configuration checks (config.go)
 	leave    func(string) (string, bool)
 	skipAll  bool // Options.SkipUnknown
 	refs     bool
@@ -222,7 +223,8 @@ func New(cat *catalog.Catalog, opts Options) *Linter {
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	return &Linter{cat: cat, target: t, targets: targets, chosen: chosen, max: m, rewrite: opts.Rewrite, names: cat.Names(), ignore: opts.Ignore, only: opts.Only,
-		jobs: jobs, keepText: opts.KeepText || opts.Rewrite, leave: opts.Leave, skipAll: opts.SkipUnknown, refs: opts.Refs, queries: newQueryCache()}
+		jobs: jobs, keepText: opts.KeepText || opts.Rewrite, leave: opts.Leave, skipAll: opts.SkipUnknown, refs: opts.Refs, queries: newQueryCache(),
+		cfg: newConfigLinter(cat, targets[catalog.VLLM], opts.Rewrite)}
 }
 
 // internName returns a copy of a metric name for a finding or a ref to keep: a substring of a
@@ -301,7 +303,7 @@ func (l *Linter) keep(path string) bool {
 // Finish runs the checks across the files of one run and applies the suppressions; Paths calls
 // it, callers that lint content with File call it on their results.
 func (l *Linter) Finish(results []FileResult) []FileResult {
-	crossConfig(results)
+	l.crossConfig(results)
 	for i := range results {
 		slices.SortStableFunc(results[i].Findings, func(a, b Finding) int {
 			if a.Line != b.Line {

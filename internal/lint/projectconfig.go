@@ -17,7 +17,6 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
-	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/usage"
 )
 
@@ -489,7 +488,7 @@ func knownCode(code string) bool {
 		CodeAbsent, CodeStale, CodeCounterRaw, CodeRatioMismatch, CodeQuantile, CodeYAMLBomb:
 		return true
 	}
-	for _, r := range config.Rules() {
+	for _, r := range Rules() {
 		if strings.EqualFold(r.Code, code) || (r.ID != "" && strings.EqualFold(r.ID, code)) {
 			return true
 		}

@@ -23,17 +23,17 @@ func TestConfiguredUnreadableValues(t *testing.T) {
 		read           func(product.Settings) any
 		want           any
 	}{
-		{lint.RouterLLMD, "prefix-cache-scorer", `"abc"`, func(s product.Settings) any { return s.(llmd.Settings).PrefixWeight }, shipped.LLMD.PrefixWeight},
-		{lint.RouterLLMD, "prefix-cache-scorer", ".nan", func(s product.Settings) any { return s.(llmd.Settings).PrefixWeight }, shipped.LLMD.PrefixWeight},
-		{lint.RouterLLMD, "blockSizeTokens", "16k", func(s product.Settings) any { return s.(llmd.Settings).BlockSizeTokens }, shipped.LLMD.BlockSizeTokens},
-		{lint.RouterLLMD, "autoTune", "maybe", func(s product.Settings) any { return s.(llmd.Settings).AutoTune }, shipped.LLMD.AutoTune},
+		{llmd.ID, "prefix-cache-scorer", `"abc"`, func(s product.Settings) any { return s.(llmd.Settings).PrefixWeight }, shipped.LLMD.PrefixWeight},
+		{llmd.ID, "prefix-cache-scorer", ".nan", func(s product.Settings) any { return s.(llmd.Settings).PrefixWeight }, shipped.LLMD.PrefixWeight},
+		{llmd.ID, "blockSizeTokens", "16k", func(s product.Settings) any { return s.(llmd.Settings).BlockSizeTokens }, shipped.LLMD.BlockSizeTokens},
+		{llmd.ID, "autoTune", "maybe", func(s product.Settings) any { return s.(llmd.Settings).AutoTune }, shipped.LLMD.AutoTune},
 		// The precise producer's block size: an unreadable blockSizeTokens was passed over for
 		// the deprecated blockSize (or the default) without a word.
-		{lint.RouterLLMD, "tokenProcessorConfig.blockSizeTokens", "16k", func(s product.Settings) any { return s.(llmd.Settings).PreciseBlockSizeTokens }, shipped.LLMD.PreciseBlockSizeTokens},
+		{llmd.ID, "tokenProcessorConfig.blockSizeTokens", "16k", func(s product.Settings) any { return s.(llmd.Settings).PreciseBlockSizeTokens }, shipped.LLMD.PreciseBlockSizeTokens},
 		// Dynamo's deprecated overlap weight: an unreadable one fell back to the prefill load
 		// scale without a note; the deprecated --load-aware (DYN_ROUTER_LOAD_AWARE) likewise.
-		{lint.RouterDynamo, "--router-kv-overlap-score-weight", "high", func(s product.Settings) any { return s.(dynamo.Settings).OverlapWeight }, shipped.Dynamo.OverlapWeight},
-		{lint.RouterDynamo, "--load-aware", "yes please", func(s product.Settings) any { return s.(dynamo.Settings).KVEvents }, shipped.Dynamo.KVEvents},
+		{dynamo.ID, "--router-kv-overlap-score-weight", "high", func(s product.Settings) any { return s.(dynamo.Settings).OverlapWeight }, shipped.Dynamo.OverlapWeight},
+		{dynamo.ID, "--load-aware", "yes please", func(s product.Settings) any { return s.(dynamo.Settings).KVEvents }, shipped.Dynamo.KVEvents},
 	} {
 		r := lint.RouterFacts{Kind: tc.kind, File: "epc.yaml", Line: 7, Values: map[string]string{tc.key: tc.val}}
 		rows := configured(r, "epc.yaml:7")

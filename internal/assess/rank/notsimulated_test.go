@@ -6,7 +6,11 @@ import (
 	"testing"
 
 	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/litellm"
 	"github.com/kvcheck/kvcheck/internal/router/llmd"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
+	"github.com/kvcheck/kvcheck/internal/router/sglang"
 )
 
 // A router the files set up that runs nothing kvcheck emulates gets no row, but is never left
@@ -27,7 +31,7 @@ func TestConfiguredNotSimulated(t *testing.T) {
 			t.Errorf("%s: rows %+v, want none", tc.logic, f.Routers)
 		}
 		ns := f.NotSimulatedRouters()
-		if len(ns) != 1 || ns[0].Product != lint.RouterProdStack || ns[0].Where != "values.yaml:1" {
+		if len(ns) != 1 || ns[0].Product != prodstack.ID || ns[0].Where != "values.yaml:1" {
 			t.Fatalf("%s: not simulated %+v, want one production-stack router at values.yaml:1", tc.logic, ns)
 		}
 		for _, w := range tc.want {
@@ -42,13 +46,13 @@ func TestConfiguredNotSimulated(t *testing.T) {
 		vals map[string]string
 		want string
 	}{
-		{lint.RouterDynamo, map[string]string{"--router-mode": "random"}, "--router-mode random is not emulated"},
-		{lint.RouterDynamo, map[string]string{"--router-mode": "fastest"}, `--router-mode "fastest" is not one Dynamo's frontend knows (round-robin, random, power-of-two, kv, direct, least-loaded, device-aware-weighted)`},
-		{lint.RouterProdStack, map[string]string{"sessionKey": "x-user"}, "no --routing-logic: the router requires one"},
-		{lint.RouterProdStack, map[string]string{"routingLogic": "{{ .Values.logic }}"}, `routingLogic "{{ .Values.logic }}" is filled in when the chart renders`},
-		{lint.RouterDynamo, map[string]string{"--router-mode": "{{ .Values.mode }}"}, `--router-mode "{{ .Values.mode }}" is filled in when the chart renders`},
-		{lint.RouterSGLang, map[string]string{"--policy": "power_of_two"}, "--policy power_of_two is not emulated"},
-		{lint.RouterLiteLLM, map[string]string{"routing_strategy": "least-busy"}, "routing_strategy least-busy without session_affinity or prompt_caching is not emulated"},
+		{dynamo.ID, map[string]string{"--router-mode": "random"}, "--router-mode random is not emulated"},
+		{dynamo.ID, map[string]string{"--router-mode": "fastest"}, `--router-mode "fastest" is not one Dynamo's frontend knows (round-robin, random, power-of-two, kv, direct, least-loaded, device-aware-weighted)`},
+		{prodstack.ID, map[string]string{"sessionKey": "x-user"}, "no --routing-logic: the router requires one"},
+		{prodstack.ID, map[string]string{"routingLogic": "{{ .Values.logic }}"}, `routingLogic "{{ .Values.logic }}" is filled in when the chart renders`},
+		{dynamo.ID, map[string]string{"--router-mode": "{{ .Values.mode }}"}, `--router-mode "{{ .Values.mode }}" is filled in when the chart renders`},
+		{sglang.ID, map[string]string{"--policy": "power_of_two"}, "--policy power_of_two is not emulated"},
+		{litellm.ID, map[string]string{"routing_strategy": "least-busy"}, "routing_strategy least-busy without session_affinity or prompt_caching is not emulated"},
 	} {
 		f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: tc.kind, File: "f.yaml", Line: 3, Values: tc.vals}}})
 		ns := f.NotSimulatedRouters()
@@ -57,7 +61,7 @@ func TestConfiguredNotSimulated(t *testing.T) {
 		}
 	}
 	// A mode it emulates is a row, not a line.
-	f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: lint.RouterDynamo, File: "f.yaml", Line: 3, Values: map[string]string{"--router-mode": "kv"}}}})
+	f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: dynamo.ID, File: "f.yaml", Line: 3, Values: map[string]string{"--router-mode": "kv"}}}})
 	if len(f.Routers) != 1 || len(f.NotSimulatedRouters()) != 0 {
 		t.Errorf("kv mode: rows %+v, not simulated %+v", f.Routers, f.NotSimulatedRouters())
 	}
@@ -102,7 +106,7 @@ func TestConfiguredLiteLLMChecksNotEmulated(t *testing.T) {
 		{"session_afinity", "litellm-simple-shuffle", `optional_pre_call_checks "session_afinity" in f.yaml:3 is not a check LiteLLM knows`},
 		{"session_affinity,deployment_affinity", "litellm-session-affinity", "optional_pre_call_checks deployment_affinity in f.yaml:3 pins requests kvcheck cannot tell apart"},
 	} {
-		f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: lint.RouterLiteLLM, File: "f.yaml", Line: 3,
+		f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: litellm.ID, File: "f.yaml", Line: 3,
 			Values: map[string]string{"optional_pre_call_checks": tc.checks, "redis": "false"}}}})
 		if len(f.Routers) != 1 || f.Routers[0].Policy != tc.policy || len(f.Routers[0].Notes) != 1 || !strings.HasPrefix(f.Routers[0].Notes[0], tc.note) {
 			t.Errorf("%s: rows %+v, want one %s row noting %q", tc.checks, f.Routers, tc.policy, tc.note)
@@ -120,12 +124,12 @@ func TestNotSimulatedKeepsUnreadNotes(t *testing.T) {
 		vals map[string]string
 		want []string
 	}{
-		{lint.RouterProdStack, map[string]string{"routingLogic": "disaggregated_prefill", "--kv-aware-threshold": "lots"},
+		{prodstack.ID, map[string]string{"routingLogic": "disaggregated_prefill", "--kv-aware-threshold": "lots"},
 			[]string{`--kv-aware-threshold "lots" in f.yaml:3 is not a whole number: kvcheck could not read it; fix the value`}},
-		{lint.RouterDynamo, map[string]string{"--router-mode": "random", "--router-kv-overlap-score-weight": "heavy", "--router-temperature": "warm"},
+		{dynamo.ID, map[string]string{"--router-mode": "random", "--router-kv-overlap-score-weight": "heavy", "--router-temperature": "warm"},
 			[]string{`--router-kv-overlap-score-weight "heavy" in f.yaml:3 is not a number: kvcheck could not read it; fix the value`,
 				`--router-temperature "warm" in f.yaml:3 is not a number: kvcheck could not read it; fix the value`}},
-		{lint.RouterDynamo, map[string]string{"--router-mode": "random", "--router-temperature": "0.5"}, nil},
+		{dynamo.ID, map[string]string{"--router-mode": "random", "--router-temperature": "0.5"}, nil},
 	} {
 		f := FilesFrom(nil, lint.Deployment{Routers: []lint.RouterFacts{{Kind: tc.kind, File: "f.yaml", Line: 3, Values: tc.vals}}})
 		ns := f.NotSimulatedRouters()

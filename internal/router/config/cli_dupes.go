@@ -32,19 +32,19 @@ var vllmAppendFlags = map[string]bool{"--middleware": true, "--capture-consumers
 // vllmShortFlags are vLLM's short spellings of long flags.
 var vllmShortFlags = map[string]string{"-tp": "--tensor-parallel-size", "-dp": "--data-parallel-size", "-pp": "--pipeline-parallel-size"}
 
-// flagUse is one flag of a command line as the parser reads it: the option it sets (dest, its
+// FlagUse is one flag of a command line as the parser reads it: the option it sets (Dest, its
 // long name without a --no- prefix), the word as written and its value.
-type flagUse struct {
-	dest      string
-	name, val token
-	// hasVal: the flag carries a value (--name=value, or the word after it).
-	hasVal bool
+type FlagUse struct {
+	Dest      string
+	Name, Val Token
+	// HasVal: the flag carries a value (--name=value, or the word after it).
+	HasVal bool
 }
 
-// vllmDest is the option a vLLM flag sets: underscores read as dashes, a short name as its long
+// VLLMDest is the option a vLLM flag sets: underscores read as dashes, a short name as its long
 // one, --no-X as --X; "" for a word that is no long flag (a value such as -1) or a dotted
 // --config.field, which vLLM merges into the JSON of its flag.
-func vllmDest(name string) string {
+func VLLMDest(name string) string {
 	if long, ok := vllmShortFlags[name]; ok {
 		return long
 	}
@@ -58,27 +58,27 @@ func vllmDest(name string) string {
 	return d
 }
 
-// duplicateFlags reports each option set more than once on one command line of program (the
+// DuplicateFlags reports each option set more than once on one command line of program (the
 // product's name in the message) at its last use, naming every use's line:column, the value
 // the product keeps and the spellings when they differ; appendFlags are left out.
-func (fl *File) duplicateFlags(uses []flagUse, program, loc string, appendFlags map[string]bool) {
-	byDest := map[string][]flagUse{}
+func (fl *File) DuplicateFlags(uses []FlagUse, program, loc string, appendFlags map[string]bool) {
+	byDest := map[string][]FlagUse{}
 	var order []string
 	for _, u := range uses {
-		if u.dest == "" || appendFlags[u.dest] {
+		if u.Dest == "" || appendFlags[u.Dest] {
 			continue
 		}
-		if byDest[u.dest] == nil {
-			order = append(order, u.dest)
+		if byDest[u.Dest] == nil {
+			order = append(order, u.Dest)
 		}
-		byDest[u.dest] = append(byDest[u.dest], u)
+		byDest[u.Dest] = append(byDest[u.Dest], u)
 	}
 	for _, d := range order {
 		us := byDest[d]
 		// The uses with no template action between them and the last: a flag in each branch
 		// of an {{ if }} is given once when the chart renders.
 		first := len(us) - 1
-		for first > 0 && !fl.templatedBetween(us[first-1].name.at, us[len(us)-1].name.at) {
+		for first > 0 && !fl.TemplatedBetween(us[first-1].Name.At, us[len(us)-1].Name.At) {
 			first--
 		}
 		us = us[first:]
@@ -89,39 +89,30 @@ func (fl *File) duplicateFlags(uses []flagUse, program, loc string, appendFlags 
 		spelt := make([]string, len(us))
 		same := true
 		for i, u := range us {
-			at[i] = fmt.Sprintf("%d:%d", u.name.at.line, u.name.at.col)
-			spelt[i] = u.name.text
-			if u.hasVal {
-				spelt[i] += " " + strconv.Quote(u.val.text)
+			at[i] = fmt.Sprintf("%d:%d", u.Name.At.Line, u.Name.At.Col)
+			spelt[i] = u.Name.Text
+			if u.HasVal {
+				spelt[i] += " " + strconv.Quote(u.Val.Text)
 			}
-			if u.name.text != us[0].name.text {
+			if u.Name.Text != us[0].Name.Text {
 				same = false
 			}
 		}
 		last := us[len(us)-1]
-		kept := last.name.text
-		if last.hasVal {
-			kept += " " + strconv.Quote(last.val.text)
+		kept := last.Name.Text
+		if last.HasVal {
+			kept += " " + strconv.Quote(last.Val.Text)
 		}
 		what := d + " is given " + times(len(us))
 		if !same {
 			what = fmt.Sprintf("%s sets one option, %s", strings.Join(uniq(spelt), ", "), d)
 			what += ", " + times(len(us))
 		}
-		fl.addConfig(codeDuplicateFlag, last.name.at, loc,
+		fl.Add(codeDuplicateFlag, last.Name.At, loc,
 			fmt.Sprintf("%s on one %s command line (at %s, line:column): its argparse keeps the last, %s (%s), silently, and kvcheck reads that one",
 				what, program, lineList(at), kept, at[len(at)-1]),
 			fmt.Sprintf("give %s once, with the value you mean", d))
 	}
-}
-
-// templatedBetween reports whether a masked Helm action lies between two places of the file: a
-// flag written in each branch of an {{ if }} ... {{ else }} is given once when rendered.
-func (fl *File) templatedBetween(first, last pos) bool {
-	if fl.masks == nil {
-		return false
-	}
-	return fl.masked(fl.lines.Offset(first.line, first.col), fl.lines.Offset(last.line, last.col))
 }
 
 // uniq keeps the first of each string, in order.
@@ -144,9 +135,9 @@ const maxJSONFlag = 1 << 20
 // value (--kv-events-config '{"topic":"a",...,"topic":"b"}'): Python's json.loads and vLLM's
 // pydantic validate_json keep the last, silently, as kvcheck does. A value that is not JSON is
 // left to the rules that read it.
-func (fl *File) duplicateJSONKeys(u flagUse, program, loc string) {
-	v := strings.TrimSpace(u.val.text)
-	if !u.hasVal || !strings.HasPrefix(v, "{") || len(v) > maxJSONFlag || !json.Valid([]byte(v)) {
+func (fl *File) duplicateJSONKeys(u FlagUse, program, loc string) {
+	v := strings.TrimSpace(u.Val.Text)
+	if !u.HasVal || !strings.HasPrefix(v, "{") || len(v) > maxJSONFlag || !json.Valid([]byte(v)) {
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(v)))
@@ -172,10 +163,10 @@ func (fl *File) duplicateJSONKeys(u flagUse, program, loc string) {
 				at[i] = strconv.FormatInt(x, 10)
 			}
 			path := join(o.path, k)
-			fl.addConfig(codeDuplicateJSONKey, u.val.at, loc,
+			fl.Add(codeDuplicateJSONKey, u.Val.At, loc,
 				fmt.Sprintf("%s: key %s is written %s in one JSON object (at characters %s of the value): %s's JSON reader keeps the last (character %s), silently, and kvcheck reads that one",
-					u.name.text, strconv.Quote(path), times(len(offs)), lineList(at), program, at[len(at)-1]),
-				fmt.Sprintf("keep one %q in %s's JSON", k, u.name.text))
+					u.Name.Text, strconv.Quote(path), times(len(offs)), lineList(at), program, at[len(at)-1]),
+				fmt.Sprintf("keep one %q in %s's JSON", k, u.Name.Text))
 		}
 	}
 	for {

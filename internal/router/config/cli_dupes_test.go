@@ -17,8 +17,9 @@ func FuzzDuplicateJSONKeys(f *testing.F) {
 	}
 	offsets := regexp.MustCompile(`at characters ([0-9, and]+) of the value`)
 	f.Fuzz(func(t *testing.T, v string) {
-		fl := &File{path: "fuzz"}
-		u := flagUse{dest: "--kv-events-config", name: token{text: "--kv-events-config", at: pos{1, 1}}, val: token{text: v, at: pos{1, 20}}, hasVal: true}
+		l := New(Options{})
+		fl := l.NewFile("fuzz", nil, nil)
+		u := FlagUse{Dest: "--kv-events-config", Name: Token{Text: "--kv-events-config", At: Pos{1, 1}}, Val: Token{Text: v, At: Pos{1, 20}}, HasVal: true}
 		fl.duplicateJSONKeys(u, "vLLM", "fuzz")
 		trimmed := strings.TrimLeft(v, " \t\r\n")
 		lead := len(v) - len(trimmed)
@@ -43,8 +44,8 @@ func FuzzDuplicateJSONKeys(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fl = &File{path: "fuzz"}
-		u.val.text = string(clean)
+		fl = l.NewFile("fuzz", nil, nil)
+		u.Val.Text = string(clean)
 		fl.duplicateJSONKeys(u, "vLLM", "fuzz")
 		if len(fl.findings) != 0 {
 			t.Fatalf("%q has no duplicate key, but: %v", clean, fl.findings)

@@ -21,45 +21,54 @@ const codeDuplicateKey = "yaml/duplicate-key"
 //   - the llm-d EPP decodes its EndpointPickerConfig strictly (serializer.EnableStrict, which
 //     runs YAMLToJSONStrict to catch the duplicates plain conversion drops) and refuses it.
 //
-// kvcheck reads the last pair (mapGet, keyNode), what the products that accept the file use, and
+// kvcheck reads the last pair (MapGet, KeyNode), what the products that accept the file use, and
 // reports every duplicate with the lines of all its pairs.
 
-// Loaders, by what they do with a duplicate key.
+// What the tools that load configuration files do with a duplicate key (Loader.Text); a
+// product names its own loader (the llm-d EPP's strict decoding) in its package.
 const (
-	loaderHelm    = "Helm keeps the last pair (%s), silently"
-	loaderPyYAML  = "%s loads it with PyYAML, which keeps the last pair (%s), silently"
 	loaderKubectl = "kubectl apply refuses the object (--validate=strict, its default since 1.27, fails on a duplicate field); with --validate=warn or ignore the API server keeps the last pair (%s)"
 	loaderCompose = "docker compose refuses the file (mapping key already defined); a loader that accepts it keeps the last pair (%s)"
-	loaderEPP     = "the llm-d EPP decodes its config strictly and refuses it at start; a loader that accepts it keeps the last pair (%s)"
 	loaderOther   = "most YAML loaders keep the last pair (%s); strict ones refuse the file"
 )
 
-// duplicateLoader says what the product that reads a config document of format f does with a
-// duplicate key, as a format with one %s for the line kept.
-func duplicateLoader(f Format, root *yaml.Node) string {
-	kind, _ := str(root, "kind")
-	api, _ := str(root, "apiVersion")
+// LoaderHelm is Helm's: a chart's values (production-stack's, llm-d's router chart,
+// litellm-helm's).
+var LoaderHelm = Loader{Text: "Helm keeps the last pair (%s), silently"}
+
+// LoaderPyYAML is a Python program's that reads its config with PyYAML (LiteLLM's
+// config.yaml, a Ray Serve config); program names it.
+func LoaderPyYAML(program string) Loader {
+	return Loader{Text: program + " loads it with PyYAML, which keeps the last pair (%s), silently"}
+}
+
+// loaderOf says what reads a config document of format f that its checks said ld loads: the
+// product's own decoder, docker compose, kubectl for a Kubernetes object, the loader its
+// checks named, Helm for a workload in chart values; as a format with one %s for the line
+// kept.
+func (d *Doc) loaderOf(root *yaml.Node, f Format, ld Loader) string {
+	kind, _ := Str(root, "kind")
+	api, _ := Str(root, "apiVersion")
 	switch {
-	case f == FormatEPC:
-		return loaderEPP
+	case ld.Own:
+		return ld.Text
 	case f == FormatCompose:
 		return loaderCompose
 	case kind != "" && api != "":
 		return loaderKubectl
-	case f == FormatLiteLLM && get(root, "proxy_config") == nil:
-		return fmt.Sprintf(loaderPyYAML, "LiteLLM", "%s")
-	case f == FormatRayServe:
-		return fmt.Sprintf(loaderPyYAML, "Ray Serve", "%s")
-	case f == FormatLiteLLM, f == FormatProdStack, f == FormatLLMDValues, f == FormatWorkload:
-		return loaderHelm
+	case ld.Text != "":
+		return ld.Text
+	case f == FormatWorkload:
+		return LoaderHelm.Text
 	}
 	return loaderOther
 }
 
-// duplicateKeys reports every key written more than once in one mapping of the document root,
-// at the last pair (the one kvcheck reads), naming the lines of all of them. A Helm template's
-// duplicates with an action between them are the branches of an if, not duplicates: left out.
-func (d *ydoc) duplicateKeys(root *yaml.Node, loader string) {
+// DuplicateKeys reports every key written more than once in one mapping of the document root,
+// at the last pair (the one kvcheck reads), naming the lines of all of them; loader says what
+// reads the document (Loader.Text). A Helm template's duplicates with an action between them
+// are the branches of an if, not duplicates: left out.
+func (d *Doc) DuplicateKeys(root *yaml.Node, loader string) {
 	var walk func(n *yaml.Node, path string, depth int)
 	walk = func(n *yaml.Node, path string, depth int) {
 		if n == nil || depth > 256 {
@@ -106,13 +115,13 @@ func join(path, k string) string {
 	return path + "." + k
 }
 
-func (d *ydoc) reportDuplicate(path string, ks []*yaml.Node, loader string) {
+func (d *Doc) reportDuplicate(path string, ks []*yaml.Node, loader string) {
 	lines := make([]string, len(ks))
 	for i, k := range ks {
-		lines[i] = strconv.Itoa(d.pos(k).line)
+		lines[i] = strconv.Itoa(d.Pos(k).Line)
 	}
 	last := "line " + lines[len(lines)-1]
-	d.fl.addConfig(codeDuplicateKey, d.pos(ks[len(ks)-1]), path,
+	d.fl.Add(codeDuplicateKey, d.Pos(ks[len(ks)-1]), path,
 		fmt.Sprintf("%s is written %s in one mapping (lines %s): %s, and kvcheck reads that one",
 			path, times(len(ks)), lineList(lines), fmt.Sprintf(loader, last)),
 		fmt.Sprintf("keep one %s: delete the others, or move their values into the one you mean", ks[0].Value))
@@ -120,19 +129,8 @@ func (d *ydoc) reportDuplicate(path string, ks []*yaml.Node, loader string) {
 
 // templated reports whether a masked Helm action lies between the first and the last of the
 // keys: {{ if }} ... {{ else }} branches each writing the key are not duplicates once rendered.
-func (d *ydoc) templated(ks []*yaml.Node) bool {
-	fl := d.fl
-	if fl.masks == nil {
-		return false
-	}
-	first, last := d.pos(ks[0]), d.pos(ks[len(ks)-1])
-	from, to := fl.lines.Offset(first.line, first.col), fl.lines.Offset(last.line, last.col)
-	for _, m := range fl.masks {
-		if m[0] < to && from < m[1] {
-			return true
-		}
-	}
-	return false
+func (d *Doc) templated(ks []*yaml.Node) bool {
+	return d.fl.TemplatedBetween(d.Pos(ks[0]), d.Pos(ks[len(ks)-1]))
 }
 
 // codeDuplicateEnv is the code of an environment variable set twice in one env list.
@@ -144,7 +142,7 @@ const codeDuplicateEnv = "kubernetes/duplicate-env"
 // apply" (kubectl apply merges the list by name), and kvcheck reads the last. A later definition
 // that reads the earlier one ($(NAME), as PATH=$(PATH):/x) is how a value is extended, and the
 // API server does not warn about it: neither does kvcheck.
-func (d *ydoc) duplicateEnv(list *yaml.Node, path string) {
+func (d *Doc) duplicateEnv(list *yaml.Node, path string) {
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return
 	}
@@ -154,11 +152,11 @@ func (d *ydoc) duplicateEnv(list *yaml.Node, path string) {
 		if it.Kind != yaml.MappingNode {
 			continue
 		}
-		kn, vn := keyNode(it, "name"), mapGet(it, "name")
-		if kn == nil || vn == nil || vn.Kind != yaml.ScalarNode || vn.Value == "" || d.fl.templateValue(vn.Value) {
+		kn, vn := KeyNode(it, "name"), MapGet(it, "name")
+		if kn == nil || vn == nil || vn.Kind != yaml.ScalarNode || vn.Value == "" || d.fl.TemplateValue(vn.Value) {
 			continue
 		}
-		if v, _ := str(it, "value"); len(names[vn.Value]) > 0 && get(it, "valueFrom") == nil && strings.Contains(v, "$("+vn.Value+")") {
+		if v, _ := Str(it, "value"); len(names[vn.Value]) > 0 && Get(it, "valueFrom") == nil && strings.Contains(v, "$("+vn.Value+")") {
 			continue
 		}
 		if names[vn.Value] == nil {
@@ -173,9 +171,9 @@ func (d *ydoc) duplicateEnv(list *yaml.Node, path string) {
 		}
 		lines := make([]string, len(ks))
 		for i, k := range ks {
-			lines[i] = strconv.Itoa(d.pos(k).line)
+			lines[i] = strconv.Itoa(d.Pos(k).Line)
 		}
-		d.fl.addConfig(codeDuplicateEnv, d.pos(ks[len(ks)-1]), path+" "+name,
+		d.fl.Add(codeDuplicateEnv, d.Pos(ks[len(ks)-1]), path+" "+name,
 			fmt.Sprintf("%s is set %s in %s (lines %s): the container gets the last (line %s), the API server warns that it hides the earlier definition, which kubectl apply's merge by name may drop; kvcheck reads the last",
 				name, times(len(ks)), path, lineList(lines), lines[len(lines)-1]),
 			fmt.Sprintf("set %s once, to the value you mean", name))

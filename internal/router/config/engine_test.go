@@ -20,7 +20,7 @@ func TestVLLMImageVersion(t *testing.T) {
 		{"vllm/vllm-openai:latest", ""},
 		{"vllm-openai", ""},
 	} {
-		v, ok := vllmImageVersion(tt.image)
+		v, ok := VLLMImageVersion(tt.image)
 		if got := v.String(); got != tt.want || ok != (tt.want != "") {
 			t.Errorf("%s: %q, %v; want %q", tt.image, got, ok, tt.want)
 		}

@@ -1,10 +1,6 @@
 package config
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -16,6 +12,15 @@ import (
 
 // Format is the detected kind of a configuration document or file.
 type Format string
+
+// The formats of the files the generic checks recognise (products name their own).
+const (
+	FormatCompose     Format = "docker-compose"
+	FormatWorkload    Format = "kubernetes-workload"
+	FormatPool        Format = "inference-pool"
+	FormatObjective   Format = "inference-objective"
+	FormatShellScript Format = "shell-script"
+)
 
 // Status values of the findings the config checks make, as lint's JSON carries them.
 const (
@@ -46,6 +51,8 @@ type Edit struct {
 
 // Options configure a Linter.
 type Options struct {
+	// Checkers are the router products' checks, in the registry's order.
+	Checkers []Checker
 	// VLLMNewest is the newest vLLM release the metric catalog knows (zero when it knows none);
 	// VLLMTarget the release the run judges metric names against.
 	VLLMNewest, VLLMTarget catalog.Version
@@ -56,42 +63,58 @@ type Options struct {
 // Linter checks router and engine configuration files.
 type Linter struct {
 	o Options
+	// rules are every rule by code: the generic ones and each checker's.
+	rules map[string]*Rule
+	// launchers are the words that start a product's wrapper of a vLLM engine.
+	launchers []string
 }
 
-// New returns a Linter.
-func New(o Options) *Linter { return &Linter{o: o} }
+// New returns a Linter over the checkers of o. It panics on a rule code given twice, or on a
+// product rule whose code is not its product's (a programming error in a product's table).
+func New(o Options) *Linter {
+	l := &Linter{o: o, rules: ruleIndex(o.Checkers)}
+	for _, c := range o.Checkers {
+		if el, ok := c.(EngineLauncher); ok {
+			l.launchers = append(l.launchers, el.EngineLaunchers()...)
+		}
+	}
+	return l
+}
 
 // NewFile starts checking one file: src is its content as read, lines its index.
 func (l *Linter) NewFile(path string, src []byte, lines *textpos.Index) *File {
 	return &File{l: l, path: path, src: src, lines: lines}
 }
 
-// File is the state of checking one file's configuration.
-
+// File is the state of checking one file's configuration: lint makes one per file, hands it
+// the file's documents (Documents) or text (Text), asks for the rewrite (Fix), and reads the
+// findings and the facts for the checks across files. A product's hooks get it to record
+// findings and facts.
 type File struct {
 	l     *Linter
 	path  string
 	src   []byte
 	lines *textpos.Index
 	// orig is the file as read when src is a Helm template with its actions masked (masks
-	// are the masked spans); rewrites would apply to orig.
+	// are the masked spans).
 	orig  []byte
 	masks [][2]int
-	// findings are the file's findings, in the order found; fixes their rewrites.
+	// findings are the file's findings, in the order found; cfgFixes their rewrites.
 	findings []*Finding
 	cfgFixes []configFix
-	// config gathers the facts for the checks across files; epp are the EPP's flags when the
-	// file shows them.
-	config *Facts
-	epp    eppFlags
-	relint bool // linting a rewrite again: no further rewrites
+	// facts gathers the facts for the checks across files; kept holds the products' state
+	// for the file (Keep).
+	facts *Facts
+	kept  map[any]any
+	// relint: linting a rewrite again, which is not rewritten further.
+	relint bool
 	// reparse reads a rewritten file's documents as Documents was given the original's.
 	reparse func([]byte) ([]*yaml.Node, error)
 	fixed   []byte
 }
 
-// Template says src is a Helm template with its actions masked (maskTemplate's masks): orig is
-// the file as written. Values that hold a masked action are not judged, keys and flags
+// Template says src is a Helm template with its actions masked: orig is the file as written
+// and masks the spans masked. Values that hold a masked action are not judged, keys and flags
 // written in both branches of an action are not duplicates, and nothing is rewritten.
 func (fl *File) Template(orig []byte, masks [][2]int) { fl.orig, fl.masks = orig, masks }
 
@@ -100,12 +123,12 @@ func (fl *File) Template(orig []byte, masks [][2]int) { fl.orig, fl.masks = orig
 // read as YAML), for checking a rewrite before it is made.
 func (fl *File) Documents(docs []*yaml.Node, reparse func([]byte) ([]*yaml.Node, error)) []Format {
 	fl.reparse = reparse
-	return fl.configDocs(docs)
+	return fl.documents(docs)
 }
 
 // Text checks a file that is not YAML (a shell script starting an engine or a router, a Python
 // Ray Serve application) and returns its format, "" when it holds no configuration.
-func (fl *File) Text() Format { return fl.configText() }
+func (fl *File) Text() Format { return fl.text() }
 
 // Fix computes the rewrite of the findings that have an exact one, unless rewritten says the
 // file was already rewritten for other findings: the rewritten file is linted again, every
@@ -124,52 +147,62 @@ func (fl *File) Findings() []*Finding { return fl.findings }
 func (fl *File) Fixed() []byte { return fl.fixed }
 
 // Facts returns what the file tells the checks across files; nil when it told nothing.
-func (fl *File) Facts() *Facts { return fl.config }
+func (fl *File) Facts() *Facts { return fl.facts }
+
+// Path is the file's path.
+func (fl *File) Path() string { return fl.path }
+
+// Src is the file's content as checked (a Helm template with its actions masked).
+func (fl *File) Src() []byte { return fl.src }
+
+// PosOf returns the line and column of a byte offset of Src.
+func (fl *File) PosOf(off int) Pos {
+	l, c := fl.lines.Pos(off)
+	return Pos{l, c}
+}
+
+// Add records a finding of a rule at a position: msg says what is wrong, hint names the key
+// and the value that fix it, location names the setting. The code must be a rule's.
+func (fl *File) Add(code string, at Pos, location, msg, hint string) *Finding {
+	r, ok := fl.l.rules[code]
+	if !ok {
+		panic("config: finding with no rule " + code) // a programming error: every code is in a table
+	}
+	f := &Finding{
+		Finding: finding.Finding{Severity: r.Severity, Code: r.Code, Message: msg, Subject: fl.path, Fix: hint,
+			File: fl.path, Line: max(at.Line, 1), Column: max(at.Col, 1), Rule: r.ID},
+		Location: location,
+		Status:   StatusConfig,
+		Since:    r.Versions,
+	}
+	fl.findings = append(fl.findings, f)
+	return f
+}
 
 // addFile records a finding about the whole file.
 func (fl *File) addFile(sev finding.Severity, code, status, msg string) {
 	fl.findings = append(fl.findings, &Finding{Finding: finding.Finding{Severity: sev, Code: code, Message: msg, Subject: fl.path, File: fl.path, Line: 1, Column: 1}, Status: status})
 }
 
-// MaxYAMLDocs bounds the documents of one YAML stream.
-const MaxYAMLDocs = 10000
-
-// ErrTooManyDocs refuses a YAML stream past MaxYAMLDocs. The whole file is refused: checking
-// the first documents and dropping the rest would pass a trap in the one after.
-var ErrTooManyDocs = fmt.Errorf("more than %d YAML documents in one file", MaxYAMLDocs)
-
-// ParseYAML reads every document of a YAML stream, refusing one of more than MaxYAMLDocs.
-func ParseYAML(src []byte) ([]*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	var docs []*yaml.Node
-	for {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if len(docs) == MaxYAMLDocs {
-			return nil, ErrTooManyDocs
-		}
-		if err != nil {
-			return docs, fmt.Errorf("yaml: %w", err)
-		}
-		docs = append(docs, &n)
+// Keep stores a product's state for the rest of the file under key (a value of a type of the
+// product's own, so that no two products meet); Kept returns it, nil when none was kept.
+func (fl *File) Keep(key, v any) {
+	if fl.kept == nil {
+		fl.kept = map[any]any{}
 	}
+	fl.kept[key] = v
 }
 
-// mapGet returns a mapping's value for key; for a key written twice, the last pair's, which
-// Helm, PyYAML and the Kubernetes API server keep (dupes.go).
-func mapGet(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := len(n.Content)&^1 - 2; i >= 0; i -= 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
+// Kept returns what Keep stored under key, nil when nothing.
+func (fl *File) Kept(key any) any { return fl.kept[key] }
+
+// TemplateValue reports whether a value is (or holds) a template action the chart fills in: a
+// {{ }} left as it is in a file that parses as YAML (a quoted action), or a masked one in a Helm
+// template (masking fills a value's action with x's, and no routing logic or mode kvcheck
+// judges holds two x's in a row). What the chart fills in there is not known, so it is not
+// judged.
+func (fl *File) TemplateValue(v string) bool {
+	return strings.Contains(v, "{{") || fl.masks != nil && strings.Contains(v, "xx")
 }
 
 // masked reports whether the file span [start, end) touches a masked template action.
@@ -182,11 +215,11 @@ func (fl *File) masked(start, end int) bool {
 	return false
 }
 
-// templateValue reports whether a value is (or holds) a template action the chart fills in: a
-// {{ }} left as it is in a file that parses as YAML (a quoted action), or a masked one in a Helm
-// template (masking fills a value's action with x's, and no routing logic or mode kvcheck
-// judges holds two x's in a row). What the chart fills in there is not known, so it is not
-// judged.
-func (fl *File) templateValue(v string) bool {
-	return strings.Contains(v, "{{") || fl.masks != nil && strings.Contains(v, "xx")
+// TemplatedBetween reports whether a masked Helm action lies between two places of the file: a
+// flag written in each branch of an {{ if }} ... {{ else }} is given once when rendered.
+func (fl *File) TemplatedBetween(first, last Pos) bool {
+	if fl.masks == nil {
+		return false
+	}
+	return fl.masked(fl.lines.Offset(first.Line, first.Col), fl.lines.Offset(last.Line, last.Col))
 }

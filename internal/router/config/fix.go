@@ -30,8 +30,9 @@ func (fl *File) scalarSpan(n *yaml.Node) (int, int, bool) {
 	return off, end, true
 }
 
-// replaceFix rewrites a plain scalar value.
-func (d *ydoc) replaceFix(f *Finding, n *yaml.Node, text string) {
+// ReplaceFix makes text the exact rewrite of f: it replaces the plain scalar n as written.
+// Nothing is rewritten in a held document, or where the file does not hold n verbatim.
+func (d *Doc) ReplaceFix(f *Finding, n *yaml.Node, text string) {
 	if d.idx < 0 {
 		return
 	}
@@ -40,21 +41,22 @@ func (d *ydoc) replaceFix(f *Finding, n *yaml.Node, text string) {
 	}
 }
 
-// renameFix rewrites a mapping key.
-func (d *ydoc) renameFix(f *Finding, key *yaml.Node, name string) { d.replaceFix(f, key, name) }
+// RenameFix makes renaming a mapping key the exact rewrite of f.
+func (d *Doc) RenameFix(f *Finding, key *yaml.Node, name string) { d.ReplaceFix(f, key, name) }
 
-// insertFix adds key: value to a block mapping, on a new line after its first entry, which
-// must be a one-line scalar; keyPath a.b adds the mapping a when it is missing.
-func (d *ydoc) insertFix(f *Finding, m *yaml.Node, keyPath, value string) {
+// InsertFix makes adding key: value to the block mapping m the exact rewrite of f: on a new
+// line after m's first entry, which must be a one-line scalar; keyPath a.b adds the mapping a
+// when it is missing.
+func (d *Doc) InsertFix(f *Finding, m *yaml.Node, keyPath, value string) {
 	fl := d.fl
 	if d.idx < 0 || m == nil || m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle != 0 || len(m.Content) < 2 {
 		return
 	}
 	parts := strings.Split(keyPath, ".")
 	if len(parts) == 2 {
-		if sub := get(m, parts[0]); sub != nil {
+		if sub := Get(m, parts[0]); sub != nil {
 			if sub.Kind == yaml.MappingNode {
-				d.insertFix(f, sub, parts[1], value)
+				d.InsertFix(f, sub, parts[1], value)
 			}
 			return
 		}
@@ -128,8 +130,8 @@ func (fl *File) fixConfig() {
 	if err != nil {
 		return
 	}
-	again := &File{l: &Linter{o: Options{VLLMNewest: fl.l.o.VLLMNewest, VLLMTarget: fl.l.o.VLLMTarget}}, path: fl.path, src: out, lines: textpos.New(out), relint: true}
-	again.configDocs(docs)
+	again := &File{l: fl.l, path: fl.path, src: out, lines: textpos.New(out), relint: true}
+	again.documents(docs)
 	// A rewrite that uncovers another (a misspelt block name hid a misspelt key or plugin type
 	// inside it) is not made: one --fix must leave a file that a second --fix does not change,
 	// and the second rewrite would fix findings the user was never shown.

@@ -1,0 +1,56 @@
+package prodstack
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvcheck/kvcheck/internal/router/config"
+	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
+)
+
+func prodStack(logic, modelExtra, routerExtra string) string {
+	return "servingEngineSpec:\n  modelSpec:\n  - name: qwen\n    repository: vllm/vllm-openai\n    tag: v0.26.0\n    modelURL: Qwen/Qwen3-32B\n    replicaCount: 2\n" +
+		modelExtra + "routerSpec:\n  routingLogic: \"" + logic + "\"\n" + routerExtra
+}
+
+// TestConfigRules: production-stack's rules on the chart's values, each case worked from the rule's source (ROUTERS.md's rule table).
+func TestConfigRules(t *testing.T) {
+	checkers := []config.Checker{Router{}}
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		// production-stack
+		{"PS-01 vllmConfig without enablePrefixCaching", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      maxModelLen: 8000\n", "")}, []string{"production-stack/prefix-caching-off"}},
+		{"PS-01 false", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: false\n", "")}, []string{"production-stack/prefix-caching-off"}},
+		{"PS-01 negative: true", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      enablePrefixCaching: true\n", "")}, nil},
+		{"PS-01 negative: no vllmConfig at all", map[string]string{"values.yaml": prodStack("roundrobin", "", "")}, nil},
+		// The chart's `with $modelSpec.vllmConfig` skips an empty map: no flag is rendered.
+		{"PS-01 negative: empty vllmConfig", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig: {}\n", "")}, nil},
+		// extraArgs are rendered after the chart's flag, and argparse keeps the last one.
+		{"PS-01 negative: re-enabled in extraArgs", map[string]string{"values.yaml": prodStack("roundrobin", "    vllmConfig:\n      extraArgs: [\"--enable-prefix-caching\"]\n", "")}, nil},
+		{"PS-02 session without key", map[string]string{"values.yaml": prodStack("session", "", "")}, []string{"production-stack/session-key-missing"}},
+		{"PS-02 negative", map[string]string{"values.yaml": prodStack("session", "", "  sessionKey: x-user-id\n")}, nil},
+		{"PS-03/04 kvaware without controller", map[string]string{"values.yaml": prodStack("kvaware", "", "")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
+		{"PS-04 negative: controller on the router's port", map[string]string{"values.yaml": prodStack("kvaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n      controllerPort: 9000\n", "  lmcacheControllerPort: 9000\n")}, []string{"production-stack/kvaware-chat"}},
+		{"PS-04 ports differ", map[string]string{"values.yaml": prodStack("kvaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n      controllerPort: 9100\n", "  lmcacheControllerPort: 9000\n")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
+		{"PS-05 prefixaware, 2 routers", map[string]string{"values.yaml": prodStack("prefixaware", "", "  replicaCount: 2\n")}, []string{"production-stack/prefixaware-replicas"}},
+		{"PS-05 negative: 1 router", map[string]string{"values.yaml": prodStack("prefixaware", "", "  replicaCount: 1\n")}, nil},
+		{"PS-06 min match 100", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 100\n")}, []string{"production-stack/prefix-min-match-length"}},
+		{"PS-06 negative: 256", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 256\n")}, nil},
+		{"PS-07 loadaware", map[string]string{"values.yaml": prodStack("loadaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n", "")}, []string{"production-stack/kvaware-chat", "production-stack/loadaware-schema"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := configtest.Codes(t, checkers, tt.files)
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("codes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
