@@ -24,6 +24,18 @@ const (
 	FormatValues config.Format = "llm-d-router-values"
 )
 
+// The precise prefix-cache plugin types. The deprecated precise-prefix-cache-scorer composes a
+// precise-prefix-cache-producer and a prefix-cache-scorer reading it: beside a
+// precise-prefix-cache-producer of the config it is only a prefix-cache-scorer bound to that
+// producer (its parameters ignored); otherwise it runs a producer of its own, configured by its
+// parameters, which tokenizes the prompt itself when indexerConfig.tokenizersPoolConfig is set
+// (llm-d/llm-d-router scheduling/scorer/preciseprefixcache: precise_prefix_cache.go PluginFactory,
+// findExistingPreciseProducer; legacy_producer.go @20111f1a).
+const (
+	preciseProducer  = "precise-prefix-cache-producer"
+	deprecatedScorer = "precise-prefix-cache-scorer"
+)
+
 // loaderEPP is what reads an EndpointPickerConfig: the EPP, strictly (serializer.EnableStrict,
 // which runs YAMLToJSONStrict to catch the duplicates plain conversion drops).
 var loaderEPP = config.Loader{Text: "the llm-d EPP decodes its config strictly and refuses it at start; a loader that accepts it keeps the last pair (%s)", Own: true}
@@ -118,10 +130,10 @@ func (Router) ReadNode(v *config.Values, n *yaml.Node) {
 // rules are llm-d's config rules.
 var rules = []config.Rule{
 	{Code: "llm-d/estimate-tokenizer", ID: "LD-01", System: "llm-d", Severity: finding.Error,
-		Summary:  "the precise prefix-cache producer without a token-producer on the vllm backend: the auto-created estimate tokenizer (about 4 bytes a token) silently degrades precise matching",
+		Summary:  "the precise prefix-cache producer (or the deprecated precise-prefix-cache-scorer, which runs one, without indexerConfig.tokenizersPoolConfig) without a token-producer on the vllm backend: the auto-created estimate tokenizer (about 4 bytes a token) silently degrades precise matching",
 		Versions: "token-producer era (v0.9.0+; @ebab687)", Source: "dataproducer/tokenizer/README.md; tokenizer.go", Defeats: config.DefeatsKVRouter},
 	{Code: "llm-d/scorer-approximate-producer", ID: "LD-02", System: "llm-d", Severity: finding.Error,
-		Summary:  "a prefix-cache-scorer without prefixMatchInfoProducerName next to the precise producer: the scorer reads the auto-spawned approximate producer instead",
+		Summary:  "a prefix-cache-scorer without prefixMatchInfoProducerName next to the precise producer (or the deprecated precise-prefix-cache-scorer, which runs one): the scorer reads the auto-spawned approximate producer instead",
 		Versions: "split producer/scorer era (@ebab687)", Source: "dataproducer/preciseprefixcache/README.md", Defeats: config.DefeatsKVRouter},
 	{Code: "llm-d/topic-filter", ID: "LD-03", System: "llm-d", Severity: finding.Error,
 		Summary:  "the subscriber's topicFilter (default kv@) is not a prefix of the engine's KV-event topic (default empty): ZMQ drops every event",
@@ -142,7 +154,7 @@ var rules = []config.Rule{
 		Summary:  "an Alpha plugin without --allow-experimental-plugins among the EPP's flags: the EPP refuses to start",
 		Versions: "llm-d with plugin stability levels (runner.go @024aa2d); types: burst-prefix-cache-producer, topology-*, multicluster-*", Source: "framework/interface/plugin/registry.go; cmd/epp/runner/runner.go", Defeats: config.DefeatsKVRouter},
 	{Code: "llm-d/no-replay", ID: "LD-09", System: "llm-d", Severity: finding.Info,
-		Summary:  "the precise producer without replaySocketPort: after an EPP restart its index starts empty and fills only with new events",
+		Summary:  "the precise producer (or the deprecated precise-prefix-cache-scorer, which runs one) without replaySocketPort: after an EPP restart its index starts empty and fills only with new events",
 		Versions: "llm-d @ebab687", Source: "pkg/kvevents/pool.go"},
 	{Code: "llm-d/deprecated-plugin", ID: "LD-10", System: "llm-d", Severity: finding.Warning,
 		Summary:  "a deprecated plugin type: tokenizer (removed in v0.11.0; use token-producer) or precise-prefix-cache-scorer (use the producer and prefix-cache-scorer)",
@@ -323,9 +335,11 @@ var eppPluginTypes = []string{
 var eppParams = map[string][]string{
 	"approx-prefix-cache-producer":  {"autoTune", "blockSizeTokens", "blockSize", "maxPrefixBlocksToMatch", "maxPrefixTokensToMatch", "lruCapacityPerServer"},
 	"precise-prefix-cache-producer": {"tokenProcessorConfig", "indexerConfig", "kvEventsConfig", "speculativeIndexing", "speculativeTTL"},
-	"prefix-cache-scorer":           {"prefixMatchInfoProducerName", "matchLengthWeight", "matchLengthScaleTokens"},
-	"token-producer":                {"udsTokenizerConfig", "vllm", "estimate", "modelName"},
-	"tokenizer":                     {"udsTokenizerConfig", "vllm", "estimate", "modelName"},
+	// The deprecated scorer's PluginConfig forwards the same fields to the producer it runs.
+	"precise-prefix-cache-scorer": {"tokenProcessorConfig", "indexerConfig", "kvEventsConfig", "speculativeIndexing", "speculativeTTL"},
+	"prefix-cache-scorer":         {"prefixMatchInfoProducerName", "matchLengthWeight", "matchLengthScaleTokens"},
+	"token-producer":              {"udsTokenizerConfig", "vllm", "estimate", "modelName"},
+	"tokenizer":                   {"udsTokenizerConfig", "vllm", "estimate", "modelName"},
 }
 
 // eppVLLMKeys are token-producer's parameters.vllm fields (tokenizer/vllm_http.go vllmConfig
@@ -335,7 +349,7 @@ var eppVLLMKeys = []string{"url", "timeout", "mmTimeout"}
 // checkEPCNames reports the top-level keys, plugin types and (for the llm-d.ai API, whose
 // plugins' parameters kvcheck has read) parameter names an EndpointPickerConfig does not
 // know: info, or a warning naming the nearest known name.
-func checkEPCNames(d *config.Doc, root *yaml.Node, plugins []eppPlugin, current bool) {
+func checkEPCNames(d *config.Doc, root *yaml.Node, plugins []eppPlugin, current, ownProducer bool) {
 	d.UnknownKeys(root, "", eppTopKeys, ID)
 	refs := map[string]bool{}
 	var walk func(n *yaml.Node, depth int)
@@ -378,7 +392,9 @@ func checkEPCNames(d *config.Doc, root *yaml.Node, plugins []eppPlugin, current 
 			}
 		}
 		known, ok := eppParams[p.typ]
-		if !ok || !current {
+		if !ok || !current || p.typ == deprecatedScorer && ownProducer {
+			// Beside a precise-prefix-cache-producer the deprecated scorer defers to it and
+			// does not decode its parameters.
 			continue
 		}
 		where := "plugins " + p.name + ".parameters"
@@ -414,13 +430,21 @@ func checkEPC(d *config.Doc, root *yaml.Node, flags eppFlags) {
 		}
 		plugins = append(plugins, eppPlugin{node: p, typ: t, name: n, params: config.Get(p, "parameters")})
 	}
-	checkEPCNames(d, root, plugins, current)
+	ownProducer := slices.ContainsFunc(plugins, func(p eppPlugin) bool { return p.typ == preciseProducer })
+	checkEPCNames(d, root, plugins, current, ownProducer)
+	// precise are the precise producers: the precise-prefix-cache-producers, and a deprecated
+	// precise-prefix-cache-scorer that runs one of its own (there is no producer to defer to),
+	// which every rule about the producer judges as one.
 	var precise, approx []eppPlugin
 	realTokenizer := false
 	for _, p := range plugins {
 		switch p.typ {
-		case "precise-prefix-cache-producer":
+		case preciseProducer:
 			precise = append(precise, p)
+		case deprecatedScorer:
+			if !ownProducer {
+				precise = append(precise, p)
+			}
 		case "approx-prefix-cache-producer":
 			approx = append(approx, p)
 		case "token-producer", "tokenizer":
@@ -488,18 +512,25 @@ func checkEPC(d *config.Doc, root *yaml.Node, flags eppFlags) {
 	}
 	for _, p := range precise {
 		at := d.Pos(config.Get(p.node, "type"))
-		if !realTokenizer {
+		switch {
+		case realTokenizer:
+		case p.typ == preciseProducer:
 			fl.Add("llm-d/estimate-tokenizer", at, "plugins "+p.name,
 				"precise-prefix-cache-producer with no token-producer on the vllm backend: the auto-created estimate tokenizer (about 4 bytes a token) produces ids that are not the engine's, and precise matching silently degrades",
 				"add a plugin type: token-producer with parameters.modelName: <served model> and parameters.vllm.url: <a vLLM render endpoint>")
+		case config.Get(p.params, "indexerConfig", "tokenizersPoolConfig") == nil:
+			// The deprecated scorer's producer tokenizes the prompt itself only with
+			// indexerConfig.tokenizersPoolConfig (legacy_producer.go); without it, it reads the
+			// token-producer's tokens as the producer does.
+			fl.Add("llm-d/estimate-tokenizer", at, "plugins "+p.name,
+				"precise-prefix-cache-scorer with no token-producer on the vllm backend and no indexerConfig.tokenizersPoolConfig: the producer it runs reads the auto-created estimate tokenizer's ids (about 4 bytes a token), which are not the engine's, and precise matching silently degrades",
+				"add a plugin type: token-producer with parameters.modelName: <served model> and parameters.vllm.url: <a vLLM render endpoint>, or replace the deprecated scorer with precise-prefix-cache-producer and prefix-cache-scorer")
 		}
 	}
-	// Subscribers: the precise producer (and the deprecated precise scorer, which wraps it).
+	// Subscribers: the precise producers (a deprecated scorer that defers to a producer has no
+	// subscription of its own: its parameters are not read).
 	dials := false
-	for _, p := range plugins {
-		if p.typ != "precise-prefix-cache-producer" && p.typ != "precise-prefix-cache-scorer" {
-			continue
-		}
+	for _, p := range precise {
 		kv := config.Get(p.params, "kvEventsConfig")
 		s := &subscriber{file: fl.Path(), at: d.Pos(config.Get(p.node, "type"))}
 		if current {
@@ -526,7 +557,10 @@ func checkEPC(d *config.Doc, root *yaml.Node, flags eppFlags) {
 		} else if n, ok := config.IntAt(p.params, "tokenProcessorConfig", "blockSize"); ok {
 			s.blockSize, s.blockSizeKey = n, "tokenProcessorConfig.blockSize"
 		}
-		if s.replayPort == 0 && p.typ == "precise-prefix-cache-producer" {
+		// replaySocketPort is read from the llm-d.ai era's kvevents pool (@ebab687): whether
+		// the deprecated scorer of an older inference.networking.x-k8s.io config could ask
+		// for replay is not known here, so it is not told to.
+		if s.replayPort == 0 && (p.typ == preciseProducer || current) {
 			fl.Add("llm-d/no-replay", s.at, "plugins "+p.name,
 				"no replaySocketPort: after an EPP restart the index starts empty and fills only from new events",
 				"set parameters.kvEventsConfig.podDiscoveryConfig.replaySocketPort and a matching replay_endpoint in the engines' --kv-events-config (vLLM 0.26+)")
@@ -855,6 +889,12 @@ func epcValues(v *config.Values, root *yaml.Node, line int) {
 	defer v.Add(rf)
 	types := map[string]string{} // plugin name -> type
 	precise := map[string]bool{}
+	ownProducer := false
+	for _, p := range config.Seq(config.Get(root, "plugins")) {
+		if t, _ := config.Str(p, "type"); t == preciseProducer {
+			ownProducer = true
+		}
+	}
 	rf.Values["producer"], rf.Values["tokenizer"] = "approx", "estimate"
 	for _, p := range config.Seq(config.Get(root, "plugins")) {
 		t, _ := config.Str(p, "type")
@@ -868,10 +908,13 @@ func epcValues(v *config.Values, root *yaml.Node, line int) {
 		case "precise-prefix-cache-producer":
 			precise[n] = true
 			tokenProcessorValues(rf, params)
-		case "precise-prefix-cache-scorer":
-			// Deprecated: the producer and the scorer in one, reading engine events.
+		case deprecatedScorer:
+			// Deprecated: the producer and the scorer in one, reading engine events; beside a
+			// producer of its own the config's producer is the one it reads.
 			rf.Values["producer"] = "precise"
-			tokenProcessorValues(rf, params)
+			if !ownProducer {
+				tokenProcessorValues(rf, params)
+			}
 		case "token-producer", "tokenizer":
 			switch {
 			case config.Get(params, "vllm") != nil || config.Get(params, "modelName") != nil:
