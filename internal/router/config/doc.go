@@ -1,12 +1,13 @@
-// Package config checks router and engine configuration files: LiteLLM proxy configs, llm-d
-// EndpointPickerConfigs and router values, production-stack values and vllm_router command
-// lines, Dynamo graphs, SGLang gateways, Ray Serve configs, and the vLLM engines that
-// Kubernetes workloads, compose files and scripts start. Documents are told by content; each
-// rule of the router facts table (ROUTERS.md) is one code in rules.go, with the source it was
-// read in. Checks that need several files of a run (an engine's KV-event endpoint against the
-// router that subscribes to it) run over the facts each file records (Cross), and a finding
-// whose fix is one unambiguous edit carries it, checked by linting the result again.
+// Package config is the router and engine configuration linter, below the router products:
+// the YAML document model with positions (Doc, Get, Str, ...), Helm-template awareness, the
+// vLLM engines that Kubernetes workloads, compose files and scripts start (Engine, command
+// lines, containers), the rules no product owns (the vLLM engine's, duplicate keys, flags and
+// environment variables, the Gateway API Inference Extension's), the checks across the files
+// of a run (Run), the --fix rewrites and their re-lint, and what assess reads of a deployment
+// (DeploymentOf).
 //
-// lint detects the files and hands their YAML documents (or their text) to a File; kvcheck
-// assess reads what the files show of a deployment with DeploymentOf.
+// Each router product adds its own detection, facts and rules by implementing Checker and the
+// optional interfaces of checker.go in its package (internal/router/<product>/config.go); the
+// Linter is given the checkers in the registry's order (router.Checkers) and never names a
+// product. lint detects the files and hands their YAML documents, or their text, to a File.
 package config
