@@ -578,17 +578,7 @@ func structured(docs []*yaml.Node) bool {
 
 // mapGet returns a mapping's value for key; for a key written twice, the last pair's, which
 // Helm, PyYAML and the Kubernetes API server keep (internal/router/config/dupes.go).
-func mapGet(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := len(n.Content)&^1 - 2; i >= 0; i -= 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
+var mapGet = config.MapGet
 
 func mapText(n *yaml.Node, key string) string {
 	if v := mapGet(n, key); v != nil && v.Kind == yaml.ScalarNode {

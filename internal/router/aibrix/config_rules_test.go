@@ -1,10 +1,7 @@
 package aibrix
 
 import (
-	"slices"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
@@ -22,13 +19,6 @@ func TestConfigRules(t *testing.T) {
 		{"AB-01/02 prefix-cache with sync but no remote tokenizer", map[string]string{"gw.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: gateway-plugin\n          image: aibrix/gateway-plugins:v0.4.0\n          env:\n            - name: ROUTING_ALGORITHM\n              value: prefix-cache\n            - name: AIBRIX_PREFIX_CACHE_KV_EVENT_SYNC_ENABLED\n              value: \"true\"\n"}, []string{"aibrix/character-tokenizer", "aibrix/kv-sync-incomplete"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := configtest.Codes(t, checkers, tt.files)
-			want := slices.Clone(tt.want)
-			slices.Sort(want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("codes (-want +got):\n%s", diff)
-			}
-		})
+		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
 	}
 }

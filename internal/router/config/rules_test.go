@@ -1,11 +1,8 @@
 package config_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
@@ -44,13 +41,6 @@ func TestConfigRules(t *testing.T) {
 		{"GI-02 negative", map[string]string{"obj.yaml": "apiVersion: llm-d.ai/v1alpha2\nkind: InferenceObjective\nspec:\n  priority: 1\n"}, nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := configtest.Codes(t, checkers, tt.files)
-			want := slices.Clone(tt.want)
-			slices.Sort(want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("codes (-want +got):\n%s", diff)
-			}
-		})
+		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
 	}
 }

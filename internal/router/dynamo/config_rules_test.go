@@ -1,11 +1,8 @@
 package dynamo
 
 import (
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
@@ -63,13 +60,6 @@ func TestConfigRules(t *testing.T) {
 		{"DY-06 prefix caching off on an aggregated worker", map[string]string{"dgd.yaml": strings.Replace(dynamoDGD("kv", "", configtest.GoodEvents), "            - Qwen/Qwen3-32B\n", "            - Qwen/Qwen3-32B\n            - --no-enable-prefix-caching\n", 1)}, []string{"dynamo/prefix-caching-off"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := configtest.Codes(t, checkers, tt.files)
-			want := slices.Clone(tt.want)
-			slices.Sort(want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("codes (-want +got):\n%s", diff)
-			}
-		})
+		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
 	}
 }

@@ -1,11 +1,8 @@
 package litellm
 
 import (
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
@@ -54,13 +51,6 @@ func TestConfigRules(t *testing.T) {
 		{"unknown router_settings key", map[string]string{"config.yaml": shuffleConfig + "  optional_pre_call_checks: [session_affinity]\n  my_custom_thing: 3\n"}, []string{"litellm/unknown-key"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := configtest.Codes(t, checkers, tt.files)
-			want := slices.Clone(tt.want)
-			slices.Sort(want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("codes (-want +got):\n%s", diff)
-			}
-		})
+		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
 	}
 }

@@ -109,13 +109,7 @@ func TestDeprecatedScorerIsProducerAndScorer(t *testing.T) {
 			map[string]string{"epc.yaml": deprecatedEPC("kvEventsConfig:\n  topicFilter: other@\n", tokenProducer+producer), "vllm.yaml": engine},
 			[]string{"llm-d/deprecated-plugin", "llm-d/socket-port"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := configtest.Codes(t, []config.Checker{Router{}}, tc.files)
-			want := slices.Sorted(slices.Values(tc.want))
-			if !slices.Equal(got, want) {
-				t.Errorf("codes %v, want %v", got, want)
-			}
-		})
+		configtest.Expect(t, tc.name, []config.Checker{Router{}}, tc.files, tc.want)
 	}
 	// LD-02's message and hint name the scorer, whose producer publishes under its name.
 	fs := configtest.Findings(t, []config.Checker{Router{}}, "epc.yaml", deprecatedEPC(pool+replay, "  - type: prefix-cache-scorer\n"))

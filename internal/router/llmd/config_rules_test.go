@@ -1,11 +1,8 @@
 package llmd
 
 import (
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
@@ -64,13 +61,6 @@ func TestConfigRules(t *testing.T) {
 		{"replay on vLLM 0.25", map[string]string{"epc.yaml": eppPrecise, "vllm.yaml": configtest.EngineDeployment("vllm/vllm-openai:v0.25.1", 1, configtest.GoodEvents)}, []string{"vllm/replay-needs-0.26"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := configtest.Codes(t, checkers, tt.files)
-			want := slices.Clone(tt.want)
-			slices.Sort(want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("codes (-want +got):\n%s", diff)
-			}
-		})
+		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
 	}
 }

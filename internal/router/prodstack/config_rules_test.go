@@ -1,10 +1,7 @@
 package prodstack
 
 import (
-	"slices"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
@@ -44,13 +41,6 @@ func TestConfigRules(t *testing.T) {
 		{"PS-07 loadaware", map[string]string{"values.yaml": prodStack("loadaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n", "")}, []string{"production-stack/kvaware-chat", "production-stack/loadaware-schema"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := configtest.Codes(t, checkers, tt.files)
-			want := slices.Clone(tt.want)
-			slices.Sort(want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("codes (-want +got):\n%s", diff)
-			}
-		})
+		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
 	}
 }

@@ -1,10 +1,7 @@
 package ray
 
 import (
-	"slices"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
@@ -23,13 +20,6 @@ func TestConfigRules(t *testing.T) {
 		{"RY negative: kwargs set", map[string]string{"serve.yaml": "deployment_config:\n  request_router_config:\n    request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter\n    request_router_kwargs:\n      imbalanced_threshold: 5\n      do_eviction: true\n"}, nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := configtest.Codes(t, checkers, tt.files)
-			want := slices.Clone(tt.want)
-			slices.Sort(want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("codes (-want +got):\n%s", diff)
-			}
-		})
+		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
 	}
 }

@@ -79,12 +79,7 @@ func TestGatewayRules(t *testing.T) {
 		{"unknown gateway flags are not errors", map[string]string{"router.sh": sglangScript("    --some-new-flag 7 \\\n    --prometheus-port 29000 \\\n")}, nil},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := configtest.Codes(t, []config.Checker{Router{}}, tc.files)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("codes = %v, want %v", got, tc.want)
-			}
-		})
+		configtest.Expect(t, tc.name, []config.Checker{Router{}}, tc.files, tc.want)
 	}
 }
 

@@ -139,3 +139,16 @@ func Findings(t testing.TB, checkers []config.Checker, file, src string) []*conf
 	t.Helper()
 	return Lint(t, checkers, map[string]string{file: src})[file].Findings
 }
+
+// Expect runs one case of a rule table as a subtest: the codes of the findings of files,
+// linted as one run with checkers, must be want's, in any order.
+func Expect(t *testing.T, name string, checkers []config.Checker, files map[string]string, want []string) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		got := Codes(t, checkers, files)
+		want := slices.Sorted(slices.Values(want))
+		if !slices.Equal(got, want) {
+			t.Errorf("codes %v, want %v", got, want)
+		}
+	})
+}
