@@ -208,6 +208,9 @@ trace of block hashes the output says they cannot run and why (a cannot-run find
 			line += " " + w
 		}
 		b.WriteString(line + "\n")
+		if len(e.Reasons) > 0 {
+			fmt.Fprintf(&b, "    reasons: %s\n", strings.Join(e.Reasons, ", "))
+		}
 	}
 	return b.String()
 }

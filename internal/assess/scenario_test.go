@@ -611,10 +611,10 @@ func TestScenarios(t *testing.T) {
 		// Issue 22's situations: the router a platform engineer would sign.
 		{
 			name: "chat with session ids in a header (issue 22, failure 1)",
-			why:  "the chat case with each conversation's id in an x-session-id header: session affinity. The routers: production-stack's session router keys on a header, and kvcheck tunes its sessionKey to x-session-id, the header the traffic names its sessions in (a requirement met); it keeps each conversation on one replica and saves what every affinity router saves here (about 52% of today's prefill); Ray's prefix router saves as much with one requirement unknown and none met. Before, the met header counted as one requirement more and Ray was first with a worse TTFT p99; met requirements count for a row: production-stack's session router is first. LiteLLM's session_affinity does not read x-session-id (its pattern wants x-<vendor>-session-id, 8 characters or more), so it finds no id",
+			why:  "the chat case with each conversation's id in an x-session-id header: session affinity. The routers: production-stack's session router keys on a header, and kvcheck tunes its sessionKey to x-session-id, the header the traffic names its sessions in (a requirement met); it keeps each conversation on one replica and saves what every affinity router saves here (about 52% of today's prefill); Ray's prefix router saves as much with one requirement unknown and none met. Before, the met header counted as one requirement more and Ray was first with a worse TTFT p99; met requirements count for a row: production-stack's session router is first. LiteLLM's session_affinity does not read x-session-id (its pattern wants x-<vendor>-session-id, 8 characters or more), so it finds no id. vLLM Router's consistent_hash and rendezvous_hash key on x-session-id first (hash_key.rs:11-18), as shipped, with the header met too: the three tie on every count but the load, and whichever spreads these 40 sessions the evenest is first (rendezvous_hash, 1.10 against 1.20 and 1.50)",
 			in:   reqs(headerSessions(conversations(2, 40, 4, true, nil))),
 			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
-			first: []string{"prodstack-session"}, notFirst: []string{"ray-prefix-affinity", "litellm-session-affinity"},
+			first: []string{"prodstack-session", "vllm-router-rendezvous-hash", "vllm-router-consistent-hash"}, notFirst: []string{"ray-prefix-affinity", "litellm-session-affinity"},
 		},
 		{
 			name: "LiteLLM today, prompt caching marked on the last turn, LiteLLM session ids (issue 22, failure 2)",
@@ -716,7 +716,7 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("first %s, which may not be first (%v)\n%s", first.Name(), sc.notFirst, showRanking(rk))
 			}
 			if unnamed := slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return r.Rule == "router-unnamed" }); unnamed != sc.unnamed {
-				t.Errorf("router-unnamed %v, want %v (router %q)\n%s", unnamed, sc.unnamed, rec.Router, show())
+				t.Errorf("router-unnamed %v, want %v (router %q)\n%s\n%s", unnamed, sc.unnamed, rec.Router, show(), showRanking(rk))
 			}
 		})
 	}

@@ -207,7 +207,7 @@ func hasBodyKey(raw []byte) (has, sure bool) {
 // bodyFields and messageFields are the member names wireBody and wireMessage decode;
 // encoding/json also matches them case-insensitively.
 var (
-	bodyFields    = []string{"model", "messages", "prompt", "tools", "session_id", "metadata", "headers", "cache_salt", "extra_key", "lora_path"}
+	bodyFields    = []string{"model", "messages", "prompt", "tools", "session_id", "metadata", "headers", "cache_salt", "extra_key", "lora_path", "session_params"}
 	messageFields = []string{"role", "content", "cache_control", "tool_calls", "reasoning_content"}
 )
 
@@ -262,6 +262,8 @@ func fastBody(data []byte) (b wireBody, ok bool) {
 			bit, b.ExtraKey = 256, v
 		case "lora_path":
 			bit, b.LoraPath = 512, v
+		case "session_params":
+			bit, b.SessionParams = 1024, v
 		default:
 			if foldsTo(k, bodyFields) {
 				ok = false

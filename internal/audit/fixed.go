@@ -144,11 +144,17 @@ func (f *Fixer) Apply(req *Request) bool {
 }
 
 // fixParts rewrites a message's texts as the routers read them (MessageText) the way its
-// Content was rewritten: each part at its place in Content, with the site's offset made
+// Content was rewritten: a list's JSON throughout for a value's site; each part at its place in Content, with the site's offset made
 // relative to the part (a value is fixed in the part the divergence falls in, or within
 // fixWindow after it); a part Content does not hold has its values replaced throughout, and is
 // left as is for a free-text site, whose offset it does not contain.
 func fixParts(t *MessageText, st Site) {
+	if t.Raw != "" && st.Cause != "text" {
+		// The list's JSON holds the parts' values (escaped as JSON may escape them).
+		whole := st
+		whole.Offset = len(t.Raw) // no window: the whole list
+		t.Raw = fixText(t.Raw, whole)
+	}
 	for i, p := range t.Parts {
 		sub := st
 		switch {

@@ -50,6 +50,9 @@ type Request struct {
 	// LiteLLM's session_affinity reads.
 	Headers         map[string]string
 	MetadataSession string
+	// SessionParams is the body's session_params.session_id when it is a string, the text vLLM
+	// Router routes a chat completion on.
+	SessionParams string
 	// CacheMessages is the number of messages in LiteLLM prompt_caching's cacheable prefix:
 	// up to and including the last message with a cache_control marker of type ephemeral
 	// (on the message or on one of its content parts); 0 when no message has one. When the
@@ -93,6 +96,9 @@ type MessageText struct {
 	Parts []TextPart
 	// Reasoning is an assistant message's reasoning_content, "" when absent or not a string.
 	Reasoning string
+	// Raw is, for a list, the list's JSON as the body holds it (AIBrix's gateway routes on
+	// it); "" for other forms.
+	Raw string
 }
 
 // ContentForm is how a message's content was sent.
@@ -276,6 +282,8 @@ type wireBody struct {
 	CacheSalt json.RawMessage `json:"cache_salt"`
 	ExtraKey  json.RawMessage `json:"extra_key"`
 	LoraPath  json.RawMessage `json:"lora_path"`
+	// SessionParams is vLLM's and SGLang's session_params object.
+	SessionParams json.RawMessage `json:"session_params"`
 }
 
 // decodeBody decodes a request body. found is false when data is a valid object with neither
@@ -718,6 +726,11 @@ func (b wireBody) request() (*Request, error) {
 		req.Headers = headerMap(b.Headers)
 	}
 	req.Partition = partition(b.CacheSalt, b.ExtraKey, b.LoraPath)
+	if m, ok := objectOf(b.SessionParams); ok {
+		if id, ok := m["session_id"]; ok && len(id) > 0 && id[0] == '"' {
+			_ = json.Unmarshal(id, &req.SessionParams)
+		}
+	}
 	switch {
 	case b.Messages != nil && len(*b.Messages) == 0 && (len(b.Prompt) == 0 || string(b.Prompt) == "null"):
 		// The server refuses a chat of no message (400): it never reached the engine.
@@ -814,7 +827,7 @@ func ephemeral(raw json.RawMessage) bool {
 
 // routerText is the message as the routers that read text see it (MessageText).
 func (m *wireMessage) routerText() MessageText {
-	t := MessageText{Form: m.Content.form, Parts: m.Content.parts}
+	t := MessageText{Form: m.Content.form, Parts: m.Content.parts, Raw: m.Content.raw}
 	if t.Form == ContentString {
 		t.Parts = []TextPart{{Text: m.Content.text, Typed: true}}
 	}
@@ -852,6 +865,7 @@ func partition(members ...json.RawMessage) string {
 // engine's estimate reads it, its form, and for a list its parts as routers read them.
 type contentRead struct {
 	text         string
+	raw          string // a list's JSON
 	form         ContentForm
 	parts        []TextPart
 	marked       bool
@@ -920,6 +934,7 @@ func contentParts(raw json.RawMessage) (contentRead, error) {
 		return out, bad
 	}
 	out.text = sb.String()
+	out.raw = string(raw)
 	for i, p := range out.parts {
 		if p.At >= 0 { // share the text's memory rather than hold each part twice
 			out.parts[i].Text = out.text[p.At : p.At+len(p.Text)]

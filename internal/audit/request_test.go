@@ -225,9 +225,11 @@ func TestRenderLocate(t *testing.T) {
 // only. At is where the text sits in Content ("a" at 0, the image's placeholder
 // "<image_url:fcf5501a>" is 20 bytes, so "b" at 21 and the input_text "c" at 22).
 func TestMessageTexts(t *testing.T) {
+	// The list is kept as the body holds it (Raw), spaces and all.
+	list := `[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"},{"type":"input_text","text":"c"},{"type":"text","text":""},{"type":"text"},{"type":"image_url","text":"alt"}, {"type":"input_text","text":""}]`
 	in := `{"messages":[` +
 		`{"role":"system","content":"S"},` +
-		`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"},{"type":"input_text","text":"c"},{"type":"text","text":""},{"type":"text"},{"type":"image_url","text":"alt"},{"type":"input_text","text":""}]},` +
+		`{"role":"user","content":` + list + `},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1"}],"reasoning_content":"think"},` +
 		`{"role":"user","reasoning_content":"not read"},` +
 		`{"role":"assistant","content":"sure","reasoning_content":{"not":"a string"}}]}`
@@ -240,7 +242,7 @@ func TestMessageTexts(t *testing.T) {
 		{Form: ContentList, Parts: []TextPart{
 			{Text: "a", Typed: true, At: 0}, {Text: "b", Typed: true, At: 21}, {Text: "c", At: 22},
 			{Text: "", Typed: true, At: 23}, {Text: "", Typed: true, At: 23}, {Text: "alt", At: -1},
-		}},
+		}, Raw: list},
 		{Form: ContentNull, Reasoning: "think"},
 		{Form: ContentAbsent},
 		{Form: ContentString, Parts: []TextPart{{Text: "sure", Typed: true}}},

@@ -35,6 +35,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/router/ray"
 	"github.com/kvcheck/kvcheck/internal/router/sglang"
+	"github.com/kvcheck/kvcheck/internal/router/vllmrouter"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -48,6 +49,7 @@ func Products() []product.Router {
 		litellm.Router{},
 		sglang.Router{},
 		ray.Router{},
+		vllmrouter.Router{},
 	}
 }
 

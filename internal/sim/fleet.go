@@ -56,6 +56,10 @@ func (j *Job) Replica() int { return j.rep }
 // Done is when the job finished (for Observer.Finished).
 func (j *Job) Done() float64 { return j.done }
 
+// TTFT is the time from the job's arrival to its first token, the end of its prefill (for
+// Observer.Prefilled and Finished).
+func (j *Job) TTFT() float64 { return j.ttft }
+
 // FullBlocks is the number of the request's blocks that are full blocks of blockSize tokens:
 // those an engine caches.
 func (j *Job) FullBlocks(blockSize int) int { return fullBlocks(j.req, blockSize) }

@@ -47,6 +47,9 @@ type PolicyInfo struct {
 	// Label, for an emulation whose product ships more than one default set, names the set
 	// it runs with ("CLI defaults"; the product's Variant.Label).
 	Label string
+	// Reasons, for an emulation, are the reasons its routes can give (Policy.Route): the
+	// branches of its product's rule, listed in simulate's help.
+	Reasons []string
 	// NeedsText is set for an emulation that reads the request's text or fields (Request.View):
 	// it cannot run on a trace of block hashes.
 	NeedsText bool

@@ -51,6 +51,16 @@ type View struct {
 	// Partition is the request's cache partition (audit.Request.Partition: cache_salt,
 	// extra_key, lora_path), "" when it names none; smg's cache_aware keys its trees by it.
 	Partition string
+	// SessionParams is the body's session_params.session_id when a string, empty otherwise
+	// (vLLM Router routes a chat completion on it).
+	SessionParams string
+	// PromptIDs is, for a completion whose prompt is token ids, how many (of the first prompt
+	// of a batch); BatchLeft counts a batch's prompts after the first. Both are 0 for one text
+	// prompt (routers that read the prompt see a placeholder, or refuse a list).
+	PromptIDs, BatchLeft int
+	// Roles are a chat's message roles, one per message; Lists the JSON, as the body holds
+	// it, of each message whose content is a list, in order (AIBrix routes on it).
+	Roles, Lists []string
 	// CacheKey is a hash of the messages (and tools) up to and including the last message with
 	// a cache_control marker, 0 when no message has one: the key LiteLLM's prompt_caching pins.
 	// CacheTokens is the estimated token count of that prefix (LiteLLM needs at least 1,024).

@@ -16,7 +16,7 @@ const MaxViewBytes = 1 << 30
 // and its pointer in Request; viewHeaderOverhead what one header costs beyond its name and
 // value (a map entry of two string headers).
 const (
-	viewOverhead       = 112
+	viewOverhead       = 192
 	viewHeaderOverhead = 48
 )
 
@@ -25,7 +25,8 @@ const (
 // metadata.session_id the log kept, and LiteLLM's prompt_caching key. It runs after
 // RequestLogOptions.Rewrite, so a rewritten request is seen rewritten.
 func newView(req *audit.Request) *View {
-	v := &View{Chat: req.Chat, Headers: req.Headers, MetadataSession: req.MetadataSession, Partition: req.Partition}
+	v := &View{Chat: req.Chat, Headers: req.Headers, MetadataSession: req.MetadataSession, Partition: req.Partition, SessionParams: req.SessionParams,
+		PromptIDs: len(req.PromptIDs), BatchLeft: req.BatchLeft}
 	if !req.Chat {
 		v.Text = req.Prompt // a prompt of token ids has no text: ""
 	} else {
@@ -76,6 +77,15 @@ func newView(req *audit.Request) *View {
 			}
 		}
 		v.Text = sb.String()
+		v.Roles = make([]string, len(req.Messages))
+		for i, m := range req.Messages {
+			v.Roles[i] = m.Role
+		}
+		for _, t := range texts {
+			if t.Form == audit.ContentList {
+				v.Lists = append(v.Lists, t.Raw)
+			}
+		}
 	}
 	v.CacheKey, v.CacheTokens = cacheKey(req)
 	return v
@@ -147,7 +157,12 @@ func fnvUint(h, x uint64) uint64 {
 
 // viewBytes is what a View holds in memory.
 func viewBytes(v *View) int64 {
-	n := int64(viewOverhead + len(v.Text) + 8*len(v.Pieces) + len(v.MetadataSession) + len(v.Partition))
+	n := int64(viewOverhead + len(v.Text) + 8*len(v.Pieces) + len(v.MetadataSession) + len(v.Partition) + len(v.SessionParams))
+	for _, l := range [][]string{v.Roles, v.Lists} {
+		for _, x := range l {
+			n += int64(16 + len(x))
+		}
+	}
 	for k, val := range v.Headers {
 		// Names and values are interned by the reader; counted each time all the same, so
 		// the figure is an upper bound.

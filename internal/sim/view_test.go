@@ -27,6 +27,11 @@ func TestRequestViews(t *testing.T) {
 		`{"messages":[{"role":"system","content":"S","cache_control":{"type":"ephemeral"}},{"role":"user","content":"other"}]}`,
 		// The marker on the last message: the prefix is the whole request.
 		`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"q2","cache_control":{"type":"ephemeral"}}]}`,
+		// session_params.session_id (vLLM Router's chat key) and a list content, kept as sent.
+		`{"session_params":{"session_id":"conv-7"},"messages":[{"role":"user","content":[ {"type":"text","text":"hi"} ]}]}`,
+		// Token ids: their count; a batch of three prompts: the two after the first.
+		`{"prompt":[1,2,3]}`,
+		`{"prompt":["a","b","c"]}`,
 	}
 	tr, err := ReadRequests(context.Background(), strings.NewReader(strings.Join(lines, "\n")), "v.jsonl", RequestLogOptions{})
 	if err != nil {
@@ -41,13 +46,18 @@ func TestRequestViews(t *testing.T) {
 		v.CacheKey = 0 // keys are compared below
 		got = append(got, v)
 	}
+	roles := []string{"system", "user"}
 	want := []View{
 		{Text: "hello world"},
-		{Chat: true, Text: "Sq1", Pieces: strings2(1, 3), Headers: map[string]string{"x-session-id": "abc", "x-litellm-trace-id": "trace-0001"}, MetadataSession: "meta-0001"},
-		{Chat: true, Text: "Sq2", Pieces: strings2(1, 3), CacheTokens: 1},
-		{Chat: true, Text: "Sother", Pieces: strings2(1, 6), CacheTokens: 1},
+		{Chat: true, Text: "Sq1", Pieces: strings2(1, 3), Headers: map[string]string{"x-session-id": "abc", "x-litellm-trace-id": "trace-0001"}, MetadataSession: "meta-0001", Roles: roles},
+		{Chat: true, Text: "Sq2", Pieces: strings2(1, 3), CacheTokens: 1, Roles: roles},
+		{Chat: true, Text: "Sother", Pieces: strings2(1, 6), CacheTokens: 1, Roles: roles},
 		// "S"+"q2" is 3 bytes, 1 token at 4 bytes a token (rounded up).
-		{Chat: true, Text: "Sq2", Pieces: strings2(1, 3), CacheTokens: 1},
+		{Chat: true, Text: "Sq2", Pieces: strings2(1, 3), CacheTokens: 1, Roles: roles},
+		{Chat: true, Text: "hi", Pieces: []Piece{{End: 0, Kind: PieceList}, {End: 2, Kind: PiecePartText}}, SessionParams: "conv-7",
+			Roles: []string{"user"}, Lists: []string{`[ {"type":"text","text":"hi"} ]`}},
+		{PromptIDs: 3},
+		{Text: "a", BatchLeft: 2},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("views (-want +got):\n%s", d)

@@ -21,8 +21,8 @@
 //     configured before as tuned (the user's product as configured first); then the lower
 //     TTFT p99, in whole milliseconds; then the evener load (load max/mean in hundredths);
 //     then by name.
-//  3. The first (chooseFirst): with a router verdict (Agree), a row of the verdict's family,
-//     unless a KV-aware row saves SessionMargin more than the best session router under a
+//  3. The first (chooseFirst): with a router verdict (Agree), a row of the verdict's family
+//     with no more requirements missing than the first in rule 2's order, unless a KV-aware row saves SessionMargin more than the best session router under a
 //     session-affinity verdict; of those, the user's own product when it serves within
 //     StackMargin of the best; and never a row that concentrates requests (load max/mean >=
 //     Concentration: a replica with twice its fair share, whether or not requests wait) while
@@ -649,14 +649,17 @@ func (rk *Ranking) chooseFirst(rows []Row) {
 }
 
 // answering returns the indexes of the ranked rows that stand for the verdict: of its kind,
-// serving Rules.MinGain more than today's routing; none without a router verdict.
+// serving Rules.MinGain more than today's routing, with no more requirements missing than
+// rows[0] (the fewest, in rule 2's order: a row that cannot run as replayed stands for nothing,
+// vLLM Router's consistent_hash on chats without a session header sending every one to one
+// worker, say); none without a router verdict.
 func (rk *Ranking) answering(rows []Row) []int {
-	if !rk.RouterAnswer() {
+	if !rk.RouterAnswer() || len(rows) == 0 {
 		return nil
 	}
 	var in []int
 	for i := range rows {
-		if rows[i].Family == rk.Answer && rows[i].HitRate-rk.TodayHitRate >= rk.Rules.MinGain-1e-9 {
+		if rows[i].Family == rk.Answer && rows[i].HitRate-rk.TodayHitRate >= rk.Rules.MinGain-1e-9 && rows[i].Missing() <= rows[0].Missing() {
 			in = append(in, i)
 		}
 	}

@@ -139,6 +139,25 @@ func TestFirstAgreesWithVerdict(t *testing.T) {
 	}
 }
 
+// TestAnswerNeedsRequirements: a row of the verdict's kind with a requirement missing stands
+// for no verdict. Under session affinity, k (KV-aware, 0.80 hit, one requirement unknown) and
+// s (session, 0.80, one missing: vLLM Router's consistent_hash on chats that name no session,
+// every one hashed to one worker) serve the same; rule 2 puts k first (fewer missing), and s
+// may not displace it by the verdict's kind: k stays first, chosen by the order alone. Before,
+// s was first "by answer".
+func TestAnswerNeedsRequirements(t *testing.T) {
+	k := idle(Row{Candidate: Candidate{Policy: "llmd-approx", Product: LLMD, Variant: Shipped, Requirements: reqs(Unknown), Family: FamilyKV},
+		HitRate: 0.8, PrefillSaved: 0.5 / 0.7, LoadMaxOverMean: 1.1, TTFTP99: 0.1})
+	s := idle(Row{Candidate: Candidate{Policy: "vllm-router-consistent-hash", Product: "vllm-router", Variant: Shipped, Requirements: reqs(Missing), Family: FamilySession},
+		HitRate: 0.8, PrefillSaved: 0.5 / 0.7, LoadMaxOverMean: 1.1, TTFTP99: 0.1})
+	rk := &Ranking{HotSpot: 2, AddReplicaAt: -1, Today: "round-robin", TodayHitRate: 0.3}
+	rk.Rows = []Row{s, k}
+	rk.Agree(FamilySession)
+	if got := names(rk.Rows); rk.Rows[0].Policy != "llmd-approx" || rk.FirstBy != "" {
+		t.Errorf("order %v, first by %q; want llmd-approx first by the order alone", got, rk.FirstBy)
+	}
+}
+
 // TestRouterVerdictNamesOne: issue 22, failure 3 (a KV-aware verdict whose ranking named no
 // router: the rows tied). Three KV rows that the traffic does not separate (the same prefill
 // saved and hit rate), with nothing else to tell them apart but the name: without a verdict

@@ -15,6 +15,7 @@ import (
 	"github.com/kvcheck/kvcheck/internal/router/prodstack"
 	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/router/ray"
+	"github.com/kvcheck/kvcheck/internal/router/vllmrouter"
 )
 
 // A snippet loads when the product reads every key it sets, each with a value of the kind the
@@ -358,11 +359,27 @@ var sglangGateway = flagSet{source: "sglang_router.launch_router's parser", flag
 	"--max-tree-size":          {value: kInt},
 }}
 
+// vllmRouterCLI: vLLM Router's command line (vllm-project/router@e667ebb:src/main.rs:96-160:
+// --policy's value_parser, --cache-threshold f32, --balance-abs-threshold usize,
+// --balance-rel-threshold f32, --eviction-interval u64, --max-tree-size usize, --host, --port
+// u16, --worker-urls num_args 0..).
+var vllmRouterCLI = flagSet{source: "vllm-router's command line", flags: map[string]flagSpec{
+	"--host": {value: kStr}, "--port": {value: kInt},
+	"--policy":                {value: kStr, choices: []string{"random", "round_robin", "cache_aware", "power_of_two", "consistent_hash", "rendezvous_hash"}},
+	"--cache-threshold":       {value: kNum},
+	"--balance-abs-threshold": {value: kInt},
+	"--balance-rel-threshold": {value: kNum},
+	"--eviction-interval":     {value: kInt},
+	"--max-tree-size":         {value: kInt},
+}}
+
 // snippetLoads checks a product's snippet against its model and returns what does not load.
 func snippetLoads(sn product.Snippet) []string {
 	switch sn.Product {
 	case SGLang:
-		return sglangCommand(sn.Text)
+		return launchCommand(sn.Text, "python -m sglang_router.launch_router", sglangGateway)
+	case vllmrouter.ID:
+		return launchCommand(sn.Text, "vllm-router", vllmRouterCLI)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(sn.Text), &doc); err != nil {
@@ -485,9 +502,9 @@ func jsonKeys(s string, known []string, what string) []string {
 	return errs
 }
 
-// sglangCommand checks the launch script: one command (lines joined at a trailing
-// backslash) starting python -m sglang_router.launch_router, --worker-urls' URLs, then flags.
-func sglangCommand(text string) []string {
+// launchCommand checks a launch script: one command (lines joined at a trailing backslash)
+// starting launch, then flags of fs, --worker-urls taking the URLs after it.
+func launchCommand(text, launch string, fs flagSet) []string {
 	var cmd []string
 	for _, l := range strings.Split(strings.ReplaceAll(text, "\\\n", " "), "\n") {
 		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
@@ -498,24 +515,26 @@ func sglangCommand(text string) []string {
 		}
 		cmd = strings.Fields(l)
 	}
-	const launch = "python -m sglang_router.launch_router"
-	if !strings.HasPrefix(strings.Join(cmd, " "), launch) {
+	if !strings.HasPrefix(strings.Join(cmd, " ")+" ", launch+" ") {
 		return []string{fmt.Sprintf("the command is not %s: %q", launch, strings.Join(cmd, " "))}
 	}
-	argv := cmd[3:]
-	if len(argv) > 0 && argv[0] == "--worker-urls" {
-		argv = argv[1:]
-		for len(argv) > 0 && !strings.HasPrefix(argv[0], "--") {
-			argv = argv[1:]
+	var argv []string
+	for rest := cmd[len(strings.Fields(launch)):]; len(rest) > 0; rest = rest[1:] {
+		if rest[0] != "--worker-urls" {
+			argv = append(argv, rest[0])
+			continue
+		}
+		for len(rest) > 1 && !strings.HasPrefix(rest[1], "--") {
+			rest = rest[1:]
 		}
 	}
-	return sglangGateway.check(argv)
+	return fs.check(argv)
 }
 
 // whereKey is the key (or command) each product's snippet must say it goes into.
 var whereKey = map[string]string{
 	Ray: "request_router_config", LiteLLM: "router_settings", LLMD: "--config-file", ProdStack: "routerSpec",
-	Dynamo: "mainContainer.args", SGLang: "sglang_router.launch_router",
+	Dynamo: "mainContainer.args", SGLang: "sglang_router.launch_router", vllmrouter.ID: "vllm-router",
 }
 
 // TestSnippetsLoad: every snippet kvcheck can write (TestSnippetsPassTheLint's rows) loads in
@@ -539,8 +558,8 @@ func TestSnippetsLoad(t *testing.T) {
 			t.Errorf("%s: the snippet says it goes into %q, which does not name %s", c.Policy, sn.Where, k)
 		}
 	}
-	if len(seen) != 6 {
-		t.Errorf("products checked: %v, want all six", seen)
+	if len(seen) != 7 {
+		t.Errorf("products checked: %v, want all seven", seen)
 	}
 }
 

@@ -53,7 +53,7 @@ func TestSnippetsPassTheLint(t *testing.T) {
 			t.Errorf("%s: no router read back from its own snippet:\n%s", c.Policy, sn.Text)
 		}
 	}
-	if len(seen) != 6 {
+	if len(seen) != 7 {
 		t.Errorf("products with snippets: %v", seen)
 	}
 }
