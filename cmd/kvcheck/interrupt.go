@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // exitInterrupted is the exit code base of a run stopped by a signal: 128 + the signal's
@@ -54,4 +56,39 @@ func interruption(ctx context.Context) (interrupted, bool) {
 		return in, false
 	}
 	return in, true
+}
+
+// interruptGrace is how long a run has, after the signal that interrupted it, to stop on its own
+// and print what it has (the readers of pipes and stdin stop at once; a simulation stops between
+// requests).
+const interruptGrace = 5 * time.Second
+
+// runInterruptible returns run's exit code, and ends a run that does not return within grace of
+// the signal that cancelled ctx: some reads cannot be interrupted (open(2) of a named pipe no one
+// writes, given as --requests, --trace, --file, --from, a baseline or a config; a device or a
+// network file system that does not answer), and the first SIGTERM of a CI runner must end the
+// run all the same (issue 23 item 3: those runs ignored it). It then says so on errOut and
+// returns 128 + the signal, as a run that stopped by itself does; what the run had not yet
+// printed is lost. A context cancelled otherwise waits for run.
+func runInterruptible(ctx context.Context, run func() int, errOut io.Writer, grace time.Duration) int {
+	done := make(chan int, 1)
+	go func() { done <- run() }()
+	select {
+	case code := <-done:
+		return code
+	case <-ctx.Done():
+	}
+	in, ok := interruption(ctx)
+	if !ok {
+		return <-done
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case code := <-done:
+		return code
+	case <-t.C:
+	}
+	_, _ = fmt.Fprintf(errOut, "kvcheck: %s; a read did not stop within %s of it (a named pipe no one writes, a device or a file system that does not answer): exiting without the output not yet written\n", in, grace)
+	return exitInterrupted + int(in.sig)
 }

@@ -86,3 +86,72 @@ func TestLintFIFOSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestInputFIFOSignal: every other input a command opens by name (request logs, traces,
+// recordings, /metrics dumps, vLLM logs, target lists, baselines, ignore files and kvcheck
+// configs, HTTP client configs) is opened with open(2), which waits for a named pipe's writer
+// and cannot be interrupted: before, each of these runs ignored SIGTERM and waited for ever. The
+// run now ends interruptGrace after the first SIGTERM with 143 and says why
+// (runInterruptible).
+func TestInputFIFOSignal(t *testing.T) {
+	bin, err := exec.LookPath("kvcheck")
+	if err != nil {
+		t.Skipf("kvcheck is not on PATH (testscript.Main puts it there): %v", err)
+	}
+	for _, args := range [][]string{
+		{"audit", "--requests", "FIFO"},
+		{"simulate", "--trace", "FIFO", "--format", "mooncake"},
+		{"simulate", "--recording", "FIFO"},
+		{"assess", "--requests", "FIFO"},
+		{"hitrate", "--file", "FIFO"},
+		{"hitrate", "--log", "FIFO"},
+		{"hitrate", "--targets", "FIFO"},
+		{"tap", "--from", "FIFO"},
+		{"lint", "--baseline", "FIFO", "../../testdata/lint"},
+		{"lint", "--ignore-file", "FIFO", "../../testdata/lint"},
+		{"lint", "--config", "FIFO", "../../testdata/lint"},
+		{"hitrate", "--http-config-file", "FIFO", "--prometheus", "http://127.0.0.1:1"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			t.Parallel()
+			fifo := filepath.Join(t.TempDir(), "input")
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range args {
+				if a == "FIFO" {
+					args[i] = fifo
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Env = append(os.Environ(), "NO_COLOR=1")
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			tick := time.NewTicker(5 * time.Millisecond)
+			for !blockedInFIFOOpen(cmd.Process.Pid) {
+				select {
+				case <-ctx.Done():
+					t.Fatalf("kvcheck never opened the pipe; stderr %s", errOut.String())
+				case <-tick.C:
+				}
+			}
+			tick.Stop()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if ctx.Err() != nil || !errors.As(err, &ee) || ee.ExitCode() != 143 {
+				t.Fatalf("%v (%v), want exit 143; stdout %s stderr %s", err, ctx.Err(), out.String(), errOut.String())
+			}
+			if !strings.Contains(errOut.String(), "SIGTERM") {
+				t.Errorf("stderr %q, want SIGTERM named", errOut.String())
+			}
+		})
+	}
+}

@@ -8,7 +8,7 @@ import (
 
 func main() {
 	ctx, stop := interruptContext(context.Background())
-	code := run(ctx, os.Args[1:], stdStreams(), os.Environ())
+	code := runInterruptible(ctx, func() int { return run(ctx, os.Args[1:], stdStreams(), os.Environ()) }, os.Stderr, interruptGrace)
 	stop()
 	os.Exit(code)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,13 +15,9 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		// As main does: signals cancel the run's context (a pty test types Ctrl-C).
-		"kvcheck": func() {
-			ctx, stop := interruptContext(context.Background())
-			code := run(ctx, os.Args[1:], stdStreams(), os.Environ())
-			stop()
-			os.Exit(code)
-		},
+		// main itself: signals cancel the run's context (a pty test types Ctrl-C), and a run
+		// blocked where a signal cannot reach ends interruptGrace after it.
+		"kvcheck": main,
 	})
 }
 
