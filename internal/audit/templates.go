@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/kvcheck/kvcheck/internal/files"
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
 
@@ -89,11 +89,12 @@ func AuditTemplatesWith(ctx context.Context, paths []string, o TemplateOptions) 
 	rep := TemplateReport{Templates: []Template{}, Findings: []Finding{}}
 	var code []pyFiller
 	for _, dir := range o.Code {
-		fs, err := codeFillers(dir)
+		fs, skipped, err := codeFillers(ctx, dir)
 		if err != nil {
 			return rep, err
 		}
 		code = append(code, fs...)
+		rep.Skipped = append(rep.Skipped, skipped...)
 	}
 	assumed := map[string]bool{}
 	for _, p := range paths {
@@ -103,32 +104,25 @@ func AuditTemplatesWith(ctx context.Context, paths []string, o TemplateOptions) 
 		}
 		var files []string
 		if info.IsDir() {
-			err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-				if err != nil {
-					return err
-				}
-				if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
-				}
-				switch f := formatOf(path); {
-				case d.IsDir() || f == "":
-				case f == "config":
+			var skipped []string
+			files, skipped, err = walkFiles(ctx, p, func(path string) (bool, error) {
+				switch f := formatOf(path); f {
+				case "":
+					return false, nil
+				case "config":
 					// A configuration is audited only when it carries a chat template.
 					src, err := readTemplate(path)
 					if err != nil {
-						return err
+						return false, err
 					}
-					if holdsChatTemplate(src) {
-						files = append(files, path)
-					}
-				default:
-					files = append(files, path)
+					return holdsChatTemplate(src), nil
 				}
-				return nil
+				return true, nil
 			})
 			if err != nil {
 				return rep, fmt.Errorf("walk %s: %w", p, err)
 			}
+			rep.Skipped = append(rep.Skipped, skipped...)
 			if len(files) == 0 {
 				return rep, fmt.Errorf("template directory %s holds no template (.jinja, .j2, .py, .txt, .md, .prompt, tokenizer_config.json, or YAML and JSON configurations carrying a chat template)", p)
 			}
@@ -157,30 +151,46 @@ func AuditTemplatesWith(ctx context.Context, paths []string, o TemplateOptions) 
 
 // codeFillers reads the fillers of every Python file under dir (--code): the calls,
 // constants and fields that fill template variables.
-func codeFillers(dir string) ([]pyFiller, error) {
+func codeFillers(ctx context.Context, dir string) ([]pyFiller, []string, error) {
 	var out []pyFiller
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != dir && strings.HasPrefix(d.Name(), ".") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".py") {
-			return nil
+	_, skipped, err := walkFiles(ctx, dir, func(path string) (bool, error) {
+		if !strings.HasSuffix(path, ".py") {
+			return false, nil
 		}
 		src, err := readTemplate(path)
 		if err != nil {
-			return err
+			return false, err
 		}
 		_, f := pyScan(path, src)
 		out = append(out, f...)
-		return nil
+		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("--code %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("--code %s: %w", dir, err)
 	}
-	return out, nil
+	return out, skipped, nil
+}
+
+// walkFiles walks dir as every command walks its inputs (files.Walker: links to files and
+// to directories followed with loop detection, a ConfigMap mount's files read once under
+// their visible names, hidden directories skipped), and returns the files keep keeps, in
+// lexical order, and each skip that may hide a template (a broken link, a loop, a pipe or a
+// device in the tree) as "path: reason". A directory named through a link was walked as no
+// directory before: "holds no template".
+func walkFiles(ctx context.Context, dir string, keep func(path string) (bool, error)) (kept, skipped []string, err error) {
+	var w files.Walker
+	err = w.Walk(ctx, dir, func(path string, _ files.Kind, _ bool) error {
+		ok, err := keep(path)
+		if ok {
+			kept = append(kept, path)
+		}
+		return err
+	}, func(s files.Skip) {
+		if s.Problem {
+			skipped = append(skipped, s.Path+": "+s.Reason)
+		}
+	})
+	return kept, skipped, err
 }
 
 // formatOf names the scanner for a path, or "" when none applies.

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -572,6 +573,57 @@ func TestTemplateBOM(t *testing.T) {
 		}
 		if got := summary(tt.bom, append([]byte("\ufeff"), body...)); got != want {
 			t.Errorf("%s with a byte order mark: %q, want %q", tt.name, got, want)
+		}
+	}
+}
+
+// TestTemplateDirectoryLinks: a template directory named through a symbolic link, or holding
+// one, is walked as every command walks (files.Walker): before, a directory named through a
+// link was "no template" (filepath.WalkDir does not follow its root), and a link to a
+// directory inside was passed over without a word. A loop is not followed and is said.
+func TestTemplateDirectoryLinks(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "nested"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tpl := "{% for m in messages %}{{ m.content }}{% endfor %}"
+	if err := os.WriteFile(filepath.Join(real, "nested", "chat.jinja"), []byte(tpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{
+		filepath.Join(dir, "named"): real,  // the directory named is a link
+		filepath.Join(other, "in"):  real,  // a link to a directory inside the one named
+		filepath.Join(other, "up"):  other, // a loop
+	} {
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path, want string
+		loop       bool
+	}{
+		{filepath.Join(dir, "named"), filepath.Join(dir, "named", "nested", "chat.jinja"), false},
+		{other, filepath.Join(other, "in", "nested", "chat.jinja"), true},
+	} {
+		rep, err := AuditTemplatesWith(context.Background(), []string{tc.path}, TemplateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		var got []string
+		for _, tm := range rep.Templates {
+			got = append(got, tm.File)
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: templates %q, want %q", tc.path, got, tc.want)
+		}
+		if loop := strings.Contains(strings.Join(rep.Skipped, "\n"), "loop"); loop != tc.loop {
+			t.Errorf("%s: skipped %q; want a loop said: %v", tc.path, rep.Skipped, tc.loop)
 		}
 	}
 }
