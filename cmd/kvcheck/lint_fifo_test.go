@@ -28,6 +28,33 @@ func blockedInFIFOOpen(pid int) bool {
 	return false
 }
 
+// awaitFIFOOpen waits until cmd blocks in open(2) of a named pipe.
+func awaitFIFOOpen(ctx context.Context, t *testing.T, cmd *exec.Cmd, errOut *bytes.Buffer) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !blockedInFIFOOpen(cmd.Process.Pid) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("kvcheck never opened the pipe; stderr %s", errOut.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// termAndWait sends cmd SIGTERM and fails the test unless it then exits 143 before ctx ends.
+func termAndWait(ctx context.Context, t *testing.T, cmd *exec.Cmd, out, errOut *bytes.Buffer) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if ctx.Err() != nil || !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("%v (%v), want exit 143; stdout %s stderr %s", err, ctx.Err(), out.String(), errOut.String())
+	}
+}
+
 // TestLintFIFOSignal runs kvcheck lint on a named pipe in a real child process and sends it
 // SIGTERM while it waits: in open(2) for a writer that never comes, and in read(2) from a
 // writer that never writes. Both runs end with 143 and say they were interrupted (the open
@@ -54,15 +81,7 @@ func TestLintFIFOSignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc == "open" {
-				tick := time.NewTicker(5 * time.Millisecond)
-				for !blockedInFIFOOpen(cmd.Process.Pid) {
-					select {
-					case <-ctx.Done():
-						t.Fatal("kvcheck never opened the pipe")
-					case <-tick.C:
-					}
-				}
-				tick.Stop()
+				awaitFIFOOpen(ctx, t, cmd, &errOut)
 			} else {
 				// The write end's open returns once kvcheck has the read end open; no byte
 				// is written, so its read waits.
@@ -72,14 +91,7 @@ func TestLintFIFOSignal(t *testing.T) {
 				}
 				defer func() { _ = w.Close() }()
 			}
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			if ctx.Err() != nil || !errors.As(err, &ee) || ee.ExitCode() != 143 {
-				t.Fatalf("%v (%v), want exit 143; stdout %s stderr %s", err, ctx.Err(), out.String(), errOut.String())
-			}
+			termAndWait(ctx, t, cmd, &out, &errOut)
 			if !strings.Contains(out.String(), "interrupted") || !strings.Contains(errOut.String(), "SIGTERM") {
 				t.Errorf("stdout %q stderr %q, want the pipe marked interrupted and SIGTERM named", out.String(), errOut.String())
 			}
@@ -132,23 +144,8 @@ func TestInputFIFOSignal(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			tick := time.NewTicker(5 * time.Millisecond)
-			for !blockedInFIFOOpen(cmd.Process.Pid) {
-				select {
-				case <-ctx.Done():
-					t.Fatalf("kvcheck never opened the pipe; stderr %s", errOut.String())
-				case <-tick.C:
-				}
-			}
-			tick.Stop()
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			if ctx.Err() != nil || !errors.As(err, &ee) || ee.ExitCode() != 143 {
-				t.Fatalf("%v (%v), want exit 143; stdout %s stderr %s", err, ctx.Err(), out.String(), errOut.String())
-			}
+			awaitFIFOOpen(ctx, t, cmd, &errOut)
+			termAndWait(ctx, t, cmd, &out, &errOut)
 			if !strings.Contains(errOut.String(), "SIGTERM") {
 				t.Errorf("stderr %q, want SIGTERM named", errOut.String())
 			}
