@@ -73,7 +73,9 @@ it and as kvcheck would tune it for this traffic, and ranked: rows with a hot sp
 starve a replica added with --add-replica-at are not ranked; the rest by fewest requirements
 missing (what each router needs against what the files show: met, missing, or unknown when the
 files cannot show it), most prefill saved against today's routing in whole points, most
-requirements met, the product you run, the smaller change, the lower TTFT p99, the evener load.
+requirements met, the product you run (--today's product, else the router the --config files
+set up, else the one whose metric families the metrics hold: llm-d's EPP, production-stack's
+router, Dynamo's frontend, LiteLLM), the smaller change, the lower TTFT p99, the evener load.
 The first agrees with the verdict (a session router for session affinity, a KV-aware one for a
 KV-aware router), a router verdict always names one, and a row that concentrates requests is
 never first while a balanced one saves about as much. The text shows the top three, why the

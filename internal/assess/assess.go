@@ -118,6 +118,9 @@ type Options struct {
 	Plot string
 	// rankTraffic says what the ranking replays when not the traffic as given.
 	rankTraffic string
+	// stack is the router product the inputs show the user runs (stackSeen), for the ranking
+	// when Today names no product.
+	stack rank.Stack
 }
 
 // Assess gathers the evidence and decides, without the router ranking (Run adds it).
@@ -143,6 +146,7 @@ func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advis
 	}
 	// Today's routing runs as the files show the deployment behaves, as the ranked rows do.
 	o.TodayRouters, o.TodayNotes = rank.Today(o.Today, o.TodayRouters, o.TodayNotes, in.Files)
+	o.stack = stackSeen(in)
 	if in.Metrics != nil {
 		ev.Metrics = advise.FromHitrate(*in.Metrics)
 		if ev.Metrics.KVBlocks == 0 && in.KVBlocks > 0 {

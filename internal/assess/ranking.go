@@ -64,11 +64,61 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *product
 	return rk, nil
 }
 
-// stackOf is the router product the user runs today, as far as the options show it: the
-// product of the emulation --today names ("" for an idealised policy).
+// stackOf is the router product the user runs today, as far as the inputs show it: the
+// product of the emulation --today names, else what the files or the metrics show (stackSeen).
 func stackOf(o Options) rank.Stack {
 	if p, ok := router.Of(o.Today); ok {
 		return rank.Stack{Product: p.Name().ID, From: "--today " + o.Today}
+	}
+	return o.stack
+}
+
+// stackOrder is the order in which stackSeen takes a product when the inputs show several:
+// the routers that pick the replica before a gateway in front of them (LiteLLM in front of
+// llm-d's inference gateway routes to the gateway, which picks the replica).
+var stackOrder = []string{"llm-d", "production-stack", "dynamo", "sglang", "ray", "litellm"}
+
+// stackSeen is the router product the inputs show the user runs: the first router the
+// --config files configure (with its file and line), else one the files set up, else one
+// whose own metric families the metrics hold (promql.Report.Stacks); several are taken in
+// stackOrder. Zero when none shows.
+func stackSeen(in Inputs) rank.Stack {
+	first := func(has func(id string) (string, bool)) rank.Stack {
+		for _, id := range stackOrder {
+			if from, ok := has(id); ok {
+				return rank.Stack{Product: id, From: from}
+			}
+		}
+		return rank.Stack{}
+	}
+	if f := in.Files; f != nil {
+		s := first(func(id string) (string, bool) {
+			for _, rc := range f.Routers {
+				if p, ok := router.Of(rc.Policy); ok && p.Name().ID == id {
+					return "configured in " + rc.Where, true
+				}
+			}
+			return "", false
+		})
+		if s.Product == "" {
+			s = first(func(id string) (string, bool) {
+				where, ok := f.Systems[id]
+				return "set up in " + where, ok
+			})
+		}
+		if s.Product != "" {
+			return s
+		}
+	}
+	if m := in.Metrics; m != nil {
+		return first(func(id string) (string, bool) {
+			for _, st := range m.Stacks {
+				if st.Product == id {
+					return "the metrics hold " + st.Family, true
+				}
+			}
+			return "", false
+		})
 	}
 	return rank.Stack{}
 }

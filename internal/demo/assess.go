@@ -50,5 +50,5 @@ func AssessTargets(ctx context.Context, st *report.Status, intro *report.Text, t
 		intro.Line("$ kvcheck %s", command)
 		intro.Line("")
 	}
-	return assess.Run(ctx, st, src, assess.Options{Thresholds: advise.DefaultThresholds(), Today: assess.DefaultToday})
+	return assess.Run(ctx, st, src, assess.Options{Thresholds: advise.DefaultThresholds(), Today: AssessToday})
 }

@@ -10,8 +10,14 @@ import (
 
 // The assess section's fleet: AssessReplicas replicas of ChatKVBlocks blocks of ChatBlockSize
 // tokens each, the shape the built-in chat trace is replayed on (from their metrics), serving
-// that trace as today's routing (assess.DefaultToday, round-robin) would.
+// that trace as today's routing (AssessToday, round-robin) would.
 const (
+	// AssessToday is the demo fleet's stack: its replicas sit behind production-stack's router
+	// with routingLogic roundrobin, which assess replays as today's routing (--today), so the
+	// ranking's stack rule starts from production-stack (issue 22, failure 7: with an
+	// idealised round-robin the demo recommended a change of serving framework, Ray Serve,
+	// on a tie).
+	AssessToday    = "prodstack-roundrobin"
 	AssessReplicas = 4
 	ChatKVBlocks   = 1024 // 16,384 tokens per replica: less than the tenants' 32,768 of prompts
 	assessSeed     = 1

@@ -40,7 +40,7 @@ func TestAssessFleetMatchesReplay(t *testing.T) {
 			t.Fatalf("replica %s: %v blocks of %v tokens, want %d of %d", r.Replica, r.NumGPUBlocks, r.BlockSize, ChatKVBlocks, tr.BlockSize)
 		}
 	}
-	o := assess.Options{Thresholds: advise.DefaultThresholds(), Today: assess.DefaultToday}
+	o := assess.Options{Thresholds: advise.DefaultThresholds(), Today: AssessToday}
 	shape := assess.Shape{Replicas: AssessReplicas, KVTokens: int64(ChatKVBlocks * tr.BlockSize), ReplicasFrom: advise.ShapeMetrics, KVFrom: advise.ShapeMetrics}
 	rp, err := assess.Replay(ctx, tr, "trace", shape, o)
 	if err != nil {
@@ -52,7 +52,7 @@ func TestAssessFleetMatchesReplay(t *testing.T) {
 			today = &rp.Policies[i]
 		}
 	}
-	if today == nil || rp.Today != "round-robin" {
+	if today == nil || rp.Today != AssessToday {
 		t.Fatalf("no replay of today's routing (%q) among %+v", rp.Today, rp.Policies)
 	}
 	measured := *rep.Fleet.HitRate

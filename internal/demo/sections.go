@@ -170,8 +170,8 @@ func AssessSection(Env) (*Section, error) {
 // command line it stands for, over the replicas at targets: the trace is in process, not a file.
 func AssessIntro(targets []string, tr *sim.Trace) (heading, note, command string) {
 	heading = fmt.Sprintf("Demo: kvcheck assess against %d emulated vLLM replicas and a built-in chat trace", len(targets))
-	note = fmt.Sprintf("The trace: %d conversations (%d requests) with the assistants of %d tenants, each tenant's system prompt %d tokens; each turn repeats the conversation so far. The prompts (%d tokens) do not fit in one replica's KV cache. The replicas serve this trace round-robin, today's routing in the replay, so their metrics measure the traffic replayed. Each block stands for 64 characters of text, with the session id in x-session-id and metadata.session_id, so the routers that read text are ranked too.",
-		ChatSessions, len(tr.Requests), ChatTenants, ChatSystemBlocks*ChatBlockSize, ChatTenants*ChatSystemBlocks*ChatBlockSize)
-	command = fmt.Sprintf("assess --scrape %s --window 3s --trace <built-in chat trace>", strings.Join(targets, ","))
+	note = fmt.Sprintf("The trace: %d conversations (%d requests) with the assistants of %d tenants, each tenant's system prompt %d tokens; each turn repeats the conversation so far. The prompts (%d tokens) do not fit in one replica's KV cache. The replicas serve this trace behind production-stack's router, routingLogic roundrobin: today's routing in the replay (--today %s), so their metrics measure the traffic replayed and the ranking starts from production-stack. Each block stands for 64 characters of text, with the session id in x-session-id and metadata.session_id, so the routers that read text are ranked too.",
+		ChatSessions, len(tr.Requests), ChatTenants, ChatSystemBlocks*ChatBlockSize, ChatTenants*ChatSystemBlocks*ChatBlockSize, AssessToday)
+	command = fmt.Sprintf("assess --scrape %s --window 3s --today %s --trace <built-in chat trace>", strings.Join(targets, ","), AssessToday)
 	return heading, note, command
 }

@@ -43,8 +43,10 @@ type Input struct {
 	Window       float64 // seconds; 0 in lifetime mode
 	Observations []Observation
 	Routers      []string
-	Down         []Down
-	Queries      []QueryStat
+	// Stacks are the router products whose own metric families the inputs hold.
+	Stacks  []RouterStack
+	Down    []Down
+	Queries []QueryStat
 	// Warnings are what the server said alongside a successful answer, such as a Thanos or
 	// Mimir partial response.
 	Warnings []ServerWarning
@@ -140,8 +142,11 @@ type Report struct {
 	Fleet         Fleet
 	Down          []Down
 	RouterSeries  []string
-	Findings      []finding.Finding
-	Queries       []QueryStat
+	// Stacks are the router products the metrics show: their own families, and
+	// production-stack's router for its vllm: series with a server label.
+	Stacks   []RouterStack
+	Findings []finding.Finding
+	Queries  []QueryStat
 }
 
 // Thresholds of the findings. They are deliberately coarse: they flag what deserves a look.
@@ -174,8 +179,12 @@ func Analyze(in Input) Report {
 		Replicas:     []Replica{},
 		Down:         nonNil(in.Down),
 		RouterSeries: nonNil(in.Routers),
+		Stacks:       slices.Clone(in.Stacks),
 		Findings:     []finding.Finding{},
 		Queries:      in.Queries,
+	}
+	if len(in.Routers) > 0 {
+		rep.Stacks = addStack(rep.Stacks, "production-stack", "vllm: series with a server label (the router's per-backend series)")
 	}
 	if in.Window > 0 {
 		w := in.Window

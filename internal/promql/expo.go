@@ -27,6 +27,49 @@ type Dump struct {
 	// Version is the vLLM version from GET /version, when known.
 	Version string
 	Samples []Sample
+	// Stacks are the router products whose own metric families the input holds (routerStackOf),
+	// each with the first family of it seen; at most one a product.
+	Stacks []RouterStack
+}
+
+// RouterStack is a router product a metrics input shows, and the metric family that showed it.
+type RouterStack struct {
+	// Product is the product's id as internal/router names it.
+	Product string
+	Family  string
+}
+
+// routerFamilies recognise the routers' own metric families by name prefix: llm-d's EPP
+// (llm_d_*, and before v0.9.0 the Gateway API Inference Extension's inference_* families it
+// published; the catalog's llm-d and gaie families, llm-d/llm-d-router
+// pkg/epp/metrics/metrics.go@v0.9.0), Dynamo's frontend (dynamo_frontend_*, the catalog's
+// dynamo family, ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs) and LiteLLM's
+// proxy (litellm_*, its Prometheus callback, litellm/integrations/prometheus.py).
+// production-stack's router exports vllm: names with a server label: Analyze tells it by
+// that label (Report.RouterSeries).
+var routerFamilies = []struct{ prefix, product string }{
+	{"llm_d_epp_", "llm-d"}, {"llm_d_router_epp_", "llm-d"}, {"llm_d_inference_scheduler_", "llm-d"},
+	{"inference_extension_", "llm-d"}, {"inference_objective_", "llm-d"}, {"inference_pool_", "llm-d"},
+	{"dynamo_frontend_", "dynamo"},
+	{"litellm_", "litellm"},
+}
+
+// routerStackOf is the router product whose metric family name is, "" for none.
+func routerStackOf(name string) string {
+	for _, f := range routerFamilies {
+		if strings.HasPrefix(name, f.prefix) {
+			return f.product
+		}
+	}
+	return ""
+}
+
+// addStack adds product, shown by family, to stacks unless it is there.
+func addStack(stacks []RouterStack, product, family string) []RouterStack {
+	if product == "" || slices.ContainsFunc(stacks, func(s RouterStack) bool { return s.Product == product }) {
+		return stacks
+	}
+	return append(stacks, RouterStack{Product: product, Family: family})
 }
 
 // Sample is one series' value.
@@ -124,6 +167,7 @@ func readExposition(r io.Reader, source string, maxSeries int, project []string)
 	if len(x.d.Samples) == 0 {
 		return x.d, fmt.Errorf("%s: no vllm: metrics found%s: is this a vLLM /metrics endpoint or dump?", source, x.others.hint())
 	}
+	x.d.Stacks = x.others.stacks
 	// Families in name order, series in the order given, as the whole-text parser gave them.
 	slices.SortStableFunc(x.d.Samples, func(a, b Sample) int { return strings.Compare(a.Name, b.Name) })
 	return x.d, nil
@@ -203,6 +247,7 @@ type otherFamilies struct {
 	first   string
 	renamed string // a vLLM metric re-exported under another name (SPEC §3.4)
 	last    string
+	stacks  []RouterStack
 }
 
 func (o *otherFamilies) add(name string) {
@@ -211,6 +256,7 @@ func (o *otherFamilies) add(name string) {
 	}
 	o.last = name
 	o.n++
+	o.stacks = addStack(o.stacks, routerStackOf(name), name)
 	if o.first == "" || name < o.first {
 		o.first = name
 	}

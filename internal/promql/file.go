@@ -77,7 +77,7 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 		}
 		in.Mode = ModeLifetime
 		asm := assemble(slices.Values(totals(d)), grouping{by: by, fallback: dumpName(paths[0])}, 0)
-		in.Observations, in.Routers = asm.obs, asm.routers
+		in.Observations, in.Routers, in.Stacks = asm.obs, asm.routers, d.Stacks
 		return in, nil
 	case 2:
 		a, err := ReadDump(ctx, paths[0], by)
@@ -114,6 +114,9 @@ func FromDumps(ctx context.Context, paths []string, window time.Duration, by []s
 		g := grouping{by: by, fallback: dumpName(paths[1])}
 		asm := assemble(slices.Values(increase(a, b)), g, dt)
 		in.Observations, in.Routers = asm.obs, asm.routers
+		for _, s := range append(slices.Clone(a.Stacks), b.Stacks...) {
+			in.Stacks = addStack(in.Stacks, s.Product, s.Family)
+		}
 		in.Gone = gone(a, asm.obs, g) // named as the second dump names its replicas
 		if len(in.Observations) == 0 {
 			return in, fmt.Errorf("%s and %s share no vllm: counter series: are they dumps of the same replicas?", paths[0], paths[1])

@@ -132,3 +132,43 @@ func TestTwoDumpsWithWindow(t *testing.T) {
 		t.Errorf("findings = %+v, want prefix-caching-off on caching-off first", rep.Findings)
 	}
 }
+
+// TestRouterStacks: the router products a dump shows by their own metric families (issue 22
+// item 1, the stack rule): a federation dump holding the engines' vllm: series, LiteLLM's
+// proxy families and llm-d's EPP families (the Gateway API Inference Extension's, published by
+// the EPP before v0.9.0) shows LiteLLM and llm-d, each once, named by the first family of it
+// seen; production-stack's router shows by its vllm: series with a server label (before.prom);
+// the engines alone show none.
+func TestRouterStacks(t *testing.T) {
+	dir := t.TempDir()
+	engines := "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{pod=\"vllm-0\"} 100\n# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{pod=\"vllm-0\"} 40\n"
+	fed := engines +
+		"# TYPE litellm_requests_metric_total counter\nlitellm_requests_metric_total{model=\"qwen\"} 7\n" +
+		"# TYPE litellm_deployment_state gauge\nlitellm_deployment_state{api_base=\"http://gw\"} 0\n" +
+		"# TYPE inference_extension_scheduler_attempts counter\ninference_extension_scheduler_attempts{status=\"success\"} 7\n" +
+		"inference_pool_average_kv_cache_utilization{name=\"pool\"} 0.2\n"
+	for name, text := range map[string]string{"fed.prom": fed, "engines.prom": engines} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stacks := func(paths ...string) []RouterStack {
+		t.Helper()
+		in, err := FromDumps(context.Background(), paths, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Analyze(in).Stacks
+	}
+	want := []RouterStack{{"litellm", "litellm_requests_metric_total"}, {"llm-d", "inference_extension_scheduler_attempts"}}
+	if diff := cmp.Diff(want, stacks(filepath.Join(dir, "fed.prom"))); diff != "" {
+		t.Errorf("federation dump (-want +got):\n%s", diff)
+	}
+	if got := stacks(filepath.Join(dir, "engines.prom")); len(got) != 0 {
+		t.Errorf("engines alone: %v, want no router", got)
+	}
+	want = []RouterStack{{"production-stack", "vllm: series with a server label (the router's per-backend series)"}}
+	if diff := cmp.Diff(want, stacks(fixture("before.prom"), fixture("after.prom"))); diff != "" {
+		t.Errorf("production-stack's router series (-want +got):\n%s", diff)
+	}
+}

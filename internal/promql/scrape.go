@@ -246,6 +246,9 @@ func Compare(targets []Target, a, b map[string]Dump, down []Down, by []string) I
 				in.Routers = append(in.Routers, r)
 			}
 		}
+		for _, s := range append(slices.Clone(da.Stacks), db.Stacks...) {
+			in.Stacks = addStack(in.Stacks, s.Product, s.Family)
+		}
 		total += dt
 		n++
 	}
