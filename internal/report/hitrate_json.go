@@ -9,17 +9,25 @@ import (
 // own: promql's Report, Replica, Fleet, Down, QueryStat and Change carry no JSON names, and
 // TestDocumentsCoverDomainFields fails when one of their fields has no place here.
 type hitrateDoc struct {
-	SchemaVersion int                   `json:"schema_version"`
-	Source        string                `json:"source"`
-	Inputs        []string              `json:"inputs"`
-	Mode          string                `json:"mode"`
-	WindowSeconds *float64              `json:"window_seconds"`
-	Replicas      []hitrateReplicaDoc   `json:"replicas"`
-	Fleet         hitrateFleetDoc       `json:"fleet"`
-	Down          []hitrateDownDoc      `json:"down"`
-	RouterSeries  []string              `json:"router_series"`
-	Findings      []hitrateFinding      `json:"findings"`
-	Queries       []hitrateQueryStatDoc `json:"promql_queries,omitempty"`
+	SchemaVersion int                 `json:"schema_version"`
+	Source        string              `json:"source"`
+	Inputs        []string            `json:"inputs"`
+	Mode          string              `json:"mode"`
+	WindowSeconds *float64            `json:"window_seconds"`
+	Replicas      []hitrateReplicaDoc `json:"replicas"`
+	Fleet         hitrateFleetDoc     `json:"fleet"`
+	Down          []hitrateDownDoc    `json:"down"`
+	RouterSeries  []string            `json:"router_series"`
+	// Stacks are the router products the metrics show by their own families.
+	Stacks   []hitrateStackDoc     `json:"router_stacks"`
+	Findings []hitrateFinding      `json:"findings"`
+	Queries  []hitrateQueryStatDoc `json:"promql_queries,omitempty"`
+}
+
+// hitrateStackDoc is a router product the metrics show, and the family that showed it.
+type hitrateStackDoc struct {
+	Product string `json:"product"`
+	Family  string `json:"family"`
 }
 
 // hitrateFinding is a finding in hitrate's JSON: its subject is always a replica.
@@ -99,10 +107,13 @@ type hitrateChangeDoc struct {
 func newHitrateDoc(r promql.Report) hitrateDoc {
 	f := r.Fleet
 	doc := hitrateDoc{SchemaVersion: SchemaVersion, Source: string(r.Source), Inputs: r.Inputs, Mode: string(r.Mode),
-		WindowSeconds: r.WindowSeconds, RouterSeries: r.RouterSeries, Findings: []hitrateFinding{},
+		WindowSeconds: r.WindowSeconds, RouterSeries: r.RouterSeries, Stacks: []hitrateStackDoc{}, Findings: []hitrateFinding{},
 		Fleet: hitrateFleetDoc{Replicas: f.Replicas, HitRate: f.HitRate, HitRateWeighting: f.HitRateWeighting,
 			MinHitRate: f.MinHitRate, MaxHitRate: f.MaxHitRate, HitRateCV: f.HitRateCV, Queries: f.Queries,
 			QueriesPerSec: f.QueriesPerSec, PreemptionsPerSec: f.PreemptionsPerSec, Running: f.Running, Waiting: f.Waiting}}
+	for _, st := range r.Stacks {
+		doc.Stacks = append(doc.Stacks, hitrateStackDoc{st.Product, st.Family})
+	}
 	if r.Replicas != nil {
 		doc.Replicas = make([]hitrateReplicaDoc, 0, len(r.Replicas))
 	}
