@@ -76,7 +76,7 @@ func stackOf(o Options) rank.Stack {
 // stackOrder is the order in which stackSeen takes a product when the inputs show several:
 // the routers that pick the replica before a gateway in front of them (LiteLLM in front of
 // llm-d's inference gateway routes to the gateway, which picks the replica).
-var stackOrder = []string{"llm-d", "production-stack", "dynamo", "sglang", "ray", "litellm"}
+var stackOrder = []string{"llm-d", "production-stack", "dynamo", "sglang", "vllm-router", "ray", "litellm"}
 
 // stackSeen is the router product the inputs show the user runs: the first router the
 // --config files configure (with its file and line), else one the files set up, else one

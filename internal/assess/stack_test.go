@@ -24,6 +24,7 @@ func TestStackSeen(t *testing.T) {
 	}{
 		{"--today names a product", Inputs{Files: files, Metrics: fed}, "dynamo-kv", rank.Stack{Product: "dynamo", From: "--today dynamo-kv"}},
 		{"the files configure LiteLLM", Inputs{Files: files, Metrics: fed}, DefaultToday, rank.Stack{Product: "litellm", From: "configured in litellm.yaml:12"}},
+		{"the files configure vLLM Router", Inputs{Files: &product.Files{Routers: []product.Configured{{Policy: "vllm-router-consistent-hash", Where: "router.yaml:9"}}}}, DefaultToday, rank.Stack{Product: "vllm-router", From: "configured in router.yaml:9"}},
 		{"the files set up a gateway", Inputs{Files: &product.Files{Systems: map[string]string{"litellm": "gw.yaml:3"}}}, DefaultToday, rank.Stack{Product: "litellm", From: "set up in gw.yaml:3"}},
 		{"the metrics alone", Inputs{Metrics: fed}, DefaultToday, rank.Stack{Product: "llm-d", From: "the metrics hold inference_extension_scheduler_attempts"}},
 		{"nothing shows one", Inputs{Metrics: &promql.Report{}}, DefaultToday, rank.Stack{}},
