@@ -29,6 +29,8 @@ type assessOptions struct {
 	demo bool
 	// evidence is --evidence: decisive (the figures the reasons cite) or all.
 	evidence string
+	// routes is --routes: the file the ranking's routes go to.
+	routes string
 }
 
 const assessLong = `assess answers one question: on this fleet, with this traffic, what does each routing
@@ -113,6 +115,9 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 				src.HashSeed = &o.hashSeed
 			}
 			opts.AddReplica, opts.AddReplicaAt = cmd.Flags().Changed("add-replica-at"), o.addAt.Seconds()
+			if o.demo && o.routes != "" {
+				return report.Result{}, usage.Errorf("--routes with --demo: the demo's assessment writes no routes; give the traffic (--requests or --trace) to write the ranking's routes")
+			}
 			if o.demo {
 				var intro *report.Text
 				if g.format != report.FormatJSON {
@@ -127,7 +132,18 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 			if err := assess.Check(*src, *opts, cmd.Flags().Changed("replicas")); err != nil {
 				return report.Result{}, err
 			}
-			return assess.Run(cmd.Context(), g.status, *src, *opts)
+			if err := report.CheckRoutes(o.routes, g.outputs, opts.Plot); err != nil {
+				return report.Result{}, err
+			}
+			routes, err := startRoutes(o.routes, s)
+			if err != nil {
+				return report.Result{}, err
+			}
+			if routes != nil {
+				opts.Routes = routes
+			}
+			res, err := assess.Run(cmd.Context(), g.status, *src, *opts)
+			return res, endRoutes(routes, err)
 		}),
 	}
 	fs := cmd.Flags()
@@ -155,6 +171,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 	fs.StringSliceVar(&src.Configs, "config", nil, "router and engine configuration files or directories to check, as kvcheck lint does (comma-separated or repeated)")
 	fs.StringVar(&opts.Plot, "plot", "", "also write the router ranking as an SVG chart to this file: prefill saved against load max/mean, one point per router (needs traffic to replay)")
 	fs.StringVar(&o.evidence, "evidence", "decisive", "text output: decisive (the answer, each reason's gist and the figures they cite) or all (every figure, each reason and finding in full, every router row and the ranking's rule)")
+	fs.StringVar(&o.routes, "routes", "", routesHelp+"; assess writes the router ranking's replays: today's routing, then every row (variant shipped, configured, tuned)")
 	fs.BoolVar(&o.demo, "demo", false, "assess four emulated replicas on loopback and a built-in chat trace (what kvcheck demo shows)")
 	_ = fs.MarkHidden("demo")
 	return cmd

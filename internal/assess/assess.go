@@ -116,6 +116,9 @@ type Options struct {
 	Routers []sim.PolicyInfo
 	// Plot, when set, is the file Run writes the ranking's chart to (--plot).
 	Plot string
+	// Routes, when set, is given the routes of every replay of the ranking (--routes):
+	// rank.Setup.Routes.
+	Routes sim.RouteWriter
 	// rankTraffic says what the ranking replays when not the traffic as given.
 	rankTraffic string
 	// stack is the router product the inputs show the user runs (stackSeen), for the ranking

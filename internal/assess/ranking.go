@@ -57,7 +57,7 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *product
 		rules.StackMargin, rules.SessionMargin, rules.MinGain = g, g, g
 	}
 	rk, err := rank.Run(ctx, t, rank.Setup{Base: base, Today: o.Today, TodayRouters: o.TodayRouters, TodayFrom: o.TodayFrom, TodayNotes: o.TodayNotes,
-		NotSimulated: files.NotSimulatedRouters(), HotSpot: hot, Progress: o.Progress, Rules: rules, Stack: stackOf(o), Traffic: o.rankTraffic}, cands)
+		NotSimulated: files.NotSimulatedRouters(), HotSpot: hot, Progress: o.Progress, Rules: rules, Stack: stackOf(o), Traffic: o.rankTraffic, Routes: o.Routes}, cands)
 	if err != nil {
 		return nil, err
 	}

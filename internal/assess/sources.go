@@ -3,6 +3,7 @@ package assess
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -194,6 +195,10 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		return report.Result{}, err
 	}
 	res := report.AssessRanked(rec, rk)
+	if o.Routes != nil && rk == nil {
+		// The report is still written; the run fails for the routes it has none of.
+		return res, errors.New("--routes: no router ranking to write the routes of: the traffic given cannot be replayed for it (a lengths-only trace shows no reuse)")
+	}
 	if o.Plot != "" {
 		if rk == nil {
 			// The report is still written; the run fails for the chart it could not draw.

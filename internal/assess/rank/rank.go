@@ -316,6 +316,10 @@ type Setup struct {
 	Traffic string
 	// Progress, when set, is called as the replays finish.
 	Progress func(done, total int)
+	// Routes, when set, is given every replay's routes once all have run (assess --routes):
+	// today's routing first (variant today, labelled TodayFrom), then each candidate in the
+	// order given (its Variant and Label); one that cannot run gives none.
+	Routes sim.RouteWriter
 }
 
 // Run replays every candidate and today's routing on t and ranks them.
@@ -328,6 +332,16 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 		Rules: s.Rules.orDefault(), Stack: s.Stack, Traffic: s.Traffic}
 	results := make([]sim.Result, len(cands)+1)
 	errs := make([]error, len(cands)+1)
+	var spool *sim.RouteSpool
+	var runs []sim.RouteRun
+	if s.Routes != nil {
+		var err error
+		if spool, err = sim.NewRouteSpool(t, s.Base); err != nil {
+			return nil, err
+		}
+		defer spool.Close()
+		runs = make([]sim.RouteRun, len(cands)+1)
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -344,9 +358,12 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 					}
 					name, settings = cd.Policy, cd.Settings
 				}
-				if info, err := policy(name, settings); err != nil {
+				switch info, err := policy(name, settings); {
+				case err != nil:
 					errs[k] = err
-				} else {
+				case spool != nil:
+					results[k], runs[k], errs[k] = spool.Simulate(ctx, t, c, info, k)
+				default:
 					results[k], errs[k] = sim.SimulatePolicy(ctx, t, c, info)
 				}
 				if s.Progress != nil {
@@ -402,7 +419,31 @@ feed:
 		rk.Rows = append(rk.Rows, row)
 	}
 	rk.settle()
+	if s.Routes != nil {
+		if err := writeRoutes(s, cands, runs, errs); err != nil {
+			return nil, err
+		}
+	}
 	return rk, nil
+}
+
+// writeRoutes gives s.Routes the routes of today's replay and of every candidate's that ran.
+func writeRoutes(s Setup, cands []Candidate, runs []sim.RouteRun, errs []error) error {
+	runs[0].Variant, runs[0].Label = "today", s.TodayFrom
+	if err := s.Routes.WriteRun(runs[0]); err != nil {
+		return err
+	}
+	for i, cd := range cands {
+		if errs[i+1] != nil {
+			continue // cannot run: CannotRun says why
+		}
+		r := runs[i+1]
+		r.Variant, r.Label = cd.Variant, cd.Label
+		if err := s.Routes.WriteRun(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Agree sets the verdict's answer the first row must agree with (rule 3) and settles the
