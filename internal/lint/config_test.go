@@ -287,6 +287,35 @@ func TestConfigCorpus(t *testing.T) {
 
 func itoa10(n int) string { return strconv.Itoa(n) }
 
+// TestCorpusTextFormats: the corpus's MANIFEST.tsv, whose notes name Ray's
+// PrefixCacheAffinityRouter ("request_router_class PrefixCacheAffinityRouter with no
+// request_router_kwargs"), is text, not a Ray Serve config (issue 24: it was linted as
+// ray-serve-llm-config); Ray's own Python example, which imports the class and sets it as
+// request_router_class, still is one.
+func TestCorpusTextFormats(t *testing.T) {
+	root := os.Getenv("KVCHECK_CORPUS")
+	if root == "" {
+		t.Skip("KVCHECK_CORPUS not set")
+	}
+	for rel, want := range map[string]Format{
+		"MANIFEST.tsv": FormatText,
+		"configs/ray/ray_doc_prefix_aware_example.py": "ray-serve-llm-config",
+	} {
+		rs, err := newLinter(t, "").Paths(t.Context(), []string{filepath.Join(root, rel)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 1 || !slices.Equal(rs[0].Formats, []Format{want}) {
+			t.Errorf("%s: formats %v, want [%s]", rel, rs[0].Formats, want)
+		}
+		for _, f := range rs[0].Findings {
+			if f.Status == StatusConfig {
+				t.Errorf("%s: config finding %d:%s %s", rel, f.Line, f.Code, f.Message)
+			}
+		}
+	}
+}
+
 // yamlBomb is a billion-laughs document: nine levels of nine aliases, 9^9 nodes expanded.
 func yamlBomb() string {
 	var b strings.Builder

@@ -50,12 +50,15 @@ func (Router) CheckNested(d *config.Doc, root *yaml.Node) (config.Format, config
 	return FormatServe, loader
 }
 
-// CheckText implements config.TextChecker: a Python application naming the router.
+// CheckText implements config.TextChecker: a Python application that sets the router as its
+// request_router_class or imports it from ray. A text that only names the class (a table of
+// files, prose, a log) is no Ray configuration.
 func (Router) CheckText(f *config.File) config.Format {
-	if !bytes.Contains(f.Src(), []byte(affinityRouter)) {
+	src := f.Src()
+	if !bytes.Contains(src, []byte(affinityRouter)) || (rayClassRE.FindIndex(src) == nil && !rayImportRE.Match(src)) {
 		return ""
 	}
-	checkRayText(f, f.Src())
+	checkRayText(f, src)
 	return FormatServe
 }
 
@@ -148,7 +151,13 @@ func checkRay(d *config.Doc, root *yaml.Node) bool {
 }
 
 var (
-	rayClassRE    = regexp.MustCompile(`["']?request_router_class["']?\s*[:=]\s*["']?[\w.]*PrefixCacheAffinityRouter`)
+	// rayClassRE is Python setting the class: a quoted dict key ("request_router_class":) or a
+	// keyword argument (request_router_class=), then the class: its name, or its import path
+	// as a string. An unquoted key and a colon is YAML's form (a YAML file is checked as
+	// YAML) or prose's.
+	rayClassRE = regexp.MustCompile(`(?:["']request_router_class["']\s*:|\brequest_router_class\s*=)\s*["']?[\w.:]*PrefixCacheAffinityRouter\b`)
+	// rayImportRE is a Python import of the class from ray, on one line or in parentheses.
+	rayImportRE   = regexp.MustCompile(`(?m)^[ \t]*from[ \t]+ray[\w.]*[ \t]+import[ \t]*(?:\([\w\s,]*|[\w \t,]*)\bPrefixCacheAffinityRouter\b`)
 	rayImbalRE    = regexp.MustCompile(`["']?imbalanced_threshold["']?\s*[:=]`)
 	rayEvictionRE = regexp.MustCompile(`["']?do_eviction["']?\s*[:=]\s*True`)
 )
