@@ -157,8 +157,8 @@ type Replay struct {
 	Unused   []string
 	Policies []Policy
 	// Routers are the routers the ranking replayed on this traffic and ranked (rank.Ranking's
-	// rows not left out), named by row (Policy.Name "sglang-cache-aware (shipped, CLI
-	// defaults)"), each with its gain over today's routing in the ranking's own replays added
+	// rows not left out), named by row (Policy.Name: the emulation's name, then its variant in
+	// parentheses, as "(shipped, CLI defaults)"), each with its gain over today's routing in the ranking's own replays added
 	// to today's hit rate here: options the verdict weighs beside the idealised policies, so
 	// that a router the ranking puts first at the threshold's gain is never "nothing". Empty
 	// without a ranking.

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/router/aibrix"
 	"github.com/kvcheck/kvcheck/internal/router/config"
 )
 
@@ -645,7 +646,7 @@ func yamlFormat(root *yaml.Node, kind string) Format {
 		return FormatKEDA
 	case "HorizontalPodAutoscaler":
 		return FormatHPA
-	case "PodAutoscaler":
+	case aibrix.PodAutoscalerKind:
 		return FormatAIBrix
 	case "Dashboard":
 		return FormatPerses

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/router/aibrix"
 	"github.com/kvcheck/kvcheck/internal/router/config"
 	"github.com/kvcheck/kvcheck/internal/textpos"
 )
@@ -82,7 +83,7 @@ const (
 	FormatKEDA         Format = "keda-scaledobject"
 	FormatHPA          Format = "hpa"
 	FormatAdapter      Format = "prometheus-adapter"
-	FormatAIBrix       Format = "aibrix-podautoscaler"
+	FormatAIBrix       Format = Format(aibrix.FormatPodAutoscaler)
 	FormatYAML         Format = "yaml"
 	FormatHelmTemplate Format = "helm-template"
 	FormatExposition   Format = "metrics-exposition" // a saved /metrics page: not checked

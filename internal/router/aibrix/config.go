@@ -14,6 +14,15 @@ import (
 // ID is the product's id, its rules' code prefix.
 const ID = "aibrix"
 
+// AIBrix's autoscaler: its metric sources name metrics, which lint checks as it checks an HPA's
+// (vllm-project/aibrix api/autoscaling/v1alpha1/podautoscaler_types.go).
+const (
+	// PodAutoscalerKind is the kind of AIBrix's autoscaler resource.
+	PodAutoscalerKind = "PodAutoscaler"
+	// FormatPodAutoscaler is lint's format of a PodAutoscaler.
+	FormatPodAutoscaler config.Format = "aibrix-podautoscaler"
+)
+
 // Checker is AIBrix's configuration checks (config.Checker).
 type Checker struct{}
 
