@@ -38,7 +38,6 @@ const sglangCompose = `services:
 `
 
 func TestSGLangGatewayRules(t *testing.T) {
-	goodEvents := `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556","topic":"kv@$(POD_IP):8000@Qwen/Qwen3-32B"}`
 	tests := []struct {
 		name  string
 		files map[string]string

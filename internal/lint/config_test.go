@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/router/config/configtest"
 )
 
 // lintSet lints files of one run (name -> content) and returns each file's finding codes, in
@@ -89,25 +90,12 @@ plugins:
 `
 
 // engineDeployment is a vLLM Deployment; events is its --kv-events-config JSON ("" for none).
-func engineDeployment(image string, replicas int, events string, extra ...string) string {
-	var b strings.Builder
-	b.WriteString("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: qwen\nspec:\n  replicas: ")
-	b.WriteString(itoa(replicas))
-	b.WriteString("\n  template:\n    spec:\n      containers:\n        - name: vllm\n          image: " + image + "\n          command: [\"vllm\", \"serve\", \"Qwen/Qwen3-32B\"]\n          args:\n")
-	for _, a := range extra {
-		b.WriteString("            - " + a + "\n")
-	}
-	if events != "" {
-		b.WriteString("            - --kv-events-config\n            - '" + events + "'\n")
-	}
-	b.WriteString("          env:\n            - name: PYTHONHASHSEED\n              value: \"0\"\n")
-	return b.String()
-}
+var engineDeployment = configtest.EngineDeployment
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// goodEvents is a --kv-events-config that publishes, binds and names the pod in its topic.
+const goodEvents = configtest.GoodEvents
 
 func TestConfigRules(t *testing.T) {
-	goodEvents := `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5556","topic":"kv@$(POD_IP):8000@Qwen/Qwen3-32B"}`
 	tests := []struct {
 		name  string
 		files map[string]string
