@@ -69,10 +69,10 @@ request sent and about 100 per request waiting in a queue.
 Routes (--routes FILE): one JSON object a line per request sent (each sibling its own) and
 replay, in the tables' order, each replay's in arrival order: policy, variant, label, replicas,
 kv_blocks, request (its place in the source, from 0), sibling, replica (from 0), prompt_tokens,
-cached_tokens, and reason, the branch of its rule the router took. Memory does not grow with the
-trace (16 bytes a request on a temporary file, 64 KiB per replay running); the file is renamed
-into place once whole, so a failed run leaves none. "-" writes to standard output only when
-every -o goes to a file.
+cached_tokens, and reason, the branch of its rule the router took (each policy's reasons are
+listed with it below). Memory does not grow with the trace (16 bytes a request on a temporary
+file, 64 KiB per replay running); the file is renamed into place once whole, so a failed run
+leaves none. "-" writes to standard output only when every -o goes to a file.
 
 Policies (--policies):
 ` + policyHelp() + `
@@ -181,17 +181,20 @@ func (o *simulateOptions) emulations() ([]sim.PolicyInfo, error) {
 }
 
 // policyHelp lists the idealised policies and the router emulations with their one-line
-// descriptions (an emulation's wrapped under its name, with its product).
+// descriptions (an emulation's wrapped under its name, with its product) and the reasons
+// --routes gives for their routes.
 func policyHelp() string {
 	var b strings.Builder
 	for _, p := range sim.Policies() {
 		fmt.Fprintf(&b, "  %-14s %s\n", p.Name, p.About)
+		fmt.Fprintf(&b, "  %-14s reasons: %s\n", "", strings.Join(p.Reasons, ", "))
 	}
 	b.WriteString(`  all            every policy above (the default)
 
 Router emulations, as each product ships (settings: the product's defaults; --policies routers
 runs them all). Those marked "text" read the request itself and run only on --requests; on a
-trace of block hashes the output says they cannot run and why (a cannot-run finding, info):
+trace of block hashes the output says they cannot run and why (a cannot-run finding, info);
+an emulation's reasons are those of every default set its product ships:
 `)
 	for _, e := range router.Shipped() {
 		mark := ""
@@ -208,8 +211,8 @@ trace of block hashes the output says they cannot run and why (a cannot-run find
 			line += " " + w
 		}
 		b.WriteString(line + "\n")
-		if len(e.Reasons) > 0 {
-			fmt.Fprintf(&b, "    reasons: %s\n", strings.Join(e.Reasons, ", "))
+		if r := router.Reasons(e.Name); len(r) > 0 {
+			fmt.Fprintf(&b, "    reasons: %s\n", strings.Join(r, ", "))
 		}
 	}
 	return b.String()

@@ -134,6 +134,30 @@ func Emulations(defaults map[string]string) ([]sim.PolicyInfo, error) {
 	return out, nil
 }
 
+// Reasons are the reasons the emulation named gives its routes (sim.PolicyInfo.Reasons) under
+// any default set its product ships, in the order the first set lists them; nil for a name
+// no product emulates.
+func Reasons(policy string) []string {
+	p, ok := Of(policy)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range p.Shipped() {
+		for _, e := range p.Emulations(v.Settings) {
+			if e.Name != policy {
+				continue
+			}
+			for _, r := range e.Reasons {
+				if !slices.Contains(out, r) {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Choices lists a product's default sets with what each is, for an error: "cli (...) or hint
 // (...)".
 func Choices(p product.Router) string {

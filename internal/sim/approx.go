@@ -1,9 +1,10 @@
 package sim
 
 var approxPrefixInfo = PolicyInfo{
-	Name:   "approx-prefix",
-	About:  "llm-d scorers fed by a router-side LRU of its own decisions (64-token floor), no events",
-	Family: FamilyKV,
+	Name:    "approx-prefix",
+	About:   "llm-d scorers fed by a router-side LRU of its own decisions (64-token floor), no events",
+	Family:  FamilyKV,
+	Reasons: matchReasons,
 	New: func(c Config, blockSize int) Policy {
 		return newApproxPolicy(c, blockSize)
 	},

@@ -6,13 +6,18 @@ import (
 )
 
 var consistentHashInfo = PolicyInfo{
-	Name:   "chash-bounded",
-	About:  "consistent hashing of the session (else block 0) with bounded load (1+epsilon)",
-	Family: FamilySession,
+	Name:    "chash-bounded",
+	About:   "consistent hashing of the session (else block 0) with bounded load (1+epsilon)",
+	Family:  FamilySession,
+	Reasons: []string{ReasonSessionKey, ReasonFirstBlock, reasonLoadBound},
 	New: func(c Config, _ int) Policy {
 		return &consistentHashPolicy{seed: c.Seed, epsilon: c.Params.Epsilon}
 	},
 }
+
+// reasonLoadBound is chash-bounded's reason for a request that spilled past its key's replica,
+// at the load bound.
+const reasonLoadBound = "load-bound"
 
 // vnodes is the number of ring points per replica.
 const vnodes = 64
@@ -85,7 +90,7 @@ func (p *consistentHashPolicy) Route(f *Pool, j *Job) (int, string) {
 			if pt.rep == first {
 				return pt.rep, keyReason(r)
 			}
-			return pt.rep, "load-bound"
+			return pt.rep, reasonLoadBound
 		}
 	}
 	// Unreachable: some replica is always at or below the average.

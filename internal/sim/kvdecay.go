@@ -5,6 +5,7 @@ var kvDecayInfo = PolicyInfo{
 	About:      "Dynamo cost with overlap credit decaying with the replica's queue: overlap/(1+decay*queued)",
 	ReadsIndex: true,
 	Family:     FamilyKV,
+	Reasons:    matchReasons,
 	New: func(c Config, _ int) Policy {
 		return kvDecayPolicy{weight: c.Params.OverlapWeight, decay: c.Params.CreditDecay}
 	},

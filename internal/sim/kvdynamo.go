@@ -5,6 +5,7 @@ var kvDynamoInfo = PolicyInfo{
 	About:      "exact KV-aware, Dynamo cost: overlap-weight * prefill blocks + decode blocks (lowest wins)",
 	ReadsIndex: true,
 	Family:     FamilyKV,
+	Reasons:    matchReasons,
 	New: func(c Config, _ int) Policy {
 		return kvDynamoPolicy{weight: c.Params.OverlapWeight}
 	},

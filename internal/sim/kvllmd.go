@@ -5,6 +5,7 @@ var kvLLMDInfo = PolicyInfo{
 	About:      "exact KV-aware, llm-d weighted scorers: queue 2, kv-utilisation 2, prefix 3",
 	ReadsIndex: true,
 	Family:     FamilyKV,
+	Reasons:    matchReasons,
 	New:        func(Config, int) Policy { return kvLLMDPolicy{} },
 }
 

@@ -5,6 +5,7 @@ var kvLoadInfo = PolicyInfo{
 	About:      "load-aware KV: matched fraction - beta * in-flight load relative to the busiest replica",
 	ReadsIndex: true,
 	Family:     FamilyKV,
+	Reasons:    matchReasons,
 	New: func(c Config, _ int) Policy {
 		return kvLoadPolicy{beta: c.Params.Beta}
 	},

@@ -5,6 +5,7 @@ var kvLongestInfo = PolicyInfo{
 	About:      "naive exact KV-aware: longest cached prefix, ties to the first replica, no load term",
 	ReadsIndex: true,
 	Family:     FamilyKV,
+	Reasons:    []string{ReasonPrefixMatch, reasonNoMatchFirst},
 	New:        func(Config, int) Policy { return kvLongestPolicy{} },
 }
 
@@ -24,16 +25,28 @@ func (kvLongestPolicy) Route(f *Pool, j *Job) (int, string) {
 		}
 	}
 	if ovl[bi] == 0 {
-		return bi, "no-match-first"
+		return bi, reasonNoMatchFirst
 	}
-	return bi, "prefix-match"
+	return bi, ReasonPrefixMatch
 }
+
+// The reasons of a prefix-aware choice: the replica chosen holds some of the request's prefix
+// (prefix-match), or none does and load chose it (no-match; kv-longest's no-match-first: the
+// first replica). Routers use the first two for the same branches of theirs.
+const (
+	ReasonPrefixMatch  = "prefix-match"
+	ReasonNoMatch      = "no-match"
+	reasonNoMatchFirst = "no-match-first"
+)
+
+// matchReasons are the reasons matchReason gives.
+var matchReasons = []string{ReasonPrefixMatch, ReasonNoMatch}
 
 // matchReason names a scoring policy's choice: prefix-match when the replica chosen holds some
 // of the request's prefix (overlap > 0), else no-match (the load terms alone chose it).
 func matchReason(overlap int) string {
 	if overlap > 0 {
-		return "prefix-match"
+		return ReasonPrefixMatch
 	}
-	return "no-match"
+	return ReasonNoMatch
 }

@@ -41,15 +41,16 @@ type PolicyInfo struct {
 	Baseline bool
 	// Family is what a team would deploy for it (FamilyKV when empty).
 	Family Family
+	// Reasons are every reason its Route gives (Policy.Route), named by constants next to
+	// the policy: simulate --help lists them, and a test replays every policy on varied
+	// traffic to hold each route's reason to them.
+	Reasons []string
 	// Product and Source are set for an emulation of a shipped router: the product's display
 	// name and the upstream source the emulation follows.
 	Product, Source string
 	// Label, for an emulation whose product ships more than one default set, names the set
 	// it runs with ("CLI defaults"; the product's Variant.Label).
 	Label string
-	// Reasons, for an emulation, are the reasons its routes can give (Policy.Route): the
-	// branches of its product's rule, listed in simulate's help.
-	Reasons []string
 	// NeedsText is set for an emulation that reads the request's text or fields (Request.View):
 	// it cannot run on a trace of block hashes.
 	NeedsText bool

@@ -5,8 +5,12 @@ var roundRobinInfo = PolicyInfo{
 	About:    "replicas in turn; the baseline for prefill tokens saved",
 	Baseline: true,
 	Family:   FamilyBalance,
+	Reasons:  []string{ReasonRoundRobin},
 	New:      func(Config, int) Policy { return &roundRobinPolicy{} },
 }
+
+// ReasonRoundRobin is the reason of a replica taken in turn.
+const ReasonRoundRobin = "round-robin"
 
 // roundRobinPolicy sends each request to the replica after the last one chosen. Reason:
 // round-robin.
@@ -15,5 +19,5 @@ type roundRobinPolicy struct{ next int }
 func (p *roundRobinPolicy) Route(f *Pool, _ *Job) (int, string) {
 	i := p.next % f.Size()
 	p.next = i + 1
-	return i, "round-robin"
+	return i, ReasonRoundRobin
 }

@@ -1,9 +1,10 @@
 package sim
 
 var sessionInfo = PolicyInfo{
-	Name:   "session",
-	About:  "session affinity: hash of the session id, else of block 0, modulo the replicas",
-	Family: FamilySession,
+	Name:    "session",
+	About:   "session affinity: hash of the session id, else of block 0, modulo the replicas",
+	Family:  FamilySession,
+	Reasons: []string{ReasonSessionKey, ReasonFirstBlock, ReasonRoundRobin},
 	New: func(c Config, _ int) Policy {
 		return &sessionPolicy{seed: c.Seed}
 	},
@@ -24,15 +25,22 @@ func (p *sessionPolicy) Route(f *Pool, j *Job) (int, string) {
 	h, ok := keyHash(j.req, p.seed)
 	if !ok {
 		p.next++
-		return p.next % f.Size(), "round-robin"
+		return p.next % f.Size(), ReasonRoundRobin
 	}
 	return int(h % uint64(f.Size())), keyReason(j.req)
 }
 
+// The reasons of an affinity key: the request's session id (session-key, also the routers'
+// reason for a session header or field), else its first block.
+const (
+	ReasonSessionKey = "session-key"
+	ReasonFirstBlock = "first-block"
+)
+
 // keyReason names the affinity key keyHash hashes for r.
 func keyReason(r *Request) string {
 	if r.Session != "" {
-		return "session-key"
+		return ReasonSessionKey
 	}
-	return "first-block"
+	return ReasonFirstBlock
 }

@@ -8,6 +8,7 @@ func promptCaching(s Settings) sim.PolicyInfo {
 		Name:      "litellm-prompt-caching",
 		About:     "LiteLLM proxy with optional_pre_call_checks [prompt_caching]: the deployment that last served the prefix up to the last cache_control marker, for 300 s, on prompts of >= 1,024 tokens; else simple-shuffle",
 		Family:    sim.FamilyKV,
+		Reasons:   []string{reasonCacheKey, sim.ReasonRandom},
 		Product:   display,
 		Source:    "BerriAI/litellm litellm/router_utils/pre_call_checks/prompt_caching_deployment_check.py (async_filter_deployments, async_log_success_event), litellm/router_utils/prompt_caching_cache.py (extract_cacheable_prefix, TTL 300), litellm/utils.py (is_prompt_caching_valid_prompt, 1024 tokens); ROUTERS.md §1, SPEC §6",
 		NeedsText: true,
@@ -22,6 +23,10 @@ func promptCaching(s Settings) sim.PolicyInfo {
 
 // litellmMinCacheTokens is MINIMUM_PROMPT_CACHE_TOKEN_COUNT.
 const litellmMinCacheTokens = 1024
+
+// reasonCacheKey is litellm-prompt-caching's reason for the deployment pinned to the prompt's
+// cacheable prefix.
+const reasonCacheKey = "cache-key"
 
 // litellmPromptCachePolicy is LiteLLM's prompt_caching over simple-shuffle, each replica a
 // deployment. For each request:
@@ -79,10 +84,10 @@ func (p *litellmPromptCachePolicy) Route(f *sim.Pool, j *sim.Job) (int, string) 
 	v := r.View
 	if v.Chat && v.CacheKey != 0 && r.InputTokens >= litellmMinCacheTokens {
 		if rep, ok := p.pins[pod].get(v.CacheKey, j.Arrival(), f.Size()); ok {
-			return rep, "cache-key"
+			return rep, reasonCacheKey
 		}
 	}
-	return p.shuffle.pick(f.Size()), "random"
+	return p.shuffle.pick(f.Size()), sim.ReasonRandom
 }
 
 // Prefilled implements sim.Observer.

@@ -8,6 +8,7 @@ func sessionAffinity(s Settings) sim.PolicyInfo {
 		Name:      "litellm-session-affinity",
 		About:     "LiteLLM proxy with optional_pre_call_checks [session_affinity]: the session id's pinned deployment for deployment_affinity_ttl_seconds (3600), else simple-shuffle; per-pod pins without Redis",
 		Family:    sim.FamilySession,
+		Reasons:   []string{sim.ReasonSessionKey, sim.ReasonRandom},
 		Product:   display,
 		Source:    "BerriAI/litellm litellm/router_utils/pre_call_checks/deployment_affinity_check.py@00e1fe8 (async_filter_deployments, async_pre_call_deployment_hook), litellm/proxy/litellm_pre_call_utils.py (session id headers), litellm/router_strategy/simple_shuffle.py; config_settings.md (deployment_affinity_ttl_seconds 3600, redis_host); ROUTERS.md §1, SPEC §6",
 		NeedsText: true,
@@ -73,12 +74,12 @@ func (p *litellmSessionPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	if id != "" {
 		if rep, ok := pins.get(id, now, f.Size()); ok {
 			pins.set(id, rep, now+p.ttl, now)
-			return rep, "session-key"
+			return rep, sim.ReasonSessionKey
 		}
 	}
 	rep := p.shuffle.pick(f.Size())
 	if id != "" {
 		pins.set(id, rep, now+p.ttl, now)
 	}
-	return rep, "random"
+	return rep, sim.ReasonRandom
 }
