@@ -1,13 +1,9 @@
 package router
 
-import (
-	"github.com/kvcheck/kvcheck/internal/router/aibrix"
-	"github.com/kvcheck/kvcheck/internal/router/config"
-)
+import "github.com/kvcheck/kvcheck/internal/router/config"
 
 // Checkers returns the configuration checks lint runs (config.Checker): those of every product
-// that has them, in the order of Products, then those of the products whose configuration
-// kvcheck checks but whose routing it does not emulate yet (AIBrix).
+// that has them, in the order of Products.
 func Checkers() []config.Checker {
 	var out []config.Checker
 	for _, p := range Products() {
@@ -15,5 +11,5 @@ func Checkers() []config.Checker {
 			out = append(out, c)
 		}
 	}
-	return append(out, aibrix.Checker{})
+	return out
 }

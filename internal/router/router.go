@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvcheck/kvcheck/internal/router/aibrix"
 	"github.com/kvcheck/kvcheck/internal/router/dynamo"
 	"github.com/kvcheck/kvcheck/internal/router/litellm"
 	"github.com/kvcheck/kvcheck/internal/router/llmd"
@@ -50,6 +51,7 @@ func Products() []product.Router {
 		sglang.Router{},
 		ray.Router{},
 		vllmrouter.Router{},
+		aibrix.Router{},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kvcheck/kvcheck/internal/router/aibrix"
 	"github.com/kvcheck/kvcheck/internal/router/dynamo"
 	"github.com/kvcheck/kvcheck/internal/router/litellm"
 	"github.com/kvcheck/kvcheck/internal/router/prodstack"
@@ -373,6 +374,25 @@ var vllmRouterCLI = flagSet{source: "vllm-router's command line", flags: map[str
 	"--max-tree-size":         {value: kInt},
 }}
 
+// aibrixValues: the AIBrix Helm chart's gateway plugin environment (vllm-project/aibrix@e3e10f9:
+// dist/chart/values.yaml, gatewayPlugin.container.envs, a mapping of names to strings rendered
+// into the Deployment's env; the names the gateway reads, pkg/plugins/gateway/ENV_VARS.md and
+// algorithms/prefix_cache.go:44-57, pkg/utils/prefixcacheindexer/hash.go:42-47; the strategies,
+// the types.RoutingAlgorithm constants of pkg/plugins/gateway/algorithms).
+var aibrixValues = func() model {
+	paths := map[string]kind{"": kMap, "gatewayPlugin": kMap, "gatewayPlugin.container": kMap, "gatewayPlugin.container.envs": kMap}
+	for _, k := range []string{"ROUTING_ALGORITHM", "AIBRIX_PREFIX_CACHE_TOKENIZER_TYPE", "AIBRIX_PREFIX_CACHE_BLOCK_SIZE", "AIBRIX_PREFIX_CACHE_BLOCK_NUMBER",
+		"AIBRIX_PREFIX_CACHE_POD_RUNNING_REQUEST_IMBALANCE_ABS_COUNT", "AIBRIX_PREFIX_CACHE_STANDARD_DEVIATION_FACTOR", "AIBRIX_PREFIX_CACHE_EVICTION_DURATION_MINS",
+		"AIBRIX_PREFIX_CACHE_EVICTION_INTERVAL_SECONDS", "AIBRIX_PREFIX_CACHE_KV_EVENT_SYNC_ENABLED", "AIBRIX_PREFIX_CACHE_USE_REMOTE_TOKENIZER"} {
+		paths["gatewayPlugin.container.envs."+k] = kStr
+	}
+	return model{source: "AIBrix's Helm values", paths: paths, enums: map[string][]string{
+		"gatewayPlugin.container.envs.ROUTING_ALGORITHM": {"least-busy-time", "least-gpu-cache", "least-kv-cache", "least-latency", "least-request", "least-utilization", "pd", "power-of-two", "prefix-cache",
+			"prefix-cache-preble", "random", "session-affinity", "slo", "slo-pack-load", "slo-least-load", "slo-least-load-pulling", "throughput", "vtc-basic"},
+		"gatewayPlugin.container.envs.AIBRIX_PREFIX_CACHE_TOKENIZER_TYPE": {"character", "tiktoken"},
+	}}
+}()
+
 // snippetLoads checks a product's snippet against its model and returns what does not load.
 func snippetLoads(sn product.Snippet) []string {
 	switch sn.Product {
@@ -394,6 +414,8 @@ func snippetLoads(sn product.Snippet) []string {
 		return prodStackValues.check(&doc)
 	case LLMD:
 		return eppCheck(&doc)
+	case aibrix.ID:
+		return aibrixValues.check(&doc)
 	case Dynamo:
 		errs := dynamoGraph.check(&doc)
 		var whole struct {
@@ -535,6 +557,7 @@ func launchCommand(text, launch string, fs flagSet) []string {
 var whereKey = map[string]string{
 	Ray: "request_router_config", LiteLLM: "router_settings", LLMD: "--config-file", ProdStack: "routerSpec",
 	Dynamo: "mainContainer.args", SGLang: "sglang_router.launch_router", vllmrouter.ID: "vllm-router",
+	aibrix.ID: "gatewayPlugin.container.envs",
 }
 
 // TestSnippetsLoad: every snippet kvcheck can write (TestSnippetsPassTheLint's rows) loads in
@@ -558,8 +581,8 @@ func TestSnippetsLoad(t *testing.T) {
 			t.Errorf("%s: the snippet says it goes into %q, which does not name %s", c.Policy, sn.Where, k)
 		}
 	}
-	if len(seen) != 7 {
-		t.Errorf("products checked: %v, want all seven", seen)
+	if len(seen) != 8 {
+		t.Errorf("products checked: %v, want all eight", seen)
 	}
 }
 

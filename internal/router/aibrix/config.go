@@ -1,11 +1,11 @@
-// Package aibrix is what kvcheck knows about the AIBrix gateway's configuration: its
-// prefix-cache routing's environment (vllm-project/aibrix @e3e10f9; ROUTERS.md section 8). It
-// checks configuration only: AIBrix's routing is not emulated yet, so it is not among the
-// registry's products (internal/router.Checkers lists it).
+// AIBrix's configuration checks: its prefix-cache routing's environment (vllm-project/aibrix
+// @e3e10f9; ROUTERS.md section 8), and the environment read back as the facts Configure reads.
 package aibrix
 
 import (
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/router/config"
@@ -68,4 +68,47 @@ func checkEnv(d *config.Doc, env map[string]config.Token) {
 				"set AIBRIX_PREFIX_CACHE_USE_REMOTE_TOKENIZER=true and AIBRIX_PREFIX_CACHE_REMOTE_TOKENIZER_ENDPOINT to the engine's address")
 		}
 	}
+}
+
+// ReadNode implements config.NodeReader: a container's environment (env: [{name, value}]) or
+// the Helm chart's envs mapping that sets a routing strategy, or any AIBRIX_PREFIX_CACHE_
+// variable, is a gateway; its variables are the facts Configure reads.
+func (Router) ReadNode(v *config.Values, n *yaml.Node) {
+	env := map[string]string{}
+	line := 0
+	for _, e := range config.Seq(config.Get(n, "env")) {
+		name, _ := config.Str(e, "name")
+		val, ok := config.Str(e, "value")
+		if name != "" && ok {
+			env[name] = val
+			if line == 0 {
+				line = e.Line
+			}
+		}
+	}
+	if m := config.Get(n, "envs"); m != nil && m.Kind == yaml.MappingNode {
+		for i := 1; i < len(m.Content); i += 2 {
+			env[m.Content[i-1].Value] = m.Content[i].Value
+		}
+		line = m.Line
+	}
+	gateway := false
+	for k := range env {
+		if k == "ROUTING_ALGORITHM" || k == "AIBRIX_ROUTING_ALGORITHM" || strings.HasPrefix(k, "AIBRIX_PREFIX_CACHE_") {
+			gateway = true
+		}
+	}
+	if !gateway {
+		return
+	}
+	rf := v.NewRouter(ID, line)
+	for k, val := range env {
+		if k == "AIBRIX_ROUTING_ALGORITHM" {
+			k = EnvStrategy
+		}
+		if k == EnvStrategy || strings.HasPrefix(k, "AIBRIX_PREFIX_CACHE_") {
+			rf.Values[k] = config.ShellDefault(val)
+		}
+	}
+	v.Add(rf)
 }
