@@ -119,7 +119,7 @@ type configFound struct {
 // (a Helm template's actions masked).
 func (fl *fileLint) configFile() *config.File {
 	if fl.cfg == nil {
-		fl.cfg = fl.l.cfg.NewFile(fl.path, fl.src, fl.lines.Index)
+		fl.cfg = fl.l.cfg.NewFile(fl.path, fl.src, fl.lines.index())
 		if fl.masks != nil {
 			fl.cfg.Template(fl.orig, fl.masks)
 		}

@@ -787,16 +787,16 @@ func (fl *fileLint) literalLines(v *yaml.Node) []int {
 	line := v.Line + 1 // the content starts on the line after the | indicator
 	indent := -1
 	for _, want := range lines {
-		if line > len(fl.lines.starts) {
+		if line > len(fl.lines.starts()) {
 			if want == "" {
 				break
 			}
 			return nil
 		}
-		start := fl.lines.starts[line-1]
+		start := fl.lines.starts()[line-1]
 		end := len(fl.src)
-		if line < len(fl.lines.starts) {
-			end = fl.lines.starts[line] - 1
+		if line < len(fl.lines.starts()) {
+			end = fl.lines.starts()[line] - 1
 		}
 		text := strings.TrimSuffix(string(fl.src[start:end]), "\r")
 		if want == "" {

@@ -396,26 +396,34 @@ func (l *Linter) File(path string, src []byte) FileResult {
 	return r
 }
 
-// lineIndex is a textpos.Index under the names lint's code uses; starts are the offsets where
-// the lines begin.
+// lineIndex is a file's textpos.Index, made when a position is first asked: a file with no
+// finding (most files of a tree of dashboards) never pays for it.
 type lineIndex struct {
-	*textpos.Index
-	starts []int
+	src []byte
+	x   *textpos.Index
 }
 
 const chunkSize = textpos.ChunkSize
 
-func newLineIndex(src []byte) lineIndex {
-	x := textpos.New(src)
-	return lineIndex{x, x.Starts()}
+func newLineIndex(src []byte) lineIndex { return lineIndex{src: src} }
+
+// index returns the index, made on first use.
+func (li *lineIndex) index() *textpos.Index {
+	if li.x == nil {
+		li.x = textpos.New(li.src)
+	}
+	return li.x
 }
+
+// starts returns the offsets where the lines begin.
+func (li *lineIndex) starts() []int { return li.index().Starts() }
 
 // startsChar reports whether c starts a character (textpos.StartsChar).
 func startsChar(c byte) bool { return textpos.StartsChar(c) }
 
 // pos returns the 1-based line and character column of a byte offset.
-func (li lineIndex) pos(off int) (int, int) { return li.Pos(off) }
+func (li *lineIndex) pos(off int) (int, int) { return li.index().Pos(off) }
 
 // offset returns the byte offset of a 1-based line and character column; a column past the
 // end of its line gives the line's end.
-func (li lineIndex) offset(line, col int) int { return li.Offset(line, col) }
+func (li *lineIndex) offset(line, col int) int { return li.index().Offset(line, col) }

@@ -145,8 +145,8 @@ func inlineIgnores(src []byte) map[int]string {
 		}
 		line, _ := lines.pos(at)
 		end := len(src)
-		if line < len(lines.starts) {
-			end = lines.starts[line]
+		if line < len(lines.starts()) {
+			end = lines.starts()[line]
 		}
 		if _, seen := out[line]; !seen {
 			out[line] = string(src[at+len(directive) : end])
