@@ -54,6 +54,10 @@ type PolicyInfo struct {
 	// NeedsText is set for an emulation that reads the request's text or fields (Request.View):
 	// it cannot run on a trace of block hashes.
 	NeedsText bool
+	// KeepsText is set for an emulation that keeps a tree of the characters it routed
+	// (radixTree): its replay holds up to the traffic's distinct text, so a caller running
+	// replays at once runs these one at a time.
+	KeepsText bool
 	// ReadsIndex is set for the policies that read the pool's block index (Pool.Overlaps,
 	// Pool.Runs): only their replays keep it up to date, which saves two index updates per
 	// block cached or evicted for the others.

@@ -28,9 +28,11 @@ import (
 //     and a node is split only between characters;
 //   - the two products evict differently (evictLRULeaves for SGLang, evictOldest for Ray).
 //
-// Nodes do not copy text: a node's path (the text from the root to its end) is a prefix of a
-// text that was inserted, sharing that string's memory, so the tree costs a node's fields per
-// node (about 120 bytes plus 16 per holder), at most two nodes per text inserted.
+// A node keeps its own characters only: a leaf copies the part of the text no node held yet,
+// and a split cuts a label in two without copying, so the tree holds each character once,
+// what the upstream trees hold, plus a node's fields (about 120 bytes plus 16 per holder), at
+// most two nodes per text inserted. It never keeps an inserted text whole: a request's text is
+// garbage once routed (a request log's texts are read back from a file one at a time: View).
 type radixTree struct {
 	root  radixNode
 	size  []int // characters held per replica
@@ -49,10 +51,11 @@ type radixTree struct {
 // pageUnit is the width of a page key in a token tree's text.
 const pageUnit = 8
 
-// radixNode is a run of characters: path[start:] is its label, path the text from the root.
+// radixNode is a run of characters (or page keys), its label; its path is the text from the
+// root to its end, the labels on the way.
 type radixNode struct {
-	path    string
-	start   int
+	lab     string
+	depth   int // bytes of the path
 	chars   int // characters in the label
 	salt    uint64
 	last    int // the replica whose insert created the node (SGLang's last_tenant)
@@ -68,7 +71,45 @@ type radixHolder struct {
 }
 
 // label is the node's own characters.
-func (n *radixNode) label() string { return n.path[n.start:] }
+func (n *radixNode) label() string { return n.lab }
+
+// path is the text from the root to n's end (made for tests and messages; the tree compares
+// paths with pathCompare).
+func (n *radixNode) path() string {
+	var b []byte
+	for ; n != nil; n = n.parent {
+		b = append([]byte(n.lab), b...)
+	}
+	return string(b)
+}
+
+// ancestry is n and its ancestors up to the root's child, the root's child first.
+func (n *radixNode) ancestry(buf []*radixNode) []*radixNode {
+	buf = buf[:0]
+	for ; n != nil && n.parent != nil; n = n.parent {
+		buf = append(buf, n)
+	}
+	slices.Reverse(buf)
+	return buf
+}
+
+// pathCompare compares the paths of two nodes of one tree as strings, without making them:
+// down from the root they follow the same nodes until one ends (its path is a prefix of the
+// other's, so the shorter) or they part into two children, whose labels start with different
+// characters and so order the paths.
+func pathCompare(a, b *radixNode) int {
+	if a == b {
+		return 0
+	}
+	var ab, bb [32]*radixNode
+	pa, pb := a.ancestry(ab[:0]), b.ancestry(bb[:0])
+	for i := range min(len(pa), len(pb)) {
+		if pa[i] != pb[i] {
+			return strings.Compare(pa[i].lab, pb[i].lab)
+		}
+	}
+	return cmp.Compare(len(pa), len(pb))
+}
 
 // holder returns the index of rep in n.holders, or -1.
 func (n *radixNode) holder(rep int) int {
@@ -192,7 +233,7 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 	for i < len(text) {
 		k := t.kid(n, text[i:])
 		if k == nil {
-			leaf := &radixNode{path: text, start: i, chars: t.count(text[i:]), salt: pathSalt(text), last: rep, parent: n}
+			leaf := &radixNode{lab: strings.Clone(text[i:]), depth: len(text), chars: t.count(text[i:]), salt: pathSalt(text), last: rep, parent: n}
 			n.kids = append(n.kids, leaf)
 			t.nodes++
 			t.hold(leaf, rep, at)
@@ -202,10 +243,10 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 		if shared < len(k.label()) {
 			// Split k: its first shared bytes become a new node between n and k that every
 			// holder of k holds, with k's times and creator (the upstream trees copy them).
-			up := &radixNode{path: k.path[:i+shared], start: i, chars: t.count(k.label()[:shared]),
+			up := &radixNode{lab: k.lab[:shared], depth: i + shared, chars: t.count(k.lab[:shared]),
 				salt: k.salt, last: k.last, parent: n, kids: []*radixNode{k}, holders: slices.Clone(k.holders)}
 			n.kids[slices.Index(n.kids, k)] = up
-			k.start = i + shared
+			k.lab = k.lab[shared:]
 			k.chars -= up.chars
 			k.parent = up
 			t.nodes++
@@ -307,7 +348,7 @@ func (h evictHeap) Less(a, b int) bool {
 	if h[a].rep != h[b].rep {
 		return h[a].rep < h[b].rep
 	}
-	return h[a].n.path < h[b].n.path
+	return pathCompare(h[a].n, h[b].n) < 0
 }
 func (h evictHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
 func (h *evictHeap) Push(x any)   { *h = append(*h, x.(evictEntry)) }
@@ -385,7 +426,7 @@ func (t *radixTree) evictOldest(rep, remove int) int {
 		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
-		return cmp.Compare(len(b.n.path), len(a.n.path))
+		return cmp.Compare(b.n.depth, a.n.depth)
 	})
 	removed := 0
 	for g := 0; g < len(hs) && removed < remove; {

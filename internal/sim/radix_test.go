@@ -21,7 +21,7 @@ func treeShape(t *radixTree) []string {
 		for _, h := range n.holders {
 			hs[h.rep] = h.at
 		}
-		nodes[n.path] = shapeLine(n.path, n.label(), hs)
+		nodes[n.path()] = shapeLine(n.path(), n.label(), hs)
 	})
 	return byPath(nodes)
 }
@@ -100,8 +100,8 @@ func TestRadixInsertMatch(t *testing.T) {
 			hs = append(hs, h.rep)
 		}
 		slices.Sort(hs)
-		if n.path != c.path || m != c.matched || !slices.Equal(hs, c.holders) {
-			t.Errorf("match(%q) = node %q, %d bytes, holders %v; want %q, %d, %v", c.text, n.path, m, hs, c.path, c.matched, c.holders)
+		if n.path() != c.path || m != c.matched || !slices.Equal(hs, c.holders) {
+			t.Errorf("match(%q) = node %q, %d bytes, holders %v; want %q, %d, %v", c.text, n.path(), m, hs, c.path, c.matched, c.holders)
 		}
 	}
 }
@@ -120,12 +120,12 @@ func TestRadixCharacters(t *testing.T) {
 		t.Errorf("sizes (-want +got):\n%s", d)
 	}
 	n, m := tr.match("cafêx") // ê is C3 AA: matches "caf" only
-	if n.path != "caf" || m != 3 {
-		t.Errorf("match(cafêx) = %q, %d; want caf, 3", n.path, m)
+	if n.path() != "caf" || m != 3 {
+		t.Errorf("match(cafêx) = %q, %d; want caf, 3", n.path(), m)
 	}
 	n, m = tr.match("café crème")
-	if n.path != "café" || runeCount("café crème"[:m]) != 4 {
-		t.Errorf("match(café crème) = %q, %d bytes; want café, 4 characters", n.path, m)
+	if n.path() != "café" || runeCount("café crème"[:m]) != 4 {
+		t.Errorf("match(café crème) = %q, %d bytes; want café, 4 characters", n.path(), m)
 	}
 }
 
@@ -485,8 +485,8 @@ func TestRadixAgreesWithBruteForce(t *testing.T) {
 					hs = append(hs, h.rep)
 				}
 				slices.Sort(hs)
-				if n.path != bp || m != bm || !slices.Equal(hs, b.holders(bp)) {
-					t.Fatalf("seed %d step %d: match(%q) = %q %d %v, brute force %q %d %v", seed, step, text, n.path, m, hs, bp, bm, b.holders(bp))
+				if n.path() != bp || m != bm || !slices.Equal(hs, b.holders(bp)) {
+					t.Fatalf("seed %d step %d: match(%q) = %q %d %v, brute force %q %d %v", seed, step, text, n.path(), m, hs, bp, bm, b.holders(bp))
 				}
 				if len(hs) > 0 && tr.stampEnd { // SGLang's match stamps the node it returns
 					n.holders[n.holder(hs[0])].at = at
@@ -550,8 +550,8 @@ func FuzzRadixTree(f *testing.F) {
 			case 1:
 				n, m := tr.match(text)
 				bp, bm := b.match(text)
-				if n.path != bp || m != bm {
-					t.Fatalf("step %d: match(%q) = %q %d, brute force %q %d", step, text, n.path, m, bp, bm)
+				if n.path() != bp || m != bm {
+					t.Fatalf("step %d: match(%q) = %q %d, brute force %q %d", step, text, n.path(), m, bp, bm)
 				}
 			case 2:
 				tr.evictLRULeaves(len(text))

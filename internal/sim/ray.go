@@ -12,6 +12,7 @@ var rayInfo = PolicyInfo{
 	Product:   "Ray Serve LLM",
 	Source:    "ray-project/ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py (imbalanced_threshold=inf), prefix_tree.py@19a1eaa, serve/_private/request_router/pow_2_router.py and request_router.py; ROUTERS.md §6, SPEC.md §6",
 	NeedsText: true,
+	KeepsText: true,
 	newPolicy: func(c Config, _ int) policy {
 		s := c.settings().Ray
 		return &rayPolicy{s: s, rng: rand.New(rand.NewPCG(c.Seed, 7)), nextEvict: s.EvictionIntervalSecs}

@@ -83,8 +83,8 @@ type RequestLogOptions struct {
 	// Source windows a database request log (--since, --until, --max-rows); ReadRequestFile
 	// opens the log with it.
 	Source audit.SourceOptions
-	// maxViewBytes lowers MaxViewBytes in tests.
-	maxViewBytes int64
+	// maxViewBytes lowers MaxViewBytes in tests, memViewBytes MemViewBytes.
+	maxViewBytes, memViewBytes int64
 }
 
 // logFields are what the adapter reads from a line beyond what audit.RequestReader gives.
@@ -142,6 +142,10 @@ type requestLog struct {
 	// passed MaxViewBytes.
 	viewBytes    int64
 	viewsDropped bool
+	// texts holds the views' texts once they passed MemViewBytes; memOnly is set when no
+	// temporary file could.
+	texts   *textFile
+	memOnly bool
 }
 
 // ReadRequests reads request logs in the format `kvcheck audit` reads (one OpenAI chat or
@@ -204,8 +208,12 @@ func ReadRequests(ctx context.Context, r io.Reader, name string, opts RequestLog
 		err = l.readEstimated(ctx, rr)
 	}
 	if err != nil {
+		if l.texts != nil {
+			l.texts.close()
+		}
 		return nil, err
 	}
+	l.doneViews()
 	t, err := l.finish(rr.BodyKey())
 	if err != nil {
 		return nil, err

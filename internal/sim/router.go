@@ -66,6 +66,17 @@ type View struct {
 	// CacheTokens is the estimated token count of that prefix (LiteLLM needs at least 1,024).
 	CacheKey    uint64
 	CacheTokens int
+
+	// Stored, when set, holds Text, which is "" then: a request log's texts past MemViewBytes
+	// are kept in a temporary file, and a replay reads each back as it routes the request.
+	Stored *StoredText
+}
+
+// StoredText is where a view's text was moved: size bytes at at of the log's text file.
+type StoredText struct {
+	file *textFile
+	at   int64
+	size int
 }
 
 // Piece is a run of a chat's View.Text: it ends at End (it starts where the one before ends)

@@ -188,6 +188,11 @@ func simulateWith(t *Trace, c Config, info PolicyInfo, record bool, w *watch, ro
 	f.routes = routes
 	added := c.AddReplicaAt < 0
 	freshFrom, afterAdd, sent := 0, 0, 0
+	var (
+		loaded     Request
+		loadedView View
+		textBuf    []byte
+	)
 	for i := range t.Requests {
 		r := &t.Requests[i]
 		for sib := range siblings(r, c) {
@@ -201,7 +206,19 @@ func simulateWith(t *Trace, c Config, info PolicyInfo, record bool, w *watch, ro
 			j := f.pool.get()
 			*j = Job{seq: sent, index: i, sibling: sib, req: r, ids: t.blockIDs(i), arrival: r.Arrival, steady: r.Arrival >= c.MeasureFrom && i >= c.MeasureFromRequest}
 			sent++
+			if info.NeedsText && r.View != nil && r.View.Stored != nil {
+				// The text the router reads, back from the log's text file for this
+				// route only: the router keeps what it needs of it (its tree copies).
+				v, err := r.View.withText(&loadedView, &textBuf)
+				if err != nil {
+					return Result{}, nil, fmt.Errorf("trace %s: %w", t.Name, err)
+				}
+				loaded = *r
+				loaded.View = v
+				j.req = &loaded
+			}
 			j.rep, j.reason = p.Route(f, j)
+			j.req = r
 			if j.rep < 0 || j.rep >= f.Size() {
 				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.Size())
 			}

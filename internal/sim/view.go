@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/audit"
@@ -171,7 +174,9 @@ func viewBytes(v *View) int64 {
 	return n
 }
 
-// keepView attaches the request's view, or drops every view once they pass MaxViewBytes.
+// keepView attaches the request's view, or drops every view once they pass MaxViewBytes. Once
+// the views' texts pass MemViewBytes they go to the log's text file (textFile), those kept so
+// far first.
 func (l *requestLog) keepView(req *audit.Request, r *Request) {
 	if l.viewsDropped {
 		return
@@ -179,14 +184,126 @@ func (l *requestLog) keepView(req *audit.Request, r *Request) {
 	v := newView(req)
 	l.viewBytes += viewBytes(v)
 	if l.viewBytes > l.maxViewBytes() {
-		l.viewsDropped = true
-		for i := range l.t.Requests {
-			l.t.Requests[i].View = nil
-		}
-		l.t.noView = fmt.Sprintf("the request log's text passed %d MB at line %d, more than kvcheck keeps for the routers that read it (MaxViewBytes); simulate a part of the log with --max-requests", l.maxViewBytes()>>20, req.Line)
+		l.dropViews(fmt.Sprintf("the request log's text passed %d MB at line %d, more than kvcheck keeps for the routers that read it (MaxViewBytes); simulate a part of the log with --max-requests", l.maxViewBytes()>>20, req.Line))
 		return
 	}
 	r.View = v
+	if l.texts == nil && !l.memOnly && l.viewBytes > l.memViewBytes() {
+		f, err := newTextFile()
+		if err != nil {
+			// Kept in memory, as a log under MemViewBytes is (up to MaxViewBytes).
+			l.memOnly = true
+			return
+		}
+		l.texts = f
+		for i := range l.t.Requests {
+			if err == nil && l.t.Requests[i].View != nil {
+				err = f.put(l.t.Requests[i].View)
+			}
+		}
+		if err != nil {
+			l.dropViews(err.Error())
+		}
+		return
+	}
+	if l.texts != nil {
+		if err := l.texts.put(v); err != nil {
+			l.dropViews(err.Error())
+		}
+	}
+}
+
+// dropViews drops every view, saying why.
+func (l *requestLog) dropViews(why string) {
+	l.viewsDropped = true
+	for i := range l.t.Requests {
+		l.t.Requests[i].View = nil
+	}
+	l.t.noView = why
+	if l.texts != nil {
+		l.texts.close()
+		l.texts = nil
+	}
+}
+
+// doneViews ends the writing of the views' texts: they are read back from here on.
+func (l *requestLog) doneViews() {
+	if l.texts == nil {
+		return
+	}
+	if err := l.texts.w.Flush(); err != nil {
+		l.dropViews(fmt.Sprintf("the request log's text could not be kept for the routers that read it: %v", err))
+		return
+	}
+	// The file is closed when no view refers to it any more (os.File's own cleanup), and
+	// goes with the process at the latest: it is unlinked.
+	l.texts.w = nil
+}
+
+func (l *requestLog) memViewBytes() int64 {
+	if l.opts.memViewBytes > 0 {
+		return l.opts.memViewBytes
+	}
+	return MemViewBytes
+}
+
+// MemViewBytes is how much of a request log's text the views keep in memory: past it every
+// view's text goes to a temporary file, removed as soon as it is made (so no exit leaves it
+// behind), and a replay of a router that reads text reads each request's back as it routes it
+// (from the page cache: the file is written once, just before). Memory then holds the views'
+// other fields (viewOverhead, the message offsets and headers) and, for a replay, the router's
+// own tree; the log's text is bounded by MaxViewBytes on disk. Where no temporary file can be
+// made the texts stay in memory.
+const MemViewBytes = 64 << 20
+
+// textFile is a temporary file holding the texts of a request log's views, one after another.
+type textFile struct {
+	f    *os.File
+	w    *bufio.Writer // nil once written
+	size int64
+}
+
+func newTextFile() (*textFile, error) {
+	f, err := os.CreateTemp("", "kvcheck-texts-*")
+	if err != nil {
+		return nil, err
+	}
+	// Unlinked at once: read through the descriptor (where an open file cannot be removed,
+	// Windows, it stays until the OS's temporary files are cleaned).
+	_ = os.Remove(f.Name())
+	return &textFile{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+// put moves v's text to the file.
+func (tf *textFile) put(v *View) error {
+	if _, err := tf.w.WriteString(v.Text); err != nil {
+		return fmt.Errorf("the request log's text could not be kept for the routers that read it: %v", err)
+	}
+	v.Stored = &StoredText{file: tf, at: tf.size, size: len(v.Text)}
+	tf.size += int64(len(v.Text))
+	v.Text = ""
+	return nil
+}
+
+func (tf *textFile) close() { _ = tf.f.Close() }
+
+// withText returns v with its text, read back from its file into buf when it was moved there
+// (v itself otherwise).
+func (v *View) withText(into *View, buf *[]byte) (*View, error) {
+	if v == nil || v.Stored == nil {
+		return v, nil
+	}
+	st := v.Stored
+	if cap(*buf) < st.size {
+		*buf = make([]byte, st.size)
+	}
+	b := (*buf)[:st.size]
+	if _, err := st.file.f.ReadAt(b, st.at); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("reading back a request's text: %w", err)
+	}
+	*into = *v
+	into.Text, into.Stored = string(b), nil
+	return into, nil
 }
 
 func (l *requestLog) maxViewBytes() int64 {

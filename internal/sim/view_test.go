@@ -3,6 +3,9 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -243,5 +246,93 @@ func TestRouterTexts(t *testing.T) {
 	v = tr.Requests[0].View
 	if s, r := sglangText(v), rayText(v); unsafe.StringData(s) != unsafe.StringData(v.Text) || unsafe.StringData(r) != unsafe.StringData(v.Text) {
 		t.Error("a single string content is copied")
+	}
+}
+
+// TestViewTextFile: a log whose texts pass MemViewBytes keeps them in a temporary file, and
+// every router that reads text routes exactly as on the same log held in memory. The log is
+// 240 chats of 6 tenants (each a system prompt of its own, two with characters of two and three
+// bytes), each tenant's users continuing their conversation, so texts share long prefixes and
+// the trees split and evict (SGLang's hint defaults: a 10,000-character tree, evicted every 30
+// s; Ray evicting past 5,000 characters of a replica): the routes and hits must be the same,
+// request by request.
+func TestViewTextFile(t *testing.T) {
+	var lines []string
+	for i := range 240 {
+		tenant := i % 6
+		system := fmt.Sprintf("tenant %d: ", tenant) + strings.Repeat([]string{"abc ", "déf ", "ghi ", "€uro ", "jkl ", "mno "}[tenant], 60+20*tenant)
+		turns := ""
+		for k := range i / 6 % 5 {
+			turns += fmt.Sprintf(`,{"role":"assistant","content":"answer %d of user %d"},{"role":"user","content":"follow-up %d"}`, k, i%18, k)
+		}
+		lines = append(lines, fmt.Sprintf(`{"timestamp":%d,"messages":[{"role":"system","content":%q},{"role":"user","content":"question of user %d"}%s],"max_tokens":50}`,
+			1764496800+i/2, system, i%18, turns))
+	}
+	log := strings.Join(lines, "\n")
+	read := func(o RequestLogOptions) *Trace {
+		t.Helper()
+		tr, err := ReadRequests(context.Background(), strings.NewReader(log), "texts.jsonl", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	mem, spilled := read(RequestLogOptions{}), read(RequestLogOptions{memViewBytes: 1})
+	var buf []byte
+	for i, r := range spilled.Requests {
+		if r.View == nil || r.View.Stored == nil || r.View.Text != "" {
+			t.Fatalf("request %d: view %+v, want its text moved to the file", i, r.View)
+		}
+		var into View
+		v, err := r.View.withText(&into, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := mem.Requests[i].View; v.Text != want.Text || !slices.Equal(v.Pieces, want.Pieces) {
+			t.Fatalf("request %d read back %q, want %q", i, v.Text, want.Text)
+		}
+	}
+	for _, r := range mem.Requests {
+		if r.View.Stored != nil {
+			t.Fatal("a log under MemViewBytes moved its texts out of memory")
+		}
+	}
+	c := Config{Replicas: 3, KVBlocks: 2000, AddReplicaAt: -1, Seed: 1,
+		Model: Model{PrefillPerToken: 1e-4, DecodePerToken: 0.02, MaxRunning: 8}, Params: DefaultParams()}
+	for _, tc := range []struct {
+		policy string
+		c      Config
+	}{
+		{"sglang-cache-aware", withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangCLIDefaults() })},
+		{"sglang-cache-aware", withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangHintDefaults() })},
+		{"ray-prefix-affinity", c},
+		{"ray-prefix-affinity", withRouters(c, func(s *RouterSettings) {
+			s.Ray.DoEviction, s.Ray.EvictionThresholdChars, s.Ray.EvictionTargetChars = true, 5000, 4000
+		})},
+		{"prodstack-prefixaware", c},
+	} {
+		want, got := runTiny(t, mem, tc.c, tc.policy), runTiny(t, spilled, tc.c, tc.policy)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: texts from the file route otherwise than in memory (-memory +file):\n%s", tc.policy, d)
+		}
+		if len(slices.Compact(slices.Clone(want.Routes))) < 2 {
+			t.Errorf("%s: every request went to one replica; the log does not exercise the router", tc.policy)
+		}
+	}
+}
+
+// TestViewTextNoTempDir: where no temporary file can be made the texts stay in memory, every
+// one of them, rather than being dropped.
+func TestViewTextNoTempDir(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	lines := strings.Repeat(`{"prompt":"`+strings.Repeat("x", 100)+`"}`+"\n", 3)
+	tr, err := ReadRequests(context.Background(), strings.NewReader(lines), "t.jsonl", RequestLogOptions{memViewBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range tr.Requests {
+		if r.View == nil || r.View.Stored != nil || r.View.Text != strings.Repeat("x", 100) {
+			t.Errorf("request %d: view %+v, want its text in memory", i, r.View)
+		}
 	}
 }

@@ -346,6 +346,10 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
+	// Routers that keep a tree of the text they routed replay one at a time: each may hold the
+	// traffic's distinct text (Ray's as shipped never evicts), so two at once would hold it
+	// twice. The other worker goes on with the rest meanwhile.
+	trees := make(chan struct{}, 1)
 	for range min(runtime.GOMAXPROCS(0), len(cands)+1) {
 		wg.Go(func() {
 			for k := range work {
@@ -361,10 +365,18 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 				switch info, err := policy(name, settings); {
 				case err != nil:
 					errs[k] = err
-				case spool != nil:
-					results[k], runs[k], errs[k] = spool.Simulate(ctx, t, c, info, k)
 				default:
-					results[k], errs[k] = sim.SimulatePolicy(ctx, t, c, info)
+					if info.KeepsText {
+						trees <- struct{}{}
+					}
+					if spool != nil {
+						results[k], runs[k], errs[k] = spool.Simulate(ctx, t, c, info, k)
+					} else {
+						results[k], errs[k] = sim.SimulatePolicy(ctx, t, c, info)
+					}
+					if info.KeepsText {
+						<-trees
+					}
 				}
 				if s.Progress != nil {
 					mu.Lock()
@@ -375,10 +387,31 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 			}
 		})
 	}
+	// The tree routers are fed between the others, so that while one runs the other worker has
+	// something else to replay.
+	var treeRows, otherRows []int
+	for k, cd := range cands {
+		if info, err := policy(cd.Policy, cd.Settings); err == nil && info.KeepsText {
+			treeRows = append(treeRows, k+1)
+		} else {
+			otherRows = append(otherRows, k+1)
+		}
+	}
+	order := make([]int, 0, len(cands))
+	for len(treeRows)+len(otherRows) > 0 {
+		if len(treeRows) > 0 {
+			order, treeRows = append(order, treeRows[0]), treeRows[1:]
+		}
+		for range 2 {
+			if len(otherRows) > 0 {
+				order, otherRows = append(order, otherRows[0]), otherRows[1:]
+			}
+		}
+	}
 feed:
-	for k := range cands {
+	for _, k := range order {
 		select {
-		case work <- k + 1:
+		case work <- k:
 		case <-ctx.Done():
 			break feed
 		}
