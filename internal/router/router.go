@@ -30,6 +30,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/router/aibrix"
 	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/kthena"
 	"github.com/kvcheck/kvcheck/internal/router/litellm"
 	"github.com/kvcheck/kvcheck/internal/router/llmd"
 	"github.com/kvcheck/kvcheck/internal/router/prodstack"
@@ -52,6 +53,7 @@ func Products() []product.Router {
 		ray.Router{},
 		vllmrouter.Router{},
 		aibrix.Router{},
+		kthena.Router{},
 	}
 }
 

@@ -27,7 +27,7 @@ var allEmulations = []string{"prodstack-roundrobin", "prodstack-session", "prods
 	"llmd-approx", "llmd-precise", "dynamo-round-robin", "dynamo-kv", "sglang-cache-aware", "ray-prefix-affinity",
 	"litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching",
 	"vllm-router-consistent-hash", "vllm-router-rendezvous-hash", "vllm-router-power-of-two", "vllm-router-round-robin", "vllm-router-random",
-	"aibrix-prefix-cache"}
+	"aibrix-prefix-cache", "kthena-router"}
 
 // TestNoFilesAllUnknown: without --config files no requirement a file would show is met or
 // missing; only the traffic's own (a session header, cache_control markers) are judged, and on

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/router/aibrix"
 	"github.com/kvcheck/kvcheck/internal/router/dynamo"
+	"github.com/kvcheck/kvcheck/internal/router/kthena"
 	"github.com/kvcheck/kvcheck/internal/router/litellm"
 	"github.com/kvcheck/kvcheck/internal/router/prodstack"
 	"github.com/kvcheck/kvcheck/internal/router/product"
@@ -393,6 +394,58 @@ var aibrixValues = func() model {
 	}}
 }()
 
+// kthenaConfigMap: the ConfigMap the Kthena router mounts (volcano-sh/kthena@3cc0572:
+// charts/kthena/charts/networking/templates/kthena-router/component/configmap.yaml, name
+// kthena-router-config, key routerConfiguration; deployment.yaml:156-171 mounts it as
+// /etc/config/routerConfiguration.yaml); kthenaRouterConfig: that key's YAML as the router
+// reads it (pkg/kthena-router/scheduler/plugins/conf/conf.go: scheduler.pluginConfig[{name,
+// args}], scheduler.plugins.{Filter,Score}.enabled), each plugin's args as its plugin reads
+// them (least_request.go maxWaitingRequests, least_latency.go TTFTTPOTWeightFactor,
+// prefix_cache.go blockSizeToHash, maxBlocksToMatch, maxHashCacheSize, topKMatches), and the
+// plugin names the scheduler's registry knows (scheduler/factory.go:65-95).
+var kthenaConfigMap = model{source: "a Kubernetes ConfigMap", paths: map[string]kind{
+	"": kMap, "apiVersion": kStr, "kind": kStr, "metadata": kMap, "metadata.name": kStr, "metadata.namespace": kStr,
+	"data": kMap, "data.routerConfiguration": kStr,
+}, enums: map[string][]string{"apiVersion": {"v1"}, "kind": {"ConfigMap"}, "metadata.name": {"kthena-router-config"}}}
+
+var kthenaRouterConfig = func() model {
+	score := []string{"gpu-usage", "least-latency", "least-request", "random", "prefix-cache", "kvcache-aware"}
+	filter := []string{"least-request", "lora-affinity"}
+	return model{source: "the Kthena router's configuration", paths: map[string]kind{
+		"": kMap, "scheduler": kMap, "scheduler.pluginConfig": kList, "scheduler.pluginConfig[]": kMap,
+		"scheduler.pluginConfig[].name": kStr, "scheduler.pluginConfig[].args": kMap,
+		"scheduler.pluginConfig[].args.maxWaitingRequests": kInt, "scheduler.pluginConfig[].args.TTFTTPOTWeightFactor": kNum,
+		"scheduler.pluginConfig[].args.blockSizeToHash": kInt, "scheduler.pluginConfig[].args.maxBlocksToMatch": kInt,
+		"scheduler.pluginConfig[].args.maxHashCacheSize": kInt, "scheduler.pluginConfig[].args.topKMatches": kInt,
+		"scheduler.plugins": kMap, "scheduler.plugins.Filter": kMap, "scheduler.plugins.Filter.enabled": kList,
+		"scheduler.plugins.Filter.enabled[]": kStr, "scheduler.plugins.Score": kMap, "scheduler.plugins.Score.enabled": kList,
+		"scheduler.plugins.Score.enabled[]": kMap, "scheduler.plugins.Score.enabled[].name": kStr, "scheduler.plugins.Score.enabled[].weight": kInt,
+	}, enums: map[string][]string{
+		"scheduler.pluginConfig[].name": append(slices.Clone(score), filter...), "scheduler.plugins.Filter.enabled[]": filter,
+		"scheduler.plugins.Score.enabled[].name": score,
+	}}
+}()
+
+// kthenaLoads checks the ConfigMap, then the router configuration its key holds.
+func kthenaLoads(doc *yaml.Node) []string {
+	errs := kthenaConfigMap.check(doc)
+	var cm struct {
+		Data map[string]string `yaml:"data"`
+	}
+	if err := doc.Decode(&cm); err != nil {
+		return append(errs, err.Error())
+	}
+	text, ok := cm.Data["routerConfiguration"]
+	if !ok {
+		return append(errs, "no data.routerConfiguration: the router reads its configuration from that key")
+	}
+	var inner yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &inner); err != nil {
+		return append(errs, "routerConfiguration is not YAML: "+err.Error())
+	}
+	return append(errs, kthenaRouterConfig.check(&inner)...)
+}
+
 // snippetLoads checks a product's snippet against its model and returns what does not load.
 func snippetLoads(sn product.Snippet) []string {
 	switch sn.Product {
@@ -416,6 +469,8 @@ func snippetLoads(sn product.Snippet) []string {
 		return eppCheck(&doc)
 	case aibrix.ID:
 		return aibrixValues.check(&doc)
+	case kthena.ID:
+		return kthenaLoads(&doc)
 	case Dynamo:
 		errs := dynamoGraph.check(&doc)
 		var whole struct {
@@ -557,7 +612,7 @@ func launchCommand(text, launch string, fs flagSet) []string {
 var whereKey = map[string]string{
 	Ray: "request_router_config", LiteLLM: "router_settings", LLMD: "--config-file", ProdStack: "routerSpec",
 	Dynamo: "mainContainer.args", SGLang: "sglang_router.launch_router", vllmrouter.ID: "vllm-router",
-	aibrix.ID: "gatewayPlugin.container.envs",
+	aibrix.ID: "gatewayPlugin.container.envs", kthena.ID: "routerConfiguration",
 }
 
 // TestSnippetsLoad: every snippet kvcheck can write (TestSnippetsPassTheLint's rows) loads in
@@ -581,8 +636,8 @@ func TestSnippetsLoad(t *testing.T) {
 			t.Errorf("%s: the snippet says it goes into %q, which does not name %s", c.Policy, sn.Where, k)
 		}
 	}
-	if len(seen) != 8 {
-		t.Errorf("products checked: %v, want all eight", seen)
+	if len(seen) != 9 {
+		t.Errorf("products checked: %v, want all nine", seen)
 	}
 }
 

@@ -53,7 +53,7 @@ func TestSnippetsPassTheLint(t *testing.T) {
 			t.Errorf("%s: no router read back from its own snippet:\n%s", c.Policy, sn.Text)
 		}
 	}
-	if len(seen) != 8 {
+	if len(seen) != 9 {
 		t.Errorf("products with snippets: %v", seen)
 	}
 }

@@ -94,8 +94,9 @@ var (
 	FilterPlugins = []string{"least-request", "lora-affinity"}
 )
 
-// Router is the Kthena router.
-type Router struct{}
+// Router is the Kthena router: its routing (this file) and its part in lint (Checker,
+// config.go).
+type Router struct{ Checker }
 
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
@@ -204,36 +205,18 @@ func (Router) Tune(_ string, ps product.Settings, tr product.Traffic) (product.S
 // in tokens (the byte estimate's 4).
 const CharsPerToken = 4
 
-// The requirements of the Kthena emulation, by name.
-const (
-	ReqRouter  = "Kthena router with its ConfigMap"
-	ReqPrompts = "completions with text prompts"
-)
+// ReqRouter is the requirement of the Kthena emulation. A completion whose prompt is a list
+// (token ids or a batch), which the router answers 404, is no requirement: the emulation cannot
+// run on such traffic and says so (check, scheduler.go), and a requirement the traffic merely
+// does not break would count as met in the ranking.
+const ReqRouter = "Kthena router with its ConfigMap"
 
 // Requirements implements product.Router.
-func (Router) Requirements(_ string, _ product.Settings, tr product.Traffic, f *product.Files) []product.Requirement {
-	out := []product.Requirement{
+func (Router) Requirements(_ string, _ product.Settings, _ product.Traffic, f *product.Files) []product.Requirement {
+	return []product.Requirement{
 		product.System(ReqRouter, ID, "the kthena-router-config ConfigMap (routerConfiguration)", f),
 		product.Kubernetes(f),
 	}
-	r := product.Requirement{Name: ReqPrompts}
-	switch {
-	case !tr.Text || tr.Trace == nil:
-		r.Status, r.Detail = product.Unknown, "this "+tr.Format+" trace holds no request bodies"
-	default:
-		lists := 0
-		for i := range tr.Trace.Requests {
-			if v := tr.Trace.Requests[i].View; v != nil && !v.Chat && (v.PromptIDs > 0 || v.BatchLeft > 0) {
-				lists++
-			}
-		}
-		if lists > 0 {
-			r.Status, r.Detail = product.Missing, fmt.Sprintf("%d completions in %s send a list as prompt (token ids or a batch): the router answers them 404", lists, tr.Name)
-		} else {
-			r.Status, r.Detail = product.Met, "every prompt in "+tr.Name+" is text or chat messages"
-		}
-	}
-	return append(out, r)
 }
 
 // Snippet implements product.Router: the kthena-router-config ConfigMap.
@@ -277,5 +260,6 @@ func (Router) Snippet(_ string, ps product.Settings) product.Snippet {
 		w("            - name: %s", p.Name)
 		w("              weight: %d # a weight left out is 0: the plugin then counts for nothing", p.Weight)
 	}
-	return product.Snippet{Product: ID, Format: "Kubernetes ConfigMap", File: "kthena-router-config.yaml", Text: b.String()}
+	return product.Snippet{Product: ID, Format: "Kubernetes ConfigMap", File: "kthena-router-config.yaml",
+		Where: "the kthena-router-config ConfigMap, key routerConfiguration, which the router reads as /etc/config/routerConfiguration.yaml (volcano-sh/kthena@3cc0572: charts/kthena/charts/networking/templates/kthena-router/component/configmap.yaml; deployment.yaml:156-171)", Text: b.String()}
 }
