@@ -129,7 +129,6 @@ func StringChat(contents ...string) *View {
 type RouterSettings struct {
 	ProdStack ProdStackSettings
 	LLMD      LLMDSettings
-	Dynamo    DynamoSettings
 	SGLang    SGLangSettings
 	Ray       RaySettings
 	LiteLLM   LiteLLMSettings
@@ -178,36 +177,6 @@ type LLMDSettings struct {
 	// builds its index only from those events (ROUTERS.md §2), so it stays empty and no pod
 	// ever matches a prefix. false (the zero value) is the engines publishing.
 	NoEngineEvents bool
-}
-
-// DynamoSettings are NVIDIA Dynamo frontend router settings (ROUTERS.md §4).
-type DynamoSettings struct {
-	// Mode is --router-mode (round-robin).
-	Mode string
-	// OverlapWeight is the factor of the prefill term of the cost: --router-prefill-load-scale
-	// (DYN_ROUTER_PREFILL_LOAD_SCALE, 1.0), or the deprecated --router-kv-overlap-score-weight,
-	// which wins when given (a legacy 0 also sets OverlapCredit to 0; Dynamo's router guide); in
-	// older releases that flag was the weight itself. Either way it multiplies the prefill blocks
-	// (lib/kv-router/src/scheduling/selector.rs@01690d42).
-	OverlapWeight float64
-	// OverlapCredit is --router-kv-overlap-score-credit (DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT,
-	// 1.0): the share of each cached block taken off the prefill blocks.
-	OverlapCredit float64
-	// CreditDecay is --router-kv-overlap-score-credit-decay (0: no decay).
-	CreditDecay float64
-	// KVEvents is --router-kv-events (true); false is the approximate mode.
-	KVEvents bool
-	// NoEngineEvents is not a frontend flag but the workers': true when they publish no KV
-	// events (no --kv-events-config; the newest dynamo.vllm no longer makes one up). With
-	// KVEvents the router's radix tree is built only from those events, so it stays empty:
-	// "Without it, the router falls back to load-only decisions even in kv mode" (Dynamo's
-	// "Set up KV-Aware Routing", ROUTERS.md §4). The approximate mode (KVEvents false) needs no
-	// events and ignores it. false (the zero value) is the workers publishing.
-	NoEngineEvents bool
-	// TTLSecs is --router-ttl-secs, the approximate mode's block lifetime (120).
-	TTLSecs float64
-	// Temperature is --router-temperature (0: always the lowest cost).
-	Temperature float64
 }
 
 // SGLangSettings are the SGLang model gateway's cache_aware settings (ROUTERS.md §5). The CLI
@@ -308,7 +277,6 @@ func DefaultRouterSettings() RouterSettings {
 		LLMD: LLMDSettings{QueueWeight: 2, KVUtilWeight: 2, PrefixWeight: 3, BlockSizeTokens: 16,
 			LRUCapacityPerServer: 31250, MaxPrefixBlocksToMatch: 2048, Tokenizer: "estimate",
 			AutoTune: true, MaxPrefixTokensToMatch: 131072, PreciseBlockSizeTokens: 16},
-		Dynamo:  DynamoSettings{Mode: "round-robin", OverlapWeight: 1.0, OverlapCredit: 1.0, CreditDecay: 0, KVEvents: true, TTLSecs: 120},
 		SGLang:  SGLangCLIDefaults(),
 		Ray:     RaySettings{ImbalancedThreshold: math.Inf(1), MatchRateThreshold: 0.1, EvictionThresholdChars: 400_000, EvictionTargetChars: 360_000, EvictionIntervalSecs: 10},
 		LiteLLM: LiteLLMSettings{RoutingStrategy: "simple-shuffle", AffinityTTLSecs: 3600, PromptCacheTTLSecs: 300, ProxyPods: 1},
@@ -331,8 +299,6 @@ func legacyEmulations() []PolicyInfo {
 	return []PolicyInfo{
 		llmdApproxInfo,
 		llmdPreciseInfo,
-		dynamoRoundRobinInfo,
-		dynamoKVInfo,
 		prodStackRoundRobinInfo,
 		prodStackSessionInfo,
 		prodStackPrefixAwareInfo,

@@ -1,7 +1,8 @@
 // Package dynamo is everything kvcheck knows about NVIDIA Dynamo's frontend router: its flags
 // with the shipped defaults (ROUTERS.md §4), its emulations (dynamo-round-robin, the mode it
-// ships with; dynamo-kv, --router-mode kv), how a file's flags configure them, how kvcheck would
-// tune them, what they need and the DynamoGraphDeployment to apply.
+// ships with, roundrobin.go; dynamo-kv, --router-mode kv, kv.go, whose doc comments cite the
+// upstream lines they follow), how a file's flags configure them, how kvcheck would tune them,
+// what they need and the DynamoGraphDeployment to apply.
 package dynamo
 
 import (
@@ -20,11 +21,40 @@ const (
 	display = "NVIDIA Dynamo"
 )
 
-// Settings are NVIDIA Dynamo frontend router settings.
-type Settings = sim.DynamoSettings
+// Settings are NVIDIA Dynamo frontend router settings (ROUTERS.md §4).
+type Settings struct {
+	// Mode is --router-mode (round-robin).
+	Mode string
+	// OverlapWeight is the factor of the prefill term of the cost: --router-prefill-load-scale
+	// (DYN_ROUTER_PREFILL_LOAD_SCALE, 1.0), or the deprecated --router-kv-overlap-score-weight,
+	// which wins when given (a legacy 0 also sets OverlapCredit to 0; Dynamo's router guide); in
+	// older releases that flag was the weight itself. Either way it multiplies the prefill blocks
+	// (lib/kv-router/src/scheduling/selector.rs@01690d42).
+	OverlapWeight float64
+	// OverlapCredit is --router-kv-overlap-score-credit (DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT,
+	// 1.0): the share of each cached block taken off the prefill blocks.
+	OverlapCredit float64
+	// CreditDecay is --router-kv-overlap-score-credit-decay (0: no decay).
+	CreditDecay float64
+	// KVEvents is --router-kv-events (true); false is the approximate mode.
+	KVEvents bool
+	// NoEngineEvents is not a frontend flag but the workers': true when they publish no KV
+	// events (no --kv-events-config; the newest dynamo.vllm no longer makes one up). With
+	// KVEvents the router's radix tree is built only from those events, so it stays empty:
+	// "Without it, the router falls back to load-only decisions even in kv mode" (Dynamo's
+	// "Set up KV-Aware Routing", ROUTERS.md §4). The approximate mode (KVEvents false) needs no
+	// events and ignores it. false (the zero value) is the workers publishing.
+	NoEngineEvents bool
+	// TTLSecs is --router-ttl-secs, the approximate mode's block lifetime (120).
+	TTLSecs float64
+	// Temperature is --router-temperature (0: always the lowest cost).
+	Temperature float64
+}
 
 // Shipped are the settings as Dynamo ships them.
-func Shipped() Settings { return sim.DefaultRouterSettings().Dynamo }
+func Shipped() Settings {
+	return Settings{Mode: "round-robin", OverlapWeight: 1.0, OverlapCredit: 1.0, CreditDecay: 0, KVEvents: true, TTLSecs: 120}
+}
 
 // RouterModes are the values --router-mode takes.
 func RouterModes() []string {
@@ -42,13 +72,7 @@ func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: 
 
 // Emulations implements product.Router.
 func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
-	r := sim.DefaultRouterSettings()
-	r.Dynamo = ps.(Settings)
-	rr, _ := sim.Emulation("dynamo-round-robin", r)
-	rr.Family = sim.FamilyBalance
-	kv, _ := sim.Emulation("dynamo-kv", r)
-	kv.Family = sim.FamilyKV
-	return []sim.PolicyInfo{rr, kv}
+	return []sim.PolicyInfo{roundRobin(), kvRouter(ps.(Settings))}
 }
 
 // Configure implements product.Router. It reads the frontend's flags (--router-mode,

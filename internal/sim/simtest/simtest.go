@@ -259,3 +259,16 @@ func Replay(t *sim.Trace, c sim.Config, route func(r *sim.Request, n int) int, e
 	}
 	return o
 }
+
+// Relative names each route "first" when it is the first request's replica, else "other": the
+// routes of a two-replica run whose first choice is random, told apart from where it went.
+func Relative(routes []int) []string {
+	out := make([]string, len(routes))
+	for i, r := range routes {
+		out[i] = "other"
+		if r == routes[0] {
+			out[i] = "first"
+		}
+	}
+	return out
+}

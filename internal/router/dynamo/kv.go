@@ -1,32 +1,40 @@
-package sim
+package dynamo
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-var dynamoKVInfo = PolicyInfo{
-	Name:       "dynamo-kv",
-	About:      "NVIDIA Dynamo KV router (--router-mode kv): lowest overlap-weight x (prefill blocks - credited overlap) + decode blocks; credit decay 0, events or the 120 s TTL approximation",
-	Product:    "NVIDIA Dynamo",
-	Source:     "ai-dynamo/dynamo lib/kv-router/src/scheduling/selector.rs@01690d42 (worker_logit, softmax_sample_entries), lib/kv-router/src/sequences (WorkerLoadProjection, potential_decode_blocks), lib/llm/src/kv_router/approx.rs@17cf2360 (ApproxKvIndexer), kv_router_args.py@021d616; ROUTERS.md §4, SPEC §6",
-	ReadsIndex: true,
-	check:      dynamoCheck,
-	newPolicy: func(c Config, blockSize int) policy {
-		s := c.settings().Dynamo
-		return &dynamoKVPolicy{s: s, bs: blockSize, rng: rand.New(rand.NewPCG(c.Seed, 0x64796e))}
-	},
+// kvRouter is dynamo-kv with settings s.
+func kvRouter(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:       "dynamo-kv",
+		About:      "NVIDIA Dynamo KV router (--router-mode kv): lowest overlap-weight x (prefill blocks - credited overlap) + decode blocks; credit decay 0, events or the 120 s TTL approximation",
+		Family:     sim.FamilyKV,
+		Product:    display,
+		Source:     "ai-dynamo/dynamo lib/kv-router/src/scheduling/selector.rs@01690d42 (worker_logit, softmax_sample_entries), lib/kv-router/src/sequences (WorkerLoadProjection, potential_decode_blocks), lib/llm/src/kv_router/approx.rs@17cf2360 (ApproxKvIndexer), kv_router_args.py@021d616; ROUTERS.md §4, SPEC §6",
+		ReadsIndex: true,
+		Check:      check(s),
+		New: func(c sim.Config, blockSize int) sim.Policy {
+			return &dynamoKVPolicy{s: s, bs: blockSize, rng: rand.New(rand.NewPCG(c.Seed, 0x64796e))}
+		},
+	}
 }
 
-// dynamoCheck refuses settings the cost cannot be computed with. Dynamo's configuration
+// check refuses settings the cost cannot be computed with. Dynamo's configuration
 // reference says the overlap credit "must be finite and nonnegative" and the prefill load
 // scale's "minimum is 0.0"; for the decay and the temperature it gives no range (not verified
 // in the argument checks), but a negative or non-finite one makes the credit or the sampling
 // meaningless (a negative decay can divide by zero), so kvcheck refuses them too rather than give
 // a figure; the approximate mode's TTL must be a positive number of seconds.
-func dynamoCheck(c Config, t *Trace) error {
-	s := c.settings().Dynamo
+func check(s Settings) func(sim.Config, *sim.Trace) error {
+	return func(_ sim.Config, t *sim.Trace) error { return refused(s, t) }
+}
+
+func refused(s Settings, t *sim.Trace) error {
 	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) || x < 0 }
 	for _, v := range []struct {
 		flag string
@@ -38,11 +46,11 @@ func dynamoCheck(c Config, t *Trace) error {
 		{"--router-temperature", s.Temperature},
 	} {
 		if bad(v.x) {
-			return &CannotRunError{Policy: "dynamo-kv", Trace: t.Name, Reason: fmt.Sprintf("%s %v: the KV router's cost needs a finite number of at least 0", v.flag, v.x)}
+			return &sim.CannotRunError{Policy: "dynamo-kv", Trace: t.Name, Reason: fmt.Sprintf("%s %v: the KV router's cost needs a finite number of at least 0", v.flag, v.x)}
 		}
 	}
 	if !s.KVEvents && (bad(s.TTLSecs) || s.TTLSecs == 0) {
-		return &CannotRunError{Policy: "dynamo-kv", Trace: t.Name, Reason: fmt.Sprintf("--router-ttl-secs %v: the approximate mode (--no-router-kv-events) needs a positive number of seconds", s.TTLSecs)}
+		return &sim.CannotRunError{Policy: "dynamo-kv", Trace: t.Name, Reason: fmt.Sprintf("--router-ttl-secs %v: the approximate mode (--no-router-kv-events) needs a positive number of seconds", s.TTLSecs)}
 	}
 	return nil
 }
@@ -91,6 +99,9 @@ func dynamoCheck(c Config, t *Trace) error {
 // each) and, without KV events, the blocks routed there in the last TTL (a map entry and a
 // queue entry each); per request in flight one map entry until its prefill ends.
 //
+// Reasons: prefix-match (temperature 0, the worker chosen holds some of the prefix), no-match
+// (temperature 0, it holds none: its load alone won), softmax (temperature above 0: sampled).
+//
 // Not modelled: host, disk and shared-cache tiers (their credits are 0 with no offload);
 // replica sync between several frontends; queueing at the router (--router-queue-threshold
 // unset: none); tree-size pruning of the approximate index (TTL only).
@@ -111,7 +122,7 @@ func dynamoCheck(c Config, t *Trace) error {
 //     formula of disaggregated serving; the second model (refDynamo) is written from
 //     ROUTERS.md §4 and selector.rs.
 type dynamoKVPolicy struct {
-	s     DynamoSettings
+	s     Settings
 	bs    int
 	rng   *rand.Rand
 	load  []dynamoLoad
@@ -150,14 +161,15 @@ func (p *dynamoKVPolicy) grow(n int) {
 }
 
 // overlaps fills p.ovl (step 1).
-func (p *dynamoKVPolicy) overlaps(f *fleet, j *job, now float64) {
-	full := fullBlocks(j.req, p.bs)
+func (p *dynamoKVPolicy) overlaps(f *sim.Pool, j *sim.Job, now float64) {
+	full := j.FullBlocks(p.bs)
+	ids := j.IDs()
 	if p.s.KVEvents && p.s.NoEngineEvents {
 		clear(p.ovl)
 		return
 	}
 	if p.s.KVEvents {
-		indexRuns(f, j.ids, full, p.ovl)
+		f.Runs(j, full, p.ovl)
 		return
 	}
 	// Forget what expired (the indexer's expiry timer), so the record stays bounded by the
@@ -173,10 +185,10 @@ func (p *dynamoKVPolicy) overlaps(f *fleet, j *job, now float64) {
 		p.fifo = append(p.fifo[:0], p.fifo[p.head:]...)
 		p.head = 0
 	}
-	for i := range f.size() {
+	for i := range f.Size() {
 		k := 0
 		for k < full {
-			at, ok := p.ttl[i][j.ids[k]]
+			at, ok := p.ttl[i][ids[k]]
 			if !ok || at <= now {
 				break
 			}
@@ -186,22 +198,24 @@ func (p *dynamoKVPolicy) overlaps(f *fleet, j *job, now float64) {
 	}
 }
 
-func (p *dynamoKVPolicy) route(f *fleet, j *job) int {
-	p.grow(f.size())
-	now := j.arrival
+// Route implements sim.Policy.
+func (p *dynamoKVPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	p.grow(f.Size())
+	now := j.Arrival()
 	p.overlaps(f, j, now)
-	isl := float64(j.req.InputTokens)
+	isl := float64(j.Request().InputTokens)
 	bs := float64(p.bs)
-	full := fullBlocks(j.req, p.bs)
+	full := j.FullBlocks(p.bs)
+	ids := j.IDs()
 	reqBlocks := math.Ceil(isl / bs)
 	minPrefill := 0
 	if p.s.CreditDecay > 0 {
 		minPrefill = p.load[0].prefill
-		for i := 1; i < f.size(); i++ {
+		for i := 1; i < f.Size(); i++ {
 			minPrefill = min(minPrefill, p.load[i].prefill)
 		}
 	}
-	for i := range f.size() {
+	for i := range f.Size() {
 		l := &p.load[i]
 		raw := (float64(l.prefill) + isl) / bs
 		decay := 1.0
@@ -211,7 +225,7 @@ func (p *dynamoKVPolicy) route(f *fleet, j *job) int {
 		}
 		credit := p.s.OverlapCredit * decay * float64(p.ovl[i])
 		extra := 0
-		for _, id := range j.ids[:full] {
+		for _, id := range ids[:full] {
 			if l.blocks[id] == 0 {
 				extra++
 			}
@@ -219,25 +233,31 @@ func (p *dynamoKVPolicy) route(f *fleet, j *job) int {
 		decode := float64(len(l.blocks) + extra)
 		p.costs[i] = p.s.OverlapWeight*max(raw-credit, 0) + decode
 	}
-	best := p.choose(f.size())
+	best := p.choose(f.Size())
 
 	// The router's account of the request (ActiveSequences add) and, in the approximate mode,
 	// its record of where the blocks went.
 	l := &p.load[best]
-	uncached := j.req.InputTokens - p.ovl[best]*p.bs
+	uncached := j.Request().InputTokens - p.ovl[best]*p.bs
 	l.prefill += uncached
-	p.pending[j.seq] = uncached
-	for _, id := range j.ids[:full] {
+	p.pending[j.Seq()] = uncached
+	for _, id := range ids[:full] {
 		l.blocks[id]++
 	}
 	if !p.s.KVEvents {
 		at := now + p.s.TTLSecs
-		for _, id := range j.ids[:full] {
+		for _, id := range ids[:full] {
 			p.ttl[best][id] = at
 			p.fifo = append(p.fifo, dynamoExpiry{at: at, rep: best, id: id})
 		}
 	}
-	return best
+	switch {
+	case p.s.Temperature > 0:
+		return best, "softmax"
+	case p.ovl[best] > 0:
+		return best, "prefix-match"
+	}
+	return best, "no-match"
 }
 
 // choose picks among p.costs[:n] (step 7).
@@ -278,16 +298,18 @@ func (p *dynamoKVPolicy) choose(n int) int {
 	return n - 1
 }
 
-func (p *dynamoKVPolicy) prefilled(j *job) {
-	if t, ok := p.pending[j.seq]; ok {
-		p.load[j.rep].prefill -= t
-		delete(p.pending, j.seq)
+// Prefilled implements sim.Observer: the request's prefill tokens leave the worker's account.
+func (p *dynamoKVPolicy) Prefilled(j *sim.Job) {
+	if t, ok := p.pending[j.Seq()]; ok {
+		p.load[j.Replica()].prefill -= t
+		delete(p.pending, j.Seq())
 	}
 }
 
-func (p *dynamoKVPolicy) finished(j *job) {
-	l := &p.load[j.rep]
-	for _, id := range j.ids[:fullBlocks(j.req, p.bs)] {
+// Finished implements sim.Observer: the request's blocks are no longer live on its worker.
+func (p *dynamoKVPolicy) Finished(j *sim.Job) {
+	l := &p.load[j.Replica()]
+	for _, id := range j.IDs()[:j.FullBlocks(p.bs)] {
 		if l.blocks[id]--; l.blocks[id] <= 0 {
 			delete(l.blocks, id)
 		}
