@@ -17,7 +17,7 @@ import (
 // Second models of prodstack-prefixaware and the LMCache routers, written from the
 // routers' descriptions (ROUTERS.md §1 and §3, routing_logic.py, hashtrie.py,
 // deployment_affinity_check.py), not from the emulations' code: plain maps and strings, no trie,
-// no bit sets. They route over refFleet (dynamo_test.go), whose caches never fill.
+// no bit sets. They route over refFleet (model_test.go), whose caches never fill.
 
 // blockText is the text of one block: 40 characters, some of them two-byte, so that 128-character
 // chunks and blocks do not line up and characters are not bytes. Different blocks have different

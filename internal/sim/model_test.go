@@ -168,3 +168,23 @@ func replayRef(t *Trace, c Config, route func(r *Request, n int) int, e *refFlee
 	return o
 }
 
+// withRouters returns c with the shipped router settings changed by f.
+func withRouters(c Config, f func(*RouterSettings)) Config {
+	s := DefaultRouterSettings()
+	f(&s)
+	c.routers = &s
+	return c
+}
+
+// relative names routes by the replica the first request went to: the first request of these
+// traces meets an empty fleet, where every score ties and the picker draws one at random.
+func relative(routes []int) []string {
+	out := make([]string, len(routes))
+	for i, r := range routes {
+		out[i] = "other"
+		if r == routes[0] {
+			out[i] = "first"
+		}
+	}
+	return out
+}

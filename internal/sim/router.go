@@ -128,7 +128,6 @@ func StringChat(contents ...string) *View {
 // each product ships; a user's configuration or kvcheck's tuning overrides some.
 type RouterSettings struct {
 	ProdStack ProdStackSettings
-	LLMD      LLMDSettings
 	SGLang    SGLangSettings
 	Ray       RaySettings
 	LiteLLM   LiteLLMSettings
@@ -146,37 +145,6 @@ type ProdStackSettings struct {
 	KVAwareThreshold int
 	// LoadBeta is --loadaware-beta (1.0).
 	LoadBeta float64
-}
-
-// LLMDSettings are the llm-d router's (EPP) settings (EndpointPickerConfig; ROUTERS.md §2).
-type LLMDSettings struct {
-	// Scorer weights: queue-scorer 2, kv-cache-utilization-scorer 2, prefix-cache-scorer 3.
-	QueueWeight, KVUtilWeight, PrefixWeight float64
-	// BlockSizeTokens is the approximate producer's block size (16, raised to 64 at request time).
-	BlockSizeTokens int
-	// LRUCapacityPerServer is the approximate producer's index capacity in blocks (31250).
-	LRUCapacityPerServer int
-	// MaxPrefixBlocksToMatch bounds a match (2048).
-	MaxPrefixBlocksToMatch int
-	// Tokenizer is the token-producer backend: "estimate" (the default, about 4 bytes per token,
-	// not the engine's tokens) or "vllm" (the engine's own render endpoints).
-	Tokenizer string
-	// AutoTune is the approximate producer's autoTune (true): the block size and the LRU
-	// capacity come from the engine's metrics (block size and number of GPU blocks) instead of
-	// BlockSizeTokens and LRUCapacityPerServer (approximateprefix/types.go, plugin.go
-	// GetBlockSize and makeserver, llm-d-router@ebab687).
-	AutoTune bool
-	// MaxPrefixTokensToMatch is the approximate producer's cap in tokens (131072); when set it
-	// wins over MaxPrefixBlocksToMatch (plugin.go resolveMaxBlocks).
-	MaxPrefixTokensToMatch int
-	// PreciseBlockSizeTokens is the precise producer's tokenProcessorConfig.blockSizeTokens (16,
-	// pkg/kvcache/kvblock/token_processor.go): its keys cover full blocks of this many tokens.
-	PreciseBlockSizeTokens int
-	// NoEngineEvents is not an EPP setting but the engines': true when they publish no KV
-	// events (no --kv-events-config with enable_kv_cache_events true). The precise producer
-	// builds its index only from those events (ROUTERS.md §2), so it stays empty and no pod
-	// ever matches a prefix. false (the zero value) is the engines publishing.
-	NoEngineEvents bool
 }
 
 // SGLangSettings are the SGLang model gateway's cache_aware settings (ROUTERS.md §5). The CLI
@@ -274,12 +242,9 @@ type LiteLLMSettings struct {
 func DefaultRouterSettings() RouterSettings {
 	return RouterSettings{
 		ProdStack: ProdStackSettings{KVAwareThreshold: 2000, LoadBeta: 1.0},
-		LLMD: LLMDSettings{QueueWeight: 2, KVUtilWeight: 2, PrefixWeight: 3, BlockSizeTokens: 16,
-			LRUCapacityPerServer: 31250, MaxPrefixBlocksToMatch: 2048, Tokenizer: "estimate",
-			AutoTune: true, MaxPrefixTokensToMatch: 131072, PreciseBlockSizeTokens: 16},
-		SGLang:  SGLangCLIDefaults(),
-		Ray:     RaySettings{ImbalancedThreshold: math.Inf(1), MatchRateThreshold: 0.1, EvictionThresholdChars: 400_000, EvictionTargetChars: 360_000, EvictionIntervalSecs: 10},
-		LiteLLM: LiteLLMSettings{RoutingStrategy: "simple-shuffle", AffinityTTLSecs: 3600, PromptCacheTTLSecs: 300, ProxyPods: 1},
+		SGLang:    SGLangCLIDefaults(),
+		Ray:       RaySettings{ImbalancedThreshold: math.Inf(1), MatchRateThreshold: 0.1, EvictionThresholdChars: 400_000, EvictionTargetChars: 360_000, EvictionIntervalSecs: 10},
+		LiteLLM:   LiteLLMSettings{RoutingStrategy: "simple-shuffle", AffinityTTLSecs: 3600, PromptCacheTTLSecs: 300, ProxyPods: 1},
 	}
 }
 
@@ -297,8 +262,6 @@ func (e *CannotRunError) Error() string {
 // (internal/router/<product>), which reach them through Emulation.
 func legacyEmulations() []PolicyInfo {
 	return []PolicyInfo{
-		llmdApproxInfo,
-		llmdPreciseInfo,
 		prodStackRoundRobinInfo,
 		prodStackSessionInfo,
 		prodStackPrefixAwareInfo,

@@ -169,16 +169,24 @@ func TestSourceLoadCorpus(t *testing.T) {
 }
 
 // TestRunReportCannotRun: an emulation that cannot run leaves no row and one cannot-run finding
-// (info) per policy whatever the number of fleets, and the others run. On a trace of block
-// hashes the text-reading emulations cannot run for lack of text (prodstack-session too: the
-// text is checked before the settings); on a text trace of three identical prompts (3 blocks
-// each, 2 replicas) prodstack-prefixaware runs and sends r2 and r3 where r1 went, each hitting
-// 2 blocks (the last prompt token is always recomputed, so the last full block is not a hit),
-// 4 in all against round-robin's 2 (r3 on r1's replica), while prodstack-session still cannot run: the shipped settings have no session
-// key, and the router refuses to start without one. Run alone keeps failing with the error.
+// (info) per policy whatever the number of fleets, and the others run. Three stand-ins: one
+// that runs on any trace (least-loaded's rule), one that reads the text (kv-longest's rule) and
+// one that also refuses its settings. On a trace of block hashes both text readers cannot run
+// for lack of text (the text is checked before the settings); on a text trace of three
+// identical prompts (3 blocks each, 2 replicas) the text reader runs and sends r2 and r3 where
+// r1 went, each hitting 2 blocks (the last prompt token is always recomputed, so the last full
+// block is not a hit), 4 in all against round-robin's 2 (r3 on r1's replica), while the one
+// refusing its settings still cannot run. Run alone keeps failing with the error.
 func TestRunReportCannotRun(t *testing.T) {
-	sweep := Sweep{Replicas: []int{1, 2}, KVBlocks: []int{64},
-		Policies: []string{"round-robin", "llmd-approx", "prodstack-session", "prodstack-prefixaware"}, Base: tinyConfig(1)}
+	runs, reads, refuses := leastLoadedInfo, kvLongestInfo, kvLongestInfo
+	runs.Name = "runs-anywhere"
+	reads.Name, reads.NeedsText = "reads-text", true
+	refuses.Name, refuses.NeedsText = "refuses-settings", true
+	refuses.Check = func(_ Config, t *Trace) error {
+		return &CannotRunError{Policy: "refuses-settings", Trace: t.Name, Reason: "the router refuses to start without a session key"}
+	}
+	sweep := Sweep{Replicas: []int{1, 2}, KVBlocks: []int{64}, Emulations: []PolicyInfo{runs, refuses, reads},
+		Policies: []string{"round-robin", "runs-anywhere", "refuses-settings", "reads-text"}, Base: tinyConfig(1)}
 	hashes := tinyTrace(req(0, "", 100, 1, 2, 3), req(1, "", 100, 1, 2, 3), req(2, "", 100, 1, 2, 3))
 	rep, err := RunReport(context.Background(), hashes, sweep, nil)
 	if err != nil {
@@ -189,7 +197,7 @@ func TestRunReportCannotRun(t *testing.T) {
 		for _, r := range f.Results {
 			got = append(got, r.Policy)
 		}
-		if want := []string{"round-robin", "llmd-approx"}; !slices.Equal(got, want) {
+		if want := []string{"round-robin", "runs-anywhere"}; !slices.Equal(got, want) {
 			t.Errorf("%d replicas: rows %q, want %q", f.Replicas, got, want)
 		}
 	}
@@ -203,12 +211,12 @@ func TestRunReportCannotRun(t *testing.T) {
 			t.Errorf("cannot-run message %q does not say why", f.Message)
 		}
 	}
-	if want := []string{"cannot-run info prodstack-session", "cannot-run info prodstack-prefixaware"}; !slices.Equal(codes, want) {
+	if want := []string{"cannot-run info refuses-settings", "cannot-run info reads-text"}; !slices.Equal(codes, want) {
 		t.Errorf("findings %q, want %q", codes, want)
 	}
 	var ce *CannotRunError
-	if _, err := Run(context.Background(), hashes, sweep, nil); !errors.As(err, &ce) || ce.Policy != "prodstack-session" {
-		t.Errorf("Run = %v, want prodstack-session's *CannotRunError", err)
+	if _, err := Run(context.Background(), hashes, sweep, nil); !errors.As(err, &ce) || ce.Policy != "refuses-settings" {
+		t.Errorf("Run = %v, want refuses-settings's *CannotRunError", err)
 	}
 
 	text := textTrace(tinyBlock, textReq(0, 100, "same prompt", tinyBlock, 1, 2, 3),
@@ -222,11 +230,11 @@ func TestRunReportCannotRun(t *testing.T) {
 	for _, r := range rep.Fleets[0].Results {
 		hits[r.Policy] = r.HitBlocks
 	}
-	if want := map[string]int64{"round-robin": 2, "llmd-approx": hits["llmd-approx"], "prodstack-prefixaware": 4}; !maps.Equal(hits, want) {
+	if want := map[string]int64{"round-robin": 2, "runs-anywhere": hits["runs-anywhere"], "reads-text": 4}; !maps.Equal(hits, want) {
 		t.Errorf("hit blocks %v, want %v", hits, want)
 	}
-	if f := rep.Findings[0]; f.Code != "cannot-run" || f.Subject != "prodstack-session" || !strings.Contains(f.Message, "refuses to start without a session key") ||
+	if f := rep.Findings[0]; f.Code != "cannot-run" || f.Subject != "refuses-settings" || !strings.Contains(f.Message, "refuses to start without a session key") ||
 		slices.ContainsFunc(rep.Findings[1:], func(f finding.Finding) bool { return f.Code == "cannot-run" }) {
-		t.Errorf("findings %+v, want prodstack-session's missing session key alone", rep.Findings)
+		t.Errorf("findings %+v, want refuses-settings's missing session key alone", rep.Findings)
 	}
 }

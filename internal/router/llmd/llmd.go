@@ -1,7 +1,8 @@
 // Package llmd is everything kvcheck knows about the llm-d router (EPP): its
 // EndpointPickerConfig settings with the shipped defaults (ROUTERS.md §2), its emulations
-// (llmd-approx, the approximate prefix producer as shipped; llmd-precise, the precise producer
-// fed by the engines' KV events), how a file's values configure them, how kvcheck would tune
+// (llmd-approx, the approximate prefix producer as shipped, approx.go; llmd-precise, the precise
+// producer fed by the engines' KV events, precise.go; the scorers and picker they share,
+// picker.go, whose doc comment cites the upstream lines they follow), how a file's values configure them, how kvcheck would tune
 // them, what they need and the EndpointPickerConfig to apply.
 package llmd
 
@@ -20,11 +21,43 @@ const (
 	display = "llm-d"
 )
 
-// Settings are the llm-d router's (EPP) settings.
-type Settings = sim.LLMDSettings
+// Settings are the llm-d router's (EPP) settings (EndpointPickerConfig; ROUTERS.md §2).
+type Settings struct {
+	// Scorer weights: queue-scorer 2, kv-cache-utilization-scorer 2, prefix-cache-scorer 3.
+	QueueWeight, KVUtilWeight, PrefixWeight float64
+	// BlockSizeTokens is the approximate producer's block size (16, raised to 64 at request time).
+	BlockSizeTokens int
+	// LRUCapacityPerServer is the approximate producer's index capacity in blocks (31250).
+	LRUCapacityPerServer int
+	// MaxPrefixBlocksToMatch bounds a match (2048).
+	MaxPrefixBlocksToMatch int
+	// Tokenizer is the token-producer backend: "estimate" (the default, about 4 bytes per token,
+	// not the engine's tokens) or "vllm" (the engine's own render endpoints).
+	Tokenizer string
+	// AutoTune is the approximate producer's autoTune (true): the block size and the LRU
+	// capacity come from the engine's metrics (block size and number of GPU blocks) instead of
+	// BlockSizeTokens and LRUCapacityPerServer (approximateprefix/types.go, plugin.go
+	// GetBlockSize and makeserver, llm-d-router@ebab687).
+	AutoTune bool
+	// MaxPrefixTokensToMatch is the approximate producer's cap in tokens (131072); when set it
+	// wins over MaxPrefixBlocksToMatch (plugin.go resolveMaxBlocks).
+	MaxPrefixTokensToMatch int
+	// PreciseBlockSizeTokens is the precise producer's tokenProcessorConfig.blockSizeTokens (16,
+	// pkg/kvcache/kvblock/token_processor.go): its keys cover full blocks of this many tokens.
+	PreciseBlockSizeTokens int
+	// NoEngineEvents is not an EPP setting but the engines': true when they publish no KV
+	// events (no --kv-events-config with enable_kv_cache_events true). The precise producer
+	// builds its index only from those events (ROUTERS.md §2), so it stays empty and no pod
+	// ever matches a prefix. false (the zero value) is the engines publishing.
+	NoEngineEvents bool
+}
 
 // Shipped are the settings as llm-d ships them.
-func Shipped() Settings { return sim.DefaultRouterSettings().LLMD }
+func Shipped() Settings {
+	return Settings{QueueWeight: 2, KVUtilWeight: 2, PrefixWeight: 3, BlockSizeTokens: 16,
+		LRUCapacityPerServer: 31250, MaxPrefixBlocksToMatch: 2048, Tokenizer: "estimate",
+		AutoTune: true, MaxPrefixTokensToMatch: 131072, PreciseBlockSizeTokens: 16}
+}
 
 // Router is the llm-d router (EPP).
 type Router struct{}
@@ -37,15 +70,8 @@ func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: 
 
 // Emulations implements product.Router.
 func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
-	r := sim.DefaultRouterSettings()
-	r.LLMD = ps.(Settings)
-	var out []sim.PolicyInfo
-	for _, name := range []string{"llmd-approx", "llmd-precise"} {
-		e, _ := sim.Emulation(name, r)
-		e.Family = sim.FamilyKV
-		out = append(out, e)
-	}
-	return out
+	s := ps.(Settings)
+	return []sim.PolicyInfo{approx(s), precise(s)}
 }
 
 // Configure implements product.Router. It reads producer (precise or approx: precise only

@@ -272,3 +272,14 @@ func Relative(routes []int) []string {
 	}
 	return out
 }
+
+// Scaled returns the trace with blocks of bs tokens instead of Block: routers that ignore
+// anything shorter than their own blocks (llm-d's 64-token floor) need longer ones.
+func Scaled(t *sim.Trace, bs int) *sim.Trace {
+	c := &sim.Trace{Name: t.Name, Format: t.Format, BlockSize: bs, PrefixInfo: t.PrefixInfo, Requests: make([]sim.Request, len(t.Requests))}
+	for i, r := range t.Requests {
+		r.InputTokens = len(r.Blocks) * bs
+		c.Requests[i] = r
+	}
+	return c
+}

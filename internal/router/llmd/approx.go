@@ -1,27 +1,34 @@
-package sim
+package llmd
 
-import "fmt"
+import (
+	"fmt"
 
-var llmdApproxInfo = PolicyInfo{
-	Name:    "llmd-approx",
-	About:   "llm-d EPP as shipped: scorers queue 2, kv-utilisation 2, prefix 3, prefix from the router's own LRU of its decisions (blocks of at least 64 tokens)",
-	Product: "llm-d",
-	Source:  "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix (plugin.go, indexer.go, types.go), dataproducer/prefixhash/hashing.go; ROUTERS.md §2, SPEC §6",
-	check:   llmdApproxCheck,
-	newPolicy: func(c Config, blockSize int) policy {
-		return newLLMDApproxPolicy(c, blockSize)
-	},
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// approx is llmd-approx with settings s.
+func approx(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:    "llmd-approx",
+		About:   "llm-d EPP as shipped: scorers queue 2, kv-utilisation 2, prefix 3, prefix from the router's own LRU of its decisions (blocks of at least 64 tokens)",
+		Family:  sim.FamilyKV,
+		Product: display,
+		Source:  "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix (plugin.go, indexer.go, types.go), dataproducer/prefixhash/hashing.go; ROUTERS.md §2, SPEC §6",
+		Check:   func(_ sim.Config, t *sim.Trace) error { return approxRefused(s, t) },
+		New: func(c sim.Config, blockSize int) sim.Policy {
+			return newLLMDApproxPolicy(s, c, blockSize)
+		},
+	}
 }
 
-// llmdApproxCheck refuses what the producer refuses at start (newDataProducer): a block size
+// approxRefused refuses what the producer refuses at start (newDataProducer): a block size
 // of 0 or less with autoTune off, a negative maxPrefixTokensToMatch.
-func llmdApproxCheck(c Config, t *Trace) error {
-	s := c.settings().LLMD
+func approxRefused(s Settings, t *sim.Trace) error {
 	if !s.AutoTune && s.BlockSizeTokens <= 0 {
-		return &CannotRunError{Policy: "llmd-approx", Trace: t.Name, Reason: fmt.Sprintf("approx-prefix-cache-producer refuses to start: \"BlockSizeTokens must be > 0 when AutoTune is disabled (current value: %d)\"", s.BlockSizeTokens)}
+		return &sim.CannotRunError{Policy: "llmd-approx", Trace: t.Name, Reason: fmt.Sprintf("approx-prefix-cache-producer refuses to start: \"BlockSizeTokens must be > 0 when AutoTune is disabled (current value: %d)\"", s.BlockSizeTokens)}
 	}
 	if s.MaxPrefixTokensToMatch < 0 {
-		return &CannotRunError{Policy: "llmd-approx", Trace: t.Name, Reason: fmt.Sprintf("approx-prefix-cache-producer refuses to start: \"MaxPrefixTokensToMatch must be >= 0 (current value: %d)\"", s.MaxPrefixTokensToMatch)}
+		return &sim.CannotRunError{Policy: "llmd-approx", Trace: t.Name, Reason: fmt.Sprintf("approx-prefix-cache-producer refuses to start: \"MaxPrefixTokensToMatch must be >= 0 (current value: %d)\"", s.MaxPrefixTokensToMatch)}
 	}
 	return nil
 }
@@ -111,8 +118,7 @@ type llmdApproxPolicy struct {
 	match     []int
 }
 
-func newLLMDApproxPolicy(c Config, traceBS int) *llmdApproxPolicy {
-	s := c.settings().LLMD
+func newLLMDApproxPolicy(s Settings, c sim.Config, traceBS int) *llmdApproxPolicy {
 	bs := s.BlockSizeTokens
 	if s.AutoTune {
 		bs = traceBS
@@ -136,8 +142,9 @@ func newLLMDApproxPolicy(c Config, traceBS int) *llmdApproxPolicy {
 }
 
 // requestKeys returns the router's block keys for the request (step 2).
-func (p *llmdApproxPolicy) requestKeys(j *job) []uint64 {
-	tokens := min(j.req.InputTokens, len(j.ids)*p.traceBS)
+func (p *llmdApproxPolicy) requestKeys(j *sim.Job) []uint64 {
+	ids := j.IDs()
+	tokens := min(j.Request().InputTokens, len(ids)*p.traceBS)
 	n := 0
 	if tokens > 0 {
 		n = min((tokens+p.block-1)/p.block, p.maxBlocks)
@@ -146,13 +153,14 @@ func (p *llmdApproxPolicy) requestKeys(j *job) []uint64 {
 	for m := range n {
 		end := min((m+1)*p.block, tokens)
 		t := (end - 1) / p.traceBS
-		p.keys = append(p.keys, uint64(uint32(j.ids[t]))<<32|uint64(uint32(end)))
+		p.keys = append(p.keys, uint64(uint32(ids[t]))<<32|uint64(uint32(end)))
 	}
 	return p.keys
 }
 
-func (p *llmdApproxPolicy) route(f *fleet, j *job) int {
-	for len(p.lru) < f.size() {
+// Route implements sim.Policy.
+func (p *llmdApproxPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	for len(p.lru) < f.Size() {
 		p.lru = append(p.lru, newKeyLRU(p.capacity))
 		p.match = append(p.match, 0)
 	}
@@ -160,7 +168,7 @@ func (p *llmdApproxPolicy) route(f *fleet, j *job) int {
 	clear(p.match)
 	for _, k := range keys {
 		any := false
-		for i := range f.size() {
+		for i := range f.Size() {
 			if p.lru[i].has(k) {
 				p.match[i]++
 				any = true
@@ -171,16 +179,17 @@ func (p *llmdApproxPolicy) route(f *fleet, j *job) int {
 		}
 	}
 	total := len(keys)
-	best := p.pick.pick(f, func(i int) float64 {
+	score := func(i int) float64 {
 		if total == 0 {
 			return 0
 		}
 		return float64(p.match[i]) / float64(total)
-	})
+	}
+	best := p.pick.pick(f, score)
 	for _, k := range keys {
 		p.lru[best].add(k)
 	}
-	return best
+	return best, reason(score(best))
 }
 
 // keyLRU is one server's LRU of keys (hashicorp/golang-lru's Add: an existing key becomes the

@@ -1,6 +1,7 @@
-package sim
+package llmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,27 +11,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/sim/simtest"
 )
 
-// withRouters returns c with the shipped router settings changed by f.
-func withRouters(c Config, f func(*RouterSettings)) Config {
-	s := DefaultRouterSettings()
-	f(&s)
-	c.routers = &s
-	return c
-}
-
-// relative names routes by the replica the first request went to: the first request of these
-// traces meets an empty fleet, where every score ties and the picker draws one at random.
-func relative(routes []int) []string {
-	out := make([]string, len(routes))
-	for i, r := range routes {
-		out[i] = "other"
-		if r == routes[0] {
-			out[i] = "first"
-		}
+// emu is the emulation named with settings s.
+func emu(name string, s Settings) sim.PolicyInfo {
+	if name == "llmd-precise" {
+		return precise(s)
 	}
-	return out
+	return approx(s)
 }
 
 // TestLLMDApproxFloor works llmd-approx by hand on a trace of 16-token blocks (vLLM's default):
@@ -49,18 +39,18 @@ func relative(routes []int) []string {
 // trace's blocks: r2 then matches 2 of 8 on A, A = 2 + 1.5 + 3*0.25 = 4.25 > 4, so A, hitting 2.
 // The floor is what sends r2 away.
 func TestLLMDApproxFloor(t *testing.T) {
-	tr := scaled(tinyTrace(
-		req(0, "", 100, 1, 2, 3, 4, 5, 6, 7, 8),
-		req(1, "", 100, 1, 2, 3, 4, 9, 10, 11, 12),
-		req(2, "", 100, 1, 2, 13, 14, 15, 16, 17, 18),
+	tr := simtest.Scaled(simtest.Trace(
+		simtest.Req(0, "", 100, 1, 2, 3, 4, 5, 6, 7, 8),
+		simtest.Req(1, "", 100, 1, 2, 3, 4, 9, 10, 11, 12),
+		simtest.Req(2, "", 100, 1, 2, 13, 14, 15, 16, 17, 18),
 	), 16)
 	type got struct {
 		Routes []string
 		Hits   []int
 	}
 	run := func() got {
-		o := runTiny(t, tr, tinyConfig(2), "llmd-approx")
-		return got{relative(o.Routes), o.Hits}
+		o := simtest.Routes(t, tr, simtest.Config(2), emu("llmd-approx", Shipped()))
+		return got{simtest.Relative(o.Routes), o.Hits}
 	}
 	if d := cmp.Diff(got{[]string{"first", "first", "other"}, []int{0, 4, 0}}, run()); d != "" {
 		t.Errorf("floor 64 (-want +got):\n%s", d)
@@ -84,21 +74,23 @@ func TestLLMDApproxFloor(t *testing.T) {
 //	r3 t=10 [1 2] out 0: both idle, but A matches 2 of 2 keys: A = 4 + 3 = 7 > B = 4: A, where
 //	   the engine no longer has block 1: hit 0.
 func TestLLMDApproxStaleIndex(t *testing.T) {
-	tr := scaled(tinyTrace(
-		req(0, "", 1, 1, 2),
-		req(1, "", 0, 3, 4, 5, 6),
-		req(3, "", 0, 7, 8, 9, 10),
-		req(10, "", 0, 1, 2),
+	tr := simtest.Scaled(simtest.Trace(
+		simtest.Req(0, "", 1, 1, 2),
+		simtest.Req(1, "", 0, 3, 4, 5, 6),
+		simtest.Req(3, "", 0, 7, 8, 9, 10),
+		simtest.Req(10, "", 0, 1, 2),
 	), 64)
-	c := tinyConfig(2)
+	c := simtest.Config(2)
 	c.KVBlocks = 4
-	c = withRouters(c, func(s *RouterSettings) { s.LLMD.AutoTune = false; s.LLMD.LRUCapacityPerServer = 16 })
-	o := runTiny(t, tr, c, "llmd-approx")
+	s := Shipped()
+	s.AutoTune = false
+	s.LRUCapacityPerServer = 16
+	o := simtest.Routes(t, tr, c, emu("llmd-approx", s))
 	type got struct {
 		Routes []string
 		Hits   []int
 	}
-	if d := cmp.Diff(got{[]string{"first", "other", "first", "first"}, []int{0, 0, 0, 0}}, got{relative(o.Routes), o.Hits}); d != "" {
+	if d := cmp.Diff(got{[]string{"first", "other", "first", "first"}, []int{0, 0, 0, 0}}, got{simtest.Relative(o.Routes), o.Hits}); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
@@ -114,7 +106,7 @@ func TestLLMDApproxStaleIndex(t *testing.T) {
 //	   vllm: 4 full blocks; A holds 1 2 3 consecutively: 3/4: A = 2 + 1.875 + 2.25 = 6.125: A,
 //	   hitting 3 (the hit limit, (64-1)/16).
 func TestLLMDPreciseTokenizer(t *testing.T) {
-	tr := scaled(tinyTrace(req(0, "", 100, 1, 2, 3, 4), req(1, "", 100, 1, 2, 3, 5)), 16)
+	tr := simtest.Scaled(simtest.Trace(simtest.Req(0, "", 100, 1, 2, 3, 4), simtest.Req(1, "", 100, 1, 2, 3, 5)), 16)
 	type got struct {
 		Routes []string
 		Hits   []int
@@ -128,16 +120,18 @@ func TestLLMDPreciseTokenizer(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.tokenizer, func(t *testing.T) {
-			c := withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.Tokenizer = tc.tokenizer })
-			o := runTiny(t, tr, c, "llmd-precise")
-			if d := cmp.Diff(tc.want, got{relative(o.Routes), o.Hits}); d != "" {
+			c := simtest.Config(2)
+			s := Shipped()
+			s.Tokenizer = tc.tokenizer
+			o := simtest.Routes(t, tr, c, emu("llmd-precise", s))
+			if d := cmp.Diff(tc.want, got{simtest.Relative(o.Routes), o.Hits}); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
 	}
 	// The shipped settings are the estimate tokenizer's.
-	o := runTiny(t, tr, tinyConfig(2), "llmd-precise")
-	if d := cmp.Diff(cases[0].want, got{relative(o.Routes), o.Hits}); d != "" {
+	o := simtest.Routes(t, tr, simtest.Config(2), emu("llmd-precise", Shipped()))
+	if d := cmp.Diff(cases[0].want, got{simtest.Relative(o.Routes), o.Hits}); d != "" {
 		t.Errorf("as shipped (-want +got):\n%s", d)
 	}
 }
@@ -147,10 +141,12 @@ func TestLLMDPreciseTokenizer(t *testing.T) {
 // prefix. TestLLMDPreciseTokenizer's trace: at r1 every prefix score is 0, A = 2 + 1.875 = 3.875
 // < B = 4: B, hit 0, the estimate tokenizer's outcome instead of A and 3 blocks.
 func TestLLMDPreciseNoEngineEvents(t *testing.T) {
-	tr := scaled(tinyTrace(req(0, "", 100, 1, 2, 3, 4), req(1, "", 100, 1, 2, 3, 5)), 16)
-	c := withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.Tokenizer, s.LLMD.NoEngineEvents = "vllm", true })
-	o := runTiny(t, tr, c, "llmd-precise")
-	if d := cmp.Diff([]string{"first", "other"}, relative(o.Routes)); d != "" {
+	tr := simtest.Scaled(simtest.Trace(simtest.Req(0, "", 100, 1, 2, 3, 4), simtest.Req(1, "", 100, 1, 2, 3, 5)), 16)
+	c := simtest.Config(2)
+	s := Shipped()
+	s.Tokenizer, s.NoEngineEvents = "vllm", true
+	o := simtest.Routes(t, tr, c, emu("llmd-precise", s))
+	if d := cmp.Diff([]string{"first", "other"}, simtest.Relative(o.Routes)); d != "" {
 		t.Errorf("routes (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]int{0, 0}, o.Hits); d != "" {
@@ -173,7 +169,7 @@ func TestLLMDPreciseNoEngineEvents(t *testing.T) {
 //
 // A block size below 1 is refused as the producer refuses it.
 func TestLLMDPreciseBlockSize(t *testing.T) {
-	tr := scaled(tinyTrace(req(0, "", 100, 1, 2, 3, 4, 5, 6, 7, 8), req(2, "", 100, 1, 2, 3, 9, 10, 11, 12, 13)), 16)
+	tr := simtest.Scaled(simtest.Trace(simtest.Req(0, "", 100, 1, 2, 3, 4, 5, 6, 7, 8), simtest.Req(2, "", 100, 1, 2, 3, 9, 10, 11, 12, 13)), 16)
 	type got struct {
 		Routes []string
 		Hits   []int
@@ -186,14 +182,18 @@ func TestLLMDPreciseBlockSize(t *testing.T) {
 		{32, got{[]string{"first", "first"}, []int{0, 3}}},
 		{64, got{[]string{"first", "other"}, []int{0, 0}}},
 	} {
-		c := withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.Tokenizer, s.LLMD.PreciseBlockSizeTokens = "vllm", tc.block })
-		o := runTiny(t, tr, c, "llmd-precise")
-		if d := cmp.Diff(tc.want, got{relative(o.Routes), o.Hits}); d != "" {
+		c := simtest.Config(2)
+		s := Shipped()
+		s.Tokenizer, s.PreciseBlockSizeTokens = "vllm", tc.block
+		o := simtest.Routes(t, tr, c, emu("llmd-precise", s))
+		if d := cmp.Diff(tc.want, got{simtest.Relative(o.Routes), o.Hits}); d != "" {
 			t.Errorf("blocks of %d (-want +got):\n%s", tc.block, d)
 		}
 	}
-	var cr *CannotRunError
-	_, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.PreciseBlockSizeTokens = -16 }), "llmd-precise")
+	var cr *sim.CannotRunError
+	s := Shipped()
+	s.PreciseBlockSizeTokens = -16
+	_, err := sim.SimulatePolicy(context.Background(), tr, simtest.Config(2), precise(s))
 	if !errors.As(err, &cr) || !strings.Contains(err.Error(), "blockSizeTokens must be greater than 0, got -16") {
 		t.Errorf("block size -16: err %v, want the producer's refusal", err)
 	}
@@ -221,7 +221,7 @@ func TestLLMDApproxMatchCap(t *testing.T) {
 	for b := uint64(1); b <= 32; b++ {
 		r0 = append(r0, b)
 	}
-	tr := scaled(tinyTrace(req(0, "", 100, r0...), req(1, "", 100, append([]uint64{1, 2, 3, 4}, own...)...)), 16)
+	tr := simtest.Scaled(simtest.Trace(simtest.Req(0, "", 100, r0...), simtest.Req(1, "", 100, append([]uint64{1, 2, 3, 4}, own...)...)), 16)
 	type got struct {
 		Routes []string
 		Hits   []int
@@ -238,11 +238,11 @@ func TestLLMDApproxMatchCap(t *testing.T) {
 		{"1 block, no token cap", 0, 1, capped},
 		{"1 block under the token cap", 131072, 1, uncapped},
 	} {
-		c := withRouters(tinyConfig(2), func(s *RouterSettings) {
-			s.LLMD.MaxPrefixTokensToMatch, s.LLMD.MaxPrefixBlocksToMatch = tc.tokens, tc.blocks
-		})
-		o := runTiny(t, tr, c, "llmd-approx")
-		if d := cmp.Diff(tc.want, got{relative(o.Routes), o.Hits}); d != "" {
+		c := simtest.Config(2)
+		s := Shipped()
+		s.MaxPrefixTokensToMatch, s.MaxPrefixBlocksToMatch = tc.tokens, tc.blocks
+		o := simtest.Routes(t, tr, c, emu("llmd-approx", s))
+		if d := cmp.Diff(tc.want, got{simtest.Relative(o.Routes), o.Hits}); d != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, d)
 		}
 	}
@@ -257,19 +257,19 @@ func TestLLMDApproxMatchCap(t *testing.T) {
 //	r3 t=0.3: r2 waits at Z: queue min 0, max 1: Z's queue score 0, the other's 1; usage equal
 //	   (a waiting request holds no blocks): Z = 0 + 1.875 < 2 + 1.875: the other.
 func TestLLMDQueueScorer(t *testing.T) {
-	tr := scaled(tinyTrace(
-		req(0, "", 100, 1, 2, 3, 4),
-		req(0.1, "", 100, 5, 6, 7, 8),
-		req(0.2, "", 100, 9, 10, 11, 12),
-		req(0.3, "", 100, 13, 14, 15, 16),
+	tr := simtest.Scaled(simtest.Trace(
+		simtest.Req(0, "", 100, 1, 2, 3, 4),
+		simtest.Req(0.1, "", 100, 5, 6, 7, 8),
+		simtest.Req(0.2, "", 100, 9, 10, 11, 12),
+		simtest.Req(0.3, "", 100, 13, 14, 15, 16),
 	), 16)
 	// Over several seeds, so that a picker choosing r3 by chance would be caught.
 	for seed := range uint64(8) {
-		c := tinyConfig(2)
+		c := simtest.Config(2)
 		c.Model.MaxRunning = 1
 		c.Seed = seed
 		for _, policy := range []string{"llmd-approx", "llmd-precise"} {
-			o := runTiny(t, tr, c, policy)
+			o := simtest.Routes(t, tr, c, emu(policy, Shipped()))
 			r := o.Routes
 			if r[1] == r[0] || r[3] == r[2] || !slices.Equal(o.Hits, []int{0, 0, 0, 0}) {
 				t.Errorf("%s seed %d: routes %v hits %v, want r1 away from r0, r3 away from r2, no hits", policy, seed, r, o.Hits)
@@ -295,10 +295,10 @@ type refLLMDApprox struct {
 	precise                                  int // the precise producer's block size; 0: the approximate producer
 	lru                                      [][]string
 	rng                                      *rand.Rand
-	e                                        *refFleet
+	e                                        *simtest.RefFleet
 }
 
-func (m *refLLMDApprox) route(r *Request, n int) int {
+func (m *refLLMDApprox) route(r *sim.Request, n int) int {
 	for len(m.lru) < n {
 		m.lru = append(m.lru, nil)
 	}
@@ -329,16 +329,16 @@ func (m *refLLMDApprox) route(r *Request, n int) int {
 		// The precise producer: the engine's blocks, read in full blocks of its own size.
 		total = r.InputTokens / m.precise
 		for i := range n {
-			matched[i] = min(m.e.cachedRun(i, r.Blocks, len(m.e.full(r)), t)*m.traceBS/m.precise, total)
+			matched[i] = min(m.e.CachedRun(i, r.Blocks, len(m.e.Full(r)), t)*m.traceBS/m.precise, total)
 		}
 	}
 	waiting := make([]int, n)
 	active := make([]int, n)
-	for _, j := range m.e.jobs {
-		if j.admit > t {
-			waiting[j.rep]++
-		} else if j.finish > t {
-			active[j.rep] += len(j.r.Blocks)
+	for _, j := range m.e.Jobs {
+		if j.Admit > t {
+			waiting[j.Rep]++
+		} else if j.Finish > t {
+			active[j.Rep] += len(j.R.Blocks)
 		}
 	}
 	lo, hi := slices.Min(waiting), slices.Max(waiting)
@@ -386,13 +386,14 @@ func TestLLMDPreciseModel(t *testing.T) {
 	for _, bs := range []int{16, 32} {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("block%d/seed%d", bs, seed), func(t *testing.T) {
-				tr := randomTraffic(seed, 300, bs)
-				c := modelConfig(seed, 3, tr.Requests[150].Arrival)
-				c = withRouters(c, func(s *RouterSettings) { s.LLMD.Tokenizer = "vllm" })
-				e := &refFleet{bs: bs, m: c.Model}
+				tr := simtest.RandomTraffic(seed, 300, bs)
+				c := simtest.ModelConfig(seed, 3, tr.Requests[150].Arrival)
+				s := Shipped()
+				s.Tokenizer = "vllm"
+				e := simtest.NewRefFleet(bs, c.Model)
 				m := &refLLMDApprox{traceBS: bs, precise: 16, kvBlocks: c.KVBlocks, rng: rand.New(rand.NewPCG(seed, 0x6c6c6d64)), e: e}
-				want := replayRef(tr, c, m.route, e)
-				got := runTiny(t, tr, c, "llmd-precise")
+				want := simtest.Replay(tr, c, m.route, e)
+				got := simtest.Routes(t, tr, c, emu("llmd-precise", s))
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("llmd-precise against the second model (-model +emulation):\n%s", d)
 				}
@@ -420,19 +421,18 @@ func TestLLMDApproxModel(t *testing.T) {
 	for _, v := range variants {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
-				tr := randomTraffic(seed, 300, 16)
-				c := modelConfig(seed, 3, tr.Requests[150].Arrival)
-				c = withRouters(c, func(s *RouterSettings) {
-					s.LLMD.AutoTune = v.autoTune
-					if !v.autoTune {
-						s.LLMD.BlockSizeTokens, s.LLMD.LRUCapacityPerServer = v.blockTokens, v.capacity
-					}
-				})
-				e := &refFleet{bs: 16, m: c.Model}
+				tr := simtest.RandomTraffic(seed, 300, 16)
+				c := simtest.ModelConfig(seed, 3, tr.Requests[150].Arrival)
+				s := Shipped()
+				s.AutoTune = v.autoTune
+				if !v.autoTune {
+					s.BlockSizeTokens, s.LRUCapacityPerServer = v.blockTokens, v.capacity
+				}
+				e := simtest.NewRefFleet(16, c.Model)
 				m := &refLLMDApprox{blockTokens: v.blockTokens, traceBS: 16, capacity: v.capacity, maxNames: 131072 / v.blockTokens,
 					kvBlocks: c.KVBlocks, rng: rand.New(rand.NewPCG(seed, 0x6c6c6d64)), e: e}
-				want := replayRef(tr, c, m.route, e)
-				got := runTiny(t, tr, c, "llmd-approx")
+				want := simtest.Replay(tr, c, m.route, e)
+				got := simtest.Routes(t, tr, c, emu("llmd-approx", s))
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("llmd-approx against the second model (-model +emulation):\n%s", d)
 				}
@@ -446,19 +446,23 @@ func TestLLMDApproxModel(t *testing.T) {
 
 // TestLLMDApproxRefusesSettings: what the producer refuses at start is a CannotRunError.
 func TestLLMDApproxRefusesSettings(t *testing.T) {
-	tr := tinyTrace(req(0, "", 0, 1))
-	for _, set := range []func(*LLMDSettings){
-		func(s *LLMDSettings) { s.AutoTune, s.BlockSizeTokens = false, 0 },
-		func(s *LLMDSettings) { s.MaxPrefixTokensToMatch = -1 },
+	tr := simtest.Trace(simtest.Req(0, "", 0, 1))
+	for _, set := range []func(*Settings){
+		func(s *Settings) { s.AutoTune, s.BlockSizeTokens = false, 0 },
+		func(s *Settings) { s.MaxPrefixTokensToMatch = -1 },
 	} {
-		_, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { set(&s.LLMD) }), "llmd-approx")
-		var cr *CannotRunError
+		s := Shipped()
+		set(&s)
+		_, err := sim.SimulatePolicy(context.Background(), tr, simtest.Config(2), approx(s))
+		var cr *sim.CannotRunError
 		if !errors.As(err, &cr) || !strings.Contains(err.Error(), "must be") {
 			t.Errorf("err %v, want the producer's refusal", err)
 		}
 	}
 	// autoTune takes the engine's block size: blockSizeTokens 0 is then never read.
-	if _, err := Simulate(tr, withRouters(tinyConfig(2), func(s *RouterSettings) { s.LLMD.BlockSizeTokens = 0 }), "llmd-approx"); err != nil {
+	s := Shipped()
+	s.BlockSizeTokens = 0
+	if _, err := sim.SimulatePolicy(context.Background(), tr, simtest.Config(2), approx(s)); err != nil {
 		t.Errorf("autoTune with blockSizeTokens 0: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
-package sim
+package llmd
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
 
 // The llm-d router (EPP) as it ships: the default EndpointPickerConfig, one scheduling profile
 // with three weighted scorers and the max-score picker (ROUTERS.md §2, SPEC §6). Read in
@@ -22,8 +26,9 @@ import "math/rand/v2"
 // idealised family, counts them. KV usage is vllm:kv_cache_usage_perc: the admitted requests'
 // blocks over the replica's (fleet.usage).
 //
-// The two llm-d emulations differ only in the producer of the prefix match (llmd_approx.go,
-// llmd_precise.go). Metrics are read as they are at the instant of routing (the EPP scrapes them
+// The two llm-d emulations differ only in the producer of the prefix match (approx.go,
+// precise.go). Reasons: prefix-match (the replica chosen got a prefix score above 0), no-match
+// (it got 0: queue and KV usage chose). Metrics are read as they are at the instant of routing (the EPP scrapes them
 // every few tens of milliseconds).
 
 // llmdPicker is the EPP's scoring and picking, with the settings' weights and a seeded picker.
@@ -33,7 +38,7 @@ type llmdPicker struct {
 	ties                 []int
 }
 
-func newLLMDPicker(s LLMDSettings, seed uint64) llmdPicker {
+func newLLMDPicker(s Settings, seed uint64) llmdPicker {
 	return llmdPicker{queueW: s.QueueWeight, kvW: s.KVUtilWeight, prefixW: s.PrefixWeight, rng: rand.New(rand.NewPCG(seed, 0x6c6c6d64))}
 }
 
@@ -42,22 +47,22 @@ func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
 // pick returns the endpoint with the highest weighted score; prefix(i) is the prefix scorer's
 // value for replica i.
-func (p *llmdPicker) pick(f *fleet, prefix func(i int) float64) int {
-	waiting := func(i int) int { return f.reps[i].waiting.len() }
+func (p *llmdPicker) pick(f *sim.Pool, prefix func(i int) float64) int {
+	waiting := f.Waiting
 	minQ, maxQ := waiting(0), waiting(0)
-	for i := 1; i < f.size(); i++ {
+	for i := 1; i < f.Size(); i++ {
 		minQ, maxQ = min(minQ, waiting(i)), max(maxQ, waiting(i))
 	}
 	best := 0.0
 	p.ties = p.ties[:0]
-	for i := range f.size() {
+	for i := range f.Size() {
 		q := 1.0
 		if maxQ != minQ {
 			q = float64(maxQ-waiting(i)) / float64(maxQ-minQ)
 		}
 		s := 0.0
 		s += clamp01(q) * p.queueW
-		s += clamp01(1-f.usage(i)) * p.kvW
+		s += clamp01(1-f.Usage(i)) * p.kvW
 		s += clamp01(prefix(i)) * p.prefixW
 		switch {
 		case len(p.ties) == 0 || s > best:
@@ -73,25 +78,11 @@ func (p *llmdPicker) pick(f *fleet, prefix func(i int) float64) int {
 	return p.ties[p.rng.IntN(len(p.ties))]
 }
 
-// indexRuns sets out[i] to the number of blocks, consecutive from block 0 and at most lim, that
-// replica i caches now according to the fleet's block index (what a router fed by the engines'
-// KV events knows).
-func indexRuns(f *fleet, ids []int32, lim int, out []int) {
-	clear(out)
-	for k := range lim {
-		set := f.where.lookup(ids[k])
-		if set == nil {
-			return
-		}
-		more := false
-		for i := range out {
-			if out[i] == k && set[i/64]&(1<<(i%64)) != 0 {
-				out[i]++
-				more = true
-			}
-		}
-		if !more {
-			return
-		}
+// reason names the picker's choice: prefix-match when the prefix scorer gave the replica chosen
+// more than 0 (part of its prefix is held there), else no-match (queue and KV usage alone).
+func reason(prefix float64) string {
+	if prefix > 0 {
+		return "prefix-match"
 	}
+	return "no-match"
 }

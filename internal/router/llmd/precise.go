@@ -1,25 +1,32 @@
-package sim
+package llmd
 
-import "fmt"
+import (
+	"fmt"
 
-var llmdPreciseInfo = PolicyInfo{
-	Name:       "llmd-precise",
-	About:      "llm-d EPP with the precise producer (engine KV events): scorers queue 2, kv-utilisation 2, prefix 3; the default estimate tokenizer never matches the engine's blocks",
-	Product:    "llm-d",
-	Source:     "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/producer.go, pkg/kvcache/kvblock_scorer.go, kvblock/token_processor.go, dataproducer/tokenizer/README.md; ROUTERS.md §2, SPEC §6",
-	ReadsIndex: true,
-	check: func(c Config, t *Trace) error {
-		// NewChunkedTokenDatabase refuses a block size below 1 (0 is "not set" there, 16 here).
-		if n := c.settings().LLMD.PreciseBlockSizeTokens; n <= 0 {
-			return &CannotRunError{Policy: "llmd-precise", Trace: t.Name, Reason: fmt.Sprintf("precise-prefix-cache-producer refuses to start: \"blockSizeTokens must be greater than 0, got %d\" (tokenProcessorConfig)", n)}
-		}
-		return nil
-	},
-	newPolicy: func(c Config, blockSize int) policy {
-		s := c.settings().LLMD
-		return &llmdPrecisePolicy{pick: newLLMDPicker(s, c.Seed), exact: s.Tokenizer == "vllm",
-			noEvents: s.NoEngineEvents, block: s.PreciseBlockSizeTokens, traceBS: blockSize}
-	},
+	"github.com/kvcheck/kvcheck/internal/sim"
+)
+
+// precise is llmd-precise with settings s.
+func precise(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:       "llmd-precise",
+		About:      "llm-d EPP with the precise producer (engine KV events): scorers queue 2, kv-utilisation 2, prefix 3; the default estimate tokenizer never matches the engine's blocks",
+		Family:     sim.FamilyKV,
+		Product:    display,
+		Source:     "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/producer.go, pkg/kvcache/kvblock_scorer.go, kvblock/token_processor.go, dataproducer/tokenizer/README.md; ROUTERS.md §2, SPEC §6",
+		ReadsIndex: true,
+		Check: func(_ sim.Config, t *sim.Trace) error {
+			// NewChunkedTokenDatabase refuses a block size below 1 (0 is "not set" there, 16 here).
+			if n := s.PreciseBlockSizeTokens; n <= 0 {
+				return &sim.CannotRunError{Policy: "llmd-precise", Trace: t.Name, Reason: fmt.Sprintf("precise-prefix-cache-producer refuses to start: \"blockSizeTokens must be greater than 0, got %d\" (tokenProcessorConfig)", n)}
+			}
+			return nil
+		},
+		New: func(c sim.Config, blockSize int) sim.Policy {
+			return &llmdPrecisePolicy{pick: newLLMDPicker(s, c.Seed), exact: s.Tokenizer == "vllm",
+				noEvents: s.NoEngineEvents, block: s.PreciseBlockSizeTokens, traceBS: blockSize}
+		},
+	}
 }
 
 // llmdPrecisePolicy is the llm-d EPP configured with precise-prefix-cache-producer and a
@@ -77,16 +84,19 @@ type llmdPrecisePolicy struct {
 	runs           []int
 }
 
-func (p *llmdPrecisePolicy) route(f *fleet, j *job) int {
-	total := j.req.InputTokens / p.block
+// Route implements sim.Policy.
+func (p *llmdPrecisePolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	total := j.Request().InputTokens / p.block
 	if !p.exact || p.noEvents || total == 0 {
-		return p.pick.pick(f, func(int) float64 { return 0 })
+		return p.pick.pick(f, func(int) float64 { return 0 }), reason(0)
 	}
-	for len(p.runs) < f.size() {
+	for len(p.runs) < f.Size() {
 		p.runs = append(p.runs, 0)
 	}
-	indexRuns(f, j.ids, fullBlocks(j.req, p.traceBS), p.runs)
-	return p.pick.pick(f, func(i int) float64 {
+	f.Runs(j, j.FullBlocks(p.traceBS), p.runs)
+	score := func(i int) float64 {
 		return float64(min(p.runs[i]*p.traceBS/p.block, total)) / float64(total)
-	})
+	}
+	best := p.pick.pick(f, score)
+	return best, reason(score(best))
 }
