@@ -39,18 +39,18 @@ func newApproxPolicy(c Config, blockSize int) *approxPolicy {
 
 // chunkKey names chunk k of a prompt by the key of its last block: block keys are chains, so
 // the last key identifies the whole prefix.
-func (p *approxPolicy) chunkKey(j *job, k int) int32 { return j.ids[(k+1)*p.chunk-1] }
+func (p *approxPolicy) chunkKey(j *Job, k int) int32 { return j.ids[(k+1)*p.chunk-1] }
 
 // Route implements Policy. Reasons: prefix-match, no-match (matchReason, on the router's own
 // index).
 func (p *approxPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
-	for len(p.index) < f.size() {
+	for len(p.index) < f.Size() {
 		p.index = append(p.index, newCache(p.perRep, f.universe))
 		p.matched = append(p.matched, 0)
 	}
 	chunks := hitLimit(r, f.blockSize) / p.chunk
-	for i := range f.size() {
+	for i := range f.Size() {
 		m := 0
 		for m < chunks && p.index[i].has(p.chunkKey(j, m)) {
 			m++

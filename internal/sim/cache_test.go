@@ -278,7 +278,7 @@ func TestDuplicates(t *testing.T) {
 // every request is sent to: the jobs must come out in the order they went in, and the queue must
 // hold slots for about what waits, not for every job it ever held.
 func TestQueueNeverEmpty(t *testing.T) {
-	jobs := make([]job, 100_000)
+	jobs := make([]Job, 100_000)
 	var q queue
 	next := 0
 	for i := range jobs {

@@ -30,12 +30,6 @@ type Job struct {
 	reason string  // the policy's reason for rep
 }
 
-// job and fleet are Job and Pool under their former names, for the emulations not yet moved.
-type (
-	job   = Job
-	fleet = Pool
-)
-
 // Seq is the job's place in the order requests were sent, siblings included, from 0: unique
 // among the jobs of a replay.
 func (j *Job) Seq() int { return j.seq }
@@ -253,12 +247,50 @@ func (f *Pool) Usage(i int) float64 {
 // BlockSize is the trace's block size in tokens: the engines'.
 func (f *Pool) BlockSize() int { return f.blockSize }
 
-// size, inflight, queued and usage are the methods above under their former names, for the
-// emulations not yet moved.
-func (f *Pool) size() int           { return f.Size() }
-func (f *Pool) inflight(i int) int  { return f.InFlight(i) }
-func (f *Pool) queued(i int) int    { return f.Queued(i) }
-func (f *Pool) usage(i int) float64 { return f.Usage(i) }
+// What a replica reports of itself (a router polling the engines' load, or reading their KV
+// events as they stand now, without PolicyInfo.ReadsIndex's block index).
+
+// CachedRun is the number of ids, consecutive from the first, that replica i's cache holds now.
+func (f *Pool) CachedRun(i int, ids []int32) int {
+	c := &f.reps[i].cache
+	k := 0
+	for k < len(ids) && c.has(ids[k]) {
+		k++
+	}
+	return k
+}
+
+// Cached is the number of blocks replica i's cache holds now.
+func (f *Pool) Cached(i int) int { return f.reps[i].cache.used }
+
+// QueuedUncached is the prompt tokens of the requests at replica i whose prefill has not started
+// (Queued) that its cache does not hold now: each request's input tokens less its blocks cached
+// from block 0, never below 0.
+func (f *Pool) QueuedUncached(i int) int64 {
+	r := &f.reps[i]
+	bs := int64(f.blockSize)
+	var n int64
+	for _, q := range []*queue{&r.waiting, &r.prefillQ} {
+		for _, j := range q.items[q.head:] {
+			n += max(int64(j.req.InputTokens)-int64(f.CachedRun(i, j.ids))*bs, 0)
+		}
+	}
+	return n
+}
+
+// Decoding is the number of requests replica i is decoding now: admitted, with their prefill
+// done.
+func (f *Pool) Decoding(i int) int {
+	r := &f.reps[i]
+	n := r.running - r.prefillQ.len()
+	if r.prefill != nil {
+		n--
+	}
+	return n
+}
+
+// Model is the service model the replicas run (Config.Model).
+func (f *Pool) Model() Model { return f.cfg.Model }
 
 // Runs sets out[i] to the number of the job's blocks, consecutive from block 0 and at most lim,
 // that replica i caches now according to the block index (what a router fed by the engines' KV
@@ -346,7 +378,7 @@ func (f *Pool) best(score func(i int) float64) int {
 	bi, bs := 0, score(0)
 	for i := 1; i < len(f.reps); i++ {
 		s := score(i)
-		if s > bs || (s == bs && f.inflight(i) < f.inflight(bi)) {
+		if s > bs || (s == bs && f.InFlight(i) < f.InFlight(bi)) {
 			bi, bs = i, s
 		}
 	}
@@ -438,7 +470,7 @@ func (f *Pool) arrive(j *Job, t float64) {
 	if (r.prefill != nil || r.prefillQ.len() > 0 || r.waiting.len() > 0 || r.running >= f.cfg.Model.MaxRunning) && !f.twinWait(r, j) {
 		r.waited++
 	}
-	j.queue = f.queued(j.rep)
+	j.queue = f.Queued(j.rep)
 	if r.prefill != nil {
 		j.queue++
 	}

@@ -22,7 +22,7 @@ func (p kvDecayPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
 	ovl := f.overlaps(j)
 	best := f.best(func(i int) float64 {
-		credit := float64(ovl[i]) / (1 + p.decay*float64(f.queued(i)))
+		credit := float64(ovl[i]) / (1 + p.decay*float64(f.Queued(i)))
 		return -dynamoCost(f, r, i, credit, p.weight)
 	})
 	return best, matchReason(ovl[best])

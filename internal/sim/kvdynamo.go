@@ -25,7 +25,7 @@ func (p kvDynamoPolicy) Route(f *Pool, j *Job) (int, string) {
 }
 
 // dynamoCost is the cost of sending r to replica i when overlap blocks are credited as cached.
-func dynamoCost(f *fleet, r *Request, i int, overlap, weight float64) float64 {
+func dynamoCost(f *Pool, r *Request, i int, overlap, weight float64) float64 {
 	bs := float64(f.blockSize)
 	prefill := (float64(r.InputTokens) - overlap*bs) / bs
 	decode := float64(f.reps[i].active) + float64(len(r.Blocks))

@@ -38,16 +38,16 @@ func prefixFraction(matched, total int) float64 {
 
 // llmdPick combines llm-d's three scorers: queue (waiting requests, scaled between the fleet's
 // minimum and maximum), KV utilisation (1 - usage) and prefix (fraction of blocks matched).
-func llmdPick(f *fleet, prefix func(i int) float64) int {
-	minQ, maxQ := f.queued(0), f.queued(0)
-	for i := 1; i < f.size(); i++ {
-		minQ, maxQ = min(minQ, f.queued(i)), max(maxQ, f.queued(i))
+func llmdPick(f *Pool, prefix func(i int) float64) int {
+	minQ, maxQ := f.Queued(0), f.Queued(0)
+	for i := 1; i < f.Size(); i++ {
+		minQ, maxQ = min(minQ, f.Queued(i)), max(maxQ, f.Queued(i))
 	}
 	return f.best(func(i int) float64 {
 		q := 1.0
 		if maxQ > minQ {
-			q = float64(maxQ-f.queued(i)) / float64(maxQ-minQ)
+			q = float64(maxQ-f.Queued(i)) / float64(maxQ-minQ)
 		}
-		return llmdQueueWeight*q + llmdKVUtilWeight*(1-f.usage(i)) + llmdPrefixWeight*prefix(i)
+		return llmdQueueWeight*q + llmdKVUtilWeight*(1-f.Usage(i)) + llmdPrefixWeight*prefix(i)
 	})
 }

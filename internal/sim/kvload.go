@@ -20,15 +20,15 @@ func (p kvLoadPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
 	ovl := f.overlaps(j)
 	busiest := 1
-	for i := range f.size() {
-		busiest = max(busiest, f.inflight(i))
+	for i := range f.Size() {
+		busiest = max(busiest, f.InFlight(i))
 	}
 	best := f.best(func(i int) float64 {
 		match := 0.0
 		if r.InputTokens > 0 {
 			match = float64(ovl[i]*f.blockSize) / float64(r.InputTokens)
 		}
-		return match - p.beta*float64(f.inflight(i))/float64(busiest)
+		return match - p.beta*float64(f.InFlight(i))/float64(busiest)
 	})
 	return best, matchReason(ovl[best])
 }

@@ -76,9 +76,6 @@ type Config struct {
 	// requests" that holds when many arrive at the same instant (a burst, a log with coarse
 	// timestamps), where no arrival time separates them.
 	MeasureFromRequest int
-	// routers holds the settings of the emulations not yet moved to their product's package
-	// (Emulation sets them); nil means as each ships (DefaultRouterSettings).
-	routers *RouterSettings
 }
 
 // Params are the policy knobs exposed as flags.

@@ -168,14 +168,6 @@ func replayRef(t *Trace, c Config, route func(r *Request, n int) int, e *refFlee
 	return o
 }
 
-// withRouters returns c with the shipped router settings changed by f.
-func withRouters(c Config, f func(*RouterSettings)) Config {
-	s := DefaultRouterSettings()
-	f(&s)
-	c.routers = &s
-	return c
-}
-
 // relative names routes by the replica the first request went to: the first request of these
 // traces meets an empty fleet, where every score ties and the picker draws one at random.
 func relative(routes []int) []string {
@@ -187,4 +179,14 @@ func relative(routes []int) []string {
 		}
 	}
 	return out
+}
+
+// textReq is a completion whose prompt is text, of len(blocks) full blocks of bs tokens.
+func textReq(at float64, out int, text string, bs int, blocks ...uint64) Request {
+	return Request{Arrival: at, Blocks: blocks, InputTokens: len(blocks) * bs, OutputTokens: out, N: 1, View: &View{Text: text}}
+}
+
+// textTrace is a trace of requests with views (a request log's).
+func textTrace(bs int, rs ...Request) *Trace {
+	return &Trace{Name: "text", Format: "requests", BlockSize: bs, PrefixInfo: true, Requests: rs}
 }

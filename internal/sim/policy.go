@@ -67,10 +67,6 @@ type PolicyInfo struct {
 	Check func(c Config, t *Trace) error
 	// New returns a fresh policy for one replay of a trace of blocks of blockSize tokens.
 	New func(c Config, blockSize int) Policy
-
-	// check and newPolicy are the emulations not yet moved to their product's package.
-	check     func(c Config, t *Trace) error
-	newPolicy func(c Config, blockSize int) policy
 }
 
 // variant names the settings a sweep runs info with, for its routes: none for an idealised
@@ -93,43 +89,6 @@ func FamilyOf(name string, emulations []PolicyInfo) Family {
 		}
 	}
 	return FamilyKV
-}
-
-// policy is the emulations' former interface, kept for those not yet moved (legacy adapts it).
-type policy interface {
-	route(f *fleet, j *job) int
-}
-
-// legacy adapts a policy to Policy, with no reason.
-type legacy struct{ p policy }
-
-func (l legacy) Route(p *Pool, j *Job) (int, string) { return l.p.route(p, j), "" }
-
-// legacyObserver is legacy for a policy that observes its requests.
-type legacyObserver struct {
-	legacy
-	o loadObserver
-}
-
-func (l legacyObserver) Prefilled(j *Job) { l.o.prefilled(j) }
-func (l legacyObserver) Finished(j *Job)  { l.o.finished(j) }
-
-// loadObserver is Observer for the emulations not yet moved.
-type loadObserver interface {
-	prefilled(j *job)
-	finished(j *job)
-}
-
-// build returns the policy info describes, for one replay.
-func (info PolicyInfo) build(c Config, blockSize int) Policy {
-	if info.New != nil {
-		return info.New(c, blockSize)
-	}
-	p := info.newPolicy(c, blockSize)
-	if o, ok := p.(loadObserver); ok {
-		return legacyObserver{legacy{p}, o}
-	}
-	return legacy{p}
 }
 
 // Policies lists every policy in the order results are shown: load-only policies first, then
@@ -161,7 +120,10 @@ func PolicyNames() []string {
 	return out
 }
 
-// mix64 is the splitmix64 finaliser: a fast, well-spread 64-bit hash of x.
+// Mix64 is the splitmix64 finaliser: a fast, well-spread 64-bit hash of x, from which the
+// simulator's policies and emulations draw their seeded choices.
+func Mix64(x uint64) uint64 { return mix64(x) }
+
 func mix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9

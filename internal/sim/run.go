@@ -151,11 +151,8 @@ func simulateWith(t *Trace, c Config, info PolicyInfo, record bool, w *watch, ro
 	if err := needsView(info, t); err != nil {
 		return Result{}, nil, err
 	}
-	for _, check := range []func(Config, *Trace) error{info.Check, info.check} {
-		if check == nil {
-			continue
-		}
-		if err := check(c, t); err != nil {
+	if info.Check != nil {
+		if err := info.Check(c, t); err != nil {
 			return Result{}, nil, err
 		}
 	}
@@ -177,7 +174,7 @@ func simulateWith(t *Trace, c Config, info PolicyInfo, record bool, w *watch, ro
 		return Result{}, nil, fmt.Errorf("trace %s: %d requests with their siblings (%s), more than the %d a simulation sends: raise the limit with --max-trace-requests if the machine has the memory (8 bytes a request sent, about 100 a request waiting), %sor simulate a part of the trace", t.Name, n, whose, limit, lower)
 	}
 	f := newPool(c, t.BlockSize, t.distinct, info.ReadsIndex)
-	p := info.build(c, t.BlockSize)
+	p := info.New(c, t.BlockSize)
 	if o, ok := p.(Observer); ok {
 		f.obs = o
 	}
@@ -266,7 +263,7 @@ func simulateWith(t *Trace, c Config, info PolicyInfo, record bool, w *watch, ro
 	slices.Sort(s.ttft)
 	res.TTFTP50, res.TTFTP99 = quantile(s.ttft, 0.50), quantile(s.ttft, 0.99)
 
-	res.PerReplica = make([]int, f.size())
+	res.PerReplica = make([]int, f.Size())
 	var cached int64
 	for i := range f.reps {
 		res.PerReplica[i] = f.reps[i].routed

@@ -6,7 +6,7 @@ import "testing"
 // to an agent's tasks when nothing else pulls them apart.
 type onePolicy struct{}
 
-func (onePolicy) route(*fleet, *job) int { return 0 }
+func (onePolicy) Route(*Pool, *Job) (int, string) { return 0, "one" }
 
 // TestTwinWaitIsNoHotSpot: a request that waits only for its twin's prefill is not a waiting
 // request for the hot-spot rule (issue 22 item 2). Worked by hand with the default model
@@ -27,7 +27,7 @@ func (onePolicy) route(*fleet, *job) int { return 0 }
 //     conversation sent faster than their prefill (TestOneLongConversation): each extends the
 //     one before with work of its own.
 func TestTwinWaitIsNoHotSpot(t *testing.T) {
-	info := PolicyInfo{Name: "one", newPolicy: func(Config, int) policy { return onePolicy{} }}
+	info := PolicyInfo{Name: "one", New: func(Config, int) Policy { return onePolicy{} }}
 	c := Config{Replicas: 2, KVBlocks: 10_000, Model: DefaultModel(), Seed: 1, AddReplicaAt: -1, Params: DefaultParams()}
 
 	siblings := &Trace{Name: "siblings", Format: "mooncake", BlockSize: 16, PrefixInfo: true}

@@ -3,12 +3,9 @@ package sim
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvcheck/kvcheck/internal/audit"
@@ -186,10 +183,6 @@ func FuzzRequestViews(f *testing.F) {
 			if v.Chat && int(prev) != len(v.Text) {
 				t.Fatalf("request %d: pieces %v end at %d of %d bytes", i, v.Pieces, prev, len(v.Text))
 			}
-			// Every router's text is built without a panic and is valid UTF-8.
-			for _, s := range []string{sglangText(v), rayText(v), string(prodStackPrompt(v, nil))} {
-				_ = s
-			}
 			if v.CacheTokens > 0 && v.CacheKey == 0 {
 				t.Fatalf("request %d: %d cacheable tokens and no key", i, v.CacheTokens)
 			}
@@ -200,125 +193,6 @@ func FuzzRequestViews(f *testing.F) {
 // strings2 is the pieces of two string contents ending at a and b.
 func strings2(a, b int32) []Piece {
 	return []Piece{{End: a, Kind: PieceString}, {End: b, Kind: PieceString}}
-}
-
-// TestRouterTexts: one chat body read as each router's source reads it, worked out by hand
-// from the lines cited.
-//
-//	system:    "Sys"
-//	user:      [text "a", image, input_text "in", text "", text "b"]
-//	assistant: null content, tool calls, reasoning_content "why"
-//	tool:      "T"
-//	assistant: no content
-//	user:      "q"
-//
-// production-stack (routing_logic.py@a6c01db:476-500): one line per message but the null one,
-// a list's "text" parts joined with " " ("a" + " " + "" + " " + "b" = "a  b"), the missing
-// content an empty line: "Sys\na  b\nT\n\nq".
-// SGLang (openai-protocol 1.0.0 chat.rs:599-656): every non-empty text joined with one space,
-// the reasoning after its (null) content: "Sys a b why T q".
-// Ray (prefix_aware_router.py@06c16f2, _coerce_to_text): every text member concatenated,
-// input_text too, no reasoning: "Sysainb" + "T" + "q" = "SysainbTq".
-func TestRouterTexts(t *testing.T) {
-	body := `{"messages":[{"role":"system","content":"Sys"},` +
-		`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}},{"type":"input_text","text":"in"},{"type":"text","text":""},{"type":"text","text":"b"}]},` +
-		`{"role":"assistant","content":null,"tool_calls":[{"id":"c"}],"reasoning_content":"why"},` +
-		`{"role":"tool","tool_call_id":"c","content":"T"},{"role":"assistant"},{"role":"user","content":"q"}]}`
-	tr, err := ReadRequests(context.Background(), strings.NewReader(body), "t.jsonl", RequestLogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := tr.Requests[0].View
-	for _, tc := range []struct{ router, got, want string }{
-		{"production-stack", string(prodStackPrompt(v, nil)), "Sys\na  b\nT\n\nq"},
-		{"SGLang", sglangText(v), "Sys a b why T q"},
-		{"Ray", rayText(v), "SysainbTq"},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s reads %q, want %q", tc.router, tc.got, tc.want)
-		}
-	}
-	// One string content: SGLang's and Ray's texts are View.Text itself, not a copy.
-	tr, err = ReadRequests(context.Background(), strings.NewReader(`{"messages":[{"role":"user","content":"only"}]}`), "t.jsonl", RequestLogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v = tr.Requests[0].View
-	if s, r := sglangText(v), rayText(v); unsafe.StringData(s) != unsafe.StringData(v.Text) || unsafe.StringData(r) != unsafe.StringData(v.Text) {
-		t.Error("a single string content is copied")
-	}
-}
-
-// TestViewTextFile: a log whose texts pass MemViewBytes keeps them in a temporary file, and
-// every router that reads text routes exactly as on the same log held in memory. The log is
-// 240 chats of 6 tenants (each a system prompt of its own, two with characters of two and three
-// bytes), each tenant's users continuing their conversation, so texts share long prefixes and
-// the trees split and evict (SGLang's hint defaults: a 10,000-character tree, evicted every 30
-// s; Ray evicting past 5,000 characters of a replica): the routes and hits must be the same,
-// request by request.
-func TestViewTextFile(t *testing.T) {
-	var lines []string
-	for i := range 240 {
-		tenant := i % 6
-		system := fmt.Sprintf("tenant %d: ", tenant) + strings.Repeat([]string{"abc ", "déf ", "ghi ", "€uro ", "jkl ", "mno "}[tenant], 60+20*tenant)
-		turns := ""
-		for k := range i / 6 % 5 {
-			turns += fmt.Sprintf(`,{"role":"assistant","content":"answer %d of user %d"},{"role":"user","content":"follow-up %d"}`, k, i%18, k)
-		}
-		lines = append(lines, fmt.Sprintf(`{"timestamp":%d,"messages":[{"role":"system","content":%q},{"role":"user","content":"question of user %d"}%s],"max_tokens":50}`,
-			1764496800+i/2, system, i%18, turns))
-	}
-	log := strings.Join(lines, "\n")
-	read := func(o RequestLogOptions) *Trace {
-		t.Helper()
-		tr, err := ReadRequests(context.Background(), strings.NewReader(log), "texts.jsonl", o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
-	}
-	mem, spilled := read(RequestLogOptions{}), read(RequestLogOptions{memViewBytes: 1})
-	var buf []byte
-	for i, r := range spilled.Requests {
-		if r.View == nil || r.View.Stored == nil || r.View.Text != "" {
-			t.Fatalf("request %d: view %+v, want its text moved to the file", i, r.View)
-		}
-		var into View
-		v, err := r.View.withText(&into, &buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := mem.Requests[i].View; v.Text != want.Text || !slices.Equal(v.Pieces, want.Pieces) {
-			t.Fatalf("request %d read back %q, want %q", i, v.Text, want.Text)
-		}
-	}
-	for _, r := range mem.Requests {
-		if r.View.Stored != nil {
-			t.Fatal("a log under MemViewBytes moved its texts out of memory")
-		}
-	}
-	c := Config{Replicas: 3, KVBlocks: 2000, AddReplicaAt: -1, Seed: 1,
-		Model: Model{PrefillPerToken: 1e-4, DecodePerToken: 0.02, MaxRunning: 8}, Params: DefaultParams()}
-	for _, tc := range []struct {
-		policy string
-		c      Config
-	}{
-		{"sglang-cache-aware", withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangCLIDefaults() })},
-		{"sglang-cache-aware", withRouters(c, func(s *RouterSettings) { s.SGLang = SGLangHintDefaults() })},
-		{"ray-prefix-affinity", c},
-		{"ray-prefix-affinity", withRouters(c, func(s *RouterSettings) {
-			s.Ray.DoEviction, s.Ray.EvictionThresholdChars, s.Ray.EvictionTargetChars = true, 5000, 4000
-		})},
-		{"prodstack-prefixaware", c},
-	} {
-		want, got := runTiny(t, mem, tc.c, tc.policy), runTiny(t, spilled, tc.c, tc.policy)
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("%s: texts from the file route otherwise than in memory (-memory +file):\n%s", tc.policy, d)
-		}
-		if len(slices.Compact(slices.Clone(want.Routes))) < 2 {
-			t.Errorf("%s: every request went to one replica; the log does not exercise the router", tc.policy)
-		}
-	}
 }
 
 // TestViewTextNoTempDir: where no temporary file can be made the texts stay in memory, every

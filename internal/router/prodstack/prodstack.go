@@ -1,7 +1,8 @@
 // Package prodstack is everything kvcheck knows about the vLLM production-stack router: its
 // settings with the shipped defaults (vllm_router CLI, Helm routerSpec; ROUTERS.md §3), its
-// emulations (one per --routing-logic kvcheck emulates: roundrobin, session, prefixaware,
-// kvaware, loadaware), how the Helm values or command line configure them, how kvcheck would
+// emulations (one per --routing-logic kvcheck emulates: roundrobin.go, session.go,
+// prefixaware.go, kvaware.go, loadaware.go and what they share, shared.go, whose doc comments
+// cite the upstream lines they follow), how the Helm values or command line configure them, how kvcheck would
 // tune them, what they need and the Helm values to apply.
 package prodstack
 
@@ -21,18 +22,30 @@ const (
 	display = "vLLM production-stack"
 )
 
-// Settings are vLLM production-stack router settings.
-type Settings = sim.ProdStackSettings
+// Settings are vLLM production-stack router settings (vllm_router CLI, Helm routerSpec;
+// ROUTERS.md §3).
+type Settings struct {
+	// SessionKey is the header the session router reads (--session-key); empty makes the
+	// session router refuse to start.
+	SessionKey string
+	// PrefixMinMatch is --prefix-min-match-length in characters (0).
+	PrefixMinMatch int
+	// KVAwareThreshold is --kv-aware-threshold in tokens (2000).
+	KVAwareThreshold int
+	// LoadBeta is --loadaware-beta (1.0).
+	LoadBeta float64
+}
 
 // Shipped are the settings as production-stack ships them.
-func Shipped() Settings { return sim.DefaultRouterSettings().ProdStack }
+func Shipped() Settings { return Settings{KVAwareThreshold: 2000, LoadBeta: 1.0} }
 
 // RoutingLogics are the values --routing-logic takes (parsers/parser.py at a6c01db).
 func RoutingLogics() []string {
 	return []string{"roundrobin", "session", "prefixaware", "kvaware", "loadaware", "disaggregated_prefill", "disaggregated_prefill_orchestrated"}
 }
 
-// emulated are the routing logics kvcheck emulates, each as the emulation prodstack-<logic>.
+// emulated are the routing logics kvcheck emulates, each as the emulation prodstack-<logic>
+// (Emulations, in this order).
 var emulated = []string{"roundrobin", "session", "prefixaware", "kvaware", "loadaware"}
 
 // Router is the production-stack router.
@@ -46,23 +59,8 @@ func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: 
 
 // Emulations implements product.Router.
 func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
-	r := sim.DefaultRouterSettings()
-	r.ProdStack = ps.(Settings)
-	families := map[string]sim.Family{"roundrobin": sim.FamilyBalance, "session": sim.FamilySession}
-	var out []sim.PolicyInfo
-	for _, logic := range emulated {
-		e, _ := sim.Emulation("prodstack-"+logic, r)
-		e.Family = cmpOr(families[logic], sim.FamilyKV)
-		out = append(out, e)
-	}
-	return out
-}
-
-func cmpOr(a, b sim.Family) sim.Family {
-	if a != "" {
-		return a
-	}
-	return b
+	s := ps.(Settings)
+	return []sim.PolicyInfo{roundRobin(), session(s), prefixAware(s), kvAware(s), loadAware(s)}
 }
 
 // Configure implements product.Router. It reads routingLogic, sessionKey,

@@ -1,6 +1,7 @@
 // Package ray is everything kvcheck knows about Ray Serve LLM's PrefixCacheAffinityRouter: its
 // keyword arguments with the shipped defaults (ROUTERS.md §6), its emulation
-// (ray-prefix-affinity), how a Serve config's request_router_kwargs configure it, how kvcheck
+// (ray-prefix-affinity, prefixaffinity.go, whose doc comment cites the upstream lines it
+// follows; its character tree is internal/router/chartree), how a Serve config's request_router_kwargs configure it, how kvcheck
 // would tune it, what it needs and the Serve config to apply.
 package ray
 
@@ -19,11 +20,20 @@ const (
 	display = "Ray Serve LLM"
 )
 
-// Settings are Ray Serve LLM PrefixCacheAffinityRouter's keyword arguments.
-type Settings = sim.RaySettings
+// Settings are Ray Serve LLM PrefixCacheAffinityRouter's keyword arguments (ROUTERS.md §6).
+type Settings struct {
+	// ImbalancedThreshold is +Inf by default: the router never falls back for balance.
+	ImbalancedThreshold                         float64
+	MatchRateThreshold                          float64
+	DoEviction                                  bool
+	EvictionThresholdChars, EvictionTargetChars int
+	EvictionIntervalSecs                        float64
+}
 
 // Shipped are the settings as Ray ships them.
-func Shipped() Settings { return sim.DefaultRouterSettings().Ray }
+func Shipped() Settings {
+	return Settings{ImbalancedThreshold: math.Inf(1), MatchRateThreshold: 0.1, EvictionThresholdChars: 400_000, EvictionTargetChars: 360_000, EvictionIntervalSecs: 10}
+}
 
 // Router is Ray Serve LLM's prefix-aware request router.
 type Router struct{}
@@ -36,11 +46,7 @@ func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: 
 
 // Emulations implements product.Router.
 func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
-	r := sim.DefaultRouterSettings()
-	r.Ray = ps.(Settings)
-	e, _ := sim.Emulation("ray-prefix-affinity", r)
-	e.Family = sim.FamilyKV
-	return []sim.PolicyInfo{e}
+	return []sim.PolicyInfo{prefixAffinity(ps.(Settings))}
 }
 
 // Configure implements product.Router. It reads request_router_kwargs: imbalanced_threshold,

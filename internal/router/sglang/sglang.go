@@ -1,8 +1,10 @@
-// Package sglang is everything kvcheck knows about the SGLang model gateway (sgl-model-gateway,
-// sglang_router): its cache_aware settings with the two default sets it ships (the command
-// line's and a policy hint's; ROUTERS.md §5 and its corrections), its emulation
-// (sglang-cache-aware), how a launch command's flags configure it, how kvcheck would tune it,
-// what it needs and the command line to apply.
+// Package sglang is everything kvcheck knows about the SGLang model gateway (smg, formerly
+// sgl-model-gateway inside sglang): its cache_aware settings with the default sets it ships (the
+// command line's and a policy hint's; ROUTERS.md §5 and its corrections), its emulation,
+// sglang-cache-aware (smg.go, today's smg in each of its modes, and cacheaware.go, the older
+// gateway inside sglang; their doc comments cite the upstream lines they follow; the character
+// tree is internal/router/chartree), how a launch command's flags configure it, how kvcheck
+// would tune it, what it needs and the command line to apply.
 package sglang
 
 import (
@@ -21,8 +23,69 @@ const (
 	display = "SGLang model gateway (sgl-model-gateway)"
 )
 
-// Settings are the SGLang model gateway's cache_aware settings.
-type Settings = sim.SGLangSettings
+// Settings are the SGLang model gateway's cache_aware settings (ROUTERS.md §5). The CLI
+// and a policy hint ship different defaults: CLIDefaults and HintDefaults.
+type Settings struct {
+	// Gateway is which gateway routes: SMG, today's (smg-project/smg, where the gateway
+	// moved), or Fork, the sgl-model-gateway that shipped inside sglang (as the
+	// modal-projects/sglang fork has it @8905cbd). "" is SMG.
+	Gateway string
+	// Connection is how smg reaches the workers, which picks cache_aware's mode:
+	// HTTP (a character tree of the request text), GRPC (a tree of token pages)
+	// or GRPCEvents (gRPC workers publishing KV events: overlap with what they hold).
+	// "" is HTTP. The fork has the character tree only.
+	Connection string
+	// CacheIndex is smg's --cache-index: "tree" ("" too) or "hash" (a TTL'd map of request
+	// heads at CacheBoundaries token positions; CacheTTLSecs, --cache-ttl-secs).
+	CacheIndex      string
+	CacheBoundaries []int
+	CacheTTLSecs    float64
+	// BlockSize is smg's --block-size: the token tree's page and the KV block of events.
+	BlockSize           int
+	CacheThreshold      float64
+	BalanceAbsThreshold float64
+	BalanceRelThreshold float64
+	// EvictionIntervalSecs and MaxTreeSize (characters, or tokens in a token tree) bound the
+	// router's radix tree: per replica in the fork, the whole tree in smg.
+	EvictionIntervalSecs float64
+	MaxTreeSize          int
+	// smg's KV-pressure triggers (--balance-token-usage-threshold,
+	// --overload-token-usage-threshold; 1 or more disables them), --overlap-decay and
+	// --selection-temperature (0 disables them), and --load-monitor-interval, how often the
+	// workers' loads are polled (seconds).
+	BalanceTokenUsage, OverloadTokenUsage float64
+	OverlapDecay, SelectionTemperature    float64
+	LoadIntervalSecs                      float64
+}
+
+// The values of Settings.Gateway and Connection.
+const (
+	SMG        = "smg"
+	Fork       = "fork"
+	HTTP       = "http"
+	GRPC       = "grpc"
+	GRPCEvents = "grpc-events"
+)
+
+// CLIDefaults are cache_aware's defaults on smg's command line
+// (smg-project/smg@f8daa88 model_gateway/src/main.rs:238-372, 518-520): cache threshold 0.3,
+// balance 64 and 1.5, eviction every 120 s, a tree of 2^26, pages of 16 tokens, the KV
+// triggers, decay and temperature off, the tree index, a 180 s hash TTL, loads every 10 s. The
+// fork's CLI had the same thresholds (the Python launcher's eviction interval is 60 s).
+func CLIDefaults() Settings {
+	return Settings{Gateway: SMG, Connection: HTTP, CacheIndex: "tree", CacheTTLSecs: 180, BlockSize: 16,
+		CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5, EvictionIntervalSecs: 120, MaxTreeSize: 1 << 26,
+		BalanceTokenUsage: 1, OverloadTokenUsage: 1, LoadIntervalSecs: 10}
+}
+
+// HintDefaults are CacheAwareConfig::default() (smg@f8daa88
+// model_gateway/src/policies/mod.rs:178-200, and the fork's policies/mod.rs), which a worker
+// registering with a cache_aware policy hint gets whatever the CLI said.
+func HintDefaults() Settings {
+	s := CLIDefaults()
+	s.CacheThreshold, s.BalanceAbsThreshold, s.BalanceRelThreshold, s.EvictionIntervalSecs, s.MaxTreeSize = 0.5, 32, 1.1, 30, 10000
+	return s
+}
 
 // Router is the SGLang model gateway.
 type Router struct{}
@@ -36,7 +99,7 @@ func (Router) Name() product.Name { return product.Name{ID: ID, Display: display
 // engines' KV events, and the older gateway that shipped inside sglang (the modal-projects/sglang
 // fork @8905cbd) with either default set.
 func (Router) Shipped() []product.Variant {
-	cli, hint := sim.SGLangCLIDefaults(), sim.SGLangHintDefaults()
+	cli, hint := CLIDefaults(), HintDefaults()
 	with := func(s Settings, gateway, conn string) Settings {
 		s.Gateway, s.Connection = gateway, conn
 		return s
@@ -47,23 +110,19 @@ func (Router) Shipped() []product.Variant {
 		{Key: "hint", Label: "policy-hint defaults", About: "the defaults a cache_aware policy hint applies",
 			Help: "what a cache_aware policy hint applies: 0.5, 32, 1.1, 10,000 characters", Settings: hint},
 		{Key: "grpc", Label: "CLI defaults, gRPC", About: "the command line's defaults, workers over gRPC",
-			Help: "the command line's, workers over gRPC: a tree of 16-token pages", Settings: with(cli, sim.SGLangSMG, sim.SGLangGRPC), Alternative: true},
+			Help: "the command line's, workers over gRPC: a tree of 16-token pages", Settings: with(cli, SMG, GRPC), Alternative: true},
 		{Key: "grpc-events", Label: "CLI defaults, gRPC with KV events", About: "the command line's defaults, workers over gRPC with KV events",
-			Help: "the command line's, workers over gRPC publishing KV events: overlap with what they hold", Settings: with(cli, sim.SGLangSMG, sim.SGLangGRPCEvents), Alternative: true},
+			Help: "the command line's, workers over gRPC publishing KV events: overlap with what they hold", Settings: with(cli, SMG, GRPCEvents), Alternative: true},
 		{Key: "fork", Label: "older gateway, CLI defaults", About: "the older sgl-model-gateway inside sglang, command-line defaults",
-			Help: "the older sgl-model-gateway inside sglang with its command line's: the replica that created the matched node", Settings: with(cli, sim.SGLangFork, sim.SGLangHTTP), Alternative: true},
+			Help: "the older sgl-model-gateway inside sglang with its command line's: the replica that created the matched node", Settings: with(cli, Fork, HTTP), Alternative: true},
 		{Key: "fork-hint", Label: "older gateway, policy-hint defaults", About: "the older sgl-model-gateway inside sglang, policy-hint defaults",
-			Help: "the older gateway with a policy hint's", Settings: with(hint, sim.SGLangFork, sim.SGLangHTTP), Alternative: true},
+			Help: "the older gateway with a policy hint's", Settings: with(hint, Fork, HTTP), Alternative: true},
 	}
 }
 
 // Emulations implements product.Router.
 func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
-	r := sim.DefaultRouterSettings()
-	r.SGLang = ps.(Settings)
-	e, _ := sim.Emulation("sglang-cache-aware", r)
-	e.Family = sim.FamilyKV
-	return []sim.PolicyInfo{e}
+	return []sim.PolicyInfo{cacheAware(ps.(Settings))}
 }
 
 // Configure implements product.Router. It reads the gateway's flags as given (--policy,
@@ -74,7 +133,7 @@ func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
 // rust): the Python launcher's eviction interval defaults to 60 s, the Rust CLI's to 120 s.
 // Worker URLs of grpc:// select the token tree.
 func (Router) Configure(f product.Facts) []product.Configured {
-	s := sim.SGLangCLIDefaults()
+	s := CLIDefaults()
 	rd := product.NewReader(f)
 	var policies []string
 	var skip string
@@ -115,7 +174,7 @@ func (Router) Configure(f product.Facts) []product.Configured {
 	}
 	// Workers reached over gRPC put smg's cache_aware on token pages.
 	if strings.Contains(f.Values["--worker-urls"], "grpc://") {
-		s.Connection = sim.SGLangGRPC
+		s.Connection = GRPC
 	}
 	return rd.Result(policies, s, skip)
 }
@@ -133,10 +192,10 @@ func (Router) Tune(_ string, ps product.Settings, tr product.Traffic) (product.S
 	// smg bounds the whole tree, the older gateway each replica's part of it; a token tree
 	// counts tokens, a character tree characters.
 	replicas, perToken, unit := int64(tr.Replicas), int64(CharsPerToken), fmt.Sprintf(" x %d characters a token", CharsPerToken)
-	if s.Gateway == sim.SGLangFork {
+	if s.Gateway == Fork {
 		replicas = 1
 	}
-	if s.Connection == sim.SGLangGRPC || s.Connection == sim.SGLangGRPCEvents {
+	if s.Connection == GRPC || s.Connection == GRPCEvents {
 		perToken, unit = 1, ""
 	}
 	size := int(min(replicas*tr.KVTokens*perToken, math.MaxInt32))

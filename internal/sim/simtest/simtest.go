@@ -6,6 +6,7 @@ package simtest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -282,4 +283,84 @@ func Scaled(t *sim.Trace, bs int) *sim.Trace {
 		c.Requests[i] = r
 	}
 	return c
+}
+
+// CharReq is a request whose text is text (a completion), in blocks of Block characters (a
+// character a token): equal text prefixes give equal blocks, so a hit is a shared prefix.
+func CharReq(at float64, out int, text string) sim.Request {
+	rs := []rune(text)
+	var blocks []uint64
+	h := uint64(14695981039346656037)
+	for k := 0; k < len(rs); k += Block {
+		for _, b := range []byte(string(rs[k:min(k+Block, len(rs))])) {
+			h ^= uint64(b)
+			h *= 1099511628211
+		}
+		h ^= 0xff // ends a block: "ab"+"c" and "a"+"bc" differ
+		h *= 1099511628211
+		blocks = append(blocks, h)
+	}
+	return sim.Request{Arrival: at, Blocks: blocks, InputTokens: len(rs), OutputTokens: out, N: 1, View: &sim.View{Text: text}}
+}
+
+// CharTrace is a trace of CharReq requests.
+func CharTrace(rs ...sim.Request) *sim.Trace {
+	return &sim.Trace{Name: "tiny-text", Format: "requests", BlockSize: Block, PrefixInfo: true, Requests: rs}
+}
+
+// RandomCharTrace is n CharReq requests with texts from text (given the texts so far), arriving
+// 0 to 1 s apart, in flight 0 to 12 s.
+func RandomCharTrace(rng *rand.Rand, n int, text func(rng *rand.Rand, earlier []string) string) *sim.Trace {
+	var rs []sim.Request
+	var texts []string
+	at := 0.0
+	for range n {
+		at += float64(rng.IntN(3)) / 2
+		t := text(rng, texts)
+		texts = append(texts, t)
+		rs = append(rs, CharReq(at, rng.IntN(13), t))
+	}
+	return CharTrace(rs...)
+}
+
+// Compare replays tr under the emulation info describes and under model, a second model of it
+// written apart, and fails at the first request they route or hit differently.
+func Compare(t testing.TB, tr *sim.Trace, c sim.Config, info sim.PolicyInfo, model sim.Policy, what string) {
+	t.Helper()
+	want, _ := Run(t, tr, c, Model("model", info.NeedsText, model))
+	got, _ := Run(t, tr, c, info)
+	for k := range want.Routes {
+		if got.Routes[k] != want.Routes[k] || got.Hits[k] != want.Hits[k] {
+			r := &tr.Requests[k]
+			t.Fatalf("%s: request %d (%q at %g): %s routes to %d hitting %d, the second model to %d hitting %d",
+				what, k, r.View.Text, r.Arrival, info.Name, got.Routes[k], got.Hits[k], want.Routes[k], want.Hits[k])
+		}
+	}
+}
+
+// SessionViews returns tr with what header-reading routers read on every request: a chat
+// view, and an x-session-id header (one of eight sessions) on two requests in three.
+func SessionViews(tr *sim.Trace, seed uint64) *sim.Trace {
+	rng := rand.New(rand.NewPCG(seed, 0x76696577))
+	out := &sim.Trace{Name: tr.Name, Format: "requests", BlockSize: tr.BlockSize, PrefixInfo: tr.PrefixInfo}
+	for _, r := range tr.Requests {
+		v := sim.StringChat("system", "user")
+		if rng.IntN(3) > 0 {
+			v.Headers = map[string]string{"x-session-id": fmt.Sprintf("s-%d", rng.IntN(8))}
+		}
+		r.View = v
+		out.Requests = append(out.Requests, r)
+	}
+	return out
+}
+
+// Spread is RandomTraffic for routers that keep time windows: n requests with their arrivals
+// stretched tenfold (up to 3 s apart, so a 60 s window both fills and empties), with
+// SessionViews.
+func Spread(seed uint64, n int) *sim.Trace {
+	base := RandomTraffic(seed, n, Block)
+	for i := range base.Requests {
+		base.Requests[i].Arrival *= 10
+	}
+	return SessionViews(base, seed)
 }

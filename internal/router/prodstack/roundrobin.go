@@ -1,11 +1,17 @@
-package sim
+package prodstack
 
-var prodStackRoundRobinInfo = PolicyInfo{
-	Name:      "prodstack-roundrobin",
-	About:     "vLLM production-stack router --routing-logic roundrobin (the Helm chart's default): a request counter modulo the engines, one counter per set of engines",
-	Product:   "vLLM production-stack",
-	Source:    "vllm-project/production-stack@a6c01db src/vllm_router/routers/routing_logic.py:139-195 RoundRobinRouter; helm/values.yaml routerSpec.routingLogic roundrobin; ROUTERS.md §3, SPEC §6",
-	newPolicy: func(Config, int) policy { return &prodStackRoundRobinPolicy{} },
+import "github.com/kvcheck/kvcheck/internal/sim"
+
+// roundRobin is prodstack-roundrobin.
+func roundRobin() sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:    "prodstack-roundrobin",
+		About:   "vLLM production-stack router --routing-logic roundrobin (the Helm chart's default): a request counter modulo the engines, one counter per set of engines",
+		Family:  sim.FamilyBalance,
+		Product: display,
+		Source:  "vllm-project/production-stack@a6c01db src/vllm_router/routers/routing_logic.py:139-195 RoundRobinRouter; helm/values.yaml routerSpec.routingLogic roundrobin; ROUTERS.md §3, SPEC §6",
+		New:     func(sim.Config, int) sim.Policy { return &prodStackRoundRobinPolicy{} },
+	}
 }
 
 // prodStackRoundRobinPolicy is RoundRobinRouter (production-stack@a6c01db
@@ -31,12 +37,13 @@ var prodStackRoundRobinInfo = PolicyInfo{
 //     reached.
 type prodStackRoundRobinPolicy struct{ next map[int]int }
 
-func (p *prodStackRoundRobinPolicy) route(f *fleet, _ *job) int {
+// Route implements sim.Policy. Reason: round-robin.
+func (p *prodStackRoundRobinPolicy) Route(f *sim.Pool, _ *sim.Job) (int, string) {
 	if p.next == nil {
 		p.next = map[int]int{}
 	}
-	n := f.size() // the replicas are the first n: one set per size
+	n := f.Size() // the replicas are the first n: one set per size
 	i := p.next[n] % n
 	p.next[n]++
-	return i
+	return i, "round-robin"
 }

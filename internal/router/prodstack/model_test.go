@@ -1,7 +1,8 @@
-package sim
+package prodstack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -11,13 +12,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/sim/simtest"
 )
 
 // Second models of prodstack-prefixaware and the LMCache routers, written from the
 // routers' descriptions (ROUTERS.md §1 and §3, routing_logic.py, hashtrie.py,
 // deployment_affinity_check.py), not from the emulations' code: plain maps and strings, no trie,
-// no bit sets. They route over refFleet (model_test.go), whose caches never fill.
+// no bit sets. They route over simtest.RefFleet, whose caches never fill.
 
 // blockText is the text of one block: 40 characters, some of them two-byte, so that 128-character
 // chunks and blocks do not line up and characters are not bytes. Different blocks have different
@@ -41,10 +43,10 @@ func blockText(b uint64) string {
 // last block is a multiple of 7, so that it is part of the shared text). What a router reads
 // of two requests sharing blocks is then shared as far as its source reads it, while what the
 // engine sees (placeholders, tool calls) is not.
-func withBodies(t *testing.T, tr *Trace, seed uint64) (*Trace, map[*View]string) {
+func withBodies(t *testing.T, tr *sim.Trace, seed uint64) (*sim.Trace, map[*sim.View]string) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0xb0d1e5))
-	bodies := map[*View]string{}
+	bodies := map[*sim.View]string{}
 	for i := range tr.Requests {
 		r := &tr.Requests[i]
 		var body any
@@ -101,11 +103,11 @@ func withBodies(t *testing.T, tr *Trace, seed uint64) (*Trace, map[*View]string)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req, err := audit.NewRequestReader(bytes.NewReader(line), 0).Next()
-		if err != nil {
+		read, err := sim.ReadRequests(context.Background(), bytes.NewReader(line), "body.jsonl", sim.RequestLogOptions{})
+		if err != nil || len(read.Requests) != 1 {
 			t.Fatalf("request %d: %v", i, err)
 		}
-		r.View = newView(req)
+		r.View = read.Requests[0].View
 		bodies[r.View] = string(line)
 	}
 	tr.Format = "requests"
@@ -158,14 +160,14 @@ func refProdStackPrompt(t *testing.T, body string) string {
 // prefix of the prompt records the engine.
 type refPrefixAware struct {
 	t        *testing.T
-	bodies   map[*View]string
+	bodies   map[*sim.View]string
 	minMatch int
 	rng      *rand.Rand
 	holders  map[string]map[int]bool
 	sent     map[int][]float64
 }
 
-func (m *refPrefixAware) route(r *Request, n int) int {
+func (m *refPrefixAware) route(r *sim.Request, n int) int {
 	prompt := refProdStackPrompt(m.t, m.bodies[r.View])
 	chars := []rune(prompt)
 	var prefixes []string
@@ -239,17 +241,18 @@ func TestProdStackPrefixAwareModel(t *testing.T) {
 	for _, minMatch := range []int{0, 256} {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("min%d/seed%d", minMatch, seed), func(t *testing.T) {
-				tr, bodies := withBodies(t, randomTraffic(seed, 300, tinyBlock), seed)
+				tr, bodies := withBodies(t, simtest.RandomTraffic(seed, 300, simtest.Block), seed)
 				// Arrivals stretched so that the 60 s QPS window both fills and empties.
 				for i := range tr.Requests {
 					tr.Requests[i].Arrival *= 10
 				}
-				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
-				c = withProdStack(c, func(s *ProdStackSettings) { s.PrefixMinMatch = minMatch })
-				e := &refFleet{bs: tinyBlock, m: c.Model}
+				c := simtest.RoomyConfig(seed, 3, tr.Requests[150].Arrival)
+				s := Shipped()
+				s.PrefixMinMatch = minMatch
+				e := simtest.NewRefFleet(simtest.Block, c.Model)
 				m := &refPrefixAware{t: t, bodies: bodies, minMatch: minMatch, rng: rand.New(rand.NewPCG(seed, 0x707265666978)), holders: map[string]map[int]bool{}, sent: map[int][]float64{}}
-				want := replayRef(tr, c, m.route, e)
-				got := runTiny(t, tr, c, "prodstack-prefixaware")
+				want := simtest.Replay(tr, c, m.route, e)
+				got := simtest.Routes(t, tr, c, prefixAware(s))
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("prodstack-prefixaware against the second model (-model +emulation):\n%s", d)
 				}
@@ -276,12 +279,12 @@ type refLMCache struct {
 	load      bool
 	threshold int
 	beta      float64
-	e         *refFleet
+	e         *simtest.RefFleet
 	order     map[string][]int
 	sent      map[int][]float64
 }
 
-func (m *refLMCache) route(r *Request, n int) int {
+func (m *refLMCache) route(r *sim.Request, n int) int {
 	type credit struct{ rep, end int }
 	var layout []credit
 	chunks := 0
@@ -293,7 +296,7 @@ func (m *refLMCache) route(r *Request, n int) int {
 	for c := range chunks {
 		first := -1
 		for _, e := range m.order[key(c)] {
-			if e < n && m.e.cachedRun(e, r.Blocks, min(limit, len(r.Blocks)), r.Arrival) > c {
+			if e < n && m.e.CachedRun(e, r.Blocks, min(limit, len(r.Blocks)), r.Arrival) > c {
 				first = e
 				break
 			}
@@ -339,9 +342,9 @@ func (m *refLMCache) route(r *Request, n int) int {
 	default:
 		inflight := make([]float64, n)
 		mean := 0.0
-		for _, j := range m.e.jobs {
-			if j.rep < n && j.finish > r.Arrival {
-				inflight[j.rep]++
+		for _, j := range m.e.Jobs {
+			if j.Rep < n && j.Finish > r.Arrival {
+				inflight[j.Rep]++
 			}
 		}
 		for _, x := range inflight {
@@ -387,19 +390,24 @@ func TestProdStackLMCacheModel(t *testing.T) {
 	for _, v := range variants {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("%s/t%d/b%g/seed%d", v.policy, v.threshold, v.beta, seed), func(t *testing.T) {
-				tr := randomTraffic(seed, 300, 256)
+				tr := simtest.RandomTraffic(seed, 300, 256)
 				for i := range tr.Requests {
-					tr.Requests[i].View = &View{Chat: i%3 == 2, Text: "p"}
+					tr.Requests[i].View = &sim.View{Chat: i%3 == 2, Text: "p"}
 					tr.Requests[i].Arrival *= 40
 				}
 				tr.Format = "requests"
-				c := roomyConfig(seed, 3, tr.Requests[150].Arrival)
+				c := simtest.RoomyConfig(seed, 3, tr.Requests[150].Arrival)
 				c.Model.PrefillPerToken = 0.0001
-				c = withProdStack(c, func(s *ProdStackSettings) { s.KVAwareThreshold, s.LoadBeta = v.threshold, v.beta })
-				e := &refFleet{bs: 256, m: c.Model}
+				s := Shipped()
+				s.KVAwareThreshold, s.LoadBeta = v.threshold, v.beta
+				e := simtest.NewRefFleet(256, c.Model)
 				m := &refLMCache{load: v.load, threshold: v.threshold, beta: v.beta, e: e, order: map[string][]int{}, sent: map[int][]float64{}}
-				want := replayRef(tr, c, m.route, e)
-				got := runTiny(t, tr, c, v.policy)
+				want := simtest.Replay(tr, c, m.route, e)
+				info := kvAware(s)
+				if v.load {
+					info = loadAware(s)
+				}
+				got := simtest.Routes(t, tr, c, info)
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("%s against the second model (-model +emulation):\n%s", v.policy, d)
 				}

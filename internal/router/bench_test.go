@@ -1,23 +1,27 @@
-package sim
+package router
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/sim/simtest"
 )
 
 // chatTextTrace is n chat requests with their text: 32 tenants' system prompts of 4,000
 // characters, conversations growing by 400 characters a turn, one request every 50 ms, 16
 // characters a block (4 tokens of 4 characters).
-func chatTextTrace(n int) *Trace {
+func chatTextTrace(n int) *sim.Trace {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var prompts []string
 	for k := range 32 {
 		prompts = append(prompts, strings.Repeat(fmt.Sprintf("tenant %02d says: be brief. ", k), 4000/26+1)[:4000])
 	}
 	var convs []string
-	var rs []Request
+	var rs []sim.Request
 	for i := range n {
 		var text string
 		if len(convs) > 0 && rng.IntN(3) > 0 {
@@ -28,10 +32,10 @@ func chatTextTrace(n int) *Trace {
 			text = prompts[rng.IntN(len(prompts))] + fmt.Sprintf("%0400d", rng.Int64())
 			convs = append(convs, text)
 		}
-		r := charReq(float64(i)/20, 50, text)
+		r := simtest.CharReq(float64(i)/20, 50, text)
 		rs = append(rs, r)
 	}
-	return charTrace(rs...)
+	return simtest.CharTrace(rs...)
 }
 
 // BenchmarkTreeEmulations replays 5,000 chat requests with their text through the character-tree
@@ -42,11 +46,14 @@ func BenchmarkTreeEmulations(b *testing.B) {
 	for _, reps := range []int{8, 64} {
 		for _, p := range []string{"round-robin", "sglang-cache-aware", "ray-prefix-affinity"} {
 			b.Run(fmt.Sprintf("%s/%d", p, reps), func(b *testing.B) {
-				c := benchConfig()
-				c.Replicas = reps
+				c := sim.Config{Replicas: reps, KVBlocks: 2048, AddReplicaAt: -1, Model: sim.DefaultModel(), Params: sim.DefaultParams(), Seed: 1}
+				info, ok := Emulation(p, nil)
+				if !ok {
+					info = sim.Policies()[1] // round-robin
+				}
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := Simulate(tr, c, p); err != nil {
+					if _, err := sim.SimulatePolicy(context.Background(), tr, c, info); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,23 +1,33 @@
-package sim
+package prodstack
 
 import (
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-var prodStackPrefixAwareInfo = PolicyInfo{
-	Name:      "prodstack-prefixaware",
-	About:     "vLLM production-stack router --routing-logic prefixaware: longest match of 128-character chunks of the raw text in a trie that never evicts, random among the engines holding it, no load term",
-	Product:   "vLLM production-stack",
-	Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py PrefixAwareRouter (main after PR #1035, with prefix_min_match_length), src/vllm_router/prefix/hashtrie.py HashTrie(chunk_size=128); parsers/parser.py --prefix-min-match-length 0; ROUTERS.md §3, SPEC §6",
-	NeedsText: true,
-	newPolicy: func(c Config, _ int) policy {
-		return &prodStackPrefixPolicy{
-			minMatch: c.settings().ProdStack.PrefixMinMatch,
-			rng:      rand.New(rand.NewPCG(c.Seed, 0x707265666978)),
-			trie:     newChunkTrie(maxFleet(c)),
-		}
-	},
+// prefixAware is prodstack-prefixaware with settings s.
+func prefixAware(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:      "prodstack-prefixaware",
+		About:     "vLLM production-stack router --routing-logic prefixaware: longest match of 128-character chunks of the raw text in a trie that never evicts, random among the engines holding it, no load term",
+		Family:    sim.FamilyKV,
+		Product:   display,
+		Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py PrefixAwareRouter (main after PR #1035, with prefix_min_match_length), src/vllm_router/prefix/hashtrie.py HashTrie(chunk_size=128); parsers/parser.py --prefix-min-match-length 0; ROUTERS.md §3, SPEC §6",
+		NeedsText: true,
+		New: func(c sim.Config, _ int) sim.Policy {
+			most := c.Replicas
+			if c.AddReplicaAt >= 0 {
+				most++ // the replica added
+			}
+			return &prodStackPrefixPolicy{
+				minMatch: s.PrefixMinMatch,
+				rng:      rand.New(rand.NewPCG(c.Seed, 0x707265666978)),
+				trie:     newChunkTrie(most),
+			}
+		},
+	}
 }
 
 // prodStackPrefixPolicy is PrefixAwareRouter. For each request:
@@ -33,7 +43,7 @@ var prodStackPrefixAwareInfo = PolicyInfo{
 //     the child exists and holds one of the engines still selected, keep only those and count
 //     128 characters; stop at the first chunk that fails. With no chunk matched every engine is
 //     selected.
-//  4. If the matched length is below --prefix-min-match-length (ProdStackSettings.PrefixMinMatch,
+//  4. If the matched length is below --prefix-min-match-length (Settings.PrefixMinMatch,
 //     0 by default, so never), the engine is _qps_routing's (qpsWindow); otherwise one of the
 //     selected engines chosen at random (random.choice: uniform; here the k-th selected in the
 //     replicas' order, k drawn from a PCG seeded with Config.Seed).
@@ -72,21 +82,28 @@ type prodStackPrefixPolicy struct {
 	sel      []uint64
 }
 
-func (p *prodStackPrefixPolicy) route(f *fleet, j *job) int {
-	p.buf = prodStackPrompt(j.req.View, p.buf)
+// Route implements sim.Policy. Reasons: prefix-match (4, a chunk matched: one of the engines
+// holding it), no-match-random (4, none matched: one of every engine), lowest-qps (4, under
+// --prefix-min-match-length).
+func (p *prodStackPrefixPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	p.buf = prodStackPrompt(j.Request().View, p.buf)
 	p.hashes = chunkHashes(p.hashes[:0], p.buf)
-	n := f.size()
+	n := f.Size()
 	matched := p.trie.match(p.hashes, n, &p.sel)
 	var rep int
+	reason := "prefix-match"
 	if matched < p.minMatch {
-		rep = p.qps.pick(n, j.arrival)
+		rep, reason = p.qps.pick(n, j.Arrival()), "lowest-qps"
 	} else {
 		k := p.rng.IntN(countBits(p.sel))
 		rep = nthBit(p.sel, k)
+		if matched == 0 {
+			reason = "no-match-random"
+		}
 	}
-	p.qps.record(rep, j.arrival)
+	p.qps.record(rep, j.Arrival())
 	p.trie.insert(p.hashes, rep)
-	return rep
+	return rep, reason
 }
 
 // chunkTrie is HashTrie: nodes numbered from 0 (the root), children found by (parent, chunk

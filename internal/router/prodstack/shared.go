@@ -1,12 +1,15 @@
-package sim
+package prodstack
 
 import (
 	"hash/maphash"
 	"slices"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-// What the vLLM production-stack router emulations (prodstack-*.go) share. Sources:
+// What the vLLM production-stack router emulations (roundrobin.go, session.go, prefixaware.go,
+// kvaware.go, loadaware.go) share. Sources:
 // vllm-project/production-stack src/vllm_router/routers/routing_logic.py (RoutingInterface,
 // its _qps_routing and the session hash ring; production-stack main after PR #1035, which added
 // loadaware), src/vllm_router/stats/request_stats.py (the QPS monitor),
@@ -99,13 +102,13 @@ func (r *sessionRing) node(id string, n int) int {
 		r.points = r.points[:0]
 		for i := range n {
 			for v := range prodStackRingPoints {
-				r.points = append(r.points, ringPoint{h: mix64(r.seed ^ mix64(uint64(i)<<32|uint64(v)+0x5e5510)), rep: i})
+				r.points = append(r.points, ringPoint{h: sim.Mix64(r.seed ^ sim.Mix64(uint64(i)<<32|uint64(v)+0x5e5510)), rep: i})
 			}
 		}
 		slices.SortFunc(r.points, ringOrder)
 		r.n = n
 	}
-	h := mix64(fnvString(14695981039346656037, id) ^ mix64(r.seed))
+	h := sim.Mix64(fnvString(14695981039346656037, id) ^ sim.Mix64(r.seed))
 	k, _ := slices.BinarySearchFunc(r.points, h, func(p ringPoint, h uint64) int {
 		switch {
 		case p.h < h:
@@ -122,7 +125,7 @@ func (r *sessionRing) node(id string, n int) int {
 // are case-insensitive; the log's names are lower case), and ok false without a key or without
 // the header. The body field of the same name, which the router also reads, is not kept by the
 // log reader.
-func prodStackSession(v *View, key string) (string, bool) {
+func prodStackSession(v *sim.View, key string) (string, bool) {
 	if key == "" || v == nil {
 		return "", false
 	}
@@ -138,7 +141,7 @@ func prodStackSession(v *View, key string) (string, bool) {
 // skipped (an image, an input_text); a content of null skipped, no line at all (493); a message
 // without content an empty line (484: message.get("content", "")). Tool calls and
 // reasoning_content are not read. It is written into buf, which is returned for reuse.
-func prodStackPrompt(v *View, buf []byte) []byte {
+func prodStackPrompt(v *sim.View, buf []byte) []byte {
 	buf = buf[:0]
 	if !v.Chat {
 		return append(buf, v.Text...)
@@ -149,14 +152,14 @@ func prodStackPrompt(v *View, buf []byte) []byte {
 		run := v.Text[from:p.End]
 		from = p.End
 		switch p.Kind {
-		case PieceString, PieceList, PieceAbsent:
+		case sim.PieceString, sim.PieceList, sim.PieceAbsent:
 			if lines > 0 {
 				buf = append(buf, '\n')
 			}
 			lines++
 			parts = 0
 			buf = append(buf, run...)
-		case PiecePartText:
+		case sim.PiecePartText:
 			if parts > 0 {
 				buf = append(buf, ' ')
 			}
@@ -222,28 +225,30 @@ type lmcacheIndex struct {
 type lmcacheHit struct{ rep, end int }
 
 // chunking returns the blocks per LMCache chunk and the whole chunks of a prompt.
-func lmcacheChunking(r *Request, bs int) (per, chunks int) {
+func lmcacheChunking(r *sim.Request, bs int) (per, chunks int) {
 	per = max(1, lmcacheChunk/bs)
 	return per, min(r.InputTokens/(per*bs), len(r.Blocks)/per)
 }
 
 // lookup answers the controller's lookup of the request's tokens. A chat request asks with the
 // tokens of request_json.get("prompt", ""), an empty string: no chunk, no answer.
-func (x *lmcacheIndex) lookup(f *fleet, j *job) []lmcacheHit {
+func (x *lmcacheIndex) lookup(f *sim.Pool, j *sim.Job) []lmcacheHit {
 	x.layout = x.layout[:0]
-	if j.req.View == nil || j.req.View.Chat {
+	r := j.Request()
+	if r.View == nil || r.View.Chat {
 		return x.layout
 	}
-	per, chunks := lmcacheChunking(j.req, f.blockSize)
+	per, chunks := lmcacheChunking(r, f.BlockSize())
 	if chunks == 0 {
 		return x.layout
 	}
-	ovl := f.overlaps(j)
+	ovl := f.Overlaps(j)
+	ids := j.IDs()
 	for c := range chunks {
 		need := (c + 1) * per
 		first := -1
-		for _, r := range x.holders[j.ids[need-1]] {
-			if r < f.size() && ovl[r] >= need {
+		for _, r := range x.holders[ids[need-1]] {
+			if r < f.Size() && ovl[r] >= need {
 				first = r
 				break
 			}
@@ -251,7 +256,7 @@ func (x *lmcacheIndex) lookup(f *fleet, j *job) []lmcacheHit {
 		if first < 0 {
 			break
 		}
-		end := need * f.blockSize
+		end := need * f.BlockSize()
 		found := false
 		for k := range x.layout {
 			if x.layout[k].rep == first {
@@ -266,16 +271,18 @@ func (x *lmcacheIndex) lookup(f *fleet, j *job) []lmcacheHit {
 }
 
 // sent records that the request's whole chunks go to replica rep, which will store them.
-func (x *lmcacheIndex) sent(f *fleet, j *job, rep int) {
-	if j.req.View == nil || j.req.View.Chat {
+func (x *lmcacheIndex) sent(f *sim.Pool, j *sim.Job, rep int) {
+	r := j.Request()
+	if r.View == nil || r.View.Chat {
 		return // the engine stores the chat's chunks, but no chat lookup ever asks for them
 	}
 	if x.holders == nil {
 		x.holders = map[int32][]int{}
 	}
-	per, chunks := lmcacheChunking(j.req, f.blockSize)
+	per, chunks := lmcacheChunking(r, f.BlockSize())
+	ids := j.IDs()
 	for c := range chunks {
-		key := j.ids[(c+1)*per-1]
+		key := ids[(c+1)*per-1]
 		if l := x.holders[key]; !slices.Contains(l, rep) {
 			x.holders[key] = append(l, rep)
 		}
@@ -283,10 +290,37 @@ func (x *lmcacheIndex) sent(f *fleet, j *job, rep int) {
 }
 
 // prodStackFallback is the kvaware and loadaware routers' route without a usable answer from
-// LMCache: the --session-key header's id on the hash ring, else _qps_routing.
-func prodStackFallback(j *job, key string, ring *sessionRing, qps *qpsWindow, n int) int {
-	if id, ok := prodStackSession(j.req.View, key); ok {
-		return ring.node(id, n)
+// LMCache: the --session-key header's id on the hash ring (reason session-key), else
+// _qps_routing (lowest-qps).
+func prodStackFallback(j *sim.Job, key string, ring *sessionRing, qps *qpsWindow, n int) (int, string) {
+	if id, ok := prodStackSession(j.Request().View, key); ok {
+		return ring.node(id, n), "session-key"
 	}
-	return qps.pick(n, j.arrival)
+	return qps.pick(n, j.Arrival()), "lowest-qps"
+}
+
+// ringPoint is a point of a hash ring: its hash and the replica owning it.
+type ringPoint struct {
+	h   uint64
+	rep int
+}
+
+// ringOrder sorts a ring's points by hash, and points of equal hash by replica.
+func ringOrder(a, b ringPoint) int {
+	if a.h != b.h {
+		if a.h < b.h {
+			return -1
+		}
+		return 1
+	}
+	return a.rep - b.rep
+}
+
+// fnvString is FNV-1a of s, continued from h.
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }

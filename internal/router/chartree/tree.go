@@ -1,4 +1,7 @@
-package sim
+// Package chartree is the character radix tree SGLang's model gateway (cache_aware) and Ray
+// Serve LLM's PrefixCacheAffinityRouter keep in the router, shared by their emulations
+// (internal/router/sglang, internal/router/ray).
+package chartree
 
 import (
 	"cmp"
@@ -8,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// radixTree is the character radix tree that SGLang's model gateway (cache_aware) and Ray Serve
+// Tree is the character radix tree that SGLang's model gateway (cache_aware) and Ray Serve
 // LLM's PrefixCacheAffinityRouter keep in the router: one tree shared by every replica (a
 // "tenant"), each node a run of characters with, for every replica that was sent a text passing
 // through it, the last time it did. It stands for nothing the engines hold: it is the router's
@@ -17,7 +20,7 @@ import (
 // prefix_tree.py), and so does this one:
 //   - insert(text, replica, t) walks down from the root along the text, splitting a node where
 //     the text leaves it part-way and adding a leaf for the rest; every node on the path is
-//     marked as held by the replica, at time t (Ray), or, with stampEnd (SGLang), at t for the
+//     marked as held by the replica, at time t (Ray), or, with StampEnd (SGLang), at t for the
 //     node the text ends in and 0 for a node passed that it did not hold yet; a replica's size
 //     grows by the characters of each node it did not hold yet; a node remembers the replica
 //     whose insert created it (SGLang's last_tenant; a split's upper part copies it);
@@ -33,49 +36,49 @@ import (
 // what the upstream trees hold, plus a node's fields (about 120 bytes plus 16 per holder), at
 // most two nodes per text inserted. It never keeps an inserted text whole: a request's text is
 // garbage once routed (a request log's texts are read back from a file one at a time: View).
-type radixTree struct {
-	root  radixNode
+type Tree struct {
+	root  Node
 	size  []int // characters held per replica
 	total int   // the sum of size
 	nodes int
-	// stampEnd is SGLang's insert (tree.rs@8905cbd:393-527): only the node the text ends in
+	// StampEnd is SGLang's insert (tree.rs@8905cbd:393-527): only the node the text ends in
 	// gets the time; a node passed on the way that the replica did not hold gets time 0, one
 	// it held keeps its time. Without it (Ray's) every node on the path gets the time.
-	stampEnd bool
-	// unit is what the tree's texts are made of: 0 for characters (UTF-8), pageUnit for
+	StampEnd bool
+	// Unit is what the tree's texts are made of: 0 for characters (UTF-8), PageUnit for
 	// pages of tokens written as 8-byte keys (smg's token tree); nodes split only between
 	// units and sizes count units.
-	unit int
+	Unit int
 }
 
-// pageUnit is the width of a page key in a token tree's text.
-const pageUnit = 8
+// PageUnit is the width of a page key in a token tree's text.
+const PageUnit = 8
 
-// radixNode is a run of characters (or page keys), its label; its path is the text from the
+// Node is a run of characters (or page keys), its label; its path is the text from the
 // root to its end, the labels on the way.
-type radixNode struct {
+type Node struct {
 	lab     string
 	depth   int // bytes of the path
 	chars   int // characters in the label
 	salt    uint64
 	last    int // the replica whose insert created the node (SGLang's last_tenant)
-	parent  *radixNode
-	kids    []*radixNode
-	holders []radixHolder
+	parent  *Node
+	kids    []*Node
+	holders []holder
 }
 
-// radixHolder is a replica holding a node, and when it last inserted or matched through it.
-type radixHolder struct {
+// holder is a replica holding a node, and when it last inserted or matched through it.
+type holder struct {
 	rep int
 	at  float64
 }
 
 // label is the node's own characters.
-func (n *radixNode) label() string { return n.lab }
+func (n *Node) label() string { return n.lab }
 
 // path is the text from the root to n's end (made for tests and messages; the tree compares
 // paths with pathCompare).
-func (n *radixNode) path() string {
+func (n *Node) path() string {
 	var b []byte
 	for ; n != nil; n = n.parent {
 		b = append([]byte(n.lab), b...)
@@ -84,7 +87,7 @@ func (n *radixNode) path() string {
 }
 
 // ancestry is n and its ancestors up to the root's child, the root's child first.
-func (n *radixNode) ancestry(buf []*radixNode) []*radixNode {
+func (n *Node) ancestry(buf []*Node) []*Node {
 	buf = buf[:0]
 	for ; n != nil && n.parent != nil; n = n.parent {
 		buf = append(buf, n)
@@ -97,11 +100,11 @@ func (n *radixNode) ancestry(buf []*radixNode) []*radixNode {
 // down from the root they follow the same nodes until one ends (its path is a prefix of the
 // other's, so the shorter) or they part into two children, whose labels start with different
 // characters and so order the paths.
-func pathCompare(a, b *radixNode) int {
+func pathCompare(a, b *Node) int {
 	if a == b {
 		return 0
 	}
-	var ab, bb [32]*radixNode
+	var ab, bb [32]*Node
 	pa, pb := a.ancestry(ab[:0]), b.ancestry(bb[:0])
 	for i := range min(len(pa), len(pb)) {
 		if pa[i] != pb[i] {
@@ -111,8 +114,8 @@ func pathCompare(a, b *radixNode) int {
 	return cmp.Compare(len(pa), len(pb))
 }
 
-// holder returns the index of rep in n.holders, or -1.
-func (n *radixNode) holder(rep int) int {
+// Holder returns the index of rep among n's holders, or -1.
+func (n *Node) Holder(rep int) int {
 	for k := range n.holders {
 		if n.holders[k].rep == rep {
 			return k
@@ -122,10 +125,10 @@ func (n *radixNode) holder(rep int) int {
 }
 
 // kid returns the child of n whose label starts with text's first unit, or nil.
-func (t *radixTree) kid(n *radixNode, text string) *radixNode {
-	if t.unit > 0 {
+func (t *Tree) kid(n *Node, text string) *Node {
+	if t.Unit > 0 {
 		for _, k := range n.kids {
-			if k.label()[:t.unit] == text[:t.unit] {
+			if k.label()[:t.Unit] == text[:t.Unit] {
 				return k
 			}
 		}
@@ -140,29 +143,29 @@ func (t *radixTree) kid(n *radixNode, text string) *radixNode {
 	return nil
 }
 
-// count is the number of units of s: characters, or pages.
-func (t *radixTree) count(s string) int {
-	if t.unit > 0 {
-		return len(s) / t.unit
+// Count is the number of units of s: characters, or pages.
+func (t *Tree) Count(s string) int {
+	if t.Unit > 0 {
+		return len(s) / t.Unit
 	}
 	return utf8.RuneCountInString(s)
 }
 
 // common is the length in bytes of the longest common prefix of a and b in whole units.
-func (t *radixTree) common(a, b string) int {
-	if t.unit > 0 {
+func (t *Tree) common(a, b string) int {
+	if t.Unit > 0 {
 		n := min(len(a), len(b))
 		i := 0
 		for i < n && a[i] == b[i] {
 			i++
 		}
-		return i - i%t.unit
+		return i - i%t.Unit
 	}
 	return commonPrefix(a, b)
 }
 
-// sizeOf is the number of characters replica rep holds.
-func (t *radixTree) sizeOf(rep int) int {
+// SizeOf is the number of characters replica rep holds.
+func (t *Tree) SizeOf(rep int) int {
 	if rep < len(t.size) {
 		return t.size[rep]
 	}
@@ -170,11 +173,11 @@ func (t *radixTree) sizeOf(rep int) int {
 }
 
 // hold marks n as held by rep at time at, growing rep's size when it did not hold n yet.
-func (t *radixTree) hold(n *radixNode, rep int, at float64) {
+func (t *Tree) hold(n *Node, rep int, at float64) {
 	if n == &t.root {
 		return
 	}
-	if k := n.holder(rep); k >= 0 {
+	if k := n.Holder(rep); k >= 0 {
 		n.holders[k].at = at
 		return
 	}
@@ -183,7 +186,7 @@ func (t *radixTree) hold(n *radixNode, rep int, at float64) {
 	}
 	t.size[rep] += n.chars
 	t.total += n.chars
-	n.holders = append(n.holders, radixHolder{rep: rep, at: at})
+	n.holders = append(n.holders, holder{rep: rep, at: at})
 }
 
 // commonPrefix is the length in bytes of the longest common prefix of a and b that ends between
@@ -202,21 +205,21 @@ func commonPrefix(a, b string) int {
 	return i
 }
 
-// validText is a text as a Rust String or a Python str holds it, valid UTF-8 by construction:
+// Valid is a text as a Rust String or a Python str holds it, valid UTF-8 by construction:
 // each run of bytes that is not UTF-8 becomes one U+FFFD. The tree relies on it: two equal first
 // characters mean equal bytes.
-func validText(t string) string {
+func Valid(t string) string {
 	if !utf8.ValidString(t) {
 		t = strings.ToValidUTF8(t, "\uFFFD")
 	}
 	return t
 }
 
-// runeCount is the number of characters of s.
-func runeCount(s string) int { return utf8.RuneCountInString(s) }
+// Runes is the number of characters of s.
+func Runes(s string) int { return utf8.RuneCountInString(s) }
 
 // pathSalt is FNV-1a of a node's path when it is created: the seed of the order in which the
-// node lists its holders (see sglangPolicy).
+// node lists its holders (Node.Salt).
 func pathSalt(s string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(s); i++ {
@@ -226,14 +229,14 @@ func pathSalt(s string) uint64 {
 	return h
 }
 
-// insert adds text for replica rep at time at.
-func (t *radixTree) insert(text string, rep int, at float64) {
+// Insert adds text for replica rep at time at.
+func (t *Tree) Insert(text string, rep int, at float64) {
 	n := &t.root
 	i := 0
 	for i < len(text) {
 		k := t.kid(n, text[i:])
 		if k == nil {
-			leaf := &radixNode{lab: strings.Clone(text[i:]), depth: len(text), chars: t.count(text[i:]), salt: pathSalt(text), last: rep, parent: n}
+			leaf := &Node{lab: strings.Clone(text[i:]), depth: len(text), chars: t.Count(text[i:]), salt: pathSalt(text), last: rep, parent: n}
 			n.kids = append(n.kids, leaf)
 			t.nodes++
 			t.hold(leaf, rep, at)
@@ -243,8 +246,8 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 		if shared < len(k.label()) {
 			// Split k: its first shared bytes become a new node between n and k that every
 			// holder of k holds, with k's times and creator (the upstream trees copy them).
-			up := &radixNode{lab: k.lab[:shared], depth: i + shared, chars: t.count(k.lab[:shared]),
-				salt: k.salt, last: k.last, parent: n, kids: []*radixNode{k}, holders: slices.Clone(k.holders)}
+			up := &Node{lab: k.lab[:shared], depth: i + shared, chars: t.Count(k.lab[:shared]),
+				salt: k.salt, last: k.last, parent: n, kids: []*Node{k}, holders: slices.Clone(k.holders)}
 			n.kids[slices.Index(n.kids, k)] = up
 			k.lab = k.lab[shared:]
 			k.chars -= up.chars
@@ -252,8 +255,8 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 			t.nodes++
 			k = up
 		}
-		if t.stampEnd {
-			if k.holder(rep) < 0 {
+		if t.StampEnd {
+			if k.Holder(rep) < 0 {
 				t.hold(k, rep, 0)
 			}
 		} else {
@@ -262,15 +265,15 @@ func (t *radixTree) insert(text string, rep int, at float64) {
 		n = k
 		i += shared
 	}
-	if t.stampEnd {
+	if t.StampEnd {
 		t.hold(n, rep, at)
 	}
 }
 
-// match returns the node the walk along text ends in (the root when not even the first
+// Match returns the node the walk along text ends in (the root when not even the first
 // character is in the tree) and the bytes of text matched. The node's holders hold the whole
-// match.
-func (t *radixTree) match(text string) (*radixNode, int) {
+// Match.
+func (t *Tree) Match(text string) (*Node, int) {
 	n := &t.root
 	i := 0
 	for i < len(text) {
@@ -289,12 +292,12 @@ func (t *radixTree) match(text string) (*radixNode, int) {
 }
 
 // isLeafOf reports whether rep holds n and none of n's children.
-func (n *radixNode) isLeafOf(rep int) bool {
-	if n.holder(rep) < 0 {
+func (n *Node) isLeafOf(rep int) bool {
+	if n.Holder(rep) < 0 {
 		return false
 	}
 	for _, k := range n.kids {
-		if k.holder(rep) >= 0 {
+		if k.Holder(rep) >= 0 {
 			return false
 		}
 	}
@@ -303,8 +306,8 @@ func (n *radixNode) isLeafOf(rep int) bool {
 
 // drop removes rep from n, and n from the tree when nobody holds it any more (it has no
 // children then: a replica holding a child holds its parent).
-func (t *radixTree) drop(n *radixNode, rep int) {
-	k := n.holder(rep)
+func (t *Tree) drop(n *Node, rep int) {
+	k := n.Holder(rep)
 	if k < 0 {
 		return
 	}
@@ -313,13 +316,13 @@ func (t *radixTree) drop(n *radixNode, rep int) {
 	t.total -= n.chars
 	if len(n.holders) == 0 && len(n.kids) == 0 {
 		p := n.parent
-		p.kids = slices.DeleteFunc(p.kids, func(c *radixNode) bool { return c == n })
+		p.kids = slices.DeleteFunc(p.kids, func(c *Node) bool { return c == n })
 		t.nodes--
 	}
 }
 
 // walk calls f on every node but the root.
-func (t *radixTree) walk(f func(n *radixNode)) {
+func (t *Tree) walk(f func(n *Node)) {
 	stack := slices.Clone(t.root.kids)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
@@ -333,7 +336,7 @@ func (t *radixTree) walk(f func(n *radixNode)) {
 type evictEntry struct {
 	at  float64
 	rep int
-	n   *radixNode
+	n   *Node
 }
 
 // evictHeap orders leaves by last use, then replica, then path (upstream, leaves used at the
@@ -359,19 +362,19 @@ func (h *evictHeap) Pop() any {
 	return e
 }
 
-// evictLRULeaves is SGLang's evict_tenant_by_size as the sgl-model-gateway fork has it: for
+// EvictLRULeaves is SGLang's evict_tenant_by_size as the sgl-model-gateway fork has it: for
 // every replica holding more than max characters, remove its least recently used leaf (a node
 // it holds and none of whose children it holds), then the next, a parent joining the
 // candidates when it becomes a leaf, until the replica holds max characters or fewer. A whole
 // node goes at a time, so a replica may end below max.
-func (t *radixTree) evictLRULeaves(max int) {
+func (t *Tree) EvictLRULeaves(max int) {
 	t.evictLeaves(func(rep int) bool { return t.size[rep] > max })
 }
 
-// evictTotal is smg's evict_tenant_by_size (kv_index string_tree.rs, "the budget is shared
+// EvictTotal is smg's evict_tenant_by_size (kv_index string_tree.rs, "the budget is shared
 // across all tenants"): while the units held by all replicas together are more than max,
 // remove the least recently used leaf of any replica.
-func (t *radixTree) evictTotal(max int) {
+func (t *Tree) EvictTotal(max int) {
 	if t.total > max {
 		t.evictLeaves(func(int) bool { return t.total > max })
 	}
@@ -379,9 +382,9 @@ func (t *radixTree) evictTotal(max int) {
 
 // evictLeaves removes leaves, least recently used first, while over says the replica holding
 // one is over its bound.
-func (t *radixTree) evictLeaves(over func(rep int) bool) {
+func (t *Tree) evictLeaves(over func(rep int) bool) {
 	var h evictHeap
-	t.walk(func(n *radixNode) {
+	t.walk(func(n *Node) {
 		for _, ho := range n.holders {
 			if over(ho.rep) && n.isLeafOf(ho.rep) {
 				h = append(h, evictEntry{at: ho.at, rep: ho.rep, n: n})
@@ -397,27 +400,27 @@ func (t *radixTree) evictLeaves(over func(rep int) bool) {
 		p := e.n.parent
 		t.drop(e.n, e.rep)
 		if p != &t.root && p.isLeafOf(e.rep) {
-			heap.Push(&h, evictEntry{at: p.holders[p.holder(e.rep)].at, rep: e.rep, n: p})
+			heap.Push(&h, evictEntry{at: p.holders[p.Holder(e.rep)].at, rep: e.rep, n: p})
 		}
 	}
 }
 
-// evictOldest is Ray's evict_tenant_by_lru: remove rep's least recently used nodes, all those
+// EvictOldest is Ray's evict_tenant_by_lru: remove rep's least recently used nodes, all those
 // last used at the same instant together, until at least remove characters are gone (all of
 // them when rep holds fewer). A node is never used later than its parent, so a group is whole
 // subtrees.
-func (t *radixTree) evictOldest(rep, remove int) int {
-	remove = min(remove, t.sizeOf(rep))
+func (t *Tree) EvictOldest(rep, remove int) int {
+	remove = min(remove, t.SizeOf(rep))
 	if remove <= 0 {
 		return 0
 	}
 	type held struct {
 		at float64
-		n  *radixNode
+		n  *Node
 	}
 	var hs []held
-	t.walk(func(n *radixNode) {
-		if k := n.holder(rep); k >= 0 {
+	t.walk(func(n *Node) {
+		if k := n.Holder(rep); k >= 0 {
 			hs = append(hs, held{n.holders[k].at, n})
 		}
 	})
@@ -438,3 +441,46 @@ func (t *radixTree) evictOldest(rep, remove int) int {
 	}
 	return removed
 }
+
+// Root is the tree's root: the node a match of no character ends in.
+func (t *Tree) Root() *Node { return &t.root }
+
+// Stamp sets when rep, which holds n, last used it.
+func (n *Node) Stamp(rep int, at float64) {
+	if k := n.Holder(rep); k >= 0 {
+		n.holders[k].at = at
+	}
+}
+
+// Tenant is SGLang's tenant of a match ending in n (tree.rs@8905cbd:570-597): n's last tenant
+// (the replica whose insert created it) while that replica still holds n, else n's first holder
+// in the order rank gives them (the lowest first; rank reads n's salt, fixed when n was
+// created), which becomes its last tenant; -1 for a node no replica holds (the root).
+func (n *Node) Tenant(rank func(salt uint64, rep int) uint64) int {
+	if len(n.holders) == 0 {
+		return -1
+	}
+	if n.Holder(n.last) >= 0 {
+		return n.last
+	}
+	first := n.holders[0].rep
+	for _, h := range n.holders[1:] {
+		if rank(n.salt, h.rep) < rank(n.salt, first) {
+			first = h.rep
+		}
+	}
+	n.last = first
+	return first
+}
+
+// Holders appends the replicas holding n to dst, in the order they came to hold it.
+func (n *Node) Holders(dst []int) []int {
+	for _, h := range n.holders {
+		dst = append(dst, h.rep)
+	}
+	return dst
+}
+
+// Salt is n's salt: a hash of the text that created it, kept by the upper half of a split (what
+// a node's map order is drawn from).
+func (n *Node) Salt() uint64 { return n.salt }

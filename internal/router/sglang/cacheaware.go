@@ -1,31 +1,37 @@
-package sim
+package sglang
 
 import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/router/chartree"
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-var sglangInfo = PolicyInfo{
-	Name:      "sglang-cache-aware",
-	About:     "SGLang model gateway cache_aware (smg; the older sglang gateway with --sglang-gateway fork): radix tree of the text (HTTP) or token pages (gRPC), or KV events (gRPC); above the cache threshold the least expected wait among the replicas holding the match, unless overloaded against the mean; else the least expected wait",
-	Product:   "SGLang model gateway (sgl-model-gateway)",
-	Source:    "smg-project/smg@04def28 model_gateway/src/policies/cache_aware.rs, least_load.rs, cache_namespace.rs, crates/kv_index (string_tree.rs, token_tree.rs), main.rs; the older gateway from modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg's openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
-	NeedsText: true,
-	KeepsText: true,
-	// smg's reasons (smgPolicy.Route), then the older gateway's (sglangPolicy.Route).
-	Reasons: []string{ReasonPrefixMatch, "spill", "expected-wait", "kv-pressure", "imbalanced", ReasonLeastLoaded},
-	check:   sglangCheck,
-	New: func(c Config, blockSize int) Policy {
-		s := c.settings().SGLang
-		if s.Gateway == SGLangFork {
-			return &sglangPolicy{s: s, seed: c.Seed, tree: radixTree{stampEnd: true}, nextEvict: s.EvictionIntervalSecs}
-		}
-		return newSMGPolicy(s, c, blockSize)
-	},
+// cacheAware is sglang-cache-aware with settings s.
+func cacheAware(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:      "sglang-cache-aware",
+		About:     "SGLang model gateway cache_aware (smg; the older sglang gateway with --sglang-defaults fork): radix tree of the text (HTTP) or token pages (gRPC), or KV events (gRPC); above the cache threshold the least expected wait among the replicas holding the match, unless overloaded against the mean; else the least expected wait",
+		Family:    sim.FamilyKV,
+		Product:   display,
+		Source:    "smg-project/smg@04def28 model_gateway/src/policies/cache_aware.rs, least_load.rs, cache_namespace.rs, crates/kv_index (string_tree.rs, token_tree.rs), main.rs; the older gateway from modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg's openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
+		NeedsText: true,
+		KeepsText: true,
+		// smg's reasons (smgPolicy.Route), then the older gateway's (sglangPolicy.Route).
+		Reasons: []string{sim.ReasonPrefixMatch, "spill", "expected-wait", "kv-pressure", "imbalanced", sim.ReasonLeastLoaded},
+		Check:   func(_ sim.Config, t *sim.Trace) error { return refused(s, t) },
+		New: func(c sim.Config, blockSize int) sim.Policy {
+			if s.Gateway == Fork {
+				return &sglangPolicy{s: s, seed: c.Seed, tree: chartree.Tree{StampEnd: true}, nextEvict: s.EvictionIntervalSecs}
+			}
+			return newSMGPolicy(s, c, blockSize)
+		},
+	}
 }
 
-// sglangCheck refuses what the gateway's ConfigValidator refuses for cache_aware (the fork's
+// refused refuses what the gateway's ConfigValidator refuses for cache_aware (the fork's
 // src/config/validation.rs@0b6466f, validate_policy; smg@f8daa88
 // model_gateway/src/config/validation.rs:463-566 and 674-690): a cache threshold outside 0-1, a
 // relative balance threshold below 1, an eviction interval or a tree size not above 0; in smg
@@ -34,10 +40,9 @@ var sglangInfo = PolicyInfo{
 // the hash index without boundaries. A negative or non-numeric absolute threshold is refused too:
 // the CLI cannot parse it as a count. An unknown gateway, connection or index is a kvcheck
 // setting's error, refused the same way.
-func sglangCheck(c Config, t *Trace) error {
-	s := c.settings().SGLang
+func refused(s Settings, t *sim.Trace) error {
 	refuse := func(format string, a ...any) error {
-		return &CannotRunError{Policy: "sglang-cache-aware", Trace: t.Name, Reason: fmt.Sprintf(format, a...)}
+		return &sim.CannotRunError{Policy: "sglang-cache-aware", Trace: t.Name, Reason: fmt.Sprintf(format, a...)}
 	}
 	switch {
 	case !(s.CacheThreshold >= 0 && s.CacheThreshold <= 1):
@@ -50,12 +55,12 @@ func sglangCheck(c Config, t *Trace) error {
 		return refuse("eviction interval %v s: the gateway wants more than 0", s.EvictionIntervalSecs)
 	case s.MaxTreeSize <= 0:
 		return refuse("max_tree_size %d: the gateway wants more than 0 characters", s.MaxTreeSize)
-	case s.Gateway != "" && s.Gateway != SGLangSMG && s.Gateway != SGLangFork:
-		return refuse("gateway %q: kvcheck knows %s and %s", s.Gateway, SGLangSMG, SGLangFork)
-	case s.Gateway == SGLangFork:
+	case s.Gateway != "" && s.Gateway != SMG && s.Gateway != Fork:
+		return refuse("gateway %q: kvcheck knows %s and %s", s.Gateway, SMG, Fork)
+	case s.Gateway == Fork:
 		return nil
-	case s.Connection != "" && s.Connection != SGLangHTTP && s.Connection != SGLangGRPC && s.Connection != SGLangGRPCEvents:
-		return refuse("connection %q: kvcheck knows %s, %s and %s", s.Connection, SGLangHTTP, SGLangGRPC, SGLangGRPCEvents)
+	case s.Connection != "" && s.Connection != HTTP && s.Connection != GRPC && s.Connection != GRPCEvents:
+		return refuse("connection %q: kvcheck knows %s, %s and %s", s.Connection, HTTP, GRPC, GRPCEvents)
 	case s.CacheIndex != "" && s.CacheIndex != "tree" && s.CacheIndex != "hash":
 		return refuse("cache_index %q: the gateway wants tree or hash", s.CacheIndex)
 	case s.BlockSize <= 0:
@@ -84,8 +89,8 @@ func sglangCheck(c Config, t *Trace) error {
 // sglangPolicy is the SGLang model gateway's cache_aware policy as the modal-projects/sglang
 // fork of sgl-project/sglang has it at 8905cbd (2026-07-20), sgl-model-gateway
 // src/policies/cache_aware.rs select_worker (376-505) over the tree of src/policies/tree.rs,
-// with the settings of Config.Routers.SGLang (the CLI's defaults, SGLangCLIDefaults, unless told
-// otherwise; a worker registered with a cache_aware policy hint gets SGLangHintDefaults). Below,
+// with its Settings (the CLI's defaults, CLIDefaults, unless told otherwise; a worker
+// registered with a cache_aware policy hint gets HintDefaults). Below,
 // cache_aware.rs is C and tree.rs T, both @8905cbd. For each request, with load the requests the
 // gateway has sent to a replica and not seen finish (in flight, Worker::load):
 //  1. The text is sglangText (extract_text_for_routing, openai-protocol 1.0.0).
@@ -113,7 +118,10 @@ func sglangCheck(c Config, t *Trace) error {
 //     counter (T:218-227) that every match and every insert advances by one.
 //  6. Every EvictionIntervalSecs a background task evicts, for each replica holding more than
 //     MaxTreeSize characters, its leaves of the oldest epoch first until it holds at most
-//     MaxTreeSize (T:718-821, radixTree.evictLRULeaves).
+//     MaxTreeSize (T:718-821, chartree.Tree.EvictLRULeaves).
+//
+// Reasons: imbalanced (2), prefix-match (4, the tenant above the cache threshold), least-loaded
+// (4, the least loaded replica at or below it, or no match).
 //
 // What is kvcheck's choice where the fork leaves it open: a node's "first holder in its map's
 // order" is a DashMap's iteration order, fixed for a map but arbitrary; here a pseudo-random
@@ -136,9 +144,9 @@ func sglangCheck(c Config, t *Trace) error {
 //   - the order of a node's map and of equal epochs in the eviction heap (kvcheck's choices,
 //     above).
 type sglangPolicy struct {
-	s         SGLangSettings
+	s         Settings
 	seed      uint64
-	tree      radixTree
+	tree      chartree.Tree
 	epoch     uint64
 	workers   int // replicas registered: each took one epoch
 	nextEvict float64
@@ -147,7 +155,7 @@ type sglangPolicy struct {
 // sglangFirst ranks replica rep among the holders of a node with salt: the holder with the lowest
 // rank is the one a node lists first.
 func sglangFirst(salt, seed uint64, rep int) uint64 {
-	return mix64(salt ^ mix64(seed<<20^uint64(rep)))
+	return sim.Mix64(salt ^ sim.Mix64(seed<<20^uint64(rep)))
 }
 
 // next is get_epoch: the counter's value, then one more.
@@ -157,66 +165,45 @@ func (p *sglangPolicy) next() float64 {
 	return float64(e)
 }
 
-// Route implements Policy. Reasons: imbalanced (step 2), prefix-match (4: the tenant),
-// least-loaded (4: the match at or below the threshold, or none).
-func (p *sglangPolicy) Route(f *Pool, j *Job) (int, string) {
-	at := j.arrival
-	for ; p.workers < f.size(); p.workers++ {
+// Route implements sim.Policy.
+func (p *sglangPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	at := j.Arrival()
+	for ; p.workers < f.Size(); p.workers++ {
 		p.next() // add_worker: insert("", url)
 	}
 	if p.s.EvictionIntervalSecs > 0 {
 		if at >= p.nextEvict {
-			p.tree.evictLRULeaves(p.s.MaxTreeSize)
+			p.tree.EvictLRULeaves(p.s.MaxTreeSize)
 			p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
 		}
 	}
-	text := sglangText(j.req.View)
-	lo, hi := f.inflight(0), f.inflight(0)
-	for i := 1; i < f.size(); i++ {
-		lo, hi = min(lo, f.inflight(i)), max(hi, f.inflight(i))
+	text := sglangText(j.Request().View)
+	lo, hi := f.InFlight(0), f.InFlight(0)
+	for i := 1; i < f.Size(); i++ {
+		lo, hi = min(lo, f.InFlight(i)), max(hi, f.InFlight(i))
 	}
-	chosen, why := -1, "imbalanced"
+	chosen, reason := -1, "imbalanced"
 	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
-		why = "least-loaded"
-		n, matched := p.tree.match(text)
-		tenant := p.tenant(n)
+		reason = "least-loaded"
+		n, matched := p.tree.Match(text)
+		tenant := n.Tenant(func(salt uint64, rep int) uint64 { return sglangFirst(salt, p.seed, rep) })
 		if e := p.next(); tenant >= 0 && uint64(e)&7 == 0 {
-			n.holders[n.holder(tenant)].at = e
+			n.Stamp(tenant, e)
 		}
-		if tenant >= 0 && text != "" && float32(runeCount(text[:matched]))/float32(runeCount(text)) > float32(p.s.CacheThreshold) {
-			chosen, why = tenant, "prefix-match"
+		if tenant >= 0 && text != "" && float32(chartree.Runes(text[:matched]))/float32(chartree.Runes(text)) > float32(p.s.CacheThreshold) {
+			chosen, reason = tenant, "prefix-match"
 		}
 	}
 	if chosen < 0 {
-		for i := range f.size() {
-			if f.inflight(i) == lo {
+		for i := range f.Size() {
+			if f.InFlight(i) == lo {
 				chosen = i
 				break
 			}
 		}
 	}
-	p.tree.insert(text, chosen, p.next())
-	return chosen, why
-}
-
-// tenant is the replica a match ending in n names: n's last_tenant while it holds n, else n's
-// first holder, which becomes its last_tenant; -1 for the root (a match of no character, which
-// routes by load whatever it names).
-func (p *sglangPolicy) tenant(n *radixNode) int {
-	if len(n.holders) == 0 {
-		return -1
-	}
-	if n.holder(n.last) >= 0 {
-		return n.last
-	}
-	first := n.holders[0].rep
-	for _, h := range n.holders[1:] {
-		if sglangFirst(n.salt, p.seed, h.rep) < sglangFirst(n.salt, p.seed, first) {
-			first = h.rep
-		}
-	}
-	n.last = first
-	return first
+	p.tree.Insert(text, chosen, p.next())
+	return chosen, reason
 }
 
 // sglangText is the text SGLang's gateway routes a request on, extract_text_for_routing of
@@ -227,9 +214,9 @@ func (p *sglangPolicy) tenant(n *radixNode) int {
 // other parts skipped), and an assistant's reasoning_content after its content; an empty text
 // adds no space; null contents, tool calls and roles add nothing. With one text (a single
 // message, say) that is a part of View.Text, shared, not copied.
-func sglangText(v *View) string {
+func sglangText(v *sim.View) string {
 	if !v.Chat {
-		return validText(v.Text)
+		return chartree.Valid(v.Text)
 	}
 	count, only := 0, ""
 	from := int32(0)
@@ -240,7 +227,7 @@ func sglangText(v *View) string {
 		from = p.End
 	}
 	if count <= 1 {
-		return validText(only)
+		return chartree.Valid(only)
 	}
 	var sb strings.Builder
 	from = 0
@@ -253,10 +240,10 @@ func sglangText(v *View) string {
 		}
 		from = p.End
 	}
-	return validText(sb.String())
+	return chartree.Valid(sb.String())
 }
 
 // sglangReads reports whether extract_text_for_routing reads a piece of kind k.
-func sglangReads(k PieceKind) bool {
-	return k == PieceString || k == PiecePartText || k == PieceReasoning
+func sglangReads(k sim.PieceKind) bool {
+	return k == sim.PieceString || k == sim.PiecePartText || k == sim.PieceReasoning
 }

@@ -1,4 +1,4 @@
-package sim
+package sglang
 
 import (
 	"encoding/binary"
@@ -8,6 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/router/chartree"
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
 // smgPolicy is cache_aware as smg-project/smg has it @04def28 (model_gateway/src/policies/
@@ -24,9 +27,9 @@ import (
 //     triggers fire (the hottest replica's KV usage above OverloadTokenUsage, or hottest minus
 //     coldest above BalanceTokenUsage; both off at 1.0), the expected-wait replica takes it
 //     and the tree records it (CA is_kv_imbalanced, select_worker_fallback).
-//  3. The mode the connection selects (CA select_worker): SGLangHTTP, a tree of the request's
-//     characters (sglangText); SGLangGRPC, a tree of its token pages of BlockSize tokens; with
-//     SGLangGRPCEvents, overlap with what the engines report holding once they have reported
+//  3. The mode the connection selects (CA select_worker): HTTP, a tree of the request's
+//     characters (sglangText); GRPC, a tree of its token pages of BlockSize tokens; with
+//     GRPCEvents, overlap with what the engines report holding once they have reported
 //     anything (has_event_indexer), the token tree before.
 //  4. Tree: one match, then one insert for the replica chosen (ST match_and_insert_with). The
 //     match rate is the units matched over the request's, a namespace marker left out of both,
@@ -82,11 +85,11 @@ import (
 //     04def28's cache_aware.rs says the event-driven mode is unpartitioned, which is followed;
 //   - a batch of prompts is routed as its first (smg joins them with a space).
 type smgPolicy struct {
-	s         SGLangSettings
+	s         Settings
 	seed      uint64
 	rng       *rand.Rand
 	traceBS   int
-	tree      radixTree
+	tree      chartree.Tree
 	epoch     uint64
 	workers   int
 	nextEvict float64
@@ -99,12 +102,12 @@ type smgPolicy struct {
 	tmp       []int
 }
 
-func newSMGPolicy(s SGLangSettings, c Config, traceBS int) *smgPolicy {
+func newSMGPolicy(s Settings, c sim.Config, traceBS int) *smgPolicy {
 	p := &smgPolicy{s: s, seed: c.Seed, rng: rand.New(rand.NewPCG(c.Seed, 0x736d67)), traceBS: traceBS,
 		nextEvict: s.EvictionIntervalSecs, load: smgLoad{interval: s.LoadIntervalSecs}}
-	p.tree.stampEnd = true
-	if s.Connection == SGLangGRPC || s.Connection == SGLangGRPCEvents {
-		p.tree.unit = pageUnit
+	p.tree.StampEnd = true
+	if s.Connection == GRPC || s.Connection == GRPCEvents {
+		p.tree.Unit = chartree.PageUnit
 	}
 	if s.CacheIndex == "hash" {
 		p.place = map[smgHead][]smgHolder{}
@@ -136,15 +139,15 @@ func (p *smgPolicy) next() float64 {
 }
 
 func (p *smgPolicy) grpc() bool {
-	return p.s.Connection == SGLangGRPC || p.s.Connection == SGLangGRPCEvents
+	return p.s.Connection == GRPC || p.s.Connection == GRPCEvents
 }
 
 // Route implements Policy. Reasons: prefix-match (a candidate of the match, the events or the
 // hash index got it), spill (every candidate was passed over for load: step 7), expected-wait
 // (no candidate: a miss, a short or untokenized request), kv-pressure (step 2's triggers).
-func (p *smgPolicy) Route(f *Pool, j *Job) (int, string) {
-	now := j.arrival
-	for ; p.workers < f.size(); p.workers++ {
+func (p *smgPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	now := j.Arrival()
+	for ; p.workers < f.Size(); p.workers++ {
 		if p.place == nil {
 			p.next() // add_worker: insert_text("", url)
 		}
@@ -153,26 +156,26 @@ func (p *smgPolicy) Route(f *Pool, j *Job) (int, string) {
 		if p.place != nil {
 			p.sweep(now)
 		} else {
-			p.tree.evictTotal(p.s.MaxTreeSize)
+			p.tree.EvictTotal(p.s.MaxTreeSize)
 		}
 		p.nextEvict = (math.Floor(now/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
 	}
 	p.load.poll(f, now)
 	avg := 0.0
-	for i := range f.size() {
-		avg += float64(f.inflight(i))
+	for i := range f.Size() {
+		avg += float64(f.InFlight(i))
 	}
-	avg /= float64(f.size())
+	avg /= float64(f.Size())
 	if p.place != nil {
 		return p.why(p.hashRoute(f, j, avg))
 	}
 	if p.kvImbalanced(f) {
 		rep := p.expectedWait(f, j, p.all(f))
 		key, _ := p.treeKey(j)
-		p.tree.insert(key, rep, p.next())
+		p.tree.Insert(key, rep, p.next())
 		return rep, "kv-pressure"
 	}
-	if p.s.Connection == SGLangGRPCEvents && p.load.anyCached(f) {
+	if p.s.Connection == GRPCEvents && p.load.anyCached(f) {
 		return p.why(p.eventRoute(f, j, avg))
 	}
 	return p.why(p.treeRoute(f, j, avg))
@@ -191,19 +194,19 @@ func (p *smgPolicy) why(rep int) (int, string) {
 }
 
 // treeRoute is select_worker_with_text and select_worker_with_tokens.
-func (p *smgPolicy) treeRoute(f *fleet, j *job, avg float64) int {
+func (p *smgPolicy) treeRoute(f *sim.Pool, j *sim.Job, avg float64) int {
 	p.affinity = p.affinity[:0]
 	key, marker := p.treeKey(j)
-	n, matchedBytes := p.tree.match(key)
+	n, matchedBytes := p.tree.Match(key)
 	tenant := p.tenant(n)
 	if e := p.next(); tenant >= 0 && uint64(e)&7 == 0 {
-		n.holders[n.holder(tenant)].at = e
+		n.Stamp(tenant, e)
 	}
 	// Units matched and in the request, the marker left out (a token tree counts the tokens
 	// of whole pages matched against all of the request's tokens).
-	matched, input := p.tree.count(key[:matchedBytes]), p.tree.count(key)
+	matched, input := p.tree.Count(key[:matchedBytes]), p.tree.Count(key)
 	if p.grpc() {
-		matched, input, marker = matched*p.s.BlockSize, j.req.InputTokens+marker*p.s.BlockSize, marker*p.s.BlockSize
+		matched, input, marker = matched*p.s.BlockSize, j.Request().InputTokens+marker*p.s.BlockSize, marker*p.s.BlockSize
 	}
 	matched, input = max(matched-marker, 0), max(input-marker, 0)
 	rate := float32(0)
@@ -220,24 +223,19 @@ func (p *smgPolicy) treeRoute(f *fleet, j *job, avg float64) int {
 	} else {
 		rep = p.final(f, j, avg, nil)
 	}
-	p.tree.insert(key, rep, p.next())
+	p.tree.Insert(key, rep, p.next())
 	return rep
 }
 
 // eventRoute is select_worker_event_driven.
-func (p *smgPolicy) eventRoute(f *fleet, j *job, avg float64) int {
+func (p *smgPolicy) eventRoute(f *sim.Pool, j *sim.Job, avg float64) int {
 	p.affinity = p.affinity[:0]
-	bs := f.blockSize
-	blocks := min(j.req.InputTokens/bs, len(j.ids))
+	bs := f.BlockSize()
+	blocks := min(j.Request().InputTokens/bs, len(j.IDs()))
 	p.cands = p.cands[:0]
 	if blocks > 0 {
-		for i := range f.size() {
-			c := &f.reps[i].cache
-			run := 0
-			for run < blocks && c.has(j.ids[run]) {
-				run++
-			}
-			if run > 0 {
+		for i := range f.Size() {
+			if run := f.CachedRun(i, j.IDs()[:blocks]); run > 0 {
 				p.cands = append(p.cands, smgCandidate{rep: i, score: float64(run)})
 			}
 		}
@@ -251,7 +249,7 @@ func (p *smgPolicy) eventRoute(f *fleet, j *job, avg float64) int {
 
 // fromAffinity is select_matched_candidate: units is the request's size the decay compares
 // backlogs with (characters over the block size on the text path, as the source does).
-func (p *smgPolicy) fromAffinity(f *fleet, j *job, avg float64, units int) int {
+func (p *smgPolicy) fromAffinity(f *sim.Pool, j *sim.Job, avg float64, units int) int {
 	p.decay(p.s.BlockSize, max(units/p.s.BlockSize, 1))
 	return p.final(f, j, avg, p.scoreGroup())
 }
@@ -329,13 +327,13 @@ func (p *smgPolicy) sample(t float64) int {
 }
 
 // spills is candidate_requires_spill.
-func (p *smgPolicy) spills(f *fleet, rep int, avg float64) bool {
-	load := float64(f.inflight(rep))
+func (p *smgPolicy) spills(f *sim.Pool, rep int, avg float64) bool {
+	load := float64(f.InFlight(rep))
 	return load > avg*float64(float32(p.s.BalanceRelThreshold)) && load > avg+p.s.BalanceAbsThreshold
 }
 
 // final is select_final_from_affinity. It keeps the candidates in p.affinity, for why.
-func (p *smgPolicy) final(f *fleet, j *job, avg float64, affinity []int) int {
+func (p *smgPolicy) final(f *sim.Pool, j *sim.Job, avg float64, affinity []int) int {
 	p.affinity = append(p.affinity[:0], affinity...)
 	p.tmp = p.tmp[:0]
 	for _, r := range affinity {
@@ -349,7 +347,7 @@ func (p *smgPolicy) final(f *fleet, j *job, avg float64, affinity []int) int {
 	if len(affinity) == 0 {
 		return p.expectedWait(f, j, p.all(f))
 	}
-	for r := range f.size() {
+	for r := range f.Size() {
 		if !p.spills(f, r, avg) {
 			p.tmp = append(p.tmp, r)
 		}
@@ -360,9 +358,9 @@ func (p *smgPolicy) final(f *fleet, j *job, avg float64, affinity []int) int {
 	return p.expectedWait(f, j, p.tmp)
 }
 
-func (p *smgPolicy) all(f *fleet) []int {
+func (p *smgPolicy) all(f *sim.Pool) []int {
 	p.tmp = p.tmp[:0]
-	for i := range f.size() {
+	for i := range f.Size() {
 		p.tmp = append(p.tmp, i)
 	}
 	return p.tmp
@@ -373,7 +371,7 @@ func (p *smgPolicy) all(f *fleet) []int {
 // winner is credited with the request's tokens. A replica without a report (one added since
 // the last poll) scores as the best reporting candidate plus its load x 1,024 tokens at the
 // reporting candidates' mean throughput; with none reporting, by its load alone.
-func (p *smgPolicy) expectedWait(f *fleet, j *job, cands []int) int {
+func (p *smgPolicy) expectedWait(f *sim.Pool, j *sim.Job, cands []int) int {
 	l := &p.load
 	reporting, thrSum, thrN := 0, 0.0, 0
 	for _, r := range cands {
@@ -400,9 +398,9 @@ func (p *smgPolicy) expectedWait(f *fleet, j *job, cands []int) int {
 		case l.reports(r):
 			return l.score(r)
 		case reporting > 0:
-			return baseline + float64(f.inflight(r))*smgMeanPrefill/nominal
+			return baseline + float64(f.InFlight(r))*smgMeanPrefill/nominal
 		}
-		return float64(f.inflight(r))
+		return float64(f.InFlight(r))
 	}
 	best, bestScore, tied := cands[0], score(cands[0]), 1
 	for _, r := range cands[1:] {
@@ -419,19 +417,19 @@ func (p *smgPolicy) expectedWait(f *fleet, j *job, cands []int) int {
 	}
 	tokens := int64(smgMeanPrefill)
 	if p.grpc() {
-		tokens = int64(j.req.InputTokens)
+		tokens = int64(j.Request().InputTokens)
 	}
 	l.credit(best, tokens)
 	return best
 }
 
 // kvImbalanced is is_kv_imbalanced.
-func (p *smgPolicy) kvImbalanced(f *fleet) bool {
+func (p *smgPolicy) kvImbalanced(f *sim.Pool) bool {
 	if (p.s.BalanceTokenUsage >= 1 && p.s.OverloadTokenUsage >= 1) || !p.load.polled {
 		return false
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for i := range min(f.size(), p.load.reported) {
+	for i := range min(f.Size(), p.load.reported) {
 		lo, hi = min(lo, p.load.snap[i].usage), max(hi, p.load.snap[i].usage)
 	}
 	return hi > float64(float32(p.s.OverloadTokenUsage)) || hi-lo > float64(float32(p.s.BalanceTokenUsage))
@@ -439,25 +437,16 @@ func (p *smgPolicy) kvImbalanced(f *fleet) bool {
 
 // tenant is the tenant a match names (last_tenant, or the first holder in map order once it is
 // stale), -1 at the root.
-func (p *smgPolicy) tenant(n *radixNode) int {
-	if len(n.holders) == 0 {
-		return -1
-	}
-	if n.holder(n.last) >= 0 {
-		return n.last
-	}
-	n.last = p.mapOrder(n)[0]
-	return n.last
+func (p *smgPolicy) tenant(n *chartree.Node) int {
+	return n.Tenant(func(salt uint64, rep int) uint64 { return sglangFirst(salt, p.seed, rep) })
 }
 
 // mapOrder lists n's holders in its map's order (sglangFirst), at most smgMatchedTenants.
-func (p *smgPolicy) mapOrder(n *radixNode) []int {
-	p.group = p.group[:0]
-	for _, h := range n.holders {
-		p.group = append(p.group, h.rep)
-	}
+func (p *smgPolicy) mapOrder(n *chartree.Node) []int {
+	p.group = n.Holders(p.group[:0])
+	salt := n.Salt()
 	slices.SortFunc(p.group, func(a, b int) int {
-		ra, rb := sglangFirst(n.salt, p.seed, a), sglangFirst(n.salt, p.seed, b)
+		ra, rb := sglangFirst(salt, p.seed, a), sglangFirst(salt, p.seed, b)
 		switch {
 		case ra < rb:
 			return -1
@@ -475,10 +464,10 @@ func (p *smgPolicy) mapOrder(n *radixNode) []int {
 // treeKey is the request's key in the tree and the units of its namespace marker: the text
 // (HTTP) or its whole token pages, each 8 bytes (gRPC), with a marker of its cache namespace
 // at its head (CA select_worker_with_text and _with_tokens; cache_namespace.rs).
-func (p *smgPolicy) treeKey(j *job) (string, int) {
-	ns := j.req.View.Partition
+func (p *smgPolicy) treeKey(j *sim.Job) (string, int) {
+	ns := j.Request().View.Partition
 	if !p.grpc() {
-		text := strings.TrimLeft(sglangText(j.req.View), "\x01")
+		text := strings.TrimLeft(sglangText(j.Request().View), "\x01")
 		if ns == "" {
 			return text, 0
 		}
@@ -490,9 +479,9 @@ func (p *smgPolicy) treeKey(j *job) (string, int) {
 		p.keyBuf = binary.LittleEndian.AppendUint64(p.keyBuf, partitionHash(ns)|1<<63)
 		marker = 1
 	}
-	pages := min(j.req.InputTokens, len(j.ids)*p.traceBS) / p.s.BlockSize
+	pages := min(j.Request().InputTokens, len(j.IDs())*p.traceBS) / p.s.BlockSize
 	for k := range pages {
-		p.keyBuf = binary.LittleEndian.AppendUint64(p.keyBuf, tokenKey(j.ids, p.traceBS, (k+1)*p.s.BlockSize)&^(1<<63))
+		p.keyBuf = binary.LittleEndian.AppendUint64(p.keyBuf, tokenKey(j.IDs(), p.traceBS, (k+1)*p.s.BlockSize)&^(1<<63))
 	}
 	return string(p.keyBuf), marker
 }
@@ -526,10 +515,10 @@ type smgHolder struct {
 // hashRoute is select_worker_hash: the request's token heads at the configured boundaries,
 // deepest first, in a map to the replicas last sent each (at most 3, each live for
 // CacheTTLSecs). HTTP requests carry no tokens: always the expected-wait replica.
-func (p *smgPolicy) hashRoute(f *fleet, j *job, avg float64) int {
+func (p *smgPolicy) hashRoute(f *sim.Pool, j *sim.Job, avg float64) int {
 	p.affinity = p.affinity[:0]
-	now := j.arrival
-	tokens := min(j.req.InputTokens, len(j.ids)*p.traceBS)
+	now := j.Arrival()
+	tokens := min(j.Request().InputTokens, len(j.IDs())*p.traceBS)
 	if !p.grpc() || tokens == 0 {
 		return p.expectedWait(f, j, p.all(f))
 	}
@@ -542,16 +531,16 @@ func (p *smgPolicy) hashRoute(f *fleet, j *job, avg float64) int {
 		return p.expectedWait(f, j, p.all(f))
 	}
 	ns := uint64(0)
-	if j.req.View != nil && j.req.View.Partition != "" {
-		ns = partitionHash(j.req.View.Partition)
+	if j.Request().View != nil && j.Request().View.Partition != "" {
+		ns = partitionHash(j.Request().View.Partition)
 	}
-	head := func(b int) smgHead { return smgHead{b, mix64(tokenKey(j.ids, p.traceBS, b) ^ ns)} }
+	head := func(b int) smgHead { return smgHead{b, sim.Mix64(tokenKey(j.IDs(), p.traceBS, b) ^ ns)} }
 	if !p.kvImbalanced(f) {
 		for k := len(bounds) - 1; k >= 0; k-- {
 			hs := p.live(head(bounds[k]), now)
 			var live []int
 			for _, h := range hs {
-				if h.rep < f.size() {
+				if h.rep < f.Size() {
 					live = append(live, h.rep)
 				}
 			}
@@ -639,9 +628,9 @@ type smgReport struct {
 }
 
 // poll reads every replica's report when a poll is due.
-func (l *smgLoad) poll(f *fleet, now float64) {
+func (l *smgLoad) poll(f *sim.Pool, now float64) {
 	if l.polled && now < l.next {
-		for len(l.sent) < f.size() { // a replica added since reports at the next poll
+		for len(l.sent) < f.Size() { // a replica added since reports at the next poll
 			l.sent = append(l.sent, 0)
 		}
 		return
@@ -651,39 +640,23 @@ func (l *smgLoad) poll(f *fleet, now float64) {
 		l.next = (math.Floor(now/l.interval) + 1) * l.interval
 	}
 	l.snap, l.sent = l.snap[:0], l.sent[:0]
-	bs := int64(f.blockSize)
-	for i := range f.size() {
-		r := &f.reps[i]
-		rep := smgReport{waitingReqs: f.queued(i), usage: f.usage(i)}
-		count := func(q *queue) {
-			for _, j := range q.items[q.head:] {
-				run := int64(0)
-				for int(run) < len(j.ids) && r.cache.has(j.ids[run]) {
-					run++
-				}
-				rep.waitingUncached += max(int64(j.req.InputTokens)-run*bs, 0)
-			}
-		}
-		count(&r.waiting)
-		count(&r.prefillQ)
-		decoding := r.running - r.prefillQ.len()
-		if r.prefill != nil {
-			decoding--
-		}
-		if decoding > 0 && f.cfg.Model.DecodePerToken > 0 {
-			rep.throughput = float64(decoding) / f.cfg.Model.DecodePerToken
+	decode := f.Model().DecodePerToken
+	for i := range f.Size() {
+		rep := smgReport{waitingReqs: f.Queued(i), waitingUncached: f.QueuedUncached(i), usage: f.Usage(i)}
+		if decoding := f.Decoding(i); decoding > 0 && decode > 0 {
+			rep.throughput = float64(decoding) / decode
 		}
 		l.snap = append(l.snap, rep)
 		l.sent = append(l.sent, 0)
 	}
-	l.reported = f.size()
+	l.reported = f.Size()
 }
 
 // anyCached reports whether any replica holds a block (the event indexer has data).
-func (l *smgLoad) anyCached(f *fleet) bool {
+func (l *smgLoad) anyCached(f *sim.Pool) bool {
 	if !l.cached {
-		for i := range f.size() {
-			if f.reps[i].cache.used > 0 {
+		for i := range f.Size() {
+			if f.Cached(i) > 0 {
 				l.cached = true
 				break
 			}

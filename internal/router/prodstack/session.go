@@ -1,20 +1,26 @@
-package sim
+package prodstack
 
-var prodStackSessionInfo = PolicyInfo{
-	Name:      "prodstack-session",
-	About:     "vLLM production-stack router --routing-logic session: the --session-key header on a hash ring; without it the engine with the lowest QPS",
-	Product:   "vLLM production-stack",
-	Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py SessionRouter, RoutingInterface._qps_routing, extract_session_id; stats/request_stats.py; parsers/parser.py (--session-key, --request-stats-window 60); ROUTERS.md §3, SPEC §6",
-	NeedsText: true,
-	check: func(c Config, t *Trace) error {
-		if c.settings().ProdStack.SessionKey == "" {
-			return &CannotRunError{Policy: "prodstack-session", Trace: t.Name, Reason: `production-stack's session router refuses to start without a session key: SessionRouter raises ValueError("SessionRouter must be initialized with a session_key") when --session-key (Helm routerSpec.sessionKey) is not set; give the header your clients send`}
-		}
-		return nil
-	},
-	newPolicy: func(c Config, _ int) policy {
-		return &prodStackSessionPolicy{key: c.settings().ProdStack.SessionKey, ring: sessionRing{seed: c.Seed}}
-	},
+import "github.com/kvcheck/kvcheck/internal/sim"
+
+// session is prodstack-session with settings s.
+func session(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:      "prodstack-session",
+		About:     "vLLM production-stack router --routing-logic session: the --session-key header on a hash ring; without it the engine with the lowest QPS",
+		Family:    sim.FamilySession,
+		Product:   display,
+		Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py SessionRouter, RoutingInterface._qps_routing, extract_session_id; stats/request_stats.py; parsers/parser.py (--session-key, --request-stats-window 60); ROUTERS.md §3, SPEC §6",
+		NeedsText: true,
+		Check: func(_ sim.Config, t *sim.Trace) error {
+			if s.SessionKey == "" {
+				return &sim.CannotRunError{Policy: "prodstack-session", Trace: t.Name, Reason: `production-stack's session router refuses to start without a session key: SessionRouter raises ValueError("SessionRouter must be initialized with a session_key") when --session-key (Helm routerSpec.sessionKey) is not set; give the header your clients send`}
+			}
+			return nil
+		},
+		New: func(c sim.Config, _ int) sim.Policy {
+			return &prodStackSessionPolicy{key: s.SessionKey, ring: sessionRing{seed: c.Seed}}
+		},
+	}
 }
 
 // prodStackSessionPolicy is SessionRouter. For each request:
@@ -54,13 +60,15 @@ type prodStackSessionPolicy struct {
 	qps  qpsWindow
 }
 
-func (p *prodStackSessionPolicy) route(f *fleet, j *job) int {
-	var rep int
-	if id, ok := prodStackSession(j.req.View, p.key); ok {
-		rep = p.ring.node(id, f.size())
+// Route implements sim.Policy. Reasons: session-key (the id on the ring), lowest-qps (no id:
+// _qps_routing).
+func (p *prodStackSessionPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	rep, reason := 0, "session-key"
+	if id, ok := prodStackSession(j.Request().View, p.key); ok {
+		rep = p.ring.node(id, f.Size())
 	} else {
-		rep = p.qps.pick(f.size(), j.arrival)
+		rep, reason = p.qps.pick(f.Size(), j.Arrival()), "lowest-qps"
 	}
-	p.qps.record(rep, j.arrival)
-	return rep
+	p.qps.record(rep, j.Arrival())
+	return rep, reason
 }

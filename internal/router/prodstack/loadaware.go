@@ -1,27 +1,32 @@
-package sim
+package prodstack
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-var prodStackLoadAwareInfo = PolicyInfo{
-	Name:       "prodstack-loadaware",
-	About:      "vLLM production-stack router --routing-logic loadaware: LMCache's matched fraction - beta x load relative to the fleet mean (beta 1.0); chat requests look up an empty prompt and fall back to the session ring or QPS",
-	Product:    "vLLM production-stack",
-	Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py LoadAwareRouter (PR #1035; --loadaware-beta 1.0, env LOADAWARE_BETA), docs use_cases/loadaware-routing.rst; LMCache KVController.lookup; ROUTERS.md §3, SPEC §6",
-	NeedsText:  true,
-	ReadsIndex: true,
-	check: func(c Config, t *Trace) error {
-		if b := c.settings().ProdStack.LoadBeta; math.IsNaN(b) || math.IsInf(b, 0) {
-			return &CannotRunError{Policy: "prodstack-loadaware", Trace: t.Name, Reason: fmt.Sprintf("--loadaware-beta %v is not a finite number: every score would be undefined", b)}
-		}
-		return nil
-	},
-	newPolicy: func(c Config, _ int) policy {
-		s := c.settings().ProdStack
-		return &prodStackLoadAwarePolicy{key: s.SessionKey, beta: s.LoadBeta, ring: sessionRing{seed: c.Seed}}
-	},
+// loadAware is prodstack-loadaware with settings s.
+func loadAware(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:       "prodstack-loadaware",
+		About:      "vLLM production-stack router --routing-logic loadaware: LMCache's matched fraction - beta x load relative to the fleet mean (beta 1.0); chat requests look up an empty prompt and fall back to the session ring or QPS",
+		Family:     sim.FamilyKV,
+		Product:    display,
+		Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py LoadAwareRouter (PR #1035; --loadaware-beta 1.0, env LOADAWARE_BETA), docs use_cases/loadaware-routing.rst; LMCache KVController.lookup; ROUTERS.md §3, SPEC §6",
+		NeedsText:  true,
+		ReadsIndex: true,
+		Check: func(_ sim.Config, t *sim.Trace) error {
+			if b := s.LoadBeta; math.IsNaN(b) || math.IsInf(b, 0) {
+				return &sim.CannotRunError{Policy: "prodstack-loadaware", Trace: t.Name, Reason: fmt.Sprintf("--loadaware-beta %v is not a finite number: every score would be undefined", b)}
+			}
+			return nil
+		},
+		New: func(c sim.Config, _ int) sim.Policy {
+			return &prodStackLoadAwarePolicy{key: s.SessionKey, beta: s.LoadBeta, ring: sessionRing{seed: c.Seed}}
+		},
+	}
 }
 
 // prodStackLoadAwarePolicy is LoadAwareRouter, a KvawareRouter that scores every engine. For each
@@ -60,17 +65,20 @@ type prodStackLoadAwarePolicy struct {
 	lm   lmcacheIndex
 }
 
-func (p *prodStackLoadAwarePolicy) route(f *fleet, j *job) int {
+// Route implements sim.Policy. Reasons: lmcache-score (the best score over LMCache's answer),
+// session-key or lowest-qps (prodStackFallback).
+func (p *prodStackLoadAwarePolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	layout := p.lm.lookup(f, j)
-	n := f.size()
+	n := f.Size()
 	var rep int
+	reason := "lmcache-score"
 	if len(layout) == 0 {
-		rep = prodStackFallback(j, p.key, &p.ring, &p.qps, n)
+		rep, reason = prodStackFallback(j, p.key, &p.ring, &p.qps, n)
 	} else {
-		tokens := j.req.InputTokens
+		tokens := j.Request().InputTokens
 		mean := 0.0
 		for i := range n {
-			mean += float64(f.inflight(i))
+			mean += float64(f.InFlight(i))
 		}
 		mean /= float64(n)
 		best := -1.0
@@ -82,13 +90,13 @@ func (p *prodStackLoadAwarePolicy) route(f *fleet, j *job) int {
 				}
 			}
 			benefit := float64(min(matched, tokens)) / float64(max(tokens, 1))
-			score := benefit - p.beta*(float64(f.inflight(i))-mean)/max(1, mean)
+			score := benefit - p.beta*(float64(f.InFlight(i))-mean)/max(1, mean)
 			if i == 0 || score > best {
 				rep, best = i, score
 			}
 		}
 	}
-	p.qps.record(rep, j.arrival)
+	p.qps.record(rep, j.Arrival())
 	p.lm.sent(f, j, rep)
-	return rep
+	return rep, reason
 }

@@ -1,16 +1,21 @@
-package sim
+package prodstack
 
-var prodStackKVAwareInfo = PolicyInfo{
-	Name:       "prodstack-kvaware",
-	About:      "vLLM production-stack router --routing-logic kvaware: the engine LMCache credits with the prompt's first chunk, when it holds all but --kv-aware-threshold tokens; chat requests look up an empty prompt and fall back to the session ring or QPS",
-	Product:    "vLLM production-stack",
-	Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py KvawareRouter (\"TODO: Handle chat completions\"), parsers/parser.py --kv-aware-threshold 2000; LMCache lmcache/v1/cache_controller KVController.lookup; ROUTERS.md §3, SPEC §6",
-	NeedsText:  true,
-	ReadsIndex: true,
-	newPolicy: func(c Config, _ int) policy {
-		s := c.settings().ProdStack
-		return &prodStackKVAwarePolicy{key: s.SessionKey, threshold: s.KVAwareThreshold, ring: sessionRing{seed: c.Seed}}
-	},
+import "github.com/kvcheck/kvcheck/internal/sim"
+
+// kvAware is prodstack-kvaware with settings s.
+func kvAware(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:       "prodstack-kvaware",
+		About:      "vLLM production-stack router --routing-logic kvaware: the engine LMCache credits with the prompt's first chunk, when it holds all but --kv-aware-threshold tokens; chat requests look up an empty prompt and fall back to the session ring or QPS",
+		Family:     sim.FamilyKV,
+		Product:    display,
+		Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py KvawareRouter (\"TODO: Handle chat completions\"), parsers/parser.py --kv-aware-threshold 2000; LMCache lmcache/v1/cache_controller KVController.lookup; ROUTERS.md §3, SPEC §6",
+		NeedsText:  true,
+		ReadsIndex: true,
+		New: func(c sim.Config, _ int) sim.Policy {
+			return &prodStackKVAwarePolicy{key: s.SessionKey, threshold: s.KVAwareThreshold, ring: sessionRing{seed: c.Seed}}
+		},
+	}
 }
 
 // prodStackKVAwarePolicy is KvawareRouter. For each request:
@@ -52,19 +57,22 @@ type prodStackKVAwarePolicy struct {
 	lm        lmcacheIndex
 }
 
-func (p *prodStackKVAwarePolicy) route(f *fleet, j *job) int {
+// Route implements sim.Policy. Reasons: prefix-match (the engine LMCache credits first),
+// session-key or lowest-qps (prodStackFallback).
+func (p *prodStackKVAwarePolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	layout := p.lm.lookup(f, j)
 	tokens := 0
-	if !j.req.View.Chat {
-		tokens = j.req.InputTokens
+	if r := j.Request(); !r.View.Chat {
+		tokens = r.InputTokens
 	}
 	var rep int
+	var reason string
 	if len(layout) == 0 || layout[0].end < max(tokens-p.threshold, 0) {
-		rep = prodStackFallback(j, p.key, &p.ring, &p.qps, f.size())
+		rep, reason = prodStackFallback(j, p.key, &p.ring, &p.qps, f.Size())
 	} else {
-		rep = layout[0].rep
+		rep, reason = layout[0].rep, "prefix-match"
 	}
-	p.qps.record(rep, j.arrival)
+	p.qps.record(rep, j.Arrival())
 	p.lm.sent(f, j, rep)
-	return rep
+	return rep, reason
 }

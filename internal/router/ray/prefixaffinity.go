@@ -1,27 +1,33 @@
-package sim
+package ray
 
 import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/kvcheck/kvcheck/internal/router/chartree"
+	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
-var rayInfo = PolicyInfo{
-	Name:      "ray-prefix-affinity",
-	About:     "Ray Serve LLM PrefixCacheAffinityRouter: character tree, best-matching replicas above the match-rate threshold, else smallest trees; imbalance threshold infinite by default",
-	Product:   "Ray Serve LLM",
-	Source:    "ray-project/ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py (imbalanced_threshold=inf), prefix_tree.py@19a1eaa, serve/_private/request_router/pow_2_router.py and request_router.py; ROUTERS.md §6, SPEC.md §6",
-	NeedsText: true,
-	KeepsText: true,
-	newPolicy: func(c Config, _ int) policy {
-		s := c.settings().Ray
-		return &rayPolicy{s: s, rng: rand.New(rand.NewPCG(c.Seed, 7)), nextEvict: s.EvictionIntervalSecs}
-	},
+// prefixAffinity is ray-prefix-affinity with settings s.
+func prefixAffinity(s Settings) sim.PolicyInfo {
+	return sim.PolicyInfo{
+		Name:      "ray-prefix-affinity",
+		About:     "Ray Serve LLM PrefixCacheAffinityRouter: character tree, best-matching replicas above the match-rate threshold, else smallest trees; imbalance threshold infinite by default",
+		Family:    sim.FamilyKV,
+		Product:   display,
+		Source:    "ray-project/ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py (imbalanced_threshold=inf), prefix_tree.py@19a1eaa, serve/_private/request_router/pow_2_router.py and request_router.py; ROUTERS.md §6, SPEC.md §6",
+		NeedsText: true,
+		KeepsText: true,
+		New: func(c sim.Config, _ int) sim.Policy {
+			return &rayPolicy{s: s, rng: rand.New(rand.NewPCG(c.Seed, 7)), nextEvict: s.EvictionIntervalSecs}
+		},
+	}
 }
 
 // rayPolicy is Ray Serve LLM's PrefixCacheAffinityRouter (prefix_aware_router.py,
 // _prefix_match_best_replicas and choose_replicas) with the keyword arguments of
-// Config.Routers.Ray. For each request, with a replica's queue length the requests it has been
+// Settings. For each request, with a replica's queue length the requests it has been
 // sent and not finished (in flight):
 //  1. If the longest queue - the shortest > ImbalancedThreshold (+Inf by default, so never),
 //     the pool is two distinct replicas drawn at random (select_pow2_pair, in random order).
@@ -39,6 +45,11 @@ var rayInfo = PolicyInfo{
 //     time, until at least (its characters - EvictionTargetChars) are gone
 //     (radixTree.evictOldest). Here it runs before the first request at or after each multiple
 //     of the interval; two runs in a row evict nothing more.
+//
+// Reasons: imbalanced (1), empty-text (the power of two choices for an empty text),
+// smallest-tree (2, below the match-rate threshold), prefix-match (2, the holders of the node
+// the match ends in), no-match-all (2, a rate at or above the threshold with nothing matched:
+// only with a threshold of 0, every replica).
 //
 // What is Ray's and what is kvcheck's choice: queue lengths are exact here, where Ray reads them
 // from a cache refreshed by probes; max_ongoing_requests (a full replica is skipped) is not
@@ -63,66 +74,74 @@ var rayInfo = PolicyInfo{
 //     two choices; the second model (bruteRay) is written from prefix_aware_router.py and
 //     prefix_tree.py over the brute-force tree.
 type rayPolicy struct {
-	s         RaySettings
+	s         Settings
 	rng       *rand.Rand
-	tree      radixTree
+	tree      chartree.Tree
 	nextEvict float64
 	pool      []int
 }
 
-func (p *rayPolicy) route(f *fleet, j *job) int {
-	at := j.arrival
+// Route implements sim.Policy.
+func (p *rayPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
+	at := j.Arrival()
 	if p.s.DoEviction && p.s.EvictionIntervalSecs > 0 && at >= p.nextEvict {
-		for rep := range f.size() {
-			if size := p.tree.sizeOf(rep); size > p.s.EvictionThresholdChars {
-				p.tree.evictOldest(rep, size-p.s.EvictionTargetChars)
+		for rep := range f.Size() {
+			if size := p.tree.SizeOf(rep); size > p.s.EvictionThresholdChars {
+				p.tree.EvictOldest(rep, size-p.s.EvictionTargetChars)
 			}
 		}
 		p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
 	}
-	text := rayText(j.req.View)
-	lo, hi := f.inflight(0), f.inflight(0)
-	for i := 1; i < f.size(); i++ {
-		lo, hi = min(lo, f.inflight(i)), max(hi, f.inflight(i))
+	text := rayText(j.Request().View)
+	lo, hi := f.InFlight(0), f.InFlight(0)
+	for i := 1; i < f.Size(); i++ {
+		lo, hi = min(lo, f.InFlight(i)), max(hi, f.InFlight(i))
 	}
 	p.pool = p.pool[:0]
+	reason := "imbalanced"
+	if text == "" {
+		reason = "empty-text"
+	}
 	if float64(hi-lo) <= p.s.ImbalancedThreshold && text != "" {
-		n, matched := p.tree.match(text)
-		rate := float64(runeCount(text[:matched])) / float64(runeCount(text))
+		n, matched := p.tree.Match(text)
+		rate := float64(chartree.Runes(text[:matched])) / float64(chartree.Runes(text))
 		switch {
 		case rate < p.s.MatchRateThreshold:
-			least := p.tree.sizeOf(0)
-			for i := 1; i < f.size(); i++ {
-				least = min(least, p.tree.sizeOf(i))
+			reason = "smallest-tree"
+			least := p.tree.SizeOf(0)
+			for i := 1; i < f.Size(); i++ {
+				least = min(least, p.tree.SizeOf(i))
 			}
-			for i := range f.size() {
-				if p.tree.sizeOf(i) == least {
+			for i := range f.Size() {
+				if p.tree.SizeOf(i) == least {
 					p.pool = append(p.pool, i)
 				}
 			}
-		case n == &p.tree.root:
-			for i := range f.size() {
+		case n == p.tree.Root():
+			reason = "no-match-all"
+			for i := range f.Size() {
 				p.pool = append(p.pool, i)
 			}
 		default:
-			for i := range f.size() {
-				if n.holder(i) >= 0 {
+			reason = "prefix-match"
+			for i := range f.Size() {
+				if n.Holder(i) >= 0 {
 					p.pool = append(p.pool, i)
 				}
 			}
 		}
 	}
 	if len(p.pool) == 0 {
-		p.pool = p.pow2(f.size())
+		p.pool = p.pow2(f.Size())
 	}
 	chosen := p.pool[0]
 	for _, i := range p.pool[1:] {
-		if f.inflight(i) < f.inflight(chosen) {
+		if f.InFlight(i) < f.InFlight(chosen) {
 			chosen = i
 		}
 	}
-	p.tree.insert(text, chosen, at)
-	return chosen
+	p.tree.Insert(text, chosen, at)
+	return chosen, reason
 }
 
 // pow2 is select_pow2_pair: two distinct replicas drawn uniformly, in random order (one when
@@ -147,24 +166,24 @@ func (p *rayPolicy) pow2(n int) []int {
 // input_text too; an image has none), null or a missing content nothing. reasoning_content and
 // tool calls are not read. Without reasoning pieces that is View.Text itself, shared, not
 // copied.
-func rayText(v *View) string {
+func rayText(v *sim.View) string {
 	if !v.Chat {
-		return validText(v.Text)
+		return chartree.Valid(v.Text)
 	}
 	reasoning := false
 	for _, p := range v.Pieces {
-		reasoning = reasoning || p.Kind == PieceReasoning
+		reasoning = reasoning || p.Kind == sim.PieceReasoning
 	}
 	if !reasoning {
-		return validText(v.Text)
+		return chartree.Valid(v.Text)
 	}
 	var sb strings.Builder
 	from := int32(0)
 	for _, p := range v.Pieces {
-		if p.Kind != PieceReasoning {
+		if p.Kind != sim.PieceReasoning {
 			sb.WriteString(v.Text[from:p.End])
 		}
 		from = p.End
 	}
-	return validText(sb.String())
+	return chartree.Valid(sb.String())
 }

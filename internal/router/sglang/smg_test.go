@@ -1,8 +1,7 @@
-package sim
+package sglang
 
 import (
 	"cmp"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -11,23 +10,42 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kvcheck/kvcheck/internal/router/chartree/treetest"
+	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/sim/simtest"
 )
 
-// smgConfig is tinyConfig with smg's cache_aware set by f over the CLI's defaults.
-func smgConfig(replicas int, seed uint64, f func(*SGLangSettings)) Config {
-	return withRouters(tinyConfig(replicas), func(r *RouterSettings) {
-		r.SGLang = SGLangCLIDefaults()
-		f(&r.SGLang)
-	})
+// smgSetup is a fleet and the cache_aware settings its emulation runs with.
+type smgSetup struct {
+	sim.Config
+	s Settings
 }
 
-func seeded(c Config, seed uint64) Config {
+// smgConfig is simtest.Config with smg's cache_aware set by f over the CLI's defaults.
+func smgConfig(replicas int, _ uint64, f func(*Settings)) smgSetup {
+	s := CLIDefaults()
+	f(&s)
+	return smgSetup{simtest.Config(replicas), s}
+}
+
+func seeded(c smgSetup, seed uint64) smgSetup {
 	c.Seed = seed
 	return c
 }
 
+// runTiny replays tr under the emulation named (sglang-cache-aware) with c's settings.
+func runTiny(t *testing.T, tr *sim.Trace, c smgSetup, name string) simtest.Outcome {
+	t.Helper()
+	info := cacheAware(c.s)
+	if info.Name != name {
+		t.Fatalf("no emulation %s", name)
+	}
+	return simtest.Routes(t, tr, c.Config, info)
+}
+
 // The smg tests below work routes out by hand from smg@04def28 model_gateway/src/policies/
-// cache_aware.rs (CA) and least_load.rs (LL). tinyConfig: prefill 10 ms a token, decode 1 s a
+// cache_aware.rs (CA) and least_load.rs (LL). simtest.Config: prefill 10 ms a token, decode 1 s a
 // token, so a request with output 0 leaves 0.1 s after it starts and one with output 100 stays
 // 100 s. Texts are one token a character, blocks of 4. Where a route is a draw among equal
 // expected waits (LL's reservoir tie-break), the test names the replica drawn (A, X) from the
@@ -38,28 +56,28 @@ func seeded(c Config, seed uint64) Config {
 // thresholds is passed over (CA select_matched_candidate, select_final_from_affinity,
 // candidate_requires_spill). Two replicas, HTTP, threshold 0.5, spill gate abs 0 and rel 1.5.
 func TestSMGAffinityAmongHolders(t *testing.T) {
-	tr := charTrace(
+	tr := simtest.CharTrace(
 		// r0 at 0, in flight 100 s: empty tree; the poll at 0 reports both idle: a draw, A.
 		// A is credited 1,024 tokens (HTTP's mean prefill).
-		charReq(0, 100, "abcdefgh"),
+		simtest.CharReq(0, 100, "abcdefgh"),
 		// r1 at 1: matches all 8 of A's node: rate 1 > 0.5, candidates {A}. Loads A 1, B 0,
 		// mean 0.5: A's 1 > 0.5 x 1.5 and 1 > 0.5 + 0: A spills; B (0) does not: B. The
 		// node is now held by A and B.
-		charReq(1, 0, "abcdefgh"),
+		simtest.CharReq(1, 0, "abcdefgh"),
 		// r2 at 2: 7 of 8 on the node (A, B); A still spills: B. The node splits: abcdefg
 		// and h, both held by A and B.
-		charReq(2, 0, "abcdefgX"),
+		simtest.CharReq(2, 0, "abcdefgX"),
 		// r3 at 200: r0 has left; the poll at 200 reports both idle and resets the credits.
 		// Loads 0, 0: no spill. All 8 match node h, holders A and B: equal waits, a draw, X.
-		charReq(200, 0, "abcdefgh"),
+		simtest.CharReq(200, 0, "abcdefgh"),
 		// r4 at 201: the same holders; X was credited 1,024 tokens since the poll (0.512 s at
 		// 2,000 tokens/s), the other 0: the other. (The fork sends r3 and r4 both to the
 		// node's creator, A.)
-		charReq(201, 0, "abcdefgh"),
+		simtest.CharReq(201, 0, "abcdefgh"),
 	)
 	firsts, draws := map[int]bool{}, map[int]bool{}
 	for seed := range uint64(12) {
-		c := seeded(smgConfig(2, seed, func(s *SGLangSettings) {
+		c := seeded(smgConfig(2, seed, func(s *Settings) {
 			s.CacheThreshold, s.BalanceAbsThreshold, s.BalanceRelThreshold = 0.5, 0, 1.5
 		}), seed)
 		r := runTiny(t, tr, c, "sglang-cache-aware").Routes
@@ -74,24 +92,17 @@ func TestSMGAffinityAmongHolders(t *testing.T) {
 	}
 	// The reasons name the branches: r0 no candidate; r1 passed over A, the only holder; r2 went
 	// to B, a holder since r1, A passed over; r3 and r4 holders too.
-	c0 := smgConfig(2, 0, func(s *SGLangSettings) {
+	c0 := smgConfig(2, 0, func(s *Settings) {
 		s.CacheThreshold, s.BalanceAbsThreshold, s.BalanceRelThreshold = 0.5, 0, 1.5
 	})
-	_, routes, err := SimulateRoutes(context.Background(), tr, c0, sglangInfo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var why []string
-	for _, r := range routes {
-		why = append(why, r.Reason)
-	}
+	_, why := simtest.Run(t, tr, c0.Config, cacheAware(c0.s))
 	if want := []string{"expected-wait", "spill", "prefix-match", "prefix-match", "prefix-match"}; !slices.Equal(why, want) {
 		t.Errorf("reasons %q, want %q", why, want)
 	}
 	// The fork with the same settings: r1 and r2 go to B as imbalanced (1 - 0 > 0 and
 	// 1 > 0 x 1.5), r3 and r4 to node h's creator, A (created by r0, kept through the split).
-	c := smgConfig(2, 1, func(s *SGLangSettings) {
-		s.Gateway, s.CacheThreshold, s.BalanceAbsThreshold, s.BalanceRelThreshold = SGLangFork, 0.5, 0, 1.5
+	c := smgConfig(2, 1, func(s *Settings) {
+		s.Gateway, s.CacheThreshold, s.BalanceAbsThreshold, s.BalanceRelThreshold = Fork, 0.5, 0, 1.5
 	})
 	if got := runTiny(t, tr, c, "sglang-cache-aware").Routes; !slices.Equal(got, []int{0, 1, 1, 0, 0}) {
 		t.Errorf("fork: routes %v, want [0 1 1 0 0]", got)
@@ -102,25 +113,25 @@ func TestSMGAffinityAmongHolders(t *testing.T) {
 // replica, not its requests (LL score: (queued tokens + tokens sent since the poll) /
 // throughput + 0.15 k / (1 - k)). Two replicas running one request at a time.
 func TestSMGExpectedWaitReadsQueuedTokens(t *testing.T) {
-	tr := charTrace(
+	tr := simtest.CharTrace(
 		// r0 at 0: a draw, A (credited 1,024). It runs 100 s.
-		charReq(0, 100, "aaaaaaaa"),
+		simtest.CharReq(0, 100, "aaaaaaaa"),
 		// r1 at 0.5: A 0.512 s, B 0: B (1,024). It runs 100 s.
-		charReq(0.5, 100, "bbbbbbbb"),
+		simtest.CharReq(0.5, 100, "bbbbbbbb"),
 		// r2 at 1: both 0.512: a draw, X (now 1.024). It waits behind X's running request.
-		charReq(1, 100, "cccccccc"),
+		simtest.CharReq(1, 100, "cccccccc"),
 		// r3 at 1.5, 12 tokens: X 1.024, the other, Y, 0.512: Y. It waits behind Y's.
-		charReq(1.5, 0, "dddddddddddd"),
+		simtest.CharReq(1.5, 0, "dddddddddddd"),
 		// r4 at 10, the second poll: each replica has one request waiting and two in flight.
 		// X waits on 8 uncached tokens, Y on 12; each decodes one request at 1 token/s (the
 		// report's throughput) and holds the 2 blocks of its running request: k = 2/64,
 		// 0.15 x k/(1-k) = 0.0048. X: 8/1 + 0.0048, Y: 12/1 + 0.0048: X, which counts of
 		// waiting or in-flight requests would not tell apart.
-		charReq(10, 0, "eeeeeeee"),
+		simtest.CharReq(10, 0, "eeeeeeee"),
 	)
 	draws := map[int]bool{}
 	for seed := range uint64(12) {
-		c := seeded(smgConfig(2, seed, func(*SGLangSettings) {}), seed)
+		c := seeded(smgConfig(2, seed, func(*Settings) {}), seed)
 		c.Model.MaxRunning = 1
 		r := runTiny(t, tr, c, "sglang-cache-aware").Routes
 		a, x := r[0], r[2]
@@ -139,23 +150,23 @@ func TestSMGExpectedWaitReadsQueuedTokens(t *testing.T) {
 // forgotten after (CA select_worker_hash, live_holder_candidates, record_placement); HTTP
 // requests carry no tokens and always take the expected wait.
 func TestSMGHashIndex(t *testing.T) {
-	tr := charTrace(
+	tr := simtest.CharTrace(
 		// r0 at 0: no holder for head "abcdefgh": expected wait, a draw, A; recorded at 0.
-		charReq(0, 0, "abcdefghXY"),
+		simtest.CharReq(0, 0, "abcdefghXY"),
 		// r1 at 1: the same head, A live: A (credited r0's and r1's 10 tokens each).
-		charReq(1, 0, "abcdefghZW"),
+		simtest.CharReq(1, 0, "abcdefghZW"),
 		// r2 at 2: 7 tokens, no boundary applies: expected wait: A has 20 tokens since the
 		// poll, B none: B, not recorded.
-		charReq(2, 0, "abcdefg"),
+		simtest.CharReq(2, 0, "abcdefg"),
 		// r3 at 200: A's holding dates from 1, 199 s ago, more than 180: pruned, no holder.
 		// The poll at 200 reset the credits: a draw, X, recorded.
-		charReq(200, 0, "abcdefghQQ"),
+		simtest.CharReq(200, 0, "abcdefghQQ"),
 		// r4 at 201: X live: X.
-		charReq(201, 0, "abcdefghRR"),
+		simtest.CharReq(201, 0, "abcdefghRR"),
 	)
 	for seed := range uint64(8) {
-		c := seeded(smgConfig(2, seed, func(s *SGLangSettings) {
-			s.Connection, s.CacheIndex, s.CacheBoundaries, s.BlockSize = SGLangGRPC, "hash", []int{8}, tinyBlock
+		c := seeded(smgConfig(2, seed, func(s *Settings) {
+			s.Connection, s.CacheIndex, s.CacheBoundaries, s.BlockSize = GRPC, "hash", []int{8}, simtest.Block
 		}), seed)
 		r := runTiny(t, tr, c, "sglang-cache-aware").Routes
 		if a, x := r[0], r[3]; r[1] != a || r[2] != 1-a || r[4] != x {
@@ -163,7 +174,7 @@ func TestSMGHashIndex(t *testing.T) {
 		}
 		// HTTP: every request by expected wait alone, credits of 1,024 each: r1 goes to the
 		// replica r0 did not, r2 to either (equal), r4 to the one r3 did not.
-		c = seeded(smgConfig(2, seed, func(s *SGLangSettings) {
+		c = seeded(smgConfig(2, seed, func(s *Settings) {
 			s.CacheIndex, s.CacheBoundaries = "hash", []int{8}
 		}), seed)
 		r = runTiny(t, tr, c, "sglang-cache-aware").Routes
@@ -176,26 +187,26 @@ func TestSMGHashIndex(t *testing.T) {
 // TestSMGTokenTree: over gRPC the tree holds whole token pages (BlockSize 4 here) and the rate
 // is the tokens of whole pages matched over the request's tokens (CA select_worker_with_tokens).
 func TestSMGTokenTree(t *testing.T) {
-	tr := charTrace(
+	tr := simtest.CharTrace(
 		// r0: a draw, A.
-		charReq(0, 0, "abcdefgh"),
+		simtest.CharReq(0, 0, "abcdefgh"),
 		// r1: its pages are "abcd" and "efgQ": one page matched, 4 of 8 tokens = 0.5, not
 		// above 0.5: expected wait: A has 8 tokens since the poll, B none: B. (Over HTTP 7 of
 		// 8 characters match: A.)
-		charReq(1, 0, "abcdefgQ"),
+		simtest.CharReq(1, 0, "abcdefgQ"),
 		// r2: 9 tokens, pages "abcd", "efgh" (the 9th token is no page): both match, 8/9,
 		// held by A: A.
-		charReq(2, 0, "abcdefghZ"),
+		simtest.CharReq(2, 0, "abcdefghZ"),
 	)
 	for seed := range uint64(6) {
-		c := seeded(smgConfig(2, seed, func(s *SGLangSettings) {
-			s.Connection, s.BlockSize, s.CacheThreshold = SGLangGRPC, tinyBlock, 0.5
+		c := seeded(smgConfig(2, seed, func(s *Settings) {
+			s.Connection, s.BlockSize, s.CacheThreshold = GRPC, simtest.Block, 0.5
 		}), seed)
 		r := runTiny(t, tr, c, "sglang-cache-aware").Routes
 		if a := r[0]; r[1] != 1-a || r[2] != a {
 			t.Fatalf("seed %d: gRPC routes %v, want [A B A]", seed, r)
 		}
-		c = seeded(smgConfig(2, seed, func(s *SGLangSettings) { s.CacheThreshold = 0.5 }), seed)
+		c = seeded(smgConfig(2, seed, func(s *Settings) { s.CacheThreshold = 0.5 }), seed)
 		r = runTiny(t, tr, c, "sglang-cache-aware").Routes
 		if a := r[0]; r[1] != a || r[2] != a {
 			t.Fatalf("seed %d: HTTP routes %v, want [A A A]", seed, r)
@@ -207,21 +218,21 @@ func TestSMGTokenTree(t *testing.T) {
 // request's whole blocks from block 0, scored by its length (CA select_worker_event_driven,
 // overlap_candidates); before any replica has reported a block the token tree routes.
 func TestSMGEvents(t *testing.T) {
-	tr := charTrace(
+	tr := simtest.CharTrace(
 		// r0 at 0: nothing reported yet: the token tree, empty: a draw, A, which caches
 		// blocks "abcd" and "efgh" as it prefills.
-		charReq(0, 0, "abcdefgh"),
+		simtest.CharReq(0, 0, "abcdefgh"),
 		// r1 at 1: A holds both of its whole blocks, B none: candidates {A: 2}: A.
-		charReq(1, 0, "abcdefghXY"),
+		simtest.CharReq(1, 0, "abcdefghXY"),
 		// r2 at 2: A holds "abcd": A.
-		charReq(2, 0, "abcdQQQQ"),
+		simtest.CharReq(2, 0, "abcdQQQQ"),
 		// r3 at 3: nobody holds "zzzz": expected wait: A has 8 + 10 + 8 tokens since the
 		// poll, B none: B.
-		charReq(3, 0, "zzzzzzzz"),
+		simtest.CharReq(3, 0, "zzzzzzzz"),
 	)
 	for seed := range uint64(6) {
-		c := seeded(smgConfig(2, seed, func(s *SGLangSettings) {
-			s.Connection, s.BlockSize = SGLangGRPCEvents, tinyBlock
+		c := seeded(smgConfig(2, seed, func(s *Settings) {
+			s.Connection, s.BlockSize = GRPCEvents, simtest.Block
 		}), seed)
 		r := runTiny(t, tr, c, "sglang-cache-aware").Routes
 		if a := r[0]; r[1] != a || r[2] != a || r[3] != 1-a {
@@ -235,12 +246,12 @@ func TestSMGEvents(t *testing.T) {
 // neither the match nor the text (cache_namespace.rs; CA select_worker_with_text). HTTP,
 // threshold 0.5.
 func TestSMGNamespaces(t *testing.T) {
-	salted := func(at float64, text, salt string) Request {
-		r := charReq(at, 0, text)
+	salted := func(at float64, text, salt string) sim.Request {
+		r := simtest.CharReq(at, 0, text)
 		r.View.Partition = salt
 		return r
 	}
-	tr := charTrace(
+	tr := simtest.CharTrace(
 		// r0, partition t1: a draw, A.
 		salted(0, "abcdefgh", "2:t1--"),
 		// r1, partition t2: its marker shares at most its opening "\x01" and a few hex
@@ -251,10 +262,10 @@ func TestSMGNamespaces(t *testing.T) {
 		salted(2, "abcdefgh", "2:t1--"),
 		// r3, no partition: nothing starts with "a" at the root: expected wait: A 2,048, B
 		// 1,024: B.
-		charReq(3, 0, "abcdefgh"),
+		simtest.CharReq(3, 0, "abcdefgh"),
 	)
 	for seed := range uint64(6) {
-		c := seeded(smgConfig(2, seed, func(s *SGLangSettings) { s.CacheThreshold = 0.5 }), seed)
+		c := seeded(smgConfig(2, seed, func(s *Settings) { s.CacheThreshold = 0.5 }), seed)
 		r := runTiny(t, tr, c, "sglang-cache-aware").Routes
 		if a := r[0]; r[1] != 1-a || r[2] != a || r[3] != 1-a {
 			t.Fatalf("seed %d: routes %v, want [A B A B]", seed, r)
@@ -267,20 +278,20 @@ func TestSMGNamespaces(t *testing.T) {
 // replica's part. Two replicas, HTTP, threshold 0.5, a tree of 10 characters, eviction every
 // 5 s. Epochs: two workers registered took 0 and 1; each request's match and insert one each.
 func TestSMGTreeWideEviction(t *testing.T) {
-	tr := charTrace(
+	tr := simtest.CharTrace(
 		// r0 at 0 (match 2, insert 3): a draw, A; leaf aaaaaaaa {A@3}.
-		charReq(0, 0, "aaaaaaaa"),
+		simtest.CharReq(0, 0, "aaaaaaaa"),
 		// r0b at 0.5 (4, 5): 8/9 on A's node: A; leaf Q {A@5} below it.
-		charReq(0.5, 0, "aaaaaaaaQ"),
+		simtest.CharReq(0.5, 0, "aaaaaaaaQ"),
 		// r1 at 1 (6, 7): no match: A credited 2,048, B none: B; leaf bbbbbbbb {B@7}.
-		charReq(1, 0, "bbbbbbbb"),
+		simtest.CharReq(1, 0, "bbbbbbbb"),
 		// At 6 the eviction due at 5 runs first: 8 + 1 + 8 = 17 characters > 10. Leaves by
 		// epoch: Q (A@5) goes (16), aaaaaaaa becomes A's leaf at 3 and goes (8 <= 10). r2:
 		// no match: A 2,048, B 1,024: B.
-		charReq(6, 0, "aaaaaaaa"),
+		simtest.CharReq(6, 0, "aaaaaaaa"),
 	)
 	for seed := range uint64(6) {
-		c := seeded(smgConfig(2, seed, func(s *SGLangSettings) {
+		c := seeded(smgConfig(2, seed, func(s *Settings) {
 			s.CacheThreshold, s.MaxTreeSize, s.EvictionIntervalSecs = 0.5, 10, 5
 		}), seed)
 		r := runTiny(t, tr, c, "sglang-cache-aware").Routes
@@ -293,8 +304,8 @@ func TestSMGTreeWideEviction(t *testing.T) {
 	// characters > 10 on its own: at 6 Q (epoch 5) goes, then aaaaaaaa (3), a leaf once Q
 	// is gone, leaving bbbbbbbb's 8. r2: no match, the first of the idle replicas: 0. All on
 	// one replica, where smg spread them.
-	c := smgConfig(2, 1, func(s *SGLangSettings) {
-		s.Gateway, s.CacheThreshold, s.MaxTreeSize, s.EvictionIntervalSecs = SGLangFork, 0.5, 10, 5
+	c := smgConfig(2, 1, func(s *Settings) {
+		s.Gateway, s.CacheThreshold, s.MaxTreeSize, s.EvictionIntervalSecs = Fork, 0.5, 10, 5
 	})
 	if got := runTiny(t, tr, c, "sglang-cache-aware").Routes; !slices.Equal(got, []int{0, 0, 0, 0}) {
 		t.Errorf("fork: routes %v, want [0 0 0 0]", got)
@@ -310,11 +321,11 @@ func TestSMGTreeWideEviction(t *testing.T) {
 // in its cache now, its blocks in flight over its capacity, and its decoding requests per
 // second of decode time.
 type bruteSMG struct {
-	s       SGLangSettings
+	s       Settings
 	seed    uint64
 	traceBS int
 	rng     *rand.Rand
-	tree    *bruteTree
+	tree    *treetest.Brute
 	creator map[string]int
 	epoch   float64
 	workers int
@@ -336,13 +347,13 @@ type bruteReport struct {
 	throughput float64
 }
 
-func newBruteSMG(s SGLangSettings, seed uint64, traceBS int) *bruteSMG {
+func newBruteSMG(s Settings, seed uint64, traceBS int) *bruteSMG {
 	m := &bruteSMG{s: s, seed: seed, traceBS: traceBS, rng: rand.New(rand.NewPCG(seed, 0x736d67)),
 		creator: map[string]int{}, sent: map[int]int64{}, pages: map[uint64]rune{}, keys: map[rune]uint64{},
 		place: map[[2]uint64][]smgHolder{}}
-	m.tree = &bruteTree{nodes: map[string]*bruteNode{}, stampEnd: true}
+	m.tree = &treetest.Brute{Nodes: map[string]*treetest.BruteNode{}, StampEnd: true}
 	if m.grpc() {
-		m.tree.bytesOf = func(path string) string {
+		m.tree.BytesOf = func(path string) string {
 			var b []byte
 			for _, r := range path {
 				b = binary.LittleEndian.AppendUint64(b, m.keys[r])
@@ -354,12 +365,15 @@ func newBruteSMG(s SGLangSettings, seed uint64, traceBS int) *bruteSMG {
 }
 
 func (m *bruteSMG) grpc() bool {
-	return m.s.Connection == SGLangGRPC || m.s.Connection == SGLangGRPCEvents
+	return m.s.Connection == GRPC || m.s.Connection == GRPCEvents
 }
 
-func (m *bruteSMG) route(f *fleet, j *job) int {
-	now := j.arrival
-	for m.workers < f.size() {
+// Route implements sim.Policy, with no reason.
+func (m *bruteSMG) Route(f *sim.Pool, j *sim.Job) (int, string) { return m.route(f, j), "" }
+
+func (m *bruteSMG) route(f *sim.Pool, j *sim.Job) int {
+	now := j.Arrival()
+	for m.workers < f.Size() {
 		m.workers++
 		if m.s.CacheIndex != "hash" {
 			m.epoch++
@@ -368,65 +382,61 @@ func (m *bruteSMG) route(f *fleet, j *job) int {
 	if k := math.Floor(now / m.s.EvictionIntervalSecs); k > m.evicted {
 		m.evicted = k
 		if m.s.CacheIndex != "hash" {
-			m.tree.evictTotal(m.s.MaxTreeSize)
+			m.tree.EvictTotal(m.s.MaxTreeSize)
 		}
 	}
 	if k := math.Floor(now / m.s.LoadIntervalSecs); !m.polled || k > m.polls {
 		m.polled, m.polls = true, k
 		m.read(f)
 	}
-	loads := make([]int, f.size())
+	loads := make([]int, f.Size())
 	sum := 0
 	for i := range loads {
-		loads[i] = f.inflight(i)
+		loads[i] = f.InFlight(i)
 		sum += loads[i]
 	}
 	avg := float64(sum) / float64(len(loads))
-	all := make([]int, f.size())
+	all := make([]int, f.Size())
 	for i := range all {
 		all[i] = i
 	}
 	if m.s.CacheIndex == "hash" {
 		return m.hash(f, j, avg, loads, all)
 	}
-	if m.kvPressure(f.size()) {
+	if m.kvPressure(f.Size()) {
 		rep := m.wait(f, j, all)
 		key, _ := m.key(j)
 		m.insert(key, rep)
 		return rep
 	}
-	if m.s.Connection == SGLangGRPCEvents {
-		for i := range f.size() {
-			m.cached = m.cached || f.reps[i].cache.used > 0
+	if m.s.Connection == GRPCEvents {
+		for i := range f.Size() {
+			m.cached = m.cached || f.Cached(i) > 0
 		}
 	}
-	if m.s.Connection == SGLangGRPCEvents && m.cached {
-		blocks := min(j.req.InputTokens/f.blockSize, len(j.ids))
+	if m.s.Connection == GRPCEvents && m.cached {
+		blocks := min(j.Request().InputTokens/f.BlockSize(), len(j.IDs()))
 		var reps []int
 		var scores []float64
-		for i := range f.size() {
-			run := 0
-			for run < blocks && f.reps[i].cache.has(j.ids[run]) {
-				run++
-			}
-			if run > 0 {
+		for i := range f.Size() {
+			if run := f.CachedRun(i, j.IDs()[:blocks]); run > 0 {
 				reps, scores = append(reps, i), append(scores, float64(run))
 			}
 		}
 		if len(reps) == 0 {
 			return m.wait(f, j, all)
 		}
-		m.decay(reps, scores, f.blockSize, max(blocks, 1))
+		m.decay(reps, scores, f.BlockSize(), max(blocks, 1))
 		return m.gate(f, j, avg, loads, all, m.group(reps, scores))
 	}
 	key, marker := m.key(j)
-	node, mb := m.tree.match(key)
+	node, mb := m.tree.Match(key)
 	e := m.epoch
 	m.epoch++
 	matched := utf8.RuneCountInString(key[:mb])
 	var holders []int
 	if node != "" {
-		holders = m.tree.holders(node)
+		holders = m.tree.Holders(node)
 		// The match names a tenant (the node's creator while it holds the node, else its
 		// first holder, which becomes its creator) and stamps it one match in 8.
 		tenant, ok := m.creator[node]
@@ -435,12 +445,12 @@ func (m *bruteSMG) route(f *fleet, j *job) int {
 			m.creator[node] = tenant
 		}
 		if int64(e)%8 == 0 {
-			m.tree.nodes[node].holders[tenant] = e
+			m.tree.Nodes[node].Holders[tenant] = e
 		}
 	}
 	input := utf8.RuneCountInString(key)
 	if m.grpc() {
-		matched, input, marker = matched*m.s.BlockSize, j.req.InputTokens+marker*m.s.BlockSize, marker*m.s.BlockSize
+		matched, input, marker = matched*m.s.BlockSize, j.Request().InputTokens+marker*m.s.BlockSize, marker*m.s.BlockSize
 	}
 	matched, input = max(matched-marker, 0), max(input-marker, 0)
 	rate := float32(0)
@@ -469,7 +479,7 @@ func (m *bruteSMG) route(f *fleet, j *job) int {
 // ordered lists a node's holders in its map's order (kvcheck's stand-in: sglangFirst).
 func (m *bruteSMG) ordered(node string, holders []int) []int {
 	out := slices.Clone(holders)
-	salt := m.tree.nodes[node].salt
+	salt := m.tree.Nodes[node].Salt
 	slices.SortFunc(out, func(a, b int) int {
 		return cmp.Compare(sglangFirst(salt, m.seed, a), sglangFirst(salt, m.seed, b))
 	})
@@ -479,25 +489,25 @@ func (m *bruteSMG) ordered(node string, holders []int) []int {
 // insert adds key for rep: a split's upper part keeps the creator, a new leaf is rep's.
 func (m *bruteSMG) insert(key string, rep int) {
 	leaf := key != ""
-	for path := range m.tree.nodes {
-		if l := runePrefix(key, path); len(m.tree.parent(path)) < l && l < len(path) {
+	for path := range m.tree.Nodes {
+		if l := treetest.RunePrefix(key, path); len(m.tree.Parent(path)) < l && l < len(path) {
 			m.creator[path[:l]] = m.creator[path]
 			leaf = leaf && path[:l] != key
 		}
 	}
-	if _, ok := m.tree.nodes[key]; !ok && leaf {
+	if _, ok := m.tree.Nodes[key]; !ok && leaf {
 		m.creator[key] = rep
 	}
-	m.tree.insert(key, rep, m.epoch)
+	m.tree.Insert(key, rep, m.epoch)
 	m.epoch++
 }
 
 // key is the request's routing key, a character per token page over gRPC, with its
 // partition's marker first, and the marker's length in characters (or pages).
-func (m *bruteSMG) key(j *job) (string, int) {
-	ns := j.req.View.Partition
+func (m *bruteSMG) key(j *sim.Job) (string, int) {
+	ns := j.Request().View.Partition
 	if !m.grpc() {
-		text := strings.TrimLeft(sglangText(j.req.View), "\x01")
+		text := strings.TrimLeft(sglangText(j.Request().View), "\x01")
 		if ns == "" {
 			return text, 0
 		}
@@ -507,9 +517,9 @@ func (m *bruteSMG) key(j *job) (string, int) {
 	if ns != "" {
 		keys = append(keys, partitionHash(ns)|1<<63)
 	}
-	tokens := min(j.req.InputTokens, len(j.ids)*m.traceBS)
+	tokens := min(j.Request().InputTokens, len(j.IDs())*m.traceBS)
 	for end := m.s.BlockSize; end <= tokens; end += m.s.BlockSize {
-		keys = append(keys, (uint64(uint32(j.ids[(end-1)/m.traceBS]))<<32|uint64(end))&^(1<<63))
+		keys = append(keys, (uint64(uint32(j.IDs()[(end-1)/m.traceBS]))<<32|uint64(end))&^(1<<63))
 	}
 	var sb strings.Builder
 	for _, k := range keys {
@@ -527,28 +537,14 @@ func (m *bruteSMG) key(j *job) (string, int) {
 	return sb.String(), marker
 }
 
-// read takes every replica's report.
-func (m *bruteSMG) read(f *fleet) {
+// read takes every replica's report, as the fleet reports itself.
+func (m *bruteSMG) read(f *sim.Pool) {
 	m.report = m.report[:0]
 	clear(m.sent)
-	for i := range f.size() {
-		r := &f.reps[i]
-		rep := bruteReport{waiting: r.waiting.len() + r.prefillQ.len(), usage: float64(min(r.active, f.cfg.KVBlocks)) / float64(f.cfg.KVBlocks)}
-		for _, q := range []*queue{&r.waiting, &r.prefillQ} {
-			for _, w := range q.items[q.head:] {
-				held := 0
-				for held < len(w.ids) && r.cache.has(w.ids[held]) {
-					held++
-				}
-				rep.uncached += max(int64(w.req.InputTokens-held*f.blockSize), 0)
-			}
-		}
-		decoding := r.running - r.prefillQ.len()
-		if r.prefill != nil {
-			decoding--
-		}
-		if decoding > 0 {
-			rep.throughput = float64(decoding) / f.cfg.Model.DecodePerToken
+	for i := range f.Size() {
+		rep := bruteReport{waiting: f.Queued(i), uncached: f.QueuedUncached(i), usage: f.Usage(i)}
+		if decoding := f.Decoding(i); decoding > 0 {
+			rep.throughput = float64(decoding) / f.Model().DecodePerToken
 		}
 		m.report = append(m.report, rep)
 	}
@@ -622,7 +618,7 @@ func (m *bruteSMG) group(reps []int, scores []float64) []int {
 }
 
 // gate passes over candidates loaded above the mean by both thresholds.
-func (m *bruteSMG) gate(f *fleet, j *job, avg float64, loads, all, cands []int) int {
+func (m *bruteSMG) gate(f *sim.Pool, j *sim.Job, avg float64, loads, all, cands []int) int {
 	over := func(r int) bool {
 		l := float64(loads[r])
 		return l > avg*float64(float32(m.s.BalanceRelThreshold)) && l > avg+m.s.BalanceAbsThreshold
@@ -652,7 +648,7 @@ func (m *bruteSMG) gate(f *fleet, j *job, avg float64, loads, all, cands []int) 
 
 // wait is the least expected wait among cands, ties drawn by reservoir sampling, crediting
 // the winner.
-func (m *bruteSMG) wait(f *fleet, j *job, cands []int) int {
+func (m *bruteSMG) wait(f *sim.Pool, j *sim.Job, cands []int) int {
 	known := func(r int) bool { return r < len(m.report) }
 	own := func(r int) float64 {
 		rep := m.report[r]
@@ -686,9 +682,9 @@ func (m *bruteSMG) wait(f *fleet, j *job, cands []int) int {
 		case known(r):
 			return own(r)
 		case some:
-			return base + float64(f.inflight(r))*1024/nominal
+			return base + float64(f.InFlight(r))*1024/nominal
 		}
-		return float64(f.inflight(r))
+		return float64(f.InFlight(r))
 	}
 	best, bs, n := cands[0], score(cands[0]), 1
 	for _, r := range cands[1:] {
@@ -702,7 +698,7 @@ func (m *bruteSMG) wait(f *fleet, j *job, cands []int) int {
 		}
 	}
 	if m.grpc() {
-		m.sent[best] += int64(j.req.InputTokens)
+		m.sent[best] += int64(j.Request().InputTokens)
 	} else {
 		m.sent[best] += 1024
 	}
@@ -710,9 +706,9 @@ func (m *bruteSMG) wait(f *fleet, j *job, cands []int) int {
 }
 
 // hash is the placement index: heads at the boundaries, deepest live holder first.
-func (m *bruteSMG) hash(f *fleet, j *job, avg float64, loads, all []int) int {
-	now := j.arrival
-	tokens := min(j.req.InputTokens, len(j.ids)*m.traceBS)
+func (m *bruteSMG) hash(f *sim.Pool, j *sim.Job, avg float64, loads, all []int) int {
+	now := j.Arrival()
+	tokens := min(j.Request().InputTokens, len(j.IDs())*m.traceBS)
 	var bounds []int
 	for _, b := range m.s.CacheBoundaries {
 		if b <= tokens {
@@ -723,11 +719,11 @@ func (m *bruteSMG) hash(f *fleet, j *job, avg float64, loads, all []int) int {
 		return m.wait(f, j, all)
 	}
 	ns := uint64(0)
-	if j.req.View.Partition != "" {
-		ns = partitionHash(j.req.View.Partition)
+	if j.Request().View.Partition != "" {
+		ns = partitionHash(j.Request().View.Partition)
 	}
 	head := func(b int) [2]uint64 {
-		return [2]uint64{uint64(b), mix64(uint64(uint32(j.ids[(b-1)/m.traceBS]))<<32 | uint64(b) ^ ns)}
+		return [2]uint64{uint64(b), sim.Mix64(uint64(uint32(j.IDs()[(b-1)/m.traceBS]))<<32 | uint64(b) ^ ns)}
 	}
 	live := func(k [2]uint64) []smgHolder {
 		var out []smgHolder
@@ -760,11 +756,11 @@ func (m *bruteSMG) hash(f *fleet, j *job, avg float64, loads, all []int) int {
 			m.place[k] = append(hs, smgHolder{rep: rep, at: now})
 		}
 	}
-	if !m.kvPressure(f.size()) {
+	if !m.kvPressure(f.Size()) {
 		for k := len(bounds) - 1; k >= 0; k-- {
 			var reps []int
 			for _, h := range live(head(bounds[k])) {
-				if h.rep < f.size() {
+				if h.rep < f.Size() {
 					reps = append(reps, h.rep)
 				}
 			}
@@ -786,20 +782,20 @@ func (m *bruteSMG) hash(f *fleet, j *job, avg float64, loads, all []int) int {
 // partitions, queues, an added replica at times.
 func TestSMGAgreesWithSecondModel(t *testing.T) {
 	modes := []struct{ conn, index string }{
-		{SGLangHTTP, "tree"}, {SGLangGRPC, "tree"}, {SGLangGRPCEvents, "tree"}, {SGLangGRPC, "hash"}, {SGLangHTTP, "hash"},
+		{HTTP, "tree"}, {GRPC, "tree"}, {GRPCEvents, "tree"}, {GRPC, "hash"}, {HTTP, "hash"},
 	}
 	for seed := range uint64(150) {
 		rng := rand.New(rand.NewPCG(seed, 2096))
-		tr := randomTextTrace(rng, 150)
+		tr := simtest.RandomCharTrace(rng, 150, treetest.RandomText)
 		for i := range tr.Requests {
 			if rng.IntN(4) == 0 {
 				tr.Requests[i].View.Partition = []string{"2:t1--", "2:t2--", "-1:k-"}[rng.IntN(3)]
 			}
 		}
 		mode := modes[seed%uint64(len(modes))]
-		s := SGLangCLIDefaults()
+		s := CLIDefaults()
 		s.Connection, s.CacheIndex = mode.conn, mode.index
-		s.BlockSize = []int{tinyBlock, 2, 8}[rng.IntN(3)]
+		s.BlockSize = []int{simtest.Block, 2, 8}[rng.IntN(3)]
 		s.CacheThreshold = []float64{0, 0.3, 0.5, 0.8}[rng.IntN(4)]
 		s.BalanceAbsThreshold = float64([]int{0, 1, 2, 64}[rng.IntN(4)])
 		s.BalanceRelThreshold = []float64{1, 1.1, 1.5}[rng.IntN(3)]
@@ -812,14 +808,14 @@ func TestSMGAgreesWithSecondModel(t *testing.T) {
 		s.OverloadTokenUsage = []float64{1, 1, 0.1}[rng.IntN(3)]
 		s.CacheBoundaries = [][]int{{4}, {4, 8, 12}, {3, 10}}[rng.IntN(3)]
 		s.CacheTTLSecs = float64([]int{3, 20, 180}[rng.IntN(3)])
-		c := withRouters(tinyConfig(2+rng.IntN(6)), func(r *RouterSettings) { r.SGLang = s })
+		c := simtest.Config(2 + rng.IntN(6))
 		c.KVBlocks = 6 + rng.IntN(20)
 		c.Model.MaxRunning = 1 + rng.IntN(3)
 		c.Seed = seed
 		if rng.IntN(2) == 0 {
 			c.AddReplicaAt = tr.Requests[len(tr.Requests)/2].Arrival
 		}
-		compareWithModel(t, tr, c, "sglang-cache-aware", newBruteSMG(s, seed, tinyBlock),
+		simtest.Compare(t, tr, c, cacheAware(s), newBruteSMG(s, seed, simtest.Block),
 			fmt.Sprintf("seed %d, %d replicas, settings %+v", seed, c.Replicas, s))
 	}
 }

@@ -1,45 +1,51 @@
-package sim
+package prodstack
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvcheck/kvcheck/internal/audit"
+	"github.com/kvcheck/kvcheck/internal/sim"
+	"github.com/kvcheck/kvcheck/internal/sim/simtest"
 )
 
 // Text traces: each request carries a View (what a router reading the body sees) beside the
 // block keys the replicas' caches work on. The two are set by hand to agree: requests whose text
 // shares a prefix share the blocks of that prefix.
 
-// textReq is a completion whose prompt is text, of len(blocks) full blocks of bs tokens.
-func textReq(at float64, out int, text string, bs int, blocks ...uint64) Request {
-	return Request{Arrival: at, Blocks: blocks, InputTokens: len(blocks) * bs, OutputTokens: out, N: 1, View: &View{Text: text}}
-}
-
-// chatReq is a chat request of len(blocks) full blocks of bs tokens; its messages' text is
-// irrelevant to the routers tested with it.
-func chatReq(at float64, out int, headers map[string]string, bs int, blocks ...uint64) Request {
-	return Request{Arrival: at, Blocks: blocks, InputTokens: len(blocks) * bs, OutputTokens: out, N: 1,
-		View: withHeaders(StringChat("system", " prompt"), headers)}
-}
-
-func withHeaders(v *View, h map[string]string) *View {
-	v.Headers = h
-	return v
-}
-
-func textTrace(bs int, rs ...Request) *Trace {
-	return &Trace{Name: "text", Format: "requests", BlockSize: bs, PrefixInfo: true, Requests: rs}
+// setup is a fleet and the production-stack settings its emulation runs with.
+type setup struct {
+	c sim.Config
+	s Settings
 }
 
 // withProdStack returns c with production-stack settings changed by fn.
-func withProdStack(c Config, fn func(*ProdStackSettings)) Config {
-	r := DefaultRouterSettings()
-	fn(&r.ProdStack)
-	c.routers = &r
-	return c
+func withProdStack(c sim.Config, fn func(*Settings)) setup {
+	s := Shipped()
+	fn(&s)
+	return setup{c, s}
+}
+
+// emulation is the emulation named, with settings s.
+func emulation(name string, s Settings) sim.PolicyInfo {
+	for _, e := range (Router{}).Emulations(s) {
+		if e.Name == name {
+			return e
+		}
+	}
+	panic("no emulation " + name)
+}
+
+// runTiny replays tr under the emulation named on cfg: a sim.Config (as shipped) or a setup.
+func runTiny(t *testing.T, tr *sim.Trace, cfg any, name string) simtest.Outcome {
+	t.Helper()
+	st, ok := cfg.(setup)
+	if !ok {
+		st = setup{cfg.(sim.Config), Shipped()}
+	}
+	return simtest.Routes(t, tr, st.c, emulation(name, st.s))
 }
 
 func TestProdStackRoundRobin(t *testing.T) {
@@ -49,15 +55,15 @@ func TestProdStackRoundRobin(t *testing.T) {
 	// on would give 4 mod 3 = 1 and 5 mod 3 = 2). r2 hits block 1 on replica 0 (after r0's
 	// 0.12 s prefill; hit limit (12-1)/4 = 2 blocks, [1] shared); r3 hits it on replica 1
 	// (r1's); r4 on 0 and r5 on 1 too.
-	tr := tinyTrace(req(0, "", 0, 1, 2, 3), req(1, "", 0, 1, 4, 5), req(2, "", 0, 1, 6, 7), req(3, "", 0, 1, 8, 9),
-		req(4, "", 0, 1, 8, 9), req(5, "", 0, 1, 10, 11))
+	tr := simtest.Trace(simtest.Req(0, "", 0, 1, 2, 3), simtest.Req(1, "", 0, 1, 4, 5), simtest.Req(2, "", 0, 1, 6, 7), simtest.Req(3, "", 0, 1, 8, 9),
+		simtest.Req(4, "", 0, 1, 8, 9), simtest.Req(5, "", 0, 1, 10, 11))
 	for i := range tr.Requests {
-		tr.Requests[i].View = &View{}
+		tr.Requests[i].View = &sim.View{}
 	}
-	c := tinyConfig(2)
+	c := simtest.Config(2)
 	c.AddReplicaAt = 3.5
 	got := runTiny(t, tr, c, "prodstack-roundrobin")
-	want := outcome{Routes: []int{0, 1, 0, 1, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}
+	want := simtest.Outcome{Routes: []int{0, 1, 0, 1, 0, 1}, Hits: []int{0, 0, 1, 1, 1, 1}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("routes/hits (-want +got):\n%s", d)
 	}
@@ -66,23 +72,23 @@ func TestProdStackRoundRobin(t *testing.T) {
 func TestProdStackSession(t *testing.T) {
 	h := func(id string) map[string]string { return map[string]string{"x-session-id": id} }
 	t.Run("no session key: the router refuses to start", func(t *testing.T) {
-		tr := textTrace(tinyBlock, chatReq(0, 0, h("a"), tinyBlock, 1))
-		_, err := Simulate(tr, tinyConfig(2), "prodstack-session")
-		var cr *CannotRunError
+		tr := simtest.TextTrace(simtest.Block, simtest.ChatReq(0, 0, h("a"), simtest.Block, 1))
+		_, err := sim.SimulatePolicy(context.Background(), tr, simtest.Config(2), session(Shipped()))
+		var cr *sim.CannotRunError
 		if !errors.As(err, &cr) || !strings.Contains(err.Error(), "--session-key") || !strings.Contains(err.Error(), "ValueError") {
 			t.Fatalf("Simulate = %v; want a CannotRunError naming --session-key and the ValueError", err)
 		}
 	})
-	c := withProdStack(tinyConfig(3), func(s *ProdStackSettings) { s.SessionKey = "X-Session-Id" })
+	c := withProdStack(simtest.Config(3), func(s *Settings) { s.SessionKey = "X-Session-Id" })
 	t.Run("without the header: QPS over 60 s", func(t *testing.T) {
 		// r0, r1, r2 go to the engines that have had no request yet, in order: 0, 1, 2. r3 (3 s):
 		// one request each in the window, the first: 0. r4 at 70 s: the window [10, 70] is
 		// empty everywhere: 0. r5 at 71 s: replica 0 has r4, the others none: 1. r6 at 72 s:
 		// (1, 1, 0): 2. A header under another name is no session.
-		tr := textTrace(tinyBlock,
-			chatReq(0, 0, nil, tinyBlock, 1), chatReq(1, 0, nil, tinyBlock, 2), chatReq(2, 0, nil, tinyBlock, 3),
-			chatReq(3, 0, nil, tinyBlock, 4), chatReq(70, 0, nil, tinyBlock, 5), chatReq(71, 0, nil, tinyBlock, 6),
-			chatReq(72, 0, map[string]string{"x-user": "u"}, tinyBlock, 7))
+		tr := simtest.TextTrace(simtest.Block,
+			simtest.ChatReq(0, 0, nil, simtest.Block, 1), simtest.ChatReq(1, 0, nil, simtest.Block, 2), simtest.ChatReq(2, 0, nil, simtest.Block, 3),
+			simtest.ChatReq(3, 0, nil, simtest.Block, 4), simtest.ChatReq(70, 0, nil, simtest.Block, 5), simtest.ChatReq(71, 0, nil, simtest.Block, 6),
+			simtest.ChatReq(72, 0, map[string]string{"x-user": "u"}, simtest.Block, 7))
 		got := runTiny(t, tr, c, "prodstack-session")
 		if d := cmp.Diff([]int{0, 1, 2, 0, 0, 1, 2}, got.Routes); d != "" {
 			t.Errorf("routes (-want +got):\n%s", d)
@@ -91,11 +97,11 @@ func TestProdStackSession(t *testing.T) {
 	t.Run("with the header: one engine per session, whatever its load", func(t *testing.T) {
 		// Ten requests of session "a", each in flight for 100 s: a load-aware router would
 		// spread them; the ring keeps them on one engine, and they hit the shared block 1.
-		var rs []Request
+		var rs []sim.Request
 		for i := range 10 {
-			rs = append(rs, chatReq(float64(i), 100, h("a"), tinyBlock, 1, uint64(10+i), uint64(20+i)))
+			rs = append(rs, simtest.ChatReq(float64(i), 100, h("a"), simtest.Block, 1, uint64(10+i), uint64(20+i)))
 		}
-		got := runTiny(t, textTrace(tinyBlock, rs...), c, "prodstack-session")
+		got := runTiny(t, simtest.TextTrace(simtest.Block, rs...), c, "prodstack-session")
 		for i, r := range got.Routes {
 			if r != got.Routes[0] {
 				t.Fatalf("request %d of session a went to %d, the first to %d", i, r, got.Routes[0])
@@ -107,9 +113,9 @@ func TestProdStackSession(t *testing.T) {
 		// Twenty sessions spread over the three engines.
 		rs = rs[:0]
 		for i := range 20 {
-			rs = append(rs, chatReq(float64(i), 0, h(string(rune('a'+i))+"-session"), tinyBlock, uint64(i+1)))
+			rs = append(rs, simtest.ChatReq(float64(i), 0, h(string(rune('a'+i))+"-session"), simtest.Block, uint64(i+1)))
 		}
-		got = runTiny(t, textTrace(tinyBlock, rs...), c, "prodstack-session")
+		got = runTiny(t, simtest.TextTrace(simtest.Block, rs...), c, "prodstack-session")
 		used := map[int]bool{}
 		for _, r := range got.Routes {
 			used[r] = true
@@ -130,15 +136,15 @@ func TestProdStackPrefixAware(t *testing.T) {
 		// chunk 0 differs: match 0 < 128 -> QPS: engine 1 (no request yet), no hit. r3:
 		// character 200 differs: chunk 0 (128 characters) matches on engine 0 -> 0; it shares
 		// block 1 only (its text diverges inside the prefix of that block's successor).
-		tr := textTrace(tinyBlock,
-			textReq(0, 0, p256+"a", tinyBlock, 1, 2, 3),
-			textReq(10, 0, p256+"a", tinyBlock, 1, 2, 3),
-			textReq(20, 0, differ(p256, 5)+"a", tinyBlock, 9, 10, 11),
-			textReq(30, 0, differ(p256, 200)+"a", tinyBlock, 1, 12, 13),
+		tr := simtest.TextTrace(simtest.Block,
+			simtest.TextReq(0, 0, p256+"a", simtest.Block, 1, 2, 3),
+			simtest.TextReq(10, 0, p256+"a", simtest.Block, 1, 2, 3),
+			simtest.TextReq(20, 0, differ(p256, 5)+"a", simtest.Block, 9, 10, 11),
+			simtest.TextReq(30, 0, differ(p256, 200)+"a", simtest.Block, 1, 12, 13),
 		)
-		c := withProdStack(tinyConfig(4), func(s *ProdStackSettings) { s.PrefixMinMatch = 128 })
+		c := withProdStack(simtest.Config(4), func(s *Settings) { s.PrefixMinMatch = 128 })
 		got := runTiny(t, tr, c, "prodstack-prefixaware")
-		want := outcome{Routes: []int{0, 0, 1, 0}, Hits: []int{0, 2, 0, 1}}
+		want := simtest.Outcome{Routes: []int{0, 0, 1, 0}, Hits: []int{0, 2, 0, 1}}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("routes/hits (-want +got):\n%s", d)
 		}
@@ -147,13 +153,13 @@ func TestProdStackPrefixAware(t *testing.T) {
 		// Six requests share their first 256 characters, each in flight for 100 s, on 3
 		// engines with caches of 2 blocks (every request evicts the one before): the first
 		// goes to a random engine, and the trie sends all the others to it.
-		var rs []Request
+		var rs []sim.Request
 		for i := range 6 {
-			rs = append(rs, textReq(float64(i), 100, p256+strings.Repeat(string(rune('a'+i)), 10), tinyBlock, uint64(100+i)))
+			rs = append(rs, simtest.TextReq(float64(i), 100, p256+strings.Repeat(string(rune('a'+i)), 10), simtest.Block, uint64(100+i)))
 		}
-		c := tinyConfig(3)
+		c := simtest.Config(3)
 		c.KVBlocks = 2
-		got := runTiny(t, textTrace(tinyBlock, rs...), c, "prodstack-prefixaware")
+		got := runTiny(t, simtest.TextTrace(simtest.Block, rs...), c, "prodstack-prefixaware")
 		for i, r := range got.Routes {
 			if r != got.Routes[0] {
 				t.Fatalf("routes %v: request %d left the engine holding the prefix", got.Routes, i)
@@ -161,11 +167,11 @@ func TestProdStackPrefixAware(t *testing.T) {
 		}
 	})
 	t.Run("no match: uniform among the engines", func(t *testing.T) {
-		var rs []Request
+		var rs []sim.Request
 		for i := range 400 {
-			rs = append(rs, textReq(float64(i), 0, strings.Repeat(string(rune('A'+i%50)), 3)+string(rune(1000+i)), tinyBlock, uint64(i+1)))
+			rs = append(rs, simtest.TextReq(float64(i), 0, strings.Repeat(string(rune('A'+i%50)), 3)+string(rune(1000+i)), simtest.Block, uint64(i+1)))
 		}
-		got := runTiny(t, textTrace(tinyBlock, rs...), tinyConfig(4), "prodstack-prefixaware")
+		got := runTiny(t, simtest.TextTrace(simtest.Block, rs...), simtest.Config(4), "prodstack-prefixaware")
 		n := make([]int, 4)
 		for _, r := range got.Routes {
 			n[r]++
@@ -197,11 +203,11 @@ func TestProdStackPrompt(t *testing.T) {
 		// A completion's prompt as it is (500).
 		{`{"prompt":"p q"}`, "p q"},
 	} {
-		req, err := audit.NewRequestReader(strings.NewReader(tc.body), 0).Next()
+		tr, err := sim.ReadRequests(context.Background(), strings.NewReader(tc.body), "t.jsonl", sim.RequestLogOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(prodStackPrompt(newView(req), nil)); got != tc.want {
+		if got := string(prodStackPrompt(tr.Requests[0].View, nil)); got != tc.want {
 			t.Errorf("%s: prompt %q, want %q", tc.body, got, tc.want)
 		}
 	}
@@ -231,9 +237,9 @@ func TestProdStackKVAware(t *testing.T) {
 		// each asks LMCache for the empty prompt, so each goes by QPS: engine 0, engine 1 (no
 		// request yet), then (1, 1) in the window: engine 0. r1 misses on engine 1 although
 		// engine 0 holds its whole prefix; r2 hits 2 blocks there (limit (768-1)/256 = 2).
-		tr := textTrace(lmBlock, chatReq(0, 0, nil, lmBlock, 1, 2, 3), chatReq(10, 0, nil, lmBlock, 1, 2, 3), chatReq(20, 0, nil, lmBlock, 1, 2, 3))
-		got := runTiny(t, tr, tinyConfig(2), "prodstack-kvaware")
-		want := outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}
+		tr := simtest.TextTrace(lmBlock, simtest.ChatReq(0, 0, nil, lmBlock, 1, 2, 3), simtest.ChatReq(10, 0, nil, lmBlock, 1, 2, 3), simtest.ChatReq(20, 0, nil, lmBlock, 1, 2, 3))
+		got := runTiny(t, tr, simtest.Config(2), "prodstack-kvaware")
+		want := simtest.Outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("routes/hits (-want +got):\n%s", d)
 		}
@@ -241,27 +247,27 @@ func TestProdStackKVAware(t *testing.T) {
 	// Completions: r0 [1 2 3] has no match: QPS, engine 0. r1 [1 2 4] at 10 s: LMCache credits
 	// engine 0 with chunks [1] and [1 2] (512 tokens; [1 2 4] is nowhere). r2, a chat request
 	// with the same blocks as r1, asks for the empty prompt: QPS, engine 1 (no request yet).
-	tr := textTrace(lmBlock,
-		textReq(0, 0, "p", lmBlock, 1, 2, 3),
-		textReq(10, 0, "p", lmBlock, 1, 2, 4),
-		chatReq(20, 0, nil, lmBlock, 1, 2, 4),
+	tr := simtest.TextTrace(lmBlock,
+		simtest.TextReq(0, 0, "p", lmBlock, 1, 2, 3),
+		simtest.TextReq(10, 0, "p", lmBlock, 1, 2, 4),
+		simtest.ChatReq(20, 0, nil, lmBlock, 1, 2, 4),
 	)
 	cases := []struct {
 		name      string
 		threshold int
-		want      outcome
+		want      simtest.Outcome
 	}{
 		// 512 >= max(768 - 2000, 0): engine 0, hitting 2 blocks.
-		{"threshold 2000", 2000, outcome{Routes: []int{0, 0, 1}, Hits: []int{0, 2, 0}}},
+		{"threshold 2000", 2000, simtest.Outcome{Routes: []int{0, 0, 1}, Hits: []int{0, 2, 0}}},
 		// 512 >= 768 - 256 = 512: still engine 0.
-		{"threshold 256", 256, outcome{Routes: []int{0, 0, 1}, Hits: []int{0, 2, 0}}},
+		{"threshold 256", 256, simtest.Outcome{Routes: []int{0, 0, 1}, Hits: []int{0, 2, 0}}},
 		// 512 < 768 - 0: the fallback, QPS: engine 1 (no request yet), a miss; r2 then goes to
 		// the engine with the fewest requests in the window, (1, 1): engine 0, hitting 2.
-		{"threshold 0", 0, outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}},
+		{"threshold 0", 0, simtest.Outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := withProdStack(tinyConfig(2), func(s *ProdStackSettings) { s.KVAwareThreshold = tc.threshold })
+			c := withProdStack(simtest.Config(2), func(s *Settings) { s.KVAwareThreshold = tc.threshold })
 			got := runTiny(t, tr, c, "prodstack-kvaware")
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("routes/hits (-want +got):\n%s", d)
@@ -270,12 +276,12 @@ func TestProdStackKVAware(t *testing.T) {
 	}
 	t.Run("chat with a session key: the ring", func(t *testing.T) {
 		h := map[string]string{"x-session-id": "conv-1"}
-		var rs []Request
+		var rs []sim.Request
 		for i := range 5 {
-			rs = append(rs, chatReq(float64(10*i), 0, h, lmBlock, 1, 2, uint64(10+i)))
+			rs = append(rs, simtest.ChatReq(float64(10*i), 0, h, lmBlock, 1, 2, uint64(10+i)))
 		}
-		c := withProdStack(tinyConfig(3), func(s *ProdStackSettings) { s.SessionKey = "x-session-id" })
-		got := runTiny(t, textTrace(lmBlock, rs...), c, "prodstack-kvaware")
+		c := withProdStack(simtest.Config(3), func(s *Settings) { s.SessionKey = "x-session-id" })
+		got := runTiny(t, simtest.TextTrace(lmBlock, rs...), c, "prodstack-kvaware")
 		for i, r := range got.Routes {
 			if r != got.Routes[0] {
 				t.Fatalf("routes %v: request %d left the session's engine", got.Routes, i)
@@ -288,24 +294,24 @@ func TestProdStackLoadAware(t *testing.T) {
 	// r0 [1 2 3] stays in flight 100 s on engine 0 (no match: QPS). r1 [1 2 4] at 10 s:
 	// LMCache credits engine 0 with 512 of 768 tokens. Loads (1, 0), mean 0.5, clamped to 1:
 	// relative (+0.5, -0.5).
-	tr := textTrace(lmBlock, textReq(0, 100, "p", lmBlock, 1, 2, 3), textReq(10, 100, "p", lmBlock, 1, 2, 4))
+	tr := simtest.TextTrace(lmBlock, simtest.TextReq(0, 100, "p", lmBlock, 1, 2, 3), simtest.TextReq(10, 100, "p", lmBlock, 1, 2, 4))
 	cases := []struct {
 		name string
 		beta float64
-		want outcome
+		want simtest.Outcome
 	}{
 		// beta 1: engine 0 = 0.667 - 0.5 = 0.167, engine 1 = 0 + 0.5 = 0.5: engine 1, a miss.
-		{"beta 1 leaves the busy engine", 1, outcome{Routes: []int{0, 1}, Hits: []int{0, 0}}},
+		{"beta 1 leaves the busy engine", 1, simtest.Outcome{Routes: []int{0, 1}, Hits: []int{0, 0}}},
 		// beta 0.1: engine 0 = 0.667 - 0.05 = 0.617, engine 1 = 0.05: engine 0, hitting 2.
-		{"beta 0.1 follows the cache", 0.1, outcome{Routes: []int{0, 0}, Hits: []int{0, 2}}},
+		{"beta 0.1 follows the cache", 0.1, simtest.Outcome{Routes: []int{0, 0}, Hits: []int{0, 2}}},
 		// beta 0.4: engine 0 = 0.667 - 0.2 = 0.467, engine 1 = 0.2: engine 0. (Without the
 		// clamp of the mean to 1, relative loads would be +-1 and engine 1 would win, 0.4 >
 		// 0.267.)
-		{"beta 0.4: the mean is clamped to 1", 0.4, outcome{Routes: []int{0, 0}, Hits: []int{0, 2}}},
+		{"beta 0.4: the mean is clamped to 1", 0.4, simtest.Outcome{Routes: []int{0, 0}, Hits: []int{0, 2}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := withProdStack(tinyConfig(2), func(s *ProdStackSettings) { s.LoadBeta = tc.beta })
+			c := withProdStack(simtest.Config(2), func(s *Settings) { s.LoadBeta = tc.beta })
 			got := runTiny(t, tr, c, "prodstack-loadaware")
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("routes/hits (-want +got):\n%s", d)
@@ -314,9 +320,9 @@ func TestProdStackLoadAware(t *testing.T) {
 	}
 	t.Run("chat traffic gets no match", func(t *testing.T) {
 		// As kvaware: every chat request goes by QPS (0, 1, 0 for three requests 10 s apart).
-		tr := textTrace(lmBlock, chatReq(0, 0, nil, lmBlock, 1, 2, 3), chatReq(10, 0, nil, lmBlock, 1, 2, 3), chatReq(20, 0, nil, lmBlock, 1, 2, 3))
-		got := runTiny(t, tr, tinyConfig(2), "prodstack-loadaware")
-		want := outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}
+		tr := simtest.TextTrace(lmBlock, simtest.ChatReq(0, 0, nil, lmBlock, 1, 2, 3), simtest.ChatReq(10, 0, nil, lmBlock, 1, 2, 3), simtest.ChatReq(20, 0, nil, lmBlock, 1, 2, 3))
+		got := runTiny(t, tr, simtest.Config(2), "prodstack-loadaware")
+		want := simtest.Outcome{Routes: []int{0, 1, 0}, Hits: []int{0, 0, 2}}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("routes/hits (-want +got):\n%s", d)
 		}
@@ -346,7 +352,7 @@ func TestProdStackPrefixAwareUpstreamJoin(t *testing.T) {
 		`{"messages":[{"role":"system","content":[` + img("https://b/2.png") + `,{"type":"text","text":"` + x + `"},{"type":"text","text":"` + y + `"}]},{"role":"user","content":null},{"role":"user","content":"third"}]}`,
 		`{"messages":[{"role":"system","content":[{"type":"input_text","text":"preamble"},{"type":"text","text":"` + x + `"},` + img("https://c/3.png") + `,{"type":"text","text":"` + y + ` and more after the first chunk"}]}]}`,
 	}
-	tr, err := ReadRequests(t.Context(), strings.NewReader(strings.Join(lines, "\n")), "join.jsonl", RequestLogOptions{})
+	tr, err := sim.ReadRequests(t.Context(), strings.NewReader(strings.Join(lines, "\n")), "join.jsonl", sim.RequestLogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +361,7 @@ func TestProdStackPrefixAwareUpstreamJoin(t *testing.T) {
 	}
 	first := map[int]bool{}
 	for seed := range uint64(48) {
-		c := tinyConfig(4)
+		c := simtest.Config(4)
 		c.Seed = seed
 		routes := runTiny(t, tr, c, "prodstack-prefixaware").Routes
 		for k, r := range routes {
