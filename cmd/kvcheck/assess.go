@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -151,7 +152,23 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 			if routes != nil {
 				opts.Routes = routes
 			}
-			res, err := assess.Run(cmd.Context(), g.status, *src, *opts)
+			rec, rk, err := assess.Run(cmd.Context(), g.status, *src, *opts)
+			if err != nil {
+				return report.Result{}, endRoutes(routes, err)
+			}
+			res := report.AssessRanked(rec, rk)
+			if routes != nil && rk == nil {
+				// The report is still written; the run fails for the routes it has none of.
+				err = errors.New("--routes: no router ranking to write the routes of: the traffic given cannot be replayed for it (a lengths-only trace shows no reuse)")
+			}
+			if err == nil && opts.Plot != "" {
+				if rk == nil {
+					// The report is still written; the run fails for the chart it could not draw.
+					err = fmt.Errorf("--plot %s: no router ranking to draw: the traffic given cannot be replayed for it (a lengths-only trace shows no reuse)", opts.Plot)
+				} else {
+					err = report.RankingSVGFile(opts.Plot, rk)
+				}
+			}
 			return res, endRoutes(routes, err)
 		}),
 	}

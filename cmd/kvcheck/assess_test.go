@@ -235,10 +235,11 @@ func TestAssessScrapeFleet(t *testing.T) {
 		Embedded: demo.ChatTrace(1), Tokenize: audit.DefaultTokenize,
 		Metrics: promql.Spec{Scrape: targets, Window: 300 * time.Millisecond, WindowSet: true, ScrapeTimeout: 5 * time.Second},
 	}
-	res, err := assess.Run(ctx, report.NewStatus(&errOut), src, assess.Options{Thresholds: advise.DefaultThresholds()})
+	rec, rk, err := assess.Run(ctx, report.NewStatus(&errOut), src, assess.Options{Thresholds: advise.DefaultThresholds()})
 	if err != nil {
 		t.Fatalf("assess.Run: %v\n%s", err, errOut.String())
 	}
+	res := report.AssessRanked(rec, rk)
 	if err := report.Write(&out, report.FormatJSON, res, report.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestAssessAgreesWithSimulate(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"simulate", "-o", "json", "--trace", trace, "--replicas", "4", "--kv-blocks", "8",
-		"--policies", "round-robin,approx-prefix,kv-llmd,kv-dynamo,kv-load"}, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"NO_COLOR=1"})
+		"--policies", "round-robin,approx-prefix,kv-llmd,kv-cost,kv-load"}, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"NO_COLOR=1"})
 	if code != exitOK {
 		t.Fatalf("simulate exit %d: %s", code, errOut.String())
 	}

@@ -138,7 +138,7 @@ Policies (--policies):
 	f.DurationVar(&so.AddReplicaAt, "add-replica-at", 0, "add one empty replica at this time into the trace (e.g. 30m) to see whether a policy starves it")
 	f.Float64Var(&so.Params.Beta, "beta", so.Params.Beta, "kv-load: weight of load against match in match - beta*load")
 	f.Float64Var(&so.Params.Epsilon, "epsilon", so.Params.Epsilon, "chash-bounded: load slack, no replica above ceil((1+epsilon)*average)")
-	f.Float64Var(&so.Params.OverlapWeight, "overlap-weight", so.Params.OverlapWeight, "kv-dynamo, kv-decay: weight of prefill blocks against decode blocks")
+	f.Float64Var(&so.Params.OverlapWeight, "overlap-weight", so.Params.OverlapWeight, "kv-cost, kv-decay: weight of prefill blocks against decode blocks")
 	f.Float64Var(&so.Params.CreditDecay, "credit-decay", so.Params.CreditDecay, "kv-decay: overlap credit divided by 1+decay*queued requests")
 	f.IntVar(&so.Params.ApproxTokens, "approx-tokens", 0, "approx-prefix: capacity of the router's own index in tokens per replica (default: the KV capacity)")
 	f.StringVar(&o.plot, "plot", "", "also write an SVG chart of hit rate, load imbalance and TTFT p99 per policy across the sweep to this file")

@@ -7,6 +7,7 @@
 package assess
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ const DefaultToday = "round-robin"
 // OptionPolicies are the options replayed against today's routing: session affinity (plain,
 // and consistent hashing with bounded load; only when sessions are known) and the load-aware
 // KV policies a team can deploy (llm-d approximate and exact, Dynamo, a load-weighted scorer).
-var OptionPolicies = []string{"session", "chash-bounded", "approx-prefix", "kv-llmd", "kv-dynamo", "kv-load"}
+var OptionPolicies = []string{"session", "chash-bounded", "approx-prefix", "kv-llmd", "kv-cost", "kv-load"}
 
 // Inputs are the sources one run read. Every part is optional.
 type Inputs struct {
@@ -114,7 +115,8 @@ type Options struct {
 	// Routers are the router emulations the ranking replays; nil means every one as shipped
 	// (router.Shipped).
 	Routers []sim.PolicyInfo
-	// Plot, when set, is the file Run writes the ranking's chart to (--plot).
+	// Plot, when set, is the file the command writes the ranking's chart to (--plot): Check
+	// refuses it without traffic to rank.
 	Plot string
 	// Routes, when set, is given the routes of every replay of the ranking (--routes):
 	// rank.Setup.Routes.
@@ -136,9 +138,7 @@ func Assess(ctx context.Context, in Inputs, o Options) (advise.Recommendation, e
 // (nil without traffic).
 func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advise.Recommendation, *rank.Ranking, error) {
 	var ev advise.Input
-	if o.Today == "" {
-		o.Today = DefaultToday
-	}
+	o.Today = cmp.Or(sim.Canonical(o.Today), DefaultToday)
 	if o.TodayRouters == nil && in.Files != nil {
 		for _, rc := range in.Files.Routers {
 			if rc.Policy == o.Today {
@@ -279,9 +279,7 @@ func fleetShape(m *advise.Metrics, o Options) (Shape, error) {
 // first half of the requests, and returns the figures advise decides on. The policy figures
 // are kvcheck simulate's for the same trace and fleet.
 func Replay(ctx context.Context, t *sim.Trace, source string, sh Shape, o Options) (*advise.Replay, error) {
-	if o.Today == "" {
-		o.Today = DefaultToday
-	}
+	o.Today = cmp.Or(sim.Canonical(o.Today), DefaultToday)
 	kv := sh.KVTokens / int64(t.BlockSize)
 	if kv < 1 {
 		return nil, fmt.Errorf("the KV cache per replica (%d tokens) is less than one %d-token block of %s: give --kv-tokens", sh.KVTokens, t.BlockSize, t.Name)

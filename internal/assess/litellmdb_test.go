@@ -39,10 +39,11 @@ func TestAssessLiteLLMDatabase(t *testing.T) {
 	docs := map[string]string{}
 	for _, path := range []string{dsn, export} {
 		o := Options{Thresholds: advise.DefaultThresholds(), Replicas: 4, KVTokens: 1536}
-		res, err := Run(ctx, report.NewStatus(io.Discard), Sources{Requests: path}, o)
+		rec, rk, err := Run(ctx, report.NewStatus(io.Discard), Sources{Requests: path}, o)
 		if err != nil {
 			t.Fatalf("assess %s: %v", path, err)
 		}
+		res := report.AssessRanked(rec, rk)
 		var buf bytes.Buffer
 		if err := report.Write(&buf, report.FormatJSON, res, report.Options{}); err != nil {
 			t.Fatal(err)

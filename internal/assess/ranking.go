@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -23,9 +24,7 @@ func Rank(ctx context.Context, t *sim.Trace, sh Shape, o Options, files *product
 	if !t.PrefixInfo || len(t.Requests) == 0 {
 		return nil, nil
 	}
-	if o.Today == "" {
-		o.Today = DefaultToday
-	}
+	o.Today = cmp.Or(sim.Canonical(o.Today), DefaultToday)
 	routers := o.Routers
 	if routers == nil {
 		routers = router.Shipped()

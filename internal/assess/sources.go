@@ -3,7 +3,6 @@ package assess
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"github.com/kvcheck/kvcheck/internal/events"
 	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/promql"
-	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/router"
 	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -115,16 +113,27 @@ func Check(src Sources, o Options, replicasGiven bool) error {
 	return src.Tokenize.Check()
 }
 
+// Status is where a run says what it is doing: notes, warnings, progress (report.Status is
+// one).
+type Status interface {
+	Note(format string, args ...any)
+	Warn(format string, args ...any)
+	Progress(format string, args ...any)
+	Done()
+}
+
 // Run reads the sources, gathers the evidence and decides, with the metrics source's warnings,
-// its unreadable targets and the replays' progress on st.
-func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report.Result, error) {
+// its unreadable targets and the replays' progress on st. It returns the recommendation and,
+// when there is traffic to replay, the router ranking (nil otherwise); rendering them, and the
+// ranking's chart (Options.Plot), is the caller's.
+func Run(ctx context.Context, st Status, src Sources, o Options) (advise.Recommendation, *rank.Ranking, error) {
 	var in Inputs
 	var err error
 	blockSize := src.BlockSize
 	if src.Metrics.Given() {
 		rep, err := readMetrics(ctx, st, src.Metrics)
 		if err != nil {
-			return report.Result{}, err
+			return advise.Recommendation{}, nil, err
 		}
 		in.Metrics = rep
 		for _, r := range rep.Replicas {
@@ -139,7 +148,7 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 	if len(src.Templates) > 0 {
 		tr, err := audit.AuditTemplates(src.Templates, blockSize)
 		if err != nil {
-			return report.Result{}, fmt.Errorf("templates: %w", err)
+			return advise.Recommendation{}, nil, fmt.Errorf("templates: %w", err)
 		}
 		in.Templates, in.TemplateInputs = &tr, src.Templates
 	}
@@ -148,13 +157,13 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		if src.Tokenize.URL != "" {
 			r, err := src.Tokenize.Connect(ctx, st, blockSize)
 			if err != nil {
-				return report.Result{}, err
+				return advise.Recommendation{}, nil, err
 			}
 			remote = &r
 		}
 		rl, cleanup, err := OpenRequestLog(ctx, src.Requests, src.Stdin, blockSize, remote, src.RequestSource, src.MaxSpoolMiB)
 		if err != nil {
-			return report.Result{}, err
+			return advise.Recommendation{}, nil, err
 		}
 		defer cleanup()
 		rl.MaxBlockRefs, rl.MaxTraceRequests = src.MaxBlockRefs, src.MaxTraceRequests
@@ -164,13 +173,13 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 		opts := events.Options{MaxBlocks: events.DefaultMaxBlocks, HashSeed: src.HashSeed}
 		r, err := events.ReportRecordings(ctx, src.TapFrom, "", opts)
 		if err != nil {
-			return report.Result{}, err
+			return advise.Recommendation{}, nil, err
 		}
 		in.Tap, in.TapInputs, in.SeedKnown = r, src.TapFrom, src.HashSeed != nil
 		if src.Requests == "" && src.Trace == "" && src.Embedded == nil {
 			// The recordings are the traffic when nothing else is (a lower bound).
 			if in.Recordings, err = sim.ReadRecordingFiles(ctx, src.TapFrom, sim.RecordingOptions{MaxBlockRefs: src.MaxBlockRefs, MaxTraceRequests: src.MaxTraceRequests}); err != nil {
-				return report.Result{}, err
+				return advise.Recommendation{}, nil, err
 			}
 		}
 	}
@@ -180,35 +189,18 @@ func Run(ctx context.Context, st *report.Status, src Sources, o Options) (report
 	case src.Trace != "":
 		in.Trace, err = sim.ReadTraceFileLimit(src.Trace, src.TraceFormat, src.TraceBlockSize, sim.Limits{BlockRefs: src.MaxBlockRefs, Requests: src.MaxTraceRequests})
 		if err != nil {
-			return report.Result{}, sim.FormatUsage(err, "--trace-format")
+			return advise.Recommendation{}, nil, sim.FormatUsage(err, "--trace-format")
 		}
 	}
 	if len(src.Configs) > 0 {
 		if in.Config, in.Files, err = checkConfig(ctx, src.Configs, src.IgnoreFile); err != nil {
-			return report.Result{}, err
+			return advise.Recommendation{}, nil, err
 		}
 	}
 	o.Progress = func(done, total int) { st.Progress("replaying %d/%d", done, total) }
 	rec, rk, err := assessRanked(ctx, in, o, true)
 	st.Done()
-	if err != nil {
-		return report.Result{}, err
-	}
-	res := report.AssessRanked(rec, rk)
-	if o.Routes != nil && rk == nil {
-		// The report is still written; the run fails for the routes it has none of.
-		return res, errors.New("--routes: no router ranking to write the routes of: the traffic given cannot be replayed for it (a lengths-only trace shows no reuse)")
-	}
-	if o.Plot != "" {
-		if rk == nil {
-			// The report is still written; the run fails for the chart it could not draw.
-			return res, fmt.Errorf("--plot %s: no router ranking to draw: the traffic given cannot be replayed for it (a lengths-only trace shows no reuse)", o.Plot)
-		}
-		if err := report.RankingSVGFile(o.Plot, rk); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	return rec, rk, err
 }
 
 // checkConfig checks the router and engine configuration files as kvcheck lint does, and reads
@@ -233,7 +225,7 @@ func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advis
 // included, from every source). The server's warnings and unreadable targets go to st too.
 // promql.Open's errors are returned as they are, so the caller can tell a spec that cannot
 // work (promql.SpecError).
-func readMetrics(ctx context.Context, st *report.Status, spec promql.Spec) (*promql.Report, error) {
+func readMetrics(ctx context.Context, st Status, spec promql.Spec) (*promql.Report, error) {
 	raw, err := promql.Open(ctx, spec)
 	for _, w := range raw.Warnings {
 		st.Warn("%s: query %s: %s", spec.Conn.Shown(), strings.Join(w.Queries, ", "), w.Warning)
@@ -251,5 +243,6 @@ func readMetrics(ctx context.Context, st *report.Status, spec promql.Spec) (*pro
 // knownToday reports whether name can stand for today's routing: an idealised policy or a
 // router emulation.
 func knownToday(name string) bool {
+	name = sim.Canonical(name)
 	return slices.Contains(sim.PolicyNames(), name) || slices.Contains(router.Names(), name)
 }

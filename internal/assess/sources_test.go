@@ -32,7 +32,7 @@ func TestRunReadsSourcesInOrder(t *testing.T) {
 	}
 	st := report.NewStatus(io.Discard)
 	for _, want := range []string{"absent.kvtap", "absent.jsonl", "absent.kvcheckignore"} {
-		_, err := Run(context.Background(), st, src, Options{})
+		_, _, err := Run(context.Background(), st, src, Options{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Run: error %v, want the first failing source %s named", err, want)
 		}
@@ -61,7 +61,7 @@ func TestRunConnectFallbackBlockSize(t *testing.T) {
 			BlockSize: tc.given,
 			Tokenize:  audit.Tokenize{URL: srv.URL, Concurrency: 1, Timeout: 5 * time.Second},
 		}
-		_, err := Run(context.Background(), report.NewStatus(&stderr), src, Options{})
+		_, _, err := Run(context.Background(), report.NewStatus(&stderr), src, Options{})
 		if err == nil || !strings.Contains(err.Error(), "absent.jsonl") {
 			t.Fatalf("block size %d: error %v, want the missing log named", tc.given, err)
 		}
@@ -71,7 +71,7 @@ func TestRunConnectFallbackBlockSize(t *testing.T) {
 	}
 	srv.Close()
 	src := Sources{Requests: filepath.Join(t.TempDir(), "absent.jsonl"), Tokenize: audit.Tokenize{URL: srv.URL, Concurrency: 1, Timeout: time.Second}}
-	if _, err := Run(context.Background(), report.NewStatus(io.Discard), src, Options{}); err == nil || !strings.Contains(err.Error(), "check --tokenize") {
+	if _, _, err := Run(context.Background(), report.NewStatus(io.Discard), src, Options{}); err == nil || !strings.Contains(err.Error(), "check --tokenize") {
 		t.Errorf("closed server: error %v, want the connection's (check --tokenize)", err)
 	}
 }

@@ -84,7 +84,7 @@ func TestTodayEmulation(t *testing.T) {
 // which settings were used).
 func TestTodayRefused(t *testing.T) {
 	err := Check(Sources{Trace: "shared.jsonl", Tokenize: audit.DefaultTokenize}, Options{Today: "fastest", Thresholds: advise.DefaultThresholds()}, false)
-	if !usage.Is(err) || !strings.Contains(err.Error(), "kv-dynamo") || !strings.Contains(err.Error(), "litellm-simple-shuffle") || !strings.Contains(err.Error(), "prodstack-session") {
+	if !usage.Is(err) || !strings.Contains(err.Error(), "kv-cost") || !strings.Contains(err.Error(), "litellm-simple-shuffle") || !strings.Contains(err.Error(), "prodstack-session") {
 		t.Errorf("unknown --today: %v", err)
 	}
 	bad := dynamo.Shipped()

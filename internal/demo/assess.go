@@ -50,5 +50,9 @@ func AssessTargets(ctx context.Context, st *report.Status, intro *report.Text, t
 		intro.Line("$ kvcheck %s", command)
 		intro.Line("")
 	}
-	return assess.Run(ctx, st, src, assess.Options{Thresholds: advise.DefaultThresholds(), Today: AssessToday})
+	rec, rk, err := assess.Run(ctx, st, src, assess.Options{Thresholds: advise.DefaultThresholds(), Today: AssessToday})
+	if err != nil {
+		return report.Result{}, err
+	}
+	return report.AssessRanked(rec, rk), nil
 }

@@ -146,7 +146,7 @@ func TestMemoryBound(t *testing.T) {
 	}
 	shared, fresh := build(false), build(true)
 	bound := uint64(c.Replicas * c.KVBlocks * (cacheBytesPerBlock + indexBytesPerBlock(1)))
-	for _, p := range []string{"round-robin", "kv-dynamo"} {
+	for _, p := range []string{"round-robin", "kv-cost"} {
 		a, b := allocated(shared, p), allocated(fresh, p)
 		if b > a+bound {
 			t.Errorf("%s: %d bytes for 100,000 distinct blocks against %d for 10: more than the %d the caches and index may add", p, b, a, bound)

@@ -178,6 +178,11 @@ func (o Options) Run(ctx context.Context, st Reporter) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	for _, p := range strings.Split(o.Policies, ",") {
+		if now, ok := Aliases[strings.TrimSpace(p)]; ok {
+			st.Note("--policies: %s is now named %s (the idealised cost; dynamo-kv is the emulation of Dynamo's KV router)", strings.TrimSpace(p), now)
+		}
+	}
 	tr, sourceFindings, err := o.load(ctx, st)
 	if err != nil {
 		return Report{}, err

@@ -104,10 +104,23 @@ func Policies() []PolicyInfo {
 		approxPrefixInfo,
 		kvLongestInfo,
 		kvLLMDInfo,
-		kvDynamoInfo,
+		kvCostInfo,
 		kvLoadInfo,
 		kvDecayInfo,
 	}
+}
+
+// Aliases are former names of policies, each with the name it now has: kv-dynamo, the
+// idealised Dynamo-style cost, was renamed kv-cost so as not to be taken for dynamo-kv, the
+// emulation of Dynamo's KV router. ParsePolicies and every lookup take them.
+var Aliases = map[string]string{"kv-dynamo": "kv-cost"}
+
+// Canonical is name, or the policy it is a former name of (Aliases).
+func Canonical(name string) string {
+	if n, ok := Aliases[name]; ok {
+		return n
+	}
+	return name
 }
 
 // PolicyNames returns the names of Policies, in order.

@@ -112,12 +112,12 @@ func TestPolicies(t *testing.T) {
 		{
 			// Dynamo cost for r1 (weight 1): replica 0 = prefill (12-2*4)/4 = 1 + decode (3 active
 			// + 3) = 7; replica 1 = 3 + (0 + 3) = 6, so replica 1.
-			name: "dynamo cost prefers the idle replica at weight 1", policy: "kv-dynamo", trace: share, cfg: tinyConfig(2),
+			name: "dynamo cost prefers the idle replica at weight 1", policy: "kv-cost", trace: share, cfg: tinyConfig(2),
 			want: outcome{Routes: []int{0, 1}, Hits: []int{0, 0}},
 		},
 		{
 			// Weight 2: replica 0 = 2*1 + 6 = 8; replica 1 = 2*3 + 3 = 9, so replica 0, hitting 2.
-			name: "dynamo cost follows the prefix at weight 2", policy: "kv-dynamo", trace: share,
+			name: "dynamo cost follows the prefix at weight 2", policy: "kv-cost", trace: share,
 			cfg:  withParams(tinyConfig(2), func(p *Params) { p.OverlapWeight = 2 }),
 			want: outcome{Routes: []int{0, 0}, Hits: []int{0, 2}},
 		},

@@ -13,7 +13,8 @@ import (
 // policies in the order of Policies, then the router emulations in the order of emulations. A
 // name is a policy's (round-robin, kv-llmd, ...), an emulation's (llmd-precise,
 // prodstack-prefixaware, ...), "all" (every idealised policy, the default) or "routers" (every
-// emulation). An unknown name or an empty list is an error naming what to give.
+// emulation); a former name (Aliases) stands for the policy's name now. An unknown name or an
+// empty list is an error naming what to give.
 func ParsePolicies(list string, emulations []PolicyInfo) ([]string, error) {
 	all, routers := PolicyNames(), names(emulations)
 	order := append(slices.Clone(all), routers...)
@@ -26,7 +27,7 @@ func ParsePolicies(list string, emulations []PolicyInfo) ([]string, error) {
 		}
 	}
 	for _, p := range strings.Split(list, ",") {
-		switch p = strings.TrimSpace(p); {
+		switch p = Canonical(strings.TrimSpace(p)); {
 		case p == "":
 		case p == "all":
 			add(all...)

@@ -57,3 +57,14 @@ func TestProgressString(t *testing.T) {
 		t.Errorf("before any request is routed: %q, want the count alone", got)
 	}
 }
+
+// TestPolicyAlias: kv-dynamo, the idealised cost's former name, is taken as kv-cost everywhere a
+// name is, so that it is never taken for dynamo-kv, the emulation.
+func TestPolicyAlias(t *testing.T) {
+	if got, err := ParsePolicies("kv-dynamo,round-robin", nil); err != nil || !slices.Equal(got, []string{"round-robin", "kv-cost"}) {
+		t.Errorf("ParsePolicies(kv-dynamo) = %q, %v; want round-robin, kv-cost", got, err)
+	}
+	if info, ok := lookupIn("kv-dynamo", nil); !ok || info.Name != "kv-cost" {
+		t.Errorf("lookup kv-dynamo = %q, %v", info.Name, ok)
+	}
+}

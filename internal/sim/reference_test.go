@@ -13,7 +13,7 @@ import (
 )
 
 // referencePolicies are the policies testdata/sim/reference.py implements.
-var referencePolicies = []string{"round-robin", "least-loaded", "kv-longest", "kv-dynamo", "kv-load"}
+var referencePolicies = []string{"round-robin", "least-loaded", "kv-longest", "kv-cost", "kv-load"}
 
 type referenceOutput struct {
 	Stats struct {

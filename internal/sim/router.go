@@ -158,6 +158,7 @@ func everyName(emulations []PolicyInfo) []string {
 // lookupIn finds a policy or an emulation by name: among the idealised policies and the
 // emulations given.
 func lookupIn(name string, emulations []PolicyInfo) (PolicyInfo, bool) {
+	name = Canonical(name)
 	for _, l := range [][]PolicyInfo{Policies(), emulations} {
 		for _, p := range l {
 			if p.Name == name {

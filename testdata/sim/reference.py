@@ -190,7 +190,7 @@ def simulate(reqs, replicas, kv, policy, prefill, decode, max_running, beta=1.0,
         elif policy == "kv-longest":
             ovl = [overlap(i, inp, blocks) for i in range(replicas)]
             rep = ovl.index(max(ovl))
-        elif policy == "kv-dynamo":
+        elif policy == "kv-cost":
             ovl = [overlap(i, inp, blocks) for i in range(replicas)]
             rep = best([-(weight * ((inp - ovl[i] * BLOCK) / BLOCK) + (reps[i].active + len(blocks)))
                         for i in range(replicas)])
@@ -226,7 +226,7 @@ def main():
     ap.add_argument("--trace", required=True)
     ap.add_argument("--replicas", type=int, default=8)
     ap.add_argument("--kv-blocks", type=int, default=2048)
-    ap.add_argument("--policies", default="round-robin,least-loaded,kv-longest,kv-dynamo,kv-load")
+    ap.add_argument("--policies", default="round-robin,least-loaded,kv-longest,kv-cost,kv-load")
     ap.add_argument("--prefill", type=float, default=100e-6)
     ap.add_argument("--decode", type=float, default=20e-3)
     ap.add_argument("--max-running", type=int, default=32)

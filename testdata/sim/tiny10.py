@@ -84,7 +84,7 @@ def run(pol):
         if pol=='round-robin': i=rr[0]%R; rr[0]=i+1
         elif pol=='least-loaded': i=best(lambda i:-inflight(i))
         elif pol=='kv-llmd': i=llmd(lambda i: ovl(q,i)/len(q['b']) if q['b'] else 0)
-        elif pol=='kv-dynamo':
+        elif pol=='kv-cost':
             i=best(lambda i: -((q['inp']-ovl(q,i)*BS)/BS + active[i]+len(q['b'])))
         elif pol=='kv-longest':
             o=[ovl(q,k) for k in range(R)]; i=o.index(max(o))
@@ -110,5 +110,5 @@ def run(pol):
     advance(float('inf'))
     ht=sum(j['hit'] for j in jobs)*BS
     return dict(policy=pol, routes=[j['rep'] for j in jobs], hits=[j['hit'] for j in jobs], hit_tokens=ht, per_replica=routed, evictions=sum(evict))
-for p in ['round-robin','least-loaded','kv-longest','kv-llmd','kv-dynamo','kv-load','kv-decay','approx-prefix']:
+for p in ['round-robin','least-loaded','kv-longest','kv-llmd','kv-cost','kv-load','kv-decay','approx-prefix']:
     print(json.dumps(run(p)))

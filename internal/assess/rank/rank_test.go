@@ -162,7 +162,7 @@ func TestRunExcludesHotSpot(t *testing.T) {
 // TestRunExcludesStarvingRouter: pairs of requests at t = 0, 10, ..., 70 on 2 replicas, one on
 // prefix S1 and one on S2 (10 shared blocks and one of their own: 176 tokens, 10 blocks can
 // hit), each done within 0.3 s; one empty replica is added at t = 35. Worked by hand:
-//   - Dynamo's cost (kv-dynamo: prefill blocks x 1 + active decode blocks + the request's 11,
+//   - Dynamo's cost (kv-cost: prefill blocks x 1 + active decode blocks + the request's 11,
 //     no credit decay): the first S1 goes to replica 0 (all equal, first wins); the S2 sent at
 //     the same instant costs 11+11 on replica 1 against 11+11+11 on replica 0, so replica 1.
 //     Later, S1's holder costs 1+11 = 12 against 22 elsewhere (its partner's 11 active blocks
@@ -174,7 +174,7 @@ func TestRunExcludesHotSpot(t *testing.T) {
 //     miss, miss, then hit four times: 10 requests hit, 100 blocks; 76 computed. The added
 //     replica gets 3 of 8 (37.5%).
 //
-// kv-dynamo computes 36 blocks, saving 40 of 76 (52.6%), but starves the new replica: not
+// kv-cost computes 36 blocks, saving 40 of 76 (52.6%), but starves the new replica: not
 // ranked; round-robin is first.
 func TestRunExcludesStarvingRouter(t *testing.T) {
 	tr := &sim.Trace{Name: "pairs", Format: "mooncake", BlockSize: 16, PrefixInfo: true}
@@ -184,7 +184,7 @@ func TestRunExcludesStarvingRouter(t *testing.T) {
 			sim.Request{Arrival: at, Blocks: blocks(1, 10, uint64(2*k)), InputTokens: 176, OutputTokens: 10},
 			sim.Request{Arrival: at, Blocks: blocks(2, 10, uint64(2*k+1)), InputTokens: 176, OutputTokens: 10})
 	}
-	cands := []Candidate{{Policy: "kv-dynamo", Variant: Shipped}, {Policy: "round-robin", Variant: Shipped}}
+	cands := []Candidate{{Policy: "kv-cost", Variant: Shipped}, {Policy: "round-robin", Variant: Shipped}}
 	rk, err := Run(context.Background(), tr, setup(2, 35), cands)
 	if err != nil {
 		t.Fatal(err)
@@ -193,11 +193,11 @@ func TestRunExcludesStarvingRouter(t *testing.T) {
 	if first.Policy != "round-robin" || first.Rank != 1 || *first.FreshShare != 0.375 {
 		t.Errorf("first: %s rank %d fresh %v", first.Policy, first.Rank, *first.FreshShare)
 	}
-	if dyn.Policy != "kv-dynamo" || dyn.Rank != 0 || *dyn.FreshShare != 0 || dyn.LoadMaxOverMean != 1.5 || !dyn.Starves {
-		t.Errorf("kv-dynamo: rank %d fresh %v load %v starves %v", dyn.Rank, *dyn.FreshShare, dyn.LoadMaxOverMean, dyn.Starves)
+	if dyn.Policy != "kv-cost" || dyn.Rank != 0 || *dyn.FreshShare != 0 || dyn.LoadMaxOverMean != 1.5 || !dyn.Starves {
+		t.Errorf("kv-cost: rank %d fresh %v load %v starves %v", dyn.Rank, *dyn.FreshShare, dyn.LoadMaxOverMean, dyn.Starves)
 	}
 	if math.Abs(dyn.PrefillSaved-40.0/76) > 1e-9 {
-		t.Errorf("kv-dynamo saved %v, want 40/76", dyn.PrefillSaved)
+		t.Errorf("kv-cost saved %v, want 40/76", dyn.PrefillSaved)
 	}
 	if !strings.HasPrefix(dyn.Excluded, "starves the added replica: 0.0% of the requests after it joined, under half its fair share 33.3%") {
 		t.Errorf("excluded %q", dyn.Excluded)

@@ -1,23 +1,25 @@
 package sim
 
-var kvDynamoInfo = PolicyInfo{
-	Name:       "kv-dynamo",
-	About:      "exact KV-aware, Dynamo cost: overlap-weight * prefill blocks + decode blocks (lowest wins)",
+var kvCostInfo = PolicyInfo{
+	Name:       "kv-cost",
+	About:      "exact KV-aware, Dynamo-style cost: overlap-weight * prefill blocks + decode blocks (lowest wins); formerly kv-dynamo",
 	ReadsIndex: true,
 	Family:     FamilyKV,
 	Reasons:    matchReasons,
 	New: func(c Config, _ int) Policy {
-		return kvDynamoPolicy{weight: c.Params.OverlapWeight}
+		return kvCostPolicy{weight: c.Params.OverlapWeight}
 	},
 }
 
-// kvDynamoPolicy is Dynamo's KV router at temperature 0: the cost of a replica is the blocks it
+// kvCostPolicy is the idealised form of Dynamo's KV router at temperature 0 (the emulation of
+// the router itself is dynamo-kv, in internal/router/dynamo; this policy was named kv-dynamo, a
+// name Aliases still takes): the cost of a replica is the blocks it
 // would have to prefill (prompt blocks not cached there) times the overlap weight, plus the
 // blocks it would hold for decoding (its active blocks plus this request's).
-type kvDynamoPolicy struct{ weight float64 }
+type kvCostPolicy struct{ weight float64 }
 
 // Route implements Policy. Reasons: prefix-match, no-match (matchReason).
-func (p kvDynamoPolicy) Route(f *Pool, j *Job) (int, string) {
+func (p kvCostPolicy) Route(f *Pool, j *Job) (int, string) {
 	r := j.req
 	ovl := f.overlaps(j)
 	best := f.best(func(i int) float64 { return -dynamoCost(f, r, i, float64(ovl[i]), p.weight) })
