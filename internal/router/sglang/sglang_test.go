@@ -174,6 +174,17 @@ func TestSGLangDefaultSets(t *testing.T) {
 	if d := cmp.Diff(simtest.Outcome{Routes: []int{0, 1, 1, 1, 1, 0}, Hits: []int{0, 0, 0, 2499, 2499, 0}}, simtest.Routes(t, tr, c, hint)); d != "" {
 		t.Errorf("policy-hint defaults (-want +got):\n%s", d)
 	}
+	// The older gateway's shipped sets, as simulate --sglang-defaults and assess's ranking build
+	// them (Emulations of the variant's settings), route as above.
+	for _, v := range (Router{}).Shipped() {
+		want := map[string][]int{"fork": {0, 1, 1, 1, 1, 1}, "fork-hint": {0, 1, 1, 1, 1, 0}}[v.Key]
+		if want == nil {
+			continue
+		}
+		if got := simtest.Routes(t, tr, c, (Router{}).Emulations(v.Settings)[0]).Routes; !slices.Equal(got, want) {
+			t.Errorf("shipped %s: routes %v, want %v", v.Key, got, want)
+		}
+	}
 	// As shipped, first of its sets, smg's CLI set applies.
 	if d := cmp.Diff(simtest.Routes(t, tr, c, cacheAware(CLIDefaults())), simtest.Routes(t, tr, c, (Router{}).Emulations((Router{}).Shipped()[0].Settings)[0])); d != "" {
 		t.Errorf("no router settings against the CLI's (-CLI +none):\n%s", d)
