@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kvcheck/kvcheck/internal/fleet"
+	"github.com/kvcheck/kvcheck/internal/router/prodstack"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -17,7 +18,7 @@ const (
 	// ranking's stack rule starts from production-stack (issue 22, failure 7: with an
 	// idealised round-robin the demo recommended a change of serving framework, Ray Serve,
 	// on a tie).
-	AssessToday    = "prodstack-roundrobin"
+	AssessToday    = prodstack.RoundRobin
 	AssessReplicas = 4
 	ChatKVBlocks   = 1024 // 16,384 tokens per replica: less than the tenants' 32,768 of prompts
 	assessSeed     = 1

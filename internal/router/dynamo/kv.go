@@ -14,6 +14,7 @@ func kvRouter(s Settings) sim.PolicyInfo {
 		Name:       "dynamo-kv",
 		About:      "NVIDIA Dynamo KV router (--router-mode kv): lowest overlap-weight x (prefill blocks - credited overlap) + decode blocks; credit decay 0, events or the 120 s TTL approximation",
 		Family:     sim.FamilyKV,
+		Reasons:    []string{sim.ReasonPrefixMatch, sim.ReasonNoMatch, reasonSoftmax},
 		Product:    display,
 		Source:     "ai-dynamo/dynamo lib/kv-router/src/scheduling/selector.rs@01690d42 (worker_logit, softmax_sample_entries), lib/kv-router/src/sequences (WorkerLoadProjection, potential_decode_blocks), lib/llm/src/kv_router/approx.rs@17cf2360 (ApproxKvIndexer), kv_router_args.py@021d616; ROUTERS.md §4, SPEC §6",
 		ReadsIndex: true,
@@ -54,6 +55,10 @@ func refused(s Settings, t *sim.Trace) error {
 	}
 	return nil
 }
+
+// reasonSoftmax is dynamo-kv's reason for a worker sampled from the softmax of the costs
+// (--router-temperature above 0).
+const reasonSoftmax = "softmax"
 
 // dynamoKVPolicy is Dynamo's KV router in aggregated serving. For every worker i, with the
 // request's isl prompt tokens in blocks of bs tokens (the engine's, which the router must share):
@@ -253,11 +258,11 @@ func (p *dynamoKVPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	}
 	switch {
 	case p.s.Temperature > 0:
-		return best, "softmax"
+		return best, reasonSoftmax
 	case p.ovl[best] > 0:
-		return best, "prefix-match"
+		return best, sim.ReasonPrefixMatch
 	}
-	return best, "no-match"
+	return best, sim.ReasonNoMatch
 }
 
 // choose picks among p.costs[:n] (step 7).

@@ -8,6 +8,7 @@ func roundRobin() sim.PolicyInfo {
 		Name:    "dynamo-round-robin",
 		About:   "NVIDIA Dynamo frontend as shipped (--router-mode round-robin): a request counter modulo the workers available",
 		Family:  sim.FamilyBalance,
+		Reasons: []string{sim.ReasonRoundRobin},
 		Product: display,
 		Source:  "ai-dynamo/dynamo lib/runtime/src/pipeline/network/egress/push_router.rs@020ac7fc PushRouter::round_robin (counter modulo the available instances); components/src/dynamo/common/configuration/groups/router_args.py@028cab4 (--router-mode default round-robin); ROUTERS.md §4, SPEC §6",
 		New:     func(sim.Config, int) sim.Policy { return &dynamoRoundRobinPolicy{} },
@@ -36,5 +37,5 @@ type dynamoRoundRobinPolicy struct{ counter int }
 func (p *dynamoRoundRobinPolicy) Route(f *sim.Pool, _ *sim.Job) (int, string) {
 	i := p.counter % f.Size()
 	p.counter++
-	return i, "round-robin"
+	return i, sim.ReasonRoundRobin
 }

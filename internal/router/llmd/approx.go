@@ -12,6 +12,7 @@ func approx(s Settings) sim.PolicyInfo {
 		Name:    "llmd-approx",
 		About:   "llm-d EPP as shipped: scorers queue 2, kv-utilisation 2, prefix 3, prefix from the router's own LRU of its decisions (blocks of at least 64 tokens)",
 		Family:  sim.FamilyKV,
+		Reasons: reasons,
 		Product: display,
 		Source:  "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix (plugin.go, indexer.go, types.go), dataproducer/prefixhash/hashing.go; ROUTERS.md §2, SPEC §6",
 		Check:   func(_ sim.Config, t *sim.Trace) error { return approxRefused(s, t) },

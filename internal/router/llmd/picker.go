@@ -78,11 +78,14 @@ func (p *llmdPicker) pick(f *sim.Pool, prefix func(i int) float64) int {
 	return p.ties[p.rng.IntN(len(p.ties))]
 }
 
+// reasons are the reasons the picker gives (reason).
+var reasons = []string{sim.ReasonPrefixMatch, sim.ReasonNoMatch}
+
 // reason names the picker's choice: prefix-match when the prefix scorer gave the replica chosen
 // more than 0 (part of its prefix is held there), else no-match (queue and KV usage alone).
 func reason(prefix float64) string {
 	if prefix > 0 {
-		return "prefix-match"
+		return sim.ReasonPrefixMatch
 	}
-	return "no-match"
+	return sim.ReasonNoMatch
 }

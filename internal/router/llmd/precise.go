@@ -12,6 +12,7 @@ func precise(s Settings) sim.PolicyInfo {
 		Name:       "llmd-precise",
 		About:      "llm-d EPP with the precise producer (engine KV events): scorers queue 2, kv-utilisation 2, prefix 3; the default estimate tokenizer never matches the engine's blocks",
 		Family:     sim.FamilyKV,
+		Reasons:    reasons,
 		Product:    display,
 		Source:     "llm-d/llm-d-router@ebab687 pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/producer.go, pkg/kvcache/kvblock_scorer.go, kvblock/token_processor.go, dataproducer/tokenizer/README.md; ROUTERS.md §2, SPEC §6",
 		ReadsIndex: true,

@@ -8,6 +8,7 @@ func kvAware(s Settings) sim.PolicyInfo {
 		Name:       "prodstack-kvaware",
 		About:      "vLLM production-stack router --routing-logic kvaware: the engine LMCache credits with the prompt's first chunk, when it holds all but --kv-aware-threshold tokens; chat requests look up an empty prompt and fall back to the session ring or QPS",
 		Family:     sim.FamilyKV,
+		Reasons:    append([]string{sim.ReasonPrefixMatch}, fallbackReasons...),
 		Product:    display,
 		Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py KvawareRouter (\"TODO: Handle chat completions\"), parsers/parser.py --kv-aware-threshold 2000; LMCache lmcache/v1/cache_controller KVController.lookup; ROUTERS.md §3, SPEC §6",
 		NeedsText:  true,
@@ -70,7 +71,7 @@ func (p *prodStackKVAwarePolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	if len(layout) == 0 || layout[0].end < max(tokens-p.threshold, 0) {
 		rep, reason = prodStackFallback(j, p.key, &p.ring, &p.qps, f.Size())
 	} else {
-		rep, reason = layout[0].rep, "prefix-match"
+		rep, reason = layout[0].rep, sim.ReasonPrefixMatch
 	}
 	p.qps.record(rep, j.Arrival())
 	p.lm.sent(f, j, rep)

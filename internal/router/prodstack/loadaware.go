@@ -13,6 +13,7 @@ func loadAware(s Settings) sim.PolicyInfo {
 		Name:       "prodstack-loadaware",
 		About:      "vLLM production-stack router --routing-logic loadaware: LMCache's matched fraction - beta x load relative to the fleet mean (beta 1.0); chat requests look up an empty prompt and fall back to the session ring or QPS",
 		Family:     sim.FamilyKV,
+		Reasons:    append([]string{reasonLMCacheScore}, fallbackReasons...),
 		Product:    display,
 		Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py LoadAwareRouter (PR #1035; --loadaware-beta 1.0, env LOADAWARE_BETA), docs use_cases/loadaware-routing.rst; LMCache KVController.lookup; ROUTERS.md §3, SPEC §6",
 		NeedsText:  true,
@@ -65,13 +66,17 @@ type prodStackLoadAwarePolicy struct {
 	lm   lmcacheIndex
 }
 
+// reasonLMCacheScore is prodstack-loadaware's reason for the engine of the best score over
+// LMCache's answer.
+const reasonLMCacheScore = "lmcache-score"
+
 // Route implements sim.Policy. Reasons: lmcache-score (the best score over LMCache's answer),
 // session-key or lowest-qps (prodStackFallback).
 func (p *prodStackLoadAwarePolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	layout := p.lm.lookup(f, j)
 	n := f.Size()
 	var rep int
-	reason := "lmcache-score"
+	reason := reasonLMCacheScore
 	if len(layout) == 0 {
 		rep, reason = prodStackFallback(j, p.key, &p.ring, &p.qps, n)
 	} else {

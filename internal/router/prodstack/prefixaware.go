@@ -13,6 +13,7 @@ func prefixAware(s Settings) sim.PolicyInfo {
 		Name:      "prodstack-prefixaware",
 		About:     "vLLM production-stack router --routing-logic prefixaware: longest match of 128-character chunks of the raw text in a trie that never evicts, random among the engines holding it, no load term",
 		Family:    sim.FamilyKV,
+		Reasons:   []string{sim.ReasonPrefixMatch, reasonNoMatchRandom, reasonLowestQPS},
 		Product:   display,
 		Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py PrefixAwareRouter (main after PR #1035, with prefix_min_match_length), src/vllm_router/prefix/hashtrie.py HashTrie(chunk_size=128); parsers/parser.py --prefix-min-match-length 0; ROUTERS.md §3, SPEC §6",
 		NeedsText: true,
@@ -82,6 +83,10 @@ type prodStackPrefixPolicy struct {
 	sel      []uint64
 }
 
+// reasonNoMatchRandom is prodstack-prefixaware's reason for a prompt whose first chunk no
+// engine holds: one of every engine, at random.
+const reasonNoMatchRandom = "no-match-random"
+
 // Route implements sim.Policy. Reasons: prefix-match (4, a chunk matched: one of the engines
 // holding it), no-match-random (4, none matched: one of every engine), lowest-qps (4, under
 // --prefix-min-match-length).
@@ -91,14 +96,14 @@ func (p *prodStackPrefixPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	n := f.Size()
 	matched := p.trie.match(p.hashes, n, &p.sel)
 	var rep int
-	reason := "prefix-match"
+	reason := sim.ReasonPrefixMatch
 	if matched < p.minMatch {
-		rep, reason = p.qps.pick(n, j.Arrival()), "lowest-qps"
+		rep, reason = p.qps.pick(n, j.Arrival()), reasonLowestQPS
 	} else {
 		k := p.rng.IntN(countBits(p.sel))
 		rep = nthBit(p.sel, k)
 		if matched == 0 {
-			reason = "no-match-random"
+			reason = reasonNoMatchRandom
 		}
 	}
 	p.qps.record(rep, j.Arrival())

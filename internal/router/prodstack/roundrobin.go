@@ -2,12 +2,17 @@ package prodstack
 
 import "github.com/kvcheck/kvcheck/internal/sim"
 
+// RoundRobin is the name of the emulation of the router's default routing logic (the demo's
+// today's routing names it).
+const RoundRobin = "prodstack-roundrobin"
+
 // roundRobin is prodstack-roundrobin.
 func roundRobin() sim.PolicyInfo {
 	return sim.PolicyInfo{
-		Name:    "prodstack-roundrobin",
+		Name:    RoundRobin,
 		About:   "vLLM production-stack router --routing-logic roundrobin (the Helm chart's default): a request counter modulo the engines, one counter per set of engines",
 		Family:  sim.FamilyBalance,
+		Reasons: []string{sim.ReasonRoundRobin},
 		Product: display,
 		Source:  "vllm-project/production-stack@a6c01db src/vllm_router/routers/routing_logic.py:139-195 RoundRobinRouter; helm/values.yaml routerSpec.routingLogic roundrobin; ROUTERS.md §3, SPEC §6",
 		New:     func(sim.Config, int) sim.Policy { return &prodStackRoundRobinPolicy{} },
@@ -45,5 +50,5 @@ func (p *prodStackRoundRobinPolicy) Route(f *sim.Pool, _ *sim.Job) (int, string)
 	n := f.Size() // the replicas are the first n: one set per size
 	i := p.next[n] % n
 	p.next[n]++
-	return i, "round-robin"
+	return i, sim.ReasonRoundRobin
 }

@@ -8,6 +8,7 @@ func session(s Settings) sim.PolicyInfo {
 		Name:      "prodstack-session",
 		About:     "vLLM production-stack router --routing-logic session: the --session-key header on a hash ring; without it the engine with the lowest QPS",
 		Family:    sim.FamilySession,
+		Reasons:   fallbackReasons,
 		Product:   display,
 		Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py SessionRouter, RoutingInterface._qps_routing, extract_session_id; stats/request_stats.py; parsers/parser.py (--session-key, --request-stats-window 60); ROUTERS.md §3, SPEC §6",
 		NeedsText: true,
@@ -63,11 +64,11 @@ type prodStackSessionPolicy struct {
 // Route implements sim.Policy. Reasons: session-key (the id on the ring), lowest-qps (no id:
 // _qps_routing).
 func (p *prodStackSessionPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
-	rep, reason := 0, "session-key"
+	rep, reason := 0, sim.ReasonSessionKey
 	if id, ok := prodStackSession(j.Request().View, p.key); ok {
 		rep = p.ring.node(id, f.Size())
 	} else {
-		rep, reason = p.qps.pick(f.Size(), j.Arrival()), "lowest-qps"
+		rep, reason = p.qps.pick(f.Size(), j.Arrival()), reasonLowestQPS
 	}
 	p.qps.record(rep, j.Arrival())
 	return rep, reason

@@ -289,14 +289,21 @@ func (x *lmcacheIndex) sent(f *sim.Pool, j *sim.Job, rep int) {
 	}
 }
 
+// reasonLowestQPS is the reason of _qps_routing's engine: the first with no request yet, else
+// the fewest requests in the stats window.
+const reasonLowestQPS = "lowest-qps"
+
+// fallbackReasons are the reasons prodStackFallback gives, and the session router's.
+var fallbackReasons = []string{sim.ReasonSessionKey, reasonLowestQPS}
+
 // prodStackFallback is the kvaware and loadaware routers' route without a usable answer from
 // LMCache: the --session-key header's id on the hash ring (reason session-key), else
 // _qps_routing (lowest-qps).
 func prodStackFallback(j *sim.Job, key string, ring *sessionRing, qps *qpsWindow, n int) (int, string) {
 	if id, ok := prodStackSession(j.Request().View, key); ok {
-		return ring.node(id, n), "session-key"
+		return ring.node(id, n), sim.ReasonSessionKey
 	}
-	return qps.pick(n, j.Arrival()), "lowest-qps"
+	return qps.pick(n, j.Arrival()), reasonLowestQPS
 }
 
 // ringPoint is a point of a hash ring: its hash and the replica owning it.

@@ -15,6 +15,7 @@ func prefixAffinity(s Settings) sim.PolicyInfo {
 		Name:      "ray-prefix-affinity",
 		About:     "Ray Serve LLM PrefixCacheAffinityRouter: character tree, best-matching replicas above the match-rate threshold, else smallest trees; imbalance threshold infinite by default",
 		Family:    sim.FamilyKV,
+		Reasons:   []string{reasonImbalanced, reasonEmptyText, reasonSmallestTree, sim.ReasonPrefixMatch, reasonNoMatchAll},
 		Product:   display,
 		Source:    "ray-project/ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py (imbalanced_threshold=inf), prefix_tree.py@19a1eaa, serve/_private/request_router/pow_2_router.py and request_router.py; ROUTERS.md §6, SPEC.md §6",
 		NeedsText: true,
@@ -24,6 +25,15 @@ func prefixAffinity(s Settings) sim.PolicyInfo {
 		},
 	}
 }
+
+// The reasons of ray-prefix-affinity (rayPolicy's steps): imbalanced, empty-text,
+// smallest-tree, no-match-all; and prefix-match.
+const (
+	reasonImbalanced   = "imbalanced"
+	reasonEmptyText    = "empty-text"
+	reasonSmallestTree = "smallest-tree"
+	reasonNoMatchAll   = "no-match-all"
+)
 
 // rayPolicy is Ray Serve LLM's PrefixCacheAffinityRouter (prefix_aware_router.py,
 // _prefix_match_best_replicas and choose_replicas) with the keyword arguments of
@@ -98,16 +108,16 @@ func (p *rayPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 		lo, hi = min(lo, f.InFlight(i)), max(hi, f.InFlight(i))
 	}
 	p.pool = p.pool[:0]
-	reason := "imbalanced"
+	reason := reasonImbalanced
 	if text == "" {
-		reason = "empty-text"
+		reason = reasonEmptyText
 	}
 	if float64(hi-lo) <= p.s.ImbalancedThreshold && text != "" {
 		n, matched := p.tree.Match(text)
 		rate := float64(chartree.Runes(text[:matched])) / float64(chartree.Runes(text))
 		switch {
 		case rate < p.s.MatchRateThreshold:
-			reason = "smallest-tree"
+			reason = reasonSmallestTree
 			least := p.tree.SizeOf(0)
 			for i := 1; i < f.Size(); i++ {
 				least = min(least, p.tree.SizeOf(i))
@@ -118,12 +128,12 @@ func (p *rayPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 				}
 			}
 		case n == p.tree.Root():
-			reason = "no-match-all"
+			reason = reasonNoMatchAll
 			for i := range f.Size() {
 				p.pool = append(p.pool, i)
 			}
 		default:
-			reason = "prefix-match"
+			reason = sim.ReasonPrefixMatch
 			for i := range f.Size() {
 				if n.Holder(i) >= 0 {
 					p.pool = append(p.pool, i)

@@ -15,6 +15,7 @@ func cacheAware(s Settings) sim.PolicyInfo {
 		Name:      "sglang-cache-aware",
 		About:     "SGLang model gateway cache_aware (smg; the older sglang gateway with --sglang-defaults fork): radix tree of the text (HTTP) or token pages (gRPC), or KV events (gRPC); above the cache threshold the least expected wait among the replicas holding the match, unless overloaded against the mean; else the least expected wait",
 		Family:    sim.FamilyKV,
+		Reasons:   reasons(s),
 		Product:   display,
 		Source:    "smg-project/smg@04def28 model_gateway/src/policies/cache_aware.rs, least_load.rs, cache_namespace.rs, crates/kv_index (string_tree.rs, token_tree.rs), main.rs; the older gateway from modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg's openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
 		NeedsText: true,
@@ -165,6 +166,19 @@ func (p *sglangPolicy) next() float64 {
 	return float64(e)
 }
 
+// reasonImbalanced is the older gateway's reason for the least loaded worker when the load is
+// imbalanced.
+const reasonImbalanced = "imbalanced"
+
+// reasons are the reasons sglang-cache-aware gives with s: the older gateway's (sglangPolicy)
+// or smg's (smgPolicy).
+func reasons(s Settings) []string {
+	if s.Gateway == Fork {
+		return []string{reasonImbalanced, sim.ReasonPrefixMatch, sim.ReasonLeastLoaded}
+	}
+	return []string{sim.ReasonPrefixMatch, reasonSpill, reasonExpectedWait, reasonKVPressure}
+}
+
 // Route implements sim.Policy.
 func (p *sglangPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	at := j.Arrival()
@@ -182,16 +196,16 @@ func (p *sglangPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	for i := 1; i < f.Size(); i++ {
 		lo, hi = min(lo, f.InFlight(i)), max(hi, f.InFlight(i))
 	}
-	chosen, reason := -1, "imbalanced"
+	chosen, reason := -1, reasonImbalanced
 	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
-		reason = "least-loaded"
+		reason = sim.ReasonLeastLoaded
 		n, matched := p.tree.Match(text)
 		tenant := n.Tenant(func(salt uint64, rep int) uint64 { return sglangFirst(salt, p.seed, rep) })
 		if e := p.next(); tenant >= 0 && uint64(e)&7 == 0 {
 			n.Stamp(tenant, e)
 		}
 		if tenant >= 0 && text != "" && float32(chartree.Runes(text[:matched]))/float32(chartree.Runes(text)) > float32(p.s.CacheThreshold) {
-			chosen, reason = tenant, "prefix-match"
+			chosen, reason = tenant, sim.ReasonPrefixMatch
 		}
 	}
 	if chosen < 0 {

@@ -173,7 +173,7 @@ func (p *smgPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 		rep := p.expectedWait(f, j, p.all(f))
 		key, _ := p.treeKey(j)
 		p.tree.Insert(key, rep, p.next())
-		return rep, "kv-pressure"
+		return rep, reasonKVPressure
 	}
 	if p.s.Connection == GRPCEvents && p.load.anyCached(f) {
 		return p.why(p.eventRoute(f, j, avg))
@@ -181,16 +181,23 @@ func (p *smgPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	return p.why(p.treeRoute(f, j, avg))
 }
 
+// The reasons of smg's cache_aware besides prefix-match (Route says when each is given).
+const (
+	reasonSpill        = "spill"
+	reasonExpectedWait = "expected-wait"
+	reasonKVPressure   = "kv-pressure"
+)
+
 // why names the branch of a route: the affinity group it was chosen from (p.affinity) holds
 // it, or passed it over, or there was none.
 func (p *smgPolicy) why(rep int) (int, string) {
 	switch {
 	case len(p.affinity) == 0:
-		return rep, "expected-wait"
+		return rep, reasonExpectedWait
 	case slices.Contains(p.affinity, rep):
-		return rep, "prefix-match"
+		return rep, sim.ReasonPrefixMatch
 	}
-	return rep, "spill"
+	return rep, reasonSpill
 }
 
 // treeRoute is select_worker_with_text and select_worker_with_tokens.
