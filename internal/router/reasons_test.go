@@ -157,14 +157,9 @@ func TestEveryReasonIsDeclared(t *testing.T) {
 	for _, r := range runs {
 		name := r.info.Name
 		if len(r.info.Reasons) == 0 {
-			if !slices.Contains(undeclared, name) {
-				t.Errorf("%s (%s) declares no reasons (sim.PolicyInfo.Reasons)", name, r.how)
-			}
+			t.Errorf("%s (%s) declares no reasons (sim.PolicyInfo.Reasons)", name, r.how)
 			ran[name] = true
 			continue
-		}
-		if slices.Contains(undeclared, name) {
-			t.Errorf("%s declares its reasons: take it off undeclared", name)
 		}
 		if seen[name] == nil {
 			seen[name] = map[string]int{}
@@ -213,11 +208,6 @@ func TestEveryReasonIsDeclared(t *testing.T) {
 		}
 	}
 }
-
-// undeclared are the emulations still in internal/sim behind its legacy adapter, which gives
-// every route the reason "": they declare their reasons as they move into their product's
-// package (issue 21 item 1), and each comes off this list then (the test says so).
-var undeclared = []string{"llmd-approx", "llmd-precise", "dynamo-round-robin", "dynamo-kv", "prodstack-roundrobin", "prodstack-session", "prodstack-prefixaware", "prodstack-kvaware", "prodstack-loadaware", "ray-prefix-affinity"}
 
 // fleet is a small fleet in 16-token blocks: kv blocks a replica (a few prompts' worth, so that
 // caches evict), prefill 1 ms a token, decode 20 ms a token, 4 requests running at once.
@@ -280,7 +270,7 @@ func TestREADMEReasons(t *testing.T) {
 		}
 	}
 	for r := range rows {
-		if declared[r] == "" && len(undeclared) == 0 {
+		if declared[r] == "" {
 			t.Errorf("README.md's reasons table has a row for %q, which no policy gives", r)
 		}
 	}

@@ -20,9 +20,7 @@ func cacheAware(s Settings) sim.PolicyInfo {
 		Source:    "smg-project/smg@04def28 model_gateway/src/policies/cache_aware.rs, least_load.rs, cache_namespace.rs, crates/kv_index (string_tree.rs, token_tree.rs), main.rs; the older gateway from modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg's openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
 		NeedsText: true,
 		KeepsText: true,
-		// smg's reasons (smgPolicy.Route), then the older gateway's (sglangPolicy.Route).
-		Reasons: []string{sim.ReasonPrefixMatch, "spill", "expected-wait", "kv-pressure", "imbalanced", sim.ReasonLeastLoaded},
-		Check:   func(_ sim.Config, t *sim.Trace) error { return refused(s, t) },
+		Check:     func(_ sim.Config, t *sim.Trace) error { return refused(s, t) },
 		New: func(c sim.Config, blockSize int) sim.Policy {
 			if s.Gateway == Fork {
 				return &sglangPolicy{s: s, seed: c.Seed, tree: chartree.Tree{StampEnd: true}, nextEvict: s.EvictionIntervalSecs}
