@@ -123,6 +123,7 @@ func FuzzConfigFile(f *testing.F) {
 		}
 	}
 	for _, s := range []string{litellmShuffle, eppPrecise, prodStack("kvaware", "    vllmConfig:\n      maxModelLen: 1\n", ""),
+		prodStack("roundrobin", "", "  extraArgs: [\"--routing-logic\", \"session\", \"--session-key\", \"--routing-logic=loadaware\"]\n"),
 		dynamoDGD("kv", "            - --no-kv-events\n", ""), engineDeployment("vllm/vllm-openai:v0.10.2", 3, `{"enable_kv_cache_events":true}`),
 		"services:\n  v:\n    image: vllm/vllm-openai:v0.6.6\n    command: >\n      --model m\n      --kv-events-config '{}'\n"} {
 		f.Add([]byte(s))

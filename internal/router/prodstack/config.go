@@ -109,10 +109,10 @@ var rules = []config.Rule{
 		Summary:  "routingLogic session with an empty sessionKey (or a vllm_router command line's --routing-logic session without --session-key): the router raises ValueError at start",
 		Versions: "router @a6c01db", Source: "src/vllm_router/routers/routing_logic.py; templates/deployment-router.yaml", Defeats: config.DefeatsSession},
 	{Code: "production-stack/kvaware-chat", ID: "PS-03", System: "production-stack", Severity: finding.Warning,
-		Summary:  "kvaware and loadaware tokenize only a request's prompt field: chat completions are matched on an empty string",
+		Summary:  "kvaware and loadaware (routingLogic, or --routing-logic in routerSpec.extraArgs, which wins, or on a vllm_router command line) tokenize only a request's prompt field: chat completions are matched on an empty string",
 		Versions: "router @a6c01db", Source: "src/vllm_router/routers/routing_logic.py"},
 	{Code: "production-stack/kvaware-controller", ID: "PS-04", System: "production-stack", Severity: finding.Error,
-		Summary:  "kvaware or loadaware without LMCache enabled with its controller on routerSpec.lmcacheControllerPort: the router has no controller to ask",
+		Summary:  "kvaware or loadaware (routingLogic, or --routing-logic in routerSpec.extraArgs, which wins) without LMCache enabled with its controller on routerSpec.lmcacheControllerPort: the router has no controller to ask",
 		Versions: "chart @a6c01db", Source: "tutorials/assets/values-17-kv-aware.yaml; templates", Defeats: config.DefeatsKVRouter},
 	{Code: "production-stack/prefixaware-replicas", ID: "PS-05", System: "production-stack", Severity: finding.Warning,
 		Summary:  "prefixaware on several router replicas (routerSpec.replicaCount, or the replicas of a workload whose command line starts vllm_router): each keeps its own in-memory trie, never evicted",
@@ -345,18 +345,57 @@ func checkProdStack(d *config.Doc, root *yaml.Node) {
 	}
 	rsNode := config.Get(root, "routerSpec")
 	d.UnknownKeys(rsNode, "routerSpec", prodStackRouterKeys, ID)
-	logic, _ := config.Str(rsNode, "routingLogic")
-	at := d.Pos(config.Get(rsNode, "routingLogic"))
+	keyLogic, _ := config.Str(rsNode, "routingLogic")
+	logic, logicNode, loc := keyLogic, config.Get(rsNode, "routingLogic"), "routerSpec.routingLogic"
+	sessionKey, _ := config.Str(rsNode, "sessionKey")
+	// routerSpec.extraArgs are rendered after the chart's --routing-logic and --session-key
+	// (templates/deployment-router.yaml @a6c01db:117-140), and argparse keeps the last: a logic
+	// or key given there is the one the router runs, and the rules judge it.
+	args := config.Seq(config.Get(rsNode, "extraArgs"))
+	for i, a := range args {
+		name, val, has := strings.Cut(strings.TrimSpace(a.Value), "=")
+		if name != "--routing-logic" && name != "--session-key" {
+			continue
+		}
+		at := a
+		if !has && i+1 < len(args) && !strings.HasPrefix(args[i+1].Value, "-") {
+			val, at = args[i+1].Value, args[i+1]
+		}
+		val = strings.TrimSpace(val)
+		if name == "--session-key" {
+			sessionKey = val
+			continue
+		}
+		if !slices.Contains(RoutingLogics(), val) {
+			unknownRoutingLogic(d, at, "routerSpec.extraArgs", val)
+		}
+		logic, logicNode, loc = val, at, "routerSpec.extraArgs"
+	}
+	at := d.Pos(logicNode)
+	fromArgs := loc == "routerSpec.extraArgs"
+	where := "routingLogic "
+	if fromArgs {
+		where = "--routing-logic "
+	}
+	// The chart's schema judges the routingLogic key whatever extraArgs say.
+	if keyLogic != "" && !slices.Contains(RoutingLogics(), keyLogic) {
+		unknownRoutingLogic(d, config.Get(rsNode, "routingLogic"), "routerSpec.routingLogic", keyLogic)
+	}
+	if keyLogic == "loadaware" {
+		fl.Add("production-stack/loadaware-schema", d.Pos(config.Get(rsNode, "routingLogic")), "routerSpec.routingLogic",
+			"loadaware is not in the chart's values.schema.json enum at a6c01db: helm refuses these values",
+			"use a chart release whose schema lists loadaware, or pass --routing-logic loadaware in routerSpec.extraArgs")
+	}
 	switch logic {
 	case "session":
-		if k, _ := config.Str(rsNode, "sessionKey"); strings.TrimSpace(k) == "" {
-			fl.Add("production-stack/session-key-missing", at, "routerSpec.routingLogic",
-				"routingLogic session without a sessionKey: the router raises \"SessionRouter must be initialized with a session_key\" at start",
+		if strings.TrimSpace(sessionKey) == "" {
+			fl.Add("production-stack/session-key-missing", at, loc,
+				where+"session without a sessionKey: the router raises \"SessionRouter must be initialized with a session_key\" at start",
 				"set routerSpec.sessionKey to the header your clients send, such as x-user-id")
 		}
 	case "kvaware", "loadaware":
-		fl.Add("production-stack/kvaware-chat", at, "routerSpec.routingLogic",
-			fmt.Sprintf("%s tokenizes only the request's prompt field: /v1/chat/completions requests are matched on an empty string", logic),
+		fl.Add("production-stack/kvaware-chat", at, loc,
+			fmt.Sprintf("%s%s tokenizes only the request's prompt field: /v1/chat/completions requests are matched on an empty string", where, logic),
 			"for chat traffic use routingLogic: prefixaware or session (with sessionKey)")
 		ctlPort, portSet := config.IntAt(rsNode, "lmcacheControllerPort")
 		good := false
@@ -369,39 +408,15 @@ func checkProdStack(d *config.Doc, root *yaml.Node) {
 			}
 		}
 		if !good {
-			fl.Add("production-stack/kvaware-controller", at, "routerSpec.routingLogic",
-				fmt.Sprintf("%s asks the LMCache controller where prefixes are cached, but no modelSpec enables lmcacheConfig with enableController on routerSpec.lmcacheControllerPort", logic),
+			fl.Add("production-stack/kvaware-controller", at, loc,
+				fmt.Sprintf("%s%s asks the LMCache controller where prefixes are cached, but no modelSpec enables lmcacheConfig with enableController on routerSpec.lmcacheControllerPort", where, logic),
 				"set lmcacheConfig.enabled: true, lmcacheConfig.enableController: true and lmcacheConfig.controllerPort equal to routerSpec.lmcacheControllerPort")
 		}
-		if logic == "loadaware" {
-			fl.Add("production-stack/loadaware-schema", at, "routerSpec.routingLogic",
-				"loadaware is not in the chart's values.schema.json enum at a6c01db: helm refuses these values",
-				"use a chart release whose schema lists loadaware, or pass --routing-logic loadaware in routerSpec.extraArgs")
-		}
-	case "", "roundrobin", "disaggregated_prefill", "disaggregated_prefill_orchestrated":
 	case "prefixaware":
 		if n, ok := config.IntAt(rsNode, "replicaCount"); ok && n > 1 {
 			fl.Add("production-stack/prefixaware-replicas", d.Pos(config.Get(rsNode, "replicaCount")), "routerSpec.replicaCount",
 				fmt.Sprintf("prefixaware on %d router replicas: each keeps its own in-memory trie (never evicted), so a conversation's turns spread over tries", n),
 				"set routerSpec.replicaCount: 1, or put session affinity in front of the routers")
-		}
-	default:
-		unknownRoutingLogic(d, config.Get(rsNode, "routingLogic"), "routerSpec.routingLogic", logic)
-	}
-	// routerSpec.extraArgs are rendered after the chart's --routing-logic, and argparse keeps
-	// the last: a logic given there is the one the router runs.
-	args := config.Seq(config.Get(rsNode, "extraArgs"))
-	for i, a := range args {
-		name, val, has := strings.Cut(strings.TrimSpace(a.Value), "=")
-		if name != "--routing-logic" {
-			continue
-		}
-		at := a
-		if !has && i+1 < len(args) {
-			val, at = args[i+1].Value, args[i+1]
-		}
-		if !slices.Contains(RoutingLogics(), val) {
-			unknownRoutingLogic(d, at, "routerSpec.extraArgs", val)
 		}
 	}
 	if n, ok := config.IntAt(rsNode, "prefixMinMatchLength"); ok && n > 0 && n%128 != 0 {

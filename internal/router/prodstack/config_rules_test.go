@@ -39,6 +39,19 @@ func TestConfigRules(t *testing.T) {
 		{"PS-06 min match 100", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 100\n")}, []string{"production-stack/prefix-min-match-length"}},
 		{"PS-06 negative: 256", map[string]string{"values.yaml": prodStack("prefixaware", "", "  prefixMinMatchLength: 256\n")}, nil},
 		{"PS-07 loadaware", map[string]string{"values.yaml": prodStack("loadaware", "    lmcacheConfig:\n      enabled: true\n      enableController: true\n", "")}, []string{"production-stack/kvaware-chat", "production-stack/loadaware-schema"}},
+		// routerSpec.extraArgs are rendered after the chart's --routing-logic
+		// (templates/deployment-router.yaml @a6c01db:117-140) and argparse keeps the last, so a
+		// logic there is the one the router runs: the rules that read the logic judge it, split
+		// as two items or joined with "=". The routingLogic key stays what the schema checks.
+		{"PS-03/04 kvaware from extraArgs, split", map[string]string{"values.yaml": prodStack("roundrobin", "", "  extraArgs: [\"--routing-logic\", \"kvaware\"]\n")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
+		{"PS-03/04 loadaware from extraArgs, joined", map[string]string{"values.yaml": prodStack("roundrobin", "", "  extraArgs:\n  - --routing-logic=loadaware\n")}, []string{"production-stack/kvaware-chat", "production-stack/kvaware-controller"}},
+		{"PS-03/04 negative: extraArgs override kvaware", map[string]string{"values.yaml": prodStack("kvaware", "", "  extraArgs: [\"--routing-logic=prefixaware\"]\n")}, nil},
+		{"PS-05 prefixaware from extraArgs, 2 routers", map[string]string{"values.yaml": prodStack("roundrobin", "", "  replicaCount: 2\n  extraArgs: [\"--routing-logic=prefixaware\"]\n")}, []string{"production-stack/prefixaware-replicas"}},
+		{"PS-02 session from extraArgs without key", map[string]string{"values.yaml": prodStack("roundrobin", "", "  extraArgs: [\"--routing-logic\", \"session\"]\n")}, []string{"production-stack/session-key-missing"}},
+		{"PS-02 negative: key in extraArgs", map[string]string{"values.yaml": prodStack("roundrobin", "", "  extraArgs: [\"--routing-logic\", \"session\", \"--session-key\", \"x-user-id\"]\n")}, nil},
+		// The schema refuses routingLogic: loadaware even when extraArgs run another logic.
+		{"PS-07 loadaware key, prefixaware in extraArgs", map[string]string{"values.yaml": prodStack("loadaware", "", "  extraArgs: [\"--routing-logic=prefixaware\"]\n")}, []string{"production-stack/loadaware-schema"}},
+		{"unknown logic in extraArgs", map[string]string{"values.yaml": prodStack("roundrobin", "", "  extraArgs: [\"--routing-logic=fancy\"]\n")}, []string{"production-stack/unknown-routing-logic"}},
 	}
 	for _, tt := range tests {
 		configtest.Expect(t, tt.name, checkers, tt.files, tt.want)
