@@ -142,10 +142,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 			if err := assess.Check(*src, *opts, cmd.Flags().Changed("replicas")); err != nil {
 				return report.Result{}, err
 			}
-			if err := report.CheckRoutes(o.routes, g.outputs, opts.Plot); err != nil {
-				return report.Result{}, err
-			}
-			routes, err := startRoutes(o.routes, s)
+			routes, err := report.OpenRoutes(o.routes, g.outputs, opts.Plot, s.Out)
 			if err != nil {
 				return report.Result{}, err
 			}
@@ -154,7 +151,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 			}
 			rec, rk, err := assess.Run(cmd.Context(), g.status, *src, *opts)
 			if err != nil {
-				return report.Result{}, endRoutes(routes, err)
+				return report.Result{}, routes.End(err)
 			}
 			res := report.AssessRanked(rec, rk)
 			if routes != nil && rk == nil {
@@ -169,7 +166,7 @@ func newAssessCmd(s streams, g *globalOptions) *cobra.Command {
 					err = report.RankingSVGFile(opts.Plot, rk)
 				}
 			}
-			return res, endRoutes(routes, err)
+			return res, routes.End(err)
 		}),
 	}
 	fs := cmd.Flags()

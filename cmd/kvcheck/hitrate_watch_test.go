@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvcheck/kvcheck/internal/cli"
 	"github.com/kvcheck/kvcheck/internal/fleet"
 )
 
@@ -101,7 +102,7 @@ func TestHitrateWatch(t *testing.T) {
 	defer cancelBase()
 	ctx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
-	ctrlC := func() { cancel(interrupted{syscall.SIGINT}) } // as main's context does at Ctrl-C
+	ctrlC := func() { cancel(cli.Interrupted{Sig: syscall.SIGINT}) } // as main's context does at Ctrl-C
 	pr, pw := io.Pipe()
 	var errOut bytes.Buffer
 	code := make(chan int, 1)
@@ -229,7 +230,7 @@ func TestHitrateWatchPrometheus(t *testing.T) {
 		}
 		if l.state("p1") == "gone" {
 			gone = true
-			cancel(interrupted{syscall.SIGINT})
+			cancel(cli.Interrupted{Sig: syscall.SIGINT})
 		}
 	}
 	if got := <-code; got != exitOK {
@@ -265,7 +266,7 @@ func TestHitrateWatchNeverReached(t *testing.T) {
 	for calls.Load() < 15 { // three refreshes of five queries
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel(interrupted{syscall.SIGINT})
+	cancel(cli.Interrupted{Sig: syscall.SIGINT})
 	if got := <-code; got != exitRuntime {
 		t.Errorf("exit %d, want %d; stderr %q", got, exitRuntime, errOut.String())
 	}

@@ -12,12 +12,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvcheck/kvcheck/internal/cli"
 )
 
 // TestInterruptContextSignal: a real SIGINT sent to the process cancels the context with a cause
 // that names it, and run maps it to exit 130 (SIGTERM to 143).
 func TestInterruptContextSignal(t *testing.T) {
-	ctx, stop := interruptContext(context.Background())
+	ctx, stop := cli.InterruptContext(context.Background())
 	defer stop()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -27,8 +29,8 @@ func TestInterruptContextSignal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("SIGINT did not cancel the context")
 	}
-	in, ok := interruption(ctx)
-	if !ok || in.sig != syscall.SIGINT {
+	in, ok := cli.Interruption(ctx)
+	if !ok || in.Sig != syscall.SIGINT {
 		t.Fatalf("cause %v, want interrupted by SIGINT", context.Cause(ctx))
 	}
 	var out, errOut bytes.Buffer
@@ -36,7 +38,7 @@ func TestInterruptContextSignal(t *testing.T) {
 		t.Errorf("exit %d, want 130; stderr %s", code, errOut.String())
 	}
 	tctx, cancel := context.WithCancelCause(context.Background())
-	cancel(interrupted{syscall.SIGTERM})
+	cancel(cli.Interrupted{Sig: syscall.SIGTERM})
 	if code := run(tctx, []string{"hitrate", "--file", "../../testdata/hitrate/before.prom"}, streams{Out: &out, ErrOut: &errOut}, nil); code != 143 {
 		t.Errorf("SIGTERM: exit %d, want 143", code)
 	}
@@ -45,7 +47,7 @@ func TestInterruptContextSignal(t *testing.T) {
 // interruptedCtx is a context as a Ctrl-C leaves it.
 func interruptedCtx() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(interrupted{syscall.SIGINT})
+	cancel(cli.Interrupted{Sig: syscall.SIGINT})
 	return ctx
 }
 
@@ -96,7 +98,7 @@ func TestInterruptedRunsArePartial(t *testing.T) {
 	})
 	t.Run("audit requests", func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		in := &endlessRequests{n: 3000, stop: func() { cancel(interrupted{syscall.SIGINT}) }}
+		in := &endlessRequests{n: 3000, stop: func() { cancel(cli.Interrupted{Sig: syscall.SIGINT}) }}
 		var out, errOut bytes.Buffer
 		code := run(ctx, []string{"audit", "--requests", "-"}, streams{In: in, Out: &out, ErrOut: &errOut}, nil)
 		if code != 130 {

@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/cli"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/lint"
 	"github.com/kvcheck/kvcheck/internal/report"
@@ -18,25 +17,6 @@ import (
 type lintOptions struct {
 	lint.Flags
 	FailOn finding.FailOn
-}
-
-// modelDuration is a flag value in Prometheus duration syntax (7d, 1h30m).
-type modelDuration model.Duration
-
-// String prints the duration the way Prometheus does (7d prints as 1w).
-func (d *modelDuration) String() string { return model.Duration(*d).String() }
-
-// Type names the flag's value in --help.
-func (d *modelDuration) Type() string { return "duration" }
-
-// Set parses a Prometheus duration.
-func (d *modelDuration) Set(s string) error {
-	v, err := model.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q: write a duration such as 7d, 36h or 90m", s)
-	}
-	*d = modelDuration(v)
-	return nil
 }
 
 func newLintCmd(s streams, g *globalOptions) *cobra.Command {
@@ -98,7 +78,7 @@ it last had any within --lookback.
 	fs.StringVar(&opts.Targets, "target", "", catalog.TargetsFlag())
 	fs.BoolVar(&opts.Fix, "fix", false, "rewrite references that have an exact replacement, in place; a file edited since it was read, read-only, hard-linked or whose owner cannot be kept is left as it is (exit 1)")
 	fs.BoolVar(&opts.Diff, "diff", false, "print the rewrite --fix would make as a unified diff, without writing")
-	fs.Var((*modelDuration)(&opts.Lookback), "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
+	fs.Var((*cli.Duration)(&opts.Lookback), "lookback", "with --prometheus: how far back to look for series (Prometheus duration)")
 	fs.IntVar(&opts.MaxFileMiB, "max-file-mib", 16, "largest file read, in MiB; a larger one is not checked and is an error")
 	fs.IntVar(&opts.Jobs, "jobs", 0, "files read and linted at once; 0 means one per CPU (the output is the same for any number)")
 	fs.StringVar(&opts.IgnoreFile, "ignore-file", "", "ignore file of CODE [PATH-GLOB] [# reason] lines (default "+lint.IgnoreFileName+" in the working directory, when present)")
@@ -116,7 +96,7 @@ it last had any within --lookback.
 // runLint lints; the run it also returns, when not nil, is one whose kvcheck config sets
 // lint.fail-on.
 func runLint(ctx context.Context, st *report.Status, opts *lintOptions, paths []string) (report.Result, *lint.Run, error) {
-	opts.SrcRoot, opts.WorkDir = sourceRoot()
+	opts.SrcRoot, opts.WorkDir = cli.SourceRoot()
 	run, err := lint.CheckFlags(ctx, st, opts.Flags, paths)
 	var failOn *lint.Run
 	if run.FailOn != "" {

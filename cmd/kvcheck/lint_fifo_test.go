@@ -103,8 +103,8 @@ func TestLintFIFOSignal(t *testing.T) {
 // recordings, /metrics dumps, vLLM logs, target lists, baselines, ignore files and kvcheck
 // configs, HTTP client configs) is opened with open(2), which waits for a named pipe's writer
 // and cannot be interrupted: before, each of these runs ignored SIGTERM and waited for ever. The
-// run now ends interruptGrace after the first SIGTERM with 143 and says why
-// (runInterruptible).
+// run now ends cli.Grace after the first SIGTERM with 143 and says why
+// (cli.RunInterruptible).
 func TestInputFIFOSignal(t *testing.T) {
 	bin, err := exec.LookPath("kvcheck")
 	if err != nil {

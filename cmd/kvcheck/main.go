@@ -4,11 +4,13 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/kvcheck/kvcheck/internal/cli"
 )
 
 func main() {
-	ctx, stop := interruptContext(context.Background())
-	code := runInterruptible(ctx, func() int { return run(ctx, os.Args[1:], stdStreams(), os.Environ()) }, os.Stderr, interruptGrace)
+	ctx, stop := cli.InterruptContext(context.Background())
+	code := cli.RunInterruptible(ctx, func() int { return run(ctx, os.Args[1:], stdStreams(), os.Environ()) }, os.Stderr, cli.Grace)
 	stop()
 	os.Exit(code)
 }

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kvcheck/kvcheck/internal/cli"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/report"
 	"github.com/kvcheck/kvcheck/internal/usage"
@@ -94,7 +93,7 @@ func (g *globalOptions) text(w io.Writer) *report.Text {
 func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 	g.status = report.NewStatus(s.ErrOut)
 	if g.CPUProfile != "" {
-		stop, err := startCPUProfile(g.CPUProfile)
+		stop, err := cli.StartCPUProfile(g.CPUProfile)
 		if err != nil {
 			return err
 		}
@@ -116,7 +115,7 @@ func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 // passes err on.
 func (g *globalOptions) write(w io.Writer, res report.Result, err error) error {
 	if !res.Empty() {
-		root, wd := sourceRoot()
+		root, wd := cli.SourceRoot()
 		o := report.Options{Color: g.color(), Wide: g.Wide, All: g.allEvidence, Version: version(), SrcRoot: root, WorkDir: wd,
 			Actions: g.getenv("GITHUB_ACTIONS") == "true"}
 		if werr := report.WriteOutputs(w, g.outputs, res, o); werr != nil {
@@ -124,27 +123,6 @@ func (g *globalOptions) write(w io.Writer, res report.Result, err error) error {
 		}
 	}
 	return err
-}
-
-// sourceRoot is the top level of the git work tree the working directory is in (the nearest
-// directory upward holding .git, a directory or a worktree's file), which SARIF paths are
-// relative to, and the working directory; the working directory itself outside a work tree.
-// It looks for .git instead of running git, which a container image may not have.
-func sourceRoot() (root, wd string) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", ""
-	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-			return dir, wd
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return wd, wd
-		}
-		dir = parent
-	}
 }
 
 // stdoutOnly refuses outputs to files and more than one output, for a command whose output
@@ -216,26 +194,6 @@ var noArgs = usageArgs(cobra.NoArgs)
 
 func minArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.MinimumNArgs(n)) }
 
-// startCPUProfile starts profiling the process's CPU into path and returns what stops it and
-// closes the file.
-func startCPUProfile(path string) (func() error, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, usage.Errorf("--cpuprofile: %v", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close() // nothing written yet
-		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("--cpuprofile %s: %w", path, err)
-		}
-		return nil
-	}, nil
-}
-
 // version is the build's one-line version, as SARIF's driver records it.
 func version() string { return buildInfo().Short() }
 
@@ -296,7 +254,7 @@ var subcommands = []func(streams, *globalOptions) *cobra.Command{
 // run executes the command line and returns the process exit code; only run picks exit codes.
 func run(ctx context.Context, args []string, s streams, environ []string) int {
 	g := &globalOptions{environ: environ}
-	s.In = stdinUntil(ctx, s.In)
+	s.In = cli.StdinUntil(ctx, s.In)
 	root := newRootCmd(s, g)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -305,11 +263,11 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 			err = errors.Join(err, perr)
 		}
 	}
-	if in, ok := interruption(ctx); ok && !endsByInterrupt(cmd) {
+	if in, ok := cli.Interruption(ctx); ok && !endsByInterrupt(cmd) {
 		// What the command printed before stopping is partial, whatever it returned: the
 		// exit code says so, as shells expect of a process stopped by a signal.
 		fmt.Fprintf(s.ErrOut, "kvcheck: %v; any output above is partial\n", in)
-		return exitInterrupted + int(in.sig)
+		return cli.ExitInterrupted + int(in.Sig)
 	}
 	if err == nil {
 		return exitOK

@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		// main itself: signals cancel the run's context (a pty test types Ctrl-C), and a run
-		// blocked where a signal cannot reach ends interruptGrace after it.
+		// blocked where a signal cannot reach ends cli.Grace after it.
 		"kvcheck": main,
 	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -75,7 +74,7 @@ file, 64 KiB per replay running); the file is renamed into place once whole, so 
 leaves none. "-" writes to standard output only when every -o goes to a file.
 
 Policies (--policies):
-` + policyHelp() + `
+` + router.PolicyHelp() + `
 ` + exitCodesHelp,
 		Example: `  kvcheck simulate --trace mooncake_conversation_trace.jsonl --replicas 8
   kvcheck simulate --requests gateway.jsonl --tokenize http://127.0.0.1:8000 --replicas 4
@@ -90,10 +89,7 @@ Policies (--policies):
 			if err := rl.Source.Check(src.Requests); err != nil {
 				return report.Result{}, err
 			}
-			if err := report.CheckRoutes(o.routes, g.outputs, o.plot); err != nil {
-				return report.Result{}, err
-			}
-			routes, err := startRoutes(o.routes, s)
+			routes, err := report.OpenRoutes(o.routes, g.outputs, o.plot, s.Out)
 			if err != nil {
 				return report.Result{}, err
 			}
@@ -101,7 +97,7 @@ Policies (--policies):
 				so.Routes = routes
 			}
 			rep, err := so.Run(cmd.Context(), g.status)
-			err = endRoutes(routes, err)
+			err = routes.End(err)
 			if err == nil && o.plot != "" {
 				err = report.SimulationSVGFile(o.plot, rep)
 			}
@@ -150,20 +146,8 @@ Policies (--policies):
 // bindDefaults binds --<id>-defaults for every product that ships more than one default set,
 // into defaults by product id.
 func bindDefaults(f *pflag.FlagSet, defaults map[string]*string) {
-	for _, p := range router.Products() {
-		vs := p.Shipped()
-		if len(vs) < 2 {
-			continue
-		}
-		var names, sets []string
-		for _, e := range p.Emulations(vs[0].Settings) {
-			names = append(names, e.Name)
-		}
-		for _, v := range vs {
-			sets = append(sets, fmt.Sprintf("%s (%s)", v.Key, v.Help))
-		}
-		id := p.Name().ID
-		defaults[id] = f.String(id+"-defaults", vs[0].Key, strings.Join(names, ", ")+"'s default set: "+strings.Join(sets, " or "))
+	for _, d := range router.DefaultSets() {
+		defaults[d.ID] = f.String(d.ID+"-defaults", d.Default, d.Help)
 	}
 }
 
@@ -180,63 +164,5 @@ func (o *simulateOptions) emulations() ([]sim.PolicyInfo, error) {
 	return router.Emulations(chosen)
 }
 
-// policyHelp lists the idealised policies and the router emulations with their one-line
-// descriptions (an emulation's wrapped under its name, with its product) and the reasons
-// --routes gives for their routes.
-func policyHelp() string {
-	var b strings.Builder
-	for _, p := range sim.Policies() {
-		fmt.Fprintf(&b, "  %-14s %s\n", p.Name, p.About)
-		fmt.Fprintf(&b, "  %-14s reasons: %s\n", "", strings.Join(p.Reasons, ", "))
-	}
-	b.WriteString(`  all            every policy above (the default)
-
-Router emulations, as each product ships (settings: the product's defaults; --policies routers
-runs them all). Those marked "text" read the request itself and run only on --requests; on a
-trace of block hashes the output says they cannot run and why (a cannot-run finding, info);
-an emulation's reasons are those of every default set its product ships:
-`)
-	for _, e := range router.Shipped() {
-		mark := ""
-		if e.NeedsText {
-			mark = " (text)"
-		}
-		fmt.Fprintf(&b, "  %s: %s%s\n", e.Name, e.Product, mark)
-		line := "   "
-		for _, w := range strings.Fields(e.About) {
-			if len(line)+1+len(w) > 100 && line != "   " {
-				b.WriteString(line + "\n")
-				line = "   "
-			}
-			line += " " + w
-		}
-		b.WriteString(line + "\n")
-		if r := router.Reasons(e.Name); len(r) > 0 {
-			fmt.Fprintf(&b, "    reasons: %s\n", strings.Join(r, ", "))
-		}
-	}
-	return b.String()
-}
-
 // routesHelp is --routes' help, simulate's and assess's.
 const routesHelp = `also write every request's route as JSON Lines to this file, one object per request sent and replay (policy, variant, label, replicas, kv_blocks, request, sibling, replica, prompt_tokens, cached_tokens, reason); "-" for standard output when every -o goes to a file`
-
-// startRoutes starts --routes' output (nil when not asked for).
-func startRoutes(path string, s streams) (*report.Routes, error) {
-	if path == "" {
-		return nil, nil
-	}
-	return report.CreateRoutes(path, s.Out)
-}
-
-// endRoutes commits --routes' output when the run succeeded, and drops it when it did not.
-func endRoutes(r *report.Routes, err error) error {
-	switch {
-	case r == nil:
-		return err
-	case err != nil:
-		r.Abort()
-		return err
-	}
-	return r.Commit()
-}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kvcheck/kvcheck/internal/cli"
 )
 
 // blockedStdin is a pipe nobody writes to, as a producer that has not sent anything yet (or
@@ -44,7 +46,7 @@ func TestStdinReadEndsAtFirstSignal(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			go func() {
 				<-in.started
-				cancel(interrupted{syscall.SIGTERM})
+				cancel(cli.Interrupted{Sig: syscall.SIGTERM})
 			}()
 			var out, errOut bytes.Buffer
 			code := run(ctx, args, streams{In: in, Out: &out, ErrOut: &errOut}, nil)
@@ -58,34 +60,5 @@ func TestStdinReadEndsAtFirstSignal(t *testing.T) {
 				t.Errorf("files left in TMPDIR: %v", left)
 			}
 		})
-	}
-}
-
-// TestStdinUntil reads everything a reader gives, in reads of any size, and its error at the
-// end; once the context ends, a blocked read returns the context's cause.
-func TestStdinUntil(t *testing.T) {
-	want := strings.Repeat("0123456789", 20000) // 200 KB: several 64 KiB reads
-	r := stdinUntil(context.Background(), strings.NewReader(want))
-	var got bytes.Buffer
-	buf := make([]byte, 7000)
-	for {
-		n, err := r.Read(buf)
-		got.Write(buf[:n])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got.String() != want {
-		t.Errorf("read %d bytes, want the %d given", got.Len(), len(want))
-	}
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(interrupted{syscall.SIGINT})
-	if _, err := stdinUntil(ctx, pr).Read(buf); err == nil || !strings.Contains(err.Error(), "interrupted by SIGINT") {
-		t.Errorf("blocked read after the context ended: %v, want the cause", err)
 	}
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"runtime"
-	"runtime/debug"
-
 	"github.com/spf13/cobra"
 
-	"github.com/kvcheck/kvcheck/internal/catalog"
+	"github.com/kvcheck/kvcheck/internal/cli"
 	"github.com/kvcheck/kvcheck/internal/report"
 )
 
@@ -21,39 +18,8 @@ var (
 	buildDate    string
 )
 
-// buildInfo is what this binary knows about its own build; the catalog's releases are added
-// when the catalog loads (it is embedded, so it fails only on a broken build).
-func buildInfo() report.Build {
-	b := report.Build{Version: buildVersion, Commit: buildCommit, BuildDate: buildDate,
-		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		b.GoVersion = bi.GoVersion
-		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			b.Version = bi.Main.Version // go install github.com/kvcheck/kvcheck/cmd/kvcheck@v0.3.0
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if b.Commit == "" {
-					b.Commit = s.Value
-				}
-			case "vcs.time":
-				b.CommitTime = s.Value
-			case "vcs.modified":
-				b.Modified = s.Value == "true"
-			}
-		}
-	}
-	if b.Version == "" {
-		b.Version = "devel"
-	}
-	if cat, err := catalog.Load(); err == nil {
-		for _, f := range cat.Families {
-			b.Catalog = append(b.Catalog, report.CatalogRelease{Family: f.Name, Display: f.Display, Newest: f.Newest.String()})
-		}
-	}
-	return b
-}
+// buildInfo is what this binary knows about its own build.
+func buildInfo() report.Build { return cli.Build(buildVersion, buildCommit, buildDate) }
 
 func newVersionCmd(_ streams, g *globalOptions) *cobra.Command {
 	return &cobra.Command{

@@ -121,6 +121,28 @@ func (r *Routes) fail(err error) error {
 	return fmt.Errorf("--routes %s: %w", r.path, err)
 }
 
+// OpenRoutes checks --routes path against the run's outputs and --plot (CheckRoutes) and
+// starts it (CreateRoutes); nil, nil when path is "" (no --routes).
+func OpenRoutes(path string, outs []Output, plot string, stdout io.Writer) (*Routes, error) {
+	if err := CheckRoutes(path, outs, plot); err != nil || path == "" {
+		return nil, err
+	}
+	return CreateRoutes(path, stdout)
+}
+
+// End ends the output as the run ended: committed when err is nil, dropped otherwise (err is
+// returned then). A nil Routes (no --routes) passes err on.
+func (r *Routes) End(err error) error {
+	switch {
+	case r == nil:
+		return err
+	case err != nil:
+		r.Abort()
+		return err
+	}
+	return r.Commit()
+}
+
 // Commit ends the output: flushed to standard output, or the file renamed into place.
 func (r *Routes) Commit() error {
 	if err := r.w.Flush(); err != nil {

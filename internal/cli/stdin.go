@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"io"
 )
 
-// stdinUntil returns r (standard input) as a reader whose Read returns as soon as ctx ends,
+// StdinUntil returns r (standard input) as a reader whose Read returns as soon as ctx ends,
 // even while the read it waits for is blocked (an idle pipe, a terminal, a FIFO with no writer
 // yet): the first Ctrl-C or SIGTERM then ends a command that is reading stdin instead of
 // waiting for more input. The read still blocked is left to the process's exit; no command
 // reads stdin after its context ended. Reads go through one buffer of 64 KiB, one goroutine a
 // read, so the cost is a goroutine switch per 64 KiB.
-func stdinUntil(ctx context.Context, r io.Reader) io.Reader {
+func StdinUntil(ctx context.Context, r io.Reader) io.Reader {
 	return &untilReader{ctx: ctx, r: r, results: make(chan readResult, 1)}
 }
 
