@@ -193,7 +193,7 @@ func Run(ctx context.Context, st Status, src Sources, o Options) (advise.Recomme
 		}
 	}
 	if len(src.Configs) > 0 {
-		if in.Config, in.Files, err = checkConfig(ctx, src.Configs, src.IgnoreFile); err != nil {
+		if in.Config, in.Files, err = checkConfig(ctx, st, src.Configs, src.IgnoreFile); err != nil {
 			return advise.Recommendation{}, nil, err
 		}
 	}
@@ -205,7 +205,7 @@ func Run(ctx context.Context, st Status, src Sources, o Options) (advise.Recomme
 
 // checkConfig checks the router and engine configuration files as kvcheck lint does, and reads
 // what they show of the deployment and its routers for the ranking.
-func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advise.Config, *product.Files, error) {
+func checkConfig(ctx context.Context, st Status, paths []string, ignoreFile string) (*advise.Config, *product.Files, error) {
 	cat, err := catalog.Load()
 	if err != nil {
 		return nil, nil, err
@@ -214,6 +214,7 @@ func checkConfig(ctx context.Context, paths []string, ignoreFile string) (*advis
 	if err != nil {
 		return nil, nil, err
 	}
+	lint.WarnUnknownCodes(ignore, st.Warn)
 	results, err := lint.New(cat, lint.Options{Ignore: ignore, KeepText: true}).Paths(ctx, paths)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--config: %w", err)

@@ -100,12 +100,7 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	if err != nil {
 		return Run{}, err
 	}
-	for _, r := range ignore {
-		// A typo would do nothing without a word, as .kvcheck.yaml's checkCode warns.
-		if !knownCode(r.Code) {
-			n.Warn("%s: no lint finding has code %q (see the codes in the README's lint section), so this rule does nothing", r.Source, r.Code)
-		}
-	}
+	WarnUnknownCodes(ignore, n.Warn)
 	if cfg != nil {
 		ignore = append(ignore, cfg.Ignore...)
 	}

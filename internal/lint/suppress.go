@@ -36,6 +36,17 @@ type Suppressed struct {
 	Reason string
 }
 
+// WarnUnknownCodes warns of every ignore rule whose code no lint finding carries: a typo would
+// do nothing without a word, as .kvcheck.yaml's checkCode warns. lint and assess --config both
+// read the ignore file.
+func WarnUnknownCodes(rules []IgnoreRule, warn func(format string, args ...any)) {
+	for _, r := range rules {
+		if !knownCode(r.Code) {
+			warn("%s: no lint finding has code %q (see the codes in the README's lint section), so this rule does nothing", r.Source, r.Code)
+		}
+	}
+}
+
 // LoadIgnore reads the ignore file a run was given (--ignore-file), or IgnoreFileName in the
 // working directory when name is empty and that file exists.
 func LoadIgnore(name string) ([]IgnoreRule, error) {
