@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,13 +58,41 @@ type Conn struct {
 // Shown is URL as it may be shown: its credentials masked (secret.Mask).
 func (c Conn) Shown() string { return secret.Mask(c.URL) }
 
+// maxHTTPConfigFile bounds --http-config-file's read: Prometheus's http_config block, a few
+// hundred bytes of keys and file names (the secrets themselves are in files it names).
+const maxHTTPConfigFile = 1 << 20
+
+// loadHTTPConfigFile reads --http-config-file as config.LoadHTTPConfigFile does (its relative
+// file names are relative to its directory), but reads at most maxHTTPConfigFile bytes: a
+// named pipe or a device given by mistake is an error, not a read without end.
+func loadHTTPConfigFile(name string) (*config.HTTPClientConfig, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, specErrorf("--http-config-file %s: %v", name, err)
+	}
+	defer func() { _ = f.Close() }() // read only
+	src, err := io.ReadAll(io.LimitReader(f, maxHTTPConfigFile+1))
+	if err != nil {
+		return nil, specErrorf("--http-config-file %s: %v", name, err)
+	}
+	if len(src) > maxHTTPConfigFile {
+		return nil, specErrorf("--http-config-file %s: larger than %d KiB: it holds Prometheus's http_config keys (authorization, basic_auth, tls_config, ...), a few hundred bytes", name, maxHTTPConfigFile>>10)
+	}
+	cfg, err := config.LoadHTTPConfig(string(src))
+	if err != nil {
+		return nil, specErrorf("--http-config-file %s: %v", name, err)
+	}
+	cfg.SetDirectory(filepath.Dir(name))
+	return cfg, nil
+}
+
 // httpConfig builds the client configuration from the config file and the flags; flags win.
 func (c Conn) httpConfig() (config.HTTPClientConfig, error) {
 	cfg := config.DefaultHTTPClientConfig
 	if c.HTTPConfigFile != "" {
-		f, _, err := config.LoadHTTPConfigFile(c.HTTPConfigFile)
+		f, err := loadHTTPConfigFile(c.HTTPConfigFile)
 		if err != nil {
-			return cfg, specErrorf("--http-config-file %s: %v", c.HTTPConfigFile, err)
+			return cfg, err
 		}
 		cfg = *f
 	}
