@@ -238,7 +238,7 @@ func assessRanked(ctx context.Context, in Inputs, o Options, ranked bool) (advis
 	if rk != nil {
 		onReplay.Routers = routerOptions(rk, onReplay)
 		rec = advise.Decide(ev, o.Thresholds)
-		agree(&rec, rk, sessionIDs(on))
+		agree(&rec, rk, onReplay, sessionIDs(on))
 	}
 	return rec, rk, nil
 }

@@ -154,7 +154,7 @@ func routerOptions(rk *rank.Ranking, rp *advise.Replay) []advise.Policy {
 // fix-first) and names the router to start from: the ranking's first row, of the answer's kind.
 // idsInTraffic says whether the ranked traffic carries session ids (not only sessions told
 // apart by their messages).
-func agree(rec *advise.Recommendation, rk *rank.Ranking, idsInTraffic bool) {
+func agree(rec *advise.Recommendation, rk *rank.Ranking, rp *advise.Replay, idsInTraffic bool) {
 	if rk == nil {
 		return
 	}
@@ -164,6 +164,7 @@ func agree(rec *advise.Recommendation, rk *rank.Ranking, idsInTraffic bool) {
 	}
 	switch route {
 	case advise.SessionAffinity:
+		rk.AnswerGain = sessionGain(rp)
 		rk.Agree(rank.FamilySession)
 	case advise.KVAwareRouter:
 		rk.Agree(rank.FamilyKV)
@@ -211,6 +212,30 @@ func agree(rec *advise.Recommendation, rk *rank.Ranking, idsInTraffic bool) {
 		text += "; a session router keys on an id per conversation, and these requests carry none a router reads (the conversations were told apart by their messages): send one with every request (a header such as x-session-id, or metadata.session_id), then start from the session router of the gateway you run"
 	}
 	rec.Reasons = append(rec.Reasons, advise.Reason{Rule: "router-unnamed", Verdict: route, Strength: advise.Low, Evidence: []string{}, Text: text})
+}
+
+// sessionGain is what the session affinity a session-affinity verdict chose serves over today's
+// routing in the replay rp, in points of all prompt tokens after the warm-up: the best session
+// option without a hot spot, idealised or a ranked router, as the verdict weighs them.
+func sessionGain(rp *advise.Replay) float64 {
+	if rp == nil {
+		return 0
+	}
+	today, best := -1.0, -1.0
+	for _, list := range [][]advise.Policy{rp.Policies, rp.Routers} {
+		for _, p := range list {
+			switch {
+			case p.Name == rp.Today:
+				today = p.SteadyHitRate
+			case p.Family == advise.FamilySession && !p.HotSpot:
+				best = max(best, p.SteadyHitRate)
+			}
+		}
+	}
+	if today < 0 || best < 0 {
+		return 0
+	}
+	return best - today
 }
 
 // sessionIDs reports whether some request of t carries a session id of its own, not one

@@ -21,6 +21,7 @@ type rankingDocument struct {
 	Rules                   rankRulesDoc    `json:"rules"`
 	Stack                   *rankStackDoc   `json:"stack"`
 	Answer                  string          `json:"answer"`
+	AnswerGain              float64         `json:"answer_gain,omitempty"`
 	FirstBy                 string          `json:"first_by,omitempty"`
 	Displaced               string          `json:"displaced,omitempty"`
 	Traffic                 string          `json:"traffic,omitempty"`
@@ -124,7 +125,7 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 		BlockSize: rk.BlockSize, HotSpotLoadMaxOverMean: rk.HotSpot, Rows: []rankRowDoc{}, CannotRun: []cannotRunDoc{}, NotSimulated: []notSimDoc{}, Why: []string{},
 		RequirementStatusValues: []string{product.Met, product.Missing, product.Unknown}, TodayNotes: append([]string{}, rk.TodayNotes...),
 		Rules:  rankRulesDoc{rk.Rules.Concentration, rk.Rules.BalancedMargin, rk.Rules.StackMargin, rk.Rules.SessionMargin, rk.Rules.MinGain},
-		Answer: rk.Answer, FirstBy: rk.FirstBy, Displaced: rk.Displaced, Traffic: rk.Traffic}
+		Answer: rk.Answer, AnswerGain: rk.AnswerGain, FirstBy: rk.FirstBy, Displaced: rk.Displaced, Traffic: rk.Traffic}
 	if rk.Stack.Product != "" {
 		d.Stack = &rankStackDoc{rk.Stack.Product, rk.Stack.From}
 	}
@@ -301,7 +302,14 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 			t.Line("  - %s", rk.NoWinner)
 		} else {
 			first := rk.Rows[0]
-			t.Verdict("First: " + first.Name())
+			switch {
+			case rk.Change != "" && !t.all:
+				// The brief view says the change of product on the heading, the sentence
+				// with what it adds under --evidence all.
+				t.Verdict("First: " + first.Name() + ", replacing " + rk.ChangeFrom)
+			default:
+				t.Verdict("First: " + first.Name())
+			}
 			if route == advise.Nothing || route == advise.Undetermined {
 				t.Muted("  not advice to deploy it: the recommendation above is %s, so no configuration is given; this is the router to choose if you deploy one anyway", route.Describe())
 			}
@@ -309,7 +317,7 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 				switch {
 				case t.all:
 					t.Line("  - %s", w)
-				case i > 0:
+				case i > 0 && w != rk.Change:
 					// The first line restates the table's figures.
 					t.Line("  - %s", gist(w))
 				}

@@ -22,8 +22,10 @@
 //     TTFT p99, in whole milliseconds; then the evener load (load max/mean in hundredths);
 //     then by name.
 //  3. The first (chooseFirst): with a router verdict (Agree), a row of the verdict's family
-//     with no more requirements missing than the first in rule 2's order, unless a KV-aware row saves SessionMargin more than the best session router under a
-//     session-affinity verdict; of those, the user's own product when it serves within
+//     with no more requirements missing than the first in rule 2's order, unless a KV-aware
+//     row saves SessionMargin more than the best session router under a session-affinity
+//     verdict (with no session router serving MinGain, more than the verdict's own session
+//     affinity, AnswerGain); with none of the family, none (NoWinner, noneAnswering); of those, the user's own product when it serves within
 //     StackMargin of the best; and never a row that concentrates requests (load max/mean >=
 //     Concentration: a replica with twice its fair share, whether or not requests wait) while
 //     a balanced row is within BalancedMargin whole points. Further down, a concentrating row
@@ -55,7 +57,7 @@ import (
 const Rule = "not ranked: cannot run on this traffic, a hot spot (%s), an added replica given under half its fair share; " +
 	"the rest by fewest requirements missing, most prefill saved against today after the warm-up (whole points), most requirements met, " +
 	"the product you run, fewest requirements not met, shipped before configured before tuned (yours as configured first), lower TTFT p99, evener load, name; " +
-	"first: a router of the verdict's family (a KV-aware one over a session router only when it serves the session margin more), " +
+	"first: a router of the verdict's family (a KV-aware one over a session router only when it serves the session margin more), none of another kind when none of the family serves the min gain, " +
 	"the product you run when within the stack margin of the best, never a row concentrating requests while a balanced one is within the balanced margin; " +
 	"without a router verdict none is first when no ranked row saves a whole point, all save the same, or the first two tie but for the name"
 
@@ -135,7 +137,8 @@ func (r Rules) Describe() string {
   your stack      the product you run (--today) first when it serves within %.0f points of all
                   prompt tokens of the best (a change of product must bring the min gain)
   session margin  under a session-affinity verdict a KV-aware router comes first only when it
-                  serves %.0f points more than the best session router
+                  serves %.0f points more than the best session router (with none that
+                  serves the min gain, than the verdict's session affinity; else none is first)
   verdict's kind  with a router verdict the first is a router of its kind that serves %.0f
                   points more than today's routing (the min gain); a concentrating one only
                   when no balanced one of its kind saves within the balanced margin
@@ -269,6 +272,12 @@ type Ranking struct {
 	Rules  Rules
 	Stack  Stack
 	Answer string
+	// AnswerGain is what the option the verdict chose serves over today's routing, in points
+	// of all prompt tokens after the warm-up (the verdict's replay; session affinity's best
+	// policy under a session-affinity verdict): a KV-aware row comes first under that verdict,
+	// when no session router stands for it, only by serving Rules.SessionMargin more than this.
+	// Zero when not set.
+	AnswerGain float64
 	// FirstBy names the part of rule 3 that chose the first row over the one the order alone
 	// puts first ("answer", "stack", "balanced"), with Displaced that row's name; empty when
 	// the order alone chose it.
@@ -288,6 +297,10 @@ type Ranking struct {
 	NoWinner string
 	// Why says why the first row wins, one sentence each.
 	Why []string
+	// Change, when the first row is another product than the one the user runs (Stack), is
+	// the sentence of Why that says the change as such (productChange), and ChangeFrom the
+	// display name of the product it replaces; both empty otherwise.
+	Change, ChangeFrom string
 	// Snippet is the configuration to apply for the first row, when kvcheck can write one.
 	Snippet *product.Snippet
 }
@@ -515,7 +528,7 @@ func (rk *Ranking) settle() {
 		}
 	}
 	rk.order()
-	rk.Why, rk.Snippet = nil, nil
+	rk.Why, rk.Snippet, rk.Change, rk.ChangeFrom = nil, nil, "", ""
 	if rk.NoWinner = noWinner(rk); rk.NoWinner != "" {
 		return
 	}
@@ -543,6 +556,9 @@ func noWinner(rk *Ranking) string {
 	}
 	if len(ranked) == 0 || len(rk.answering(ranked)) > 0 {
 		return ""
+	}
+	if rk.RouterAnswer() {
+		return rk.noneAnswering(ranked)
 	}
 	best := ranked[0]
 	for _, r := range ranked[1:] {
@@ -685,7 +701,13 @@ func (rk *Ranking) chooseFirst(rows []Row) {
 		pool[i] = i
 	}
 	by := ""
-	if in := rk.answering(rows); len(in) > 0 {
+	in := rk.answering(rows)
+	if len(in) == 0 {
+		if k := rk.kvOverSession(rows); k >= 0 {
+			pool, by = []int{k}, "session-margin"
+		}
+	}
+	if len(in) > 0 {
 		lead := rows[0]
 		keep := rk.Answer == FamilySession && lead.Family == FamilyKV && lead.HitRate-rows[in[0]].HitRate >= rk.Rules.SessionMargin-1e-9
 		if !keep {
@@ -720,6 +742,51 @@ func (rk *Ranking) chooseFirst(rows []Row) {
 	}
 	rk.FirstBy, rk.Displaced = by, rows[0].Name()
 	moveTo(rows, best, 0)
+}
+
+// kvOverSession returns, under a session-affinity verdict no ranked session router stands for,
+// the index of the best KV-aware row (rule 2's order) when it serves Rules.SessionMargin more
+// than the session affinity the verdict chose (AnswerGain), else -1: the verdict and the first
+// row then disagree unless the KV-aware row brings what the verdict asks of the dearer option.
+func (rk *Ranking) kvOverSession(rows []Row) int {
+	if rk.Answer != FamilySession {
+		return -1
+	}
+	for i, r := range rows {
+		if r.Family == FamilyKV && r.Missing() <= rows[0].Missing() {
+			if r.HitRate-rk.TodayHitRate-rk.AnswerGain >= rk.Rules.SessionMargin-1e-9 {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// noneAnswering says why no row is named first under a router verdict that no ranked row
+// stands for (none of its kind serves the min gain over today's routing): a row of another
+// kind first would contradict the verdict. Under a session-affinity verdict it gives the best
+// KV-aware row's figures against the session margin; "" when that row clears it (it is then
+// first: kvOverSession).
+func (rk *Ranking) noneAnswering(ranked []Row) string {
+	kind := map[string]string{FamilySession: "session affinity", FamilyKV: "a KV-aware router"}[rk.Answer]
+	routers := map[string]string{FamilySession: "session router", FamilyKV: "KV-aware router"}[rk.Answer]
+	text := fmt.Sprintf("the recommendation is %s and no %s ranked here serves the %.0f-point gain over today's %s on this traffic as it is (the recommendation says what holds each back)",
+		kind, routers, 100*rk.Rules.MinGain, rk.Today)
+	if rk.Answer == FamilySession {
+		if rk.kvOverSession(ranked) >= 0 {
+			return ""
+		}
+		for _, r := range ranked {
+			if r.Family == FamilyKV {
+				more := r.HitRate - rk.TodayHitRate - rk.AnswerGain
+				text += fmt.Sprintf("; the best KV-aware row, %s, serves %+.1f points over today's, %.1f more than the session affinity the verdict chose (%+.1f), under the %.0f-point session margin a KV-aware router must bring to come first in its place",
+					r.Name(), 100*(r.HitRate-rk.TodayHitRate), 100*more, 100*rk.AnswerGain, 100*rk.Rules.SessionMargin)
+				break
+			}
+		}
+	}
+	return text + ", so none is named first: a router of another kind would contradict the verdict"
 }
 
 // answering returns the indexes of the ranked rows that stand for the verdict: of its kind,
@@ -791,6 +858,13 @@ func why(rk *Ranking) []string {
 	var out []string
 	out = append(out, fmt.Sprintf("%s saves %.1f%% of today's prefill (%s) after the warm-up, with load max/mean %.2f and TTFT p99 %s",
 		first.Name(), 100*first.PrefillSaved, rk.Today, first.LoadMaxOverMean, seconds(first.TTFTP99)))
+	if c := rk.sessionMargin(first); c != "" {
+		out = append(out, c)
+	}
+	if c := rk.productChange(first); c != "" {
+		out = append(out, c)
+		rk.Change, rk.ChangeFrom = c, displayOf(rk.Stack.Product)
+	}
 	var displaced *Row
 	for i := range rk.Rows {
 		if rk.Rows[i].Name() == rk.Displaced {
@@ -807,6 +881,8 @@ func why(rk *Ranking) []string {
 				text += fmt.Sprintf(", and serves %.1f points more, under the %.0f-point session margin", 100*(d.HitRate-first.HitRate), 100*rk.Rules.SessionMargin)
 			}
 			out = append(out, text)
+		case "session-margin":
+			out = append(out, fmt.Sprintf("%s comes before it in the order alone (%.1f%%)", d.Name(), 100*d.PrefillSaved))
 		case "stack":
 			out = append(out, fmt.Sprintf("%s is the product you run (%s): %s serves %.1f points more of all prompt tokens, under the %.0f-point stack margin a change of product must bring",
 				first.Product, rk.Stack.From, d.Name(), 100*(d.HitRate-first.HitRate), 100*rk.Rules.StackMargin))
@@ -875,6 +951,86 @@ func why(rk *Ranking) []string {
 		out = append(out, fmt.Sprintf("the files show %d of its own requirements missing: meet them before it can run as replayed", n))
 	}
 	return out
+}
+
+// sessionMargin says why a KV-aware first row stands under a session-affinity verdict: it serves
+// Rules.SessionMargin more than the best session router ranked for the verdict, or, with none,
+// than the session affinity the verdict chose (AnswerGain); "" otherwise.
+func (rk *Ranking) sessionMargin(first Row) string {
+	if rk.Answer != FamilySession || first.Family != FamilyKV {
+		return ""
+	}
+	ranked := rk.Rows
+	for i, r := range rk.Rows {
+		if r.Rank == 0 {
+			ranked = rk.Rows[:i]
+			break
+		}
+	}
+	if in := rk.answering(ranked); len(in) > 0 {
+		s := ranked[in[0]]
+		return fmt.Sprintf("the recommendation is session affinity; this KV-aware router serves %.1f points more of all prompt tokens than the best session router ranked, %s (%+.1f over today's), at or above the %.0f-point session margin, so it comes first",
+			100*(first.HitRate-s.HitRate), s.Name(), 100*(s.HitRate-rk.TodayHitRate), 100*rk.Rules.SessionMargin)
+	}
+	return fmt.Sprintf("the recommendation is session affinity and no session router ranked here serves the %.0f-point gain; this KV-aware router serves %.1f points more of all prompt tokens than the session affinity the verdict chose (%+.1f over today's), at or above the %.0f-point session margin, so it comes first in its place",
+		100*rk.Rules.MinGain, 100*(first.HitRate-rk.TodayHitRate-rk.AnswerGain), 100*rk.AnswerGain, 100*rk.Rules.SessionMargin)
+}
+
+// productChange says a change of product as such when the first row's product is not the one
+// the user runs (Stack): from which product's routing to which router, and what it adds: each
+// of its requirements the files do not show met, as its product says meeting it adds
+// (product.AddsOf: its own component, KV-event plumbing from the engines, ...), and a tokenizer
+// when the router tokenizes prompts itself (product.Tokenizing). "" when the stack is not known
+// or the first row is of it.
+func (rk *Ranking) productChange(first Row) string {
+	if rk.Stack.Product == "" || first.Product == "" || first.Product == rk.Stack.Product {
+		return ""
+	}
+	display := displayOf
+	from := "its routing"
+	switch {
+	case rk.stackOf(rk.Today):
+		from = rk.Today
+	default:
+		for _, r := range rk.Rows {
+			if r.Product == rk.Stack.Product && r.Variant == Configured {
+				from = r.Policy + " (as configured in " + r.Label + ")"
+				break
+			}
+		}
+	}
+	var adds []string
+	for _, q := range first.Requirements {
+		if q.Status != product.Met {
+			adds = append(adds, product.AddsOf(q))
+		}
+	}
+	if p, ok := router.Lookup(first.Product); ok {
+		if t, ok := p.(product.Tokenizing); ok {
+			if s := t.Tokenizes(first.Policy); s != "" {
+				adds = append(adds, s)
+			}
+		}
+	}
+	text := fmt.Sprintf("a change of product, from %s (you run it: %s) to %s: replace %s with %s", display(rk.Stack.Product), rk.Stack.From, display(first.Product), from, first.Policy)
+	if len(adds) == 0 {
+		return text + "; the files show everything it needs in place"
+	}
+	return text + "; it adds " + strings.Join(adds, ", ")
+}
+
+// displayOf is a product's display name, its id when the registry does not know it.
+func displayOf(id string) string {
+	if p, ok := router.Lookup(id); ok {
+		return p.Name().Display
+	}
+	return id
+}
+
+// stackOf reports whether policy is an emulation of the product the user runs.
+func (rk *Ranking) stackOf(policy string) bool {
+	p, ok := router.Of(policy)
+	return ok && p.Name().ID == rk.Stack.Product
 }
 
 func seconds(s float64) string {

@@ -183,7 +183,7 @@ func (Router) Requirements(policy string, ps product.Settings, _ product.Traffic
 	s := ps.(Settings)
 	var out []product.Requirement
 	if f != nil && f.Systems[ID] == "" && f.Kinds["DynamoGraphDeployment"] != "" {
-		out = append(out, product.Requirement{Name: ReqFrontend, Status: product.Missing, Detail: "the DynamoGraphDeployment at " + f.Kinds["DynamoGraphDeployment"] + " has no frontend component"})
+		out = append(out, product.Requirement{Name: ReqFrontend, Status: product.Missing, Detail: "the DynamoGraphDeployment at " + f.Kinds["DynamoGraphDeployment"] + " has no frontend component", Adds: "a new component (the Dynamo frontend)"})
 	} else {
 		out = append(out, product.System(ReqFrontend, ID, "a DynamoGraphDeployment frontend or python -m dynamo.frontend", f))
 	}

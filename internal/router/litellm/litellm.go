@@ -128,12 +128,19 @@ const (
 	ReqRedis        = "Redis shared by the proxy pods"
 )
 
+// reqAdds says what meeting each requirement adds to a stack without it.
+var reqAdds = map[string]string{
+	ReqSessionIDs:   "a LiteLLM session id on every request (x-litellm-session-id or metadata.session_id)",
+	ReqCacheControl: "cache_control markers in the prompts",
+	ReqRedis:        "a Redis the proxy pods share",
+}
+
 // Requirements implements product.Router.
 func (Router) Requirements(policy string, ps product.Settings, tr product.Traffic, f *product.Files) []product.Requirement {
 	s := ps.(Settings)
 	out := []product.Requirement{product.System(ReqProxy, ID, "a LiteLLM config.yaml", f)}
 	add := func(name, status, detail string) {
-		out = append(out, product.Requirement{Name: name, Status: status, Detail: detail})
+		out = append(out, product.Requirement{Name: name, Status: status, Detail: detail, Adds: reqAdds[name]})
 	}
 	switch policy {
 	case "litellm-session-affinity":

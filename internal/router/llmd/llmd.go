@@ -156,19 +156,23 @@ func (Router) Tune(policy string, ps product.Settings, _ product.Traffic) (produ
 // ReqGatewayPool is the requirement of a Gateway API InferencePool.
 const ReqGatewayPool = "Gateway API + InferencePool"
 
+// eppAdds is what the InferencePool requirement adds to a stack without llm-d: the router is a
+// component of its own, the endpoint picker the pool names, behind a gateway.
+const eppAdds = "a new component (llm-d's endpoint picker, the EPP, behind a Gateway API InferencePool)"
+
 // Requirements implements product.Router.
 func (Router) Requirements(policy string, _ product.Settings, _ product.Traffic, f *product.Files) []product.Requirement {
 	out := []product.Requirement{product.Kubernetes(f)}
 	var pool product.Requirement
 	switch {
 	case f == nil:
-		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "no --config files given"}
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "no --config files given", Adds: eppAdds}
 	case f.Kinds["InferencePool"] != "" && (f.Kinds["Gateway"] != "" || f.Kinds["HTTPRoute"] != ""):
-		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Met, Detail: "InferencePool in " + f.Kinds["InferencePool"]}
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Met, Detail: "InferencePool in " + f.Kinds["InferencePool"], Adds: eppAdds}
 	case f.Kinds["InferencePool"] != "":
-		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "InferencePool in " + f.Kinds["InferencePool"] + ", no Gateway or HTTPRoute in the files given"}
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "InferencePool in " + f.Kinds["InferencePool"] + ", no Gateway or HTTPRoute in the files given", Adds: eppAdds}
 	default:
-		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "no InferencePool in the files given"}
+		pool = product.Requirement{Name: ReqGatewayPool, Status: product.Unknown, Detail: "no InferencePool in the files given", Adds: eppAdds}
 	}
 	out = append(out, pool)
 	if policy == "llmd-precise" {

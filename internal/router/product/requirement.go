@@ -14,6 +14,19 @@ type Requirement struct {
 	Status string
 	// Detail says what showed it, or why it is unknown.
 	Detail string
+	// Adds says, in a few words, what deploying the router adds to a stack that does not have
+	// it in place ("a new component (the SGLang model gateway)", "KV-event plumbing from every
+	// engine"), for the sentence that says a change of product as such (AddsOf); "" reads as
+	// the requirement's name.
+	Adds string
+}
+
+// AddsOf says what meeting q adds to a stack: q.Adds, else its name.
+func AddsOf(q Requirement) string {
+	if q.Adds != "" {
+		return q.Adds
+	}
+	return q.Name
 }
 
 // Requirement statuses: a requirement the files cannot show is Unknown, never Met. A
@@ -38,49 +51,50 @@ const (
 // System is the requirement name that a router or gateway of product id is set up: met where
 // the files show one, else unknown (what says what would show it).
 func System(name, id, what string, f *Files) Requirement {
+	adds := "a new component (the " + name + ")"
 	switch {
 	case f == nil:
-		return Requirement{name, Unknown, "no --config files given"}
+		return Requirement{Name: name, Status: Unknown, Detail: "no --config files given", Adds: adds}
 	case f.Systems[id] != "":
-		return Requirement{name, Met, f.Systems[id]}
+		return Requirement{Name: name, Status: Met, Detail: f.Systems[id], Adds: adds}
 	}
-	return Requirement{name, Unknown, "not in the files given: " + what}
+	return Requirement{Name: name, Status: Unknown, Detail: "not in the files given: " + what, Adds: adds}
 }
 
 // Kubernetes is the requirement that the deployment runs on Kubernetes.
 func Kubernetes(f *Files) Requirement {
 	switch {
 	case f == nil:
-		return Requirement{ReqKubernetes, Unknown, "no --config files given"}
+		return shared(ReqKubernetes, Unknown, "no --config files given")
 	case len(f.Kinds) > 0:
 		kinds := make([]string, 0, len(f.Kinds))
 		for k := range f.Kinds {
 			kinds = append(kinds, k)
 		}
 		slices.Sort(kinds)
-		return Requirement{ReqKubernetes, Met, strings.Join(kinds, ", ")}
+		return shared(ReqKubernetes, Met, strings.Join(kinds, ", "))
 	}
-	return Requirement{ReqKubernetes, Unknown, "no Kubernetes object in the files given"}
+	return shared(ReqKubernetes, Unknown, "no Kubernetes object in the files given")
 }
 
 // SessionHeader is the requirement that the traffic names its sessions in a header.
 func SessionHeader(tr Traffic) Requirement {
 	switch {
 	case !tr.Text:
-		return Requirement{ReqSessionHeader, Unknown, "this " + tr.Format + " trace holds no headers"}
+		return shared(ReqSessionHeader, Unknown, "this "+tr.Format+" trace holds no headers")
 	case tr.SessionHeader != "":
-		return Requirement{ReqSessionHeader, Met, tr.SessionHeader + " in " + tr.Name}
+		return shared(ReqSessionHeader, Met, tr.SessionHeader+" in "+tr.Name)
 	}
-	return Requirement{ReqSessionHeader, Missing, "no header naming a session in " + tr.Name}
+	return shared(ReqSessionHeader, Missing, "no header naming a session in "+tr.Name)
 }
 
 // KVEvents is the requirement that every engine publishes KV events.
 func KVEvents(f *Files) Requirement {
 	if f == nil {
-		return Requirement{ReqKVEvents, Unknown, "no --config files given"}
+		return shared(ReqKVEvents, Unknown, "no --config files given")
 	}
 	if len(f.Engines) == 0 {
-		return Requirement{ReqKVEvents, Unknown, "no vLLM engine in the files given"}
+		return shared(ReqKVEvents, Unknown, "no vLLM engine in the files given")
 	}
 	for _, e := range f.Engines {
 		if !e.KVEvents || e.PrefixCachingOff {
@@ -88,19 +102,19 @@ func KVEvents(f *Files) Requirement {
 			if e.PrefixCachingOff {
 				why = "prefix caching off"
 			}
-			return Requirement{ReqKVEvents, Missing, e.Where + ": " + why}
+			return shared(ReqKVEvents, Missing, e.Where+": "+why)
 		}
 	}
-	return Requirement{ReqKVEvents, Met, fmt.Sprintf("%d engine(s) publish", len(f.Engines))}
+	return shared(ReqKVEvents, Met, fmt.Sprintf("%d engine(s) publish", len(f.Engines)))
 }
 
 // LMCache is the requirement that every engine runs LMCache with its controller.
 func LMCache(f *Files) Requirement {
 	if f == nil {
-		return Requirement{ReqLMCache, Unknown, "no --config files given"}
+		return shared(ReqLMCache, Unknown, "no --config files given")
 	}
 	if len(f.Engines) == 0 {
-		return Requirement{ReqLMCache, Unknown, "no vLLM engine in the files given"}
+		return shared(ReqLMCache, Unknown, "no vLLM engine in the files given")
 	}
 	for _, e := range f.Engines {
 		if !e.LMCache || !e.LMCacheController {
@@ -108,17 +122,17 @@ func LMCache(f *Files) Requirement {
 			if e.LMCache {
 				what = "LMCache without its controller (lmcacheConfig.enableController)"
 			}
-			return Requirement{ReqLMCache, Missing, e.Where + ": " + what}
+			return shared(ReqLMCache, Missing, e.Where+": "+what)
 		}
 	}
-	return Requirement{ReqLMCache, Met, fmt.Sprintf("%d engine(s) with LMCache and the controller", len(f.Engines))}
+	return shared(ReqLMCache, Met, fmt.Sprintf("%d engine(s) with LMCache and the controller", len(f.Engines)))
 }
 
 // VLLMVersion is the requirement that the files name the vLLM release every engine runs, one
 // kvcheck's catalog describes.
 func VLLMVersion(f *Files) Requirement {
 	if f == nil {
-		return Requirement{ReqVLLMVersion, Unknown, "no --config files given"}
+		return shared(ReqVLLMVersion, Unknown, "no --config files given")
 	}
 	var vs []string
 	cat, catErr := catalog.Load()
@@ -128,26 +142,40 @@ func VLLMVersion(f *Files) Requirement {
 			if image == "" {
 				image = "not given"
 			}
-			return Requirement{ReqVLLMVersion, Unknown, e.Where + ": image " + image + " names no vLLM version"}
+			return shared(ReqVLLMVersion, Unknown, e.Where+": image "+image+" names no vLLM version")
 		}
 		// A release newer than any the catalog describes: the files name it, but nothing
 		// kvcheck knows says what it still supports.
 		v, err := catalog.ParseVersion(e.Version)
 		switch {
 		case err != nil:
-			return Requirement{ReqVLLMVersion, Unknown, e.Where + ": vLLM " + e.Version + " is not a version kvcheck can read"}
+			return shared(ReqVLLMVersion, Unknown, e.Where+": vLLM "+e.Version+" is not a version kvcheck can read")
 		case catErr != nil:
-			return Requirement{ReqVLLMVersion, Unknown, e.Where + ": vLLM " + e.Version + ", and the catalog to judge it by did not load: " + catErr.Error()}
+			return shared(ReqVLLMVersion, Unknown, e.Where+": vLLM "+e.Version+", and the catalog to judge it by did not load: "+catErr.Error())
 		case cat.Newest.Less(v):
-			return Requirement{ReqVLLMVersion, Unknown, e.Where + ": vLLM " + e.Version + " is newer than the newest release kvcheck's catalog describes (" +
-				cat.Newest.String() + "): whether it still serves this router is not known"}
+			return shared(ReqVLLMVersion, Unknown, e.Where+": vLLM "+e.Version+" is newer than the newest release kvcheck's catalog describes ("+
+				cat.Newest.String()+"): whether it still serves this router is not known")
 		}
 		if !slices.Contains(vs, e.Version) {
 			vs = append(vs, e.Version)
 		}
 	}
 	if len(vs) == 0 {
-		return Requirement{ReqVLLMVersion, Unknown, "no vLLM engine in the files given"}
+		return shared(ReqVLLMVersion, Unknown, "no vLLM engine in the files given")
 	}
-	return Requirement{ReqVLLMVersion, Met, "vLLM " + strings.Join(vs, ", ")}
+	return shared(ReqVLLMVersion, Met, "vLLM "+strings.Join(vs, ", "))
+}
+
+// sharedAdds says what meeting each shared requirement adds to a stack without it.
+var sharedAdds = map[string]string{
+	ReqKubernetes:    "Kubernetes objects for it",
+	ReqKVEvents:      "KV-event plumbing from every engine to the router",
+	ReqLMCache:       "LMCache with its controller on every engine",
+	ReqVLLMVersion:   "a vLLM release it supports on every engine",
+	ReqSessionHeader: "a session header on every request",
+}
+
+// shared is one of the shared requirements (by name) with its status and detail.
+func shared(name, status, detail string) Requirement {
+	return Requirement{Name: name, Status: status, Detail: detail, Adds: sharedAdds[name]}
 }

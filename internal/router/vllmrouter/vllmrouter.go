@@ -186,7 +186,7 @@ func (Router) Requirements(policy string, _ product.Settings, tr product.Traffic
 // session header of consistent_hash's list, or session_params.session_id. A completion's
 // prompt is read, so a log of completions needs neither.
 func sessionRequirement(tr product.Traffic) product.Requirement {
-	r := product.Requirement{Name: ReqSessions}
+	r := product.Requirement{Name: ReqSessions, Adds: "a session id on every chat request (a session header or session_params.session_id)"}
 	switch {
 	case !tr.Text || tr.Trace == nil:
 		r.Status, r.Detail = product.Unknown, "this "+tr.Format+" trace holds no headers or bodies"
