@@ -2,6 +2,7 @@ package kthena
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -27,7 +28,8 @@ func schedulerInfo(s Settings) sim.PolicyInfo {
 		Check:     check(s),
 		New: func(c sim.Config, _ int) sim.Policy {
 			return &scheduler{s: s, decode: c.Model.DecodePerToken, draws: rand.New(rand.NewPCG(c.Seed, drawStream)),
-				store: newPrefixStore(s.CacheSize), pending: map[int]pendingAdd{}, tick: -1}
+				store: newPrefixStore(s.CacheSize), pending: map[int]pendingAdd{}, tick: -1,
+				seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 		},
 	}
 }
@@ -112,20 +114,32 @@ func prompt(v *sim.View) string {
 // blockKeys are hashPrompt's blocks (prefix_cache.go:227-279): the prompt in blocks of size
 // bytes, the last one partial, at most max of them; block i's key stands for the prompt up to
 // the block's end (upstream chains xxhash over the model name, the previous key in base 10 and
-// the block; only equality matters to routing, so kvcheck keys the text itself).
-func blockKeys(p string, size, max int) []string {
-	var out []string
-	for end := size; len(out) < max; end += size {
-		out = append(out, p[:min(end, len(p))])
+// the block). Only equality matters to routing, so kvcheck keys the text up to the block's end
+// by two 64-bit hashes of independent seeds (seeds): two different prefixes share a key with a
+// chance of 2^-128, where upstream's one 64-bit chain has 2^-64. A key holds no part of the
+// prompt, which is garbage once routed.
+func blockKeys(p string, size, max int, seeds *[2]maphash.Seed) []blockKey {
+	if p == "" {
+		return nil
+	}
+	var h [2]maphash.Hash
+	h[0].SetSeed(seeds[0])
+	h[1].SetSeed(seeds[1])
+	var out []blockKey
+	for from, end := 0, size; len(out) < max; from, end = end, end+size {
+		b := p[from:min(end, len(p))]
+		h[0].WriteString(b)
+		h[1].WriteString(b)
+		out = append(out, blockKey{h[0].Sum64(), h[1].Sum64()})
 		if end >= len(p) {
 			break
 		}
 	}
-	if p == "" {
-		return nil
-	}
 	return out
 }
+
+// blockKey stands for a prompt up to a block's end (blockKeys).
+type blockKey [2]uint64
 
 // scheduler is Kthena's router scheduling a request for a model server whose pods are the
 // replicas (SchedulerImpl.Schedule, scheduler_impl.go:119-203, and the proxy loop,
@@ -167,9 +181,9 @@ func blockKeys(p string, size, max int) []string {
 // block than the topK left, a Fisher-Yates shuffle of them (in replica order, from the last,
 // IntN(i+1)) and the first ones; one IntN among the pods tied for the highest sum (in replica
 // order). Plugins score in the order the configuration lists them. Memory: each pod's LRU of at
-// most maxHashCacheSize blocks (a string per block: the prompt up to it, which shares the
-// prompt's memory), the blocks of the requests in flight, and the TTFT observations of the
-// current scrape period.
+// most maxHashCacheSize blocks (16 bytes of key each, about 150 bytes with the LRU's and the
+// block's entries), the keys of the requests in flight (at most maxBlocksToMatch each), and
+// the TTFT observations of the current scrape period; no prompt outlives its route.
 //
 // Reasons: prefix-match (the pod chosen matches as much as any), load-over-prefix (another pod
 // matched more), no-match (no pod matched or no prefix-cache plugin), all-filtered.
@@ -178,6 +192,7 @@ type scheduler struct {
 	decode float64
 	draws  *rand.Rand
 	store  *prefixStore
+	seeds  [2]maphash.Seed // blockKeys'
 
 	tick                    int // the last scrape tick processed
 	waiting, running, usage []float64
@@ -199,7 +214,7 @@ type observation struct {
 }
 
 type pendingAdd struct {
-	keys []string
+	keys []blockKey
 	rep  int
 }
 
@@ -291,7 +306,7 @@ func (p *scheduler) Route(f *sim.Pool, j *sim.Job) (int, string) {
 	}
 	p.score = resize(p.score, n)
 	p.prefix = resize(p.prefix, n)
-	var keys []string
+	var keys []blockKey
 	for _, pl := range p.s.Score {
 		w := float64(pl.Weight)
 		switch pl.Name {
@@ -304,7 +319,7 @@ func (p *scheduler) Route(f *sim.Pool, j *sim.Job) (int, string) {
 		case "least-latency":
 			p.leastLatency(w)
 		case "prefix-cache":
-			keys = blockKeys(prompt(j.Request().View), p.s.BlockSize, p.s.MaxBlocks)
+			keys = blockKeys(prompt(j.Request().View), p.s.BlockSize, p.s.MaxBlocks, &p.seeds)
 			if len(keys) > 0 {
 				p.matchPrefix(keys, w)
 			}
@@ -398,7 +413,7 @@ func (p *scheduler) leastLatency(w float64) {
 
 // matchPrefix sets p.prefix to prefix-cache's scores of the candidates and adds them, weighted
 // by w.
-func (p *scheduler) matchPrefix(keys []string, w float64) {
+func (p *scheduler) matchPrefix(keys []blockKey, w float64) {
 	matched := 0
 	found := make(map[int]bool, p.s.TopK)
 	for b := len(keys) - 1; b >= 0 && matched < p.s.TopK; b-- {
@@ -449,31 +464,31 @@ func (p *scheduler) Finished(j *sim.Job) {
 // pod's LRU of its blocks; a block leaving a pod's LRU leaves the block's pods.
 type prefixStore struct {
 	cap  int
-	pods map[string]map[int]bool
+	pods map[blockKey]map[int]bool
 	lru  []*blockLRU
 }
 
 type blockLRU struct {
-	at         map[string]*lruNode
+	at         map[blockKey]*lruNode
 	head, tail *lruNode // head the most recently added
 }
 
 type lruNode struct {
-	key        string
+	key        blockKey
 	prev, next *lruNode
 }
 
 func newPrefixStore(cap int) *prefixStore {
-	return &prefixStore{cap: cap, pods: map[string]map[int]bool{}}
+	return &prefixStore{cap: cap, pods: map[blockKey]map[int]bool{}}
 }
 
-func (s *prefixStore) holds(key string, rep int) bool { return s.pods[key][rep] }
+func (s *prefixStore) holds(key blockKey, rep int) bool { return s.pods[key][rep] }
 
 // add is ModelPrefixStore.Add: the blocks from the last to the first, each into the block's
 // pods and to the front of the pod's LRU; past its capacity the pod's least recent block goes.
-func (s *prefixStore) add(keys []string, rep int) {
+func (s *prefixStore) add(keys []blockKey, rep int) {
 	for len(s.lru) <= rep {
-		s.lru = append(s.lru, &blockLRU{at: map[string]*lruNode{}})
+		s.lru = append(s.lru, &blockLRU{at: map[blockKey]*lruNode{}})
 	}
 	l := s.lru[rep]
 	for b := len(keys) - 1; b >= 0; b-- {

@@ -2,6 +2,7 @@ package kthena
 
 import (
 	"context"
+	"hash/maphash"
 	"strings"
 	"testing"
 
@@ -61,12 +62,20 @@ func TestPrompt(t *testing.T) {
 			t.Errorf("request %d: prompt %q, want %q", i, got, w)
 		}
 	}
-	// Blocks of 4 bytes, the last partial, at most 3: "hello" is "hell", "hello".
-	if d := cmp.Diff([]string{"hell", "hello"}, blockKeys("hello", 4, 3)); d != "" {
+	// Blocks of 4 bytes, the last partial, at most 3: "hello" is "hell", "hello"; a key
+	// stands for the text up to its block's end, whatever the blocks before it.
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	key := func(s string) blockKey {
+		return blockKey{maphash.String(seeds[0], s), maphash.String(seeds[1], s)}
+	}
+	if d := cmp.Diff([]blockKey{key("hell"), key("hello")}, blockKeys("hello", 4, 3, &seeds)); d != "" {
 		t.Errorf("blocks (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"aaaa", "aaaabbbb"}, blockKeys("aaaabbbbcccc", 4, 2)); d != "" {
+	if d := cmp.Diff([]blockKey{key("aaaa"), key("aaaabbbb")}, blockKeys("aaaabbbbcccc", 4, 2, &seeds)); d != "" {
 		t.Errorf("blocks past maxBlocksToMatch (-want +got):\n%s", d)
+	}
+	if got := blockKeys("", 4, 2, &seeds); got != nil {
+		t.Errorf("an empty prompt has blocks %v", got)
 	}
 }
 
