@@ -54,6 +54,10 @@ type globalOptions struct {
 	// for `go tool pprof`; stopProfile ends it (nil when none runs).
 	CPUProfile  string
 	stopProfile func() error
+	// MemProfile is the hidden --memprofile: the file the heap profile taken at the command's
+	// largest live heap goes to; stopMemProfile ends the watch (nil when none runs).
+	MemProfile     string
+	stopMemProfile func() error
 	// allEvidence is assess --evidence all: every figure in the text, not the brief view.
 	allEvidence bool
 	environ     []string
@@ -98,6 +102,13 @@ func (g *globalOptions) prepare(cmd *cobra.Command, s streams) error {
 			return err
 		}
 		g.stopProfile = stop
+	}
+	if g.MemProfile != "" {
+		stop, err := cli.StartMemProfile(g.MemProfile)
+		if err != nil {
+			return err
+		}
+		g.stopMemProfile = stop
 	}
 	fo := failOnFlag(cmd)
 	outs, err := report.ParseOutputs(g.Output, report.Formats(fo != nil))
@@ -230,6 +241,8 @@ and is the vLLM fleet ready for it?
 	// For whoever measures kvcheck (BENCHMARKS.md), not for its users: out of the help.
 	pf.StringVar(&g.CPUProfile, "cpuprofile", "", "write a CPU profile of the command to FILE (go tool pprof)")
 	_ = pf.MarkHidden("cpuprofile")
+	pf.StringVar(&g.MemProfile, "memprofile", "", "write the heap profile at the command's largest live heap to FILE (go tool pprof)")
+	_ = pf.MarkHidden("memprofile")
 
 	for _, add := range subcommands {
 		root.AddCommand(add(s, g))
@@ -258,9 +271,11 @@ func run(ctx context.Context, args []string, s streams, environ []string) int {
 	root := newRootCmd(s, g)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if g.stopProfile != nil {
-		if perr := g.stopProfile(); perr != nil {
-			err = errors.Join(err, perr)
+	for _, stop := range []func() error{g.stopProfile, g.stopMemProfile} {
+		if stop != nil {
+			if perr := stop(); perr != nil {
+				err = errors.Join(err, perr)
+			}
 		}
 	}
 	if in, ok := cli.Interruption(ctx); ok && !endsByInterrupt(cmd) {

@@ -64,6 +64,32 @@ func TestExitCodesByType(t *testing.T) {
 	}
 }
 
+// TestMemProfile: the hidden --memprofile writes a heap profile (gzip-compressed) of the
+// command it runs, is not in the help, and a file it cannot create is a usage error before any
+// work.
+func TestMemProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "mem.prof")
+	var out, errOut bytes.Buffer
+	if got := run(context.Background(), []string{"lint", "--memprofile", prof, "--fail-on", "never", "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK {
+		t.Fatalf("lint --memprofile exited %d; stderr:\n%s", got, errOut.String())
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the profile is %d bytes starting %q, want a gzip stream", len(b), b[:min(len(b), 2)])
+	}
+	out.Reset()
+	if got := run(context.Background(), []string{"--help"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK || strings.Contains(out.String(), "memprofile") {
+		t.Errorf("--help exited %d and shows memprofile: %v", got, strings.Contains(out.String(), "memprofile"))
+	}
+	errOut.Reset()
+	if got := run(context.Background(), []string{"lint", "--memprofile", filepath.Join(prof, "no", "such"), "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitUsage || !strings.Contains(errOut.String(), "--memprofile") {
+		t.Errorf("an uncreatable profile exited %d, want %d naming --memprofile; stderr:\n%s", got, exitUsage, errOut.String())
+	}
+}
+
 // TestCPUProfile: the hidden --cpuprofile writes a profile (gzip-compressed, as pprof writes
 // them) of the command it runs, is not in the help, and a file it cannot create is a usage
 // error before any work.

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
+	"time"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 	"github.com/kvcheck/kvcheck/internal/report"
@@ -28,6 +31,64 @@ func StartCPUProfile(path string) (func() error, error) {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
+// StartMemProfile watches the live heap (as of the last collection, polled every 100 ms) for
+// the hidden --memprofile and, each time it passes its largest so far by more than 1/16, writes
+// the heap profile into path anew, so the file ends holding the profile nearest the command's
+// peak, which a profile taken at exit, once the analyses have let go, would not show. It
+// returns what stops the watch (writing a last profile if the heap grew since) and closes the
+// file.
+func StartMemProfile(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usage.Errorf("--memprofile: %v", err)
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var peak uint64
+	write := func() error {
+		metrics.Read(sample)
+		live := sample[0].Value.Uint64()
+		if live <= peak+peak/16 {
+			return nil
+		}
+		peak = live
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		return pprof.Lookup("heap").WriteTo(f, 0)
+	}
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- write()
+				return
+			case <-tick.C:
+				if err := write(); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+	}()
+	return func() error {
+		close(stop)
+		err := <-done
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--memprofile %s: %w", path, err)
 		}
 		return nil
 	}, nil
