@@ -114,3 +114,28 @@ func TestWriteVerbatim(t *testing.T) {
 		t.Errorf("in Actions, nothing to stop: %q (%v), want the diff as it is", b.String(), err)
 	}
 }
+
+// TestEscapeFastPaths: hasHidden is strings.ContainsFunc(s, hidden), and sprintf passing a
+// string with nothing hidden as it is writes what escaping it writes, for every verb, flag,
+// width and precision a format may give a string. The inputs: every rune below U+3000 alone
+// and between printable ASCII, the bytes of no UTF-8, and the runes hidden holds past it.
+func TestEscapeFastPaths(t *testing.T) {
+	var ins []string
+	for r := rune(0); r < 0x3000; r++ {
+		ins = append(ins, string(r), "ab"+string(r)+"cd")
+	}
+	ins = append(ins, "", "\x9b", "ok\xff", "\u202e", "\u2028", "\ufeffbom", "\U000e0001", "plain text, 12:34 vllm:x")
+	formats := []string{"%s", "%v", "%q", "%x", "%-12s|", "%12s|", "%.2s", "%8.3q", "%+q", "%#q", "[%s] %d"}
+	for _, in := range ins {
+		if got, want := hasHidden(in), strings.ContainsFunc(in, hidden); got != want {
+			t.Errorf("hasHidden(%q) = %v, want %v", in, got, want)
+		}
+		for _, f := range formats {
+			got := sprintf(f, in, 7)
+			want := fmt.Sprintf(f, escaped{in}, escaped{7})
+			if got != want {
+				t.Errorf("sprintf(%q, %q) = %q, want %q", f, in, got, want)
+			}
+		}
+	}
+}

@@ -135,7 +135,11 @@ func lintRuleList() []Rule {
 
 // lintFindings flattens the run's findings in file order for --fail-on, SARIF and annotations.
 func lintFindings(run LintRun) []finding.Finding {
-	out := []finding.Finding{}
+	n := 0
+	for _, f := range run.Files {
+		n += len(f.Findings)
+	}
+	out := make([]finding.Finding, 0, n)
 	for _, f := range run.Files {
 		for _, x := range f.Findings {
 			y := x.Finding

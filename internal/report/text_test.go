@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/google/go-cmp/cmp"
+	"github.com/muesli/termenv"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 )
@@ -95,5 +96,29 @@ func TestGist(t *testing.T) {
 		if got := gist(tt.in); got != tt.want {
 			t.Errorf("gist(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestRenderWithoutColor: without colour, render writes what lipgloss's Render writes for
+// every style of styles.go, on lines with and without tabs, CRLFs and line breaks; with colour
+// it is Render (escape codes).
+func TestRenderWithoutColor(t *testing.T) {
+	styles := []lipgloss.Style{{}, styleHeading, styleError, styleWarning, styleInfo, styleGood, styleMuted, styleVerdict}
+	lines := []string{"plain", "  indented, trailing  ", "ERROR", "tab\there", "crlf\r\nend", "two\nlines", "a\rb", "ünïcode ✓ – µs", "\x1b[31mred"}
+	plain := NewText(&bytes.Buffer{}, false)
+	color := NewText(&bytes.Buffer{}, true)
+	color.r.SetColorProfile(termenv.TrueColor)
+	for i, st := range styles {
+		for _, l := range lines {
+			if got, want := plain.render(st, l), plain.r.NewStyle().Inherit(st).Render(l); got != want {
+				t.Errorf("style %d, no colour: render(%q) = %q, want %q", i, l, got, want)
+			}
+			if got, want := color.render(st, l), color.r.NewStyle().Inherit(st).Render(l); got != want {
+				t.Errorf("style %d, colour: render(%q) = %q, want %q", i, l, got, want)
+			}
+		}
+	}
+	if got := color.render(styleError, "ERROR"); got == "ERROR" {
+		t.Errorf("with colour, render wrote no escape code: %q", got)
 	}
 }
