@@ -9,16 +9,17 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jsonNode is a JSON value with the byte range it occupies in the source, so that string
 // values can be rewritten in place and findings carry a line, a column and a JSON pointer.
 //
-// A parse allocates its nodes and their child lists in slabs, and a string without escapes is
-// a substring of one copy of the source: a tree costs a few allocations per thousand values,
-// and keeps the source's copy alive while any of its strings is. What outlives the file's lint
-// (findings, names) is copied (fileLint.add, fileLint.ref), so that the results of a run do
-// not hold its files.
+// A parse allocates its nodes and their child lists in slabs, and a string without escapes
+// shares the source's memory (parseJSONIn): a tree costs a few allocations per thousand values
+// and no copy of the file. What outlives the file's lint (findings, names) is copied
+// (fileLint.add, fileLint.ref), so that the results of a run neither hold its files nor
+// change when a read buffer is reused.
 type jsonNode struct {
 	kind       byte // 'o' object, 'a' array, 's' string, 'v' other scalar
 	start, end int  // byte offsets of the value in the source; for strings, the quotes included
@@ -57,11 +58,19 @@ func parseJSON(src []byte) (*jsonNode, error) { return parseJSONIn(src, nil) }
 
 // parseJSONIn parses a whole JSON document into an arena's memory (nil: its own); the tree is
 // valid until the arena is released.
+//
+// The tree's strings without escapes share src's memory, not a copy of it: src must not change
+// while the tree or a string taken from it is in use. A file's bytes are a worker's read
+// buffer, which the next file is read into (readInput): what a result keeps is copied
+// (fileLint.add, fileLint.ref, Linter.internName, the query cache's keys, suppress's
+// pointers), as it was already so as not to keep a copy of each file alive, and
+// TestReadKeepsNoBufferText lints files through one buffer and compares with each file linted
+// from its own bytes.
 func parseJSONIn(src []byte, a *jsonArena) (*jsonNode, error) {
 	if a == nil {
 		a = &jsonArena{}
 	}
-	p := &jsonParser{src: src, text: string(src), jsonArena: a}
+	p := &jsonParser{src: src, text: unsafe.String(unsafe.SliceData(src), len(src)), jsonArena: a}
 	if len(src) >= 3 && string(src[:3]) == "\xef\xbb\xbf" {
 		p.pos = 3
 	}
@@ -79,7 +88,7 @@ func parseJSONIn(src []byte, a *jsonArena) (*jsonNode, error) {
 
 type jsonParser struct {
 	src  []byte
-	text string // src as a string, of which unescaped strings are substrings
+	text string // src's memory as a string, of which unescaped strings are substrings
 	pos  int
 	*jsonArena
 }

@@ -177,6 +177,7 @@ func (c *queryCache) get(key queryKey, check func(text string) *queryResult) *qu
 	if !found {
 		if e = c.prev[key]; e != nil {
 			delete(c.prev, key)
+			key.text = e.text // the kept copy: the key given is a file's
 		} else {
 			key.text = strings.Clone(key.text)
 			e = &queryEntry{text: key.text}

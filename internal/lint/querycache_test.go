@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/kvcheck/kvcheck/internal/catalog"
 )
@@ -80,5 +81,28 @@ func TestQueryCacheBounded(t *testing.T) {
 	}
 	if c.checks != 20001 {
 		t.Errorf("%d queries checked, want 20001 (the one used again once)", c.checks)
+	}
+}
+
+// TestQueryCacheKeepsItsKeys: an entry the cache moves from its previous generation to the
+// current one is keyed by the cache's copy of the query, not by the string the caller looked
+// it up with, which is a file's (its read buffer's memory, which the next file overwrites).
+func TestQueryCacheKeepsItsKeys(t *testing.T) {
+	c := newQueryCache()
+	c.max = 1 // every entry added starts a new generation
+	buf := []byte("up == 1")
+	q := unsafe.String(unsafe.SliceData(buf), len(buf))
+	check := func(text string) *queryResult { return &queryResult{textLen: len(text)} }
+	c.get(queryKey{text: q}, check)       // in the current generation
+	c.get(queryKey{text: "other"}, check) // which becomes the previous one
+	c.get(queryKey{text: q}, check)       // moved back into the current one
+	copy(buf, "xx != 2")                  // the next file read into the buffer
+	for k, e := range c.cur {
+		if k.text != e.text {
+			t.Errorf("an entry for %q is keyed %q: its key is the caller's string, not the cache's copy", e.text, k.text)
+		}
+	}
+	if len(c.cur) != 1 || c.checks != 2 {
+		t.Errorf("%d entries in the current generation and %d checks, want 1 (the query moved back) and 2", len(c.cur), c.checks)
 	}
 }
