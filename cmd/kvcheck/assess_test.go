@@ -297,8 +297,8 @@ func TestAssessPrometheus(t *testing.T) {
 	mu.Lock()
 	asked := slices.Clone(queries)
 	mu.Unlock()
-	if len(asked) != 5 {
-		t.Errorf("%d queries, want hitrate's 5 and no more:\n%s", len(asked), strings.Join(asked, "\n"))
+	if len(asked) != 6 {
+		t.Errorf("%d queries, want hitrate's 6 and no more:\n%s", len(asked), strings.Join(asked, "\n"))
 	}
 	if got, want := doc.figure("hitrate.kv_capacity"), "3000 blocks x 16 = 48000 tokens"; got != want {
 		t.Errorf("kv capacity = %q, want %q", got, want)

@@ -118,7 +118,7 @@ func TestHitratePrometheusFlags(t *testing.T) {
 	if !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr = %q, want it to contain %q", errOut.String(), want)
 	}
-	if calls.Load() != 5 || !sawAuth.Load() || !sawSelector.Load() {
-		t.Errorf("calls=%d auth=%v selector=%v, want 5 calls with the token and the selector", calls.Load(), sawAuth.Load(), sawSelector.Load())
+	if calls.Load() != 6 || !sawAuth.Load() || !sawSelector.Load() {
+		t.Errorf("calls=%d auth=%v selector=%v, want 6 calls with the token and the selector", calls.Load(), sawAuth.Load(), sawSelector.Load())
 	}
 }

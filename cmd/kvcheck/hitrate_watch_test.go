@@ -263,7 +263,7 @@ func TestHitrateWatchNeverReached(t *testing.T) {
 	go func() {
 		code <- run(ctx, []string{"hitrate", "--prometheus", srv.URL, "--watch=20ms", "-o", "json", "--fail-on", "warning"}, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, nil)
 	}()
-	for calls.Load() < 15 { // three refreshes of five queries
+	for calls.Load() < 18 { // three refreshes of six queries
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel(cli.Interrupted{Sig: syscall.SIGINT})

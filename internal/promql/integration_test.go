@@ -327,8 +327,8 @@ func TestPrometheusMatchesScrape(t *testing.T) {
 			t.Errorf("replica on 0.9.1 via Prometheus: version range %q, want >=0.7.3 <0.11.0", r.VersionRange)
 		}
 	}
-	if len(pin.Queries) != 5 {
-		t.Errorf("%d Prometheus queries, want 5", len(pin.Queries))
+	if len(pin.Queries) != 6 {
+		t.Errorf("%d Prometheus queries, want 6", len(pin.Queries))
 	}
 	// At the time state B was confirmed every replica was up: none is gone.
 	for _, x := range queried.Findings {

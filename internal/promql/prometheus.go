@@ -117,8 +117,10 @@ func (p Prometheus) Queries() []query {
 	resets := func(n string) string { return fmt.Sprintf("resets(%s{%s}[%s])", n, sel, w) }
 	instant := func(n string) string { return fmt.Sprintf("%s{%s}", n, sel) }
 	routerSel := `__name__=~"vllm:.+",server!=""`
+	stackSel := stackMatcher()
 	if p.Selector != "" {
 		routerSel = p.Selector + "," + routerSel
+		stackSel = p.Selector + "," + stackSel
 	}
 	// The prefix-cache counters at the end of the window, by name: a replica whose counters
 	// have a rate over the window but no sample at its end stopped inside it, and one with a
@@ -139,7 +141,19 @@ func (p Prometheus) Queries() []query {
 		// size assess simulates), so this is the one read of vllm:cache_config_info.
 		{"config", fmt.Sprintf("max by (%s, block_size, enable_prefix_caching, num_gpu_blocks, mamba_block_size, mamba_cache_mode, %s) (%s{%s})", by, strings.Join(versionLabels, ", "), configInfo, sel)},
 		{"routers", fmt.Sprintf("count by (server) ({%s})", routerSel)},
+		// The routers' own metric families (routerFamilies), one series a family name: the
+		// products the user runs, for assess's stack rule, as a dump shows them by name.
+		{"stacks", fmt.Sprintf("count by (__name__) ({%s})", stackSel)},
 	}
+}
+
+// stackMatcher matches the names of the routers' own metric families (routerFamilies).
+func stackMatcher() string {
+	var prefixes []string
+	for _, f := range routerFamilies {
+		prefixes = append(prefixes, f.prefix)
+	}
+	return `__name__=~"(` + strings.Join(prefixes, "|") + `).+"`
 }
 
 // Collect runs the queries concurrently and assembles the Input.
@@ -275,6 +289,16 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 		in.Routers = append(in.Routers, string(s.Metric["server"]))
 	}
 	slices.Sort(in.Routers)
+	var families []string
+	for s := range take("stacks") {
+		families = append(families, string(s.Metric[model.MetricNameLabel]))
+	}
+	// Named by the first family of each product in name order, as a dump's are by the first
+	// seen: the same answer whatever order the server gives the series in.
+	slices.Sort(families)
+	for _, f := range families {
+		in.Stacks = addStack(in.Stacks, routerStackOf(f), f)
+	}
 	if len(in.Observations) == 0 {
 		hint := "is Prometheus scraping vLLM, and does --selector match?"
 		if len(in.Routers) > 0 {

@@ -28,8 +28,8 @@ func TestQueriesConstant(t *testing.T) {
 		{Window: 30 * time.Second, Selector: `namespace="prod"`, By: []string{"pod", "engine"}},
 	} {
 		qs := p.Queries()
-		if len(qs) != 5 {
-			t.Errorf("%d queries, want 5", len(qs))
+		if len(qs) != 6 {
+			t.Errorf("%d queries, want 6", len(qs))
 		}
 		for _, q := range qs {
 			if _, err := parser.NewParser(parser.Options{}).ParseExpr(q.expr); err != nil {
@@ -105,6 +105,8 @@ func (fp *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(q, "count by (server)"):
 		name = "routers"
+	case strings.HasPrefix(q, "count by (__name__)"):
+		name = "stacks"
 	case strings.Contains(q, "cache_config_info"):
 		name = "config"
 	case strings.Contains(q, "resets("):
@@ -170,14 +172,18 @@ func TestPrometheusCollect(t *testing.T) {
 		},
 		"config":  {series("", "1", "pod", "a", "engine", "0", "block_size", "32", "enable_prefix_caching", "True")},
 		"routers": {series("", "12", "server", "http://r:80")},
+		"stacks": {series("", "3", "__name__", "litellm_requests_metric_total"),
+			series("", "1", "__name__", "llm_d_epp_request_total"),
+			series("", "2", "__name__", "litellm_deployment_state"),
+			series("", "1", "__name__", "inference_extension_scheduler_attempts")},
 	}}
 	p := newProm(t, fp)
 	in, err := p.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fp.calls.Load(); got != 5 {
-		t.Errorf("%d API calls, want 5", got)
+	if got := fp.calls.Load(); got != 6 {
+		t.Errorf("%d API calls, want 6", got)
 	}
 	rep := Analyze(in)
 	type row struct {
@@ -212,8 +218,17 @@ func TestPrometheusCollect(t *testing.T) {
 			t.Errorf("findings %v lack %s", gotCodes, w)
 		}
 	}
-	if len(in.Queries) != 5 {
-		t.Errorf("%d query stats, want 5", len(in.Queries))
+	if len(in.Queries) != 6 {
+		t.Errorf("%d query stats, want 6", len(in.Queries))
+	}
+	// The routers' own families, one series a name in whatever order the server gives them:
+	// each product once, named by its first family in name order; production-stack by the
+	// router's vllm: series with a server label.
+	// In name order: inference_extension_scheduler_attempts (llm-d), litellm_deployment_state
+	// (LiteLLM; litellm_requests_metric_total after it), llm_d_epp_request_total (llm-d again).
+	wantStacks := []RouterStack{{"llm-d", "inference_extension_scheduler_attempts"}, {"litellm", "litellm_deployment_state"}, {"production-stack", "vllm: series with a server label (the router's per-backend series)"}}
+	if diff := cmp.Diff(wantStacks, rep.Stacks); diff != "" {
+		t.Errorf("stacks (-want +got):\n%s", diff)
 	}
 }
 
@@ -268,7 +283,7 @@ func TestPrometheusPartialResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ServerWarning{{Warning: partial, Queries: []string{"counters", "resets", "gauges", "config", "routers"}}}
+	want := []ServerWarning{{Warning: partial, Queries: []string{"counters", "resets", "gauges", "config", "routers", "stacks"}}}
 	if diff := cmp.Diff(want, in.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
