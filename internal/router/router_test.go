@@ -14,7 +14,7 @@ func TestRegistry(t *testing.T) {
 	want := []string{"llmd-approx", "llmd-precise", "dynamo-round-robin", "dynamo-kv",
 		"prodstack-roundrobin", "prodstack-session", "prodstack-prefixaware", "prodstack-kvaware", "prodstack-loadaware",
 		"litellm-simple-shuffle", "litellm-session-affinity", "litellm-prompt-caching", "sglang-cache-aware", "ray-prefix-affinity",
-		"vllm-router-consistent-hash", "vllm-router-rendezvous-hash", "vllm-router-power-of-two", "vllm-router-round-robin", "vllm-router-random",
+		"vllm-router-cache-aware", "vllm-router-consistent-hash", "vllm-router-rendezvous-hash", "vllm-router-power-of-two", "vllm-router-round-robin", "vllm-router-random",
 		"aibrix-prefix-cache", "kthena-router"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("emulations %q, want %q", got, want)

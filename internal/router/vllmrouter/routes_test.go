@@ -108,17 +108,23 @@ func TestBalanceRoutes(t *testing.T) {
 }
 
 // TestReasonsDeclared: every reason a route gives on random traffic is one its emulation
-// declares (PolicyInfo.Reasons, listed in simulate's help), and every declared reason is given.
+// declares (PolicyInfo.Reasons, listed in simulate's help), and every declared reason is given,
+// as shipped or with --balance-abs-threshold 0 (cache_aware's imbalance branch needs more than
+// 64 requests in flight at the shipped value).
 func TestReasonsDeclared(t *testing.T) {
 	tr := viewTraffic(7, 400)
-	for _, e := range (Router{}).Emulations(Shipped()) {
-		_, why := simtest.Run(t, tr, simtest.Config(3), e)
+	tight := Shipped()
+	tight.BalanceAbs = 0
+	for k, e := range (Router{}).Emulations(Shipped()) {
 		seen := map[string]bool{}
-		for i, r := range why {
-			if !slices.Contains(e.Reasons, r) {
-				t.Fatalf("%s: request %d gives reason %q, not among %v", e.Name, i, r, e.Reasons)
+		for _, e := range []sim.PolicyInfo{e, (Router{}).Emulations(tight)[k]} {
+			_, why := simtest.Run(t, tr, simtest.Config(3), e)
+			for i, r := range why {
+				if !slices.Contains(e.Reasons, r) {
+					t.Fatalf("%s: request %d gives reason %q, not among %v", e.Name, i, r, e.Reasons)
+				}
+				seen[r] = true
 			}
-			seen[r] = true
 		}
 		for _, r := range e.Reasons {
 			if !seen[r] {

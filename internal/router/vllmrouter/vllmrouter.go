@@ -23,15 +23,16 @@
 //   - consistent_hash and its key (consistent_hash.rs:21-450; hash_key.rs:11-229): hash.go
 //     ports fbi_hash, the ring and the key operation for operation; rendezvous_hash
 //     (rendezvous_hash.rs:42-83).
-//   - cache_aware (cache_aware.rs:174-345; tree.rs:362-620) and the load it reads: the
-//     router's count of its requests in flight, raised only for cache_aware
-//     (router.rs:574-580, decremented when the response ends).
+//   - cache_aware (cache_aware.rs:126-358; tree.rs:209-227, 362-619, the SGLang gateway's
+//     tree.rs @8905cbd line for line outside its tests, so it runs on internal/router/chartree)
+//     and the load it reads: the router's count of its requests in flight, raised only for
+//     cache_aware (router.rs:574-580, decremented when the response ends); the validator's
+//     bounds (config/validation.rs:127-167). cacheaware.go lists each step with its lines.
 //   - power_of_two (power_of_two.rs:24-84; router.rs:150-172, 1284-1360): the loads come from
 //     /get_load, which vLLM does not serve, so it routes at random (rule VR-01).
 //   - round_robin (round_robin.rs:22-43) and random (random.rs:19-38).
 //
-// Left out: cache_aware's emulation, for now (checked above; its tree is SGLang's, which
-// moves out of internal/sim with SGLang's emulation); workers that fail (circuit breakers, health checks, retries: every worker is
+// Left out: workers that fail (circuit breakers, health checks, retries: every worker is
 // healthy); data-parallel workers ("url@rank"); the prefill/decode and OpenAI-backend modes;
 // IGW mode's per-model policies; a string batch's prompts after the first (kvcheck reads the
 // first; upstream joins them). kv_aware is not emulated: it is not on main at e667ebb, and the
@@ -110,7 +111,7 @@ func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: 
 // Emulations implements product.Router.
 func (Router) Emulations(ps product.Settings) []sim.PolicyInfo {
 	s := ps.(Settings)
-	return []sim.PolicyInfo{consistentHash(s), rendezvousHash(s), powerOfTwo(), roundRobin(), random()}
+	return []sim.PolicyInfo{cacheAware(s), consistentHash(s), rendezvousHash(s), powerOfTwo(), roundRobin(), random()}
 }
 
 // Configure implements product.Router. It reads the launch command's flags as given:
@@ -125,11 +126,6 @@ func (Router) Configure(f product.Facts) []product.Configured {
 	skip := ""
 	if i := slices.IndexFunc(Policies, func(p struct{ Flag, Emulation string }) bool { return p.Flag == s.Policy }); i >= 0 {
 		policies = []string{Policies[i].Emulation}
-		if s.Policy == "cache_aware" {
-			// Its tree is SGLang's (tree.rs is the fork's, line for line), which moves out of
-			// internal/sim with SGLang's emulation; cache_aware follows it there.
-			policies, skip = nil, "--policy cache_aware is not emulated yet (consistent_hash, rendezvous_hash, power_of_two, round_robin and random are)"
-		}
 	} else {
 		skip = fmt.Sprintf("--policy %q is not one vLLM Router takes (it refuses to start)", s.Policy)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestConfigure: a launch command's --policy picks the emulation and its flags the settings;
-// a policy the router does not take, and cache_aware (not emulated yet), give no row and say why.
+// a policy the router does not take gives no row and says why.
 func TestConfigure(t *testing.T) {
 	f := product.Facts{Product: ID, File: "router.yaml", Line: 12, Values: map[string]string{
 		"--policy": "consistent_hash", "--worker-urls": "http://a:8000 http://b:8000", "--balance-abs-threshold": "many"}}
@@ -27,11 +27,25 @@ func TestConfigure(t *testing.T) {
 	if len(got[0].Notes) != 1 || !strings.Contains(got[0].Notes[0], `--balance-abs-threshold "many"`) {
 		t.Errorf("notes %q, want the unreadable value named", got[0].Notes)
 	}
-	for policy, why := range map[string]string{"least_load": `--policy "least_load" is not one vLLM Router takes`, "cache_aware": "not emulated yet"} {
-		f.Values = map[string]string{"--policy": policy}
+	f.Values = map[string]string{"--policy": "least_load"}
+	got = (Router{}).Configure(f)
+	if len(got) != 1 || got[0].Policy != "" || !strings.Contains(got[0].NotSimulated, `--policy "least_load" is not one vLLM Router takes`) {
+		t.Errorf("least_load: %+v, want no row because the router does not take it", got)
+	}
+	// cache_aware is the default policy and reads its five flags (the Rust binary's
+	// --eviction-interval, the Python launcher's --eviction-interval-secs).
+	for _, vals := range []map[string]string{
+		{"--cache-threshold": "0.5", "--balance-abs-threshold": "8", "--balance-rel-threshold": "2", "--eviction-interval": "30", "--max-tree-size": "1000"},
+		{"--policy": "cache_aware", "--cache-threshold": "0.5", "--balance-abs-threshold": "8", "--balance-rel-threshold": "2", "--eviction-interval-secs": "30", "--max-tree-size": "1000"},
+	} {
+		f.Values = vals
 		got = (Router{}).Configure(f)
-		if len(got) != 1 || got[0].Policy != "" || !strings.Contains(got[0].NotSimulated, why) {
-			t.Errorf("%s: %+v, want no row because %q", policy, got, why)
+		want := Settings{Policy: "cache_aware", CacheThreshold: 0.5, BalanceAbs: 8, BalanceRel: 2, EvictionSecs: 30, MaxTreeSize: 1000}
+		if len(got) != 1 || got[0].Policy != "vllm-router-cache-aware" {
+			t.Fatalf("%v: %+v, want the cache_aware row", vals, got)
+		}
+		if d := cmp.Diff(want, got[0].Settings.(Settings)); d != "" {
+			t.Errorf("%v: settings (-want +got):\n%s", vals, d)
 		}
 	}
 }
