@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -177,10 +178,33 @@ plugins:
 	}
 }
 
+// TestDeploymentOfVLLMRouters: a vllm-router line is read for the product its flags name:
+// vLLM Router's --policy and --worker-urls (the URLs joined with spaces), or production-stack's
+// --routing-logic under the chart's names; never for both.
+func TestDeploymentOfVLLMRouters(t *testing.T) {
+	l := newLinter(t, "")
+	dep := DeploymentOf(l.Finish([]FileResult{
+		l.File("vr.sh", []byte("#!/bin/sh\nvllm-router --worker-urls http://a:8000 http://b:8000 --policy cache_aware --cache-threshold 0.5\n")),
+		l.File("ps.sh", []byte("#!/bin/sh\nvllm-router --service-discovery static --static-backends http://a:8000 --routing-logic prefixaware\n")),
+	}))
+	got := map[string]string{}
+	for _, r := range dep.Routers {
+		got[r.File] = r.Kind + fmt.Sprint(r.Values)
+	}
+	want := map[string]string{
+		"vr.sh": "vllm-router" + fmt.Sprint(map[string]string{"--worker-urls": "http://a:8000 http://b:8000", "--policy": "cache_aware", "--cache-threshold": "0.5"}),
+		"ps.sh": "production-stack" + fmt.Sprint(map[string]string{"routingLogic": "prefixaware"}),
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("routers (-want +got):\n%s", d)
+	}
+}
+
 // FuzzDeploymentOf: reading the routers' values never panics, on YAML or on text.
 func FuzzDeploymentOf(f *testing.F) {
 	for _, s := range []string{eppPrecise, litellmShuffle, prodStack("session", "", "  sessionKey: x\n"), dynamoDGD("kv", "", ""),
-		"python -m sglang_router.launch_router --policy cache_aware --max-tree-size\n", "request_router_class='PrefixCacheAffinityRouter', imbalanced_threshold=float('inf')"} {
+		"python -m sglang_router.launch_router --policy cache_aware --max-tree-size\n",
+		"vllm-router --worker-urls http://a:8000 --worker-urls=http://b:8000 --policy\nvllm_router --routing-logic x --policy y\n", "request_router_class='PrefixCacheAffinityRouter', imbalanced_threshold=float('inf')"} {
 		f.Add([]byte(s))
 	}
 	l := newLinter(f, "")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/router/config"
+	"github.com/kvcheck/kvcheck/internal/router/vllmrouter"
 )
 
 // production-stack's configuration checks (config.Checker): the Helm chart's values
@@ -72,6 +73,9 @@ func (Router) ReadDocument(v *config.Values, root *yaml.Node) (mine, walk bool) 
 // ReadCommand implements config.CommandReader: the router's flags on a command line, under
 // the chart's names.
 func (Router) ReadCommand(v *config.Values, argv []config.Token) {
+	if standalone, _ := vllmrouter.Standalone(argv); standalone {
+		return
+	}
 	for i, t := range argv {
 		if !routerProgram(t.Text) {
 			continue
@@ -94,7 +98,9 @@ func (Router) ReadCommand(v *config.Values, argv []config.Token) {
 }
 
 // routerProgram reports the word that starts the router: vllm_router, vllm-router, python -m
-// vllm_router.app, by any path.
+// vllm_router.app, by any path. vLLM Router (vllm-project/router) installs a vllm-router too:
+// a line vllmrouter.Standalone says is its (--policy, --worker-urls, ... and none of this
+// router's --routing-logic, --service-discovery, --static-backends) is left to it.
 func routerProgram(word string) bool {
 	b := word[strings.LastIndexByte(word, '/')+1:]
 	return b == "vllm_router.app" || b == "vllm-router" || b == "vllm_router"
@@ -154,6 +160,9 @@ type cliFlag struct {
 
 // prodStackFrom recognises production-stack's router in a command line, or returns nil.
 func prodStackFrom(argv []config.Token) *prodStackCLI {
+	if standalone, _ := vllmrouter.Standalone(argv); standalone {
+		return nil
+	}
 	for i, t := range argv {
 		if !routerProgram(t.Text) {
 			continue

@@ -29,7 +29,7 @@
 //     cache_aware (router.rs:574-580, decremented when the response ends); the validator's
 //     bounds (config/validation.rs:127-167). cacheaware.go lists each step with its lines.
 //   - power_of_two (power_of_two.rs:24-84; router.rs:150-172, 1284-1360): the loads come from
-//     /get_load, which vLLM does not serve, so it routes at random (rule VR-01).
+//     /get_load, which vLLM does not serve, so it routes at random (rule vllm-router/power-of-two-no-load).
 //   - round_robin (round_robin.rs:22-43) and random (random.rs:19-38).
 //
 // Left out: workers that fail (circuit breakers, health checks, retries: every worker is
