@@ -124,6 +124,7 @@ func FuzzConfigFile(f *testing.F) {
 	}
 	for _, s := range []string{litellmShuffle, eppPrecise, prodStack("kvaware", "    vllmConfig:\n      maxModelLen: 1\n", ""),
 		prodStack("roundrobin", "", "  extraArgs: [\"--routing-logic\", \"session\", \"--session-key\", \"--routing-logic=loadaware\"]\n"),
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kthena-router-config\ndata:\n  routerConfiguration: |\n    scheduler:\n      pluginConfig:\n      - name: least-latency\n        args: {TTFTTPOTWeightFactor: .inf}\n      - name: prefix-cache\n        args: {blockSizeToHash: 0, topKMatches: x}\n      plugins:\n        Filter: {enabled: [least-request, nope]}\n        Score:\n          enabled:\n          - name: random\n          - name: gpu-usge\n            weight: -2\n",
 		"#!/bin/sh\nvllm-router --policy cache_aware --cache-threshold 1 --balance-abs-threshold 0 --balance-rel-threshold 1 --worker-urls http://a:8000 http://b:8000\npython -m vllm_router.launch_router --policy=consistant_hash --max-tree-size=0\n",
 		dynamoDGD("kv", "            - --no-kv-events\n", ""), engineDeployment("vllm/vllm-openai:v0.10.2", 3, `{"enable_kv_cache_events":true}`),
 		"services:\n  v:\n    image: vllm/vllm-openai:v0.6.6\n    command: >\n      --model m\n      --kv-events-config '{}'\n"} {

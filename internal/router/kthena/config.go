@@ -21,12 +21,12 @@ const (
 	ConfigKey     = "routerConfiguration"
 )
 
-// Checker is the Kthena router's part in lint: it recognises the ConfigMap and reads its
-// scheduler configuration back as the facts Configure reads. It has no rules of its own yet.
+// Checker is the Kthena router's part in lint: it recognises the ConfigMap, checks its
+// scheduler configuration (rules) and reads it back as the facts Configure reads.
 type Checker struct{}
 
 // ConfigRules implements config.Checker.
-func (Checker) ConfigRules() []config.Rule { return nil }
+func (Checker) ConfigRules() []config.Rule { return rules }
 
 // ConfigFormats implements config.Checker.
 func (Checker) ConfigFormats() []config.Format { return []config.Format{FormatConfigMap} }
@@ -36,18 +36,27 @@ func (Checker) ConfigFormats() []config.Format { return []config.Format{FormatCo
 // routerConfiguration. nil when the document holds none, or the key's text is not a YAML
 // mapping.
 func routerConfig(root *yaml.Node) (*yaml.Node, int) {
-	if kind, _ := config.Str(root, "kind"); kind != "ConfigMap" {
+	cfg, key := routerConfigNode(root)
+	if cfg == nil {
 		return nil, 0
 	}
-	key := config.Get(root, "data", ConfigKey)
+	return cfg, key.Line
+}
+
+// routerConfigNode is routerConfig with the scalar that holds the configuration.
+func routerConfigNode(root *yaml.Node) (cfg, key *yaml.Node) {
+	if kind, _ := config.Str(root, "kind"); kind != "ConfigMap" {
+		return nil, nil
+	}
+	key = config.Get(root, "data", ConfigKey)
 	if key == nil || key.Kind != yaml.ScalarNode {
-		return nil, 0
+		return nil, nil
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(key.Value), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, 0
+		return nil, nil
 	}
-	return doc.Content[0], key.Line
+	return doc.Content[0], key
 }
 
 // CheckNested implements config.NestedChecker: a ConfigMap holding the router's configuration.
@@ -55,9 +64,11 @@ func (Checker) CheckNested(d *config.Doc, root *yaml.Node) (config.Format, confi
 	if d.Recognised() {
 		return "", config.Loader{}
 	}
-	if cfg, _ := routerConfig(root); cfg == nil {
+	cfg, key := routerConfigNode(root)
+	if cfg == nil {
 		return "", config.Loader{}
 	}
+	checkConfig(d.Held(key), cfg)
 	return FormatConfigMap, config.Loader{}
 }
 

@@ -21,7 +21,11 @@
 //     (factory.go:116-121); a plugin name the registry does not know is skipped with a log
 //     line (factory.go:100-104, 122-124); random beside other score plugins is dropped
 //     (conf.go:131-149);
-//   - each plugin's score, the metrics scrape and the prefix store: scheduler.go.
+//   - each plugin's score, the metrics scrape and the prefix store: scheduler.go;
+//   - the config rules (rules.go): a Score set without prefix-cache, a weight left out or not
+//     above 0, a plugin name the registry does not know, random beside other plugins,
+//     least-latency's factor outside 0-1 (the router exits), prefix-cache arguments the plugin
+//     puts back at their defaults, each with the lines it follows.
 //
 // Left out: prefill/decode groups (PDGroup), LoRA affinity, the kvcache-aware plugin (Redis and
 // a tokenizer), the fairness queue, rate limits, session stickiness, several router replicas
