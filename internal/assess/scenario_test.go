@@ -19,6 +19,8 @@ import (
 	"github.com/kvcheck/kvcheck/internal/assess/rank"
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/promql"
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -306,6 +308,13 @@ func TestScenarios(t *testing.T) {
 		// invariants (checkRanking).
 		first, notFirst []string
 		unnamed         bool
+		// noFirst: the ranking must name no router first (NoWinner), whatever its order.
+		noFirst bool
+		// fixes are rule ids among the recommendation's fixes, evidence texts among its
+		// figures; snippet and notSnippet are texts the first's configuration to apply (its
+		// text and where it goes) must and must not hold.
+		fixes, evidence     []string
+		snippet, notSnippet []string
 	}
 	four := Options{Replicas: 4, KVTokens: 1 << 20}
 	reqs := func(l *reqLog) func(t *testing.T) Inputs {
@@ -644,6 +653,48 @@ func TestScenarios(t *testing.T) {
 			opts: four, want: advise.Nothing, rules: []string{"no-option-pays"},
 		},
 		{
+			name: "--config litellm.yaml with prompt caching its only affinity, chat with session ids (issue 22, failure 6)",
+			why:  "the chat case (40 conversations of 4 turns, metadata.session_id, 4 replicas): session affinity, as without the file. The file is the LiteLLM config kvcheck lint reports LL-03 on (two deployments of one model group, simple-shuffle, optional_pre_call_checks [prompt_caching] and nothing else): prompt caching is its only affinity, so the finding must reach the fixes with its rule id and the lint figure, and the advice under the verdict is about LiteLLM, the product the file shows, with that rule. The routers: the user runs LiteLLM (configured in litellm.yaml); LiteLLM's prompt caching as configured pins nothing on traffic without cache_control markers (its requirement missing), so it saves what simple-shuffle does; its session_affinity reads metadata.session_id (met) on the proxy the file shows (met) and keeps each conversation on one replica: a session router of the product the user runs, first; the prefix routers save as much but are neither",
+			in: func(t *testing.T) Inputs {
+				in := Inputs{Requests: conversations(2, 40, 4, true, nil).source(t)}
+				in.Config, in.Files = configOf(t, map[string]string{"litellm.yaml": litellmPromptCaching})
+				return in
+			},
+			opts: four, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+			fixes: []string{"LL-03"}, evidence: []string{"LL-03 litellm/prompt-caching-only"},
+			advice: []string{"LiteLLM: your configuration was checked", "LL-03 litellm/prompt-caching-only"},
+			first:  []string{"litellm-session-affinity"}, notFirst: []string{"litellm-prompt-caching", "ray-prefix-affinity", "sglang-cache-aware", "prodstack-prefixaware", "llmd-approx", "llmd-precise"},
+		},
+		{
+			name: "no config files, the demo's stack: production-stack's router as today (issue 22, failure 7)",
+			why:  "the 40 tenants' 1,000-token prompts against 16k of KV a replica (a KV-aware router, worked out above) behind production-stack's router in round-robin (--today prodstack-roundrobin, as the demo runs it): the user runs production-stack. Every prefix router that keeps a tenant's prompt on one replica reaches the same hits after the warm-up: production-stack's prefixaware serves within the 5-point stack margin of the best (the same whole points), so it is first; Ray Serve and SGLang's gateway have no fewer requirements unknown (one each, as prefixaware's values) and would be a change of serving stack: not first on the strength of their requirements",
+			in:   reqs(tenants(7, 400, 40, 1000, nil, nil)),
+			opts: Options{Replicas: 4, KVTokens: 16 << 10, Today: "prodstack-roundrobin"}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+			first: []string{"prodstack-prefixaware"}, notFirst: []string{"ray-prefix-affinity", "sglang-cache-aware", "llmd-approx", "llmd-precise", "dynamo-kv"},
+		},
+		{
+			name: "Ray's snippet: the request router in the model's LLMConfig (issue 22, failure 8)",
+			why:  "the 40 tenants' prompts (a KV-aware router) ranked over Ray's prefix router and llm-d's two: the three save the same whole points, Ray's needs one requirement (its Serve application) and llm-d's two or three, so Ray's is first by the smaller change. Its configuration to apply must load in Ray: a Serve config whose application builds Ray Serve LLM's OpenAI app, request_router_config inside the model's LLMConfig deployment_config (applications[].args.llm_configs[].deployment_config); before, it nested request_router_config under deployment_config in a deployments[] entry, a key Ray's deployment schema does not have there",
+			in:   reqs(tenants(7, 400, 40, 1000, nil, nil)),
+			opts: Options{Replicas: 4, KVTokens: 16 << 10, Routers: emulations(t, "ray-prefix-affinity", "llmd-approx", "llmd-precise")}, want: advise.KVAwareRouter, rules: []string{"kv-router-saves"},
+			first:      []string{"ray-prefix-affinity"},
+			snippet:    []string{"applications[].args.llm_configs[].deployment_config.request_router_config", "    llm_configs:\n", "      deployment_config:\n        request_router_config:\n          request_router_class: ray.serve.llm.request_router.PrefixCacheAffinityRouter\n"},
+			notSnippet: []string{"deployments:"},
+		},
+		{
+			name: "session affinity that no session router serves, LiteLLM configured (issue 22, the verdict and the ranking agree)",
+			why:  "testdata/assess/chat_sessions.jsonl (120 requests in 30 conversations of 4 turns, metadata.session_id, no arrival times) on 8 replicas with the LiteLLM config: within-session reuse only (the audit's cross-session reuse is 0), so a KV-aware router can serve no more than session affinity, which serves it all: session affinity. The session routers: vLLM Router's hashes read a session header the requests lack (missing: every chat hashed alike, one replica); production-stack's session router as shipped has no session key and refuses to start; LiteLLM's session_affinity places each conversation's first request by a uniform draw (simple-shuffle) and pins it: 30 draws over 8 replicas average 3.75, and a replica drawing 8 or more (load max/mean 32/15 = 2.13 >= 2.0, a hot spot where the arrival times are made up and the imbalance alone decides) has probability about 0.03 a replica, 0.2 over 8; this seed's draw is such a one. So no session router stands for the verdict, none is named (router-unnamed), and a KV-aware row, serving 0 points more than session affinity (under the 5-point session margin), is not named first in its place: no router first",
+			in: func(t *testing.T) Inputs {
+				path := filepath.Join("..", "..", "testdata", "assess", "chat_sessions.jsonl")
+				in := Inputs{Requests: &RequestLog{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}}
+				in.Config, in.Files = configOf(t, map[string]string{"litellm.yaml": litellmPromptCaching})
+				return in
+			},
+			opts: Options{Replicas: 8, KVTokens: 1 << 20}, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
+			unnamed: true, noFirst: true,
+			notFirst: []string{"sglang-cache-aware", "dynamo-kv", "llmd-approx", "llmd-precise", "prodstack-prefixaware", "ray-prefix-affinity", "aibrix-prefix-cache", "kthena-router"},
+		},
+		{
 			name: "five tenants' prompts, users named by OpenAI's user field (issue 9, failure 2)",
 			why:  "the user field is no session, so a user moving between tenants is no broken session; 5 prompts of 1,000 tokens fit in every replica: nothing",
 			in: func(t *testing.T) Inputs {
@@ -696,6 +747,32 @@ func TestScenarios(t *testing.T) {
 					t.Errorf("no reason mentions %q\n%s", m, show())
 				}
 			}
+			for _, code := range sc.fixes {
+				if !slices.ContainsFunc(rec.Fixes, func(f finding.Finding) bool { return f.Rule == code }) {
+					t.Errorf("no fix with rule %s among %+v", code, rec.Fixes)
+				}
+			}
+			for _, m := range sc.evidence {
+				if !slices.ContainsFunc(rec.Evidence, func(e advise.Evidence) bool { return strings.Contains(e.Figure, m) }) {
+					t.Errorf("no figure says %q\n%s", m, show())
+				}
+			}
+			if sc.snippet != nil || sc.notSnippet != nil {
+				if rk == nil || rk.Snippet == nil {
+					t.Fatalf("no configuration to apply, want one holding %q", sc.snippet)
+				}
+				text := rk.Snippet.Where + "\n" + rk.Snippet.Text
+				for _, m := range sc.snippet {
+					if !strings.Contains(text, m) {
+						t.Errorf("the configuration to apply lacks %q:\n%s", m, text)
+					}
+				}
+				for _, m := range sc.notSnippet {
+					if strings.Contains(text, m) {
+						t.Errorf("the configuration to apply holds %q:\n%s", m, text)
+					}
+				}
+			}
 			for _, m := range sc.advice {
 				if !slices.ContainsFunc(rec.Advice, func(a string) bool { return strings.Contains(a, m) }) {
 					t.Errorf("no advice says %q in %q", m, rec.Advice)
@@ -712,7 +789,10 @@ func TestScenarios(t *testing.T) {
 			if sc.first != nil && (first.Rank != 1 || !slices.Contains(sc.first, first.Policy)) {
 				t.Errorf("first %s (rank %d), want one of %v\n%s", first.Name(), first.Rank, sc.first, showRanking(rk))
 			}
-			if first.Rank == 1 && slices.Contains(sc.notFirst, first.Policy) {
+			if sc.noFirst && rk.NoWinner == "" {
+				t.Errorf("%s named first, want none\n%s", first.Name(), showRanking(rk))
+			}
+			if first.Rank == 1 && rk.NoWinner == "" && slices.Contains(sc.notFirst, first.Policy) {
 				t.Errorf("first %s, which may not be first (%v)\n%s", first.Name(), sc.notFirst, showRanking(rk))
 			}
 			if unnamed := slices.ContainsFunc(rec.Reasons, func(r advise.Reason) bool { return r.Rule == "router-unnamed" }); unnamed != sc.unnamed {
@@ -843,4 +923,62 @@ func showRanking(rk *rank.Ranking) string {
 		fmt.Fprintf(&b, "  why: %s\n", w)
 	}
 	return b.String()
+}
+
+// litellmPromptCaching is a LiteLLM proxy config whose only affinity is prompt caching: two
+// deployments of one model group, simple-shuffle, optional_pre_call_checks [prompt_caching]
+// (kvcheck lint: LL-03 litellm/prompt-caching-only).
+const litellmPromptCaching = `model_list:
+  - model_name: qwen
+    litellm_params:
+      model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct
+      api_base: http://vllm-0:8000/v1
+  - model_name: qwen
+    litellm_params:
+      model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct
+      api_base: http://vllm-1:8000/v1
+router_settings:
+  routing_strategy: simple-shuffle
+  optional_pre_call_checks: ["prompt_caching"]
+`
+
+// quiet is a Status that says nothing.
+type quiet struct{}
+
+func (quiet) Note(string, ...any)     {}
+func (quiet) Warn(string, ...any)     {}
+func (quiet) Progress(string, ...any) {}
+func (quiet) Done()                   {}
+
+// configOf checks the files (name -> text) as kvcheck assess --config does.
+func configOf(t *testing.T, files map[string]string) (*advise.Config, *product.Files) {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	cfg, f, err := checkConfig(context.Background(), quiet{}, paths, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, f
+}
+
+// emulations are the named router emulations as shipped, for Options.Routers.
+func emulations(t *testing.T, names ...string) []sim.PolicyInfo {
+	var out []sim.PolicyInfo
+	for _, n := range names {
+		e, ok := router.Emulation(n, nil)
+		if !ok {
+			t.Fatalf("no emulation %s", n)
+		}
+		out = append(out, e)
+	}
+	return out
 }
