@@ -126,6 +126,8 @@ type Pool struct {
 	obs Observer
 	// routes, when set, is told every finished job's route (simulate --routes).
 	routes *routeLog
+	// err is what stopped the policy (Fail).
+	err error
 }
 
 // tally is what a replay keeps of every finished job: sums, and the TTFTs for the quantiles.
@@ -224,6 +226,15 @@ func (f *Pool) duplicates() int64 {
 
 // Size is the number of replicas now (one more once an added replica joins).
 func (f *Pool) Size() int { return len(f.reps) }
+
+// Fail tells the replay that the policy cannot go on (a router whose state is on file that
+// could not be read back): the replay stops after this route and returns err, rather than
+// report figures the policy's wrong answers made. The first error counts.
+func (f *Pool) Fail(err error) {
+	if f.err == nil {
+		f.err = err
+	}
+}
 
 // InFlight is the number of requests routed to replica i and not finished.
 func (f *Pool) InFlight(i int) int { return f.reps[i].waiting.len() + f.reps[i].running }

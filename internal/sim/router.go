@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -59,6 +60,20 @@ type View struct {
 	// Stored, when set, holds Text, which is "" then: a request log's texts past MemViewBytes
 	// are kept in a temporary file, and a replay reads each back as it routes the request.
 	Stored *StoredText
+	// From is, on the view a replay gives a router, where its Text was read back from
+	// (TextFile); nil otherwise.
+	From *StoredText
+}
+
+// TextFile returns the file v.Text was read back from and where in it the text starts, or nil
+// when v.Text is in memory only (a log under MemViewBytes, a trace). The file holds those
+// bytes unchanged as long as anything refers to it, so a router keeping parts of the text (its
+// tree) may keep their places there instead of copies (chartree.Tree.InsertFrom).
+func (v *View) TextFile() (io.ReaderAt, int64) {
+	if v.From == nil {
+		return nil, 0
+	}
+	return v.From.file.f, v.From.at
 }
 
 // StoredText is where a view's text was moved: size bytes at at of the log's text file.

@@ -216,6 +216,9 @@ func simulateWith(t *Trace, c Config, info PolicyInfo, record bool, w *watch, ro
 			}
 			j.rep, j.reason = p.Route(f, j)
 			j.req = r
+			if f.err != nil {
+				return Result{}, nil, fmt.Errorf("trace %s: policy %s: %w", t.Name, policyName, f.err)
+			}
 			if j.rep < 0 || j.rep >= f.Size() {
 				return Result{}, nil, fmt.Errorf("policy %s routed to replica %d of %d", policyName, j.rep, f.Size())
 			}

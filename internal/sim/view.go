@@ -302,7 +302,7 @@ func (v *View) withText(into *View, buf *[]byte) (*View, error) {
 		return nil, fmt.Errorf("reading back a request's text: %w", err)
 	}
 	*into = *v
-	into.Text, into.Stored = string(b), nil
+	into.Text, into.Stored, into.From = string(b), nil, st
 	return into, nil
 }
 

@@ -6,6 +6,8 @@ package chartree
 import (
 	"cmp"
 	"container/heap"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -33,9 +35,12 @@ import (
 //
 // A node keeps its own characters only: a leaf copies the part of the text no node held yet,
 // and a split cuts a label in two without copying, so the tree holds each character once,
-// what the upstream trees hold, plus a node's fields (about 120 bytes plus 16 per holder), at
+// what the upstream trees hold, plus a node's fields (about 140 bytes plus 16 per holder), at
 // most two nodes per text inserted. It never keeps an inserted text whole: a request's text is
 // garbage once routed (a request log's texts are read back from a file one at a time: View).
+// InsertFrom keeps not even the characters: given a text that is also on file (a request
+// log's text file), a leaf's label is its place there, read back when a walk compares with
+// it, and the tree's memory is its nodes' fields alone.
 type Tree struct {
 	root  Node
 	size  []int // characters held per replica
@@ -49,6 +54,8 @@ type Tree struct {
 	// pages of tokens written as 8-byte keys (smg's token tree); nodes split only between
 	// units and sizes count units.
 	Unit int
+	buf  []byte // a label read back from its file
+	err  error  // the first label that could not be read back
 }
 
 // PageUnit is the width of a page key in a token tree's text.
@@ -57,7 +64,13 @@ const PageUnit = 8
 // Node is a run of characters (or page keys), its label; its path is the text from the
 // root to its end, the labels on the way.
 type Node struct {
-	lab     string
+	lab string // the label, when in memory (src nil)
+	// src, when set, holds the label instead: size bytes at off (InsertFrom); first is its
+	// first character.
+	src     io.ReaderAt
+	off     int64
+	size    int
+	first   rune
 	depth   int // bytes of the path
 	chars   int // characters in the label
 	salt    uint64
@@ -73,15 +86,42 @@ type holder struct {
 	at  float64
 }
 
-// label is the node's own characters.
-func (n *Node) label() string { return n.lab }
+// label is the node's own characters (read back from their file for a label kept there: for
+// tests and messages; a walk compares with labelBytes).
+func (n *Node) label() string {
+	if n.src == nil {
+		return n.lab
+	}
+	b := make([]byte, n.size)
+	if _, err := n.src.ReadAt(b, n.off); err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// labelLen is the length of the node's label in bytes.
+func (n *Node) labelLen() int {
+	if n.src == nil {
+		return len(n.lab)
+	}
+	return n.size
+}
+
+// firstRune is the first character of the node's label.
+func (n *Node) firstRune() rune {
+	if n.src == nil {
+		r, _ := utf8.DecodeRuneInString(n.lab)
+		return r
+	}
+	return n.first
+}
 
 // path is the text from the root to n's end (made for tests and messages; the tree compares
 // paths with pathCompare).
 func (n *Node) path() string {
 	var b []byte
 	for ; n != nil; n = n.parent {
-		b = append([]byte(n.lab), b...)
+		b = append([]byte(n.label()), b...)
 	}
 	return string(b)
 }
@@ -108,7 +148,12 @@ func pathCompare(a, b *Node) int {
 	pa, pb := a.ancestry(ab[:0]), b.ancestry(bb[:0])
 	for i := range min(len(pa), len(pb)) {
 		if pa[i] != pb[i] {
-			return strings.Compare(pa[i].lab, pb[i].lab)
+			// Siblings: their labels differ in their first character, which orders them
+			// (UTF-8 orders as code points do; a page tree's labels are in memory).
+			if pa[i].src == nil && pb[i].src == nil {
+				return strings.Compare(pa[i].lab, pb[i].lab)
+			}
+			return cmp.Compare(pa[i].firstRune(), pb[i].firstRune())
 		}
 	}
 	return cmp.Compare(len(pa), len(pb))
@@ -136,12 +181,34 @@ func (t *Tree) kid(n *Node, text string) *Node {
 	}
 	r, _ := utf8.DecodeRuneInString(text)
 	for _, k := range n.kids {
-		if c, _ := utf8.DecodeRuneInString(k.label()); c == r {
+		if k.firstRune() == r {
 			return k
 		}
 	}
 	return nil
 }
+
+// shared is the length in bytes of the longest common prefix of text and k's label in whole
+// units, reading a label kept on file back; false when it cannot be read (Err says why).
+func (t *Tree) shared(text string, k *Node) (int, bool) {
+	if k.src == nil {
+		return t.common(text, k.lab), true
+	}
+	// A character past the text's end too: a split needs the lower part's first.
+	n := min(k.size, len(text)+utf8.UTFMax)
+	t.buf = slices.Grow(t.buf[:0], n)[:n]
+	if _, err := k.src.ReadAt(t.buf, k.off); err != nil {
+		if t.err == nil {
+			t.err = fmt.Errorf("reading back a label of the router's tree (%d bytes at %d): %w", n, k.off, err)
+		}
+		return 0, false
+	}
+	return commonPrefix(text, t.buf), true
+}
+
+// Err is the first error reading a label back from its file (InsertFrom): after one the tree's
+// answers are wrong and its caller must stop.
+func (t *Tree) Err() error { return t.err }
 
 // Count is the number of units of s: characters, or pages.
 func (t *Tree) Count(s string) int {
@@ -191,7 +258,7 @@ func (t *Tree) hold(n *Node, rep int, at float64) {
 
 // commonPrefix is the length in bytes of the longest common prefix of a and b that ends between
 // two characters of both.
-func commonPrefix(a, b string) int {
+func commonPrefix[B ~string | ~[]byte](a string, b B) int {
 	n := min(len(a), len(b))
 	i := 0
 	for i < n && a[i] == b[i] {
@@ -230,26 +297,59 @@ func pathSalt(s string) uint64 {
 }
 
 // Insert adds text for replica rep at time at.
-func (t *Tree) Insert(text string, rep int, at float64) {
+func (t *Tree) Insert(text string, rep int, at float64) { t.insert(text, nil, 0, rep, at) }
+
+// InsertFrom adds text for replica rep at time at, text being the len(text) bytes at off of
+// src: the new leaf's label stays there, read back when a walk compares with it (src must hold
+// those bytes unchanged as long as the tree lives). A tree of pages (Unit) copies it as Insert
+// does.
+func (t *Tree) InsertFrom(text string, src io.ReaderAt, off int64, rep int, at float64) {
+	if t.Unit > 0 {
+		src = nil
+	}
+	t.insert(text, src, off, rep, at)
+}
+
+func (t *Tree) insert(text string, src io.ReaderAt, off int64, rep int, at float64) {
+	if t.err != nil {
+		return
+	}
 	n := &t.root
 	i := 0
 	for i < len(text) {
 		k := t.kid(n, text[i:])
 		if k == nil {
-			leaf := &Node{lab: strings.Clone(text[i:]), depth: len(text), chars: t.Count(text[i:]), salt: pathSalt(text), last: rep, parent: n}
+			leaf := &Node{depth: len(text), chars: t.Count(text[i:]), salt: pathSalt(text), last: rep, parent: n}
+			if src != nil {
+				leaf.src, leaf.off, leaf.size = src, off+int64(i), len(text)-i
+				leaf.first, _ = utf8.DecodeRuneInString(text[i:])
+			} else {
+				leaf.lab = strings.Clone(text[i:])
+			}
 			n.kids = append(n.kids, leaf)
 			t.nodes++
 			t.hold(leaf, rep, at)
 			return
 		}
-		shared := t.common(text[i:], k.label())
-		if shared < len(k.label()) {
+		shared, ok := t.shared(text[i:], k)
+		if !ok {
+			return
+		}
+		if shared < k.labelLen() {
 			// Split k: its first shared bytes become a new node between n and k that every
 			// holder of k holds, with k's times and creator (the upstream trees copy them).
-			up := &Node{lab: k.lab[:shared], depth: i + shared, chars: t.Count(k.lab[:shared]),
+			up := &Node{depth: i + shared, chars: t.Count(text[i : i+shared]),
 				salt: k.salt, last: k.last, parent: n, kids: []*Node{k}, holders: slices.Clone(k.holders)}
+			if k.src != nil {
+				up.src, up.off, up.size, up.first = k.src, k.off, shared, k.first
+				k.off += int64(shared)
+				k.size -= shared
+				k.first, _ = utf8.DecodeRune(t.buf[shared:])
+			} else {
+				up.lab = k.lab[:shared]
+				k.lab = k.lab[shared:]
+			}
 			n.kids[slices.Index(n.kids, k)] = up
-			k.lab = k.lab[shared:]
 			k.chars -= up.chars
 			k.parent = up
 			t.nodes++
@@ -272,7 +372,7 @@ func (t *Tree) Insert(text string, rep int, at float64) {
 
 // Match returns the node the walk along text ends in (the root when not even the first
 // character is in the tree) and the bytes of text matched. The node's holders hold the whole
-// Match.
+// Match. A label that cannot be read back ends the walk (Err says why).
 func (t *Tree) Match(text string) (*Node, int) {
 	n := &t.root
 	i := 0
@@ -281,10 +381,13 @@ func (t *Tree) Match(text string) (*Node, int) {
 		if k == nil {
 			break
 		}
-		shared := t.common(text[i:], k.label())
+		shared, ok := t.shared(text[i:], k)
+		if !ok {
+			break
+		}
 		n = k
 		i += shared
-		if shared < len(k.label()) {
+		if shared < k.labelLen() {
 			break
 		}
 	}

@@ -1,6 +1,7 @@
 package chartree
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -189,6 +190,66 @@ func TestRadixEvictOldest(t *testing.T) {
 	}
 }
 
+// textFile is a file of texts written one after another, as a request log's text file is.
+type textFile struct{ b []byte }
+
+// put appends text and returns where it starts.
+func (f *textFile) put(text string) int64 {
+	f.b = append(f.b, text...)
+	return int64(len(f.b) - len(text))
+}
+
+func (f *textFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(f.b)) {
+		return 0, fmt.Errorf("read of %d bytes at %d past the end (%d)", len(p), off, len(f.b))
+	}
+	return copy(p, f.b[off:]), nil
+}
+
+// badFile fails every read.
+type badFile struct{}
+
+func (badFile) ReadAt([]byte, int64) (int, error) { return 0, errors.New("disk gone") }
+
+// TestInsertFromKeepsNoText: labels inserted from a file are not in memory, are read back for
+// every walk, and split there as in memory: "hello" then "help" on file make "hel" with "lo"
+// and "p" below it, each at its place in the file ("hello" at 0, "help" at 5, so "p" at 8).
+// A label that cannot be read back stops the walk and the inserts, and Err says why.
+func TestInsertFromKeepsNoText(t *testing.T) {
+	var tr Tree
+	f := &textFile{}
+	tr.InsertFrom("hello", f, f.put("hello"), 0, 1)
+	tr.InsertFrom("help", f, f.put("help"), 1, 2)
+	want := []string{"hel|hel|0@1,1@2", "hello|lo|0@1", "help|p|1@2"}
+	if d := cmp.Diff(want, treeShape(&tr)); d != "" {
+		t.Errorf("tree (-want +got):\n%s", d)
+	}
+	tr.walk(func(n *Node) {
+		if n.lab != "" || n.src == nil {
+			t.Errorf("node %q keeps its label in memory", n.path())
+		}
+	})
+	if p := tr.root.kids[0].kids[1]; p.off != 8 || p.size != 1 {
+		t.Errorf(`"p" is %d bytes at %d, want 1 at 8`, p.size, p.off)
+	}
+	if n, m := tr.Match("helm"); n.path() != "hel" || m != 3 {
+		t.Errorf("match(helm) = %q, %d; want hel, 3", n.path(), m)
+	}
+	if tr.Err() != nil {
+		t.Errorf("Err() = %v", tr.Err())
+	}
+
+	var bad Tree
+	bad.InsertFrom("abc", badFile{}, 0, 0, 1)
+	if n, m := bad.Match("abd"); n != bad.Root() || m != 0 || bad.Err() == nil || !strings.Contains(bad.Err().Error(), "disk gone") {
+		t.Errorf("match over an unreadable label = %q, %d, err %v; want the root, 0 and the read's error", n.path(), m, bad.Err())
+	}
+	bad.Insert("abx", 1, 2)
+	if bad.nodes != 1 {
+		t.Errorf("an insert after a failed read changed the tree: %d nodes", bad.nodes)
+	}
+}
+
 // TestRadixAgreesWithBruteForce runs random inserts, matches and evictions through the tree and
 // the brute-force model, as Ray uses the tree (every node on an insert's path stamped, both
 // evictions) and as SGLang does (the last node stamped, a match stamping the node it ends in,
@@ -199,6 +260,7 @@ func TestRadixAgreesWithBruteForce(t *testing.T) {
 		var tr Tree
 		b := treetest.NewBrute()
 		tr.StampEnd, b.StampEnd = seed%2 == 1, seed%2 == 1
+		file := &textFile{}
 		var texts []string
 		at := 0.0
 		for step := range 120 {
@@ -209,6 +271,9 @@ func TestRadixAgreesWithBruteForce(t *testing.T) {
 			texts = append(texts, text)
 			rep := rng.IntN(3)
 			switch op := rng.IntN(10); {
+			case op < 6 && seed%4 >= 2: // the labels on file
+				tr.InsertFrom(text, file, file.put(text), rep, at)
+				b.Insert(text, rep, at)
 			case op < 6:
 				tr.Insert(text, rep, at)
 				b.Insert(text, rep, at)
@@ -268,6 +333,7 @@ func FuzzRadixTree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var tr Tree
 		b := treetest.NewBrute()
+		file := &textFile{}
 		ops := strings.Split(string(data), "\x00")
 		if len(ops) > 40 {
 			ops = ops[:40]
@@ -280,7 +346,11 @@ func FuzzRadixTree(f *testing.F) {
 			rep, at := int(code>>4)%3, float64(step/2)
 			switch code % 4 {
 			case 0:
-				tr.Insert(text, rep, at)
+				if code&8 != 0 {
+					tr.InsertFrom(text, file, file.put(text), rep, at)
+				} else {
+					tr.Insert(text, rep, at)
+				}
 				b.Insert(text, rep, at)
 			case 1:
 				n, m := tr.Match(text)

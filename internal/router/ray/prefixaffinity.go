@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kvcheck/kvcheck/internal/router/chartree"
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -102,7 +103,8 @@ func (p *rayPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 		}
 		p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
 	}
-	text := rayText(j.Request().View)
+	v := j.Request().View
+	text, asIs := rayText(v)
 	lo, hi := f.InFlight(0), f.InFlight(0)
 	for i := 1; i < f.Size(); i++ {
 		lo, hi = min(lo, f.InFlight(i)), max(hi, f.InFlight(i))
@@ -150,7 +152,16 @@ func (p *rayPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
 			chosen = i
 		}
 	}
-	p.tree.Insert(text, chosen, at)
+	// The tree's labels stay in the log's text file when the text is the view's as it is there
+	// (as shipped the tree never evicts: in memory it would hold the traffic's distinct text).
+	if src, off := v.TextFile(); src != nil && asIs {
+		p.tree.InsertFrom(text, src, off, chosen, at)
+	} else {
+		p.tree.Insert(text, chosen, at)
+	}
+	if err := p.tree.Err(); err != nil {
+		f.Fail(err)
+	}
 	return chosen, reason
 }
 
@@ -175,17 +186,17 @@ func (p *rayPolicy) pow2(n int) []int {
 // is, of a list every part's text member that is a string, whatever the part's type (an
 // input_text too; an image has none), null or a missing content nothing. reasoning_content and
 // tool calls are not read. Without reasoning pieces that is View.Text itself, shared, not
-// copied.
-func rayText(v *sim.View) string {
-	if !v.Chat {
-		return chartree.Valid(v.Text)
-	}
+// copied, and asIs is true when it is (valid UTF-8, so not rewritten).
+func rayText(v *sim.View) (text string, asIs bool) {
 	reasoning := false
 	for _, p := range v.Pieces {
 		reasoning = reasoning || p.Kind == sim.PieceReasoning
 	}
 	if !reasoning {
-		return chartree.Valid(v.Text)
+		if !utf8.ValidString(v.Text) {
+			return chartree.Valid(v.Text), false
+		}
+		return v.Text, true
 	}
 	var sb strings.Builder
 	from := int32(0)
@@ -195,5 +206,5 @@ func rayText(v *sim.View) string {
 		}
 		from = p.End
 	}
-	return chartree.Valid(sb.String())
+	return chartree.Valid(sb.String()), false
 }

@@ -31,20 +31,27 @@ func TestText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rayText(tr.Requests[0].View); got != "SysainbTq" {
-		t.Errorf("Ray reads %q", got)
+	// Built without the reasoning, so not the view's text as it is.
+	if got, asIs := rayText(tr.Requests[0].View); got != "SysainbTq" || asIs {
+		t.Errorf("Ray reads %q (as the view has it: %v), want SysainbTq, built", got, asIs)
 	}
 	tr, err = sim.ReadRequests(context.Background(), strings.NewReader(`{"messages":[{"role":"user","content":"only"}]}`), "t.jsonl", sim.RequestLogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := tr.Requests[0].View; unsafe.StringData(rayText(v)) != unsafe.StringData(v.Text) {
+	if v := tr.Requests[0].View; unsafe.StringData(first(rayText(v))) != unsafe.StringData(v.Text) {
 		t.Error("a single string content is copied")
+	}
+	if _, asIs := rayText(tr.Requests[0].View); !asIs {
+		t.Error("a single string content is not said to be the view's text as it is")
 	}
 }
 
+// first is rayText's text.
+func first(s string, _ bool) string { return s }
+
 // FuzzText: the text the router reads is built from any request the log reader takes without a
-// panic, and is valid UTF-8.
+// panic, and is valid UTF-8; said to be the view's text as it is, it is.
 func FuzzText(f *testing.F) {
 	for _, s := range []string{
 		`{"prompt":"hello"}`,
@@ -60,7 +67,7 @@ func FuzzText(f *testing.F) {
 		}
 		for i, r := range tr.Requests {
 			v := r.View
-			if s := rayText(v); !utf8.ValidString(s) {
+			if s, asIs := rayText(v); !utf8.ValidString(s) || asIs && s != v.Text {
 				t.Fatalf("request %d: text %q is not valid UTF-8", i, s)
 			}
 		}
