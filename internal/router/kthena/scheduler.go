@@ -181,8 +181,8 @@ type blockKey [2]uint64
 // block than the topK left, a Fisher-Yates shuffle of them (in replica order, from the last,
 // IntN(i+1)) and the first ones; one IntN among the pods tied for the highest sum (in replica
 // order). Plugins score in the order the configuration lists them. Memory: each pod's LRU of at
-// most maxHashCacheSize blocks (16 bytes of key each, about 150 bytes with the LRU's and the
-// block's entries), the keys of the requests in flight (at most maxBlocksToMatch each), and
+// most maxHashCacheSize blocks (16 bytes of key each, at most about 100 bytes with the LRU's
+// node and map entry), the keys of the requests in flight (at most maxBlocksToMatch each), and
 // the TTFT observations of the current scrape period; no prompt outlives its route.
 //
 // Reasons: prefix-match (the pod chosen matches as much as any), load-over-prefix (another pod
@@ -461,11 +461,12 @@ func (p *scheduler) Finished(j *sim.Job) {
 }
 
 // prefixStore is ModelPrefixStore (prefix_store.go) for one model: each block's pods, and each
-// pod's LRU of its blocks; a block leaving a pod's LRU leaves the block's pods.
+// pod's LRU of its blocks; a block leaving a pod's LRU leaves the block's pods. A pod holds a
+// block exactly while the block is in the pod's LRU, so the LRUs alone answer which pods hold
+// it (upstream keeps a map of each block's pods beside them).
 type prefixStore struct {
-	cap  int
-	pods map[blockKey]map[int]bool
-	lru  []*blockLRU
+	cap int
+	lru []*blockLRU
 }
 
 type blockLRU struct {
@@ -479,10 +480,12 @@ type lruNode struct {
 }
 
 func newPrefixStore(cap int) *prefixStore {
-	return &prefixStore{cap: cap, pods: map[blockKey]map[int]bool{}}
+	return &prefixStore{cap: cap}
 }
 
-func (s *prefixStore) holds(key blockKey, rep int) bool { return s.pods[key][rep] }
+func (s *prefixStore) holds(key blockKey, rep int) bool {
+	return rep < len(s.lru) && s.lru[rep].at[key] != nil
+}
 
 // add is ModelPrefixStore.Add: the blocks from the last to the first, each into the block's
 // pods and to the front of the pod's LRU; past its capacity the pod's least recent block goes.
@@ -493,10 +496,6 @@ func (s *prefixStore) add(keys []blockKey, rep int) {
 	l := s.lru[rep]
 	for b := len(keys) - 1; b >= 0; b-- {
 		k := keys[b]
-		if s.pods[k] == nil {
-			s.pods[k] = map[int]bool{}
-		}
-		s.pods[k][rep] = true
 		if nd := l.at[k]; nd != nil {
 			l.unlink(nd)
 			l.front(nd)
@@ -509,10 +508,6 @@ func (s *prefixStore) add(keys []blockKey, rep int) {
 			old := l.tail
 			l.unlink(old)
 			delete(l.at, old.key)
-			delete(s.pods[old.key], rep)
-			if len(s.pods[old.key]) == 0 {
-				delete(s.pods, old.key)
-			}
 		}
 	}
 }
