@@ -1,6 +1,8 @@
-// Package chartree is the character radix tree SGLang's model gateway (cache_aware) and Ray
-// Serve LLM's PrefixCacheAffinityRouter keep in the router, shared by their emulations
-// (internal/router/sglang, internal/router/ray).
+// Package chartree is the character radix tree SGLang's model gateway (cache_aware), vLLM
+// Router (cache_aware, forked from SGLang's) and Ray Serve LLM's PrefixCacheAffinityRouter keep
+// in the router, shared by their emulations (internal/router/sglang, internal/router/vllmrouter,
+// internal/router/ray), and the cache_aware choice SGLang's older gateway and vLLM Router make
+// over it (CacheAware).
 package chartree
 
 import (

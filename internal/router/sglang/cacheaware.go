@@ -23,7 +23,8 @@ func cacheAware(s Settings) sim.PolicyInfo {
 		Check:     func(_ sim.Config, t *sim.Trace) error { return refused(s, t) },
 		New: func(c sim.Config, blockSize int) sim.Policy {
 			if s.Gateway == Fork {
-				return &sglangPolicy{s: s, seed: c.Seed, tree: chartree.Tree{StampEnd: true}, nextEvict: s.EvictionIntervalSecs}
+				return &sglangPolicy{c: chartree.CacheAware{Threshold: s.CacheThreshold, AbsThreshold: s.BalanceAbsThreshold, RelThreshold: s.BalanceRelThreshold,
+					EvictionSecs: s.EvictionIntervalSecs, MaxTreeSize: s.MaxTreeSize, Rank: func(salt uint64, rep int) uint64 { return sglangFirst(salt, c.Seed, rep) }}}
 			}
 			return newSMGPolicy(s, c, blockSize)
 		},
@@ -135,33 +136,20 @@ func refused(s Settings, t *sim.Trace) error {
 // healthy.
 //
 // Checked against the source: steps 1-6 above, at the lines cited; the second model
-// (bruteSGLang) is written from the same lines over the brute-force tree.
+// (bruteSGLang) is written from the same lines over the brute-force tree. The steps run in
+// chartree.CacheAware, which vLLM Router's cache_aware (forked from this one) shares.
 //
 // Left out:
 //   - the PD router's prefill and decode trees (C:76-100), mesh sync, unhealthy workers and the
 //     removal of a stale tenant (C:471-491), the prefill_backlog of later gateways;
 //   - the order of a node's map and of equal epochs in the eviction heap (kvcheck's choices,
 //     above).
-type sglangPolicy struct {
-	s         Settings
-	seed      uint64
-	tree      chartree.Tree
-	epoch     uint64
-	workers   int // replicas registered: each took one epoch
-	nextEvict float64
-}
+type sglangPolicy struct{ c chartree.CacheAware }
 
 // sglangFirst ranks replica rep among the holders of a node with salt: the holder with the lowest
 // rank is the one a node lists first.
 func sglangFirst(salt, seed uint64, rep int) uint64 {
 	return sim.Mix64(salt ^ sim.Mix64(seed<<20^uint64(rep)))
-}
-
-// next is get_epoch: the counter's value, then one more.
-func (p *sglangPolicy) next() float64 {
-	e := p.epoch
-	p.epoch++
-	return float64(e)
 }
 
 // reasonImbalanced is the older gateway's reason for the least loaded worker when the load is
@@ -177,45 +165,13 @@ func reasons(s Settings) []string {
 	return []string{sim.ReasonPrefixMatch, reasonSpill, reasonExpectedWait, reasonKVPressure}
 }
 
+// forkReasons are the reasons of chartree.CacheAware's branches.
+var forkReasons = map[chartree.Branch]string{chartree.Imbalanced: reasonImbalanced, chartree.Matched: sim.ReasonPrefixMatch, chartree.LeastLoaded: sim.ReasonLeastLoaded}
+
 // Route implements sim.Policy.
 func (p *sglangPolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
-	at := j.Arrival()
-	for ; p.workers < f.Size(); p.workers++ {
-		p.next() // add_worker: insert("", url)
-	}
-	if p.s.EvictionIntervalSecs > 0 {
-		if at >= p.nextEvict {
-			p.tree.EvictLRULeaves(p.s.MaxTreeSize)
-			p.nextEvict = (math.Floor(at/p.s.EvictionIntervalSecs) + 1) * p.s.EvictionIntervalSecs
-		}
-	}
-	text := sglangText(j.Request().View)
-	lo, hi := f.InFlight(0), f.InFlight(0)
-	for i := 1; i < f.Size(); i++ {
-		lo, hi = min(lo, f.InFlight(i)), max(hi, f.InFlight(i))
-	}
-	chosen, reason := -1, reasonImbalanced
-	if !(float64(hi-lo) > p.s.BalanceAbsThreshold && float32(hi) > float32(lo)*float32(p.s.BalanceRelThreshold)) {
-		reason = sim.ReasonLeastLoaded
-		n, matched := p.tree.Match(text)
-		tenant := n.Tenant(func(salt uint64, rep int) uint64 { return sglangFirst(salt, p.seed, rep) })
-		if e := p.next(); tenant >= 0 && uint64(e)&7 == 0 {
-			n.Stamp(tenant, e)
-		}
-		if tenant >= 0 && text != "" && float32(chartree.Runes(text[:matched]))/float32(chartree.Runes(text)) > float32(p.s.CacheThreshold) {
-			chosen, reason = tenant, sim.ReasonPrefixMatch
-		}
-	}
-	if chosen < 0 {
-		for i := range f.Size() {
-			if f.InFlight(i) == lo {
-				chosen = i
-				break
-			}
-		}
-	}
-	p.tree.Insert(text, chosen, p.next())
-	return chosen, reason
+	rep, b := p.c.Route(sglangText(j.Request().View), j.Arrival(), f.Size(), f.InFlight)
+	return rep, forkReasons[b]
 }
 
 // sglangText is the text SGLang's gateway routes a request on, extract_text_for_routing of

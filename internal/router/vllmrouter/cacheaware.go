@@ -28,7 +28,8 @@ func cacheAware(s Settings) sim.PolicyInfo {
 		KeepsText: true,
 		Check:     func(_ sim.Config, t *sim.Trace) error { return refused(s, t) },
 		New: func(c sim.Config, _ int) sim.Policy {
-			return &cacheAwarePolicy{s: s, seed: c.Seed, tree: chartree.Tree{StampEnd: true}, nextEvict: s.EvictionSecs}
+			return &cacheAwarePolicy{c: chartree.CacheAware{Threshold: s.CacheThreshold, AbsThreshold: float64(s.BalanceAbs), RelThreshold: s.BalanceRel,
+				EvictionSecs: s.EvictionSecs, MaxTreeSize: s.MaxTreeSize, Rank: func(salt uint64, rep int) uint64 { return firstRank(salt, c.Seed, rep) }}}
 		},
 	}
 }
@@ -88,6 +89,9 @@ func refused(s Settings, t *sim.Trace) error {
 // Reasons: imbalanced (2), prefix-match (4, above the threshold), least-loaded (4, at or below
 // it).
 //
+// The steps are chartree.CacheAware's, which SGLang's older gateway shares (the same
+// cache_aware.rs, forked; the same tree.rs).
+//
 // kvcheck's choices where the source leaves it open: a node's "first holder in its map's order"
 // is a DashMap's order, arbitrary but fixed for the node; here a pseudo-random order drawn from
 // Config.Seed and the node's salt (firstRank). The eviction thread sleeps on its own clock;
@@ -98,14 +102,7 @@ func refused(s Settings, t *sim.Trace) error {
 // healthy worker (C:341-357: every worker is healthy); the per-model trees (C:241-298: one
 // model, so one tree; a model with no tree would route at random, C:282-298); the PD mode's
 // prefill and decode policies; retries re-running the selection.
-type cacheAwarePolicy struct {
-	s         Settings
-	seed      uint64
-	tree      chartree.Tree
-	epoch     uint64
-	workers   int
-	nextEvict float64
-}
+type cacheAwarePolicy struct{ c chartree.CacheAware }
 
 // firstRank ranks worker rep among the holders of a node with salt: the lowest rank is the
 // holder the node's map lists first.
@@ -113,48 +110,11 @@ func firstRank(salt, seed uint64, rep int) uint64 {
 	return sim.Mix64(salt ^ sim.Mix64(seed^drawStream^uint64(rep)<<32))
 }
 
-// next is get_epoch: the counter's value, then one more.
-func (p *cacheAwarePolicy) next() float64 {
-	e := p.epoch
-	p.epoch++
-	return float64(e)
-}
+// branchReasons are the reasons of chartree.CacheAware's branches.
+var branchReasons = map[chartree.Branch]string{chartree.Imbalanced: reasonImbalanced, chartree.Matched: sim.ReasonPrefixMatch, chartree.LeastLoaded: sim.ReasonLeastLoaded}
 
 // Route implements sim.Policy.
 func (p *cacheAwarePolicy) Route(f *sim.Pool, j *sim.Job) (int, string) {
-	at := j.Arrival()
-	for ; p.workers < f.Size(); p.workers++ {
-		p.next() // add_worker: insert("", url)
-	}
-	if at >= p.nextEvict {
-		p.tree.EvictLRULeaves(p.s.MaxTreeSize)
-		p.nextEvict = (math.Floor(at/p.s.EvictionSecs) + 1) * p.s.EvictionSecs
-	}
-	text := chartree.Valid(routingText(j.Request().View))
-	lo, hi := f.InFlight(0), f.InFlight(0)
-	for i := 1; i < f.Size(); i++ {
-		lo, hi = min(lo, f.InFlight(i)), max(hi, f.InFlight(i))
-	}
-	chosen, reason := -1, reasonImbalanced
-	if !(hi-lo > p.s.BalanceAbs && float32(hi) > float32(lo)*float32(p.s.BalanceRel)) {
-		reason = sim.ReasonLeastLoaded
-		n, matched := p.tree.Match(text)
-		tenant := n.Tenant(func(salt uint64, rep int) uint64 { return firstRank(salt, p.seed, rep) })
-		if e := p.next(); tenant >= 0 && uint64(e)&7 == 0 {
-			n.Stamp(tenant, e)
-		}
-		if tenant >= 0 && text != "" && float32(chartree.Runes(text[:matched]))/float32(chartree.Runes(text)) > float32(p.s.CacheThreshold) {
-			chosen, reason = tenant, sim.ReasonPrefixMatch
-		}
-	}
-	if chosen < 0 {
-		for i := range f.Size() {
-			if f.InFlight(i) == lo {
-				chosen = i
-				break
-			}
-		}
-	}
-	p.tree.Insert(text, chosen, p.next())
-	return chosen, reason
+	rep, b := p.c.Route(chartree.Valid(routingText(j.Request().View)), j.Arrival(), f.Size(), f.InFlight)
+	return rep, branchReasons[b]
 }
