@@ -166,23 +166,31 @@ func (Router) Tune(policy string, ps product.Settings, tr product.Traffic) (prod
 const (
 	ReqRouter   = "vLLM Router"
 	ReqSessions = "session header or session_params.session_id in the traffic"
+	// ReqSessionParams is cache_aware's: it reads no header, only the routing text.
+	ReqSessionParams = "session_params.session_id in the chat traffic"
 )
 
 // Requirements implements product.Router.
 func (Router) Requirements(policy string, _ product.Settings, tr product.Traffic, f *product.Files) []product.Requirement {
 	out := []product.Requirement{product.System(ReqRouter, ID, "a vllm-router or python -m vllm_router.launch_router command", f)}
 	switch policy {
-	case "vllm-router-cache-aware", "vllm-router-consistent-hash", "vllm-router-rendezvous-hash":
-		out = append(out, sessionRequirement(tr))
+	case "vllm-router-consistent-hash", "vllm-router-rendezvous-hash":
+		out = append(out, sessionRequirement(tr, true))
+	case "vllm-router-cache-aware":
+		out = append(out, sessionRequirement(tr, false))
 	}
 	return out
 }
 
 // sessionRequirement is whether the traffic names what vLLM Router routes chat requests by: a
-// session header of consistent_hash's list, or session_params.session_id. A completion's
+// session header of consistent_hash's list (when headers: the hash policies read them,
+// hash_key.rs:11-60; cache_aware reads none), or session_params.session_id. A completion's
 // prompt is read, so a log of completions needs neither.
-func sessionRequirement(tr product.Traffic) product.Requirement {
+func sessionRequirement(tr product.Traffic, headers bool) product.Requirement {
 	r := product.Requirement{Name: ReqSessions, Adds: "a session id on every chat request (a session header or session_params.session_id)"}
+	if !headers {
+		r.Name, r.Adds = ReqSessionParams, "a session_params.session_id on every chat request"
+	}
 	switch {
 	case !tr.Text || tr.Trace == nil:
 		r.Status, r.Detail = product.Unknown, "this "+tr.Format+" trace holds no headers or bodies"
@@ -198,7 +206,7 @@ func sessionRequirement(tr product.Traffic) product.Requirement {
 			continue
 		}
 		chats++
-		if routingText(v) != "" || slices.ContainsFunc(sessionHeaders, func(h string) bool { return v.Headers[h] != "" }) {
+		if routingText(v) != "" || headers && slices.ContainsFunc(sessionHeaders, func(h string) bool { return v.Headers[h] != "" }) {
 			named++
 		}
 	}
@@ -207,6 +215,10 @@ func sessionRequirement(tr product.Traffic) product.Requirement {
 		return r
 	}
 	r.Status = product.Missing
+	if !headers {
+		r.Detail = fmt.Sprintf("%d of %d chat requests in %s carry no session_params.session_id: cache_aware matches a chat on it alone (no header, no message), so those go to the least loaded worker and share no prefix", chats-named, chats, tr.Name)
+		return r
+	}
 	r.Detail = fmt.Sprintf("%d of %d chat requests in %s carry neither x-session-id (or x-user-id, x-tenant-id, x-correlation-id, x-request-id, x-trace-id) nor session_params.session_id: the router reads nothing else of a chat, so consistent_hash sends them all to one worker and cache_aware to the least loaded", chats-named, chats, tr.Name)
 	return r
 }

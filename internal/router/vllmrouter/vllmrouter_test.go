@@ -1,6 +1,7 @@
 package vllmrouter
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -70,9 +71,14 @@ func TestSessionRequirement(t *testing.T) {
 		for _, i := range tt.reqs {
 			tr.Requests = append(tr.Requests, all[i])
 		}
-		r := sessionRequirement(product.TrafficOf(tr, 3, 1<<20, false))
+		r := sessionRequirement(product.TrafficOf(tr, 3, 1<<20, false), true)
 		if r.Status != tt.status || !strings.Contains(r.Detail, tt.detail) {
 			t.Errorf("requests %v: %s %q, want %s with %q", tt.reqs, r.Status, r.Detail, tt.status, tt.detail)
+		}
+		// cache_aware reads no header: only the chat with session_params names its session.
+		r = sessionRequirement(product.TrafficOf(tr, 3, 1<<20, false), false)
+		if want := fmt.Sprintf("%d of %d chat requests", len(tt.reqs)-1, len(tt.reqs)); r.Status != product.Missing || !strings.Contains(r.Detail, want) || r.Name != ReqSessionParams {
+			t.Errorf("requests %v, cache_aware: %s %s %q, want missing with %q", tt.reqs, r.Name, r.Status, r.Detail, want)
 		}
 	}
 }
