@@ -132,6 +132,9 @@ func CheckFlags(ctx context.Context, n Notes, f Flags, paths []string) (Run, err
 	if cfg != nil {
 		leave = cfg.Leaves
 	}
+	// The lint's collector setting (collectLess), for this command's run only: a program
+	// calling Check or Read keeps its own.
+	defer collectLess()()
 	run, err := Check(ctx, cat, RunOptions{
 		Options: Options{Targets: targets, Rewrite: f.Fix || f.Diff, Ignore: ignore, MaxFileSize: int64(f.MaxFileMiB) << 20, Only: only, Jobs: f.Jobs, Leave: leave, SkipUnknown: f.SkipUnknown},
 		Fix:     f.Fix, Online: api, Server: f.Prom.Shown(), Lookback: f.Lookback,
