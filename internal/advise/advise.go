@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/finding"
+	"github.com/kvcheck/kvcheck/internal/router"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -210,7 +211,7 @@ func Decide(in Input, th Thresholds) Recommendation {
 		}
 	}
 	d.nextSteps(route)
-	d.rec.Advice = configAdvice(advice(route, in, th), in.Config)
+	d.rec.Advice = advice(route, in, th, router.Products())
 	return d.rec
 }
 

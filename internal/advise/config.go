@@ -7,6 +7,8 @@ import (
 
 	"github.com/kvcheck/kvcheck/internal/finding"
 	"github.com/kvcheck/kvcheck/internal/lint"
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 )
 
 // Config is what the router and engine configuration checks found in the user's files
@@ -14,17 +16,12 @@ import (
 type Config struct {
 	Inputs []string
 	Files  int
-	// Systems are the routers and engines the files configure (llm-d, LiteLLM, Dynamo, ...).
+	// Systems are the routers and engines the files configure, by their names in prose
+	// (systemName).
 	Systems []string
 	// Findings are the config findings; Properties["defeats"] says what an error makes useless
 	// (lint.DefeatsAny, DefeatsKVRouter, DefeatsSession) and Properties["rule"] its table id.
 	Findings []finding.Finding
-}
-
-// systemOf maps a config rule's code prefix to the system advice() names.
-var systemOf = map[string]string{
-	"litellm": "LiteLLM", "llm-d": "llm-d", "production-stack": "vLLM production-stack", "dynamo": "Dynamo",
-	"ray": "Ray Serve", "sglang": "SGLang", "vllm": "vLLM", "aibrix": "AIBrix", "gaie": "GAIE",
 }
 
 // cachingDisabled is lint's code for --no-enable-prefix-caching on an engine with no router in
@@ -36,11 +33,19 @@ const cachingDisabled = "vllm/prefix-caching-disabled"
 // business, not the routing decision's).
 func FromConfig(results []lint.FileResult, inputs []string) *Config {
 	c := &Config{Inputs: inputs, Files: len(results), Systems: []string{}, Findings: []finding.Finding{}}
+	addSystem := func(id string) {
+		if s := systemName(id); s != "" && !slices.Contains(c.Systems, s) {
+			c.Systems = append(c.Systems, s)
+		}
+	}
+	// A router a file sets up counts though its product has no rules to tell its formats by
+	// (the Kthena router's ConfigMap, a vLLM Router command line).
+	for _, r := range lint.DeploymentOf(results).Routers {
+		addSystem(r.Kind)
+	}
 	for _, r := range results {
 		for _, f := range r.Formats {
-			if s, ok := systemOf[lint.FormatSystem(f)]; ok && !slices.Contains(c.Systems, s) {
-				c.Systems = append(c.Systems, s)
-			}
+			addSystem(lint.FormatSystem(f))
 		}
 		for _, x := range r.Findings {
 			if x.Status != lint.StatusConfig && x.Code != lint.CodeYAMLBomb {
@@ -147,56 +152,70 @@ func (d *decision) configBlockers(route Verdict) []Reason {
 	return out
 }
 
-// configAdvice replaces the generic advice about a system whose configuration the user gave
-// with what the checks found in it, every finding counted with its rule id (an info too: LL-03,
-// LiteLLM's prompt caching as the only affinity, is advice about the user's own router), and,
-// when the files show the router the user runs, leaves out the lines about other routers:
-// the advice names the user's product (the ranking names the alternatives).
-func configAdvice(lines []string, c *Config) []string {
-	if c == nil {
-		return lines
+// systemName is the name in prose of the system whose id is id (a config rule code's prefix,
+// lint.FormatSystem, a router kind): a product's Name.Display, else the System of the config
+// rules under id (vLLM for the engines, GAIE for the Gateway API Inference Extension, which
+// are no router products); "" for an id of none.
+func systemName(id string) string {
+	if p, ok := router.Lookup(id); ok {
+		return p.Name().Display
 	}
-	found := map[string][]string{}
-	for _, f := range c.Findings {
-		sys, _, _ := strings.Cut(f.Code, "/")
-		what := f.Code
-		if r := f.Properties["rule"]; r != "" {
-			what = r + " " + f.Code
+	for _, r := range lint.Rules() {
+		if sys, _, _ := strings.Cut(r.Code, "/"); sys == id {
+			return r.System
 		}
-		found[systemOf[sys]] = append(found[systemOf[sys]], what)
 	}
-	runs := slices.ContainsFunc(c.Systems, func(s string) bool { return slices.Contains(routerSystems, s) })
-	out := make([]string, 0, len(lines))
-	for _, l := range lines {
-		sys := lineSystem(l)
-		switch {
-		case sys == "":
-			out = append(out, l)
-		case slices.Contains(c.Systems, sys):
-			if fs := found[sys]; len(fs) > 0 {
-				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint): %s listed under the fixes: %s", sys, count(len(fs), "finding"), strings.Join(fs, ", ")))
-			} else {
-				out = append(out, fmt.Sprintf("%s: your configuration was checked (kvcheck lint) and none of its router-trap rules fired", sys))
-			}
-		case !runs || !slices.Contains(routerSystems, sys):
-			out = append(out, l)
+	return ""
+}
+
+// productAdvice is every product's advice for route (product.Advisor), in the registry's
+// order. A product the user's files configure gets, instead of its general traps, what the
+// checks found in those files, every finding counted with its rule id (an info too: LL-03,
+// LiteLLM's prompt caching as the only affinity, is advice about the user's own router), even
+// when it has no trap to tell for route. When the files show a router the user runs, the
+// other products' lines are left out: the advice names the user's product (the ranking names
+// the alternatives).
+func productAdvice(route Verdict, c *Config, products []product.Router) []string {
+	configured := func(p product.Router) bool { return c != nil && slices.Contains(c.Systems, p.Name().Display) }
+	runs := slices.ContainsFunc(products, configured)
+	var out []string
+	for _, p := range products {
+		name := p.Name().Display
+		if configured(p) {
+			out = append(out, checkedLine(name, c))
+			continue
+		}
+		a, ok := p.(product.Advisor)
+		if runs || !ok {
+			continue
+		}
+		switch route {
+		case KVAwareRouter:
+			out = append(out, a.Advice().KVAware...)
+		case SessionAffinity:
+			out = append(out, a.Advice().Session...)
 		}
 	}
 	return out
 }
 
-// routerSystems are the systems of systemOf that route requests: the files show the one the user
-// runs.
-var routerSystems = []string{"LiteLLM", "llm-d", "vLLM production-stack", "Dynamo", "Ray Serve", "SGLang", "AIBrix"}
-
-// lineSystem is the system an advice line is about (its first words, systemOf's name), "" for a
-// line about none in particular.
-func lineSystem(l string) string {
-	best := ""
-	for _, s := range systemOf {
-		if (strings.HasPrefix(l, s+":") || strings.HasPrefix(l, s+" ")) && len(s) > len(best) {
-			best = s
+// checkedLine is the advice line of a system whose configuration the user gave: what the
+// checks found in it.
+func checkedLine(name string, c *Config) string {
+	var found []string
+	for _, f := range c.Findings {
+		sys, _, _ := strings.Cut(f.Code, "/")
+		if systemName(sys) != name {
+			continue
 		}
+		what := f.Code
+		if r := f.Properties["rule"]; r != "" {
+			what = r + " " + f.Code
+		}
+		found = append(found, what)
 	}
-	return best
+	if len(found) == 0 {
+		return name + ": your configuration was checked (kvcheck lint) and none of its router-trap rules fired"
+	}
+	return fmt.Sprintf("%s: your configuration was checked (kvcheck lint): %s listed under the fixes: %s", name, count(len(found), "finding"), strings.Join(found, ", "))
 }

@@ -3,7 +3,10 @@ package advise
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/kvcheck/kvcheck/internal/router/config"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/units"
 )
 
@@ -82,38 +85,42 @@ func (d *decision) nextSteps(route Verdict) {
 }
 
 // advice names the traps of the routers that would implement the verdict (SPEC §6), after
-// what holds whatever the routing (siblings sent apart).
-func advice(route Verdict, in Input, th Thresholds) []string {
+// what holds whatever the routing (siblings sent apart): the engines' hash parity, each
+// product's own lines (productAdvice) and the load terms of their scores, asked of products
+// (router.Products), so that no product is named here.
+func advice(route Verdict, in Input, th Thresholds, products []product.Router) []string {
 	out := []string{}
 	if rp := in.Replay; rp != nil && rp.TwinRequests > 0 && float64(rp.TwinTokens) >= th.MinGain*float64(rp.PromptTokens) {
 		// Worth a line when the copies are as much prefill as the gain threshold.
 		out = append(out, fmt.Sprintf("%s repeat a prompt sent at the same moment (%s of prompt tokens): where the API allows, send them as one request with n (vLLM's OpenAI-compatible API takes n): the engine computes the prompt once and samples n answers, whatever the router does, where copies sent apart are computed again on every replica they reach or wait for the first copy on the one that holds it",
 			units.Plural(int64(rp.TwinRequests), "request"), pct(frac(rp.TwinTokens, rp.PromptTokens))))
 	}
+	var exact, load []string
+	for _, p := range products {
+		if a, ok := p.(product.Advisor); ok {
+			if e := a.Advice().Exact; e != "" {
+				exact = append(exact, e)
+			}
+			if l := a.Advice().LoadTerm; l != "" {
+				load = append(load, l)
+			}
+		}
+	}
+	loadTerms := strings.Join(append(load, "match - beta*load"), ", ")
 	switch route {
 	case KVAwareRouter:
 		if s := in.Stream; s == nil || s.Consistent == nil || !*s.Consistent {
-			out = append(out, "exact KV-aware routers (llm-d exact producer, Dynamo, AIBrix event sync) match block hashes: every replica needs the same PYTHONHASHSEED and --prefix-caching-hash-algo, and --kv-events-config switched on (up to vLLM 0.11.0 also \"publisher\":\"zmq\")")
+			out = append(out, config.HashParityAdvice(exact))
 		}
-		out = append(out,
-			"llm-d: configure the vllm tokenizer backend for the exact prefix scorer (the default estimate counts about 4 bytes a token and silently degrades it); do not run the approximate producer active-active; event replay needs vLLM 0.26 or later",
-			"Dynamo: --router-kv-overlap-score-credit-decay defaults to 0, so a freshly scaled replica never wins; --router-mode kv does not switch the engines' event publisher on",
-			"vLLM production-stack: kvaware and loadaware read only the prompt field, so chat completions are matched on an empty string; prefixaware hashes 128-character text chunks, never evicts and never breaks affinity under load",
-			"SGLang cache_aware: the Rust and Python gateways' default tree sizes differ by four orders of magnitude",
-			"Ray Serve PrefixCacheAffinityRouter: the imbalance threshold is infinite by default",
-			"LiteLLM has no prefix-aware routing; with a router below it, keep num_retries at 0 or 1",
-		)
-		out = append(out, "naive longest-prefix routing makes hot spots where many requests share a first block: use a scorer that weighs load (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load), as the replayed policies do")
+		out = append(out, productAdvice(route, in.Config, products)...)
+		out = append(out, "naive longest-prefix routing makes hot spots where many requests share a first block: use a scorer that weighs load ("+loadTerms+"), as the replayed policies do")
 	case SessionAffinity:
-		out = append(out,
-			"LiteLLM: optional_pre_call_checks session_affinity keys on a session header (x-litellm-session-id, x-litellm-trace-id): send one per conversation; prompt_caching pins only up to the last cache_control marker, never hits when it is on the last message, and holds for 300 s",
-			"vLLM production-stack: --routing-logic session; keep the affinity TTL close to how long a prefix stays cached",
-			"plain hashing of the session id makes hot spots under skewed traffic: prefer consistent hashing with bounded load; let a new replica take new sessions",
-		)
+		out = append(out, productAdvice(route, in.Config, products)...)
+		out = append(out, "plain hashing of the session id makes hot spots under skewed traffic: prefer consistent hashing with bounded load; let a new replica take new sessions")
 	case Nothing:
 		if rp := in.Replay; rp != nil && PolicyFamily(rp.Today) != FamilyBalance {
 			if t := rp.policy(rp.Today); t != nil && t.HotSpot {
-				out = append(out, fmt.Sprintf("today's routing (%s) keeps the reuse but makes a hot spot (load max/mean %.2f): keep it while the busiest replica keeps up (watch its queue and TTFT), and give its scorer a load term (llm-d's queue and KV-utilisation scorers, Dynamo's decode blocks, match - beta*load) before traffic grows", rp.Today, t.LoadMaxOverMean))
+				out = append(out, fmt.Sprintf("today's routing (%s) keeps the reuse but makes a hot spot (load max/mean %.2f): keep it while the busiest replica keeps up (watch its queue and TTFT), and give its scorer a load term (%s) before traffic grows", rp.Today, t.LoadMaxOverMean, loadTerms))
 				break
 			}
 			out = append(out, "keep today's routing ("+rp.Today+"): it already captures the reuse a new router would")

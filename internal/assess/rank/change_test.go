@@ -145,7 +145,7 @@ func TestProductChange(t *testing.T) {
 				"it adds Kubernetes objects for it, a new component (llm-d's endpoint picker, the EPP, behind a Gateway API InferencePool), KV-event plumbing from every engine to the router, " +
 				"a tokenizer of the served model for the EPP (its token-producer with the vllm backend: the precise scorer matches the engines' blocks of tokens)"},
 		{"sglang-cache-aware", Stack{Product: LiteLLM, From: "configured in litellm.yaml:1"},
-			"a change of product, from LiteLLM (you run it: configured in litellm.yaml:1) to SGLang model gateway (sgl-model-gateway): replace litellm-simple-shuffle (as configured in litellm.yaml:1) with sglang-cache-aware; it adds a new component (the SGLang model gateway)"},
+			"a change of product, from LiteLLM (you run it: configured in litellm.yaml:1) to SGLang: replace litellm-simple-shuffle (as configured in litellm.yaml:1) with sglang-cache-aware; it adds a new component (the SGLang model gateway)"},
 		{"litellm-session-affinity", Stack{Product: LiteLLM, From: "configured in litellm.yaml:1"}, ""},
 		{"llmd-precise", Stack{}, ""},
 	} {

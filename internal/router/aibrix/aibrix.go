@@ -49,7 +49,7 @@ import (
 )
 
 // display is the product's name in prose (ID, config.go, its id).
-const display = "AIBrix gateway"
+const display = "AIBrix"
 
 // Settings are the AIBrix gateway's prefix-cache environment.
 type Settings struct {
@@ -95,6 +95,10 @@ type Router struct{ Checker }
 
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
+
+// Advice implements product.Advisor: the gateway's KV event sync matches the engines' block
+// hashes.
+func (Router) Advice() product.Advice { return product.Advice{Exact: display + " event sync"} }
 
 // Shipped implements product.Router: the environment the shipped manifests and Helm chart set,
 // how AIBrix is installed. The binary's own defaults (Binary) are what a gateway's environment

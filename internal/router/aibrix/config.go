@@ -37,10 +37,10 @@ func (Checker) CheckContainer(d *config.Doc, c *config.Container) { checkEnv(d, 
 
 // rules are AIBrix's config rules (vllm-project/aibrix @e3e10f9).
 var rules = []config.Rule{
-	{Code: "aibrix/kv-sync-incomplete", ID: "AB-01", System: "AIBrix", Severity: finding.Error,
+	{Code: "aibrix/kv-sync-incomplete", ID: "AB-01", System: display, Severity: finding.Error,
 		Summary:  "prefix-cache routing with KV event sync on but the remote tokenizer off or without its endpoint: sync does not start and routing falls back to the local hash table",
 		Versions: "aibrix @e3e10f9", Source: "pkg/constants/kv_event_sync.go; pkg/cache/kv_event_manager.go", Defeats: config.DefeatsKVRouter},
-	{Code: "aibrix/character-tokenizer", ID: "AB-02", System: "AIBrix", Severity: finding.Info,
+	{Code: "aibrix/character-tokenizer", ID: "AB-02", System: display, Severity: finding.Info,
 		Summary:  "prefix-cache routing with AIBRIX_PREFIX_CACHE_TOKENIZER_TYPE unset: the character tokenizer, not engine tokens",
 		Versions: "aibrix @e3e10f9", Source: "pkg/plugins/gateway/algorithms/prefix_cache.go"},
 }

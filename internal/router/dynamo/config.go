@@ -83,22 +83,22 @@ func (Router) ReadCommand(v *config.Values, argv []config.Token) {
 
 // rules are Dynamo's config rules (components/src/dynamo, 2026).
 var rules = []config.Rule{
-	{Code: "dynamo/kv-events-missing", ID: "DY-01", System: "Dynamo", Severity: finding.Error,
+	{Code: "dynamo/kv-events-missing", ID: "DY-01", System: display, Severity: finding.Error,
 		Summary:  "a kv-mode frontend with a vLLM worker that has no --kv-events-config enabling events: the router falls back to load-only decisions",
 		Versions: "releases whose dynamo.vllm no longer generates the events config (newest args.py; 1.x recipes pass it)", Source: "components/src/dynamo/vllm/args.py; KV-routing doc", Defeats: config.DefeatsKVRouter},
-	{Code: "dynamo/obsolete-flag", ID: "DY-03", System: "Dynamo", Severity: finding.Warning,
+	{Code: "dynamo/obsolete-flag", ID: "DY-03", System: display, Severity: finding.Warning,
 		Summary:  "an obsolete flag spelling (--kv-events, --no-kv-events, --kv-overlap-score-weight, --busy-threshold): renamed, and newer releases may refuse it",
 		Versions: "router_args.py @028cab4, kv_router_args.py @021d616", Source: "kv_router_args.py; utils.py obsolete_flag"},
-	{Code: "dynamo/approximate-mode", ID: "DY-04", System: "Dynamo", Severity: finding.Info,
+	{Code: "dynamo/approximate-mode", ID: "DY-04", System: display, Severity: finding.Info,
 		Summary:  "KV events off on a kv-mode frontend: the router predicts cache state from its own decisions with a 120 s TTL",
 		Versions: "kv_router_args.py @021d616", Source: "kv_router_args.py"},
-	{Code: "dynamo/replica-sync", ID: "DY-05", System: "Dynamo", Severity: finding.Info,
+	{Code: "dynamo/replica-sync", ID: "DY-05", System: display, Severity: finding.Info,
 		Summary:  "several kv-mode frontends without --router-replica-sync: each tracks active blocks for its own requests only",
 		Versions: "kv_router_args.py @021d616", Source: "kv_router_args.py"},
-	{Code: "dynamo/unknown-router-mode", System: "Dynamo", Severity: finding.Warning,
+	{Code: "dynamo/unknown-router-mode", System: display, Severity: finding.Warning,
 		Summary:  "a frontend --router-mode (or DYN_ROUTER_MODE) not one the frontend knows (round-robin, random, power-of-two, kv, direct, least-loaded, device-aware-weighted): argparse refuses it at start, unless a newer release added it",
 		Versions: "router_args.py @028cab4", Source: "components/src/dynamo/common/configuration/groups/router_args.py (--router-mode choices)"},
-	{Code: "dynamo/prefix-caching-off", ID: "DY-06", System: "Dynamo", Severity: finding.Error,
+	{Code: "dynamo/prefix-caching-off", ID: "DY-06", System: display, Severity: finding.Error,
 		Summary:  "an aggregated or prefill worker of a kv-mode frontend with --no-enable-prefix-caching: no events config is created and nothing is reused",
 		Versions: "newest components/src/dynamo/vllm/args.py", Source: "components/src/dynamo/vllm/args.py", Defeats: config.DefeatsAny},
 }

@@ -18,7 +18,7 @@ import (
 // ID and display are the product's names.
 const (
 	ID      = "dynamo"
-	display = "NVIDIA Dynamo"
+	display = "Dynamo"
 )
 
 // Settings are NVIDIA Dynamo frontend router settings (ROUTERS.md §4).
@@ -66,6 +66,16 @@ type Router struct{}
 
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
+
+// Advice implements product.Advisor: the overlap credit's decay and the engines' publisher,
+// which --router-mode kv does not switch on (ROUTERS.md).
+func (Router) Advice() product.Advice {
+	return product.Advice{
+		KVAware:  []string{display + ": --router-kv-overlap-score-credit-decay defaults to 0, so a freshly scaled replica never wins; --router-mode kv does not switch the engines' event publisher on"},
+		Exact:    display,
+		LoadTerm: display + "'s decode blocks",
+	}
+}
 
 // Shipped implements product.Router.
 func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: Shipped()}} }

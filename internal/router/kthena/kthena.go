@@ -53,7 +53,7 @@ import (
 // ID and display are the product's names.
 const (
 	ID      = "kthena"
-	display = "Kthena router"
+	display = "Kthena"
 )
 
 // Plugin is a score plugin enabled with its weight.

@@ -48,6 +48,15 @@ type Router struct{}
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
 
+// Advice implements product.Advisor: LiteLLM routes on no prefix, retries across replicas,
+// and keys its session affinity on a header.
+func (Router) Advice() product.Advice {
+	return product.Advice{
+		KVAware: []string{display + " has no prefix-aware routing; with a router below it, keep num_retries at 0 or 1"},
+		Session: []string{display + ": optional_pre_call_checks session_affinity keys on a session header (x-litellm-session-id, x-litellm-trace-id): send one per conversation; prompt_caching pins only up to the last cache_control marker, never hits when it is on the last message, and holds for 300 s"},
+	}
+}
+
 // Shipped implements product.Router.
 func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: Shipped()}} }
 

@@ -65,6 +65,16 @@ type Router struct{}
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
 
+// Advice implements product.Advisor: the exact prefix scorer's tokenizer, the approximate
+// producer run active-active, and event replay's vLLM release (ROUTERS.md §2).
+func (Router) Advice() product.Advice {
+	return product.Advice{
+		KVAware:  []string{display + ": configure the vllm tokenizer backend for the exact prefix scorer (the default estimate counts about 4 bytes a token and silently degrades it); do not run the approximate producer active-active; event replay needs vLLM 0.26 or later"},
+		Exact:    display + " exact producer",
+		LoadTerm: display + "'s queue and KV-utilisation scorers",
+	}
+}
+
 // Shipped implements product.Router.
 func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: Shipped()}} }
 

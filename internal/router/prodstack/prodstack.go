@@ -54,6 +54,15 @@ type Router struct{}
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
 
+// Advice implements product.Advisor: what kvaware, loadaware and prefixaware read of a
+// request, and the session router's flag.
+func (Router) Advice() product.Advice {
+	return product.Advice{
+		KVAware: []string{display + ": kvaware and loadaware read only the prompt field, so chat completions are matched on an empty string; prefixaware hashes 128-character text chunks, never evicts and never breaks affinity under load"},
+		Session: []string{display + ": --routing-logic session; keep the affinity TTL close to how long a prefix stays cached"},
+	}
+}
+
 // Shipped implements product.Router.
 func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: Shipped()}} }
 

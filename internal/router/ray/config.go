@@ -101,10 +101,10 @@ func (Router) ReadText(v *config.Values) {
 
 // rules are Ray Serve LLM's config rules.
 var rules = []config.Rule{
-	{Code: "ray/imbalanced-threshold", ID: "RY-01", System: "Ray Serve", Severity: finding.Warning,
+	{Code: "ray/imbalanced-threshold", ID: "RY-01", System: display, Severity: finding.Warning,
 		Summary:  "PrefixCacheAffinityRouter without imbalanced_threshold: the default is infinity, so affinity never yields to load",
 		Versions: "ray master 2026 (older request_router/prefix_aware had 10)", Source: "routing_policies/prefix_aware/prefix_aware_router.py"},
-	{Code: "ray/no-eviction", ID: "RY-02", System: "Ray Serve", Severity: finding.Info,
+	{Code: "ray/no-eviction", ID: "RY-02", System: display, Severity: finding.Info,
 		Summary:  "PrefixCacheAffinityRouter with do_eviction false (the default): the character tree grows without bound",
 		Versions: "ray master 2026", Source: "routing_policies/prefix_aware/prefix_aware_router.py"},
 }

@@ -17,7 +17,7 @@ import (
 // ID and display are the product's names.
 const (
 	ID      = "ray"
-	display = "Ray Serve LLM"
+	display = "Ray Serve"
 )
 
 // Settings are Ray Serve LLM PrefixCacheAffinityRouter's keyword arguments (ROUTERS.md §6).
@@ -40,6 +40,11 @@ type Router struct{}
 
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
+
+// Advice implements product.Advisor: the imbalance threshold as shipped.
+func (Router) Advice() product.Advice {
+	return product.Advice{KVAware: []string{display + " PrefixCacheAffinityRouter: the imbalance threshold is infinite by default"}}
+}
 
 // Shipped implements product.Router.
 func (Router) Shipped() []product.Variant { return []product.Variant{{Settings: Shipped()}} }

@@ -63,10 +63,10 @@ func (Router) ReadCommand(v *config.Values, argv []config.Token) {
 
 // rules are the SGLang gateway's config rules.
 var rules = []config.Rule{
-	{Code: "sglang/eviction-flag", ID: "SG-02", System: "SGLang", Severity: finding.Info,
+	{Code: "sglang/eviction-flag", ID: "SG-02", System: display, Severity: finding.Info,
 		Summary:  "the other launcher's eviction flag (--eviction-interval given to the Python launcher, whose flag is --eviction-interval-secs, default 60 s; --eviction-interval-secs to the Rust sgl-model-gateway, whose flag is --eviction-interval, default 120 s), or Python and Rust cache_aware gateways in one run that evict at different intervals because one keeps its launcher's default",
 		Versions: "router_args.py @05e589a; Rust CLI main.rs (2026)", Source: "router_args.py; main.rs"},
-	{Code: "sglang/retries-stacked", ID: "SG-03", System: "SGLang", Severity: finding.Info,
+	{Code: "sglang/retries-stacked", ID: "SG-03", System: display, Severity: finding.Info,
 		Summary:  "a gateway whose worker URLs name another router of the run, with retries not limited (retry_max_retries defaults to 5 in the Python launcher): its retries stack on that router's own failover",
 		Versions: "router_args.py @05e589a", Source: "router_args.py"},
 }

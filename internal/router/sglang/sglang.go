@@ -20,7 +20,7 @@ import (
 // ID and display are the product's names.
 const (
 	ID      = "sglang"
-	display = "SGLang model gateway (sgl-model-gateway)"
+	display = "SGLang"
 )
 
 // Settings are the SGLang model gateway's cache_aware settings (ROUTERS.md §5). The CLI
@@ -92,6 +92,11 @@ type Router struct{}
 
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
+
+// Advice implements product.Advisor: the two gateways' default tree sizes.
+func (Router) Advice() product.Advice {
+	return product.Advice{KVAware: []string{display + " cache_aware: the Rust and Python gateways' default tree sizes differ by four orders of magnitude"}}
+}
 
 // Shipped implements product.Router: smg's command-line defaults first, then what a
 // cache_aware policy hint applies, both over HTTP (smg's character tree); then, for simulate
