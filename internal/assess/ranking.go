@@ -72,18 +72,15 @@ func stackOf(o Options) rank.Stack {
 	return o.stack
 }
 
-// stackOrder is the order in which stackSeen takes a product when the inputs show several:
-// the routers that pick the replica before a gateway in front of them (LiteLLM in front of
-// llm-d's inference gateway routes to the gateway, which picks the replica).
-var stackOrder = []string{"llm-d", "production-stack", "dynamo", "sglang", "vllm-router", "ray", "litellm"}
-
 // stackSeen is the router product the inputs show the user runs: the first router the
 // --config files configure (with its file and line), else one the files set up, else one
 // whose own metric families the metrics hold (promql.Report.Stacks); several are taken in
-// stackOrder. Zero when none shows.
+// router.StackOrder (the routers that pick the replica before a proxy in front of them:
+// LiteLLM in front of llm-d's inference gateway routes to the gateway, which picks the
+// replica). Zero when none shows.
 func stackSeen(in Inputs) rank.Stack {
 	first := func(has func(id string) (string, bool)) rank.Stack {
-		for _, id := range stackOrder {
+		for _, id := range router.StackOrder() {
 			if from, ok := has(id); ok {
 				return rank.Stack{Product: id, From: from}
 			}

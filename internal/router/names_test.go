@@ -1,6 +1,7 @@
 package router
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,5 +46,14 @@ func TestOneSpelling(t *testing.T) {
 				t.Errorf("%s: %q does not name %q", n.ID, part, n.Display)
 			}
 		}
+	}
+}
+
+// TestStackOrder: assess takes the product the user runs from the inputs in the registry's
+// order, every product once, LiteLLM (a proxy users put in front of other routers) last.
+func TestStackOrder(t *testing.T) {
+	want := []string{"llm-d", "dynamo", "production-stack", "sglang", "ray", "vllm-router", "aibrix", "kthena", "litellm"}
+	if got := StackOrder(); !slices.Equal(got, want) {
+		t.Errorf("StackOrder() = %q, want %q", got, want)
 	}
 }

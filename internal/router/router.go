@@ -57,6 +57,21 @@ func Products() []product.Router {
 	}
 }
 
+// StackOrder returns the product ids in the order assess takes the product the user runs when
+// the inputs show several: the registry's, with the products users put in front of other
+// routers (product.Front) last, since the router behind them picks the replica.
+func StackOrder() []string {
+	var out, front []string
+	for _, p := range Products() {
+		if f, ok := p.(product.Front); ok && f.InFront() {
+			front = append(front, p.Name().ID)
+			continue
+		}
+		out = append(out, p.Name().ID)
+	}
+	return append(out, front...)
+}
+
 // Lookup returns the product whose id is id.
 func Lookup(id string) (product.Router, bool) {
 	for _, p := range Products() {

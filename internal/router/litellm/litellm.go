@@ -48,6 +48,10 @@ type Router struct{}
 // Name implements product.Router.
 func (Router) Name() product.Name { return product.Name{ID: ID, Display: display} }
 
+// InFront implements product.Front: the proxy's deployments may be another router's gateway
+// (model_list's api_base), which then picks the replica.
+func (Router) InFront() bool { return true }
+
 // Advice implements product.Advisor: LiteLLM routes on no prefix, retries across replicas,
 // and keys its session affinity on a header.
 func (Router) Advice() product.Advice {

@@ -55,6 +55,14 @@ type EventReader interface {
 	WithoutEvents(policy string, s Settings) (without Settings, does string, ok bool)
 }
 
+// Front is a Router that users put in front of other routers: a proxy whose deployments may
+// be routers or gateways themselves (LiteLLM in front of llm-d's inference gateway). When the
+// inputs show it beside another product, the router behind it picks the replica.
+type Front interface {
+	// InFront reports that the product routes to other routers when deployed beside them.
+	InFront() bool
+}
+
 // Name is how kvcheck names a product: one spelling of each, from its package.
 type Name struct {
 	// ID is the product's short id: its configuration rules' code prefix, the router kind
