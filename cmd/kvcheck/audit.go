@@ -72,7 +72,7 @@ conversation with two dates.
 	bindTokenize(f, &opts.run.Tokenize, "")
 	bindRequestSource(f, &opts.run.Source)
 	f.IntVar(&opts.run.BlockSize, "block-size", audit.DefaultBlockSize, "KV-cache block size in tokens (read from the server with --tokenize)")
-	f.IntVar(&opts.run.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (about 50 bytes a block); past it reuse figures are lower bounds")
+	f.IntVar(&opts.run.MaxBlocks, "max-blocks", audit.DefaultMaxBlocks, "bound on indexed blocks and on session-block pairs (at most 27 bytes a block: 16 in the index, 11 in the pairs); past it reuse figures are lower bounds")
 	f.IntVar(&opts.run.MaxLine, "max-line", audit.DefaultMaxLine, "longest accepted request line in bytes")
 	f.StringArrayVar(&opts.run.Code, "code", nil, "directory of the code that fills the templates' variables (repeatable; the templates' own directory is always read)")
 	f.StringArrayVar(&opts.run.Assume, "assume", nil, "settle a variable nothing else settles: NAME=fixed|daily|per-request|per-user (also per-session, hourly, per-minute, per-second, monthly; repeatable)")

@@ -284,7 +284,7 @@ func (s *Summary) Findings(subject string) []Finding {
 		add(finding.Warning, "audit/sessions-full", fmt.Sprintf("the session table reached its bound of %d sessions; %d later requests of sessions not seen before were not told apart, so the session count is a lower bound and their later turns were not counted as follow-ups", s.Sessions, s.UntrackedRequests), "raise --max-blocks (the session table's bound too, about 50 bytes a session)")
 	}
 	if s.Capped {
-		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks (or session-block pairs) were not indexed, so reuse figures, and the within-session share, are lower bounds", s.UnindexedBlocks), "raise --max-blocks (about 50 bytes each)")
+		add(finding.Warning, "audit/index-full", fmt.Sprintf("the prefix index reached its bound; %d later blocks (or session-block pairs) were not indexed, so reuse figures, and the within-session share, are lower bounds", s.UnindexedBlocks), "raise --max-blocks (at most 16 bytes a block, 11 a session-block pair)")
 	}
 	return out
 }
@@ -305,20 +305,20 @@ func (st Site) Where() string {
 // chain is a prefix index over block chains: a block is known by the hash of its tokens and its
 // parent's hash, as in vLLM, so a flat map is the trie.
 type chain struct {
-	bs    int
-	max   int
-	seed  maphash.Seed
-	nodes map[uint64]node
+	bs   int
+	max  int
+	seed maphash.Seed
+	// nodes holds each block's node: how many requests reached it (saturating at 2^31-1)
+	// and, in depth0Bit, whether it is a first block.
+	nodes *blockTable
 	// touched holds a key per (session, block) pair seen: a hit on a block its own session
 	// has already computed is one session affinity serves, whoever stored the block first.
-	touched map[uint64]struct{}
+	touched *blockTable
 	buf     []byte
 }
 
-type node struct {
-	count  uint32
-	depth0 bool
-}
+// depth0Bit marks a first block's node in chain.nodes; the bits below it count.
+const depth0Bit = 1 << 31
 
 // walk is what one request's pass over a chain found: its full blocks, the leading hits (split
 // by who stored them), and the block where it left the indexed prefix (-1 if it never did).
@@ -329,7 +329,7 @@ type walk struct {
 }
 
 func newChain(bs, max int, seed maphash.Seed) *chain {
-	return &chain{bs: bs, max: max, seed: seed, nodes: make(map[uint64]node), touched: make(map[uint64]struct{}), buf: make([]byte, 0, 8+4*bs)}
+	return &chain{bs: bs, max: max, seed: seed, nodes: newBlockTable(max, false), touched: newBlockTable(max, true), buf: make([]byte, 0, 8+4*bs)}
 }
 
 func (c *chain) hash(parent uint64, ids []uint32) uint64 {
@@ -354,9 +354,10 @@ func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i
 	for i := range w.blocks {
 		h := c.hash(parent, ids[i*c.bs:(i+1)*c.bs])
 		if matching {
-			if n, ok := c.nodes[h]; ok {
-				n.count++
-				c.nodes[h] = n
+			if n, ok := c.nodes.get(h); ok {
+				if n&^depth0Bit < depth0Bit-1 {
+					c.nodes.put(h, n+1)
+				}
 				if w.hits < maxHits {
 					w.hits++
 					if c.touch(h, session, unindexed) {
@@ -373,11 +374,15 @@ func (c *chain) add(ids []uint32, session uint64, unindexed *int64, onNew func(i
 			matching = false
 			w.divBlock = i
 		}
-		if len(c.nodes) >= c.max {
+		if c.nodes.len() >= c.max {
 			*unindexed += int64(w.blocks - i)
 			break
 		}
-		c.nodes[h] = node{count: 1, depth0: i == 0}
+		n := uint32(1)
+		if i == 0 {
+			n |= depth0Bit
+		}
+		c.nodes.put(h, n)
 		c.touch(h, session, unindexed)
 		if onNew != nil {
 			onNew(i, parent)
@@ -397,14 +402,14 @@ func (c *chain) touch(h, session uint64, unindexed *int64) bool {
 	// Mixing the session in by multiplication keeps (session, block) keys apart for sessions
 	// that share blocks.
 	k := h ^ session*0x9e3779b97f4a7c15
-	if _, ok := c.touched[k]; ok {
+	if _, ok := c.touched.get(k); ok {
 		return true
 	}
-	if len(c.touched) >= c.max {
+	if c.touched.len() >= c.max {
 		*unindexed++
 		return false
 	}
-	c.touched[k] = struct{}{}
+	c.touched.put(k, 0)
 	return false
 }
 
@@ -807,11 +812,11 @@ func (a *Analysis) Summary() Summary {
 	if a.exact != nil {
 		c = a.exact
 	}
-	for _, n := range c.nodes {
-		if n.depth0 && n.count == 1 {
+	c.nodes.each(func(_ uint64, n uint32) {
+		if n == depth0Bit|1 {
 			s.UniqueFirstBlock++
 		}
-	}
+	})
 	s.SharedPrefix = make([]Bucket, len(histEdges))
 	for i, lo := range histEdges {
 		hi := -1
