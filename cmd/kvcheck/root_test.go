@@ -64,54 +64,33 @@ func TestExitCodesByType(t *testing.T) {
 	}
 }
 
-// TestMemProfile: the hidden --memprofile writes a heap profile (gzip-compressed) of the
-// command it runs, is not in the help, and a file it cannot create is a usage error before any
-// work.
-func TestMemProfile(t *testing.T) {
-	prof := filepath.Join(t.TempDir(), "mem.prof")
-	var out, errOut bytes.Buffer
-	if got := run(context.Background(), []string{"lint", "--memprofile", prof, "--fail-on", "never", "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK {
-		t.Fatalf("lint --memprofile exited %d; stderr:\n%s", got, errOut.String())
-	}
-	b, err := os.ReadFile(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		t.Errorf("the profile is %d bytes starting %q, want a gzip stream", len(b), b[:min(len(b), 2)])
-	}
-	out.Reset()
-	if got := run(context.Background(), []string{"--help"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK || strings.Contains(out.String(), "memprofile") {
-		t.Errorf("--help exited %d and shows memprofile: %v", got, strings.Contains(out.String(), "memprofile"))
-	}
-	errOut.Reset()
-	if got := run(context.Background(), []string{"lint", "--memprofile", filepath.Join(prof, "no", "such"), "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitUsage || !strings.Contains(errOut.String(), "--memprofile") {
-		t.Errorf("an uncreatable profile exited %d, want %d naming --memprofile; stderr:\n%s", got, exitUsage, errOut.String())
-	}
-}
-
-// TestCPUProfile: the hidden --cpuprofile writes a profile (gzip-compressed, as pprof writes
-// them) of the command it runs, is not in the help, and a file it cannot create is a usage
-// error before any work.
-func TestCPUProfile(t *testing.T) {
-	prof := filepath.Join(t.TempDir(), "cpu.prof")
-	var out, errOut bytes.Buffer
-	if got := run(context.Background(), []string{"lint", "--cpuprofile", prof, "--fail-on", "never", "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK {
-		t.Fatalf("lint --cpuprofile exited %d; stderr:\n%s", got, errOut.String())
-	}
-	b, err := os.ReadFile(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		t.Errorf("the profile is %d bytes starting %q, want a gzip stream", len(b), b[:min(len(b), 2)])
-	}
-	out.Reset()
-	if got := run(context.Background(), []string{"--help"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK || strings.Contains(out.String(), "cpuprofile") {
-		t.Errorf("--help exited %d and shows cpuprofile: %v", got, strings.Contains(out.String(), "cpuprofile"))
-	}
-	errOut.Reset()
-	if got := run(context.Background(), []string{"lint", "--cpuprofile", filepath.Join(prof, "no", "such"), "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitUsage || !strings.Contains(errOut.String(), "--cpuprofile") {
-		t.Errorf("an uncreatable profile exited %d, want %d naming --cpuprofile; stderr:\n%s", got, exitUsage, errOut.String())
+// TestProfiles: the hidden --cpuprofile and --memprofile each write a profile (gzip-compressed,
+// as pprof writes them) of the command they run, are not in the help, and a file they cannot
+// create is a usage error before any work.
+func TestProfiles(t *testing.T) {
+	for _, name := range []string{"cpuprofile", "memprofile"} {
+		t.Run(name, func(t *testing.T) {
+			flag := "--" + name
+			prof := filepath.Join(t.TempDir(), name)
+			var out, errOut bytes.Buffer
+			if got := run(context.Background(), []string{"lint", flag, prof, "--fail-on", "never", "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK {
+				t.Fatalf("lint %s exited %d; stderr:\n%s", flag, got, errOut.String())
+			}
+			b, err := os.ReadFile(prof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				t.Errorf("the profile is %d bytes starting %q, want a gzip stream", len(b), b[:min(len(b), 2)])
+			}
+			out.Reset()
+			if got := run(context.Background(), []string{"--help"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitOK || strings.Contains(out.String(), name) {
+				t.Errorf("--help exited %d and shows %s: %v", got, name, strings.Contains(out.String(), name))
+			}
+			errOut.Reset()
+			if got := run(context.Background(), []string{"lint", flag, filepath.Join(prof, "no", "such"), "../../testdata/lint"}, streams{Out: &out, ErrOut: &errOut}, nil); got != exitUsage || !strings.Contains(errOut.String(), flag) {
+				t.Errorf("an uncreatable profile exited %d, want %d naming %s; stderr:\n%s", got, exitUsage, flag, errOut.String())
+			}
+		})
 	}
 }
