@@ -184,7 +184,7 @@ func Analyze(in Input) Report {
 		Queries:      in.Queries,
 	}
 	if len(in.Routers) > 0 {
-		rep.Stacks = addStack(rep.Stacks, "production-stack", "vllm: series with a server label (the router's per-backend series)")
+		rep.Stacks = addStack(rep.Stacks, serverLabelRouter().ID, "vllm: series with a server label (the router's per-backend series)")
 	}
 	if in.Window > 0 {
 		w := in.Window
@@ -215,7 +215,7 @@ func Analyze(in Input) Report {
 		add(finding.Warning, "server-warning", "", "%s answered with a warning (queries: %s): %s; the figures may miss series (a partial response leaves out what an unavailable store holds)", strings.Join(in.Inputs, ", "), strings.Join(w.Queries, ", "), w.Warning)
 	}
 	if len(in.Routers) > 0 {
-		add(finding.Info, "router-series", "", "production-stack router series (label server: %s) re-export vllm: names; they were kept apart from the engine series", strings.Join(in.Routers, ", "))
+		add(finding.Info, "router-series", "", "%s router series (label server: %s) re-export vllm: names; they were kept apart from the engine series", cmp.Or(serverLabelRouter().ID, "router"), strings.Join(in.Routers, ", "))
 	}
 	if in.Mode == ModeLifetime {
 		add(finding.Info, "lifetime-totals", "", "one dump gives totals since each replica started, not a current rate: give two dumps, or use --scrape, for a window")

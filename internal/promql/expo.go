@@ -11,11 +11,15 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/kvcheck/kvcheck/internal/router"
+	"github.com/kvcheck/kvcheck/internal/router/product"
 )
 
 // Dump is one parsed exposition: a /metrics response or a saved file.
@@ -39,24 +43,37 @@ type RouterStack struct {
 	Family  string
 }
 
-// routerFamilies recognise the routers' own metric families by name prefix: llm-d's EPP
-// (llm_d_*, and before v0.9.0 the Gateway API Inference Extension's inference_* families it
-// published; the catalog's llm-d and gaie families, llm-d/llm-d-router
-// pkg/epp/metrics/metrics.go@v0.9.0), Dynamo's frontend (dynamo_frontend_*, the catalog's
-// dynamo family, ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs) and LiteLLM's
-// proxy (litellm_*, its Prometheus callback, litellm/integrations/prometheus.py).
-// production-stack's router exports vllm: names with a server label: Analyze tells it by
-// that label (Report.RouterSeries).
-var routerFamilies = []struct{ prefix, product string }{
-	{"llm_d_epp_", "llm-d"}, {"llm_d_router_epp_", "llm-d"}, {"llm_d_inference_scheduler_", "llm-d"},
-	{"inference_extension_", "llm-d"}, {"inference_objective_", "llm-d"}, {"inference_pool_", "llm-d"},
-	{"dynamo_frontend_", "dynamo"},
-	{"litellm_", "litellm"},
-}
+// routerFamily is a router product's own metric family name prefix.
+type routerFamily struct{ prefix, product string }
+
+// routerFamilies are the router products' own metric families by name prefix, as each
+// product declares them (product.Metered): promql names no product.
+var routerFamilies = sync.OnceValue(func() []routerFamily {
+	var out []routerFamily
+	for _, p := range router.Products() {
+		if m, ok := p.(product.Metered); ok {
+			for _, f := range m.Metrics().Families {
+				out = append(out, routerFamily{f, p.Name().ID})
+			}
+		}
+	}
+	return out
+})
+
+// serverLabelRouter is the router product whose router re-exports the engines' vllm: series
+// with a server label (product.Metrics.ServerLabel; Report.RouterSeries), zero when none does.
+var serverLabelRouter = sync.OnceValue(func() product.Name {
+	for _, p := range router.Products() {
+		if m, ok := p.(product.Metered); ok && m.Metrics().ServerLabel {
+			return p.Name()
+		}
+	}
+	return product.Name{}
+})
 
 // routerStackOf is the router product whose metric family name is, "" for none.
 func routerStackOf(name string) string {
-	for _, f := range routerFamilies {
+	for _, f := range routerFamilies() {
 		if strings.HasPrefix(name, f.prefix) {
 			return f.product
 		}

@@ -150,7 +150,7 @@ func (p Prometheus) Queries() []query {
 // stackMatcher matches the names of the routers' own metric families (routerFamilies).
 func stackMatcher() string {
 	var prefixes []string
-	for _, f := range routerFamilies {
+	for _, f := range routerFamilies() {
 		prefixes = append(prefixes, f.prefix)
 	}
 	return `__name__=~"(` + strings.Join(prefixes, "|") + `).+"`
@@ -302,7 +302,7 @@ func (p Prometheus) Collect(ctx context.Context) (Input, error) {
 	if len(in.Observations) == 0 {
 		hint := "is Prometheus scraping vLLM, and does --selector match?"
 		if len(in.Routers) > 0 {
-			hint = "only production-stack router series (label server) matched; the engines' own /metrics are not scraped"
+			hint = "only " + cmp.Or(serverLabelRouter().ID, "router") + " router series (label server) matched; the engines' own /metrics are not scraped"
 		}
 		sel := p.Selector
 		if sel == "" {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvcheck/kvcheck/internal/router/product"
 	"github.com/kvcheck/kvcheck/internal/sim"
 )
 
@@ -58,5 +59,44 @@ func TestDefaults(t *testing.T) {
 	_, err = Emulations(map[string]string{"sglang": "rust"})
 	if err == nil || !strings.HasPrefix(err.Error(), `"rust": want cli (the gateway's command-line defaults) or hint (the defaults a cache_aware policy hint applies)`) {
 		t.Errorf("rust: %v", err)
+	}
+}
+
+// TestMetricSigns: the products whose metrics show them, as promql reads them (hand-written:
+// llm-d's EPP, Dynamo's frontend and LiteLLM's proxy by their own family prefixes,
+// production-stack by its router's server label), no prefix claimed by two products (a family
+// would name either), and one product at most re-exporting engine series (promql names the
+// first).
+func TestMetricSigns(t *testing.T) {
+	owner := map[string]string{}
+	var byPrefix, byLabel []string
+	for _, p := range Products() {
+		m, ok := p.(product.Metered)
+		if !ok {
+			continue
+		}
+		id := p.Name().ID
+		if len(m.Metrics().Families) > 0 {
+			byPrefix = append(byPrefix, id)
+		}
+		if m.Metrics().ServerLabel {
+			byLabel = append(byLabel, id)
+		}
+		for _, f := range m.Metrics().Families {
+			for other, o := range owner {
+				if strings.HasPrefix(f, other) || strings.HasPrefix(other, f) {
+					if o != id {
+						t.Errorf("prefix %q of %s overlaps %q of %s", f, id, other, o)
+					}
+				}
+			}
+			owner[f] = id
+		}
+	}
+	if want := []string{"llm-d", "dynamo", "litellm"}; !slices.Equal(byPrefix, want) {
+		t.Errorf("products known by their families %v, want %v", byPrefix, want)
+	}
+	if want := []string{"production-stack"}; !slices.Equal(byLabel, want) {
+		t.Errorf("products known by a server label %v, want %v", byLabel, want)
 	}
 }

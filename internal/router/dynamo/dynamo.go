@@ -272,3 +272,9 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 
 // parseBool reads true or false as flags and YAML write them.
 func parseBool(v string) (bool, error) { return strconv.ParseBool(strings.ToLower(product.Unquote(v))) }
+
+// Metrics are the frontend's own metric families, dynamo_frontend_* (the catalog's dynamo
+// family; ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs).
+func (Router) Metrics() product.Metrics {
+	return product.Metrics{Families: []string{"dynamo_frontend_"}}
+}

@@ -237,3 +237,9 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 	return product.Snippet{Product: ID, Format: "LiteLLM config.yaml", File: "litellm-config.yaml",
 		Where: "the proxy's config.yaml (litellm --config): router_settings, with one model_list entry per replica", Text: b.String()}
 }
+
+// Metrics are the proxy's own metric families, litellm_* (its Prometheus callback,
+// litellm/integrations/prometheus.py).
+func (Router) Metrics() product.Metrics {
+	return product.Metrics{Families: []string{"litellm_"}}
+}

@@ -271,3 +271,11 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 	return product.Snippet{Product: ID, Format: "llm-d EndpointPickerConfig YAML", File: "epp-config.yaml",
 		Where: "the EPP's --config-file (an EndpointPickerConfig), or the llm-d router chart's router.epp.pluginsCustomConfig", Text: b.String()}
 }
+
+// Metrics are the EPP's own metric families: llm_d_* and, before v0.9.0, the Gateway API
+// Inference Extension's inference_* families it published (the catalog's llm-d and gaie
+// families; llm-d/llm-d-router pkg/epp/metrics/metrics.go@v0.9.0).
+func (Router) Metrics() product.Metrics {
+	return product.Metrics{Families: []string{"llm_d_epp_", "llm_d_router_epp_", "llm_d_inference_scheduler_",
+		"inference_extension_", "inference_objective_", "inference_pool_"}}
+}

@@ -193,3 +193,8 @@ func (Router) Snippet(policy string, ps product.Settings) product.Snippet {
 	return product.Snippet{Product: ID, Format: "production-stack Helm values", File: "values.yaml",
 		Where: "the production-stack chart's values.yaml (helm install -f): routerSpec, and servingEngineSpec.modelSpec[] for the engines", Text: b.String()}
 }
+
+// Metrics: the router re-exports the engines' gauges under their vllm: names with a server
+// label, one series a backend (SPEC.md, "production-stack's router re-exports gauges"), and
+// has no family of its own kvcheck reads.
+func (Router) Metrics() product.Metrics { return product.Metrics{ServerLabel: true} }
