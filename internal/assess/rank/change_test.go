@@ -109,7 +109,7 @@ func TestSessionStackFirst(t *testing.T) {
 			t.Errorf("litellm at %.2f: first %s by %q (no winner %q), want %s by %q", c.litellm, rk.Rows[0].Name(), rk.FirstBy, rk.NoWinner, c.first, c.by)
 		}
 		w := strings.Join(rk.Why, "\n")
-		if c.by == "stack" && !strings.Contains(w, "litellm is the product you run (configured in litellm.yaml:1): sglang-cache-aware (shipped) serves 2.7 points more of all prompt tokens, under the 5-point stack margin") {
+		if c.by == "stack" && !strings.Contains(w, "LiteLLM is the product you run (configured in litellm.yaml:1): sglang-cache-aware (shipped) serves 2.7 points more of all prompt tokens, under the 5-point stack margin") {
 			t.Errorf("why %q", w)
 		}
 		if c.by == "answer" && !strings.Contains(w, "a change of product, from LiteLLM (you run it: configured in litellm.yaml:1) to vLLM Router: replace litellm-simple-shuffle with vllm-router-consistent-hash") {

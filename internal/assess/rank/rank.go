@@ -885,7 +885,7 @@ func why(rk *Ranking) []string {
 			out = append(out, fmt.Sprintf("%s comes before it in the order alone (%.1f%%)", d.Name(), 100*d.PrefillSaved))
 		case "stack":
 			out = append(out, fmt.Sprintf("%s is the product you run (%s): %s serves %.1f points more of all prompt tokens, under the %.0f-point stack margin a change of product must bring",
-				first.Product, rk.Stack.From, d.Name(), 100*(d.HitRate-first.HitRate), 100*rk.Rules.StackMargin))
+				displayOf(first.Product), rk.Stack.From, d.Name(), 100*(d.HitRate-first.HitRate), 100*rk.Rules.StackMargin))
 		case "balanced":
 			out = append(out, fmt.Sprintf("%s saves %.1f%% but concentrates requests (load max/mean %.2f >= %.1f: a surge lands on one replica, whether or not requests wait at this load); a balanced row within %d point(s) comes first",
 				d.Name(), 100*d.PrefillSaved, d.LoadMaxOverMean, rk.Rules.Concentration, rk.Rules.BalancedMargin))

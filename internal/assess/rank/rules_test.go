@@ -97,7 +97,7 @@ func TestStackFirst(t *testing.T) {
 		}
 		w := strings.Join(rk.Why, "\n")
 		switch {
-		case c.by == "stack" && !strings.Contains(w, "litellm is the product you run (--today litellm-simple-shuffle): x (shipped) serves 4.0 points more of all prompt tokens, under the 5-point stack margin"):
+		case c.by == "stack" && !strings.Contains(w, "LiteLLM is the product you run (--today litellm-simple-shuffle): x (shipped) serves 4.0 points more of all prompt tokens, under the 5-point stack margin"):
 			t.Errorf("x at %.2f: why %q", c.xHit, w)
 		case c.xHit == 0.66 && !strings.Contains(w, "ties with x (shipped) at 51 points and is the product you run"):
 			t.Errorf("tie: why %q", w)
