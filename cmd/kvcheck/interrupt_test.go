@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -52,20 +53,23 @@ func interruptedCtx() context.Context {
 }
 
 // endlessRequests serves request lines without end, and calls stop once it has served n:
-// a log that is still being read when Ctrl-C arrives.
+// a log that is still being read when Ctrl-C arrives. served is atomic: after the interrupt the
+// standard-input reader leaves a read in flight on its own goroutine (cli.StdinUntil), which can
+// still count a line while the test reads the count (a race -race found under make test).
 type endlessRequests struct {
-	n, served int
-	stop      func()
-	buf       []byte
+	n      int64
+	served atomic.Int64
+	stop   func()
+	buf    []byte
 }
 
 func (e *endlessRequests) Read(p []byte) (int, error) {
 	if len(e.buf) == 0 {
-		e.served++
-		if e.served == e.n {
+		served := e.served.Add(1)
+		if served == e.n {
 			e.stop()
 		}
-		e.buf = fmt.Appendf(nil, `{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant for the shop, answer briefly."},{"role":"user","content":"question %d"}]}`+"\n", e.served)
+		e.buf = fmt.Appendf(nil, `{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant for the shop, answer briefly."},{"role":"user","content":"question %d"}]}`+"\n", served)
 	}
 	n := copy(p, e.buf)
 	e.buf = e.buf[n:]
@@ -107,8 +111,8 @@ func TestInterruptedRunsArePartial(t *testing.T) {
 		if !strings.Contains(out.String(), "partial: the audit was interrupted after") {
 			t.Errorf("stdout lacks the partial marker:\n%s", out.String())
 		}
-		if in.served > in.n+1024 {
-			t.Errorf("read %d lines after the interrupt at %d", in.served-in.n, in.n)
+		if served := in.served.Load(); served > in.n+1024 {
+			t.Errorf("read %d lines after the interrupt at %d", served-in.n, in.n)
 		}
 	})
 	t.Run("hitrate file", func(t *testing.T) {
