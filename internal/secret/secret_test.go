@@ -72,6 +72,11 @@ func FuzzMask(f *testing.F) {
 		if again := Mask(got); again != got {
 			t.Errorf("not idempotent: %q -> %q -> %q", s, got, again)
 		}
+		// Writer, which looks at the bytes before making a string of them, writes Mask's text.
+		var b strings.Builder
+		if _, err := (Writer{W: &b}).Write([]byte(s)); err != nil || b.String() != got {
+			t.Errorf("Writer wrote %q, Mask gives %q", b.String(), got)
+		}
 		// Masking only ever replaces values with xxxxx: lines stay lines.
 		if strings.Count(got, "\n") != strings.Count(s, "\n") {
 			t.Errorf("line count changed: %q -> %q", s, got)
@@ -101,12 +106,12 @@ func TestMaskJSON(t *testing.T) {
 func TestWriter(t *testing.T) {
 	var b strings.Builder
 	w := Writer{W: &b}
-	for _, line := range []string{"GET http://u:p@h\n", "plain\n"} {
+	for _, line := range []string{"GET http://u:p@h\n", "plain\n", "--api-key=sk-1 vllm:x\n"} {
 		if n, err := w.Write([]byte(line)); err != nil || n != len(line) {
 			t.Fatalf("Write(%q) = %d, %v; want %d, nil", line, n, err, len(line))
 		}
 	}
-	if got, want := b.String(), "GET http://u:xxxxx@h\nplain\n"; got != want {
+	if got, want := b.String(), "GET http://u:xxxxx@h\nplain\n--api-key=xxxxx vllm:x\n"; got != want {
 		t.Errorf("wrote %q, want %q", got, want)
 	}
 }
