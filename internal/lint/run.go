@@ -39,6 +39,8 @@ type Run struct {
 	// ("" when it sets none), FailOnAt where, for the command to apply when --fail-on was
 	// not given.
 	Config, FailOn, FailOnAt string
+	// Jobs is how many files the run linted at once: what the report may use to write.
+	Jobs int
 }
 
 // RunOptions are what a lint run was asked beyond Options: write the rewrites (Fix, which
@@ -72,7 +74,7 @@ func Check(ctx context.Context, cat *catalog.Catalog, o RunOptions, paths []stri
 	if err != nil {
 		api, fix = nil, false
 	}
-	run := Run{Target: l.Target().String(), Targets: l.JudgedAgainst(results), Files: results, Skipped: in.Skipped, Fix: fix, Unchanged: l.Left}
+	run := Run{Target: l.Target().String(), Targets: l.JudgedAgainst(results), Files: results, Skipped: in.Skipped, Fix: fix, Unchanged: l.Left, Jobs: l.jobs}
 	if api != nil {
 		if err := CheckOnline(ctx, api, results, o.Server, time.Duration(o.Lookback), o.QueryTimeout, time.Now()); err != nil {
 			if !o.Verbose {

@@ -46,7 +46,10 @@ func writeText(w io.Writer, r Result, o Options) error {
 // Text writes human-readable output. On a terminal it draws boxed tables and colour; when piped
 // it writes tab-separated tables and no escape codes, so the output greps and cuts cleanly.
 type Text struct {
-	w        io.Writer
+	w io.Writer
+	// out is what w writes to, after the masking and the guard: where lines already
+	// written through them by into's copies are copied.
+	out      io.Writer
 	terminal bool
 	// color: colour and boxed tables (a terminal, and neither --no-color nor NO_COLOR).
 	color bool
@@ -57,6 +60,8 @@ type Text struct {
 	// all: every figure and every row in full (assess --evidence all), not the brief view.
 	all bool
 	r   *lipgloss.Renderer
+	// line is the buffer lintLine writes a line in, kept for the next.
+	line []byte
 }
 
 // NewText returns a text writer for w. Colour and boxed tables are used only when w is a
@@ -81,7 +86,16 @@ func NewText(w io.Writer, color bool) *Text {
 
 // writeTo makes t write its lines to w: every line masked (secret.Mask) and guarded
 // (commandGuard).
-func (t *Text) writeTo(w io.Writer) { t.w = &commandGuard{w: secret.Writer{W: w}} }
+func (t *Text) writeTo(w io.Writer) { t.w, t.out = &commandGuard{w: secret.Writer{W: w}}, w }
+
+// into is a copy of t writing to w, through its own masking and guard: a goroutine's part of
+// a report, copied to t.out when done (lintFiles).
+func (t *Text) into(w io.Writer) *Text {
+	c := *t
+	c.writeTo(w)
+	c.line = nil
+	return &c
+}
 
 // SetWide turns off fitting tables to the terminal's width: every column, unwrapped.
 func (t *Text) SetWide(wide bool) { t.wide = wide }
@@ -140,6 +154,10 @@ func (t *Text) para(st lipgloss.Style, s string) {
 		fmt.Fprintln(t.w, l)
 	}
 }
+
+// plain reports whether t writes a line of text as it is: no width to wrap to and no colour, so
+// that render changes only a line with a tab, a CR or a line break (lintLine).
+func (t *Text) plain() bool { return t.width == 0 && t.r.ColorProfile() == termenv.Ascii }
 
 // render is st.Render(l) by t's renderer, for the styles of styles.go. Those set colours,
 // bold, faint and underline, never a width, padding, margin, border or transform: without
