@@ -179,7 +179,7 @@ func codeFillers(ctx context.Context, dir string) ([]pyFiller, []string, error) 
 // directory before: "holds no template".
 func walkFiles(ctx context.Context, dir string, keep func(path string) (bool, error)) (kept, skipped []string, err error) {
 	var w files.Walker
-	err = w.Walk(ctx, dir, func(path string, _ files.Kind, _ bool) error {
+	err = w.Walk(ctx, dir, func(path string, _ files.Kind, _ bool, _ int64) error {
 		ok, err := keep(path)
 		if ok {
 			kept = append(kept, path)

@@ -89,9 +89,10 @@ type Walker struct {
 }
 
 // Visit is called with each file of a walk: its path as met (the visible name), its kind
-// (Regular, or Pipe for a pipe named as the root), and whether it was named as the root
-// rather than found in a directory. An error ends the walk and is returned by Walk.
-type Visit func(path string, kind Kind, named bool) error
+// (Regular, or Pipe for a pipe named as the root), whether it was named as the root rather
+// than found in a directory, and its size when the walk looked (0 for a pipe). An error ends
+// the walk and is returned by Walk.
+type Visit func(path string, kind Kind, named bool, size int64) error
 
 // Walk hands on root, when it is a file, or every regular file under it, in lexical order;
 // skip is called with every path met and not handed on. It fails when root does not exist or
@@ -112,7 +113,7 @@ func (w *Walker) Walk(ctx context.Context, root string, visit Visit, skip func(S
 				return nil
 			}
 		}
-		return visit(root, k, true)
+		return visit(root, k, true, st.Size())
 	}
 	if first, dup := w.seen(w.dirs, root, st); dup {
 		skip(Skip{Path: root, What: whatSameDir, Reason: "the same directory as " + first + ", already walked"})
@@ -190,7 +191,7 @@ func (w *Walker) walk(ctx context.Context, dir string, above []fileID, visit Vis
 			skip(Skip{Path: path, What: whatSameFile, Reason: "the same file as " + first + ", already read"})
 			continue
 		}
-		if err := visit(path, Regular, false); err != nil {
+		if err := visit(path, Regular, false, st.Size()); err != nil {
 			return err
 		}
 	}

@@ -22,7 +22,7 @@ func walkAll(t *testing.T, dir string, roots ...string) (got, skips []string) {
 	var w Walker
 	rel := func(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, dir), "/") }
 	for _, r := range roots {
-		err := w.Walk(context.Background(), filepath.Join(dir, r), func(p string, k Kind, named bool) error {
+		err := w.Walk(context.Background(), filepath.Join(dir, r), func(p string, k Kind, named bool, _ int64) error {
 			s := rel(p)
 			if named {
 				s += " (named)"
@@ -182,7 +182,7 @@ func TestWalk(t *testing.T) {
 
 func TestWalkMissing(t *testing.T) {
 	var w Walker
-	err := w.Walk(context.Background(), filepath.Join(t.TempDir(), "nope"), func(string, Kind, bool) error { return nil }, func(Skip) {})
+	err := w.Walk(context.Background(), filepath.Join(t.TempDir(), "nope"), func(string, Kind, bool, int64) error { return nil }, func(Skip) {})
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err %v, want not exist", err)
 	}
@@ -195,7 +195,7 @@ func TestWalkCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var w Walker
 	var got []string
-	err := w.Walk(ctx, dir, func(p string, _ Kind, _ bool) error {
+	err := w.Walk(ctx, dir, func(p string, _ Kind, _ bool, _ int64) error {
 		got = append(got, filepath.Base(p))
 		cancel()
 		return nil

@@ -56,8 +56,8 @@ func (l *Linter) Paths(ctx context.Context, paths []string) ([]FileResult, error
 //
 // Files are read and linted by Options.Jobs workers while one goroutine walks the paths; the
 // results are taken in the walk's order, so the run's results do not depend on the number of
-// workers. At most Jobs files are read at once, and at most 2 x Jobs linted results wait for
-// an earlier file to finish. A file's text is kept in its result (Original) only when
+// workers. At most Jobs files are read at once, and the results of at most 4 x Jobs batches of
+// files (walkBatch: 32 items or 1 MiB) wait for an earlier batch to finish. A file's text is kept in its result (Original) only when
 // Options.Rewrite or Options.KeepText asks for it: otherwise the text of each file is
 // dropped once it is linted, and the memory a run holds is the files in flight (each at most
 // MaxFileSize, with its parse) plus what the results say (findings, names, config facts).
@@ -79,33 +79,39 @@ func (l *Linter) Read(ctx context.Context, paths []string) (Input, error) {
 	}
 	q := l.walkAll(ctx, paths)
 	defer q.close()
-	for it := range q.order {
-		switch {
-		case it.end:
+	for b := range q.order {
+		if b.reads {
+			<-b.done
+		}
+		for i := range b.items {
+			it := &b.items[i]
 			switch {
-			case it.err != nil && ctx.Err() != nil:
-				return stopped(it.path)
-			case it.err != nil:
-				return Input{}, fmt.Errorf("lint %s: %w", it.path, it.err)
+			case it.end:
+				switch {
+				case it.err != nil && ctx.Err() != nil:
+					return stopped(it.path)
+				case it.err != nil:
+					return Input{}, fmt.Errorf("lint %s: %w", it.path, it.err)
+				}
+			case it.skipped != nil:
+				in.Skipped = append(in.Skipped, *it.skipped)
+			case it.file != nil:
+				in.Files = append(in.Files, *it.file)
+			default:
+				o := it.out
+				switch {
+				case o.err != nil && ctx.Err() != nil:
+					return stopped(it.path)
+				case o.err != nil:
+					return Input{}, fmt.Errorf("lint %s: %w", it.path, o.err)
+				case o.ok:
+					checked++
+				case !it.named:
+					in.Skipped = append(in.Skipped, skippedAs(o.r))
+					continue
+				}
+				in.Files = append(in.Files, o.r)
 			}
-		case it.skipped != nil:
-			in.Skipped = append(in.Skipped, *it.skipped)
-		case it.file != nil:
-			in.Files = append(in.Files, *it.file)
-		default:
-			o := <-it.done
-			switch {
-			case o.err != nil && ctx.Err() != nil:
-				return stopped(it.path)
-			case o.err != nil:
-				return Input{}, fmt.Errorf("lint %s: %w", it.path, o.err)
-			case o.ok:
-				checked++
-			case !it.named:
-				in.Skipped = append(in.Skipped, skippedAs(o.r))
-				continue
-			}
-			in.Files = append(in.Files, o.r)
 		}
 	}
 	// With --changed-since, a run whose changed files hold nothing to check checked all it was
@@ -118,19 +124,40 @@ func (l *Linter) Read(ctx context.Context, paths []string) (Input, error) {
 	return in, nil
 }
 
-// walkItem is one step of a walk, in the walk's order: a file to read (done delivers its
+// walkItem is one step of a walk, in the walk's order: a file to read (read; out is then its
 // outcome), a result or a skip decided without reading, or the end of one path's walk (end,
 // with the walk's error and the path it was at).
 type walkItem struct {
 	path    string
 	kind    files.Kind
 	named   bool
-	done    chan readOutcome
+	read    bool
+	out     readOutcome
 	file    *FileResult
 	skipped *Skipped
 	end     bool
 	err     error
 }
+
+// walkBatch is consecutive items of a walk, handed on together so that a goroutine hands on
+// one batch where it would hand on a file: its files to read (reads) are read and linted by
+// one worker, one after another, and done is closed when all are. The workers and the taker
+// then wake a few hundred times on a tree of 13,760 dashboards, not tens of thousands.
+type walkBatch struct {
+	items []walkItem
+	size  int64 // the bytes of its files to read, as the walk saw them
+	reads bool
+	done  chan struct{}
+}
+
+// A batch is handed on when it holds batchFiles items (files to read, paths skipped) or its
+// files reach batchBytes, and at the walk's end: a few milliseconds of a worker's time, and
+// a batch with a large file closes there, so the workers share large files as they share many
+// small ones.
+const (
+	batchFiles = 32
+	batchBytes = 1 << 20
+)
 
 // readOutcome is what readInput returned for one file.
 type readOutcome struct {
@@ -139,10 +166,10 @@ type readOutcome struct {
 	err error
 }
 
-// walkQueue is a walk in progress: order yields its items in the walk's order and is closed
+// walkQueue is a walk in progress: order yields its batches in the walk's order and is closed
 // when the walk has ended.
 type walkQueue struct {
-	order  chan *walkItem
+	order  chan *walkBatch
 	stop   chan struct{} // closed when the items are no longer taken
 	cancel context.CancelFunc
 	wg     *sync.WaitGroup
@@ -159,18 +186,21 @@ func (q walkQueue) close() {
 }
 
 // walkAll walks paths in one goroutine and reads and lints the files it finds in l.jobs
-// workers. The walk blocks while 2 x jobs items wait to be taken, so a run never has more than
-// jobs files read and about as many results ahead of the one taken.
+// workers, in batches (walkBatch). The walk runs ahead of the workers by at most 4 x jobs
+// batches, which it blocks on until they are taken: a run has at most jobs files read at once
+// (one a worker), and the results of at most 4 x jobs x batchFiles files waiting for the
+// taker. The walk ahead keeps a worker from waiting for the walk to be scheduled, and the
+// batches from waking goroutines a file.
 //
 // The walk itself stops at ctx's end and hands on an end item saying so; until the items stop
 // being taken (walkQueue.close) every item is handed on, so the taker always learns where the
 // walk stopped.
 func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
 	jobs := max(l.jobs, 1)
-	q := walkQueue{order: make(chan *walkItem, 2*jobs), stop: make(chan struct{}), wg: &sync.WaitGroup{}}
+	q := walkQueue{order: make(chan *walkBatch, 4*jobs), stop: make(chan struct{}), wg: &sync.WaitGroup{}}
 	var rctx context.Context // the workers': ends with ctx, or when the taker stops
 	rctx, q.cancel = context.WithCancel(ctx)
-	order, work, wg := q.order, make(chan *walkItem), q.wg
+	order, work, wg := q.order, make(chan *walkBatch, cap(q.order)), q.wg
 	for range jobs {
 		wg.Add(1)
 		go func() {
@@ -179,48 +209,78 @@ func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
 			if !l.keepText {
 				buf = new([]byte)
 			}
-			for it := range work {
-				var o readOutcome
-				if err := rctx.Err(); err != nil {
-					o.err = err
-				} else {
-					o.r, o.ok, o.err = l.readInput(rctx, it.path, it.kind, it.named, buf)
+			for b := range work {
+				for i := range b.items {
+					it := &b.items[i]
+					switch {
+					case !it.read:
+					case rctx.Err() != nil:
+						it.out.err = rctx.Err()
+					default:
+						it.out.r, it.out.ok, it.out.err = l.readInput(rctx, it.path, it.kind, it.named, buf)
+					}
 				}
-				it.done <- o
+				close(b.done)
 			}
 		}()
 	}
-	// put hands an item on in order; false when the run ended.
-	put := func(it *walkItem) bool {
+	b := &walkBatch{}
+	// flush hands the batch on, in order; false when the run ended.
+	flush := func() bool {
+		h := b
+		b = &walkBatch{}
+		if len(h.items) == 0 {
+			return true
+		}
+		if h.reads {
+			h.done = make(chan struct{})
+		}
 		select {
-		case order <- it:
+		case order <- h:
 		case <-q.stop:
 			return false
 		}
-		if it.done == nil {
+		if !h.reads {
 			return true
 		}
 		select {
-		case work <- it:
+		case work <- h:
 			return true
 		case <-q.stop:
-			it.done <- readOutcome{err: errStopped}
+			for i := range h.items {
+				h.items[i].out.err = errStopped
+			}
+			close(h.done)
 			return false
 		}
+	}
+	// put adds an item to the batch, handing the batch on when it is full; false when the run
+	// ended.
+	put := func(it walkItem, size int64) bool {
+		b.items = append(b.items, it)
+		if it.read {
+			b.reads = true
+			b.size += size
+		}
+		if it.end || b.size >= batchBytes || len(b.items) >= batchFiles {
+			return flush()
+		}
+		return true
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(order)
 		defer close(work)
+		defer flush()
 		var w files.Walker
 		for _, p := range paths {
 			if err := ctx.Err(); err != nil {
-				put(&walkItem{end: true, path: p, err: err})
+				put(walkItem{end: true, path: p, err: err}, 0)
 				return
 			}
 			at := p // the path being read, for an error or an interruption
-			err := w.Walk(ctx, p, func(path string, kind files.Kind, named bool) error {
+			err := w.Walk(ctx, p, func(path string, kind files.Kind, named bool, size int64) error {
 				at = path
 				if err := ctx.Err(); err != nil {
 					return err
@@ -231,36 +291,36 @@ func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
 				if l.leave != nil {
 					if why, left := l.leave(path); left {
 						l.Excluded++
-						if !put(&walkItem{path: path, skipped: &Skipped{Path: path, What: skipConfig, Reason: why}}) {
+						if !put(walkItem{path: path, skipped: &Skipped{Path: path, What: skipConfig, Reason: why}}, 0) {
 							return errStopped
 						}
 						return nil
 					}
 				}
 				named = named && !l.skipAll
-				it := &walkItem{path: path, kind: kind, named: named}
+				it := walkItem{path: path, kind: kind, named: named}
 				if !named && fixTemp(filepath.Base(path)) {
 					it.skipped = &Skipped{Path: path, What: skipFixTemp,
 						Reason: "a temporary file of kvcheck lint --fix, left by a run that was killed (or one running now); the next kvcheck lint --fix that walks this directory removes it"}
 				} else {
-					it.done = make(chan readOutcome, 1)
+					it.read = true
 				}
-				if !put(it) {
+				if !put(it, size) {
 					return errStopped
 				}
 				return nil
 			}, func(s files.Skip) {
-				it := &walkItem{path: s.Path}
+				it := walkItem{path: s.Path}
 				if s.Problem {
 					r := skippedFile(s.Path, finding.Warning, "not checked: "+s.Reason)
 					it.file = &r
 				} else {
 					it.skipped = &Skipped{Path: s.Path, What: s.What, Reason: s.Reason}
 				}
-				put(it)
+				put(it, 0)
 			})
 			if err != nil {
-				put(&walkItem{end: true, path: at, err: err})
+				put(walkItem{end: true, path: at, err: err}, 0)
 				return
 			}
 		}

@@ -324,3 +324,89 @@ func TestReadHoldsNoText(t *testing.T) {
 	}
 	runtime.KeepAlive(rs)
 }
+
+// TestWalkBatches: the walk hands on its items in batches of at most batchFiles items and
+// closes one as soon as its files reach batchBytes, so that the workers share large files as
+// they share small ones; the items come in the walk's order, each once, whatever the batches.
+// A tree of a hidden directory (skipped: an item, no file) and 103 files, four of 700 KB.
+func TestWalkBatches(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	size := map[string]int64{}
+	for i := range 103 {
+		n := 1 << 10
+		if i == 5 || i == 7 || i == 40 || i == 41 {
+			n = 700 << 10
+		}
+		p := filepath.Join(dir, fmt.Sprintf("f%03d.yaml", i))
+		mkfile(t, p, "# "+strings.Repeat("x", n)+"\n")
+		want, size[p] = append(want, p), int64(n+3)
+	}
+	mkfile(t, filepath.Join(dir, ".hidden", "a.yaml"), "a: 1\n")
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(cat, Options{Jobs: 2})
+	q := l.walkAll(context.Background(), []string{dir})
+	defer q.close()
+	var got, skipped []string
+	var counts []int
+	for b := range q.order {
+		if b.reads {
+			<-b.done
+		}
+		bytes := int64(0)
+		for i, it := range b.items {
+			if it.skipped != nil {
+				skipped = append(skipped, filepath.Base(it.path))
+				continue
+			}
+			if !it.read || it.out.err != nil {
+				t.Fatalf("item %+v: want a file read", it)
+			}
+			if bytes >= batchBytes {
+				t.Errorf("a batch goes on past %d bytes: %s at item %d", bytes, it.path, i)
+			}
+			bytes += size[it.path]
+			got = append(got, it.path)
+		}
+		counts = append(counts, len(b.items))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("files in the batches (-walk order +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{".hidden"}, skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	// The hidden directory comes first in the walk ('.' sorts before 'f'), then the files, of
+	// 1,027 bytes and four of 716,803. Worked by hand: the first batch closes at f007, the
+	// second large file, its bytes past 1 MiB (1,439,768; 722,965 before it): 9 items. Then
+	// f008-f039 (32 items), f040-f041 (two large files, 1,433,606 bytes), f042-f073 (32) and
+	// f074-f102 (29).
+	hand := []int{9, 32, 2, 32, 29}
+	if diff := cmp.Diff(hand, batchCounts(append([]string{".hidden"}, want...), size)); diff != "" {
+		t.Fatalf("the model of the batches disagrees with the hand count (-hand +model):\n%s", diff)
+	}
+	if diff := cmp.Diff(hand, counts); diff != "" {
+		t.Errorf("files a batch (-want +got):\n%s", diff)
+	}
+}
+
+// batchCounts is the items a batch of walkAll's rule holds, for items of these sizes in order
+// (0 for one not read): a batch closes when it holds batchFiles items or its bytes reach
+// batchBytes.
+func batchCounts(paths []string, size map[string]int64) []int {
+	var out []int
+	n, b := 0, int64(0)
+	for _, p := range paths {
+		n, b = n+1, b+size[p]
+		if n == batchFiles || b >= batchBytes {
+			out, n, b = append(out, n), 0, 0
+		}
+	}
+	if n > 0 {
+		out = append(out, n)
+	}
+	return out
+}
