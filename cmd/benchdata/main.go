@@ -4,7 +4,8 @@
 //	benchdata dashboards DIR [N [MB]]   N dashboards of about MB in all (13760, 200)
 //	benchdata dashboard FILE [PANELS]   one minified dashboard (20000 panels)
 //	benchdata requests FILE [MB]        a request log from the Mooncake trace (449 MB)
-//	benchdata decode PATH...            json.Unmarshal of every file, one after another
+//	benchdata decode [-j N] PATH...     json.Unmarshal of every file, one after another
+//	                                    (on N goroutines with -j)
 //
 // The corpus is $KVCHECK_CORPUS.
 package main

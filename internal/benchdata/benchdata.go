@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Corpus holds the real dashboards the generated ones are made from.
@@ -501,28 +502,53 @@ type DecodeStats struct {
 // Decode reads every file under the paths and decodes it with encoding/json into an empty
 // interface, one after another: the least any tool that understands dashboards must do, and
 // the reference of the lint figures.
-func Decode(paths []string) (DecodeStats, error) {
-	var st DecodeStats
-	for _, root := range paths {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
+func Decode(paths []string) (DecodeStats, error) { return DecodeJobs(paths, 1) }
+
+// DecodeJobs is Decode on jobs goroutines, each reading and decoding the next file the walk
+// found: the reference's own speedup on several cores, for lint --jobs's.
+func DecodeJobs(paths []string, jobs int) (DecodeStats, error) {
+	var (
+		st    DecodeStats
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	found := make(chan string, 64)
+	for range max(jobs, 1) {
+		wg.Go(func() {
+			for p := range found {
+				b, err := os.ReadFile(p)
+				if err == nil {
+					var v any
+					if err = json.Unmarshal(b, &v); err != nil {
+						err = fmt.Errorf("%s: %w", p, err)
+					}
+				}
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				}
+				st.Files++
+				st.Bytes += int64(len(b))
+				mu.Unlock()
 			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			var v any
-			if err := json.Unmarshal(b, &v); err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			st.Files++
-			st.Bytes += int64(len(b))
-			return nil
 		})
-		if err != nil {
-			return st, err
+	}
+	var err error
+	for _, root := range paths {
+		if err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				found <- p
+			}
+			return err
+		}); err != nil {
+			break
 		}
 	}
-	return st, nil
+	close(found)
+	wg.Wait()
+	if err == nil {
+		err = first
+	}
+	return st, err
 }

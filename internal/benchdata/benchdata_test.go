@@ -157,3 +157,33 @@ func TestRequestLog(t *testing.T) {
 		t.Errorf("first row's user turn is %d bytes, want %d (4 bytes a token of its 6,758 after the first block)", len(a[1].Content), want)
 	}
 }
+
+// TestDecodeJobs: the reference decodes every file of a tree whatever its goroutines, counts
+// them and their bytes, and names a file that is not JSON.
+func TestDecodeJobs(t *testing.T) {
+	dir := t.TempDir()
+	var bytes int64
+	for i := range 40 {
+		s := `{"a": [1, 2, {"b": "` + strings.Repeat("x", i) + `"}]}`
+		bytes += int64(len(s))
+		if err := os.MkdirAll(filepath.Join(dir, string(rune('a'+i%3))), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, string(rune('a'+i%3)), strings.Repeat("f", 1+i)+".json"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, jobs := range []int{1, 2, 5} {
+		st, err := DecodeJobs([]string{dir}, jobs)
+		if err != nil || st != (DecodeStats{Files: 40, Bytes: bytes}) {
+			t.Errorf("jobs %d: %+v, %v; want 40 files, %d bytes", jobs, st, err, bytes)
+		}
+	}
+	bad := filepath.Join(dir, "b", "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"a": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeJobs([]string{dir}, 3); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("err %v, want one naming %s", err, bad)
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-const usageText = `usage: benchdata dashboards DIR [N [MB]] | dashboard FILE [PANELS] | requests FILE [MB] | decode PATH...`
+const usageText = `usage: benchdata dashboards DIR [N [MB]] | dashboard FILE [PANELS] | requests FILE [MB] | decode [-j N] PATH...`
 
 // Main runs the benchdata command on its arguments, the corpus directory and where to say
 // what it wrote.
@@ -90,7 +90,15 @@ func Main(args []string, corpus string, out io.Writer) error {
 		_, err = fmt.Fprintf(out, "%d requests (%d passes over the trace), %d bytes\n", st.Requests, st.Passes, st.Bytes)
 		return err
 	case "decode":
-		st, err := Decode(args[1:])
+		paths, jobs := args[1:], int64(1)
+		if len(paths) > 1 && paths[0] == "-j" {
+			n, err := num(2, 1)
+			if err != nil {
+				return err
+			}
+			paths, jobs = paths[2:], n
+		}
+		st, err := DecodeJobs(paths, int(jobs))
 		if err != nil {
 			return err
 		}
