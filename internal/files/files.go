@@ -246,25 +246,19 @@ func ReadInto(ctx context.Context, path string, limit int64, buf []byte) ([]byte
 	}
 	switch k := KindOf(st.Mode()); k {
 	case Regular:
-		// Non-blocking, so that a file replaced by a pipe since the Stat is not waited on;
-		// the flag means nothing to a regular file.
-		f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = f.Close() }() // read only
-		if st, err = f.Stat(); err != nil {
-			return nil, err
-		}
-		if k := KindOf(st.Mode()); k != Regular {
-			return nil, fmt.Errorf("%s since it was first looked at: not read", k)
-		}
-		return readLimited(f, limit, st.Size(), buf[:0])
+		return readOpen(path, limit, buf)
 	case Pipe:
 		return readPipe(ctx, path, limit)
 	default:
 		return nil, fmt.Errorf("%s, not a file: refused (it is never read)", k)
 	}
+}
+
+// ReadFound is ReadInto for a path a stat has just found to be a regular file (a walk's): it is
+// opened without a second look first, and read if it still is a regular file; a pipe, a device
+// or a socket put there since is refused, not read.
+func ReadFound(path string, limit int64, buf []byte) ([]byte, error) {
+	return readOpen(path, limit, buf)
 }
 
 func readLimited(r io.Reader, limit, hint int64, buf []byte) ([]byte, error) {

@@ -220,6 +220,46 @@ func TestRead(t *testing.T) {
 	}
 }
 
+// TestReadFound: a file a walk found is read whole at any length against the buffer given (none,
+// shorter, exactly as long, longer) and into that buffer's memory when it is long enough;
+// the limit holds; what was put at the path since the walk looked (a pipe, a device) is
+// refused without waiting or reading; a missing file is open's error.
+func TestReadFound(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, 511, 512, 4096, 70000} {
+		text := strings.Repeat("abcdefg\n", n/8+1)[:n]
+		write(t, dir+"/f", text)
+		for _, c := range []int{0, 1, n, n + 512, n + 4096} {
+			buf := make([]byte, 7, c+7)[7:]
+			b, err := ReadFound(dir+"/f", 1<<20, buf)
+			if err != nil || string(b) != text {
+				t.Fatalf("%d bytes into a buffer of %d: %d bytes, %v", n, c, len(b), err)
+			}
+			if into := cap(b) > 0 && cap(buf) > 0 && &b[:1][0] == &buf[:1][0]; into != (c >= n+512) {
+				t.Errorf("%d bytes into a buffer of %d: read into its memory %v, want %v", n, c, into, c >= n+512)
+			}
+		}
+	}
+	write(t, dir+"/a", "hello")
+	if b, err := ReadFound(dir+"/a", 5, nil); err != nil || string(b) != "hello" {
+		t.Errorf("at the limit: %q, %v", b, err)
+	}
+	if _, err := ReadFound(dir+"/a", 4, nil); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("past the limit: %v, want ErrTooLarge", err)
+	}
+	if _, err := ReadFound(dir+"/none", 5, nil); !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "open "+dir+"/none") {
+		t.Errorf("a missing file: %v, want open's error", err)
+	}
+	if err := syscall.Mkfifo(dir+"/p", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{dir + "/p": "a named pipe", "/dev/null": "a device"} {
+		if _, err := ReadFound(path, 5, nil); err == nil || err.Error() != kind+" since it was first looked at: not read" {
+			t.Errorf("%s: %v, want refused as %s", path, err, kind)
+		}
+	}
+}
+
 // TestReadPipe reads a named pipe a writer fills, and gives up on one no writer opens when the
 // context ends (a FIFO named as an input blocked in open() and ignored SIGTERM).
 func TestReadPipe(t *testing.T) {

@@ -346,7 +346,13 @@ func (l *Linter) readInput(ctx context.Context, path string, kind files.Kind, na
 	if buf != nil {
 		reuse, *buf = *buf, nil
 	}
-	src, err := files.ReadInto(ctx, path, l.max, reuse)
+	var src []byte
+	var err error
+	if kind == files.Regular {
+		src, err = files.ReadFound(path, l.max, reuse) // the walk's stat said so
+	} else {
+		src, err = files.ReadInto(ctx, path, l.max, reuse)
+	}
 	r, ok, err := l.lintRead(ctx, path, src, err)
 	if buf != nil {
 		r.Original = nil
