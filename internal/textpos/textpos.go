@@ -26,8 +26,21 @@ const ChunkSize = 1024
 // New indexes src, which it keeps (src must not change while the index is used). It costs two
 // passes over src a few bytes at a time: the lines are found with bytes.IndexByte, and the
 // characters of each chunk are counted eight bytes at a time.
-func New(src []byte) *Index {
-	starts := make([]int, 1, bytes.Count(src, []byte{'\n'})+2)
+func New(src []byte) *Index { return NewInto(src, nil) }
+
+// NewInto is New in x's memory when x is not nil (x's lines and chunks are overwritten: an
+// index made by New or NewInto before, no longer used), so that a caller indexing many files
+// one after another allocates its index once.
+func NewInto(src []byte, x *Index) *Index {
+	if x == nil {
+		x = &Index{}
+	}
+	lines := bytes.Count(src, []byte{'\n'}) + 2
+	starts := x.starts[:0]
+	if cap(starts) < lines {
+		starts = make([]int, 0, lines)
+	}
+	starts = append(starts, 0)
 	if bytes.IndexByte(src, '\r') < 0 {
 		for i := 0; ; {
 			j := bytes.IndexByte(src[i:], '\n')
@@ -44,7 +57,10 @@ func New(src []byte) *Index {
 			}
 		}
 	}
-	chunks := make([]int, 0, len(src)/ChunkSize+2)
+	chunks := x.chunks[:0]
+	if cap(chunks) < len(src)/ChunkSize+2 {
+		chunks = make([]int, 0, len(src)/ChunkSize+2)
+	}
 	n := 0
 	for k := 0; k*ChunkSize < len(src); k++ {
 		chunks = append(chunks, n)
@@ -53,8 +69,13 @@ func New(src []byte) *Index {
 	if len(src)%ChunkSize == 0 {
 		chunks = append(chunks, n)
 	}
-	return &Index{src: src, starts: starts, chunks: chunks}
+	*x = Index{src: src, starts: starts, chunks: chunks}
+	return x
 }
+
+// Forget drops the text x indexes, for an index kept to be made again (NewInto) that must not
+// keep its last file's text alive meanwhile.
+func (x *Index) Forget() { x.src = nil }
 
 // chars counts the characters of b: its bytes but the UTF-8 continuation bytes (10xxxxxx),
 // which are found eight at a time: a byte's top bit set and the next bit clear.

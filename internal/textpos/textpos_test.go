@@ -9,7 +9,9 @@ import (
 )
 
 // TestIndex: positions and offsets agree with counting characters from the line start,
-// across chunk boundaries, multi-byte characters and every line-end style.
+// across chunk boundaries, multi-byte characters and every line-end style, for an index made
+// afresh and for one made again in the memory of the indexes of the other inputs (NewInto,
+// the inputs forward then backward: a long one's memory then serves a short one).
 func TestIndex(t *testing.T) {
 	inputs := []string{
 		"",
@@ -18,9 +20,19 @@ func TestIndex(t *testing.T) {
 		strings.Repeat("é", ChunkSize) + "\n" + strings.Repeat("x€", ChunkSize) + "\r\n",
 		strings.Repeat("ab\n", 700) + strings.Repeat("日本語", 900),
 	}
-	for _, in := range inputs {
+	var again *Index
+	for i := range 4 * len(inputs) {
+		in := inputs[i/2%len(inputs)]
+		if i >= 2*len(inputs) {
+			in = inputs[len(inputs)-1-i/2%len(inputs)]
+		}
 		src := []byte(in)
 		x := New(src)
+		if i%2 == 1 {
+			again = NewInto(src, again)
+			again.Forget()
+			x = NewInto(src, again)
+		}
 		line, lineStart := 1, 0
 		for off := 0; off <= len(src); off++ {
 			if off > 0 && (src[off-1] == '\n' || (src[off-1] == '\r' && (off == len(src) || src[off] != '\n'))) {
