@@ -256,13 +256,21 @@ func (l *Linter) walkAll(ctx context.Context, paths []string) walkQueue {
 	}
 	// put adds an item to the batch, handing the batch on when it is full; false when the run
 	// ended.
+	//
+	// A pipe named on the command line is a batch of its own: its read waits for its writer,
+	// which may serve a pipe named after it first (one script rendering both), and another
+	// worker must then be reading that one.
 	put := func(it walkItem, size int64) bool {
+		pipe := it.read && it.kind == files.Pipe
+		if pipe && !flush() {
+			return false
+		}
 		b.items = append(b.items, it)
 		if it.read {
 			b.reads = true
 			b.size += size
 		}
-		if it.end || b.size >= batchBytes || len(b.items) >= batchFiles {
+		if it.end || pipe || b.size >= batchBytes || len(b.items) >= batchFiles {
 			return flush()
 		}
 		return true

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -219,6 +220,44 @@ func TestReadNamedPipe(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.Contains(got[0].Findings[0].Message, "interrupted") {
 		t.Errorf("results %+v, want the pipe marked as interrupted", got)
+	}
+}
+
+// TestReadPipesInAnyOrder: two pipes named on the command line, filled by one writer in the
+// other order (b, then a), are both read with two jobs: each pipe is a batch of its own, so
+// while one worker waits on a, the other reads b. When they shared a batch, one worker read a
+// and waited for ever, b's writer never served (the review of 89ac76b).
+func TestReadPipesInAnyOrder(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	for _, p := range []string{a, b} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		for _, p := range []string{b, a} {
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			_, _ = f.WriteString(removedRule)
+			_ = f.Close()
+		}
+	}()
+	// The deadline only ends a run that hangs, so that the test fails rather than waits.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := New(cat, Options{Jobs: 2}).Paths(ctx, []string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Path != a || rs[1].Path != b || len(rs[0].Findings) != 1 || len(rs[1].Findings) != 1 {
+		t.Errorf("results %+v, want a's and b's removed metric, in that order", rs)
 	}
 }
 
