@@ -10,6 +10,7 @@ var consistentHashInfo = PolicyInfo{
 	About:   "consistent hashing of the session (else block 0) with bounded load (1+epsilon)",
 	Family:  FamilySession,
 	Reasons: []string{ReasonSessionKey, ReasonFirstBlock, reasonLoadBound},
+	Draws:   true,
 	New: func(c Config, _ int) Policy {
 		return &consistentHashPolicy{seed: c.Seed, epsilon: c.Params.Epsilon}
 	},

@@ -62,6 +62,14 @@ type PolicyInfo struct {
 	// Pool.Runs): only their replays keep it up to date, which saves two index updates per
 	// block cached or evicted for the others.
 	ReadsIndex bool
+	// Draws is set for a policy that places requests by a seeded draw, not only to break exact
+	// ties between replicas it scores alike: a uniform or weighted choice of a replica (random,
+	// a shuffle, the two candidates of power of two, the first replica a session then sticks
+	// to) or a seeded hash standing in for what a trace does not carry (a hash ring's points).
+	// Another Config.Seed places the same traffic otherwise, so one replay is one sample of
+	// what the policy does: assess's ranking judges such a row over several seeds (rank.Seeds)
+	// and replays the others once.
+	Draws bool
 	// Check, when set, refuses a configuration the product itself refuses to start with (a
 	// *CannotRunError saying why): the simulation then returns it, never a figure.
 	Check func(c Config, t *Trace) error

@@ -7,6 +7,7 @@ var randomInfo = PolicyInfo{
 	About:   "uniformly random replica (seeded)",
 	Family:  FamilyBalance,
 	Reasons: []string{ReasonRandom},
+	Draws:   true,
 	New: func(c Config, _ int) Policy {
 		return &randomPolicy{rng: rand.New(rand.NewPCG(c.Seed, 1))}
 	},

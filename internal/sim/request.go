@@ -167,6 +167,28 @@ func (t *Trace) sortByArrival() bool {
 	return true
 }
 
+// Head is the trace of t's first n requests (all of them when n is larger), sharing t's
+// requests and its dense block ids: block ids are numbered in order of first appearance, so
+// the first n requests' ids are already dense, and the head costs no copy of the trace. A
+// replay of the head is the replay of the traffic up to its n-th request.
+func (t *Trace) Head(n int) *Trace {
+	n = min(max(n, 0), len(t.Requests))
+	t.intern()
+	h := &Trace{Name: t.Name, Format: t.Format, Tokens: t.Tokens, LowerBound: t.LowerBound, BlockSize: t.BlockSize, PrefixInfo: t.PrefixInfo,
+		Requests: t.Requests[:n:n], SyntheticArrivals: t.SyntheticArrivals, Notes: t.Notes, noView: t.noView, maxRequests: t.maxRequests}
+	if t.input != nil {
+		h.input = t.input[:n:n]
+	}
+	h.internOnce.Do(func() {
+		end := t.idsFrom[n]
+		h.ids, h.idsFrom = t.ids[:end:end], t.idsFrom[:n+1:n+1]
+		for _, id := range h.ids {
+			h.distinct = max(h.distinct, int(id)+1)
+		}
+	})
+	return h
+}
+
 // Input is request i's place in the order the source gave its requests, from 0: i itself,
 // unless the source was out of time order and the trace sorted it.
 func (t *Trace) Input(i int) int {

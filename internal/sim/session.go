@@ -5,6 +5,7 @@ var sessionInfo = PolicyInfo{
 	About:   "session affinity: hash of the session id, else of block 0, modulo the replicas",
 	Family:  FamilySession,
 	Reasons: []string{ReasonSessionKey, ReasonFirstBlock, ReasonRoundRobin},
+	Draws:   true,
 	New: func(c Config, _ int) Policy {
 		return &sessionPolicy{seed: c.Seed}
 	},

@@ -11,10 +11,13 @@ import (
 // kvRouter is dynamo-kv with settings s.
 func kvRouter(s Settings) sim.PolicyInfo {
 	return sim.PolicyInfo{
-		Name:       "dynamo-kv",
-		About:      "NVIDIA Dynamo KV router (--router-mode kv): lowest overlap-weight x (prefill blocks - credited overlap) + decode blocks; credit decay 0, events or the 120 s TTL approximation",
-		Family:     sim.FamilyKV,
-		Reasons:    []string{sim.ReasonPrefixMatch, sim.ReasonNoMatch, reasonSoftmax},
+		Name:    "dynamo-kv",
+		About:   "NVIDIA Dynamo KV router (--router-mode kv): lowest overlap-weight x (prefill blocks - credited overlap) + decode blocks; credit decay 0, events or the 120 s TTL approximation",
+		Family:  sim.FamilyKV,
+		Reasons: []string{sim.ReasonPrefixMatch, sim.ReasonNoMatch, reasonSoftmax},
+		// Above temperature 0 the replica is a softmax draw over the costs; at 0 the draw only
+		// breaks ties.
+		Draws:      s.Temperature > 0,
 		Product:    display,
 		Source:     "ai-dynamo/dynamo lib/kv-router/src/scheduling/selector.rs@01690d42 (worker_logit, softmax_sample_entries), lib/kv-router/src/sequences (WorkerLoadProjection, potential_decode_blocks), lib/llm/src/kv_router/approx.rs@17cf2360 (ApproxKvIndexer), kv_router_args.py@021d616; ROUTERS.md §4, SPEC §6",
 		ReadsIndex: true,

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/kvcheck/kvcheck/internal/sim"
@@ -25,7 +26,9 @@ func schedulerInfo(s Settings) sim.PolicyInfo {
 		Source:    "volcano-sh/kthena@3cc0572 pkg/kthena-router/scheduler/scheduler_impl.go:119-294, plugins/{least_request,gpu,least_latency,prefix_cache,random}.go, plugins/cache/prefix_store.go, datastore/store.go:50-100,600-640, backend/metrics/metrics.go:68-96, router/router.go:300-330,845-890, utils/utils.go:45-195",
 		NeedsText: true,
 		Reasons:   []string{"prefix-match", "load-over-prefix", "no-match", "all-filtered"},
-		Check:     check(s),
+		// The random plugin adds a draw to every pod's score; without it the draw only breaks ties.
+		Draws: slices.ContainsFunc(s.Score, func(p Plugin) bool { return p.Name == "random" && p.Weight > 0 }),
+		Check: check(s),
 		New: func(c sim.Config, _ int) sim.Policy {
 			return &scheduler{s: s, decode: c.Model.DecodePerToken, draws: rand.New(rand.NewPCG(c.Seed, drawStream)),
 				store: newPrefixStore(s.CacheSize), pending: map[int]pendingAdd{}, tick: -1,

@@ -9,6 +9,7 @@ func promptCaching(s Settings) sim.PolicyInfo {
 		About:     "LiteLLM proxy with optional_pre_call_checks [prompt_caching]: the deployment that last served the prefix up to the last cache_control marker, for 300 s, on prompts of >= 1,024 tokens; else simple-shuffle",
 		Family:    sim.FamilyKV,
 		Reasons:   []string{reasonCacheKey, sim.ReasonRandom},
+		Draws:     true,
 		Product:   display,
 		Source:    "BerriAI/litellm litellm/router_utils/pre_call_checks/prompt_caching_deployment_check.py (async_filter_deployments, async_log_success_event), litellm/router_utils/prompt_caching_cache.py (extract_cacheable_prefix, TTL 300), litellm/utils.py (is_prompt_caching_valid_prompt, 1024 tokens); ROUTERS.md §1, SPEC §6",
 		NeedsText: true,

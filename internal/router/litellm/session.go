@@ -9,6 +9,7 @@ func sessionAffinity(s Settings) sim.PolicyInfo {
 		About:     "LiteLLM proxy with optional_pre_call_checks [session_affinity]: the session id's pinned deployment for deployment_affinity_ttl_seconds (3600), else simple-shuffle; per-pod pins without Redis",
 		Family:    sim.FamilySession,
 		Reasons:   []string{sim.ReasonSessionKey, sim.ReasonRandom},
+		Draws:     true,
 		Product:   display,
 		Source:    "BerriAI/litellm litellm/router_utils/pre_call_checks/deployment_affinity_check.py@00e1fe8 (async_filter_deployments, async_pre_call_deployment_hook), litellm/proxy/litellm_pre_call_utils.py (session id headers), litellm/router_strategy/simple_shuffle.py; config_settings.md (deployment_affinity_ttl_seconds 3600, redis_host); ROUTERS.md §1, SPEC §6",
 		NeedsText: true,

@@ -9,6 +9,7 @@ func simpleShuffle() sim.PolicyInfo {
 		About:   "LiteLLM proxy router as shipped (routing_strategy simple-shuffle, no pre-call checks): a uniformly random deployment, each replica a deployment",
 		Family:  sim.FamilyBalance,
 		Reasons: []string{sim.ReasonRandom},
+		Draws:   true,
 		Product: display,
 		Source:  "BerriAI/litellm litellm/router_strategy/simple_shuffle.py; docs/my-website/docs/proxy/config_settings.md (routing_strategy simple-shuffle, optional_pre_call_checks null); ROUTERS.md §1, SPEC §6",
 		New:     func(c sim.Config, _ int) sim.Policy { return &litellmShufflePolicy{s: newLitellmShuffle(c.Seed)} },

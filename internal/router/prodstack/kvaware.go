@@ -9,6 +9,7 @@ func kvAware(s Settings) sim.PolicyInfo {
 		About:      "vLLM production-stack router --routing-logic kvaware: the engine LMCache credits with the prompt's first chunk, when it holds all but --kv-aware-threshold tokens; chat requests look up an empty prompt and fall back to the session ring or QPS",
 		Family:     sim.FamilyKV,
 		Reasons:    append([]string{sim.ReasonPrefixMatch}, fallbackReasons...),
+		Draws:      true,
 		Product:    display,
 		Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py KvawareRouter (\"TODO: Handle chat completions\"), parsers/parser.py --kv-aware-threshold 2000; LMCache lmcache/v1/cache_controller KVController.lookup; ROUTERS.md §3, SPEC §6",
 		NeedsText:  true,

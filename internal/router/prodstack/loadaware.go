@@ -14,6 +14,7 @@ func loadAware(s Settings) sim.PolicyInfo {
 		About:      "vLLM production-stack router --routing-logic loadaware: LMCache's matched fraction - beta x load relative to the fleet mean (beta 1.0); chat requests look up an empty prompt and fall back to the session ring or QPS",
 		Family:     sim.FamilyKV,
 		Reasons:    append([]string{reasonLMCacheScore}, fallbackReasons...),
+		Draws:      true,
 		Product:    display,
 		Source:     "vllm-project/production-stack src/vllm_router/routers/routing_logic.py LoadAwareRouter (PR #1035; --loadaware-beta 1.0, env LOADAWARE_BETA), docs use_cases/loadaware-routing.rst; LMCache KVController.lookup; ROUTERS.md §3, SPEC §6",
 		NeedsText:  true,

@@ -14,6 +14,7 @@ func prefixAware(s Settings) sim.PolicyInfo {
 		About:     "vLLM production-stack router --routing-logic prefixaware: longest match of 128-character chunks of the raw text in a trie that never evicts, random among the engines holding it, no load term",
 		Family:    sim.FamilyKV,
 		Reasons:   []string{sim.ReasonPrefixMatch, reasonNoMatchRandom, reasonLowestQPS},
+		Draws:     true,
 		Product:   display,
 		Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py PrefixAwareRouter (main after PR #1035, with prefix_min_match_length), src/vllm_router/prefix/hashtrie.py HashTrie(chunk_size=128); parsers/parser.py --prefix-min-match-length 0; ROUTERS.md §3, SPEC §6",
 		NeedsText: true,

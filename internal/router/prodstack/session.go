@@ -9,6 +9,7 @@ func session(s Settings) sim.PolicyInfo {
 		About:     "vLLM production-stack router --routing-logic session: the --session-key header on a hash ring; without it the engine with the lowest QPS",
 		Family:    sim.FamilySession,
 		Reasons:   fallbackReasons,
+		Draws:     true,
 		Product:   display,
 		Source:    "vllm-project/production-stack src/vllm_router/routers/routing_logic.py SessionRouter, RoutingInterface._qps_routing, extract_session_id; stats/request_stats.py; parsers/parser.py (--session-key, --request-stats-window 60); ROUTERS.md §3, SPEC §6",
 		NeedsText: true,

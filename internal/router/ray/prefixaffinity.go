@@ -17,6 +17,7 @@ func prefixAffinity(s Settings) sim.PolicyInfo {
 		About:     "Ray Serve LLM PrefixCacheAffinityRouter: character tree, best-matching replicas above the match-rate threshold, else smallest trees; imbalance threshold infinite by default",
 		Family:    sim.FamilyKV,
 		Reasons:   []string{reasonImbalanced, reasonEmptyText, reasonSmallestTree, sim.ReasonPrefixMatch, reasonNoMatchAll},
+		Draws:     true,
 		Product:   display,
 		Source:    "ray-project/ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py (imbalanced_threshold=inf), prefix_tree.py@19a1eaa, serve/_private/request_router/pow_2_router.py and request_router.py; ROUTERS.md §6, SPEC.md §6",
 		NeedsText: true,

@@ -12,10 +12,13 @@ import (
 // cacheAware is sglang-cache-aware with settings s.
 func cacheAware(s Settings) sim.PolicyInfo {
 	return sim.PolicyInfo{
-		Name:      "sglang-cache-aware",
-		About:     "SGLang model gateway cache_aware (smg; the older sglang gateway with --sglang-defaults fork): radix tree of the text (HTTP) or token pages (gRPC), or KV events (gRPC); above the cache threshold the least expected wait among the replicas holding the match, unless overloaded against the mean; else the least expected wait",
-		Family:    sim.FamilyKV,
-		Reasons:   reasons(s),
+		Name:    "sglang-cache-aware",
+		About:   "SGLang model gateway cache_aware (smg; the older sglang gateway with --sglang-defaults fork): radix tree of the text (HTTP) or token pages (gRPC), or KV events (gRPC); above the cache threshold the least expected wait among the replicas holding the match, unless overloaded against the mean; else the least expected wait",
+		Family:  sim.FamilyKV,
+		Reasons: reasons(s),
+		// smg above selection temperature 0 draws among the candidates by their scores; otherwise
+		// the seed only orders replicas that tie.
+		Draws:     s.Gateway != Fork && s.SelectionTemperature > 0,
 		Product:   display,
 		Source:    "smg-project/smg@04def28 model_gateway/src/policies/cache_aware.rs, least_load.rs, cache_namespace.rs, crates/kv_index (string_tree.rs, token_tree.rs), main.rs; the older gateway from modal-projects/sglang (fork of sgl-project/sglang) @8905cbd sgl-model-gateway/src/policies/cache_aware.rs and tree.rs; routing text from smg's openai-protocol 1.0.0 protocols/src/chat.rs; ROUTERS.md §5 and its corrections, SPEC.md §6",
 		NeedsText: true,

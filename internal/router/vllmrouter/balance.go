@@ -47,6 +47,7 @@ func random() sim.PolicyInfo {
 		Product: display,
 		Source:  "vllm-project/router@e667ebb src/policies/random.rs:19-38",
 		Reasons: []string{"random"},
+		Draws:   true,
 		New:     func(c sim.Config, _ int) sim.Policy { return &randomPolicy{draws: newDraws(c.Seed)} },
 	}
 }
@@ -69,6 +70,7 @@ func powerOfTwo() sim.PolicyInfo {
 		Product: display,
 		Source:  "vllm-project/router@e667ebb src/policies/power_of_two.rs:24-84, src/routers/http/router.rs:150-172,574-580,1284-1360; vLLM serves /load ({\"server_load\"}), not /get_load",
 		Reasons: []string{"power-of-two-no-load"},
+		Draws:   true,
 		New:     func(c sim.Config, _ int) sim.Policy { return &powerOfTwoPolicy{draws: newDraws(c.Seed)} },
 	}
 }
