@@ -315,6 +315,8 @@ func TestScenarios(t *testing.T) {
 		// text and where it goes) must and must not hold.
 		fixes, evidence     []string
 		snippet, notSnippet []string
+		// seeds holds, for a router judged over seeds, what its spread must show.
+		seeds map[string]func(*rank.SeedSpread) bool
 	}
 	four := Options{Replicas: 4, KVTokens: 1 << 20}
 	reqs := func(l *reqLog) func(t *testing.T) Inputs {
@@ -682,8 +684,8 @@ func TestScenarios(t *testing.T) {
 			notSnippet: []string{"deployments:"},
 		},
 		{
-			name: "session affinity that no session router serves, LiteLLM configured (issue 22, the verdict and the ranking agree)",
-			why:  "testdata/assess/chat_sessions.jsonl (120 requests in 30 conversations of 4 turns, metadata.session_id, no arrival times) on 8 replicas with the LiteLLM config: within-session reuse only (the audit's cross-session reuse is 0), so a KV-aware router can serve no more than session affinity, which serves it all: session affinity. The session routers: vLLM Router's hashes read a session header the requests lack (missing: every chat hashed alike, one replica); production-stack's session router as shipped has no session key and refuses to start; LiteLLM's session_affinity places each conversation's first request by a uniform draw (simple-shuffle) and pins it: 30 draws over 8 replicas average 3.75, and a replica drawing 8 or more (load max/mean 32/15 = 2.13 >= 2.0, a hot spot where the arrival times are made up and the imbalance alone decides) has probability about 0.03 a replica, 0.2 over 8; this seed's draw is such a one. So no session router stands for the verdict, none is named (router-unnamed), and a KV-aware row, serving 0 points more than session affinity (under the 5-point session margin), is not named first in its place: no router first",
+			name: "session affinity, LiteLLM configured: its session router judged over seeds (issue 22, the verdict and the ranking agree)",
+			why:  "testdata/assess/chat_sessions.jsonl (120 requests in 30 conversations of 4 turns, metadata.session_id, no arrival times) on 8 replicas with the LiteLLM config: within-session reuse only (the audit's cross-session reuse is 0), so a KV-aware router can serve no more than session affinity, which serves it all: session affinity. The session routers: vLLM Router's hashes read a session header the requests lack (missing: every chat hashed alike, one replica); production-stack's session router as shipped has no session key and refuses to start; LiteLLM's session_affinity places each conversation's first request by a uniform draw (simple-shuffle) and pins it, so it serves every turn after the first from cache as session affinity does (+56.7 points, the min gain). Its load is a draw: 30 conversations over 8 replicas average 3.75, and a replica drawing 8 or more (load max/mean 32/15 = 2.13 >= 2.0, a hot spot where the arrival times are made up and the imbalance alone decides) has probability about 0.03 a replica, 0.2 over 8. Seed 1's draw is such a one (44 of 120 requests on one replica, 2.93: before rows were judged over seeds it decided the row, no session router stood for the verdict and none was named first). Judged over seeds 1-5 the row is a hot spot only when 3 of the 5 are, probability about 10 x 0.2^3 x 0.8^2 + 5 x 0.2^4 x 0.8 + 0.2^5 = 0.058; these five are not (the row says on how many it was): LiteLLM's session router stands for the verdict, the product the user runs and a session router, and comes first",
 			in: func(t *testing.T) Inputs {
 				path := filepath.Join("..", "..", "testdata", "assess", "chat_sessions.jsonl")
 				in := Inputs{Requests: &RequestLog{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}}
@@ -691,7 +693,12 @@ func TestScenarios(t *testing.T) {
 				return in
 			},
 			opts: Options{Replicas: 8, KVTokens: 1 << 20}, want: advise.SessionAffinity, rules: []string{"session-affinity-saves"},
-			unnamed: true, noFirst: true,
+			first: []string{"litellm-session-affinity"},
+			seeds: map[string]func(*rank.SeedSpread) bool{"litellm-session-affinity": func(sp *rank.SeedSpread) bool {
+				// Seed 1 put 44 of 120 requests on one replica (44/15 = 2.93); fewer than 3 of
+				// the 5 are hot spots.
+				return sp.Seeds[0] == 1 && sp.LoadMax >= 44.0/15-1e-9 && sp.HotSpots >= 1 && sp.HotSpots < 3
+			}},
 			notFirst: []string{"sglang-cache-aware", "dynamo-kv", "llmd-approx", "llmd-precise", "prodstack-prefixaware", "ray-prefix-affinity", "aibrix-prefix-cache", "kthena-router"},
 		},
 		{
@@ -784,6 +791,12 @@ func TestScenarios(t *testing.T) {
 					t.Errorf("no ranking; want a first among %v", sc.first)
 				}
 				return
+			}
+			for p, ok := range sc.seeds {
+				i := slices.IndexFunc(rk.Rows, func(r rank.Row) bool { return r.Policy == p && r.Variant == rank.Shipped })
+				if i < 0 || rk.Rows[i].Seeds == nil || !ok(rk.Rows[i].Seeds) {
+					t.Errorf("%s: seeds not as worked out\n%s", p, showRanking(rk))
+				}
 			}
 			first := rk.Rows[0]
 			if sc.first != nil && (first.Rank != 1 || !slices.Contains(sc.first, first.Policy)) {

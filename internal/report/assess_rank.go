@@ -78,6 +78,22 @@ type rankRowDoc struct {
 	Changes         []rankChangeDoc  `json:"changes"`
 	Requirements    []requirementDoc `json:"requirements"`
 	Notes           []string         `json:"notes"`
+	// Seeds, for a router that places requests by a seeded draw, says over which seeds the
+	// row was judged (rank.SeedSpread); null for a router replayed once.
+	Seeds *rankSeedsDoc `json:"seeds"`
+}
+
+// rankSeedsDoc is rank.SeedSpread: the seeds replayed, the one whose load the row has, the
+// first requests they were replayed on (0: the whole traffic, where the row's figures are the
+// seeds' medians), each figure's least and greatest, and how many seeds made a hot spot.
+type rankSeedsDoc struct {
+	Seeds           []uint64    `json:"seeds"`
+	MedianSeed      uint64      `json:"median_seed,omitempty"`
+	SampleRequests  int         `json:"sample_requests"`
+	HitRate         [2]float64  `json:"hit_rate_min_max"`
+	PrefillSaved    *[2]float64 `json:"prefill_saved_min_max"`
+	LoadMaxOverMean [2]float64  `json:"load_max_over_mean_min_max"`
+	HotSpots        int         `json:"hot_spots"`
 }
 
 type rankChangeDoc struct {
@@ -141,6 +157,13 @@ func rankingDoc(rk *rank.Ranking) *rankingDocument {
 		if rk.AddReplicaAt >= 0 {
 			fair := r.FairShare
 			row.FairShare = &fair
+		}
+		if sp := r.Seeds; sp != nil {
+			row.Seeds = &rankSeedsDoc{Seeds: append([]uint64{}, sp.Seeds...), MedianSeed: sp.Median, SampleRequests: sp.Sample,
+				HitRate: [2]float64{sp.HitMin, sp.HitMax}, LoadMaxOverMean: [2]float64{sp.LoadMin, sp.LoadMax}, HotSpots: sp.HotSpots}
+			if sp.Sample == 0 {
+				row.Seeds.PrefillSaved = &[2]float64{sp.SavedMin, sp.SavedMax}
+			}
 		}
 		for _, c := range r.Changes {
 			row.Changes = append(row.Changes, rankChangeDoc{c.Setting, c.Value, c.Why})
@@ -294,6 +317,11 @@ func (t *Text) ranking(rk *rank.Ranking, route advise.Verdict) error {
 			for _, n := range r.Notes {
 				t.Muted("  %s: %s", r.Name(), n)
 			}
+			// The brief view has no line to spare at 80 columns: the seeds are said with
+			// --evidence all and in the JSON (a hot spot's reason says them in both).
+			if r.Seeds != nil && t.all {
+				t.Muted("  %s: %s", r.Name(), seedsLine(r.Seeds))
+			}
 		}
 	}
 	if ranked > 0 {
@@ -414,4 +442,17 @@ func requirementCounts(qs []product.Requirement) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// seedsLine says over which seeds a row whose router draws was judged, and how far its figures
+// spread over them.
+func seedsLine(sp *rank.SeedSpread) string {
+	seeds := fmt.Sprintf("%d seeds (%d-%d)", len(sp.Seeds), sp.Seeds[0], sp.Seeds[len(sp.Seeds)-1])
+	hot := fmt.Sprintf("a hot spot on %d of them", sp.HotSpots)
+	if sp.Sample > 0 {
+		return fmt.Sprintf("places requests by seeded draws: its figures are seed %d's; over %s on the first %d requests, hit %s-%s, load max/mean %.2f-%.2f, %s",
+			sp.Seeds[0], seeds, sp.Sample, pct(sp.HitMin), pct(sp.HitMax), sp.LoadMin, sp.LoadMax, hot)
+	}
+	return fmt.Sprintf("places requests by seeded draws: judged over %s, each figure the median, the load seed %d's; hit %s-%s, prefill saved %s to %s, load max/mean %.2f-%.2f, %s",
+		seeds, sp.Median, pct(sp.HitMin), pct(sp.HitMax), signedPct(sp.SavedMin), signedPct(sp.SavedMax), sp.LoadMin, sp.LoadMax, hot)
 }

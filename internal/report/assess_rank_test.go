@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -115,5 +116,59 @@ func TestAssessRankingNotAdvice(t *testing.T) {
 	rec = advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds())
 	if text := string(render(t, FormatText, AssessRanked(rec, rankingFixture()))); strings.Contains(text, "not advice to deploy it") {
 		t.Errorf("a KV-aware recommendation: the ranking's first is said not to be advice:\n%s", text)
+	}
+}
+
+// TestAssessRankingSeeds: a row judged over seeds says so under the table, with the seeds, the
+// median seed and each figure's spread, and carries them in the JSON; on a sample, the figures
+// are the base seed's and the spread the sample's, without prefill saved.
+func TestAssessRankingSeeds(t *testing.T) {
+	rk := rankingFixture()
+	rk.Rows[1].Seeds = &rank.SeedSpread{Seeds: []uint64{1, 2, 3, 4, 5}, Median: 4, HitMin: 0.25, HitMax: 0.27, SavedMin: 0.18, SavedMax: 0.2, LoadMin: 1.05, LoadMax: 2.93, HotSpots: 1}
+	rk.Rows[2].Seeds = &rank.SeedSpread{Seeds: []uint64{1, 2, 3, 4, 5}, Sample: 1188, HitMin: 0.052, HitMax: 0.086, LoadMin: 1.06, LoadMax: 1.16}
+	res := AssessRanked(advise.Decide(assessInputs()["kv_router"], advise.DefaultThresholds()), rk)
+	if brief := string(render(t, FormatText, res)); strings.Contains(brief, "seeded draws") {
+		t.Errorf("the brief view says the seeds:\n%s", brief)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, FormatText, res, Options{Version: "test", All: true}); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{
+		"  dynamo-kv (tuned): places requests by seeded draws: judged over 5 seeds (1-5), each figure the median, the load seed 4's; hit 25.0%-27.0%, prefill saved +18.0% to +20.0%, load max/mean 1.05-2.93, a hot spot on 1 of them\n",
+		"  llmd-approx (shipped): places requests by seeded draws: its figures are seed 1's; over 5 seeds (1-5) on the first 1188 requests, hit 5.2%-8.6%, load max/mean 1.06-1.16, a hot spot on 0 of them\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
+		}
+	}
+	var doc struct {
+		Ranking struct {
+			Rows []struct {
+				Seeds *struct {
+					Seeds  []uint64    `json:"seeds"`
+					Median uint64      `json:"median_seed"`
+					Sample int         `json:"sample_requests"`
+					Hit    [2]float64  `json:"hit_rate_min_max"`
+					Saved  *[2]float64 `json:"prefill_saved_min_max"`
+					Load   [2]float64  `json:"load_max_over_mean_min_max"`
+					Hot    int         `json:"hot_spots"`
+				} `json:"seeds"`
+			} `json:"rows"`
+		} `json:"ranking"`
+	}
+	if err := json.Unmarshal(render(t, FormatJSON, res), &doc); err != nil {
+		t.Fatal(err)
+	}
+	rows := doc.Ranking.Rows
+	if rows[0].Seeds != nil {
+		t.Errorf("a row replayed once has seeds %+v, want null", rows[0].Seeds)
+	}
+	if s := rows[1].Seeds; s == nil || s.Median != 4 || s.Sample != 0 || s.Saved == nil || *s.Saved != [2]float64{0.18, 0.2} || s.Load != [2]float64{1.05, 2.93} || s.Hot != 1 || len(s.Seeds) != 5 {
+		t.Errorf("whole-traffic seeds %+v", s)
+	}
+	if s := rows[2].Seeds; s == nil || s.Sample != 1188 || s.Saved != nil || s.Hit != [2]float64{0.052, 0.086} {
+		t.Errorf("sample seeds %+v", s)
 	}
 }

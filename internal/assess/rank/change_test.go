@@ -18,7 +18,9 @@ func madeUp(r Row) Row {
 // TestSessionVerdictNoSessionRouter: issue 22, the session-affinity verdict whose first row was
 // sglang-cache-aware (kvcheck assess --config litellm.yaml --requests
 // testdata/assess/chat_sessions.jsonl: 120 requests, 30 conversations of 4 turns, 8 replicas,
-// no arrival times). The figures as that run shows them, the arithmetic by hand:
+// no arrival times). The figures as that run showed them when each row was one replay on seed 1
+// (since, LiteLLM's session router, which draws, is judged over Seeds seeds and is no hot spot
+// there: TestScenarios; the rule this test holds is unchanged), the arithmetic by hand:
 //   - today's round-robin hits 0.0% after the warm-up; the verdict's session affinity (the
 //     idealised session policy) serves 56.7%: +56.7 points;
 //   - sglang-cache-aware (KV-aware) serves 56.7%: 56.7 - 0.0 - 56.7 = 0.0 points more than the

@@ -9,7 +9,8 @@
 //  1. Not ranked: an emulation that cannot run on the traffic (a text-reading router on a
 //     trace of block hashes), a row with a hot spot (sim.Load.HotSpot, the rule kvcheck
 //     assess and simulate apply: load max/mean >= 2.0, above the evenest spread the requests
-//     allow, with half the busiest replica's requests waiting in the model), and, with
+//     allow, with half the busiest replica's requests waiting in the model; for a router that
+//     places requests by seeded draws, on its median seed's replay: SeedSpread), and, with
 //     --add-replica-at, a row that starves the added replica (it gets less than half its fair
 //     share 1/(replicas+1) of the requests after it joins): whatever such a router saves, it
 //     is not an answer.
@@ -54,7 +55,7 @@ import (
 
 // Rule states the ranking rule in one paragraph, for the text and the JSON; Rules.Describe
 // gives its numbers.
-const Rule = "not ranked: cannot run on this traffic, a hot spot (%s), an added replica given under half its fair share; " +
+const Rule = "not ranked: cannot run on this traffic, a hot spot (%s; a router placing requests by seeded draws by the median of %d seeds), an added replica given under half its fair share; " +
 	"the rest by fewest requirements missing, most prefill saved against today after the warm-up (whole points), most requirements met, " +
 	"the product you run, fewest requirements not met, shipped before configured before tuned (yours as configured first), lower TTFT p99, evener load, name; " +
 	"first: a router of the verdict's family (a KV-aware one over a session router only when it serves the session margin more), none of another kind when none of the family serves the min gain, " +
@@ -142,7 +143,9 @@ func (r Rules) Describe() string {
   verdict's kind  with a router verdict the first is a router of its kind that serves %.0f
                   points more than today's routing (the min gain); a concentrating one only
                   when no balanced one of its kind saves within the balanced margin
-`, r.Concentration, r.Concentration, r.BalancedMargin, r.StackMargin*100, r.SessionMargin*100, r.MinGain*100)
+  seeds           a router that places requests by seeded draws is replayed with %d seeds:
+                  each figure the median, the hot spot read on the median seed's replay
+`, r.Concentration, r.Concentration, r.BalancedMargin, r.StackMargin*100, r.SessionMargin*100, r.MinGain*100, Seeds)
 }
 
 // The families a row's router belongs to (Candidate.Family), as assess's verdict names them.
@@ -221,6 +224,55 @@ type Row struct {
 	// Concentrates: load max/mean at or above Rules.Concentration, above the evenest spread
 	// the requests allow, whether or not requests wait (rule 3).
 	Concentrates bool
+	// Seeds, for a router that places requests by a seeded draw (sim.PolicyInfo.Draws), says
+	// over which seeds the row was judged and how far its figures spread; nil for a router
+	// replayed once.
+	Seeds *SeedSpread
+}
+
+// Seeds is how many seeds a row whose router places requests by a seeded draw
+// (sim.PolicyInfo.Draws: random, a shuffle, power of two, a session's first replica, a seeded
+// hash ring) is replayed with: the base seed and the Seeds-1 after it, fixed, so that a run is
+// deterministic. One replay is one draw of the placements: on testdata/assess/chat_sessions.jsonl
+// (30 conversations drawn onto 8 replicas) seed 1 puts 44 of 120 requests on one replica, load
+// max/mean 2.93, while a replica drawing 8 of the 30 conversations (max/mean 2.13) happens about
+// one seed in five. Five replays make the median stand for what the router usually does: it
+// takes three unlucky seeds of five to decide a row, at a chance of about 0.06 where one seed
+// has 0.2. The rows whose routers do not draw are replayed once, as the seed only breaks their
+// exact ties.
+const Seeds = 5
+
+// SeedSampleRefs bounds the block references the extra seeds replay: a traffic of more is
+// judged over the seeds on its first requests up to that many (SeedSpread.Sample), which keeps
+// the extra replays to a fixed cost, about 1/7 of a replay of the 449 MB request log of
+// BENCHMARKS.md for each seed, instead of four more replays of the whole.
+const SeedSampleRefs = 1 << 20
+
+// SeedSpread is how a row judged over several seeds spread. On the whole traffic (Sample 0)
+// the row's figures are the seeds' medians, each its own (HitRate, PrefillSaved, the TTFTs,
+// the added replica's share), and its load is the median seed's replay: the one in the middle
+// when the replays are sorted by load max/mean. The hot-spot rule reads that replay (its
+// max/mean, its evenest spread, its waiting share), not a majority vote over the seeds: with an
+// odd number of seeds the median's max/mean is at or above the ratio exactly when most seeds'
+// are, and the reason then quotes one replay whose figures are all the same run's. On a sample
+// (a traffic over SeedSampleRefs block references) the row's figures and its judgement stay the
+// base seed's replay of the whole traffic, and the spread is the seeds' on the sample: many
+// draws make one seed stand for the rest, and the spread shows whether it does.
+type SeedSpread struct {
+	// Seeds are the seeds replayed, in order; Median the one whose load the row has (on the
+	// whole traffic).
+	Seeds  []uint64
+	Median uint64
+	// Sample is the number of first requests the seeds were replayed on; 0 for the whole
+	// traffic.
+	Sample int
+	// The figures' least and greatest over the seeds (PrefillSaved's only on the whole
+	// traffic, where today's replay is the one the row is compared with).
+	HitMin, HitMax     float64
+	SavedMin, SavedMax float64
+	LoadMin, LoadMax   float64
+	// HotSpots counts the seeds whose replay is a hot spot (sim.Load.HotSpot).
+	HotSpots int
 }
 
 // Missing counts the requirements the files show missing.
@@ -341,10 +393,28 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 		s.HotSpot = sim.HotSpotRatio
 	}
 	rk := &Ranking{Today: s.Today, TodayFrom: s.TodayFrom, TodayNotes: slices.Clone(s.TodayNotes), Replicas: s.Base.Replicas, KVBlocks: s.Base.KVBlocks, BlockSize: t.BlockSize,
-		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, sim.HotSpotRule(s.HotSpot)), NotSimulated: s.NotSimulated,
+		AddReplicaAt: s.Base.AddReplicaAt, HotSpot: s.HotSpot, Rule: fmt.Sprintf(Rule, sim.HotSpotRule(s.HotSpot), Seeds), NotSimulated: s.NotSimulated,
 		Rules: s.Rules.orDefault(), Stack: s.Stack, Traffic: s.Traffic}
 	results := make([]sim.Result, len(cands)+1)
 	errs := make([]error, len(cands)+1)
+	infos := make([]sim.PolicyInfo, len(cands)+1)
+	infoErrs := make([]error, len(cands)+1)
+	for k := range infos {
+		name, settings := s.Today, s.TodayRouters
+		if k > 0 {
+			name, settings = cands[k-1].Policy, cands[k-1].Settings
+		}
+		infos[k], infoErrs[k] = policy(name, settings)
+	}
+	// The rows whose routers draw are replayed again on the other seeds (seedReplays): on the
+	// whole traffic, or on its first requests when it is large.
+	seeded, sample := seedReplays(t, s.Base.Seed)
+	var head *sim.Trace
+	if sample > 0 {
+		head = t.Head(sample)
+	}
+	extra := make([][]sim.Result, len(cands)+1)
+	extraErrs := make([][]error, len(cands)+1)
 	var spool *sim.RouteSpool
 	var runs []sim.RouteRun
 	if s.Routes != nil {
@@ -355,36 +425,62 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 		defer spool.Close()
 		runs = make([]sim.RouteRun, len(cands)+1)
 	}
-	work := make(chan int)
+	// A replay is a row (k, 0 for today's routing) and, for the extra seeds, the index e into
+	// seeded of the seed (-1: the row's replay of the whole traffic on the base seed). Each
+	// replay's state goes when it ends; what stays is its Result.
+	type replay struct{ k, e int }
+	work := make(chan replay)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	done := 0
+	done, total := 0, len(cands)+1
+	var treeItems, otherItems []replay
+	for k := 1; k <= len(cands); k++ {
+		items := []replay{{k, -1}}
+		if infoErrs[k] == nil && infos[k].Draws {
+			extra[k], extraErrs[k] = make([]sim.Result, len(seeded)), make([]error, len(seeded))
+			for e := range seeded {
+				items = append(items, replay{k, e})
+			}
+		}
+		total += len(items) - 1
+		if infoErrs[k] == nil && infos[k].KeepsText {
+			treeItems = append(treeItems, items...)
+		} else {
+			otherItems = append(otherItems, items...)
+		}
+	}
 	// Routers that keep a tree of the text they routed replay one at a time: each may hold the
 	// traffic's distinct text (Ray's as shipped never evicts), so two at once would hold it
 	// twice. The other worker goes on with the rest meanwhile.
 	trees := make(chan struct{}, 1)
-	for range min(runtime.GOMAXPROCS(0), len(cands)+1) {
+	for range min(runtime.GOMAXPROCS(0), total) {
 		wg.Go(func() {
-			for k := range work {
+			for it := range work {
+				k, info := it.k, infos[it.k]
 				c := s.Base
-				name, settings := s.Today, s.TodayRouters
-				if k > 0 {
-					cd := cands[k-1]
-					if cd.Params != nil {
-						c.Params = *cd.Params
-					}
-					name, settings = cd.Policy, cd.Settings
+				if k > 0 && cands[k-1].Params != nil {
+					c.Params = *cands[k-1].Params
 				}
-				switch info, err := policy(name, settings); {
+				tr := t
+				if it.e >= 0 {
+					c.Seed = seeded[it.e]
+					if head != nil {
+						tr, c.MeasureFromRequest = head, sample/2
+					}
+				}
+				switch err := infoErrs[k]; {
 				case err != nil:
 					errs[k] = err
 				default:
 					if info.KeepsText {
 						trees <- struct{}{}
 					}
-					if spool != nil {
+					switch {
+					case it.e >= 0:
+						extra[k][it.e], extraErrs[k][it.e] = sim.SimulatePolicy(ctx, tr, c, info)
+					case spool != nil:
 						results[k], runs[k], errs[k] = spool.Simulate(ctx, t, c, info, k)
-					} else {
+					default:
 						results[k], errs[k] = sim.SimulatePolicy(ctx, t, c, info)
 					}
 					if info.KeepsText {
@@ -394,7 +490,7 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 				if s.Progress != nil {
 					mu.Lock()
 					done++
-					s.Progress(done, len(cands)+1)
+					s.Progress(done, total)
 					mu.Unlock()
 				}
 			}
@@ -402,35 +498,27 @@ func Run(ctx context.Context, t *sim.Trace, s Setup, cands []Candidate) (*Rankin
 	}
 	// The tree routers are fed between the others, so that while one runs the other worker has
 	// something else to replay.
-	var treeRows, otherRows []int
-	for k, cd := range cands {
-		if info, err := policy(cd.Policy, cd.Settings); err == nil && info.KeepsText {
-			treeRows = append(treeRows, k+1)
-		} else {
-			otherRows = append(otherRows, k+1)
-		}
-	}
-	order := make([]int, 0, len(cands))
-	for len(treeRows)+len(otherRows) > 0 {
-		if len(treeRows) > 0 {
-			order, treeRows = append(order, treeRows[0]), treeRows[1:]
+	order := make([]replay, 0, total)
+	for len(treeItems)+len(otherItems) > 0 {
+		if len(treeItems) > 0 {
+			order, treeItems = append(order, treeItems[0]), treeItems[1:]
 		}
 		for range 2 {
-			if len(otherRows) > 0 {
-				order, otherRows = append(order, otherRows[0]), otherRows[1:]
+			if len(otherItems) > 0 {
+				order, otherItems = append(order, otherItems[0]), otherItems[1:]
 			}
 		}
 	}
 feed:
-	for _, k := range order {
+	for _, it := range order {
 		select {
-		case work <- k:
+		case work <- it:
 		case <-ctx.Done():
 			break feed
 		}
 	}
 	if ctx.Err() == nil {
-		work <- 0
+		work <- replay{0, -1}
 	}
 	close(work)
 	wg.Wait()
@@ -454,10 +542,14 @@ feed:
 		case err != nil:
 			return nil, fmt.Errorf("%s (%s): %w", cd.Policy, cd.Variant, err)
 		}
-		row := Row{Candidate: cd, HitRate: steadyHit(res), LoadMaxOverMean: res.LoadMaxOverMean,
-			TTFTP50: res.TTFTP50, TTFTP99: res.TTFTP99, FreshShare: res.FreshShare, load: sim.LoadOf(res, t)}
-		if todayMiss > 0 {
-			row.PrefillSaved = float64(todayMiss-(res.SteadyInputTokens-res.SteadyHitTokens)) / float64(todayMiss)
+		for e, err := range extraErrs[i+1] {
+			if err != nil {
+				return nil, fmt.Errorf("%s (%s) on seed %d: %w", cd.Policy, cd.Variant, seeded[e], err)
+			}
+		}
+		row := rowOf(cd, res, t, todayMiss)
+		if extra[i+1] != nil {
+			row = judgeSeeds(row, s.Base.Seed, seeded, extra[i+1], head, t, todayMiss, s.HotSpot)
 		}
 		if s.Base.AddReplicaAt >= 0 {
 			row.FairShare = fair
@@ -471,6 +563,109 @@ feed:
 		}
 	}
 	return rk, nil
+}
+
+// seedReplays returns the seeds a row whose router draws is replayed on besides its replay of
+// the whole traffic on the base seed, and the requests they replay: on a traffic of at most
+// SeedSampleRefs block references, the Seeds-1 seeds after the base on the whole of it (sample
+// 0); on a larger one, all Seeds seeds, the base too, on the first requests up to that many
+// references (sample, at least one request), so that the spread compares replays of one sample.
+func seedReplays(t *sim.Trace, base uint64) (seeds []uint64, sample int) {
+	refs := 0
+	for i := range t.Requests {
+		refs += len(t.Requests[i].Blocks)
+		if refs > SeedSampleRefs {
+			sample = max(i, 1)
+			break
+		}
+	}
+	from, n := base+1, Seeds-1
+	if sample > 0 {
+		from, n = base, Seeds
+	}
+	for i := range n {
+		seeds = append(seeds, from+uint64(i))
+	}
+	return seeds, sample
+}
+
+// rowOf is a candidate's row from one replay of the traffic.
+func rowOf(cd Candidate, res sim.Result, t *sim.Trace, todayMiss int64) Row {
+	row := Row{Candidate: cd, HitRate: steadyHit(res), LoadMaxOverMean: res.LoadMaxOverMean,
+		TTFTP50: res.TTFTP50, TTFTP99: res.TTFTP99, FreshShare: res.FreshShare, load: sim.LoadOf(res, t)}
+	if todayMiss > 0 {
+		row.PrefillSaved = float64(todayMiss-(res.SteadyInputTokens-res.SteadyHitTokens)) / float64(todayMiss)
+	}
+	return row
+}
+
+// judgeSeeds judges row, the replay of the whole traffic on seed base (res), over the seeds'
+// replays too (SeedSpread says how): on the whole traffic its figures become the seeds'
+// medians and its load the median seed's; on a sample it keeps its own and gains the spread.
+func judgeSeeds(row Row, base uint64, seeds []uint64, extra []sim.Result, head, t *sim.Trace, todayMiss int64, hotSpot float64) Row {
+	var rows []Row
+	sp := &SeedSpread{}
+	on, miss := t, todayMiss
+	if head != nil {
+		// Today is not replayed on the sample: no prefill saved there.
+		on, miss, sp.Sample = head, 0, len(head.Requests)
+	} else {
+		rows = append(rows, row)
+		sp.Seeds = append(sp.Seeds, base)
+	}
+	for e, r := range extra {
+		rows = append(rows, rowOf(row.Candidate, r, on, miss))
+		sp.Seeds = append(sp.Seeds, seeds[e])
+	}
+	sp.HitMin, sp.HitMax = spread(rows, func(r Row) float64 { return r.HitRate })
+	sp.LoadMin, sp.LoadMax = spread(rows, func(r Row) float64 { return r.LoadMaxOverMean })
+	for _, r := range rows {
+		if r.load.HotSpot(hotSpot) {
+			sp.HotSpots++
+		}
+	}
+	row.Seeds = sp
+	if head != nil {
+		return row
+	}
+	sp.SavedMin, sp.SavedMax = spread(rows, func(r Row) float64 { return r.PrefillSaved })
+	byLoad := make([]int, len(rows))
+	for i := range byLoad {
+		byLoad[i] = i
+	}
+	slices.SortStableFunc(byLoad, func(a, b int) int { return cmp.Compare(rows[a].LoadMaxOverMean, rows[b].LoadMaxOverMean) })
+	m := byLoad[len(byLoad)/2]
+	sp.Median = sp.Seeds[m]
+	out := rows[m]
+	out.Seeds = sp
+	out.HitRate = median(rows, func(r Row) float64 { return r.HitRate })
+	out.PrefillSaved = median(rows, func(r Row) float64 { return r.PrefillSaved })
+	out.TTFTP50 = median(rows, func(r Row) float64 { return r.TTFTP50 })
+	out.TTFTP99 = median(rows, func(r Row) float64 { return r.TTFTP99 })
+	if !slices.ContainsFunc(rows, func(r Row) bool { return r.FreshShare == nil }) {
+		f := median(rows, func(r Row) float64 { return *r.FreshShare })
+		out.FreshShare = &f
+	}
+	return out
+}
+
+// spread is the least and greatest of a figure over rows.
+func spread(rows []Row, f func(Row) float64) (lo, hi float64) {
+	lo, hi = f(rows[0]), f(rows[0])
+	for _, r := range rows[1:] {
+		lo, hi = min(lo, f(r)), max(hi, f(r))
+	}
+	return lo, hi
+}
+
+// median is a figure's median over rows (an odd number; with an even one the upper middle).
+func median(rows []Row, f func(Row) float64) float64 {
+	v := make([]float64, len(rows))
+	for i, r := range rows {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // writeRoutes gives s.Routes the routes of today's replay and of every candidate's that ran.
@@ -522,6 +717,9 @@ func (rk *Ranking) settle() {
 			row.Excluded = fmt.Sprintf("hot spot: load max/mean %.2f >= %.1f", row.LoadMaxOverMean, rk.HotSpot)
 			if load.ArrivalsKnown {
 				row.Excluded += fmt.Sprintf(", %.0f%% of the busiest replica's requests waiting", 100*load.HotWaited)
+			}
+			if sp := row.Seeds; sp != nil && sp.Sample == 0 {
+				row.Excluded += fmt.Sprintf(", on the median of %d seeds (seed %d; a hot spot on %d of the %d)", len(sp.Seeds), sp.Median, sp.HotSpots, len(sp.Seeds))
 			}
 		case row.Starves:
 			row.Excluded = fmt.Sprintf("starves the added replica: %.1f%% of the requests after it joined, under half its fair share %.1f%%", 100**row.FreshShare, 100*row.FairShare)
