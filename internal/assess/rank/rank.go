@@ -251,10 +251,10 @@ const SeedSampleRefs = 1 << 20
 // SeedSpread is how a row judged over several seeds spread. On the whole traffic (Sample 0)
 // the row's figures are the seeds' medians, each its own (HitRate, PrefillSaved, the TTFTs,
 // the added replica's share), and its load is the median seed's replay: the one in the middle
-// when the replays are sorted by load max/mean. The hot-spot rule reads that replay (its
-// max/mean, its evenest spread, its waiting share), not a majority vote over the seeds: with an
-// odd number of seeds the median's max/mean is at or above the ratio exactly when most seeds'
-// are, and the reason then quotes one replay whose figures are all the same run's. On a sample
+// when the replays are sorted hot spots last (sim.Load.HotSpot), each group by load max/mean.
+// The hot-spot rule reads that replay, which with an odd number of seeds is a hot spot exactly
+// when most seeds' replays are: a majority vote whose reason quotes one replay, all its figures
+// the same run's. On a sample
 // (a traffic over SeedSampleRefs block references) the row's figures and its judgement stay the
 // base seed's replay of the whole traffic, and the spread is the seeds' on the sample: many
 // draws make one seed stand for the rest, and the spread shows whether it does.
@@ -629,12 +629,7 @@ func judgeSeeds(row Row, base uint64, seeds []uint64, extra []sim.Result, head, 
 		return row
 	}
 	sp.SavedMin, sp.SavedMax = spread(rows, func(r Row) float64 { return r.PrefillSaved })
-	byLoad := make([]int, len(rows))
-	for i := range byLoad {
-		byLoad[i] = i
-	}
-	slices.SortStableFunc(byLoad, func(a, b int) int { return cmp.Compare(rows[a].LoadMaxOverMean, rows[b].LoadMaxOverMean) })
-	m := byLoad[len(byLoad)/2]
+	m := medianReplay(rows, hotSpot)
 	sp.Median = sp.Seeds[m]
 	out := rows[m]
 	out.Seeds = sp
@@ -647,6 +642,30 @@ func judgeSeeds(row Row, base uint64, seeds []uint64, extra []sim.Result, head, 
 		out.FreshShare = &f
 	}
 	return out
+}
+
+// medianReplay is the index of the median seed's replay among rows: the middle one with hot
+// spots (sim.Load.HotSpot) after the others, each group by load max/mean, so that with an odd
+// number of rows it is a hot spot exactly when most are. By max/mean alone it was not: a
+// replay at or over the ratio whose busiest replica was not busy enough (HotSpot's third rule)
+// sorted among the hot ones, so the middle one could be no hot spot on 3 hot seeds of 5, or
+// one on 1.
+func medianReplay(rows []Row, hotSpot float64) int {
+	byLoad := make([]int, len(rows))
+	for i := range byLoad {
+		byLoad[i] = i
+	}
+	slices.SortStableFunc(byLoad, func(a, b int) int {
+		ha, hb := rows[a].load.HotSpot(hotSpot), rows[b].load.HotSpot(hotSpot)
+		switch {
+		case ha && !hb:
+			return 1
+		case hb && !ha:
+			return -1
+		}
+		return cmp.Compare(rows[a].LoadMaxOverMean, rows[b].LoadMaxOverMean)
+	})
+	return byLoad[len(byLoad)/2]
 }
 
 // spread is the least and greatest of a figure over rows.

@@ -158,3 +158,32 @@ func TestSeedReplays(t *testing.T) {
 		t.Errorf("small: seeds %v on %d requests, want 8-11 on the whole", seeds, sample)
 	}
 }
+
+// TestMedianReplayIsMajority: the median seed's replay is a hot spot exactly when most of the
+// seeds' are, whatever their load max/mean. Five replays with the arrival times known (a hot
+// spot needs max/mean >= 2.0 and at least half the busiest replica's requests waiting), the
+// evenest spread 1.0:
+//   - one hot spot (2.2, waiting 0.6) among 1.0, 1.1 and two at 2.5 and 2.6 whose busiest
+//     replica waited 0.1 (not busy enough): by max/mean alone the middle is the 2.2, a hot
+//     spot on 1 seed of 5; hot spots last, the middle is the 2.5, no hot spot;
+//   - three hot spots (2.0, 2.1, 2.2) with 1.0 and an idle 2.05: by max/mean alone the middle
+//     is the idle 2.05, no hot spot on 3 seeds of 5; hot spots last, the 2.0, a hot spot.
+func TestMedianReplayIsMajority(t *testing.T) {
+	replay := func(mm, waited float64) Row {
+		return Row{LoadMaxOverMean: mm, load: sim.Load{MaxOverMean: mm, Even: 1, ArrivalsKnown: true, HotWaited: waited}}
+	}
+	for _, c := range []struct {
+		name string
+		rows []Row
+		want float64 // the median replay's max/mean
+		hot  bool
+	}{
+		{"one hot of five", []Row{replay(2.5, 0.1), replay(1.0, 0), replay(2.2, 0.6), replay(2.6, 0.1), replay(1.1, 0)}, 2.5, false},
+		{"three hot of five", []Row{replay(2.2, 0.6), replay(2.05, 0.1), replay(1.0, 0), replay(2.1, 0.7), replay(2.0, 0.5)}, 2.0, true},
+	} {
+		m := c.rows[medianReplay(c.rows, sim.HotSpotRatio)]
+		if m.LoadMaxOverMean != c.want || m.load.HotSpot(sim.HotSpotRatio) != c.hot {
+			t.Errorf("%s: the median replay is %.2f (hot %v), want %.2f (hot %v)", c.name, m.LoadMaxOverMean, m.load.HotSpot(sim.HotSpotRatio), c.want, c.hot)
+		}
+	}
+}
